@@ -1,0 +1,1 @@
+"""Validation helpers with upstream's messages and field paths."""

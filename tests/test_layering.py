@@ -1,0 +1,119 @@
+"""The layering contract of DESIGN.md, checked on the source: a package never imports a layer above it.
+
+Walks every module under ``src/kubeplane`` with ``ast`` (no import side effects), resolves relative imports,
+and compares each ``kubeplane.*`` import with the table below. Third-party imports of ``api/`` and
+``store/`` are limited as well, so the pure layers stay pure.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "kubeplane"
+
+# package -> kubeplane packages it may import (itself always allowed).
+ALLOWED: dict[str, frozenset[str]] = {
+    "api": frozenset(),
+    "store": frozenset(),
+    "apiserver": frozenset({"api", "store"}),
+    "client": frozenset({"api"}),
+    "controllers": frozenset({"api", "client"}),
+    "scheduler": frozenset({"api", "client"}),
+    "kubelet": frozenset({"api", "client"}),
+    "sim": frozenset({"api", "store", "apiserver", "client", "controllers", "scheduler", "kubelet"}),
+    "cli": frozenset({"api", "store", "apiserver", "client", "controllers", "scheduler", "kubelet", "sim"}),
+}
+# single modules with a wider allowance than their package (DESIGN.md: "local.py alone may import apiserver").
+MODULE_EXCEPTIONS: dict[str, frozenset[str]] = {
+    "kubeplane.client.local": frozenset({"api", "apiserver", "store"}),
+}
+# third-party distributions a pure layer may use beyond the standard library.
+THIRD_PARTY: dict[str, frozenset[str]] = {
+    "api": frozenset({"orjson", "msgspec"}),
+    "store": frozenset({"orjson", "aetcd"}),
+}
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(SRC.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """Absolute names of every import in ``path``, relative imports resolved against its package."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                name = ".".join([*base, node.module] if node.module else base)
+            else:
+                name = node.module or ""
+            found.append((node.lineno, name))
+    return found
+
+
+def _violations() -> list[str]:
+    problems: list[str] = []
+    for path in sorted(SRC.rglob("*.py")):
+        module = _module_name(path)
+        parts = module.split(".")
+        if len(parts) < 2:
+            continue  # kubeplane/__init__.py
+        package = parts[1]
+        if package not in ALLOWED:
+            problems.append(f"{module}: package {package!r} is not in the layering table of DESIGN.md")
+            continue
+        allowed = ALLOWED[package] | MODULE_EXCEPTIONS.get(module, frozenset()) | {package}
+        for line, name in _imports(path):
+            top = name.split(".")[0]
+            if top == "kubeplane":
+                target = name.split(".")[1] if "." in name else ""
+                if target and target not in allowed and target != "__version__":
+                    problems.append(f"{path.relative_to(SRC.parent)}:{line}: {package} may not import {name}")
+            elif (
+                package in THIRD_PARTY
+                and top not in sys.stdlib_module_names
+                and top not in THIRD_PARTY[package]
+                and top != "__future__"
+            ):
+                problems.append(f"{path.relative_to(SRC.parent)}:{line}: {package} may not depend on {top!r}")
+    return problems
+
+
+def test_no_layer_imports_a_layer_above_it() -> None:
+    assert _violations() == []
+
+
+@pytest.mark.parametrize(
+    ("package", "source", "expect"),
+    [
+        ("store", "from kubeplane.api import quantity\n", "store may not import kubeplane.api"),
+        ("api", "from ..store import interface\n", "api may not import kubeplane.store"),
+        ("api", "import numpy\n", "api may not depend on 'numpy'"),
+    ],
+    ids=["store-imports-api", "api-imports-store-relative", "api-imports-numpy"],
+)
+def test_checker_catches_violations(
+    package: str, source: str, expect: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The check itself would fail on a real violation (guards against a checker that sees nothing)."""
+    fake = tmp_path / "kubeplane"
+    (fake / package).mkdir(parents=True)
+    (fake / package / "__init__.py").write_text("")
+    (fake / package / "bad.py").write_text(source)
+    monkeypatch.setattr(sys.modules[__name__], "SRC", fake)
+    assert any(expect in p for p in _violations())
