@@ -1,0 +1,166 @@
+"""Store throughput: writes, compare-and-put updates, range reads and watch fan-out, per backend.
+
+Prints one JSON object per line: {"bench": "store", "metric": ..., "value": ..., "unit": ..., parameters}.
+``--quick`` finishes in well under a minute. Run: ``.venv/bin/python bench/store_bench.py [--quick]``.
+
+Metrics (each for memory, sqlite crash-safe and sqlite fsync unless noted):
+* ``writes_per_s``: sequential single-key creates by one writer, each awaited (acknowledged) before the next.
+* ``concurrent_writes_per_s``: the same with 16 concurrent writers (the fsync mode's group commit target).
+* ``cas_updates_per_s``: sequential updates with ``expected_mod_revision`` (kube-apiserver's GuaranteedUpdate).
+* ``range_reads_per_s``: range reads of a 100-key prefix at the current revision; ``past_range_reads_per_s`` at
+  an older revision (served from the log).
+* ``fanout_events_per_s``: events delivered per second in total to W watchers (1, 10, 100) of one prefix while
+  one writer writes; the writer yields to the loop every 64 writes, as an API server handler would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from kubeplane.store.base import BaseStore
+from kubeplane.store.memory import MemoryStore
+from kubeplane.store.sqlite import Durability, SqliteStore
+
+BACKENDS = ("memory", "sqlite", "sqlite-fsync")
+
+
+def emit(metric: str, value: float, unit: str, **params: object) -> None:
+    print(json.dumps({"bench": "store", "metric": metric, "value": round(value, 1), "unit": unit, **params}))
+    sys.stdout.flush()
+
+
+def opener(backend: str, directory: Path) -> Callable[[str], BaseStore]:
+    def open_store(name: str) -> BaseStore:
+        if backend == "memory":
+            return MemoryStore()
+        durability = Durability.FSYNC if backend == "sqlite-fsync" else Durability.CRASH_SAFE
+        return SqliteStore(directory / f"{name}.db", durability=durability)
+
+    return open_store
+
+
+async def bench_writes(open_store: Callable[[str], BaseStore], n: int, value: bytes) -> float:
+    store = open_store("writes")
+    start = time.perf_counter()
+    for i in range(n):
+        await store.create(f"/registry/pods/default/pod-{i:07d}", value)
+    elapsed = time.perf_counter() - start
+    await store.close()
+    return n / elapsed
+
+
+async def bench_concurrent_writes(open_store: Callable[[str], BaseStore], n: int, value: bytes, writers: int) -> float:
+    store = open_store("concurrent")
+
+    async def writer(w: int) -> None:
+        for i in range(n // writers):
+            await store.create(f"/registry/pods/ns-{w}/pod-{i:07d}", value)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(writer(w) for w in range(writers)))
+    elapsed = time.perf_counter() - start
+    await store.close()
+    return (n // writers) * writers / elapsed
+
+
+async def bench_cas_updates(open_store: Callable[[str], BaseStore], n: int, value: bytes) -> float:
+    store = open_store("cas")
+    keys = [f"/registry/pods/default/pod-{i:04d}" for i in range(100)]
+    revisions = {k: (await store.create(k, value)).mod_revision for k in keys}
+    start = time.perf_counter()
+    for i in range(n):
+        key = keys[i % 100]
+        revisions[key] = (await store.update(key, value, expected_mod_revision=revisions[key])).mod_revision
+    elapsed = time.perf_counter() - start
+    await store.close()
+    return n / elapsed
+
+
+async def bench_ranges(open_store: Callable[[str], BaseStore], n: int, value: bytes) -> tuple[float, float]:
+    store = open_store("ranges")
+    for i in range(1_000):
+        await store.create(f"/registry/pods/ns-{i % 10}/pod-{i:05d}", value)
+    past = store.revision
+    for i in range(100):  # every key of the prefix changes after `past`
+        await store.update(f"/registry/pods/ns-3/pod-{i * 10 + 3:05d}", value)
+    start = time.perf_counter()
+    for _ in range(n):
+        result = await store.range("/registry/pods/ns-3/")
+    current_rate = n / (time.perf_counter() - start)
+    assert len(result.kvs) == 100
+    past_n = max(n // 20, 10)
+    start = time.perf_counter()
+    for _ in range(past_n):
+        result = await store.range("/registry/pods/ns-3/", revision=past)
+    past_rate = past_n / (time.perf_counter() - start)
+    assert len(result.kvs) == 100
+    await store.close()
+    return current_rate, past_rate
+
+
+async def bench_fanout(open_store: Callable[[str], BaseStore], n: int, value: bytes, watchers: int) -> float:
+    store = open_store(f"fanout{watchers}")
+    watches = [store.watch("/registry/pods/", buffer_size=n + 1) for _ in range(watchers)]
+    done = 0
+
+    async def consume(index: int) -> None:
+        nonlocal done
+        watch = watches[index]
+        got = 0
+        while got < n:
+            got += len(await watch.next_batch())
+        done += 1
+
+    consumers = [asyncio.ensure_future(consume(i)) for i in range(watchers)]
+    start = time.perf_counter()
+    for i in range(n):
+        await store.create(f"/registry/pods/default/pod-{i:07d}", value)
+        if i % 64 == 63:
+            await asyncio.sleep(0)
+    await asyncio.gather(*consumers)
+    elapsed = time.perf_counter() - start
+    assert done == watchers
+    await store.close()
+    return n * watchers / elapsed
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="a run of well under a minute")
+    parser.add_argument("--value-size", type=int, default=1024, help="bytes per value (default 1024)")
+    parser.add_argument("--backend", choices=BACKENDS, action="append", help="repeatable; default all")
+    args = parser.parse_args()
+    scale = 0.1 if args.quick else 1.0
+    value = b"x" * args.value_size
+    common = {"value_size": args.value_size, "quick": args.quick}
+    for backend in args.backend or BACKENDS:
+        with tempfile.TemporaryDirectory(prefix="kubeplane-bench-") as tmp:
+            open_store = opener(backend, Path(tmp))
+            slow = backend == "sqlite-fsync"
+            n = int((2_000 if slow else 50_000) * scale) or 1
+            emit("writes_per_s", await bench_writes(open_store, n, value), "writes/s", backend=backend, n=n, **common)
+            n = int(50_000 * scale)
+            rate = await bench_concurrent_writes(open_store, n, value, 16)
+            emit("concurrent_writes_per_s", rate, "writes/s", backend=backend, n=n, writers=16, **common)
+            n = int((2_000 if slow else 50_000) * scale)
+            rate = await bench_cas_updates(open_store, n, value)
+            emit("cas_updates_per_s", rate, "updates/s", backend=backend, n=n, **common)
+            n = int(20_000 * scale)
+            current, past = await bench_ranges(open_store, n, value)
+            emit("range_reads_per_s", current, "reads/s", backend=backend, keys_per_read=100, **common)
+            emit("past_range_reads_per_s", past, "reads/s", backend=backend, keys_per_read=100, **common)
+            for watchers in (1, 10, 100):
+                n = int((2_000 if slow else 20_000) * scale)
+                rate = await bench_fanout(open_store, n, value, watchers)
+                emit("fanout_events_per_s", rate, "events/s", backend=backend, watchers=watchers, n=n, **common)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
