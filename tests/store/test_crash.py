@@ -3,7 +3,7 @@
 A child process writes (creates, updates, deletes from four concurrent writers) and prints every write once it
 is acknowledged; the test SIGKILLs it after a random delay, reopens the database and checks every acknowledged
 write at its revision, then starts the next child on the same file. 24 kills in the default crash-safe mode,
-12 in fsync mode.
+12 in fsync mode; `make soak` runs 300 and 150.
 """
 
 from __future__ import annotations
@@ -44,8 +44,13 @@ def _run_and_kill(path: Path, durability: Durability, seed: int, delay: float) -
 
 @pytest.mark.parametrize(
     ("durability", "kills"),
-    [(Durability.CRASH_SAFE, 24), (Durability.FSYNC, 12)],
-    ids=["crash-safe", "fsync"],
+    [
+        (Durability.CRASH_SAFE, 24),
+        (Durability.FSYNC, 12),
+        pytest.param(Durability.CRASH_SAFE, 300, marks=pytest.mark.soak),
+        pytest.param(Durability.FSYNC, 150, marks=pytest.mark.soak),
+    ],
+    ids=["crash-safe", "fsync", "soak-crash-safe", "soak-fsync"],
 )
 async def test_acknowledged_writes_survive_sigkill(tmp_path: Path, durability: Durability, kills: int) -> None:
     path = tmp_path / "crash.db"

@@ -219,11 +219,11 @@ class StoreMachine(RuleBasedStateMachine):
         validate_all(events, history, prefix=prefix, start=start)
 
 
-def _machine(backend: str, examples: int) -> type[StoreMachine]:
-    machine = type(f"StoreMachine_{backend}", (StoreMachine,), {"backend": backend})
+def _machine(backend: str, examples: int, *, steps: int = 40) -> type[StoreMachine]:
+    machine = type(f"StoreMachine_{backend}_{examples}", (StoreMachine,), {"backend": backend})
     machine.TestCase.settings = settings(  # type: ignore[attr-defined]
         max_examples=examples,
-        stateful_step_count=40,
+        stateful_step_count=steps,
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow],
     )
@@ -233,3 +233,8 @@ def _machine(backend: str, examples: int) -> type[StoreMachine]:
 TestMemoryStore = _machine("memory", 150).TestCase
 TestSqliteStore = _machine("sqlite", 60).TestCase
 TestSqliteFsyncStore = _machine("sqlite-fsync", 25).TestCase
+
+# `make soak`: the same machines, far longer.
+TestMemoryStoreSoak = pytest.mark.soak(_machine("memory", 3_000, steps=100).TestCase)
+TestSqliteStoreSoak = pytest.mark.soak(_machine("sqlite", 1_000, steps=100).TestCase)
+TestSqliteFsyncStoreSoak = pytest.mark.soak(_machine("sqlite-fsync", 300, steps=100).TestCase)

@@ -15,6 +15,7 @@ Invariants kept from upstream
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from typing import Final
@@ -132,6 +133,7 @@ def max_len_error(length: int) -> str:
     return f"must be no more than {length} bytes"
 
 
+@functools.cache  # constant arguments everywhere: validators build the message on every call
 def regex_error(msg: str, fmt: str, *examples: str) -> str:
     """Upstream ``RegexError``, including its double space after the first example (``'my-name',  or``)."""
     if not examples:
@@ -147,6 +149,16 @@ def empty_error() -> str:
 def inclusive_range_error(lo: int, hi: int) -> str:
     """Upstream ``InclusiveRangeError``."""
     return f"must be between {lo} and {hi}, inclusive"
+
+
+def _bounded_match(value: str, *, max_len: int, pattern: re.Pattern[str], error: str) -> list[str]:
+    """The shape most upstream checks share: a length error, then a pattern error (both may apply)."""
+    errs: list[str] = []
+    if _blen(value) > max_len:
+        errs.append(max_len_error(max_len))
+    if pattern.fullmatch(value) is None:
+        errs.append(error)
+    return errs
 
 
 def is_dns1123_label(value: str) -> list[str]:
@@ -165,32 +177,32 @@ def is_dns1123_label(value: str) -> list[str]:
 
 def is_dns1123_subdomain(value: str) -> list[str]:
     """A lowercase RFC 1123 subdomain, the default rule for ``metadata.name``."""
-    errs: list[str] = []
-    if _blen(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:
-        errs.append(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH))
-    if _dns1123_subdomain_re.fullmatch(value) is None:
-        errs.append(regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return errs
+    return _bounded_match(
+        value,
+        max_len=DNS1123_SUBDOMAIN_MAX_LENGTH,
+        pattern=_dns1123_subdomain_re,
+        error=regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"),
+    )
 
 
 def is_dns1035_label(value: str) -> list[str]:
     """An RFC 1035 label: as RFC 1123 but starting with a letter (service names)."""
-    errs: list[str] = []
-    if _blen(value) > DNS1035_LABEL_MAX_LENGTH:
-        errs.append(max_len_error(DNS1035_LABEL_MAX_LENGTH))
-    if _dns1035_label_re.fullmatch(value) is None:
-        errs.append(regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL_FMT, "my-name", "abc-123"))
-    return errs
+    return _bounded_match(
+        value,
+        max_len=DNS1035_LABEL_MAX_LENGTH,
+        pattern=_dns1035_label_re,
+        error=regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL_FMT, "my-name", "abc-123"),
+    )
 
 
 def is_wildcard_dns1123_subdomain(value: str) -> list[str]:
     """``*.`` followed by a DNS subdomain (RFC 1034 section 4.3.3)."""
-    errs: list[str] = []
-    if _blen(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:
-        errs.append(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH))
-    if _wildcard_re.fullmatch(value) is None:
-        errs.append(regex_error(_WILDCARD_MSG, _WILDCARD_FMT, "*.example.com"))
-    return errs
+    return _bounded_match(
+        value,
+        max_len=DNS1123_SUBDOMAIN_MAX_LENGTH,
+        pattern=_wildcard_re,
+        error=regex_error(_WILDCARD_MSG, _WILDCARD_FMT, "*.example.com"),
+    )
 
 
 def is_qualified_name(value: str) -> list[str]:
@@ -234,12 +246,12 @@ def is_prefixed_label_key(value: str) -> list[str]:
 
 def is_valid_label_value(value: str) -> list[str]:
     """A label value: empty, or up to 63 alphanumerics with ``-_.`` inside."""
-    errs: list[str] = []
-    if _blen(value) > LABEL_VALUE_MAX_LENGTH:
-        errs.append(max_len_error(LABEL_VALUE_MAX_LENGTH))
-    if _label_value_re.fullmatch(value) is None:
-        errs.append(regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errs
+    return _bounded_match(
+        value,
+        max_len=LABEL_VALUE_MAX_LENGTH,
+        pattern=_label_value_re,
+        error=regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"),
+    )
 
 
 def is_c_identifier(value: str) -> list[str]:
@@ -310,11 +322,12 @@ def is_env_var_name(value: str) -> list[str]:
 
 def is_config_map_key(value: str) -> list[str]:
     """A ConfigMap or Secret data key (it becomes a file name when mounted, hence the ``..`` rules)."""
-    errs: list[str] = []
-    if _blen(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:
-        errs.append(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH))
-    if _config_map_key_re.fullmatch(value) is None:
-        errs.append(regex_error(_CONFIG_MAP_KEY_MSG, _CONFIG_MAP_KEY_FMT, "key.name", "KEY_NAME", "key-name"))
+    errs = _bounded_match(
+        value,
+        max_len=DNS1123_SUBDOMAIN_MAX_LENGTH,
+        pattern=_config_map_key_re,
+        error=regex_error(_CONFIG_MAP_KEY_MSG, _CONFIG_MAP_KEY_FMT, "key.name", "KEY_NAME", "key-name"),
+    )
     errs.extend(_has_chdir_prefix(value))
     return errs
 
