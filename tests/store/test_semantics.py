@@ -6,6 +6,7 @@ Each test names the etcd v3 behaviour it pins, as kube-apiserver's etcd3 storage
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -18,9 +19,13 @@ from kubeplane.store.interface import (
     KeyExists,
     KeyValue,
     NotFound,
+    Store,
     StoreClosed,
+    Watch,
     WatchOverflow,
 )
+from kubeplane.store.memory import MemoryStore
+from kubeplane.store.sqlite import SqliteStore
 
 from .validators import collect, validate_all
 
@@ -261,3 +266,13 @@ async def test_concurrent_compare_and_put_exactly_one_wins(store: BaseStore) -> 
     assert len(winners) == 1
     assert all(isinstance(o, Conflict) for o in outcomes if not isinstance(o, KeyValue))
     assert (await store.get("/k")) == winners[0]
+
+
+def test_backends_implement_the_store_protocol(tmp_path: Path) -> None:
+    """mypy checks these assignments structurally; isinstance checks the runtime-checkable protocol."""
+    memory: Store = MemoryStore()
+    sqlite: Store = SqliteStore(tmp_path / "p.db")
+    assert isinstance(memory, Store)
+    assert isinstance(sqlite, Store)
+    assert isinstance(memory.watch("/"), Watch)
+    asyncio.run(sqlite.close())
