@@ -47,8 +47,8 @@ def _run_and_kill(path: Path, durability: Durability, seed: int, delay: float) -
     [
         (Durability.CRASH_SAFE, 24),
         (Durability.FSYNC, 12),
-        pytest.param(Durability.CRASH_SAFE, 300, marks=pytest.mark.soak),
-        pytest.param(Durability.FSYNC, 150, marks=pytest.mark.soak),
+        pytest.param(Durability.CRASH_SAFE, 300, marks=[pytest.mark.soak, pytest.mark.timeout(1800)]),
+        pytest.param(Durability.FSYNC, 150, marks=[pytest.mark.soak, pytest.mark.timeout(1800)]),
     ],
     ids=["crash-safe", "fsync", "soak-crash-safe", "soak-fsync"],
 )

@@ -276,3 +276,15 @@ def test_backends_implement_the_store_protocol(tmp_path: Path) -> None:
     assert isinstance(sqlite, Store)
     assert isinstance(memory.watch("/"), Watch)
     asyncio.run(sqlite.close())
+
+
+async def test_take_buffered_returns_live_events_without_waiting(store: BaseStore) -> None:
+    watch = store.watch("/")
+    assert watch.take_buffered() == []
+    await store.create("/a", b"1")
+    await store.create("/b", b"2")
+    assert [e.revision for e in watch.take_buffered()] == [1, 2]
+    assert watch.take_buffered() == []
+    replaying = store.watch("/", start_revision=1)
+    assert replaying.take_buffered() == []  # history must come through next_batch first
+    assert [e.revision for e in await replaying.next_batch()] == [1, 2]

@@ -126,6 +126,18 @@ class StoreWatch:
         self._detach()
         self._wake()
 
+    def take_buffered(self) -> list[Event]:
+        """Every live event buffered now, without waiting (empty while replaying history).
+
+        In-process fan-out is synchronous, so after this returns the caller has seen every event up to the
+        store's current revision: the API server's watch cache uses it to serve consistent reads.
+        """
+        if self._fetch is not None or not self._buffer:
+            return []
+        batch = list(self._buffer)
+        self._buffer.clear()
+        return batch
+
     async def next_batch(self, max_events: int = 1_000) -> list[Event]:
         while True:
             if self._closed:

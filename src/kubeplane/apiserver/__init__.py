@@ -1,0 +1,1 @@
+"""Kubernetes REST semantics over a :mod:`kubeplane.store`: registry, strategies, watch cache, HTTP (ASGI)."""

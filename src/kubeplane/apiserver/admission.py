@@ -1,0 +1,106 @@
+"""Admission on create, in upstream's order for the plugins kubeplane implements.
+
+* NamespaceLifecycle: the namespace must exist (404) and not be terminating (403).
+* Priority: a pod's ``priorityClassName`` resolves to ``spec.priority`` and ``spec.preemptionPolicy``; an
+  unknown class is 403; without a class the globalDefault class applies, else priority 0.
+* DefaultTolerationSeconds: pods tolerate ``node.kubernetes.io/not-ready`` and ``unreachable`` (NoExecute) for
+  300 s unless they say otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kubeplane.api.resources import ResourceInfo
+
+from . import errors
+
+if TYPE_CHECKING:
+    from .registry import Registry
+
+DEFAULT_TOLERATION_SECONDS = 300
+_TOLERATED = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+
+
+async def admit_create(registry: Registry, info: ResourceInfo, obj: dict[str, Any]) -> None:
+    if info.namespaced:
+        namespace = obj["metadata"]["namespace"]
+        namespaces = registry.resource("", "namespaces")
+        ns = registry.get_cached(namespaces, None, namespace)
+        if ns is None:
+            raise errors.not_found("", "namespaces", namespace)
+        if ns["metadata"].get("deletionTimestamp") or (ns.get("status") or {}).get("phase") == "Terminating":
+            raise errors.forbidden(
+                info.group,
+                info.plural,
+                str(obj["metadata"].get("name") or ""),
+                f"unable to create new content in namespace {namespace} because it is being terminated",
+            )
+    if info.group == "" and info.kind == "Pod":
+        _admit_priority(registry, obj)
+        _default_tolerations(obj)
+
+
+def _admit_priority(registry: Registry, pod: dict[str, Any]) -> None:
+    spec = pod.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    classes = registry.resource("scheduling.k8s.io", "priorityclasses")
+    name = spec.get("priorityClassName")
+    pc: dict[str, Any] | None = None
+    if name:
+        pc = registry.get_cached(classes, None, str(name))
+        if pc is None:
+            raise errors.forbidden(
+                "",
+                "pods",
+                str(pod["metadata"].get("name") or ""),
+                f"no PriorityClass with name {name} was found",
+            )
+    else:
+        cache = registry.cache(classes)
+        defaults = [c for c in cache.objects.values() if c.get("globalDefault")]
+        if defaults:
+            pc = min(defaults, key=lambda c: int(c.get("value", 0)))
+            spec["priorityClassName"] = pc["metadata"]["name"]
+    value = int(pc.get("value", 0)) if pc is not None else 0
+    given = spec.get("priority")
+    if given is not None and given != value:
+        raise errors.forbidden(
+            "",
+            "pods",
+            str(pod["metadata"].get("name") or ""),
+            f"the integer value of priority ({given}) must not be provided in pod spec; priority admission "
+            f"controller computed {value} from the given PriorityClass name",
+        )
+    spec["priority"] = value
+    if pc is not None and pc.get("preemptionPolicy"):
+        spec["preemptionPolicy"] = pc["preemptionPolicy"]
+    else:
+        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+
+
+def _default_tolerations(pod: dict[str, Any]) -> None:
+    spec = pod["spec"]
+    tolerations = spec.get("tolerations")
+    if tolerations is None:
+        tolerations = []
+    if not isinstance(tolerations, list):
+        return
+    for key in _TOLERATED:
+        covered = any(
+            isinstance(t, dict)
+            and t.get("effect") in (None, "", "NoExecute")
+            and (t.get("key") == key or (not t.get("key") and t.get("operator") == "Exists"))
+            for t in tolerations
+        )
+        if not covered:
+            tolerations.append(
+                {
+                    "key": key,
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": DEFAULT_TOLERATION_SECONDS,
+                }
+            )
+    spec["tolerations"] = tolerations

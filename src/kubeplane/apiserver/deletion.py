@@ -1,0 +1,194 @@
+"""Delete and deletecollection with kube-apiserver's semantics.
+
+Order of decisions for one object (upstream ``genericregistry.Store.Delete``):
+
+1. Preconditions (uid, resourceVersion) must hold, else 409 Conflict.
+2. Graceful deletion (pods bound to a node and not terminal): ``deletionTimestamp`` = now + grace and
+   ``deletionGracePeriodSeconds`` = grace are set and the pod stays until its kubelet deletes it with grace 0.
+   A second delete may only shorten the grace period.
+3. Finalizers hold deletion: ``deletionTimestamp`` is set (grace 0) and the object stays until an update removes
+   the last finalizer. ``propagationPolicy`` Orphan and Foreground add the ``orphan`` / ``foregroundDeletion``
+   finalizers for the garbage collector, as upstream.
+4. Otherwise the key is deleted (compare-and-delete on the revision read).
+
+Namespaces are never deleted directly: they become Terminating and the namespace controller finishes them.
+The response is the object for kinds that return it (pods), else a Status Success.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kubeplane.api import meta as apimeta
+from kubeplane.api.resources import ResourceInfo
+from kubeplane.store.interface import Conflict
+
+from . import errors
+from .listing import ListOptions, list_objects
+from .registry import MAX_RETRIES, Registry
+from .watchcache import Obj, decode, encode
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOptions:
+    grace_period_seconds: int | None = None
+    propagation_policy: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    dry_run: bool = False
+
+    @classmethod
+    def parse(cls, body: Any, query: dict[str, str]) -> DeleteOptions:
+        body = body if isinstance(body, dict) else {}
+        grace = query.get("gracePeriodSeconds", body.get("gracePeriodSeconds"))
+        preconditions = body.get("preconditions") or {}
+        policy = query.get("propagationPolicy", body.get("propagationPolicy"))
+        if policy not in (None, "Orphan", "Background", "Foreground"):
+            raise errors.bad_request(
+                f'Unsupported value: "{policy}": supported values: "Foreground", "Background", "Orphan", "nil"'
+            )
+        if grace is not None:
+            try:
+                grace = int(grace)
+            except (TypeError, ValueError):
+                raise errors.bad_request(f"invalid gracePeriodSeconds: {grace!r}") from None
+        dry = query.get("dryRun") == "All" or body.get("dryRun") == ["All"]
+        if not isinstance(preconditions, dict):
+            raise errors.bad_request("preconditions: expected an object")
+        return cls(grace, policy, preconditions.get("uid"), preconditions.get("resourceVersion"), dry)
+
+
+_FINALIZER_FOR_POLICY = {"Orphan": "orphan", "Foreground": "foregroundDeletion"}
+
+
+async def delete_object(
+    registry: Registry, info: ResourceInfo, namespace: str | None, name: str, options: DeleteOptions
+) -> tuple[int, Obj]:
+    """``(http status, body)``: 200 with the object (pods, or any object still held by grace or finalizers) or
+    a Status. Upstream answers 202 only for the deprecated ``orphanDependents: false``, which kubeplane does
+    not take."""
+    key = info.key(name, namespace)
+    strategy = registry.strategy(info)
+    for _ in range(MAX_RETRIES):
+        current = await registry.store.get(key)
+        if current is None:
+            raise errors.not_found(info.group, info.plural, name)
+        obj = decode(current)
+        meta = obj["metadata"]
+        if options.uid is not None and options.uid != meta.get("uid"):
+            raise errors.conflict(
+                info.group,
+                info.plural,
+                name,
+                f"Precondition failed: UID in precondition: {options.uid}, UID in object meta: {meta.get('uid')}",
+            )
+        if options.resource_version is not None and options.resource_version != meta["resourceVersion"]:
+            raise errors.conflict(
+                info.group,
+                info.plural,
+                name,
+                f"Precondition failed: ResourceVersion in precondition: {options.resource_version}, "
+                f"ResourceVersion in object meta: {meta['resourceVersion']}",
+            )
+        if info.group == "" and info.kind == "Namespace":
+            return await _terminate_namespace(registry, info, obj, current.mod_revision, options)
+        grace = strategy.grace_period(obj, options.grace_period_seconds)
+        finalizers = list(meta.get("finalizers") or [])
+        wanted = _FINALIZER_FOR_POLICY.get(options.propagation_policy or "")
+        if wanted and wanted not in finalizers:
+            finalizers.append(wanted)
+        if grace > 0 or finalizers:
+            updated = _mark_deleting(registry, obj, grace=grace, finalizers=finalizers)
+            if updated is None:  # already deleting with a shorter grace: nothing to change
+                return 200, registry._with_type(info, obj)
+            if options.dry_run:
+                return 200, registry._with_type(info, updated)
+            try:
+                kv = await registry.store.update(key, encode(updated), expected_mod_revision=current.mod_revision)
+            except Conflict:
+                continue
+            updated["metadata"]["resourceVersion"] = str(kv.mod_revision)
+            return 200, registry._with_type(info, updated)
+        if options.dry_run:
+            return 200, _deleted_body(info, obj, strategy.returns_deleted_object)
+        try:
+            deleted = await registry.store.delete(key, expected_mod_revision=current.mod_revision)
+        except Conflict:
+            continue
+        meta["resourceVersion"] = str(deleted.revision)  # as upstream: the revision of the delete itself
+        return 200, _deleted_body(info, obj, strategy.returns_deleted_object)
+    raise errors.conflict(info.group, info.plural, name, "too many concurrent updates; try again")
+
+
+def _mark_deleting(registry: Registry, obj: Obj, *, grace: int, finalizers: list[str]) -> Obj | None:
+    meta = obj["metadata"]
+    current_grace = meta.get("deletionGracePeriodSeconds")
+    unchanged = finalizers == (meta.get("finalizers") or [])
+    if meta.get("deletionTimestamp") and current_grace is not None and grace >= int(current_grace) and unchanged:
+        return None
+    updated = dict(obj)
+    new_meta = dict(meta)
+    now = registry.now()
+    if not meta.get("deletionTimestamp") or (current_grace is not None and grace < int(current_grace)):
+        new_meta["deletionTimestamp"] = apimeta.format_time(now + grace)
+        new_meta["deletionGracePeriodSeconds"] = grace
+    if finalizers:
+        new_meta["finalizers"] = finalizers
+    updated["metadata"] = new_meta
+    return updated
+
+
+async def _terminate_namespace(
+    registry: Registry, info: ResourceInfo, obj: Obj, mod_revision: int, options: DeleteOptions
+) -> tuple[int, Obj]:
+    if obj["metadata"].get("deletionTimestamp"):
+        return 200, registry._with_type(info, obj)
+    updated = dict(obj)
+    updated["metadata"] = {
+        **obj["metadata"],
+        "deletionTimestamp": apimeta.format_time(registry.now()),
+        "deletionGracePeriodSeconds": 0,
+    }
+    updated["status"] = {**(obj.get("status") or {}), "phase": "Terminating"}
+    if options.dry_run:
+        return 200, registry._with_type(info, updated)
+    try:
+        kv = await registry.store.update(
+            info.key(obj["metadata"]["name"]), encode(updated), expected_mod_revision=mod_revision
+        )
+    except Conflict:
+        raise errors.conflict(info.group, info.plural, obj["metadata"]["name"], errors.OPTIMISTIC_LOCK) from None
+    updated["metadata"]["resourceVersion"] = str(kv.mod_revision)
+    return 200, registry._with_type(info, updated)
+
+
+def _deleted_body(info: ResourceInfo, obj: Obj, return_object: bool) -> Obj:
+    if return_object:
+        return {"apiVersion": info.api_version, "kind": info.kind, **obj}
+    details: dict[str, Any] = {"name": obj["metadata"]["name"], "kind": info.plural, "uid": obj["metadata"].get("uid")}
+    if info.group:
+        details["group"] = info.group
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+
+
+async def delete_collection(
+    registry: Registry,
+    info: ResourceInfo,
+    namespace: str | None,
+    list_options: ListOptions,
+    options: DeleteOptions,
+) -> Obj:
+    """Delete every matching object (each with the same options); the response lists what was deleted."""
+    listed = await list_objects(registry, info, namespace, list_options)
+    deleted: list[Obj] = []
+    for item in listed["items"]:
+        meta = item["metadata"]
+        try:
+            _, body = await delete_object(registry, info, meta.get("namespace"), meta["name"], options)
+        except errors.APIError as exc:
+            if exc.code == 404:
+                continue
+            raise
+        deleted.append(item if body.get("kind") == "Status" else body)
+    return {**listed, "items": deleted}

@@ -1,0 +1,169 @@
+"""API errors as Kubernetes ``Status`` objects, with upstream's reasons, codes and messages.
+
+Every error a request can cause is an :class:`APIError`; the HTTP layer serialises its ``status`` as the
+response body. Constructors mirror ``k8s.io/apimachinery/pkg/api/errors`` (NewNotFound, NewAlreadyExists,
+NewConflict, NewInvalid, ...) so messages read exactly as kube-apiserver's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kubeplane.api.validation.field import Error as FieldError
+
+
+class APIError(Exception):
+    def __init__(
+        self,
+        *,
+        code: int,
+        reason: str,
+        message: str,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.details = details
+
+    @property
+    def status(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+        if self.details is not None:
+            body["details"] = self.details
+        return body
+
+
+def _details(group: str, resource: str, name: str) -> dict[str, Any]:
+    details: dict[str, Any] = {"kind": resource}
+    if name:
+        details = {"name": name, **details}
+    if group:
+        details["group"] = group
+    return details
+
+
+def _qualified(group: str, resource: str) -> str:
+    return f"{resource}.{group}" if group else resource
+
+
+def not_found(group: str, resource: str, name: str) -> APIError:
+    return APIError(
+        code=404,
+        reason="NotFound",
+        message=f'{_qualified(group, resource)} "{name}" not found',
+        details=_details(group, resource, name),
+    )
+
+
+def already_exists(group: str, resource: str, name: str) -> APIError:
+    return APIError(
+        code=409,
+        reason="AlreadyExists",
+        message=f'{_qualified(group, resource)} "{name}" already exists',
+        details=_details(group, resource, name),
+    )
+
+
+def conflict(group: str, resource: str, name: str, why: str) -> APIError:
+    return APIError(
+        code=409,
+        reason="Conflict",
+        message=f'Operation cannot be fulfilled on {_qualified(group, resource)} "{name}": {why}',
+        details=_details(group, resource, name),
+    )
+
+
+OPTIMISTIC_LOCK = "the object has been modified; please apply your changes to the latest version and try again"
+
+
+def invalid(group: str, kind: str, name: str, errors: Sequence[FieldError]) -> APIError:
+    """422 with one cause per field error (upstream NewInvalid)."""
+    causes = [{"reason": str(e.type), "message": e.error_body(), "field": e.field} for e in errors]
+    if len(errors) == 1:
+        summary = str(errors[0])
+    else:
+        summary = "[" + ", ".join(str(e) for e in errors) + "]"
+    details: dict[str, Any] = {"name": name, "kind": kind, "causes": causes}
+    if group:
+        details["group"] = group
+    return APIError(
+        code=422,
+        reason="Invalid",
+        message=f'{_qualified(group, kind)} "{name}" is invalid: {summary}',
+        details=details,
+    )
+
+
+def bad_request(message: str) -> APIError:
+    return APIError(code=400, reason="BadRequest", message=message)
+
+
+def unauthorized() -> APIError:
+    return APIError(code=401, reason="Unauthorized", message="Unauthorized")
+
+
+def forbidden(group: str, resource: str, name: str, why: str) -> APIError:
+    prefix = (
+        f'{_qualified(group, resource)} "{name}" is forbidden'
+        if name
+        else f"{_qualified(group, resource)} is forbidden"
+    )
+    return APIError(code=403, reason="Forbidden", message=f"{prefix}: {why}", details=_details(group, resource, name))
+
+
+def method_not_allowed(method: str, what: str) -> APIError:
+    return APIError(
+        code=405,
+        reason="MethodNotAllowed",
+        message=f"the server does not allow this method on the requested resource ({method} {what})",
+    )
+
+
+def not_acceptable(accept: str) -> APIError:
+    return APIError(
+        code=406,
+        reason="NotAcceptable",
+        message=f'only the following media types are accepted: application/json, application/yaml (got "{accept}")',
+    )
+
+
+def gone(message: str) -> APIError:
+    """410 Expired, as for a too-old resourceVersion or an expired continue token."""
+    return APIError(code=410, reason="Expired", message=message)
+
+
+def too_large(limit: int) -> APIError:
+    return APIError(
+        code=413,
+        reason="RequestEntityTooLarge",
+        message=f"Request entity too large: limit is {limit}",
+    )
+
+
+def unsupported_media_type(content_type: str) -> APIError:
+    return APIError(
+        code=415,
+        reason="UnsupportedMediaType",
+        message=f"the body of the request was in an unknown format - accepted media types include: "
+        f'application/json, application/json-patch+json, application/merge-patch+json (got "{content_type}")',
+    )
+
+
+def too_many_requests(message: str, *, retry_after: int = 0) -> APIError:
+    details: dict[str, Any] | None = {"retryAfterSeconds": retry_after} if retry_after else None
+    return APIError(code=429, reason="TooManyRequests", message=message, details=details)
+
+
+def internal(message: str) -> APIError:
+    return APIError(code=500, reason="InternalError", message=f"Internal error occurred: {message}")

@@ -1,0 +1,456 @@
+"""The API server as a plain ASGI application (no framework on the hot path).
+
+Each request: authenticate (bearer token; health and version endpoints are open), parse the path into a
+:class:`RequestInfo`, read the body under the size limit (413 before decoding), decode JSON, dispatch to the
+registry, and answer with JSON. Every failure is an :class:`APIError` rendered as a ``Status``; an unexpected
+exception is logged and answered 500, and never ends the server. Watches stream newline-delimited JSON
+events until ``timeoutSeconds``, the client going away, or the watcher being cut off for falling behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+from urllib.parse import parse_qsl
+
+import orjson
+
+from kubeplane.api.patch import json_merge_patch
+from kubeplane.api.resources import ResourceInfo
+from kubeplane.apiserver import errors, subresources
+from kubeplane.apiserver.deletion import DeleteOptions, delete_collection, delete_object
+from kubeplane.apiserver.errors import APIError
+from kubeplane.apiserver.listing import ListOptions, WatchOptions, list_objects, open_watch
+from kubeplane.apiserver.registry import Registry
+from kubeplane.apiserver.watchcache import CacheWatcher
+
+from .discovery import AGGREGATED_V2, Discovery, wants_aggregated
+from .routes import BadPath, RequestInfo, parse_request
+
+log = logging.getLogger("kubeplane.apiserver")
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+MAX_BODY = 3 * 1024 * 1024
+OPEN_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
+NOT_FOUND_MESSAGE = "the server could not find the requested resource"
+VERSION = {
+    "major": "1",
+    "minor": "37",
+    "gitVersion": "v1.37.0+kubeplane",
+    "gitCommit": "",
+    "gitTreeState": "clean",
+    "buildDate": "2026-11-21T00:00:00Z",
+    "goVersion": "cpython3.11",
+    "compiler": "cpython",
+    "platform": "linux/amd64",
+}
+_SCALABLE = frozenset(
+    {("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets"), ("", "replicationcontrollers")}
+)
+
+
+def _not_found() -> APIError:
+    return APIError(code=404, reason="NotFound", message=NOT_FOUND_MESSAGE, details={})
+
+
+class Request:
+    __slots__ = ("headers", "info", "method", "query", "receive")
+
+    def __init__(self, scope: Scope, receive: Receive, info: RequestInfo, query: dict[str, str]) -> None:
+        self.method: str = scope["method"]
+        self.headers: dict[str, str] = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        self.query = query
+        self.info = info
+        self.receive = receive
+
+    async def body(self, limit: int) -> bytes:
+        length = self.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > limit:
+            raise errors.too_large(limit)
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                raise errors.bad_request("the client closed the request before sending the whole body")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise errors.too_large(limit)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    @property
+    def content_type(self) -> str:
+        return self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+    async def json(self, limit: int, *, allowed: tuple[str, ...] = ("application/json", "")) -> Any:
+        if self.content_type not in allowed:
+            raise errors.unsupported_media_type(self.headers.get("content-type", ""))
+        raw = await self.body(limit)
+        if not raw.strip():
+            raise errors.bad_request("the request body is empty")
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise errors.bad_request(f"the request body is not valid JSON: {exc}") from None
+
+
+class APIServerApp:
+    def __init__(
+        self,
+        registry: Registry,
+        *,
+        tokens: Mapping[str, str] | None = None,
+        max_body: int = MAX_BODY,
+        bookmark_interval: float = 5.0,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.registry = registry
+        self.tokens = tokens
+        self.max_body = max_body
+        self.bookmark_interval = bookmark_interval
+        self.discovery = Discovery(registry.table)
+        self.rng = rng or random.Random()
+        self.watchers: set[CacheWatcher] = set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["type"] != "http":
+            return
+        try:
+            await self._handle(scope, receive, send)
+        except APIError as exc:
+            await _send_json(send, exc.code, exc.status)
+        except Exception as exc:  # a 500 for user input is a bug: log it, keep serving
+            log.exception("internal error serving %s %s", scope.get("method"), scope.get("path"))
+            await _send_json(send, 500, errors.internal(type(exc).__name__).status)
+
+    def close_watches(self) -> None:
+        for watcher in list(self.watchers):
+            watcher.close()
+
+    async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope["path"]
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
+        if path not in OPEN_PATHS and self.tokens is not None:
+            self._authenticate(scope)
+        if path in ("/healthz", "/livez", "/readyz"):
+            await _send(send, 200, b"ok", "text/plain; charset=utf-8")
+            return
+        if path == "/version":
+            await _send_json(send, 200, VERSION)
+            return
+        watch = query.get("watch") in ("1", "true", "True")
+        try:
+            info = parse_request(scope["method"], scope.get("raw_path", b"").decode("latin-1") or path, watch=watch)
+        except BadPath as exc:
+            raise errors.bad_request(str(exc)) from None
+        request = Request(scope, receive, info, query)
+        _check_accept(request.headers.get("accept", ""))
+        if not info.is_resource:
+            await self._discovery(request, send)
+            return
+        await self._resource(request, send)
+
+    def _authenticate(self, scope: Scope) -> None:
+        assert self.tokens is not None
+        for name, value in scope["headers"]:
+            if name.lower() == b"authorization":
+                scheme, _, token = value.decode("latin-1").partition(" ")
+                if scheme.lower() == "bearer" and token.strip() in self.tokens:
+                    return
+        raise errors.unauthorized()
+
+    async def _discovery(self, request: Request, send: Send) -> None:
+        parts = request.info.parts
+        if request.method != "GET":
+            raise errors.method_not_allowed(request.method, request.info.path)
+        aggregated = wants_aggregated(request.headers.get("accept", ""))
+        doc: dict[str, Any] | None = None
+        if parts == ("api",):
+            if aggregated:
+                await _send_json(send, 200, self.discovery.aggregated(core=True), content_type=AGGREGATED_V2)
+                return
+            doc = self.discovery.api_versions()
+        elif parts == ("apis",):
+            if aggregated:
+                await _send_json(send, 200, self.discovery.aggregated(core=False), content_type=AGGREGATED_V2)
+                return
+            doc = self.discovery.api_group_list()
+        elif len(parts) == 2 and parts[0] == "api":
+            doc = self.discovery.resource_list("", parts[1])
+        elif len(parts) == 2:
+            doc = self.discovery.api_group(parts[1])
+        elif len(parts) == 3 and parts[0] == "apis":
+            doc = self.discovery.resource_list(parts[1], parts[2])
+        if doc is None:
+            raise _not_found()
+        await _send_json(send, 200, doc)
+
+    def _resource_info(self, info: RequestInfo) -> ResourceInfo:
+        if info.group == "" and info.resource == "bindings":
+            return self.registry.resource("", "pods")
+        resource = self.registry.table.get(info.group, info.version, info.resource)
+        if resource is None:
+            raise _not_found()
+        if (
+            info.subresource
+            and resource.subresource(info.subresource) is None
+            and not (info.resource == "namespaces" and info.subresource == "finalize")
+        ):
+            raise _not_found()
+        if resource.namespaced and info.namespace is None and info.verb not in ("list", "watch", "deletecollection"):
+            raise _not_found()
+        if not resource.namespaced and info.namespace is not None:
+            raise _not_found()
+        return resource
+
+    async def _resource(self, request: Request, send: Send) -> None:
+        info = request.info
+        resource = self._resource_info(info)
+        verb, sub, ns, name = info.verb, info.subresource, info.namespace, info.name
+        registry = self.registry
+        dry_run = request.query.get("dryRun") == "All"
+        if info.resource == "bindings" and verb == "create" and ns is not None:  # legacy namespaces/NS/bindings
+            body = await request.json(self.max_body)
+            pod = ((body.get("metadata") or {}).get("name") if isinstance(body, dict) else None) or ""
+            await _send_json(send, 201, await subresources.bind(registry, ns, str(pod), body))
+            return
+        if (verb not in resource.verbs and not sub) or (verb in ("update", "patch") and not name):
+            raise errors.method_not_allowed(request.method, info.path)
+        if verb == "get":
+            if sub == "scale" and (resource.group, resource.plural) in _SCALABLE:
+                assert ns is not None
+                await _send_json(send, 200, await subresources.get_scale(registry, resource, ns, name))
+            elif sub in ("", "status"):
+                await _send_json(send, 200, await registry.get(resource, ns, name))
+            else:
+                raise errors.method_not_allowed(request.method, info.path)
+        elif verb == "list":
+            await _send_json(send, 200, await list_objects(registry, resource, ns, _list_options(request.query)))
+        elif verb == "watch":
+            await self._watch(request, send, resource)
+        elif verb == "create":
+            body = await request.json(self.max_body)
+            if sub == "binding" and ns is not None:
+                await _send_json(send, 201, await subresources.bind(registry, ns, name, body))
+            elif sub == "eviction" and ns is not None:
+                await _send_json(send, 201, await subresources.evict(registry, ns, name, body))
+            elif not sub and not name:
+                await _send_json(send, 201, await registry.create(resource, ns, body, dry_run=dry_run))
+            else:
+                raise errors.method_not_allowed(request.method, info.path)
+        elif verb == "update":
+            body = await request.json(self.max_body)
+            if sub == "scale" and (resource.group, resource.plural) in _SCALABLE and ns is not None:
+                await _send_json(send, 200, await subresources.update_scale(registry, resource, ns, name, body))
+            elif sub == "finalize" and resource.plural == "namespaces":
+                await _send_json(send, 200, await self._finalize(resource, name, body))
+            elif sub in ("", "status"):
+                result = await registry.update(resource, ns, name, body, subresource=sub or None, dry_run=dry_run)
+                await _send_json(send, 200, result)
+            else:
+                raise errors.method_not_allowed(request.method, info.path)
+        elif verb == "patch":
+            allowed = subresources.PATCH_TYPES
+            patch = await request.json(self.max_body, allowed=allowed)
+            if sub == "scale" and (resource.group, resource.plural) in _SCALABLE and ns is not None:
+                if request.content_type != subresources.MERGE_PATCH:
+                    raise errors.unsupported_media_type(request.content_type)
+                current = await subresources.get_scale(registry, resource, ns, name)
+                scale = json_merge_patch(current, patch)
+                await _send_json(send, 200, await subresources.update_scale(registry, resource, ns, name, scale))
+            elif sub in ("", "status"):
+                result = await subresources.patch_object(
+                    registry,
+                    resource,
+                    ns,
+                    name,
+                    content_type=request.content_type,
+                    patch=patch,
+                    subresource=sub or None,
+                    dry_run=dry_run,
+                )
+                await _send_json(send, 200, result)
+            else:
+                raise errors.method_not_allowed(request.method, info.path)
+        elif verb == "delete" and not sub:
+            body = await _optional_json(request, self.max_body)
+            code, result = await delete_object(registry, resource, ns, name, DeleteOptions.parse(body, request.query))
+            await _send_json(send, code, result)
+        elif verb == "deletecollection" and not sub:
+            body = await _optional_json(request, self.max_body)
+            options = DeleteOptions.parse(body, request.query)
+            result = await delete_collection(registry, resource, ns, _list_options(request.query), options)
+            await _send_json(send, 200, result)
+        else:
+            raise errors.method_not_allowed(request.method, info.path)
+
+    async def _finalize(self, resource: ResourceInfo, name: str, body: Any) -> dict[str, Any]:
+        """namespaces/NAME/finalize: set spec.finalizers; a terminating namespace with none left goes away."""
+        finalizers = ((body.get("spec") or {}).get("finalizers") if isinstance(body, dict) else None) or []
+
+        def change(obj: dict[str, Any]) -> dict[str, Any]:
+            obj.setdefault("spec", {})["finalizers"] = list(finalizers)
+            return obj
+
+        updated = await subresources.raw_update(self.registry, resource, None, name, change)
+        meta = updated["metadata"]
+        if meta.get("deletionTimestamp") and not finalizers and not meta.get("finalizers"):
+            with contextlib.suppress(Exception):
+                await self.registry.store.delete(resource.key(name))
+        return updated
+
+    async def _watch(self, request: Request, send: Send, resource: ResourceInfo) -> None:
+        query = request.query
+        timeout = _timeout_seconds(query.get("timeoutSeconds"), self.rng)
+        options = WatchOptions(
+            label_selector=query.get("labelSelector", ""),
+            field_selector=query.get("fieldSelector", ""),
+            resource_version=query.get("resourceVersion", ""),
+            allow_bookmarks=query.get("allowWatchBookmarks") in ("1", "true", "True"),
+        )
+        error: APIError | None = None
+        watcher: CacheWatcher | None = None
+        try:
+            watcher = open_watch(self.registry, resource, request.info.namespace, options)
+        except APIError as exc:
+            if exc.code != 410:
+                raise
+            error = exc
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json"), (b"cache-control", b"no-cache, private")],
+            }
+        )
+        if error is not None or watcher is None:
+            frame = orjson.dumps({"type": "ERROR", "object": error.status if error else {}}) + b"\n"
+            await send({"type": "http.response.body", "body": frame, "more_body": False})
+            return
+        self.watchers.add(watcher)
+        disconnected = asyncio.ensure_future(_wait_disconnect(request.receive))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        cache = self.registry.cache(resource)
+        try:
+            while not watcher.closed and not disconnected.done():
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                await watcher.wait(min(remaining, self.bookmark_interval))
+                if watcher.queue:
+                    frames = b"".join(event.frame() for event in _drain(watcher))
+                    await send({"type": "http.response.body", "body": frames, "more_body": True})
+                elif options.allow_bookmarks and not watcher.closed:
+                    cache.sync()
+                    bookmark = {
+                        "type": "BOOKMARK",
+                        "object": {
+                            "kind": resource.kind,
+                            "apiVersion": resource.api_version,
+                            "metadata": {"resourceVersion": str(cache.revision)},
+                        },
+                    }
+                    await send(
+                        {"type": "http.response.body", "body": orjson.dumps(bookmark) + b"\n", "more_body": True}
+                    )
+            if watcher.queue and not disconnected.done():
+                frames = b"".join(event.frame() for event in _drain(watcher))
+                await send({"type": "http.response.body", "body": frames, "more_body": True})
+            with contextlib.suppress(OSError):
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            disconnected.cancel()
+            cache.remove_watcher(watcher)
+            self.watchers.discard(watcher)
+
+
+def _drain(watcher: CacheWatcher) -> list[Any]:
+    events = list(watcher.queue)
+    watcher.queue.clear()
+    return events
+
+
+async def _wait_disconnect(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def _timeout_seconds(value: str | None, rng: random.Random) -> float:
+    """Client's timeoutSeconds, else upstream's default: a random duration in [30 min, 60 min)."""
+    if value:
+        try:
+            seconds = int(value)
+        except ValueError:
+            raise errors.bad_request(f"invalid timeoutSeconds: {value!r}") from None
+        if seconds > 0:
+            return float(seconds)
+    return 1800.0 * (1 + rng.random())
+
+
+def _list_options(query: Mapping[str, str]) -> ListOptions:
+    limit = query.get("limit", "0") or "0"
+    try:
+        parsed = int(limit)
+    except ValueError:
+        raise errors.bad_request(f"invalid limit: {limit!r}") from None
+    return ListOptions(
+        label_selector=query.get("labelSelector", ""),
+        field_selector=query.get("fieldSelector", ""),
+        limit=max(parsed, 0),
+        continue_token=query.get("continue", ""),
+        resource_version=query.get("resourceVersion", ""),
+        resource_version_match=query.get("resourceVersionMatch", ""),
+    )
+
+
+async def _optional_json(request: Request, limit: int) -> Any:
+    raw = await request.body(limit)
+    if not raw.strip():
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise errors.bad_request(f"the request body is not valid JSON: {exc}") from None
+
+
+def _check_accept(accept: str) -> None:
+    if not accept:
+        return
+    for part in accept.split(","):
+        media = part.split(";", 1)[0].strip().lower()
+        if media in ("*/*", "application/*", "application/json", "application/yaml", "text/plain") or media.endswith(
+            "+json"
+        ):
+            return
+    raise errors.not_acceptable(accept)
+
+
+async def _send(send: Send, status: int, body: bytes, content_type: str) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _send_json(send: Send, status: int, doc: Any, *, content_type: str = "application/json") -> None:
+    await _send(send, status, orjson.dumps(doc), content_type)

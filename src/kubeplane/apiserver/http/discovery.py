@@ -1,0 +1,119 @@
+"""Discovery documents, built once from the resource table: the legacy lists (/api, /apis, /api/v1,
+/apis/G/V) and the aggregated discovery v2 (``Accept: application/json;g=apidiscovery.k8s.io;v=v2;
+as=APIGroupDiscoveryList``) that kubectl and client-go prefer.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from kubeplane.api.resources import ResourceInfo, ResourceTable
+
+AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+Doc = dict[str, Any]
+
+
+def wants_aggregated(accept: str) -> bool:
+    """True when the client lists aggregated discovery v2 among acceptable types (it lists it first when so)."""
+    for part in accept.split(","):
+        params = {p.strip() for p in part.split(";")}
+        if {"g=apidiscovery.k8s.io", "v=v2", "as=APIGroupDiscoveryList"} <= params:
+            return True
+    return False
+
+
+class Discovery:
+    def __init__(self, table: ResourceTable) -> None:
+        by_gv: dict[tuple[str, str], list[ResourceInfo]] = defaultdict(list)
+        for info in table:
+            by_gv[(info.group, info.version)].append(info)
+        self._by_gv = dict(by_gv)
+        self.groups = sorted({g for g, _ in by_gv if g})
+        self.versions: dict[str, list[str]] = defaultdict(list)
+        for group, version in by_gv:
+            self.versions[group].append(version)
+
+    def api_versions(self) -> Doc:
+        return {
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}],
+        }
+
+    def _group(self, group: str) -> Doc:
+        versions = [{"groupVersion": f"{group}/{v}", "version": v} for v in self.versions[group]]
+        return {"name": group, "versions": versions, "preferredVersion": versions[0]}
+
+    def api_group_list(self) -> Doc:
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [self._group(g) for g in self.groups]}
+
+    def api_group(self, group: str) -> Doc | None:
+        if group not in self.groups:
+            return None
+        return {"kind": "APIGroup", "apiVersion": "v1", **self._group(group)}
+
+    def resource_list(self, group: str, version: str) -> Doc | None:
+        infos = self._by_gv.get((group, version))
+        if infos is None:
+            return None
+        resources: list[Doc] = []
+        for info in sorted(infos, key=lambda i: i.plural):
+            entry: Doc = {
+                "name": info.plural,
+                "singularName": info.singular,
+                "namespaced": info.namespaced,
+                "kind": info.kind,
+                "verbs": list(info.verbs),
+            }
+            if info.short_names:
+                entry["shortNames"] = list(info.short_names)
+            if info.categories:
+                entry["categories"] = list(info.categories)
+            resources.append(entry)
+            for sub in info.subresources:
+                sub_entry: Doc = {
+                    "name": f"{info.plural}/{sub.name}",
+                    "singularName": "",
+                    "namespaced": info.namespaced,
+                    "kind": sub.kind,
+                    "verbs": list(sub.verbs),
+                }
+                if sub.group:
+                    sub_entry["group"], sub_entry["version"] = sub.group, sub.version
+                resources.append(sub_entry)
+        group_version = f"{group}/{version}" if group else version
+        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
+
+    def aggregated(self, *, core: bool) -> Doc:
+        groups = [""] if core else self.groups
+        items = []
+        for group in groups:
+            versions = []
+            for version in self.versions[group]:
+                resources = []
+                for info in sorted(self._by_gv[(group, version)], key=lambda i: i.plural):
+                    entry: Doc = {
+                        "resource": info.plural,
+                        "responseKind": {"group": group, "version": version, "kind": info.kind},
+                        "scope": "Namespaced" if info.namespaced else "Cluster",
+                        "singularResource": info.singular,
+                        "verbs": list(info.verbs),
+                    }
+                    if info.short_names:
+                        entry["shortNames"] = list(info.short_names)
+                    if info.categories:
+                        entry["categories"] = list(info.categories)
+                    if info.subresources:
+                        entry["subresources"] = [
+                            {
+                                "subresource": s.name,
+                                "responseKind": {"group": s.group, "version": s.version, "kind": s.kind},
+                                "verbs": list(s.verbs),
+                            }
+                            for s in info.subresources
+                        ]
+                    resources.append(entry)
+                versions.append({"version": version, "resources": resources, "freshness": "Current"})
+            items.append({"metadata": {"name": group, "creationTimestamp": None}, "versions": versions})
+        return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items}

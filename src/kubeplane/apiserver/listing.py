@@ -1,0 +1,222 @@
+"""List and watch: selectors, pagination and resourceVersion semantics of kube-apiserver.
+
+List
+    Without ``limit`` (and with resourceVersion unset or "0") the list comes from the watch cache after a sync,
+    so it is consistent. With ``limit`` or ``continue`` it pages over the store at one revision: the first
+    page fixes the revision, and the continue token carries it with the next key, so every page comes from one
+    snapshot; a token whose revision was compacted is 410 Expired. With selectors a page is filled up to
+    ``limit`` matching items, as upstream does.
+Watch
+    resourceVersion unset or "0": synthetic ADDED events for the current objects, then changes. N: every change
+    after N (410 Expired if the store no longer has it). Bookmarks carry the current revision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from kubeplane.api import fields as apifields
+from kubeplane.api import labels as apilabels
+from kubeplane.api.resources import ResourceInfo
+from kubeplane.store.interface import Compacted, FutureRevision
+from kubeplane.store.watch import StoreWatch
+
+from . import errors
+from .registry import Registry
+from .watchcache import CacheWatcher, Obj, WatchEvent, decode, to_watch_event
+
+Matcher = Callable[[str, Obj], bool]
+
+CONTINUE_EXPIRED = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a new list "
+    "without the continue parameter, or use the continue token in this response to retrieve the remainder of "
+    "the results. Continuing with the provided token results in an inconsistent list - objects that were "
+    "created, modified, or deleted between the time the first chunk was returned and now may show up in the "
+    "list."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ListOptions:
+    label_selector: str = ""
+    field_selector: str = ""
+    limit: int = 0
+    continue_token: str = ""
+    resource_version: str = ""
+    resource_version_match: str = ""
+
+
+def compile_matcher(info: ResourceInfo, options: ListOptions) -> Matcher | None:
+    """None when nothing is filtered; else (key, obj) -> bool. Bad selectors are 400 BadRequest."""
+    try:
+        label = apilabels.parse(options.label_selector) if options.label_selector else None
+    except ValueError as exc:
+        raise errors.bad_request(str(exc)) from None
+    try:
+        field = apifields.parse_selector_for_kind(info.kind, options.field_selector) if options.field_selector else None
+    except ValueError as exc:
+        raise errors.bad_request(str(exc)) from None
+    if label is None and field is None:
+        return None
+    kind, namespaced = info.kind, info.namespaced
+
+    def matches(_key: str, obj: Obj) -> bool:
+        if label is not None and not label.matches((obj.get("metadata") or {}).get("labels") or {}):
+            return False
+        return field is None or field.matches(apifields.selectable_fields(kind, obj, namespaced=namespaced))
+
+    return matches
+
+
+def _encode_token(revision: int, start: str) -> str:
+    raw = orjson.dumps({"v": "meta.k8s.io/v1", "rv": revision, "start": start})
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_token(token: str) -> tuple[int, str]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        data = orjson.loads(raw)
+        revision, start = int(data["rv"]), str(data["start"])
+    except (binascii.Error, ValueError, KeyError, TypeError, orjson.JSONDecodeError):
+        raise errors.bad_request("continue key is not valid: invalid continue token") from None
+    if data.get("v") != "meta.k8s.io/v1" or revision <= 0:
+        raise errors.bad_request("continue key is not valid: incorrect encoded start resourceVersion")
+    return revision, start  # appended to the collection prefix: a range can never leave it
+
+
+def _parse_rv(value: str) -> int:
+    try:
+        rv = int(value)
+    except ValueError:
+        raise errors.bad_request(f"invalid resource version: {value!r}") from None
+    if rv < 0:
+        raise errors.bad_request(f"invalid resource version: {value!r}")
+    return rv
+
+
+async def list_objects(registry: Registry, info: ResourceInfo, namespace: str | None, options: ListOptions) -> Obj:
+    matcher = compile_matcher(info, options)
+    prefix = info.collection_key(namespace)
+    if options.limit > 0 or options.continue_token or options.resource_version_match == "Exact":
+        return await _list_from_store(registry, info, prefix, matcher, options)
+    cache = registry.cache(info)
+    cache.sync()
+    items = [
+        registry._with_type(info, obj)
+        for key, obj in sorted(cache.objects.items())
+        if key.startswith(prefix) and (matcher is None or matcher(key, obj))
+    ]
+    return _list_object(info, items, cache.revision, continue_token="", remaining=None)
+
+
+async def _list_from_store(
+    registry: Registry, info: ResourceInfo, prefix: str, matcher: Matcher | None, options: ListOptions
+) -> Obj:
+    store = registry.store
+    if options.continue_token:
+        revision, start = _decode_token(options.continue_token)
+        start_key = prefix + start
+    else:
+        start_key = None
+        if options.resource_version and options.resource_version != "0" and options.resource_version_match == "Exact":
+            revision = _parse_rv(options.resource_version)
+        else:
+            revision = store.revision
+    items: list[Obj] = []
+    limit = options.limit
+    more, remaining = False, None
+    while True:
+        try:
+            page = await store.range(prefix, revision=revision, limit=limit, start_key=start_key)
+        except Compacted:
+            if options.continue_token:
+                raise errors.gone(CONTINUE_EXPIRED) from None
+            raise errors.gone(f"too old resource version: {revision} ({store.compacted_revision})") from None
+        except FutureRevision:
+            raise errors.APIError(
+                code=504, reason="Timeout", message=f"Too large resource version: {revision}, current: {store.revision}"
+            ) from None
+        for kv in page.kvs:
+            obj = decode(kv)
+            if matcher is None or matcher(kv.key, obj):
+                items.append(registry._with_type(info, obj))
+        more = page.more
+        if page.kvs:
+            start_key = page.kvs[-1].key + "\x00"
+        if matcher is None:
+            remaining = page.count - len(page.kvs) if more else None
+        if not more or limit <= 0 or len(items) >= limit:
+            break
+    token = _encode_token(revision, start_key[len(prefix) :]) if more and start_key else ""
+    return _list_object(info, items, revision, continue_token=token, remaining=remaining)
+
+
+def _list_object(
+    info: ResourceInfo, items: list[Obj], revision: int, *, continue_token: str, remaining: int | None
+) -> Obj:
+    metadata: dict[str, Any] = {"resourceVersion": str(revision)}
+    if continue_token:
+        metadata["continue"] = continue_token
+    if remaining:
+        metadata["remainingItemCount"] = remaining
+    return {"kind": info.list_kind, "apiVersion": info.api_version, "metadata": metadata, "items": items}
+
+
+@dataclass(frozen=True, slots=True)
+class WatchOptions:
+    label_selector: str = ""
+    field_selector: str = ""
+    resource_version: str = ""
+    allow_bookmarks: bool = False
+    timeout_seconds: float | None = None
+
+
+def open_watch(registry: Registry, info: ResourceInfo, namespace: str | None, options: WatchOptions) -> CacheWatcher:
+    """Register a watcher; initial events (synthetic ADDED or replay) are queued before it returns."""
+    list_options = ListOptions(label_selector=options.label_selector, field_selector=options.field_selector)
+    matcher = compile_matcher(info, list_options)
+    prefix = info.collection_key(namespace)
+    watcher = CacheWatcher(key_prefix=prefix, matches=matcher or (lambda _k, _o: True))
+    cache = registry.cache(info)
+    if options.resource_version in ("", "0"):
+        cache.sync()
+        for key in sorted(cache.objects):
+            if key.startswith(prefix):
+                obj = cache.objects[key]
+                if matcher is None or matcher(key, obj):
+                    watcher.queue.append(WatchEvent("ADDED", key, int(obj["metadata"]["resourceVersion"]), obj, None))
+        cache.add_watcher(watcher, after=cache.revision)
+        return watcher
+    after = _parse_rv(options.resource_version)
+    if after < registry.store.compacted_revision:
+        raise errors.gone(f"too old resource version: {after} ({registry.store.compacted_revision})")
+    if cache.add_watcher(watcher, after=after):
+        return watcher
+    # Older than the cache's ring but still in the store: a dedicated store watch feeds this watcher.
+    source = registry.store.watch(prefix, start_revision=after + 1)
+    assert isinstance(source, StoreWatch)
+    watcher._source = source
+    asyncio.get_running_loop().create_task(_pump(source, watcher))
+    return watcher
+
+
+async def _pump(source: StoreWatch, watcher: CacheWatcher) -> None:
+    try:
+        while not watcher.closed:
+            batch = await source.next_batch()
+            if not batch:
+                break
+            for event in batch:
+                watcher.offer(to_watch_event(event))
+    except Exception:
+        pass
+    finally:
+        watcher.close()

@@ -1,0 +1,298 @@
+"""The generic registry: Kubernetes REST semantics for every resource of the table, over one Store.
+
+One code path serves every kind (upstream's ``genericregistry.Store``); per-kind behaviour comes from
+:mod:`kubeplane.apiserver.strategies`, defaulting from :mod:`kubeplane.api.defaults`, admission from
+:mod:`kubeplane.apiserver.admission`. Objects are plain dicts in wire format. Invariants:
+
+* The store keeps each object without ``resourceVersion``; every object returned carries the store revision
+  of its last change as its resourceVersion (decimal string).
+* Reads without a resourceVersion are consistent: served from the resource's watch cache after
+  :meth:`WatchCache.sync`, so a client always reads its own writes.
+* Updates are compare-and-put on the mod revision read; a stale client resourceVersion is 409 Conflict, a
+  race with another writer without client precondition is retried (GuaranteedUpdate).
+* Objects handed out may be shared with the cache: callers must not mutate them (writes copy first).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from kubeplane.api import defaults as apidefaults
+from kubeplane.api import meta as apimeta
+from kubeplane.api.resources import ResourceInfo, ResourceTable, default_table
+from kubeplane.api.validation.field import Error as FieldError
+from kubeplane.api.validation.field import ErrorList, Path, invalid, new_path
+from kubeplane.store.interface import Conflict, KeyExists, Store
+
+from . import admission, errors
+from .strategies import Strategy, strategy_for
+from .watchcache import Obj, WatchCache, decode, encode
+
+MAX_RETRIES = 16
+BOOTSTRAP_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+BOOTSTRAP_PRIORITY_CLASSES = (("system-node-critical", 2000001000), ("system-cluster-critical", 2000000000))
+
+
+def deep_copy(obj: Obj) -> Obj:
+    result: Obj = orjson.loads(orjson.dumps(obj))
+    return result
+
+
+class Registry:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        table: ResourceTable | None = None,
+        now: Callable[[], float] = time.time,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.store = store
+        self.table = table or default_table()
+        self.now = now
+        self.rng = rng or random.Random()
+        self.caches: dict[str, WatchCache] = {}
+        self.strategies: dict[tuple[str, str], Strategy] = {}
+        for info in self.table:
+            prefix = info.collection_key()
+            if prefix not in self.caches:
+                self.caches[prefix] = WatchCache(store=store, prefix=prefix)
+            self.strategies[(info.group, info.plural)] = strategy_for(info)
+
+    async def start(self) -> None:
+        for cache in self.caches.values():
+            await cache.start()
+        await self._bootstrap()
+
+    async def stop(self) -> None:
+        for cache in self.caches.values():
+            await cache.stop()
+
+    def strategy(self, info: ResourceInfo) -> Strategy:
+        return self.strategies[(info.group, info.plural)]
+
+    def cache(self, info: ResourceInfo) -> WatchCache:
+        return self.caches[info.collection_key()]
+
+    def resource(self, group: str, plural: str) -> ResourceInfo:
+        for info in self.table:
+            if info.group == group and info.plural == plural:
+                return info
+        raise KeyError(f"{plural}.{group}")
+
+    async def _bootstrap(self) -> None:
+        namespaces = self.resource("", "namespaces")
+        for name in BOOTSTRAP_NAMESPACES:
+            if self.cache(namespaces).objects.get(namespaces.key(name)) is None:
+                await self.create(namespaces, None, {"metadata": {"name": name}})
+        priority_classes = self.resource("scheduling.k8s.io", "priorityclasses")
+        for name, value in BOOTSTRAP_PRIORITY_CLASSES:
+            if self.cache(priority_classes).objects.get(priority_classes.key(name)) is None:
+                pc = {"metadata": {"name": name}, "value": value, "description": "Used for system critical pods."}
+                await self.create(priority_classes, None, pc)
+
+    # -- reads -------------------------------------------------------------------------------------------------
+
+    def get_cached(self, info: ResourceInfo, namespace: str | None, name: str) -> Obj | None:
+        cache = self.cache(info)
+        cache.sync()
+        return cache.objects.get(info.key(name, namespace))
+
+    async def get(self, info: ResourceInfo, namespace: str | None, name: str) -> Obj:
+        obj = self.get_cached(info, namespace, name)
+        if obj is None:
+            raise errors.not_found(info.group, info.plural, name)
+        return self._with_type(info, obj)
+
+    def _with_type(self, info: ResourceInfo, obj: Obj) -> Obj:
+        if obj.get("apiVersion") == info.api_version and obj.get("kind") == info.kind:
+            return obj
+        return {"apiVersion": info.api_version, "kind": info.kind, **obj}
+
+    # -- create ------------------------------------------------------------------------------------------------
+
+    def _check_body(self, info: ResourceInfo, namespace: str | None, body: Any) -> Obj:
+        if not isinstance(body, dict):
+            raise errors.bad_request(f"the body of the request was not a {info.kind} object")
+        api_version = body.get("apiVersion")
+        if api_version not in (None, "", info.api_version):
+            raise errors.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API version "
+                f"({info.api_version})"
+            )
+        kind = body.get("kind")
+        if kind not in (None, "", info.kind):
+            raise errors.bad_request(f"the kind in the data ({kind}) does not match the expected kind ({info.kind})")
+        metadata = body.get("metadata")
+        if metadata is None:
+            metadata = body["metadata"] = {}
+        if not isinstance(metadata, dict):
+            raise errors.bad_request("metadata: expected an object")
+        obj = {"apiVersion": info.api_version, "kind": info.kind, **body}
+        if info.namespaced:
+            given = metadata.get("namespace")
+            if given not in (None, "") and given != namespace:
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            obj["metadata"] = {**metadata, "namespace": namespace}
+        else:
+            obj["metadata"] = {k: v for k, v in metadata.items() if k != "namespace"}
+        return obj
+
+    def _validate_meta(self, info: ResourceInfo, obj: Obj) -> ErrorList:
+        metadata = obj["metadata"]
+        path = new_path("metadata")
+        errs = apimeta.validate_object_meta_names(metadata, rule=info.name_rule, namespaced=info.namespaced, path=path)
+        labels = metadata.get("labels")
+        if labels is not None:
+            if isinstance(labels, dict) and all(isinstance(v, str) for v in labels.values()):
+                errs.extend(apimeta.validate_labels(labels, path.child("labels")))
+            else:
+                errs.append(_type_error(path.child("labels"), labels, "map of strings"))
+        annotations = metadata.get("annotations")
+        if annotations is not None:
+            if isinstance(annotations, dict) and all(isinstance(v, str) for v in annotations.values()):
+                errs.extend(apimeta.validate_annotations(annotations, path.child("annotations")))
+            else:
+                errs.append(_type_error(path.child("annotations"), annotations, "map of strings"))
+        return errs
+
+    async def create(self, info: ResourceInfo, namespace: str | None, body: Any, *, dry_run: bool = False) -> Obj:
+        obj = self._check_body(info, namespace, body)
+        metadata = obj["metadata"]
+        for system in ("resourceVersion", "uid", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"):
+            metadata.pop(system, None)
+        metadata["uid"] = apimeta.new_uid(self.rng)
+        metadata["creationTimestamp"] = apimeta.format_time(self.now())
+        strategy = self.strategy(info)
+        strategy.prepare_for_create(obj)
+        apidefaults.apply_defaults(obj)
+        await admission.admit_create(self, info, obj)
+        generate = not metadata.get("name") and metadata.get("generateName")
+        if generate:
+            metadata["name"] = apimeta.generate_name(str(metadata["generateName"]), self.rng)
+        errs = self._validate_meta(info, obj) or strategy.validate(obj)
+        if errs:
+            raise errors.invalid(info.group, info.kind, str(metadata.get("name") or ""), errs)
+        if dry_run:
+            return obj
+        for _ in range(MAX_RETRIES if generate else 1):
+            try:
+                kv = await self.store.create(info.key(metadata["name"], namespace), encode(obj))
+            except KeyExists:
+                if generate:  # upstream GenerateNameRetries: a fresh suffix, a few times
+                    metadata["name"] = apimeta.generate_name(str(metadata["generateName"]), self.rng)
+                    continue
+                raise errors.already_exists(info.group, info.plural, metadata["name"]) from None
+            metadata["resourceVersion"] = str(kv.mod_revision)
+            return obj
+        raise errors.already_exists(info.group, info.plural, metadata["name"])
+
+    # -- update ------------------------------------------------------------------------------------------------
+
+    async def update(
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        name: str,
+        body: Any,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> Obj:
+        obj = self._check_body(info, namespace, body)
+        given = obj["metadata"].get("name")
+        if given not in (None, "") and given != name:
+            raise errors.bad_request(f"the name of the object ({given}) does not match the name on the URL ({name})")
+        obj["metadata"]["name"] = name
+        precondition = obj["metadata"].get("resourceVersion") or None
+        return await self.guaranteed_update(
+            info,
+            namespace,
+            name,
+            lambda _old: obj,
+            precondition=str(precondition) if precondition else None,
+            subresource=subresource,
+            dry_run=dry_run,
+        )
+
+    async def guaranteed_update(
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        name: str,
+        transform: Callable[[Obj], Obj],
+        *,
+        precondition: str | None = None,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> Obj:
+        """Read, transform, prepare, validate and compare-and-put; retry races unless the client pinned a
+        resourceVersion (upstream's GuaranteedUpdate)."""
+        key = info.key(name, namespace)
+        strategy = self.strategy(info)
+        for _ in range(MAX_RETRIES):
+            current = await self.store.get(key)
+            if current is None:
+                raise errors.not_found(info.group, info.plural, name)
+            if precondition is not None and precondition != str(current.mod_revision):
+                raise errors.conflict(info.group, info.plural, name, errors.OPTIMISTIC_LOCK)
+            old = decode(current)
+            new = deep_copy(transform(deep_copy(old)))
+            self._keep_system_metadata(new, old)
+            if subresource == "status":
+                strategy.prepare_for_status_update(new, old)
+            else:
+                strategy.prepare_for_update(new, old)
+            apidefaults.apply_defaults(new)
+            if subresource == "status":
+                errs = strategy.validate_status_update(new, old)
+            else:
+                errs = self._validate_meta(info, new) or strategy.validate_update(new, old)
+            if errs:
+                raise errors.invalid(info.group, info.kind, name, errs)
+            new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+            if new == old or dry_run:
+                return new
+            gone = new["metadata"].get("deletionTimestamp") and new["metadata"].get("deletionGracePeriodSeconds") == 0
+            if gone and not new["metadata"].get("finalizers"):  # the last finalizer went: delete (upstream)
+                await self._remove(info, key, current.mod_revision)
+                return new
+            try:
+                kv = await self.store.update(key, encode(new), expected_mod_revision=current.mod_revision)
+            except Conflict:
+                if precondition is not None:
+                    raise errors.conflict(info.group, info.plural, name, errors.OPTIMISTIC_LOCK) from None
+                continue
+            new["metadata"]["resourceVersion"] = str(kv.mod_revision)
+            return new
+        raise errors.conflict(info.group, info.plural, name, "too many concurrent updates; try again")
+
+    def _keep_system_metadata(self, new: Obj, old: Obj) -> None:
+        """Fields only the server sets survive any update (upstream FillObjectMetaSystemFields/immutables)."""
+        meta, old_meta = new.setdefault("metadata", {}), old["metadata"]
+        for key in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
+            if key in old_meta:
+                meta[key] = old_meta[key]
+            else:
+                meta.pop(key, None)
+        meta["name"] = old_meta["name"]
+        if "namespace" in old_meta:
+            meta["namespace"] = old_meta["namespace"]
+        new["apiVersion"], new["kind"] = old.get("apiVersion"), old.get("kind")
+
+    async def _remove(self, info: ResourceInfo, key: str, mod_revision: int) -> None:
+        try:
+            await self.store.delete(key, expected_mod_revision=mod_revision)
+        except Conflict:
+            raise errors.conflict(info.group, info.plural, key.rsplit("/", 1)[-1], errors.OPTIMISTIC_LOCK) from None
+
+
+def _type_error(path: Path, value: Any, expected: str) -> FieldError:
+    return invalid(path, value, detail=f"must be a {expected}")

@@ -1,0 +1,226 @@
+"""Run the API server: store, registry, ASGI app under uvicorn, kubeconfig, housekeeping.
+
+Start-up order: open the store, start the registry (watch caches, bootstrap objects), bind 127.0.0.1, serve,
+and only then write ``<data-dir>/kubeconfig`` (write to a temporary file, fsync, rename; mode 0600), so a
+kubeconfig that exists always points at a server that answers. Shutdown (SIGINT/SIGTERM) closes every watch
+at once, lets in-flight requests finish, stops the registry and closes the store; acknowledged writes are
+already durable by then.
+
+Housekeeping, as kube-apiserver: every ``compaction_interval`` the store is compacted to the revision seen at
+the previous tick (so at least one interval of history stays for watch resumption), and core Events older than
+``event_ttl`` are deleted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubeplane.api import meta as apimeta
+from kubeplane.store.interface import Compacted, Store, StoreError
+from kubeplane.store.memory import MemoryStore
+from kubeplane.store.sqlite import SqliteStore
+
+from .deletion import DeleteOptions, delete_object
+from .http.app import APIServerApp
+from .registry import Registry
+
+log = logging.getLogger("kubeplane.apiserver")
+
+
+@dataclass
+class ServerConfig:
+    data_dir: Path = field(default_factory=lambda: Path(".kubeplane"))
+    host: str = "127.0.0.1"
+    port: int = 6443
+    store: str = "sqlite"
+    compaction_interval: float = 300.0
+    event_ttl: float = 3600.0
+    auth: bool = True
+
+
+def open_store(config: ServerConfig) -> Store:
+    if config.store == "memory":
+        return MemoryStore()
+    if config.store == "sqlite":
+        return SqliteStore(config.data_dir / "store.db")
+    raise StoreError(f"unknown store {config.store!r}: use sqlite or memory")
+
+
+def admin_token(data_dir: Path) -> str:
+    """The admin bearer token, kept in ``<data-dir>/admin.token`` (0600) so restarts keep kubeconfigs valid."""
+    path = data_dir / "admin.token"
+    if path.exists():
+        return path.read_text().strip()
+    token = secrets.token_urlsafe(32)
+    _write_private(path, token + "\n")
+    return token
+
+
+def _write_private(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def kubeconfig_text(server: str, token: str) -> str:
+    return (
+        "apiVersion: v1\n"
+        "kind: Config\n"
+        "clusters:\n"
+        "- name: kubeplane\n"
+        "  cluster:\n"
+        f"    server: {server}\n"
+        "contexts:\n"
+        "- name: kubeplane\n"
+        "  context:\n"
+        "    cluster: kubeplane\n"
+        "    user: admin\n"
+        "    namespace: default\n"
+        "current-context: kubeplane\n"
+        "users:\n"
+        "- name: admin\n"
+        "  user:\n"
+        f"    token: {token}\n"
+        "preferences: {}\n"
+    )
+
+
+class _Server:
+    """uvicorn's Server, closing every watch stream as soon as shutdown is requested."""
+
+    def __init__(self, app: APIServerApp, sock: socket.socket) -> None:
+        import uvicorn
+
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            lifespan="off",
+            http="httptools",
+            timeout_graceful_shutdown=3,
+            access_log=False,
+        )
+        outer = self
+
+        class Server(uvicorn.Server):
+            def handle_exit(self, sig: int, frame: Any) -> None:
+                app.close_watches()
+                super().handle_exit(sig, frame)
+
+        self.server = Server(config)
+        self.sock = sock
+        self.app = app
+        del outer
+
+    async def serve(self) -> None:
+        await self.server.serve(sockets=[self.sock])
+
+    def stop(self) -> None:
+        self.app.close_watches()
+        self.server.should_exit = True
+
+
+async def housekeeping(registry: Registry, config: ServerConfig) -> None:
+    previous = registry.store.revision
+    last_compaction = time.monotonic()
+    events = registry.resource("", "events")
+    tick = min(config.compaction_interval, max(config.event_ttl / 10, 1.0), 60.0)
+    while True:
+        await asyncio.sleep(tick)
+        if time.monotonic() - last_compaction >= config.compaction_interval:
+            last_compaction = time.monotonic()
+            if previous > registry.store.compacted_revision:
+                with contextlib.suppress(Compacted):
+                    await registry.store.compact(previous)
+            previous = registry.store.revision
+        await expire_events(registry, events, ttl=config.event_ttl)
+
+
+async def expire_events(registry: Registry, events: Any, *, ttl: float) -> int:
+    """Delete core Events whose last activity is older than ``ttl`` seconds (kube-apiserver's --event-ttl)."""
+    cutoff = registry.now() - ttl
+    cache = registry.cache(events)
+    cache.sync()
+    expired = 0
+    for obj in list(cache.objects.values()):
+        stamp = obj.get("lastTimestamp") or obj.get("eventTime") or obj["metadata"].get("creationTimestamp")
+        try:
+            when = (
+                apimeta.parse_time(stamp)
+                if isinstance(stamp, str) and len(stamp) == 20
+                else apimeta.parse_micro_time(stamp)
+            )
+        except (TypeError, ValueError):
+            continue
+        if when.timestamp() < cutoff:
+            meta = obj["metadata"]
+            with contextlib.suppress(Exception):
+                await delete_object(registry, events, meta.get("namespace"), meta["name"], DeleteOptions())
+                expired += 1
+    return expired
+
+
+async def run_apiserver(
+    config: ServerConfig,
+    *,
+    on_ready: Callable[[str, Path], None] | None = None,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Serve until SIGINT/SIGTERM (or ``stop`` is set)."""
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    store = open_store(config)
+    registry = Registry(store=store)
+    await registry.start()
+    token = admin_token(config.data_dir)
+    app = APIServerApp(registry, tokens={token: "admin"} if config.auth else None)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((config.host, config.port))
+    except OSError as exc:
+        await registry.stop()
+        await store.close()
+        raise StoreError(f"cannot listen on {config.host}:{config.port}: {exc.strerror}") from None
+    sock.listen(1024)
+    port = sock.getsockname()[1]
+    server = _Server(app, sock)
+    address = f"http://{config.host}:{port}"
+    kubeconfig = config.data_dir / "kubeconfig"
+    tasks = [asyncio.create_task(housekeeping(registry, config), name="housekeeping")]
+
+    async def announce() -> None:
+        while not server.server.started:
+            await asyncio.sleep(0.01)
+        _write_private(kubeconfig, kubeconfig_text(address, token))
+        log.warning("kubeplane apiserver serving on %s; kubeconfig: %s", address, kubeconfig)
+        if on_ready is not None:
+            on_ready(address, kubeconfig)
+        if stop is not None:
+            await stop.wait()
+            server.stop()
+
+    tasks.append(asyncio.create_task(announce(), name="announce"))
+    try:
+        await server.serve()
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await registry.stop()
+        await store.close()

@@ -1,0 +1,169 @@
+"""Per-kind behaviour of the generic registry, as upstream's ``pkg/registry/<group>/<kind>/strategy.go``.
+
+A :class:`Strategy` says how a kind is prepared on create and update (which half the main resource and the
+``status`` subresource may change, when ``metadata.generation`` moves), how it is validated (the
+kind-specific validators of :mod:`kubeplane.api.validation`; metadata is validated generically), and
+whether deletes are graceful. Registering another kind needs no strategy at all: :class:`Strategy` itself is
+the default (no status split, no generation).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import Any
+
+from kubeplane.api import pods as podutil
+from kubeplane.api.resources import ResourceInfo
+from kubeplane.api.validation.field import ErrorList
+
+Obj = dict[str, Any]
+
+_VALIDATION_MODULES = ("core", "apps", "cluster")
+
+
+@cache
+def _validators(table: str) -> Mapping[tuple[str, str], Callable[..., ErrorList]]:
+    """Merge ``table`` (CREATE_VALIDATORS, ...) from every kind-validation module that exists."""
+    merged: dict[tuple[str, str], Callable[..., ErrorList]] = {}
+    for name in _VALIDATION_MODULES:
+        try:
+            module = importlib.import_module(f"kubeplane.api.validation.{name}")
+        except ModuleNotFoundError:
+            continue
+        merged.update(getattr(module, table, {}))
+    return merged
+
+
+def _spec_half(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
+
+
+class Strategy:
+    """Default behaviour: the whole object is user-owned; no status subresource; no generation."""
+
+    def __init__(self, info: ResourceInfo) -> None:
+        self.info = info
+        self.has_status = info.subresource("status") is not None
+        self.tracks_generation = self.has_status
+
+    # -- create / update ---------------------------------------------------------------------------------------
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        if self.tracks_generation:
+            obj["metadata"]["generation"] = 1
+        if self.has_status:
+            obj.pop("status", None)
+
+    def prepare_for_update(self, new: Obj, old: Obj) -> None:
+        """The main resource: status stays as stored; generation moves when anything but metadata changed."""
+        if self.has_status:
+            if "status" in old:
+                new["status"] = old["status"]
+            else:
+                new.pop("status", None)
+        if self.tracks_generation:
+            generation = int(old["metadata"].get("generation", 1))
+            if _spec_half(new) != _spec_half(old):
+                generation += 1
+            new["metadata"]["generation"] = generation
+
+    def prepare_for_status_update(self, new: Obj, old: Obj) -> None:
+        """The status subresource: everything but status (and labels/annotations) stays as stored."""
+        for key in list(new):
+            if key not in ("metadata", "status", "apiVersion", "kind"):
+                del new[key]
+        new.update(_spec_half(old))
+        meta = dict(old["metadata"])
+        for key in ("labels", "annotations"):
+            if key in new["metadata"]:
+                meta[key] = new["metadata"][key]
+            else:
+                meta.pop(key, None)
+        new["metadata"] = meta
+
+    # -- validation --------------------------------------------------------------------------------------------
+
+    def _key(self) -> tuple[str, str]:
+        return self.info.group, self.info.kind
+
+    def validate(self, obj: Obj) -> ErrorList:
+        check = _validators("CREATE_VALIDATORS").get(self._key())
+        return check(obj) if check is not None else []
+
+    def validate_update(self, new: Obj, old: Obj) -> ErrorList:
+        check = _validators("UPDATE_VALIDATORS").get(self._key())
+        return check(new, old) if check is not None else []
+
+    def validate_status_update(self, new: Obj, old: Obj) -> ErrorList:
+        check = _validators("STATUS_UPDATE_VALIDATORS").get(self._key())
+        return check(new, old) if check is not None else []
+
+    # -- delete ------------------------------------------------------------------------------------------------
+
+    def grace_period(self, obj: Obj, requested: int | None) -> int:
+        """Seconds of graceful deletion; 0 deletes at once."""
+        return 0
+
+    @property
+    def returns_deleted_object(self) -> bool:
+        return False
+
+
+class PodStrategy(Strategy):
+    def prepare_for_create(self, obj: Obj) -> None:
+        super().prepare_for_create(obj)
+        obj["status"] = {"phase": "Pending", "qosClass": str(podutil.pod_qos_class(obj))}
+
+    def prepare_for_status_update(self, new: Obj, old: Obj) -> None:
+        owners = old["metadata"].get("ownerReferences")
+        super().prepare_for_status_update(new, old)
+        if owners is not None:  # old kubelets corrupt owner references through status: upstream keeps them
+            new["metadata"]["ownerReferences"] = owners
+
+    def grace_period(self, obj: Obj, requested: int | None) -> int:
+        """Upstream podStrategy.CheckGracefulDelete: unbound or terminal pods go at once."""
+        spec = obj.get("spec") or {}
+        phase = (obj.get("status") or {}).get("phase")
+        if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+            return 0
+        if requested is not None:
+            return max(requested, 0)
+        grace = spec.get("terminationGracePeriodSeconds")
+        return int(grace) if isinstance(grace, int) and grace >= 0 else 30
+
+    @property
+    def returns_deleted_object(self) -> bool:
+        return True
+
+
+class NamespaceStrategy(Strategy):
+    def __init__(self, info: ResourceInfo) -> None:
+        super().__init__(info)
+        self.tracks_generation = False
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        obj["status"] = {"phase": "Active"}
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("finalizers", ["kubernetes"])
+
+
+class NodeStrategy(Strategy):
+    def __init__(self, info: ResourceInfo) -> None:
+        super().__init__(info)
+        self.tracks_generation = False
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        """Nodes keep every field on create, status included: kubelets register with their status."""
+
+
+STRATEGIES: Mapping[tuple[str, str], type[Strategy]] = {
+    ("", "Pod"): PodStrategy,
+    ("", "Namespace"): NamespaceStrategy,
+    ("", "Node"): NodeStrategy,
+}
+
+
+def strategy_for(info: ResourceInfo) -> Strategy:
+    return STRATEGIES.get((info.group, info.kind), Strategy)(info)

@@ -1,0 +1,1 @@
+"""The ``kubeplane`` command."""

@@ -1,0 +1,80 @@
+"""``kubeplane``: one command for every component. Errors a user can cause print one line and exit 1."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kubeplane.store.interface import StoreError
+
+app = typer.Typer(
+    name="kubeplane",
+    help="The Kubernetes scheduling control plane, in Python.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """The Kubernetes scheduling control plane, in Python."""
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+@app.command()
+def apiserver(
+    data_dir: Annotated[Path, typer.Option("--data-dir", help="State directory: store, token, kubeconfig.")] = Path(
+        ".kubeplane"
+    ),
+    port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1; 0 picks a free one.")] = 6443,
+    store: Annotated[str, typer.Option("--store", help="sqlite (durable, default) or memory.")] = "sqlite",
+    compaction_interval: Annotated[
+        float, typer.Option("--etcd-compaction-interval", help="Seconds between store compactions.")
+    ] = 300.0,
+    event_ttl: Annotated[float, typer.Option("--event-ttl", help="Seconds an Event is kept.")] = 3600.0,
+) -> None:
+    """Serve the Kubernetes API on 127.0.0.1 and write DATA_DIR/kubeconfig once it answers."""
+    from kubeplane.apiserver.server import ServerConfig, run_apiserver
+
+    if store not in ("sqlite", "memory"):
+        _fail(f"--store must be sqlite or memory, not {store!r}")
+    if not 0 <= port <= 65535:
+        _fail(f"--port must be between 0 and 65535, not {port}")
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
+    config = ServerConfig(
+        data_dir=data_dir, port=port, store=store, compaction_interval=compaction_interval, event_ttl=event_ttl
+    )
+
+    def ready(address: str, kubeconfig: Path) -> None:
+        typer.echo(f"kubeplane apiserver serving on {address}", err=True)
+        typer.echo(f"use it: .venv/bin/kubectl --kubeconfig {kubeconfig} get namespaces", err=True)
+
+    # uvicorn handles SIGINT/SIGTERM itself (graceful shutdown) and re-raises the signal when done; this
+    # handler receives that re-raise so the process finishes its own clean-up and exits 0.
+    signal.signal(signal.SIGTERM, lambda _sig, _frame: None)
+    try:
+        import uvloop
+
+        uvloop.run(run_apiserver(config, on_ready=ready))
+    except StoreError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        pass
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""A real ``kubeplane apiserver`` process per test module, on 127.0.0.1 with a free port, and clients for it.
+
+Tests talk to it only through the kubeconfig it writes (never ~/.kube/config). The process is stopped with
+SIGTERM by its PID at the end of the module.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+KUBEPLANE = [sys.executable, "-m", "kubeplane.cli.main"]
+
+
+@dataclass
+class Server:
+    data_dir: Path
+    process: subprocess.Popen[bytes]
+    kubeconfig: Path
+    address: str
+    token: str
+    log: Any = None
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.address).hostname or "127.0.0.1"
+
+    @property
+    def port(self) -> int:
+        return urlsplit(self.address).port or 80
+
+    def connection(self, timeout: float = 30) -> http.client.HTTPConnection:
+        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.kill(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        if self.log is not None:
+            self.log.close()
+
+
+def start_server(data_dir: Path, *extra: str) -> Server:
+    kubeconfig = data_dir / "kubeconfig"
+    kubeconfig.unlink(missing_ok=True)
+    log = open(data_dir.parent / f"{data_dir.name}.log", "ab")  # noqa: SIM115 - kept for the process
+    process = subprocess.Popen(
+        [*KUBEPLANE, "apiserver", "--data-dir", str(data_dir), "--port", "0", *extra],
+        stdout=log,
+        stderr=log,
+    )
+    deadline = time.monotonic() + 30
+    while not kubeconfig.exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            process.wait()
+            log.close()
+            raise RuntimeError(f"apiserver did not start: {(data_dir.parent / f'{data_dir.name}.log').read_text()}")
+        time.sleep(0.05)
+    text = kubeconfig.read_text()
+    address = text.split("server: ", 1)[1].split("\n", 1)[0]
+    token = text.split("token: ", 1)[1].split("\n", 1)[0]
+    return Server(data_dir, process, kubeconfig, address, token, log)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv = start_server(tmp_path_factory.mktemp("apiserver") / "data")
+    yield srv
+    srv.stop()
+    assert srv.process.returncode == 0, "apiserver did not shut down cleanly on SIGTERM"
+
+
+@pytest.fixture(scope="module")
+def api_client(server: Server) -> Iterator[Any]:
+    from kubernetes import config
+
+    client = config.new_client_from_config(config_file=str(server.kubeconfig))
+    yield client
+    client.close()

@@ -1,0 +1,304 @@
+"""Bad input gets the right Status, the server keeps serving, and stored data is unchanged.
+
+Raw HTTP (http.client) so every malformed request reaches the server exactly as written.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from .conftest import Server
+
+POD = {"metadata": {"name": "ok"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+
+
+def request(
+    server: Server,
+    method: str,
+    path: str,
+    body: bytes | None = None,
+    *,
+    content_type: str = "application/json",
+    token: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, dict[str, Any]]:
+    conn = server.connection(timeout=30)
+    all_headers = {"Authorization": f"Bearer {server.token if token is None else token}", **(headers or {})}
+    if body is not None:
+        all_headers["Content-Type"] = content_type
+    conn.request(method, path, body=body, headers=all_headers)
+    response = conn.getresponse()
+    raw = response.read()
+    conn.close()
+    return response.status, json.loads(raw) if raw[:1] == b"{" else {"raw": raw.decode()}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def seeded(server: Server) -> None:
+    status, _ = request(server, "POST", "/api/v1/namespaces/default/pods", json.dumps(POD).encode())
+    assert status == 201
+
+
+PODS = "/api/v1/namespaces/default/pods"
+BIG = b'{"metadata":{"name":"big"},"data":{"k":"' + b"x" * (3 * 1024 * 1024) + b'"}}'
+
+# (id, method, path, body, content type, expected code, expected reason, message fragment)
+CASES: list[tuple[str, str, str, bytes | None, str, int, str, str]] = [
+    ("malformed-json", "POST", PODS, b'{"metadata": {', "application/json", 400, "BadRequest", "not valid JSON"),
+    ("empty-body", "POST", PODS, b"", "application/json", 400, "BadRequest", "empty"),
+    ("body-not-object", "POST", PODS, b"[1, 2]", "application/json", 400, "BadRequest", "not a Pod"),
+    (
+        "wrong-kind",
+        "POST",
+        PODS,
+        json.dumps({**POD, "kind": "Service", "metadata": {"name": "k"}}).encode(),
+        "application/json",
+        400,
+        "BadRequest",
+        "does not match the expected kind",
+    ),
+    (
+        "wrong-namespace",
+        "POST",
+        PODS,
+        json.dumps({**POD, "metadata": {"name": "n", "namespace": "kube-system"}}).encode(),
+        "application/json",
+        400,
+        "BadRequest",
+        "does not match the namespace",
+    ),
+    (
+        "invalid-name",
+        "POST",
+        PODS,
+        json.dumps({**POD, "metadata": {"name": "Not_Valid"}}).encode(),
+        "application/json",
+        422,
+        "Invalid",
+        'metadata.name: Invalid value: "Not_Valid"',
+    ),
+    (
+        "missing-name",
+        "POST",
+        PODS,
+        json.dumps({**POD, "metadata": {}}).encode(),
+        "application/json",
+        422,
+        "Invalid",
+        "name or generateName is required",
+    ),
+    (
+        "invalid-label",
+        "POST",
+        PODS,
+        json.dumps({**POD, "metadata": {"name": "l", "labels": {"bad key!": "v"}}}).encode(),
+        "application/json",
+        422,
+        "Invalid",
+        "metadata.labels",
+    ),
+    (
+        "labels-wrong-type",
+        "POST",
+        PODS,
+        json.dumps({**POD, "metadata": {"name": "l", "labels": ["a"]}}).encode(),
+        "application/json",
+        422,
+        "Invalid",
+        "metadata.labels",
+    ),
+    (
+        "oversized-body",
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        BIG,
+        "application/json",
+        413,
+        "RequestEntityTooLarge",
+        "limit is 3145728",
+    ),
+    ("wrong-content-type", "POST", PODS, json.dumps(POD).encode(), "text/csv", 415, "UnsupportedMediaType", "text/csv"),
+    (
+        "unsupported-patch-type",
+        "PATCH",
+        f"{PODS}/ok",
+        b"{}",
+        "application/apply-patch+yaml",
+        415,
+        "UnsupportedMediaType",
+        "apply-patch",
+    ),
+    ("unknown-resource", "GET", "/api/v1/namespaces/default/widgets", None, "", 404, "NotFound", "could not find"),
+    ("unknown-group", "GET", "/apis/example.com/v1/widgets", None, "", 404, "NotFound", "could not find"),
+    ("unknown-subresource", "GET", f"{PODS}/ok/nonsense", None, "", 404, "NotFound", "could not find"),
+    ("missing-object", "GET", f"{PODS}/nope", None, "", 404, "NotFound", 'pods "nope" not found'),
+    (
+        "missing-namespace",
+        "POST",
+        "/api/v1/namespaces/nope/pods",
+        json.dumps(POD).encode(),
+        "application/json",
+        404,
+        "NotFound",
+        'namespaces "nope" not found',
+    ),
+    ("path-traversal", "GET", f"{PODS}/..%2F..%2Fsecrets", None, "", 400, "BadRequest", "invalid path segment"),
+    ("dot-dot-name", "GET", f"{PODS}/..", None, "", 400, "BadRequest", "invalid path segment"),
+    (
+        "duplicate",
+        "POST",
+        PODS,
+        json.dumps(POD).encode(),
+        "application/json",
+        409,
+        "AlreadyExists",
+        'pods "ok" already exists',
+    ),
+    (
+        "stale-update",
+        "PUT",
+        f"{PODS}/ok",
+        json.dumps({**POD, "metadata": {"name": "ok", "resourceVersion": "1"}}).encode(),
+        "application/json",
+        409,
+        "Conflict",
+        "the object has been modified",
+    ),
+    (
+        "name-mismatch",
+        "PUT",
+        f"{PODS}/ok",
+        json.dumps({**POD, "metadata": {"name": "other"}}).encode(),
+        "application/json",
+        400,
+        "BadRequest",
+        "does not match the name on the URL",
+    ),
+    (
+        "bad-label-selector",
+        "GET",
+        f"{PODS}?labelSelector=a%20in%20b",
+        None,
+        "",
+        400,
+        "BadRequest",
+        "unable to parse requirement",
+    ),
+    ("bad-limit", "GET", f"{PODS}?limit=many", None, "", 400, "BadRequest", "invalid limit"),
+    (
+        "bad-continue",
+        "GET",
+        f"{PODS}?limit=1&continue=garbage!",
+        None,
+        "",
+        400,
+        "BadRequest",
+        "continue key is not valid",
+    ),
+    (
+        # upstream decodes JSON patches leniently and fails unknown ops while applying them: 422
+        "bad-json-patch",
+        "PATCH",
+        f"{PODS}/ok",
+        b'[{"op": "explode", "path": "/x"}]',
+        "application/json-patch+json",
+        422,
+        "Invalid",
+        "explode",
+    ),
+    (
+        "json-patch-not-a-list",
+        "PATCH",
+        f"{PODS}/ok",
+        b'{"op": "add"}',
+        "application/json-patch+json",
+        400,
+        "BadRequest",
+        "",
+    ),
+    (
+        "wrong-method",
+        "PUT",
+        PODS,
+        json.dumps(POD).encode(),
+        "application/json",
+        405,
+        "MethodNotAllowed",
+        "does not allow",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "content_type", "code", "reason", "fragment"),
+    [c[1:] for c in CASES],
+    ids=[c[0] for c in CASES],
+)
+def test_bad_input_gets_a_status_and_changes_nothing(
+    server: Server, method: str, path: str, body: bytes | None, content_type: str, code: int, reason: str, fragment: str
+) -> None:
+    _, before = request(server, "GET", f"{PODS}/ok")
+    status, doc = request(server, method, path, body, content_type=content_type)
+    assert (status, doc.get("kind"), doc.get("reason"), doc.get("code")) == (code, "Status", reason, code), doc
+    assert fragment in doc["message"]
+    _, after = request(server, "GET", f"{PODS}/ok")
+    assert after == before, "a rejected request changed stored data"
+    health, _ = request(server, "GET", "/healthz")
+    assert health == 200
+
+
+def test_invalid_object_lists_field_causes(server: Server) -> None:
+    body = {"metadata": {"name": "Bad_Name", "labels": {"-x": "y"}}, "data": {}}
+    status, doc = request(server, "POST", "/api/v1/namespaces/default/configmaps", json.dumps(body).encode())
+    assert status == 422
+    assert doc["details"]["kind"] == "ConfigMap"
+    fields = [cause["field"] for cause in doc["details"]["causes"]]
+    assert fields == ["metadata.name", "metadata.labels"]
+    assert all(cause["reason"] == "FieldValueInvalid" for cause in doc["details"]["causes"])
+
+
+@pytest.mark.parametrize("token", ["", "wrong-token"], ids=["no-token", "wrong-token"])
+def test_authentication_required_except_health(server: Server, token: str) -> None:
+    conn = server.connection(timeout=10)
+    conn.request("GET", PODS, headers={"Authorization": f"Bearer {token}"} if token else {})
+    response = conn.getresponse()
+    doc = json.loads(response.read())
+    assert (response.status, doc["reason"]) == (401, "Unauthorized")
+    for open_path in ("/healthz", "/livez", "/readyz", "/version"):
+        conn.request("GET", open_path)
+        reply = conn.getresponse()
+        reply.read()
+        assert reply.status == 200
+    conn.close()
+
+
+def test_protobuf_only_accept_is_406(server: Server) -> None:
+    status, doc = request(server, "GET", PODS, headers={"Accept": "application/vnd.kubernetes.protobuf"})
+    assert (status, doc["reason"]) == (406, "NotAcceptable")
+
+
+def test_discovery_documents(server: Server) -> None:
+    status, core = request(server, "GET", "/api/v1")
+    assert status == 200
+    pods = next(r for r in core["resources"] if r["name"] == "pods")
+    assert (pods["kind"], pods["namespaced"], pods["shortNames"]) == ("Pod", True, ["po"])
+    assert {"pods/status", "pods/binding", "pods/eviction"} <= {r["name"] for r in core["resources"]}
+    _, groups = request(server, "GET", "/apis")
+    assert {
+        "apps",
+        "coordination.k8s.io",
+        "policy",
+        "scheduling.k8s.io",
+        "storage.k8s.io",
+        "rbac.authorization.k8s.io",
+        "events.k8s.io",
+    } <= {g["name"] for g in groups["groups"]}
+    accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+    _, aggregated = request(server, "GET", "/apis", headers={"Accept": accept})
+    assert aggregated["kind"] == "APIGroupDiscoveryList"
+    apps = next(i for i in aggregated["items"] if i["metadata"]["name"] == "apps")
+    deployments = next(r for r in apps["versions"][0]["resources"] if r["resource"] == "deployments")
+    assert {"scale", "status"} <= {s["subresource"] for s in deployments["subresources"]}
