@@ -1,0 +1,189 @@
+"""API server throughput over HTTP: GETs, creates, lists of 1,000 pods, and watch fan-out.
+
+Starts ``kubeplane apiserver`` (sqlite store) as its own process on 127.0.0.1 and drives it from this process
+with 32 keep-alive HTTP/1.1 connections (a minimal asyncio client, so the load generator costs little).
+Prints one JSON object per line: {"bench": "apiserver", "metric", "value", "unit", ...parameters}.
+``--quick`` finishes in well under a minute. Run: ``.venv/bin/python bench/apiserver_bench.py [--quick]``.
+
+Metrics:
+* ``creates_per_s``: POST of small pods, 32 connections.
+* ``gets_per_s``: GET of one pod by name, 32 connections.
+* ``list_1000_per_s``: GET of a namespace holding 1,000 pods (the whole list, no limit).
+* ``watch_events_per_s``: events received per second summed over 100 HTTP watchers while 32 connections
+  create pods; also ``watch_writes_per_s``, the write rate during that phase.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+CONNECTIONS = 32
+
+
+def emit(metric: str, value: float, unit: str, **params: object) -> None:
+    print(json.dumps({"bench": "apiserver", "metric": metric, "value": round(value, 1), "unit": unit, **params}))
+    sys.stdout.flush()
+
+
+class Conn:
+    """One keep-alive HTTP/1.1 connection: request, then read a Content-Length response."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str, token: str) -> None:
+        self.reader, self.writer, self.host, self.token = reader, writer, host, token
+
+    @classmethod
+    async def open(cls, host: str, port: int, token: str) -> Conn:
+        reader, writer = await asyncio.open_connection(host, port, limit=1 << 24)
+        return cls(reader, writer, f"{host}:{port}", token)
+
+    async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+        head = (
+            f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nAuthorization: Bearer {self.token}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        self.writer.write(head.encode() + body)
+        status_line = await self.reader.readline()
+        status = int(status_line.split()[1])
+        length = 0
+        while True:
+            line = await self.reader.readline()
+            if line in (b"\r\n", b""):
+                break
+            name, _, value = line.decode().partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        return status, await self.reader.readexactly(length)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def pod(name: str) -> bytes:
+    return json.dumps(
+        {
+            "metadata": {"name": name, "labels": {"app": "bench"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx:1.25", "resources": {"requests": {"cpu": "100m"}}}]},
+        }
+    ).encode()
+
+
+async def run_phase(conns: list[Conn], total: int, make: Any) -> float:
+    """Issue ``total`` requests spread over the connections; requests/second."""
+    counter = iter(range(total))
+
+    async def worker(conn: Conn) -> None:
+        for i in counter:
+            method, path, body = make(i)
+            status, payload = await conn.request(method, path, body)
+            if status >= 300:
+                raise RuntimeError(f"{method} {path}: {status} {payload[:200]!r}")
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker(c) for c in conns))
+    return total / (time.perf_counter() - start)
+
+
+async def watch_stream(host: str, port: int, token: str, path: str, counts: list[int], index: int) -> None:
+    reader, writer = await asyncio.open_connection(host, port, limit=1 << 24)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
+    while (await reader.readline()) not in (b"\r\n", b""):
+        pass
+    try:
+        while True:  # chunked transfer encoding: size line, data, CRLF
+            size = int((await reader.readline()).strip(), 16)
+            if size == 0:
+                return
+            data = await reader.readexactly(size + 2)
+            counts[index] += data.count(b"\n") - 1
+    finally:
+        writer.close()
+
+
+async def bench(host: str, port: int, token: str, quick: bool) -> None:
+    scale = 0.2 if quick else 1.0
+    conns = [await Conn.open(host, port, token) for _ in range(CONNECTIONS)]
+    base = "/api/v1/namespaces/default/pods"
+    params = {"connections": CONNECTIONS, "store": "sqlite", "quick": quick}
+
+    n = int(10_000 * scale)
+    rate = await run_phase(conns, n, lambda i: ("POST", base, pod(f"pod-{i:06d}")))
+    emit("creates_per_s", rate, "creates/s", n=n, **params)
+
+    n = int(40_000 * scale)
+    rate = await run_phase(conns, n, lambda i: ("GET", f"{base}/pod-{i % 1000:06d}", b""))
+    emit("gets_per_s", rate, "gets/s", n=n, **params)
+
+    status, _ = await conns[0].request("POST", "/api/v1/namespaces", b'{"metadata":{"name":"list"}}')
+    assert status == 201
+    await run_phase(conns, 1000, lambda i: ("POST", "/api/v1/namespaces/list/pods", pod(f"l-{i:04d}")))
+    n = int(400 * scale)
+    rate = await run_phase(conns, n, lambda i: ("GET", "/api/v1/namespaces/list/pods", b""))
+    emit("list_1000_per_s", rate, "lists/s", n=n, pods_per_list=1000, **params)
+
+    watchers = 100
+    counts = [0] * watchers
+    await conns[0].request("POST", "/api/v1/namespaces", b'{"metadata":{"name":"watched"}}')
+    _, body = await conns[0].request("GET", "/api/v1/namespaces/watched/pods")
+    rv = json.loads(body)["metadata"]["resourceVersion"]
+    path = f"/api/v1/namespaces/watched/pods?watch=1&resourceVersion={rv}&timeoutSeconds=600"
+    tasks = [asyncio.create_task(watch_stream(host, port, token, path, counts, i)) for i in range(watchers)]
+    await asyncio.sleep(0.5)
+    n = int(5_000 * scale)
+    start = time.perf_counter()
+    write_rate = await run_phase(conns, n, lambda i: ("POST", "/api/v1/namespaces/watched/pods", pod(f"w-{i:06d}")))
+    while sum(counts) < n * watchers and time.perf_counter() - start < 120:
+        await asyncio.sleep(0.01)
+    elapsed = time.perf_counter() - start
+    for task in tasks:
+        task.cancel()
+    delivered = sum(counts)
+    emit("watch_events_per_s", delivered / elapsed, "events/s", watchers=watchers, n=n, delivered=delivered, **params)
+    emit("watch_writes_per_s", write_rate, "creates/s", watchers=watchers, n=n, **params)
+    for conn in conns:
+        conn.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="a run of well under a minute")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="kubeplane-apibench-") as tmp:
+        data = Path(tmp) / "data"
+        log = open(Path(tmp) / "apiserver.log", "wb")  # noqa: SIM115 - closed below
+        server = subprocess.Popen(
+            [sys.executable, "-m", "kubeplane.cli.main", "apiserver", "--data-dir", str(data), "--port", "0"],
+            stdout=log,
+            stderr=log,
+        )
+        try:
+            kubeconfig = data / "kubeconfig"
+            deadline = time.monotonic() + 30
+            while not kubeconfig.exists():
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"apiserver did not start: {(Path(tmp) / 'apiserver.log').read_text()}")
+                time.sleep(0.05)
+            text = kubeconfig.read_text()
+            address = text.split("server: http://", 1)[1].split("\n", 1)[0]
+            host, port = address.rsplit(":", 1)
+            token = text.split("token: ", 1)[1].split("\n", 1)[0]
+            import uvloop
+
+            uvloop.run(bench(host, int(port), token, args.quick))
+        finally:
+            os.kill(server.pid, signal.SIGTERM)
+            server.wait(timeout=30)
+            log.close()
+
+
+if __name__ == "__main__":
+    main()
