@@ -1,0 +1,123 @@
+"""The registry in-process, on a memory store with an injected clock: behaviour the HTTP tests do not reach."""
+
+from __future__ import annotations
+
+import random
+import stat
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from kubeplane.apiserver.deletion import DeleteOptions, delete_object
+from kubeplane.apiserver.errors import APIError
+from kubeplane.apiserver.registry import Registry
+from kubeplane.apiserver.server import _write_private, admin_token, expire_events, kubeconfig_text
+from kubeplane.store.memory import MemoryStore
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+async def registry() -> AsyncIterator[tuple[Registry, Clock]]:
+    clock = Clock()
+    reg = Registry(store=MemoryStore(), now=clock, rng=random.Random(7))
+    await reg.start()
+    yield reg, clock
+    await reg.stop()
+
+
+async def test_events_expire_after_the_ttl(registry: tuple[Registry, Clock]) -> None:
+    """kube-apiserver --event-ttl: events whose last activity is older than the TTL are deleted."""
+    reg, clock = registry
+    events = reg.resource("", "events")
+    event = {"involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"}, "reason": "R", "type": "Normal"}
+    await reg.create(events, "default", {**event, "metadata": {"name": "old"}})
+    clock.now += 1800
+    await reg.create(events, "default", {**event, "metadata": {"name": "young"}})
+    clock.now += 1801
+    assert await expire_events(reg, events, ttl=3600) == 1
+    reg.cache(events).sync()
+    remaining = sorted(reg.cache(events).objects)
+    assert remaining == ["/registry/events/default/young"]
+
+
+@pytest.mark.parametrize(
+    ("policy", "finalizer"), [("Orphan", "orphan"), ("Foreground", "foregroundDeletion")], ids=["orphan", "foreground"]
+)
+async def test_propagation_policy_adds_the_gc_finalizer(
+    registry: tuple[Registry, Clock], policy: str, finalizer: str
+) -> None:
+    """Upstream: Orphan and Foreground deletes are finished by the garbage collector, via finalizers."""
+    reg, _ = registry
+    deployments = reg.resource("apps", "deployments")
+    template = {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    body = {"metadata": {"name": "d"}, "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": template}}
+    await reg.create(deployments, "default", body)
+    code, result = await delete_object(reg, deployments, "default", "d", DeleteOptions(propagation_policy=policy))
+    assert code == 200
+    assert result["metadata"]["finalizers"] == [finalizer]
+    assert result["metadata"]["deletionTimestamp"]
+    still = await reg.get(deployments, "default", "d")
+    assert still["metadata"]["finalizers"] == [finalizer]
+
+
+async def test_unchanged_update_writes_nothing(registry: tuple[Registry, Clock]) -> None:
+    """A no-op update keeps the resourceVersion (kube-apiserver skips the write)."""
+    reg, _ = registry
+    configmaps = reg.resource("", "configmaps")
+    created = await reg.create(configmaps, "default", {"metadata": {"name": "c"}, "data": {"k": "v"}})
+    revision = reg.store.revision
+    same = await reg.update(configmaps, "default", "c", dict(created))
+    assert same["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    assert reg.store.revision == revision
+
+
+async def test_uid_and_creation_timestamp_survive_updates(registry: tuple[Registry, Clock]) -> None:
+    reg, clock = registry
+    configmaps = reg.resource("", "configmaps")
+    created = await reg.create(configmaps, "default", {"metadata": {"name": "c"}})
+    clock.now += 100
+    body = {"metadata": {"name": "c", "uid": "forged", "creationTimestamp": "2000-01-01T00:00:00Z"}, "data": {"x": "y"}}
+    updated = await reg.update(configmaps, "default", "c", body)
+    assert updated["metadata"]["uid"] == created["metadata"]["uid"]
+    assert updated["metadata"]["creationTimestamp"] == created["metadata"]["creationTimestamp"]
+
+
+async def test_generate_name_is_deterministic_with_an_injected_random(registry: tuple[Registry, Clock]) -> None:
+    reg, _ = registry
+    configmaps = reg.resource("", "configmaps")
+    first = await reg.create(configmaps, "default", {"metadata": {"generateName": "x-"}})
+    again = Registry(store=MemoryStore(), now=Clock(), rng=random.Random(7))
+    await again.start()
+    try:
+        second = await again.create(configmaps, "default", {"metadata": {"generateName": "x-"}})
+    finally:
+        await again.stop()
+    assert first["metadata"]["name"] == second["metadata"]["name"]
+
+
+async def test_cluster_scoped_objects_ignore_a_namespace(registry: tuple[Registry, Clock]) -> None:
+    reg, _ = registry
+    nodes = reg.resource("", "nodes")
+    node = await reg.create(nodes, None, {"metadata": {"name": "n1", "namespace": "ignored"}})
+    assert "namespace" not in node["metadata"]
+    with pytest.raises(APIError) as missing:
+        await reg.get(nodes, None, "n2")
+    assert missing.value.code == 404
+
+
+def test_kubeconfig_and_token_are_private_files(tmp_path: Path) -> None:
+    token = admin_token(tmp_path)
+    assert admin_token(tmp_path) == token
+    _write_private(tmp_path / "kubeconfig", kubeconfig_text("http://127.0.0.1:1", token))
+    for name in ("admin.token", "kubeconfig"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o600
+    assert f"token: {token}" in (tmp_path / "kubeconfig").read_text()
+    assert not list(tmp_path.glob(".*.tmp")), "the temporary file of the atomic write was left behind"
