@@ -158,20 +158,43 @@ def test_namespace_delete_marks_it_terminating(dyn: dynamic.DynamicClient, api_c
     assert "because it is being terminated" in json.loads(refused.value.body)["message"]
 
 
-def test_events_k8s_io_reads_core_events(dyn: dynamic.DynamicClient, api_client: Any) -> None:
-    client.CoreV1Api(api_client).create_namespaced_event(
+def test_events_k8s_io_reads_and_writes_core_events(dyn: dynamic.DynamicClient, api_client: Any) -> None:
+    """Both event APIs share storage, each in its own field names (upstream events/v1 conversion)."""
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_event(
         NS,
         {
             "metadata": {"name": "seen"},
             "involvedObject": {"kind": "Pod", "name": "p", "namespace": NS},
             "reason": "Seen",
-            "message": "m",
+            "message": "from core",
             "type": "Normal",
         },
     )
     events = dyn.resources.get(api_version="events.k8s.io/v1", kind="Event")
-    names = [e.metadata.name for e in events.get(namespace=NS).items]
-    assert "seen" in names
+    seen = events.get(name="seen", namespace=NS)
+    assert (seen.apiVersion, seen.note, seen.regarding.name) == ("events.k8s.io/v1", "from core", "p")
+    assert "seen" in [e.metadata.name for e in events.get(namespace=NS).items]
+    events.create(
+        namespace=NS,
+        body={
+            "metadata": {"name": "written"},
+            "eventTime": "2026-11-21T00:00:00.000000Z",
+            "regarding": {"kind": "Pod", "name": "p1", "namespace": NS},
+            "note": "from events/v1",
+            "reason": "Written",
+            "type": "Warning",
+            "action": "Test",
+            "reportingController": "example.com/tests",
+            "reportingInstance": "tests-1",
+        },
+    )
+    written = core.read_namespaced_event("written", NS)
+    assert (written.message, written.involved_object.name, written.reporting_component) == (
+        "from events/v1",
+        "p1",
+        "example.com/tests",
+    )
 
 
 def _pod(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from kubeplane.api.validation.field import Error as FieldError
 from kubeplane.api.validation.field import ErrorList, Path, invalid, new_path
 from kubeplane.store.interface import Conflict, KeyExists, Store
 
-from . import admission, errors
+from . import admission, conversion, errors
 from .strategies import Strategy, strategy_for
 from .watchcache import Obj, WatchCache, decode, encode
 
@@ -110,9 +110,15 @@ class Registry:
         return self._with_type(info, obj)
 
     def _with_type(self, info: ResourceInfo, obj: Obj) -> Obj:
+        if conversion.converts(info):
+            return conversion.from_storage(info, obj)
         if obj.get("apiVersion") == info.api_version and obj.get("kind") == info.kind:
             return obj
         return {"apiVersion": info.api_version, "kind": info.kind, **obj}
+
+    def storage_resource(self, info: ResourceInfo) -> ResourceInfo:
+        """The resource whose form is stored for ``info`` (itself, except for cohabiting versions)."""
+        return self.resource("", "events") if conversion.converts(info) else info
 
     # -- create ------------------------------------------------------------------------------------------------
 
@@ -164,6 +170,10 @@ class Registry:
         return errs
 
     async def create(self, info: ResourceInfo, namespace: str | None, body: Any, *, dry_run: bool = False) -> Obj:
+        if conversion.converts(info):
+            storage = self.storage_resource(info)
+            stored = conversion.to_storage(info, storage, self._check_body(info, namespace, body))
+            return self._with_type(info, await self.create(storage, namespace, stored, dry_run=dry_run))
         obj = self._check_body(info, namespace, body)
         metadata = obj["metadata"]
         for system in ("resourceVersion", "uid", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"):
@@ -207,6 +217,8 @@ class Registry:
         dry_run: bool = False,
     ) -> Obj:
         obj = self._check_body(info, namespace, body)
+        if conversion.converts(info):
+            obj = conversion.to_storage(info, self.storage_resource(info), obj)
         given = obj["metadata"].get("name")
         if given not in (None, "") and given != name:
             raise errors.bad_request(f"the name of the object ({given}) does not match the name on the URL ({name})")
@@ -234,7 +246,23 @@ class Registry:
         dry_run: bool = False,
     ) -> Obj:
         """Read, transform, prepare, validate and compare-and-put; retry races unless the client pinned a
-        resourceVersion (upstream's GuaranteedUpdate)."""
+        resourceVersion (upstream's GuaranteedUpdate). ``transform`` sees and returns ``info``'s own form."""
+        if conversion.converts(info):
+            storage = self.storage_resource(info)
+
+            def in_storage_form(old: Obj) -> Obj:
+                return conversion.to_storage(info, storage, transform(conversion.from_storage(info, old)))
+
+            updated = await self.guaranteed_update(
+                storage,
+                namespace,
+                name,
+                in_storage_form,
+                precondition=precondition,
+                subresource=subresource,
+                dry_run=dry_run,
+            )
+            return self._with_type(info, updated)
         key = info.key(name, namespace)
         strategy = self.strategy(info)
         for _ in range(MAX_RETRIES):

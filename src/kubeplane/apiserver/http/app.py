@@ -21,12 +21,12 @@ import orjson
 
 from kubeplane.api.patch import json_merge_patch
 from kubeplane.api.resources import ResourceInfo
-from kubeplane.apiserver import errors, subresources
+from kubeplane.apiserver import conversion, errors, subresources
 from kubeplane.apiserver.deletion import DeleteOptions, delete_collection, delete_object
 from kubeplane.apiserver.errors import APIError
 from kubeplane.apiserver.listing import ListOptions, WatchOptions, list_objects, open_watch
 from kubeplane.apiserver.registry import Registry
-from kubeplane.apiserver.watchcache import CacheWatcher
+from kubeplane.apiserver.watchcache import CacheWatcher, WatchEvent
 
 from .discovery import AGGREGATED_V2, Discovery, wants_aggregated
 from .routes import BadPath, RequestInfo, parse_request
@@ -354,7 +354,7 @@ class APIServerApp:
                     break
                 await watcher.wait(min(remaining, self.bookmark_interval))
                 if watcher.queue:
-                    frames = b"".join(event.frame() for event in _drain(watcher))
+                    frames = _frames(resource, _drain(watcher))
                     await send({"type": "http.response.body", "body": frames, "more_body": True})
                 elif options.allow_bookmarks and not watcher.closed:
                     cache.sync()
@@ -370,7 +370,7 @@ class APIServerApp:
                         {"type": "http.response.body", "body": orjson.dumps(bookmark) + b"\n", "more_body": True}
                     )
             if watcher.queue and not disconnected.done():
-                frames = b"".join(event.frame() for event in _drain(watcher))
+                frames = _frames(resource, _drain(watcher))
                 await send({"type": "http.response.body", "body": frames, "more_body": True})
             with contextlib.suppress(OSError):
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -380,7 +380,16 @@ class APIServerApp:
             self.watchers.discard(watcher)
 
 
-def _drain(watcher: CacheWatcher) -> list[Any]:
+def _frames(resource: ResourceInfo, events: list[WatchEvent]) -> bytes:
+    """Watch lines; the stored form's shared frame unless this resource presents another version."""
+    if not conversion.converts(resource):
+        return b"".join(event.frame() for event in events)
+    return b"".join(
+        orjson.dumps({"type": e.type, "object": conversion.from_storage(resource, e.obj)}) + b"\n" for e in events
+    )
+
+
+def _drain(watcher: CacheWatcher) -> list[WatchEvent]:
     events = list(watcher.queue)
     watcher.queue.clear()
     return events

@@ -1,0 +1,55 @@
+"""Conversion between a stored object and another API version that shares its storage.
+
+kube-apiserver stores events.k8s.io/v1 Events and core/v1 Events as one resource ("cohabitating"): both APIs
+read and write the same objects, each in its own field names (upstream ``pkg/apis/events/v1/conversion.go``).
+kubeplane stores the core/v1 form; the events.k8s.io/v1 form is produced on the way out and folded back on the
+way in. Every other resource is stored in its only version and passes through unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubeplane.api.resources import ResourceInfo
+
+Obj = dict[str, Any]
+
+# events.k8s.io/v1 field -> core/v1 field
+_EVENTS_V1 = {
+    "regarding": "involvedObject",
+    "note": "message",
+    "deprecatedSource": "source",
+    "deprecatedFirstTimestamp": "firstTimestamp",
+    "deprecatedLastTimestamp": "lastTimestamp",
+    "deprecatedCount": "count",
+    "reportingController": "reportingComponent",
+}
+_CORE_TO_EVENTS_V1 = {core: v1 for v1, core in _EVENTS_V1.items()}
+
+
+def converts(info: ResourceInfo) -> bool:
+    return info.group == "events.k8s.io"
+
+
+def from_storage(info: ResourceInfo, obj: Obj) -> Obj:
+    """The stored (core/v1) object as ``info``'s version presents it (a new dict; ``obj`` is not changed)."""
+    if not converts(info):
+        return obj
+    out: Obj = {"apiVersion": info.api_version, "kind": info.kind}
+    for key, value in obj.items():
+        if key in ("apiVersion", "kind"):
+            continue
+        out[_CORE_TO_EVENTS_V1.get(key, key)] = value
+    return out
+
+
+def to_storage(info: ResourceInfo, storage: ResourceInfo, obj: Obj) -> Obj:
+    """An object written through ``info`` in the stored form of ``storage``."""
+    if not converts(info):
+        return obj
+    out: Obj = {"apiVersion": storage.api_version, "kind": storage.kind}
+    for key, value in obj.items():
+        if key in ("apiVersion", "kind"):
+            continue
+        out[_EVENTS_V1.get(key, key)] = value
+    return out
