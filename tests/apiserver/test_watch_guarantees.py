@@ -201,3 +201,23 @@ def test_unset_resource_version_starts_with_synthetic_added(server: Server, coun
     assert [(e["type"], e["object"]["metadata"].get("name")) for e in lines[:count]] == [
         ("ADDED", f"s{i}") for i in range(count)
     ]
+
+
+def test_tls_serves_https_verified_by_the_kubeconfig_ca(tmp_path: Path) -> None:
+    from kubernetes import client, config
+
+    srv = start_server(tmp_path / "data", "--tls")
+    try:
+        assert srv.address.startswith("https://127.0.0.1:")
+        assert "certificate-authority-data: " in srv.kubeconfig.read_text()
+        api = config.new_client_from_config(config_file=str(srv.kubeconfig))
+        try:
+            names = [n.metadata.name for n in client.CoreV1Api(api).list_namespace().items]
+        finally:
+            api.close()
+        assert "kube-system" in names
+        for key in ("ca.key", "server.key"):
+            assert ((tmp_path / "data" / key).stat().st_mode & 0o777) == 0o600
+    finally:
+        srv.stop()
+    assert srv.process.returncode == 0

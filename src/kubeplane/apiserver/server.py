@@ -14,6 +14,7 @@ the previous tick (so at least one interval of history stays for watch resumptio
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import logging
 import os
@@ -33,6 +34,7 @@ from kubeplane.store.sqlite import SqliteStore
 from .deletion import DeleteOptions, delete_object
 from .http.app import APIServerApp
 from .registry import Registry
+from .tls import ServingCerts, ensure_serving_certs
 
 log = logging.getLogger("kubeplane.apiserver")
 
@@ -46,6 +48,7 @@ class ServerConfig:
     compaction_interval: float = 300.0
     event_ttl: float = 3600.0
     auth: bool = True
+    tls: bool = False
 
 
 def open_store(config: ServerConfig) -> Store:
@@ -77,7 +80,8 @@ def _write_private(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def kubeconfig_text(server: str, token: str) -> str:
+def kubeconfig_text(server: str, token: str, *, ca_pem: bytes | None = None) -> str:
+    ca = f"    certificate-authority-data: {base64.b64encode(ca_pem).decode()}\n" if ca_pem else ""
     return (
         "apiVersion: v1\n"
         "kind: Config\n"
@@ -85,6 +89,7 @@ def kubeconfig_text(server: str, token: str) -> str:
         "- name: kubeplane\n"
         "  cluster:\n"
         f"    server: {server}\n"
+        f"{ca}"
         "contexts:\n"
         "- name: kubeplane\n"
         "  context:\n"
@@ -103,7 +108,7 @@ def kubeconfig_text(server: str, token: str) -> str:
 class _Server:
     """uvicorn's Server, closing every watch stream as soon as shutdown is requested."""
 
-    def __init__(self, app: APIServerApp, sock: socket.socket) -> None:
+    def __init__(self, app: APIServerApp, sock: socket.socket, certs: ServingCerts | None = None) -> None:
         import uvicorn
 
         config = uvicorn.Config(
@@ -113,6 +118,8 @@ class _Server:
             http="httptools",
             timeout_graceful_shutdown=3,
             access_log=False,
+            ssl_certfile=str(certs.cert) if certs else None,
+            ssl_keyfile=str(certs.key) if certs else None,
         )
         outer = self
 
@@ -197,15 +204,17 @@ async def run_apiserver(
         raise StoreError(f"cannot listen on {config.host}:{config.port}: {exc.strerror}") from None
     sock.listen(1024)
     port = sock.getsockname()[1]
-    server = _Server(app, sock)
-    address = f"http://{config.host}:{port}"
+    certs = ensure_serving_certs(config.data_dir) if config.tls else None
+    server = _Server(app, sock, certs)
+    address = f"{'https' if certs else 'http'}://{config.host}:{port}"
+    ca_pem = certs.ca.read_bytes() if certs else None
     kubeconfig = config.data_dir / "kubeconfig"
     tasks = [asyncio.create_task(housekeeping(registry, config), name="housekeeping")]
 
     async def announce() -> None:
         while not server.server.started:
             await asyncio.sleep(0.01)
-        _write_private(kubeconfig, kubeconfig_text(address, token))
+        _write_private(kubeconfig, kubeconfig_text(address, token, ca_pem=ca_pem))
         log.warning("kubeplane apiserver serving on %s; kubeconfig: %s", address, kubeconfig)
         if on_ready is not None:
             on_ready(address, kubeconfig)

@@ -42,6 +42,7 @@ def apiserver(
         float, typer.Option("--etcd-compaction-interval", help="Seconds between store compactions.")
     ] = 300.0,
     event_ttl: Annotated[float, typer.Option("--event-ttl", help="Seconds an Event is kept.")] = 3600.0,
+    tls: Annotated[bool, typer.Option("--tls", help="Serve HTTPS with a generated self-signed CA.")] = False,
 ) -> None:
     """Serve the Kubernetes API on 127.0.0.1 and write DATA_DIR/kubeconfig once it answers."""
     from kubeplane.apiserver.server import ServerConfig, run_apiserver
@@ -52,7 +53,12 @@ def apiserver(
         _fail(f"--port must be between 0 and 65535, not {port}")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     config = ServerConfig(
-        data_dir=data_dir, port=port, store=store, compaction_interval=compaction_interval, event_ttl=event_ttl
+        data_dir=data_dir,
+        port=port,
+        store=store,
+        compaction_interval=compaction_interval,
+        event_ttl=event_ttl,
+        tls=tls,
     )
 
     def ready(address: str, kubeconfig: Path) -> None:
