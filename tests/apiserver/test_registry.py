@@ -11,8 +11,10 @@ import pytest
 
 from kubeplane.apiserver.deletion import DeleteOptions, delete_object
 from kubeplane.apiserver.errors import APIError
+from kubeplane.apiserver.listing import WatchOptions, open_watch
 from kubeplane.apiserver.registry import Registry
 from kubeplane.apiserver.server import _write_private, admin_token, expire_events, kubeconfig_text
+from kubeplane.apiserver.watchcache import CacheWatcher
 from kubeplane.store.memory import MemoryStore
 
 
@@ -121,3 +123,45 @@ def test_kubeconfig_and_token_are_private_files(tmp_path: Path) -> None:
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o600
     assert f"token: {token}" in (tmp_path / "kubeconfig").read_text()
     assert not list(tmp_path.glob(".*.tmp")), "the temporary file of the atomic write was left behind"
+
+
+def _drain(watcher: CacheWatcher) -> list[tuple[str, str]]:
+    events = [(e.type, e.obj["metadata"]["name"]) for e in watcher.queue]
+    watcher.queue.clear()
+    return events
+
+
+async def test_selector_transitions_become_added_and_deleted(registry: tuple[Registry, Clock]) -> None:
+    """kube-apiserver's cacheWatcher: an object entering a selector is ADDED, leaving it is DELETED."""
+    reg, _ = registry
+    configmaps = reg.resource("", "configmaps")
+    await reg.create(configmaps, "default", {"metadata": {"name": "c", "labels": {"tier": "db"}}})
+    watcher = open_watch(reg, configmaps, "default", WatchOptions(label_selector="tier=web", resource_version="0"))
+    assert _drain(watcher) == []
+
+    async def relabel(tier: str) -> None:
+        await reg.update(configmaps, "default", "c", {"metadata": {"name": "c", "labels": {"tier": tier}}})
+        reg.cache(configmaps).sync()
+
+    await relabel("web")
+    await relabel("web-2")
+    await relabel("web")
+    assert _drain(watcher) == [("ADDED", "c"), ("DELETED", "c"), ("ADDED", "c")]
+
+
+async def test_a_slow_watcher_is_cut_off_and_the_others_keep_everything(registry: tuple[Registry, Clock]) -> None:
+    reg, _ = registry
+    configmaps = reg.resource("", "configmaps")
+    cache = reg.cache(configmaps)
+    slow = CacheWatcher(key_prefix="/registry/configmaps/", matches=lambda _k, _o: True, capacity=3)
+    fast = CacheWatcher(key_prefix="/registry/configmaps/", matches=lambda _k, _o: True)
+    assert cache.add_watcher(slow, after=reg.store.revision)
+    assert cache.add_watcher(fast, after=reg.store.revision)
+    for i in range(10):
+        await reg.create(configmaps, "default", {"metadata": {"name": f"c{i}"}})
+    cache.sync()
+    assert slow.closed
+    assert slow.overflowed
+    assert slow not in cache.watchers
+    assert [name for _, name in _drain(fast)] == [f"c{i}" for i in range(10)]
+    assert not fast.closed
