@@ -705,3 +705,34 @@ def test_compiled_selector_matches_reference(reqs: list[Requirement], label_set:
 
     selector = labels.everything().add(*reqs)
     assert selector.matches(label_set) is all(reference(r) for r in reqs)
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        "app=web",
+        {"matchLabels": "x"},
+        {"matchLabels": {"a": 1}},
+        {"matchExpressions": "x"},
+        {"matchExpressions": ["x"]},
+        {"matchExpressions": [{"key": 1, "operator": "In", "values": ["a"]}]},
+        {"matchExpressions": [{"key": "a", "operator": ["In"], "values": ["a"]}]},
+        {"matchExpressions": [{"key": "a", "operator": "In", "values": "a"}]},
+        {"matchExpressions": [{"key": "a", "operator": "In", "values": [1]}]},
+    ],
+    ids=[
+        "not-an-object",
+        "matchLabels-string",
+        "matchLabels-int-value",
+        "matchExpressions-string",
+        "expression-string",
+        "key-int",
+        "operator-list",
+        "values-string",
+        "values-int",
+    ],
+)
+def test_label_selector_of_wrong_json_types_is_a_selector_error(selector: Any) -> None:
+    """Wrongly typed selectors (upstream: decoding errors) raise SelectorError, never another exception."""
+    with pytest.raises(labels.SelectorError, match="invalid label selector"):
+        labels.label_selector_as_selector(selector)

@@ -374,18 +374,36 @@ def label_selector_as_selector(label_selector: Mapping[str, Any] | None) -> Sele
     """
     if label_selector is None:
         return _NOTHING
-    match_labels: Mapping[str, str] = label_selector.get("matchLabels") or {}
-    expressions: Sequence[Mapping[str, Any]] = label_selector.get("matchExpressions") or ()
+    if not isinstance(label_selector, Mapping):
+        raise SelectorError("invalid label selector: must be an object")
+    match_labels = label_selector.get("matchLabels") or {}
+    expressions = label_selector.get("matchExpressions") or ()
+    # Wrong JSON types would be decoding errors upstream; here they are SelectorErrors, never a crash.
+    if not isinstance(match_labels, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in match_labels.items()
+    ):
+        raise SelectorError("invalid label selector: matchLabels must be a map of strings")
+    if not isinstance(expressions, Sequence) or isinstance(expressions, str):
+        raise SelectorError("invalid label selector: matchExpressions must be a list")
     if not match_labels and not expressions:
         return _EVERYTHING
     reqs = [new_requirement(k, Operator.EQUALS, [v]) for k, v in match_labels.items()]
     for expr in expressions:
+        if not isinstance(expr, Mapping):
+            raise SelectorError("invalid label selector: each of matchExpressions must be an object")
         operator = expr.get("operator") or ""
+        key = expr.get("key") or ""
+        values = expr.get("values")
+        if not isinstance(operator, str) or not isinstance(key, str):
+            raise SelectorError("invalid label selector: key and operator must be strings")
+        if values is not None and (
+            not isinstance(values, Sequence) or isinstance(values, str) or not all(isinstance(v, str) for v in values)
+        ):
+            raise SelectorError("invalid label selector: values must be a list of strings")
         op = _LABEL_SELECTOR_OPS.get(operator)
         if op is None:
             raise SelectorError(f"{fielderr.go_quote(operator)} is not a valid pod selector operator")
-        values = expr.get("values")
-        reqs.append(new_requirement(expr.get("key") or "", op, list(values) if values else None))
+        reqs.append(new_requirement(key, op, list(values) if values else None))
     reqs.sort(key=_by_key)
     return Selector(tuple(reqs))
 
