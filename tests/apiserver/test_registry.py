@@ -165,3 +165,28 @@ async def test_a_slow_watcher_is_cut_off_and_the_others_keep_everything(registry
     assert slow not in cache.watchers
     assert [name for _, name in _drain(fast)] == [f"c{i}" for i in range(10)]
     assert not fast.closed
+
+
+async def test_cache_key_index_matches_its_objects_through_random_writes(registry: tuple[Registry, Clock]) -> None:
+    """WatchCache.items(prefix) is the sorted slice of objects under the prefix, whatever the write order."""
+    reg, _ = registry
+    configmaps = reg.resource("", "configmaps")
+    namespaces = reg.resource("", "namespaces")
+    for ns in ("a", "b"):
+        await reg.create(namespaces, None, {"metadata": {"name": ns}})
+    rng = random.Random(3)
+    live: set[tuple[str, str]] = set()
+    for _ in range(300):
+        ns, name = rng.choice("ab"), f"c{rng.randrange(30)}"
+        if (ns, name) in live:
+            await delete_object(reg, configmaps, ns, name, DeleteOptions())
+            live.discard((ns, name))
+        else:
+            await reg.create(configmaps, ns, {"metadata": {"name": name}})
+            live.add((ns, name))
+    cache = reg.cache(configmaps)
+    cache.sync()
+    for ns in ("a", "b"):
+        prefix = configmaps.collection_key(ns)
+        assert [k for k, _ in cache.items(prefix)] == sorted(configmaps.key(n, s) for s, n in live if s == ns)
+    assert [k for k, _ in cache.items("/registry/configmaps/")] == sorted(cache.objects)

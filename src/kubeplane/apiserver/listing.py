@@ -109,11 +109,7 @@ async def list_objects(registry: Registry, info: ResourceInfo, namespace: str | 
         return await _list_from_store(registry, info, prefix, matcher, options)
     cache = registry.cache(info)
     cache.sync()
-    items = [
-        registry._with_type(info, obj)
-        for key, obj in sorted(cache.objects.items())
-        if key.startswith(prefix) and (matcher is None or matcher(key, obj))
-    ]
+    items = [registry._with_type(info, obj) for key, obj in cache.items(prefix) if matcher is None or matcher(key, obj)]
     return _list_object(info, items, cache.revision, continue_token="", remaining=None)
 
 
@@ -188,11 +184,9 @@ def open_watch(registry: Registry, info: ResourceInfo, namespace: str | None, op
     cache = registry.cache(info)
     if options.resource_version in ("", "0"):
         cache.sync()
-        for key in sorted(cache.objects):
-            if key.startswith(prefix):
-                obj = cache.objects[key]
-                if matcher is None or matcher(key, obj):
-                    watcher.queue.append(WatchEvent("ADDED", key, int(obj["metadata"]["resourceVersion"]), obj, None))
+        for key, obj in cache.items(prefix):
+            if matcher is None or matcher(key, obj):
+                watcher.queue.append(WatchEvent("ADDED", key, int(obj["metadata"]["resourceVersion"]), obj, None))
         cache.add_watcher(watcher, after=cache.revision)
         return watcher
     after = _parse_rv(options.resource_version)

@@ -162,12 +162,9 @@ async def evict(registry: Registry, namespace: str, name: str, eviction: Any) ->
     pdbs_info = registry.resource("policy", "poddisruptionbudgets")
     cache = registry.cache(pdbs_info)
     cache.sync()
-    prefix = pdbs_info.collection_key(namespace)
     labels = pod["metadata"].get("labels") or {}
     matching = []
-    for key, pdb in cache.objects.items():
-        if not key.startswith(prefix):
-            continue
+    for _key, pdb in cache.items(pdbs_info.collection_key(namespace)):
         try:
             selector = apilabels.label_selector_as_selector((pdb.get("spec") or {}).get("selector"))
         except ValueError:

@@ -10,6 +10,8 @@ most recent events. Invariants:
 * The ring is complete for revisions in (``ring_floor``, ``revision``]: a watch from resourceVersion N with
   N >= ring_floor is served from it; an older N that the store still retains gets a dedicated store watch;
   an N the store compacted is 410 Expired.
+* ``_keys`` is exactly the sorted list of ``objects``' keys, so a namespace's objects are one bisected slice
+  (:meth:`items`): listing a namespace costs its own size, not the whole resource's.
 * Each API watcher has a bounded queue. A watcher that falls behind is closed (its client re-watches from the
   last resourceVersion it saw, as with kube-apiserver), never slowing the cache or the other watchers.
 """
@@ -18,8 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from bisect import bisect_left, insort
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +30,7 @@ import orjson
 
 from kubeplane.store.interface import Event as StoreEvent
 from kubeplane.store.interface import EventType, KeyValue, Store
+from kubeplane.store.keyindex import range_bounds
 from kubeplane.store.watch import StoreWatch
 
 Obj = dict[str, Any]
@@ -150,6 +154,7 @@ class WatchCache:
         self.store = store
         self.prefix = prefix
         self.objects: dict[str, Obj] = {}
+        self._keys: list[str] = []
         self.revision = 0
         self.ring: deque[WatchEvent] = deque()
         self.ring_size = ring_size
@@ -162,6 +167,7 @@ class WatchCache:
         revision = self.store.revision
         result = await self.store.range(self.prefix, revision=revision)
         self.objects = {kv.key: decode(kv) for kv in result.kvs}
+        self._keys = [kv.key for kv in result.kvs]  # range results are in key order
         self.revision = self.ring_floor = revision
         watch = self.store.watch(self.prefix, start_revision=revision + 1)
         assert isinstance(watch, StoreWatch)
@@ -199,8 +205,11 @@ class WatchCache:
         for store_event in batch:
             event = to_watch_event(store_event)
             if event.type == "DELETED":
-                self.objects.pop(event.key, None)
+                if self.objects.pop(event.key, None) is not None:
+                    del self._keys[bisect_left(self._keys, event.key)]
             else:
+                if event.key not in self.objects:
+                    insort(self._keys, event.key)
                 self.objects[event.key] = event.obj
             ring.append(event)
             if len(ring) > self.ring_size:
@@ -210,6 +219,15 @@ class WatchCache:
                 watcher.offer(event)
                 if watcher.closed:
                     self.watchers.discard(watcher)
+
+    def items(self, prefix: str) -> Iterator[tuple[str, Obj]]:
+        """``(key, object)`` for every key under ``prefix``, in key order (call :meth:`sync` first for fresh)."""
+        low, high = range_bounds(prefix, None)
+        keys = self._keys
+        lo = bisect_left(keys, low)
+        hi = len(keys) if high is None else bisect_left(keys, high, lo)
+        objects = self.objects
+        return ((key, objects[key]) for key in keys[lo:hi])
 
     def add_watcher(self, watcher: CacheWatcher, *, after: int) -> bool:
         """Register ``watcher`` for events with revision > ``after``; False if the ring cannot serve them."""
