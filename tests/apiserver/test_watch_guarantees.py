@@ -128,8 +128,12 @@ def test_watch_below_compaction_is_410_expired(tmp_path: Path) -> None:
     try:
         for i in range(3):
             call(srv, "POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": f"c{i}"}})
-        time.sleep(1.6)  # two compaction ticks: the second compacts to the revision seen at the first
+        page = call(srv, "GET", "/api/v1/namespaces/default/configmaps?limit=1")
+        token = page["metadata"]["continue"]
         call(srv, "POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "later"}})
+        # compaction ticks every 0.5 s, each compacting to the revision seen at the tick before: after a few,
+        # everything up to "later" is compacted, including the revision the continue token pinned
+        time.sleep(2.1)
         conn = srv.connection(timeout=30)
         conn.request(
             "GET",
@@ -142,6 +146,17 @@ def test_watch_below_compaction_is_410_expired(tmp_path: Path) -> None:
         assert event["type"] == "ERROR"
         assert (event["object"]["code"], event["object"]["reason"]) == (410, "Expired")
         assert "too old resource version" in event["object"]["message"]
+        conn = srv.connection()
+        conn.request(
+            "GET",
+            f"/api/v1/namespaces/default/configmaps?limit=1&continue={token}",
+            headers={"Authorization": f"Bearer {srv.token}"},
+        )
+        expired = conn.getresponse()
+        status = json.loads(expired.read())
+        conn.close()
+        assert (expired.status, status["reason"]) == (410, "Expired")
+        assert status["message"].startswith("The provided continue parameter is too old")
         listed = call(srv, "GET", "/api/v1/namespaces/default/configmaps")
         assert [c["metadata"]["name"] for c in listed["items"]] == ["c0", "c1", "c2", "later"]
     finally:
@@ -201,6 +216,10 @@ def test_unset_resource_version_starts_with_synthetic_added(server: Server, coun
     assert [(e["type"], e["object"]["metadata"].get("name")) for e in lines[:count]] == [
         ("ADDED", f"s{i}") for i in range(count)
     ]
+    # allowWatchBookmarks: the watch ends (timeoutSeconds) with a bookmark at the newest revision
+    assert lines[-1]["type"] == "BOOKMARK"
+    newest = int(call(server, "GET", "/api/v1/namespaces/synthetic/configmaps")["metadata"]["resourceVersion"])
+    assert int(lines[-1]["object"]["metadata"]["resourceVersion"]) == newest
 
 
 def test_tls_serves_https_verified_by_the_kubeconfig_ca(tmp_path: Path) -> None:

@@ -347,37 +347,48 @@ class APIServerApp:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         cache = self.registry.cache(resource)
+
+        async def flush(*, bookmark: bool) -> None:
+            """Send queued events, then (if asked) a bookmark. The sync comes first so the bookmark's revision
+            never runs ahead of an event this watcher has not been sent yet."""
+            if bookmark:
+                cache.sync()
+            body = _frames(resource, _drain(watcher)) if watcher.queue else b""
+            if bookmark:
+                body += orjson.dumps(_bookmark(resource, cache.revision)) + b"\n"
+            if body:
+                await send({"type": "http.response.body", "body": body, "more_body": True})
+
         try:
+            timed_out = False
             while not watcher.closed and not disconnected.done():
                 remaining = deadline - loop.time()
                 if remaining <= 0:
+                    timed_out = True
                     break
                 await watcher.wait(min(remaining, self.bookmark_interval))
-                if watcher.queue:
-                    frames = _frames(resource, _drain(watcher))
-                    await send({"type": "http.response.body", "body": frames, "more_body": True})
-                elif options.allow_bookmarks and not watcher.closed:
-                    cache.sync()
-                    bookmark = {
-                        "type": "BOOKMARK",
-                        "object": {
-                            "kind": resource.kind,
-                            "apiVersion": resource.api_version,
-                            "metadata": {"resourceVersion": str(cache.revision)},
-                        },
-                    }
-                    await send(
-                        {"type": "http.response.body", "body": orjson.dumps(bookmark) + b"\n", "more_body": True}
-                    )
-            if watcher.queue and not disconnected.done():
-                frames = _frames(resource, _drain(watcher))
-                await send({"type": "http.response.body", "body": frames, "more_body": True})
+                idle = not watcher.queue and not watcher.closed
+                await flush(bookmark=idle and options.allow_bookmarks)
+            if not disconnected.done():
+                # upstream sends a last bookmark as a watch times out, so the client resumes from the newest revision
+                await flush(bookmark=timed_out and options.allow_bookmarks)
             with contextlib.suppress(OSError):
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             disconnected.cancel()
             cache.remove_watcher(watcher)
             self.watchers.discard(watcher)
+
+
+def _bookmark(resource: ResourceInfo, revision: int) -> dict[str, Any]:
+    return {
+        "type": "BOOKMARK",
+        "object": {
+            "kind": resource.kind,
+            "apiVersion": resource.api_version,
+            "metadata": {"resourceVersion": str(revision)},
+        },
+    }
 
 
 def _frames(resource: ResourceInfo, events: list[WatchEvent]) -> bytes:
