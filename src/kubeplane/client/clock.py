@@ -1,0 +1,79 @@
+"""Injected time (DESIGN.md decision 7): every timer, sleep and timestamp of a component goes through a Clock.
+
+:class:`SystemClock` is real time. :class:`FakeClock` is time a test advances by hand: ``sleep`` waits until
+``advance`` moves the clock past its deadline, so lease durations and backoffs run in microseconds and in a
+deterministic order. The simulation issue adds a virtual clock that advances itself when every component is idle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import time
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def now(self) -> float:
+        """Wall-clock seconds since the epoch (for timestamps written into objects)."""
+        ...
+
+    def monotonic(self) -> float:
+        """Seconds on a clock that never goes back (for durations and deadlines)."""
+        ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    def now(self) -> float:
+        return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(seconds, 0.0))
+
+
+class FakeClock:
+    """Time that moves only when :meth:`advance` is called. ``now`` and ``monotonic`` move together."""
+
+    def __init__(self, start: float = 1_800_000_000.0) -> None:
+        self._start = start
+        self._elapsed = 0.0
+        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
+
+    def now(self) -> float:
+        return self._start + self._elapsed
+
+    def monotonic(self) -> float:
+        return self._elapsed
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (self._elapsed + seconds, next(self._order), future))
+        await future
+
+    @property
+    def pending(self) -> int:
+        return sum(1 for _, _, f in self._sleepers if not f.done())
+
+    async def advance(self, seconds: float) -> None:
+        """Move time forward, waking sleepers in deadline order and letting each run before the next wakes."""
+        target = self._elapsed + seconds
+        while self._sleepers and self._sleepers[0][0] <= target:
+            deadline, _, future = heapq.heappop(self._sleepers)
+            self._elapsed = max(self._elapsed, deadline)
+            if not future.done():
+                future.set_result(None)
+            for _ in range(5):  # let the woken task and what it schedules run
+                await asyncio.sleep(0)
+        self._elapsed = target
+        for _ in range(5):
+            await asyncio.sleep(0)

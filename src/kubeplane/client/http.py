@@ -1,0 +1,319 @@
+"""The HTTP transport: the Client protocol against any Kubernetes API server (kubeplane's or a real cluster).
+
+aiohttp with keep-alive connections and orjson. Behaviour shared with the in-process transport: the same
+methods, results and errors (a failure ``Status`` becomes :mod:`kubeplane.client.errors`).
+
+Rate limiting is a token bucket (``qps``, ``burst``; qps <= 0 disables it), as client-go's flowcontrol. Retries
+happen only where they cannot duplicate an effect: a 429 or 503 that carries ``Retry-After`` (the server did
+nothing), and connection failures of reads (GET, list, watch start). A write that may have reached the server
+is never retried.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import ssl
+import tempfile
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import aiohttp
+import orjson
+
+from kubeplane.api.resources import ResourceInfo, ResourceTable, default_table
+
+from .clock import Clock, SystemClock
+from .errors import ClientError, error_for
+from .interface import Obj, PatchType
+from .kubeconfig import ClientConfig, find_kubeconfig, load_kubeconfig
+from .resolve import resolve_resource
+
+READ_RETRIES = 3
+MAX_RETRY_AFTER = 10.0
+
+
+class TokenBucket:
+    """``qps`` tokens per second up to ``burst``; :meth:`take` waits for one (client-go's token bucket)."""
+
+    def __init__(self, *, qps: float, burst: int, clock: Clock) -> None:
+        self.qps, self.burst, self.clock = qps, max(burst, 1), clock
+        self._tokens = float(self.burst)
+        self._last = clock.monotonic()
+
+    async def take(self) -> None:
+        if self.qps <= 0:
+            return
+        while True:
+            now = self.clock.monotonic()
+            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
+            self._last = now
+            if self._tokens >= 1:
+                self._tokens -= 1
+                return
+            await self.clock.sleep((1 - self._tokens) / self.qps)
+
+
+def _ssl_context(config: ClientConfig) -> ssl.SSLContext | bool:
+    if not config.server.startswith("https"):
+        return False
+    if config.insecure:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    else:
+        ctx = ssl.create_default_context(cadata=config.ca_data.decode() if config.ca_data else None)
+    if config.client_cert_data and config.client_key_data:
+        # ssl can load a client certificate only from files: write them privately, load, remove.
+        with tempfile.TemporaryDirectory(prefix="kubeplane-tls-") as tmp:
+            cert, key = os.path.join(tmp, "c.pem"), os.path.join(tmp, "k.pem")
+            for path, data in ((cert, config.client_cert_data), (key, config.client_key_data)):
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+            ctx.load_cert_chain(cert, key)
+    return ctx
+
+
+class HTTPWatch:
+    """Newline-delimited watch events from a streaming response (lines of any size)."""
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self._response = response
+        self._buffer = b""
+        self._events: list[Obj] = []
+        self._chunks: AsyncIterator[bytes] = response.content.iter_any()
+
+    def __aiter__(self) -> AsyncIterator[Obj]:
+        return self
+
+    async def __anext__(self) -> Obj:
+        while not self._events:
+            try:
+                chunk = await anext(self._chunks)
+            except (StopAsyncIteration, aiohttp.ClientPayloadError, aiohttp.ClientConnectionError):
+                await self.close()
+                raise StopAsyncIteration from None
+            self._buffer += chunk
+            *lines, self._buffer = self._buffer.split(b"\n")
+            self._events = [orjson.loads(line) for line in lines if line.strip()]
+            self._events.reverse()
+        event = self._events.pop()
+        if event.get("type") == "ERROR":
+            await self.close()
+            raise error_for(event.get("object") or {"code": 500, "message": "watch error without a status"})
+        return event
+
+    async def close(self) -> None:
+        self._response.close()
+
+
+class HTTPClient:
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        table: ResourceTable | None = None,
+        clock: Clock | None = None,
+        connections: int = 100,
+    ) -> None:
+        self.config = config
+        self.table = table or default_table()
+        self.clock = clock or SystemClock()
+        self._bucket = TokenBucket(qps=config.qps, burst=config.burst, clock=self.clock)
+        headers = {"Accept": "application/json", "User-Agent": "kubeplane"}
+        if config.token:
+            headers["Authorization"] = f"Bearer {config.token}"
+        connector = aiohttp.TCPConnector(limit=connections, ssl=_ssl_context(config))
+        self._session = aiohttp.ClientSession(
+            connector=connector, headers=headers, json_serialize=lambda o: orjson.dumps(o).decode()
+        )
+
+    @classmethod
+    def from_kubeconfig(
+        cls, path: str | os.PathLike[str] | None = None, *, context: str | None = None, **kwargs: Any
+    ) -> HTTPClient:
+        return cls(load_kubeconfig(find_kubeconfig(path), context=context), **kwargs)
+
+    def resource(self, name: str) -> ResourceInfo:
+        return resolve_resource(self.table, name)
+
+    def _path(
+        self, resource: ResourceInfo, *, namespace: str | None, name: str = "", subresource: str | None = None
+    ) -> str:
+        base = f"/api/{resource.version}" if not resource.group else f"/apis/{resource.group}/{resource.version}"
+        parts = [base]
+        if resource.namespaced and namespace:
+            parts.append(f"namespaces/{quote(namespace, safe='')}")
+        parts.append(resource.plural)
+        if name:
+            parts.append(quote(name, safe=""))
+        if subresource:
+            parts.append(subresource)
+        return "/".join(parts)
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Obj:
+        url = self.config.server + path + (f"?{urlencode(query)}" if query else "")
+        data = None if body is None else orjson.dumps(body)
+        attempts = 0
+        while True:
+            await self._bucket.take()
+            attempts += 1
+            try:
+                async with self._session.request(
+                    method, url, data=data, headers={"Content-Type": content_type} if data is not None else None
+                ) as response:
+                    raw = await response.read()
+                    if response.status < 300:
+                        result: Obj = orjson.loads(raw) if raw else {}
+                        return result
+                    retry_after = response.headers.get("Retry-After")
+                    if response.status in (429, 503) and retry_after and attempts <= READ_RETRIES:
+                        await self.clock.sleep(min(float(retry_after), MAX_RETRY_AFTER))
+                        continue
+                    raise error_for(_status(response.status, raw))
+            except (TimeoutError, aiohttp.ClientConnectionError) as exc:
+                if method == "GET" and attempts < READ_RETRIES:
+                    await self.clock.sleep(0.2 * attempts)
+                    continue
+                raise ClientError(f"{method} {url}: {exc}") from None
+
+    async def get(
+        self, resource: ResourceInfo, name: str, *, namespace: str | None = None, subresource: str | None = None
+    ) -> Obj:
+        return await self._request("GET", self._path(resource, namespace=namespace, name=name, subresource=subresource))
+
+    async def list(
+        self,
+        resource: ResourceInfo,
+        *,
+        namespace: str | None = None,
+        label_selector: str = "",
+        field_selector: str = "",
+        limit: int = 0,
+        continue_token: str = "",
+        resource_version: str = "",
+    ) -> Obj:
+        query = {
+            k: v
+            for k, v in (
+                ("labelSelector", label_selector),
+                ("fieldSelector", field_selector),
+                ("limit", str(limit) if limit else ""),
+                ("continue", continue_token),
+                ("resourceVersion", resource_version),
+            )
+            if v
+        }
+        return await self._request("GET", self._path(resource, namespace=namespace), query=query)
+
+    async def watch(
+        self,
+        resource: ResourceInfo,
+        *,
+        namespace: str | None = None,
+        resource_version: str = "",
+        label_selector: str = "",
+        field_selector: str = "",
+        allow_bookmarks: bool = True,
+        timeout_seconds: int | None = None,
+    ) -> HTTPWatch:
+        query = {"watch": "1"}
+        for key, value in (
+            ("resourceVersion", resource_version),
+            ("labelSelector", label_selector),
+            ("fieldSelector", field_selector),
+            ("allowWatchBookmarks", "true" if allow_bookmarks else ""),
+            ("timeoutSeconds", str(timeout_seconds) if timeout_seconds else ""),
+        ):
+            if value:
+                query[key] = value
+        url = self.config.server + self._path(resource, namespace=namespace) + "?" + urlencode(query)
+        for attempt in range(1, READ_RETRIES + 1):
+            await self._bucket.take()
+            try:
+                response = await self._session.get(url, timeout=aiohttp.ClientTimeout(total=None, sock_read=None))
+            except aiohttp.ClientConnectionError as exc:
+                if attempt == READ_RETRIES:
+                    raise ClientError(f"watch {url}: {exc}") from None
+                await self.clock.sleep(0.2 * attempt)
+                continue
+            if response.status >= 300:
+                raw = await response.read()
+                response.close()
+                raise error_for(_status(response.status, raw))
+            return HTTPWatch(response)
+        raise ClientError(f"watch {url}: no response")
+
+    async def create(
+        self,
+        resource: ResourceInfo,
+        obj: Obj,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        name: str | None = None,
+    ) -> Obj:
+        target = (name or "") if subresource else ""
+        path = self._path(resource, namespace=namespace, name=target, subresource=subresource)
+        return await self._request("POST", path, body=obj)
+
+    async def update(
+        self, resource: ResourceInfo, obj: Obj, *, namespace: str | None = None, subresource: str | None = None
+    ) -> Obj:
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        path = self._path(resource, namespace=namespace, name=name, subresource=subresource)
+        return await self._request("PUT", path, body=obj)
+
+    async def patch(
+        self,
+        resource: ResourceInfo,
+        name: str,
+        patch: Any,
+        *,
+        patch_type: PatchType = PatchType.MERGE,
+        namespace: str | None = None,
+        subresource: str | None = None,
+    ) -> Obj:
+        path = self._path(resource, namespace=namespace, name=name, subresource=subresource)
+        return await self._request("PATCH", path, body=patch, content_type=str(patch_type))
+
+    async def delete(
+        self,
+        resource: ResourceInfo,
+        name: str,
+        *,
+        namespace: str | None = None,
+        grace_period_seconds: int | None = None,
+        propagation_policy: str | None = None,
+        preconditions: dict[str, str] | None = None,
+    ) -> Obj:
+        options: Obj = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        if propagation_policy:
+            options["propagationPolicy"] = propagation_policy
+        if preconditions:
+            options["preconditions"] = preconditions
+        return await self._request("DELETE", self._path(resource, namespace=namespace, name=name), body=options)
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self._session.close()
+
+
+def _status(code: int, raw: bytes) -> Obj:
+    with contextlib.suppress(orjson.JSONDecodeError):
+        doc = orjson.loads(raw)
+        if isinstance(doc, dict) and doc.get("kind") == "Status":
+            return doc
+    return {"kind": "Status", "status": "Failure", "code": code, "message": raw[:500].decode("utf-8", "replace")}

@@ -1,0 +1,81 @@
+"""The HTTP transport against a real kubeplane apiserver process (TLS), and its client-side rate limiter."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from kubeplane.client.clock import FakeClock
+from kubeplane.client.errors import ClientError, GoneError, NotFoundError
+from kubeplane.client.http import HTTPClient, TokenBucket
+from tests.apiserver.conftest import start_server
+
+
+async def test_tls_kubeconfig_crud_and_watch(tmp_path: Path) -> None:
+    server = await asyncio.to_thread(start_server, tmp_path / "data", "--tls")
+    client = HTTPClient.from_kubeconfig(server.kubeconfig)
+    try:
+        pods = client.resource("po")
+        listed = await client.list(pods, namespace="default")
+        watch = await client.watch(pods, namespace="default", resource_version=listed["metadata"]["resourceVersion"])
+        big = {"k": "v" * 200_000}  # one watch line far longer than a default stream line limit
+        spec = {"containers": [{"name": "c", "image": "nginx"}]}
+        await client.create(pods, {"metadata": {"name": "p", "annotations": big}, "spec": spec}, namespace="default")
+        event = await anext(aiter(watch))
+        assert (event["type"], event["object"]["metadata"]["annotations"]) == ("ADDED", big)
+        await watch.close()
+        with pytest.raises(NotFoundError):
+            await client.get(pods, "missing", namespace="default")
+        await client.delete(pods, "p", namespace="default")
+    finally:
+        await client.close()
+        await asyncio.to_thread(server.stop)
+
+
+async def test_watch_from_a_compacted_revision_raises_gone(tmp_path: Path) -> None:
+    server = await asyncio.to_thread(start_server, tmp_path / "data", "--etcd-compaction-interval", "0.3")
+    client = HTTPClient.from_kubeconfig(server.kubeconfig)
+    try:
+        cms = client.resource("configmaps")
+        for i in range(3):
+            await client.create(cms, {"metadata": {"name": f"c{i}"}}, namespace="default")
+        await asyncio.sleep(1.2)
+        watch = await client.watch(cms, namespace="default", resource_version="2")
+        with pytest.raises(GoneError):
+            await anext(aiter(watch))
+    finally:
+        await client.close()
+        await asyncio.to_thread(server.stop)
+
+
+async def test_connection_refused_is_a_client_error() -> None:
+    from kubeplane.client.kubeconfig import ClientConfig
+
+    client = HTTPClient(ClientConfig(server="http://127.0.0.1:1", qps=0))
+    try:
+        with pytest.raises(ClientError, match=r"127\.0\.0\.1:1"):
+            await client.get(client.resource("pods"), "x", namespace="default")
+    finally:
+        await client.close()
+
+
+async def test_token_bucket_allows_burst_then_qps() -> None:
+    clock = FakeClock()
+    bucket = TokenBucket(qps=10, burst=3, clock=clock)
+    taken: list[float] = []
+
+    async def take(n: int) -> None:
+        for _ in range(n):
+            await bucket.take()
+            taken.append(clock.monotonic())
+
+    task = asyncio.create_task(take(5))
+    await asyncio.sleep(0)  # the burst goes at once
+    for _ in range(10):
+        await clock.advance(0.05)
+    await task
+    assert taken[:3] == [0.0, 0.0, 0.0]
+    assert taken[3] == pytest.approx(0.1, abs=0.051)
+    assert taken[4] - taken[3] == pytest.approx(0.1, abs=0.051)
