@@ -11,8 +11,8 @@ server (DESIGN.md layering).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, TypeVar
 
 import orjson
 
@@ -30,7 +30,7 @@ from .errors import ClientError, error_for
 from .interface import Obj, PatchType
 from .resolve import resolve_resource
 
-_SCALABLE = frozenset({("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets")})
+T = TypeVar("T")
 
 
 def _copy(obj: Obj) -> Obj:
@@ -94,7 +94,7 @@ class LocalClient:
     def resource(self, name: str) -> ResourceInfo:
         return resolve_resource(self.registry.table, name)
 
-    async def _call(self, coro: Any) -> Any:
+    async def _call(self, coro: Awaitable[T]) -> T:
         try:
             return await coro
         except APIError as exc:
@@ -164,13 +164,11 @@ class LocalClient:
         if subresource == "binding":
             if namespace is None or name is None:
                 raise ClientError("binding needs a namespace and the pod's name")
-            status: Obj = await self._call(subresources.bind(self.registry, namespace, name, body))
-            return status
+            return await self._call(subresources.bind(self.registry, namespace, name, body))
         if subresource == "eviction":
             if namespace is None or name is None:
                 raise ClientError("eviction needs a namespace and the pod's name")
-            status = await self._call(subresources.evict(self.registry, namespace, name, body))
-            return status
+            return await self._call(subresources.evict(self.registry, namespace, name, body))
         if subresource:
             raise ClientError(f"create does not support subresource {subresource!r}")
         return _copy(await self._call(self.registry.create(resource, namespace, body)))
