@@ -1,60 +1,57 @@
-"""Pod validation, as kube-apiserver's ``ValidatePodCreate``, ``ValidatePodUpdate`` and ``ValidatePodStatusUpdate``.
+"""Pod validation: the pod spec (``ValidatePodSpec``) and the Pod kind's entry points, as kube-apiserver's
+``ValidatePodCreate``, ``ValidatePodUpdate`` and ``ValidatePodStatusUpdate``.
 
 Objects are core/v1 JSON dicts that the registry has already defaulted; metadata is validated generically by the
 API server, so these functions look at ``spec`` and ``status`` only and root their paths at the object
-(``spec.containers[0].image``). Messages and paths are upstream's (v1.37), including its historical oddities:
-pod condition types are reported under ``metadata.conditions``, pod affinity namespaces under ``.namespace``.
+(``spec.containers[0].image``). Messages and paths are upstream's (v1.37), including its historical oddities
+(pod condition types under ``metadata.conditions``, pod affinity namespaces under ``.namespace``).
 
-What an update may change (``ValidatePodUpdate``): container and init-container images, a lower
-``activeDeadlineSeconds``, added tolerations (or their ``tolerationSeconds``), removed scheduling gates,
-``terminationGracePeriodSeconds`` to 1 when it was negative, and -- while the pod is still gated -- added
-``nodeSelector`` entries. Anything else is refused with upstream's ``pod updates may not change fields other
-than ...`` followed by a diff; upstream prints ``cmp.Diff`` of the Go structs, kubeplane prints one
-``<path>: <old> -> <new>`` line per changed field (JSON values), which carries the same information.
+:func:`validate_pod_spec` is the contract other kinds' validators use for an embedded pod spec (a workload's
+template): ``validate_pod_spec(spec, path, *, resource_is_pod=False) -> ErrorList``, errors rooted at ``path``.
+The pieces of the spec live beside this module: containers in :mod:`.containers`, resources in
+:mod:`.resources`, scheduling constraints in :mod:`.scheduling`, the update rules in :mod:`.pod_update`.
+
+Invariants
+    * Everything is read through a :data:`~.reader.CORE_V1` reader and every entry point ends with
+      :func:`~.reader.finish`, so a wrongly typed field is one error and never an exception.
+    * Volumes are validated first and only the valid ones, by name, are what container mounts may refer to.
 """
 
 from __future__ import annotations
 
-import copy
-import json
 from collections.abc import Mapping
 from typing import Any, Final
 
 from kubeplane.api import meta, taints
 from kubeplane.api.validation import field, names
+from kubeplane.api.validation.common import MAX_INT32, check_enum, invalid_each
 from kubeplane.api.validation.containers import (
-    MAX_INT32,
-    Obj,
-    finish,
-    parse_quantity_at,
-    type_error,
-    validate_container_resource_name,
     validate_containers,
     validate_ephemeral_containers,
     validate_init_containers,
-    validate_resource_name,
-    validate_resource_requirements,
 )
 from kubeplane.api.validation.field import ErrorList, Path
+from kubeplane.api.validation.pod_update import check_pod_spec_update, validate_pod_status_update
+from kubeplane.api.validation.reader import CORE_V1, Reader, finish, type_error
+from kubeplane.api.validation.resources import (
+    validate_container_resource_name,
+    validate_pod_resource_name,
+    validate_resource_requirements,
+)
+from kubeplane.api.validation.scheduling import check_affinity, check_topology_spread, read_tolerations
 
 __all__ = [
     "check_pod_spec",
     "check_pod_template_spec",
-    "normalize",
-    "spec_diff",
-    "validate_label_selector",
-    "validate_node_selector",
     "validate_pod",
     "validate_pod_spec",
     "validate_pod_status_update",
     "validate_pod_update",
 ]
 
-_SYSTEM_CONDITIONS: Final = frozenset({"PodScheduled", "Ready", "Initialized"})
 _RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
 _DNS_POLICIES: Final = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
 _PREEMPTION_POLICIES: Final = ("PreemptLowerPriority", "Never")
-_NODE_POLICIES: Final = ("Honor", "Ignore")
 # Upstream's order: the first source present wins, any later one is "more than 1 volume type". Two error
 # paths differ from the JSON key, as upstream ("cephFS", and the "downwarAPI" typo).
 _VOLUME_SOURCES: Final = (
@@ -72,221 +69,9 @@ _VOLUME_SOURCES: Final = (
 _REQUIRED_SOURCE_FIELDS: Final = {
     "hostPath": "path", "persistentVolumeClaim": "claimName", "nfs": "server", "csi": "driver", "image": "reference",
 }  # fmt: skip
-_UPDATABLE: Final = (
-    "`spec.containers[*].image`",
-    "`spec.initContainers[*].image`",
-    "`spec.activeDeadlineSeconds`",
-    "`spec.tolerations` (only additions to existing tolerations)",
-    "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
-)
 
 
-def _invalid_each(errs: ErrorList, path: Path, value: str, msgs: list[str]) -> None:
-    errs.extend(field.invalid(path, value, detail=m) for m in msgs)
-
-
-def _enum(o: Obj, key: str, allowed: tuple[str, ...], *, required: bool = True) -> None:
-    value = o.string(key)
-    if not value:
-        if required:
-            o.errs.append(field.required(o.at(key)))
-    elif value not in allowed:
-        o.errs.append(field.not_supported(o.at(key), value, supported=allowed))
-
-
-# --- selectors -------------------------------------------------------------------------------------------
-
-
-def validate_label_selector(sel: Obj | None) -> None:
-    """metav1 ``ValidateLabelSelector`` with label values checked (AllowInvalidLabelValueInSelector off)."""
-    if sel is None:
-        return
-    sel.errs.extend(meta.validate_labels(sel.string_map("matchLabels"), sel.at("matchLabels")))
-    for expr in sel.items("matchExpressions"):
-        _selector_requirement(expr, gt_lt=False, check_values=True)
-
-
-def _selector_requirement(expr: Obj, *, gt_lt: bool, check_values: bool) -> None:
-    op, values = expr.string("operator"), expr.strings("values")
-    if op in ("In", "NotIn"):
-        if not values:
-            expr.errs.append(field.required(expr.at("values"), "must be specified when `operator` is 'In' or 'NotIn'"))
-    elif op in ("Exists", "DoesNotExist"):
-        if values:
-            detail = "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
-            expr.errs.append(field.forbidden(expr.at("values"), detail))
-    elif gt_lt and op in ("Gt", "Lt"):
-        if len(values) != 1:
-            detail = "must be specified single value when `operator` is 'Lt' or 'Gt'"
-            expr.errs.append(field.required(expr.at("values"), detail))
-    else:
-        expr.errs.append(field.invalid(expr.at("operator"), op, detail="not a valid selector operator"))
-    key = expr.string("key")
-    _invalid_each(expr.errs, expr.at("key"), key, names.is_qualified_name(key))
-    if check_values:
-        for i, v in enumerate(values):
-            _invalid_each(expr.errs, expr.at("values").index(i), v, names.is_valid_label_value(v))
-
-
-def _node_selector_term(term: Obj, *, check_values: bool) -> None:
-    for expr in term.items("matchExpressions"):
-        _selector_requirement(expr, gt_lt=True, check_values=check_values)
-    for req in term.items("matchFields"):
-        op, values = req.string("operator"), req.strings("values")
-        if op in ("In", "NotIn"):
-            if len(values) != 1:
-                detail = "must be only one value when `operator` is 'In' or 'NotIn' for node field selector"
-                req.errs.append(field.required(req.at("values"), detail))
-        else:
-            req.errs.append(field.invalid(req.at("operator"), op, detail="not a valid selector operator"))
-        key = req.string("key")
-        if key != "metadata.name":
-            req.errs.append(field.invalid(req.at("key"), key, detail="not a valid field selector key"))
-        else:
-            for i, v in enumerate(values):
-                _invalid_each(req.errs, req.at("values").index(i), v, names.is_dns1123_subdomain(v))
-
-
-def validate_node_selector(sel: Obj) -> None:
-    """Upstream ``ValidateNodeSelector``: at least one term; requirements as label selectors plus Gt/Lt."""
-    terms = sel.items("nodeSelectorTerms")
-    if not terms:
-        sel.errs.append(field.required(sel.at("nodeSelectorTerms"), "must have at least one node selector term"))
-    for term in terms:
-        _node_selector_term(term, check_values=True)
-
-
-# --- affinity, tolerations, spreading ---------------------------------------------------------------------
-
-
-def _label_keys(term: Obj, key: str, selector: Obj | None) -> None:
-    keys = term.strings(key)
-    if keys and selector is None:
-        term.errs.append(field.forbidden(term.at(key), "must not be specified when labelSelector is not set"))
-        return
-    for i, k in enumerate(keys):
-        _invalid_each(term.errs, term.at(key).index(i), k, names.is_qualified_name(k))
-
-
-def _pod_affinity_term(term: Obj) -> None:
-    selector = term.mapping("labelSelector")
-    validate_label_selector(selector)
-    validate_label_selector(term.mapping("namespaceSelector"))
-    for ns in term.strings("namespaces"):  # upstream reports these at ".namespace"
-        _invalid_each(term.errs, term.at("namespace"), ns, names.is_dns1123_label(ns))
-    _label_keys(term, "matchLabelKeys", selector)
-    _label_keys(term, "mismatchLabelKeys", selector)
-    match_keys, mismatch = term.strings("matchLabelKeys"), set(term.strings("mismatchLabelKeys"))
-    if selector is not None:
-        index = {k: i for i, k in enumerate(match_keys)}
-        seen = set(selector.string_map("matchLabels"))
-        for expr in selector.items("matchExpressions"):
-            k = expr.string("key")
-            if k in index and k in seen:  # as upstream, reported at the term's path
-                assert term.path is not None
-                term.errs.append(field.invalid(term.path.index(index[k]), k, detail=_BOTH_SEL))
-            seen.add(k)
-    for i, k in enumerate(match_keys):
-        if k in mismatch:
-            detail = "exists in both matchLabelKeys and mismatchLabelKeys"
-            term.errs.append(field.invalid(term.at("matchLabelKeys").index(i), k, detail=detail))
-    topology_key = term.string("topologyKey")
-    if not topology_key:
-        term.errs.append(field.required(term.at("topologyKey"), "can not be empty"))
-    _invalid_each(term.errs, term.at("topologyKey"), topology_key, names.is_qualified_name(topology_key))
-
-
-_BOTH_SEL: Final = "exists in both matchLabelKeys and labelSelector"
-
-
-def _weight(o: Obj) -> None:
-    weight = o.integer("weight")
-    if weight is not None and not 1 <= weight <= 100:
-        o.errs.append(field.invalid(o.at("weight"), weight, detail="must be in the range 1-100"))
-
-
-def _validate_affinity(spec: Obj) -> None:
-    affinity = spec.mapping("affinity")
-    if affinity is None:
-        return
-    node = affinity.mapping("nodeAffinity")
-    if node is not None:
-        required = node.mapping("requiredDuringSchedulingIgnoredDuringExecution")
-        if required is not None:
-            validate_node_selector(required)
-        for term in node.items("preferredDuringSchedulingIgnoredDuringExecution"):
-            _weight(term)
-            preference = term.mapping("preference")  # invalid label values are allowed in preferences
-            if preference is not None:
-                _node_selector_term(preference, check_values=False)
-    for key in ("podAffinity", "podAntiAffinity"):
-        pod = affinity.mapping(key)
-        if pod is None:
-            continue
-        for term in pod.items("requiredDuringSchedulingIgnoredDuringExecution"):
-            _pod_affinity_term(term)
-        for weighted in pod.items("preferredDuringSchedulingIgnoredDuringExecution"):
-            _weight(weighted)
-            _pod_affinity_term(_child(weighted, "podAffinityTerm"))
-
-
-def _tolerations(spec: Obj) -> list[Mapping[str, Any]]:
-    """The tolerations as well-typed dicts (wrong types reported), for :func:`taints.validate_tolerations`."""
-    out: list[Mapping[str, Any]] = []
-    for t in spec.items("tolerations"):
-        for key in ("key", "operator", "value", "effect"):
-            t.string(key)
-        t.integer("tolerationSeconds", None)
-        out.append(t.data)
-    return out
-
-
-def _topology_spread(spec: Obj) -> None:
-    constraints = spec.items("topologySpreadConstraints")
-    for i, c in enumerate(constraints):
-        max_skew = c.integer("maxSkew")
-        if max_skew is not None and max_skew <= 0:
-            c.errs.append(field.invalid(c.at("maxSkew"), max_skew, detail="must be greater than zero"))
-        key, action = c.string("topologyKey"), c.string("whenUnsatisfiable")
-        if not key:
-            c.errs.append(field.required(c.at("topologyKey"), "can not be empty"))
-        if action not in ("DoNotSchedule", "ScheduleAnyway"):
-            c.errs.append(field.not_supported(c.at("whenUnsatisfiable"), action, supported=_ACTIONS))
-        if any(
-            r.string("topologyKey") == key and r.string("whenUnsatisfiable") == action for r in constraints[i + 1 :]
-        ):
-            c.errs.append(field.duplicate(c.at("{topologyKey, whenUnsatisfiable}"), f"{{{key}, {action}}}"))
-        min_domains = c.integer("minDomains", None)
-        if min_domains is not None:
-            if min_domains <= 0:
-                c.errs.append(field.invalid(c.at("minDomains"), min_domains, detail="must be greater than zero"))
-            if action != "DoNotSchedule":
-                detail = f"can only use minDomains if whenUnsatisfiable=DoNotSchedule, not {action}"
-                c.errs.append(field.invalid(c.at("minDomains"), min_domains, detail=detail))
-        _enum(c, "nodeAffinityPolicy", _NODE_POLICIES, required=False)
-        _enum(c, "nodeTaintsPolicy", _NODE_POLICIES, required=False)
-        selector = c.mapping("labelSelector")
-        keys = c.strings("matchLabelKeys")
-        if keys:
-            in_selector: set[str] = set()
-            if selector is None:
-                c.errs.append(
-                    field.forbidden(c.at("matchLabelKeys"), "must not be specified when labelSelector is not set")
-                )
-            else:
-                in_selector = set(selector.string_map("matchLabels"))
-                in_selector.update(e.string("key") for e in selector.items("matchExpressions"))
-            for j, k in enumerate(keys):
-                _invalid_each(c.errs, c.at("matchLabelKeys").index(j), k, names.is_qualified_name(k))
-                if k in in_selector:
-                    c.errs.append(field.invalid(c.at("matchLabelKeys").index(j), k, detail=_BOTH_SEL))
-        validate_label_selector(selector)
-
-
-_ACTIONS: Final = ("DoNotSchedule", "ScheduleAnyway")
-
-
-def _dns_config(spec: Obj) -> None:
+def _dns_config(spec: Reader) -> None:
     config = spec.mapping("dnsConfig")
     if spec.string("dnsPolicy") == "None":
         if config is None:
@@ -313,7 +98,7 @@ def _dns_config(spec: Obj) -> None:
         config.errs.append(field.invalid(config.at("searches"), searches, detail=detail))
     for i, search in enumerate(searches):
         trimmed = search.removesuffix(".")
-        _invalid_each(config.errs, config.at("searches").index(i), trimmed, names.is_dns1123_subdomain(trimmed))
+        config.errs.extend(invalid_each(config.at("searches").index(i), trimmed, names.is_dns1123_subdomain(trimmed)))
     for option in config.items("options"):
         if not option.string("name"):
             assert option.path is not None
@@ -323,12 +108,12 @@ def _dns_config(spec: Obj) -> None:
 # --- the pod spec ------------------------------------------------------------------------------------------
 
 
-def _validate_volumes(spec: Obj) -> dict[str, Mapping[str, Any]]:
+def _validate_volumes(spec: Reader) -> dict[str, Mapping[str, Any]]:
     """Upstream ``ValidateVolumes`` (sources checked shallowly): the valid volumes by name."""
     volumes: dict[str, Mapping[str, Any]] = {}
     for vol in spec.items("volumes"):
         errs: ErrorList = []
-        sub = Obj(vol.data, vol.path, errs)
+        sub = vol.with_errs(errs)
         count = 0
         for key, shown in _VOLUME_SOURCES:
             source = sub.mapping(key)
@@ -342,7 +127,7 @@ def _validate_volumes(spec: Obj) -> dict[str, Mapping[str, Any]]:
             if required and not source.string(required):
                 errs.append(field.required(source.at(required)))
             if key == "emptyDir" and source.has("sizeLimit"):
-                limit = parse_quantity_at(source.data["sizeLimit"], source.at("sizeLimit"), errs)
+                limit = source.quantity("sizeLimit")
                 if limit is not None and limit.sign() < 0:
                     detail = "SizeLimit field must be a valid resource quantity"
                     errs.append(field.forbidden(source.at("sizeLimit"), detail))
@@ -353,7 +138,7 @@ def _validate_volumes(spec: Obj) -> dict[str, Mapping[str, Any]]:
         if not name:
             errs.append(field.required(sub.at("name")))
         else:
-            _invalid_each(errs, sub.at("name"), name, names.is_dns1123_label(name))
+            errs.extend(invalid_each(sub.at("name"), name, names.is_dns1123_label(name)))
         if name in volumes:
             errs.append(field.duplicate(sub.at("name"), name))
         if errs:
@@ -363,7 +148,7 @@ def _validate_volumes(spec: Obj) -> dict[str, Mapping[str, Any]]:
     return volumes
 
 
-def _validate_pod_security_context(spec: Obj) -> None:
+def _validate_pod_security_context(spec: Reader) -> None:
     sc = spec.mapping("securityContext")
     if sc is None:
         return
@@ -378,10 +163,10 @@ def _validate_pod_security_context(spec: Obj) -> None:
     if spec.boolean("shareProcessNamespace") and spec.boolean("hostPID"):
         detail = "ShareProcessNamespace and HostPID cannot both be enabled"
         sc.errs.append(field.invalid(sc.at("shareProcessNamespace"), True, detail=detail))
-    _enum(sc, "fsGroupChangePolicy", ("Always", "OnRootMismatch"), required=False)
+    check_enum(sc, "fsGroupChangePolicy", ("Always", "OnRootMismatch"), required=False)
 
 
-def check_pod_spec(spec: Obj, *, resource_is_pod: bool) -> None:
+def check_pod_spec(spec: Reader, *, resource_is_pod: bool) -> None:
     """Upstream ``ValidatePodSpec`` (security contexts, sysctls, OS-specific and Windows rules only in part)."""
     errs = spec.errs
     if not spec.has("terminationGracePeriodSeconds"):
@@ -396,7 +181,7 @@ def check_pod_spec(spec: Obj, *, resource_is_pod: bool) -> None:
     if pod_resources is not None:
         if pod_resources.has("claims"):
             errs.append(field.forbidden(pod_resources.at("claims"), "claims cannot be set for Resources at pod-level"))
-        validate_resource_requirements(pod_resources, name_fn=_pod_resource_name, claim_names=claim_names)
+        validate_resource_requirements(pod_resources, name_fn=validate_pod_resource_name, claim_names=claim_names)
     if spec.boolean("hostNetwork"):
         for c in spec.items("containers"):
             for p in c.items("ports"):
@@ -404,28 +189,28 @@ def check_pod_spec(spec: Obj, *, resource_is_pod: bool) -> None:
                 if (resource_is_pod or host != 0) and host != port:
                     detail = "must match `containerPort` when `hostNetwork` is true"
                     errs.append(field.invalid(p.at("hostPort"), host, detail=detail))
-    _enum(spec, "restartPolicy", _RESTART_POLICIES)
-    _enum(spec, "dnsPolicy", _DNS_POLICIES)
+    check_enum(spec, "restartPolicy", _RESTART_POLICIES)
+    check_enum(spec, "dnsPolicy", _DNS_POLICIES)
     errs.extend(meta.validate_labels(spec.string_map("nodeSelector"), spec.at("nodeSelector")))
     _validate_pod_security_context(spec)
-    _validate_affinity(spec)
+    check_affinity(spec)
     _dns_config(spec)
     for gate in spec.items("readinessGates"):
         condition = gate.string("conditionType")
-        _invalid_each(errs, gate.at("conditionType"), condition, names.is_qualified_name(condition))
+        errs.extend(invalid_each(gate.at("conditionType"), condition, names.is_qualified_name(condition)))
     seen_gates: set[str] = set()
     for gate in spec.items("schedulingGates"):
         assert gate.path is not None
         name = gate.string("name")
-        _invalid_each(errs, gate.path, name, names.is_qualified_name(name))
+        errs.extend(invalid_each(gate.path, name, names.is_qualified_name(name)))
         if name in seen_gates:
             errs.append(field.duplicate(gate.path, name))
         seen_gates.add(name)
-    _topology_spread(spec)
+    check_topology_spread(spec)
     for key in ("serviceAccountName", "nodeName", "priorityClassName"):
         value = spec.string(key)
         if value:
-            _invalid_each(errs, spec.at(key), value, names.is_dns1123_subdomain(value))
+            errs.extend(invalid_each(spec.at(key), value, names.is_dns1123_subdomain(value)))
     deadline = spec.integer("activeDeadlineSeconds", None)
     if deadline is not None and not 1 <= deadline <= MAX_INT32:
         detail = names.inclusive_range_error(1, MAX_INT32)
@@ -433,19 +218,19 @@ def check_pod_spec(spec: Obj, *, resource_is_pod: bool) -> None:
     for key in ("hostname", "subdomain"):
         label = spec.string(key)
         if label:
-            _invalid_each(errs, spec.at(key), label, names.is_dns1123_label(label))
-    errs.extend(taints.validate_tolerations(_tolerations(spec), spec.at("tolerations")))
+            errs.extend(invalid_each(spec.at(key), label, names.is_dns1123_label(label)))
+    errs.extend(taints.validate_tolerations(read_tolerations(spec), spec.at("tolerations")))
     for alias in spec.items("hostAliases"):
         errs.extend(names.is_valid_ip(alias.at("ip"), alias.string("ip")))
         for j, hostname in enumerate(alias.strings("hostnames")):
-            _invalid_each(errs, alias.at("hostnames").index(j), hostname, names.is_dns1123_subdomain(hostname))
+            errs.extend(invalid_each(alias.at("hostnames").index(j), hostname, names.is_dns1123_subdomain(hostname)))
     runtime_class = spec.opt_string("runtimeClassName")
     if runtime_class is not None:
-        _invalid_each(errs, spec.at("runtimeClassName"), runtime_class, names.is_dns1123_subdomain(runtime_class))
+        errs.extend(invalid_each(spec.at("runtimeClassName"), runtime_class, names.is_dns1123_subdomain(runtime_class)))
     if spec.has("preemptionPolicy"):
-        _enum(spec, "preemptionPolicy", _PREEMPTION_POLICIES)
+        check_enum(spec, "preemptionPolicy", _PREEMPTION_POLICIES)
     if spec.has("overhead"):
-        overhead = Obj({"limits": spec.data["overhead"]}, spec.at("overhead"), errs)
+        overhead = Reader({"limits": spec.data["overhead"]}, spec.at("overhead"), errs, CORE_V1)
         validate_resource_requirements(overhead, name_fn=validate_container_resource_name, claim_names=claim_names)
     os = spec.mapping("os")
     if os is not None:
@@ -462,49 +247,31 @@ def validate_pod_spec(spec: object, path: Path, *, resource_is_pod: bool = False
     ``hostPort`` at 0). Errors are deduplicated and rooted at ``path``; a non-object is one type error.
     """
     if not isinstance(spec, Mapping):
-        return [type_error(path, spec, "object")]
+        return [type_error(path, spec, "object", dialect=CORE_V1)]
     errs: ErrorList = []
-    check_pod_spec(Obj(spec, path, errs), resource_is_pod=resource_is_pod)
+    check_pod_spec(Reader(spec, path, errs, CORE_V1), resource_is_pod=resource_is_pod)
     return finish(errs)
 
 
-def _pod_resource_name(name: str, path: Path) -> ErrorList:
-    """Upstream ``validatePodResourceName``: cpu, memory and hugepages only at pod level."""
-    errs = validate_resource_name(name, path)
-    if not errs and name not in ("cpu", "memory") and not name.startswith("hugepages-"):
-        errs.append(field.not_supported(path, name, supported=("cpu", "memory")))
-    return errs
-
-
-def check_pod_template_spec(tpl: Obj) -> None:
+def check_pod_template_spec(tpl: Reader) -> None:
     """Upstream ``ValidatePodTemplateSpec``; as upstream, template labels are reported at ``<path>.labels``."""
     md = tpl.mapping("metadata")
     if md is not None:
         tpl.errs.extend(meta.validate_labels(md.string_map("labels"), tpl.at("labels")))
         tpl.errs.extend(meta.validate_annotations(md.string_map("annotations"), tpl.at("annotations")))
-    spec = _child(tpl, "spec")
+    spec = tpl.child("spec")
     check_pod_spec(spec, resource_is_pod=False)
     if spec.array("ephemeralContainers"):
         detail = "ephemeral containers not allowed in pod template"
         tpl.errs.append(field.forbidden(spec.at("ephemeralContainers"), detail))
 
 
-# --- pods: create, update, status --------------------------------------------------------------------------
+# --- the Pod kind ------------------------------------------------------------------------------------------
 
 
-def _child(o: Obj, key: str) -> Obj:
-    """``o[key]`` as an object, empty when absent or of the wrong type (so rules see Go's zero value)."""
-    sub = o.mapping(key)
-    return sub if sub is not None else Obj({}, o.at(key), o.errs)
-
-
-def _root(obj: object, errs: ErrorList) -> Obj:
-    return Obj(obj if isinstance(obj, Mapping) else {}, None, errs)
-
-
-def _metadata_and_spec(pod: object, errs: ErrorList) -> Obj:
+def _metadata_and_spec(pod: object, errs: ErrorList) -> Reader:
     """Upstream ``validatePodMetadataAndSpec`` without the metadata part: the spec, and pod-only image rules."""
-    spec = _child(_root(pod, errs), "spec")
+    spec = CORE_V1.root(pod, errs).child("spec")
     check_pod_spec(spec, resource_is_pod=True)
     for key in ("containers", "initContainers"):
         for c in spec.items(key):
@@ -526,206 +293,9 @@ def validate_pod(pod: Mapping[str, Any]) -> ErrorList:
     return finish(errs)
 
 
-def normalize(value: Any, key: str = "") -> Any:
-    """A value for upstream's ``Semantic.DeepEqual``: quantities by value, zero values and empties dropped.
-
-    Go reads an absent non-pointer field as its zero value and treats nil and empty slices and maps alike;
-    dropping ``""``, ``0``, ``false``, ``[]`` and ``{}`` gives the same equality on JSON. (A change between an
-    explicit zero and an absent *pointer* field is therefore not seen as a change.)
-    """
-    if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            if key in ("limits", "requests", "overhead", "capacity") and isinstance(v, str | int | float):
-                q = parse_quantity_at(v, field.new_path(k), [])
-                nv: Any = v if q is None else q
-            else:
-                nv = normalize(v, k)
-            if nv is not None and nv is not False and not (isinstance(nv, str | int | list | dict) and not nv):
-                out[k] = nv
-        return out
-    if isinstance(value, list):
-        return [normalize(v, key) for v in value]
-    return value
-
-
-def _show(value: Any) -> str:
-    return json.dumps(value, default=str, separators=(",", ":"), sort_keys=True)
-
-
-def _diff(old: Any, new: Any, path: str, out: list[str]) -> None:
-    if old == new:
-        return
-    if isinstance(old, dict) and isinstance(new, dict):
-        for k in sorted(set(old) | set(new)):
-            _diff(old.get(k), new.get(k), f"{path}.{k}", out)
-    elif isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        for i, (a, b) in enumerate(zip(old, new, strict=True)):
-            _diff(a, b, f"{path}[{i}]", out)
-    else:
-        out.append(f"{path}: {_show(old)} -> {_show(new)}")
-
-
-def spec_diff(old: Any, new: Any, path: str) -> str:
-    """``<path>: <old> -> <new>`` per changed field of two normalized values (kubeplane's ``cmp.Diff``)."""
-    out: list[str] = []
-    _diff(old, new, path, out)
-    return "\n".join(out)
-
-
-def _updates_allowed(spec: Obj, old: Obj) -> bool:
-    """The per-field update rules of ``ValidatePodUpdate``; False when upstream stops at the first error."""
-    errs = spec.errs
-    for key in ("containers", "initContainers"):
-        new_list, old_list = spec.items(key), old.items(key)
-        if len(new_list) != len(old_list):
-            errs.append(field.forbidden(spec.at(key), "pod updates may not add or remove containers"))
-            return False
-        for c in new_list:
-            if not c.string("image"):
-                errs.append(field.required(c.at("image")))
-    deadline, old_deadline = spec.integer("activeDeadlineSeconds", None), old.integer("activeDeadlineSeconds", None)
-    path = spec.at("activeDeadlineSeconds")
-    if deadline is not None:
-        if not 0 <= deadline <= MAX_INT32:
-            errs.append(field.invalid(path, deadline, detail=names.inclusive_range_error(0, MAX_INT32)))
-            return False
-        if old_deadline is not None and old_deadline < deadline:
-            errs.append(field.invalid(path, deadline, detail="must be less than or equal to previous value"))
-            return False
-    elif old_deadline is not None and not spec.has("activeDeadlineSeconds"):
-        errs.append(field.invalid(path, None, detail="must not update from a positive integer to nil value"))
-    new_tolerations = [normalize(t.data) for t in spec.items("tolerations")]
-    for t in old.items("tolerations"):
-        old_t = normalize(t.data)
-        if not any(
-            {**old_t, "tolerationSeconds": n.get("tolerationSeconds")}
-            == {**n, "tolerationSeconds": n.get("tolerationSeconds")}
-            for n in new_tolerations
-        ):
-            errs.append(
-                field.forbidden(
-                    spec.at("tolerations"), "existing toleration can not be modified except its tolerationSeconds"
-                )
-            )
-            break
-    old_gates = {g.string("name") for g in old.items("schedulingGates")}
-    added = {g.string("name"): g for g in spec.items("schedulingGates") if g.string("name") not in old_gates}
-    for name, gate in added.items():
-        detail = f"only deletion is allowed, but found new scheduling gate '{name}'"
-        errs.append(field.forbidden(gate.at("name"), detail))
-    return True
-
-
-def _munge(spec: Obj, old: Obj) -> dict[str, Any]:
-    """The new spec with every field an update may change put back to its old value (upstream's munging)."""
-    munged = copy.deepcopy(dict(spec.data))
-    for key in ("containers", "initContainers"):
-        new_list, old_list = munged.get(key), old.data.get(key)
-        if isinstance(new_list, list) and isinstance(old_list, list) and len(new_list) == len(old_list):
-            for i, (c, o) in enumerate(zip(new_list, old_list, strict=True)):
-                if isinstance(c, dict) and isinstance(o, Mapping):
-                    new_list[i] = {**c, "image": o.get("image")}
-    for key in ("activeDeadlineSeconds", "schedulingGates", "tolerations"):
-        munged[key] = old.data.get(key)
-    old_grace = old.data.get("terminationGracePeriodSeconds")
-    if isinstance(old_grace, int) and old_grace < 0 and munged.get("terminationGracePeriodSeconds") == 1:
-        munged["terminationGracePeriodSeconds"] = old_grace
-    if old.array("schedulingGates"):  # a gated pod may gain node selector entries
-        old_selector = old.string_map("nodeSelector")
-        new_selector = munged.get("nodeSelector")
-        if normalize(new_selector) != normalize(old_selector):
-            new_map = new_selector if isinstance(new_selector, Mapping) else {}
-            if any(new_map.get(k) != v for k, v in old_selector.items()):
-                detail = "only additions to spec.nodeSelector are allowed (no mutations or deletions)"
-                spec.errs.append(field.invalid(spec.at("nodeSelector"), dict(new_map), detail=detail))
-            munged["nodeSelector"] = old.data.get("nodeSelector")
-    return munged
-
-
 def validate_pod_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> ErrorList:
-    """Upstream ``ValidatePodUpdate``: the create rules on ``new`` plus the update rules above."""
+    """Upstream ``ValidatePodUpdate``: the create rules on ``new`` plus what an update may change."""
     errs: ErrorList = []
     spec = _metadata_and_spec(new, errs)
-    old_spec = _child(_root(old, []), "spec")  # the stored object's own problems are not this update's
-    if not _updates_allowed(spec, old_spec):
-        return finish(errs)
-    munged, old_norm = normalize(_munge(spec, old_spec)), normalize(old_spec.data)
-    if munged != old_norm:
-        detail = f"pod updates may not change fields other than {','.join(_UPDATABLE)}\n"
-        errs.append(field.forbidden(field.new_path("spec"), detail + spec_diff(old_norm, munged, "spec")))
-    return finish(errs)
-
-
-def _state_transitions(new: Obj, old: Obj, key: str, *, policy: str, restartable: frozenset[str]) -> None:
-    """Upstream ``ValidateContainerStateTransition``: a terminated container that may not restart stays so."""
-    if policy == "Always":
-        return
-    new_statuses = new.items(key)
-    for i, status in enumerate(old.items(key)):
-        terminated = _child(_child(status, "state"), "terminated")
-        if not terminated.data or (terminated.integer("exitCode") != 0 and policy == "OnFailure"):
-            continue
-        name = status.string("name")
-        if name in restartable:
-            continue
-        if any(n.string("name") == name and not _child(n, "state").has("terminated") for n in new_statuses):
-            detail = "may not be transitioned to non-terminated state"
-            new.errs.append(field.forbidden(new.at(key).index(i).child("state"), detail))
-
-
-def _ips(status: Obj, key: str, *, host_ip: str | None) -> None:
-    """Upstream ``validatePodIPs`` / ``validateHostIPs``: valid, at most one per family, no duplicates."""
-    entries = status.items(key)
-    ips = [e.string("ip") for e in entries]
-    path = status.at(key)
-    if host_ip is not None and entries and host_ip != ips[0]:
-        status.errs.append(field.invalid(path.index(0).child("ip"), ips[0], detail="must be equal to `hostIP`"))
-    bad = False
-    for i, ip in enumerate(ips):
-        ip_errs = names.is_valid_ip(path.index(i), ip)
-        bad = bad or bool(ip_errs)
-        status.errs.extend(ip_errs)
-    if len(ips) > 1:
-        v6 = [not names.is_valid_ipv6_address(None, ip) for ip in ips]
-        if len(ips) > 2 or all(v6) or not any(v6) or bad:
-            shown = [dict(e.data) for e in entries]
-            detail = "may specify no more than one IP for each IP family"
-            status.errs.append(field.invalid(path, shown, detail=detail))
-        seen: set[str] = set()
-        for i, (e, ip) in enumerate(zip(entries, ips, strict=True)):
-            if ip in seen:
-                status.errs.append(field.duplicate(path.index(i), dict(e.data)))
-            seen.add(ip)
-
-
-def validate_pod_status_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> ErrorList:
-    """Upstream ``ValidatePodStatusUpdate`` (container user and allocated-resource health checks skipped)."""
-    errs: ErrorList = []
-    root, old_root = _root(new, errs), _root(old, [])
-    status, old_status = _child(root, "status"), _child(old_root, "status")
-    spec, old_spec = _child(root, "spec"), _child(old_root, "spec")
-    for i, condition in enumerate(status.items("conditions")):
-        kind = condition.string("type")
-        if kind not in _SYSTEM_CONDITIONS:  # upstream's path: metadata.conditions[i].Type
-            at = field.new_path("metadata", "conditions").index(i).child("Type")
-            _invalid_each(errs, at, kind, names.is_qualified_name(kind))
-    if spec.string("nodeName") != old_spec.string("nodeName"):
-        errs.append(field.forbidden(status.at("nodeName"), "may not be changed directly"))
-    nominated = status.string("nominatedNodeName")
-    if nominated and nominated != old_status.string("nominatedNodeName"):
-        _invalid_each(errs, status.at("nominatedNodeName"), nominated, names.is_dns1123_subdomain(nominated))
-    qos = status.string("qosClass")
-    if qos != old_status.string("qosClass"):
-        errs.append(field.invalid(status.at("qosClass"), qos, detail="field is immutable"))
-    policy = old_spec.string("restartPolicy")
-    sidecars = frozenset(
-        c.string("name") for c in old_spec.items("initContainers") if c.string("restartPolicy") == "Always"
-    )
-    _state_transitions(status, old_status, "containerStatuses", policy=policy, restartable=frozenset())
-    _state_transitions(status, old_status, "initContainerStatuses", policy=policy, restartable=sidecars)
-    _state_transitions(status, old_status, "ephemeralContainerStatuses", policy="Never", restartable=frozenset())
-    _ips(status, "podIPs", host_ip=None)
-    if status.array("hostIPs"):
-        _ips(status, "hostIPs", host_ip=status.string("hostIP"))
+    check_pod_spec_update(spec, CORE_V1.root(old, []).child("spec"))  # the stored object's problems are not ours
     return finish(errs)
