@@ -1,0 +1,484 @@
+"""An event recorder writing core/v1 Events, as client-go's ``tools/record`` (event.go, events_cache.go).
+
+Components report what they did to an object (``Scheduled``, ``FailedScheduling``, ``Killing``) as Events::
+
+    recorder = EventRecorder(client, component="default-scheduler", clock=clock)
+    await recorder.event(pod, "Normal", "Scheduled", "Successfully assigned default/p to node-1")
+
+**Never blocks or breaks the caller.** :meth:`EventRecorder.event` only builds the Event and appends it to a
+bounded in-memory queue (1000, upstream's ``maxQueuedEvents``; a full queue drops the new event, as upstream's
+``DropIfChannelFull``). One background task takes events in order and, for each:
+
+1. **correlates** it (:class:`EventCorrelator`, upstream ``EventCorrelator.EventCorrelate``):
+
+   * *aggregate*: events of one source, object, type and reason with 10 distinct messages within 10 minutes
+     become one ``(combined from similar events): <message>`` event, written under its own name;
+   * *observe*: an event seen before (same source, object, type, reason and message) becomes ``count + 1``
+     of the Event already written: same name and ``firstTimestamp``, new ``lastTimestamp`` and message,
+     sent as a merge patch ``{"count", "lastTimestamp", "message"}``;
+   * *spam filter*: per source and object a token bucket (burst 25, one more every 5 minutes) drops the rest.
+
+2. **writes** it: a POST for a new event, a PATCH for a repeat (a POST again if the Event is gone). A server
+   answer that is a failure ``Status`` is logged and the event dropped (upstream does not retry them either);
+   other failures (connection) are retried up to 12 tries, 10 s apart on the clock, the first wait randomised.
+   After a successful write the correlator remembers the returned Event, so the next repeat patches it.
+
+:meth:`EventRecorder.close` writes what is queued (one try each once closing) and stops the task.
+
+Names are ``<object name>.<unix nanoseconds in hex>`` (upstream ``fmt.Sprintf("%v.%x", ...)``); a recorder
+makes them strictly increasing, so events recorded at the same instant of a FakeClock never collide (upstream
+relies on its clock's nanosecond resolution for that).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import random
+from collections import OrderedDict, deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Generic, TypeVar
+
+from kubeplane.api.meta import format_time
+
+from .clock import Clock
+from .errors import AlreadyExistsError, APIStatusError, NotFoundError
+from .interface import Client, Obj
+from .workqueue import TokenBucket, TokenBucketConfig
+
+log = logging.getLogger(__name__)
+
+EVENT_TYPE_NORMAL: Final = "Normal"
+EVENT_TYPE_WARNING: Final = "Warning"
+COMBINED_PREFIX: Final = "(combined from similar events): "
+_NAMESPACE_TERMINATING: Final = "NamespaceTerminating"
+
+V = TypeVar("V")
+
+
+@dataclass(frozen=True, slots=True)
+class CorrelatorConfig:
+    """Upstream ``CorrelatorOptions`` defaults (events_cache.go)."""
+
+    lru_cache_size: int = 4096
+    spam_burst: int = 25
+    spam_qps: float = 1.0 / 300.0
+    max_events: int = 10
+    max_interval: float = 600.0
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecorderConfig:
+    """Upstream event.go: ``maxQueuedEvents``, ``maxTriesPerEvent``, ``defaultSleepDuration``."""
+
+    max_queued: int = 1000
+    max_tries: int = 12
+    sleep_duration: float = 10.0
+    correlator: CorrelatorConfig = field(default_factory=CorrelatorConfig)
+
+
+@dataclass(frozen=True, slots=True)
+class CorrelateResult:
+    """The event to write and, for a repeat of an event already written, the merge patch to send instead."""
+
+    event: Obj
+    patch: Obj | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _EventLog:
+    count: int
+    first_timestamp: str
+    name: str
+    resource_version: str
+
+
+@dataclass(slots=True)
+class _AggregateRecord:
+    local_keys: dict[str, None]  # an insertion-ordered set: the oldest message is the one popped
+    last_timestamp: float
+
+
+class _LRU(Generic[V]):
+    """A bounded map evicting the least recently used key (upstream ``golang/groupcache/lru``)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._data: OrderedDict[str, V] = OrderedDict()
+
+    def get(self, key: str) -> V | None:
+        value = self._data.get(key)
+        if value is not None:
+            self._data.move_to_end(key)
+        return value
+
+    def add(self, key: str, value: V) -> None:
+        self._data[key] = value
+        self._data.move_to_end(key)
+        if len(self._data) > self._size:
+            self._data.popitem(last=False)
+
+
+def _get(obj: Mapping[str, Any], *path: str) -> str:
+    value: Any = obj
+    for part in path:
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return "" if value is None else str(value)
+
+
+def _source_object_key(event: Mapping[str, Any]) -> list[str]:
+    return [
+        _get(event, "source", "component"),
+        _get(event, "source", "host"),
+        _get(event, "involvedObject", "kind"),
+        _get(event, "involvedObject", "namespace"),
+        _get(event, "involvedObject", "name"),
+    ]
+
+
+def event_key(event: Mapping[str, Any]) -> str:
+    """Upstream ``getEventKey``: what makes two events "the same" (and the second one a count increment)."""
+    parts = _source_object_key(event)
+    parts += [_get(event, "involvedObject", "fieldPath"), _get(event, "involvedObject", "uid")]
+    parts += [_get(event, "involvedObject", "apiVersion"), _get(event, "type"), _get(event, "reason")]
+    return "".join([*parts, _get(event, "message")])
+
+
+def spam_key(event: Mapping[str, Any]) -> str:
+    """Upstream ``getSpamKey``: the spam filter's bucket is per source and involved object."""
+    parts = _source_object_key(event)
+    return "".join([*parts, _get(event, "involvedObject", "uid"), _get(event, "involvedObject", "apiVersion")])
+
+
+def aggregate_key(event: Mapping[str, Any]) -> tuple[str, str]:
+    """Upstream ``EventAggregatorByReasonFunc``: (events that aggregate together, what tells them apart)."""
+    parts = _source_object_key(event)
+    parts += [_get(event, "involvedObject", "uid"), _get(event, "involvedObject", "apiVersion")]
+    parts += [_get(event, "type"), _get(event, "reason")]
+    parts += [_get(event, "reportingComponent"), _get(event, "reportingInstance")]
+    return "".join(parts), _get(event, "message")
+
+
+class EventCorrelator:
+    """Aggregation, count increments and the spam filter (upstream ``EventCorrelator``); no I/O.
+
+    State is three LRU caches (4096 entries each, as upstream): aggregation records, the last observation of
+    each event key (count, firstTimestamp, name, resourceVersion) and spam token buckets. Correlation reads
+    the clock at the time it runs, as upstream's ``recordToSink`` does. Not safe to share between recorders
+    that write concurrently: the observation cache assumes one writer for its events.
+    """
+
+    def __init__(self, *, clock: Clock, config: CorrelatorConfig | None = None) -> None:
+        self.config = CorrelatorConfig() if config is None else config
+        self._clock = clock
+        size = self.config.lru_cache_size
+        self._aggregates: _LRU[_AggregateRecord] = _LRU(size)
+        self._logs: _LRU[_EventLog] = _LRU(size)
+        self._spam: _LRU[TokenBucket] = _LRU(size)
+        self._spam_config = TokenBucketConfig(qps=self.config.spam_qps, burst=self.config.spam_burst)
+        self._last_nanos = 0
+
+    def new_name(self, object_name: str, now: float) -> str:
+        """``<object name>.<hex unix nanoseconds>``, strictly increasing per correlator (module docstring)."""
+        nanos = max(int(now * 1_000_000_000), self._last_nanos + 1)
+        self._last_nanos = nanos
+        return f"{object_name}.{nanos:x}"
+
+    def correlate(self, event: Obj) -> CorrelateResult | None:
+        """The event to write (and its patch if it repeats one written before), or None if spam-filtered."""
+        aggregated, key = self._aggregate(event)
+        observed, patch = self._observe(aggregated, key)
+        if not self._allow(observed):
+            return None
+        return CorrelateResult(observed, patch)
+
+    def update_state(self, event: Mapping[str, Any]) -> None:
+        """Remember an Event the server returned, so the next repeat patches it (upstream ``UpdateState``)."""
+        metadata = event.get("metadata") or {}
+        self._logs.add(
+            event_key(event),
+            _EventLog(
+                count=int(event.get("count") or 0),
+                first_timestamp=str(event.get("firstTimestamp") or ""),
+                name=str(metadata.get("name") or ""),
+                resource_version=str(metadata.get("resourceVersion") or ""),
+            ),
+        )
+
+    def _aggregate(self, event: Obj) -> tuple[Obj, str]:
+        now = self._clock.now()
+        key, local_key = aggregate_key(event)
+        record = self._aggregates.get(key)
+        if record is None or now - record.last_timestamp > self.config.max_interval:
+            record = _AggregateRecord(local_keys={}, last_timestamp=now)
+        record.local_keys[local_key] = None
+        record.last_timestamp = now
+        self._aggregates.add(key, record)
+        if len(record.local_keys) < self.config.max_events:
+            return event, event_key(event)
+        # Upstream pops an arbitrary message (PopAny) so the set stays below max; the oldest one here.
+        del record.local_keys[next(iter(record.local_keys))]
+        timestamp = format_time(now)
+        involved = event["involvedObject"]
+        combined: Obj = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": self.new_name(str(involved.get("name") or ""), now),
+                "namespace": event["metadata"]["namespace"],
+            },
+            "involvedObject": copy.deepcopy(involved),
+            "reason": event.get("reason", ""),
+            "message": COMBINED_PREFIX + str(event.get("message") or ""),
+            "source": copy.deepcopy(event.get("source") or {}),
+            "firstTimestamp": timestamp,
+            "lastTimestamp": timestamp,
+            "count": 1,
+            "type": event.get("type", ""),
+            # Upstream's combined event omits these; kept so the event stays attributable to its reporter.
+            "reportingComponent": event.get("reportingComponent", ""),
+            "reportingInstance": event.get("reportingInstance", ""),
+        }
+        return combined, key
+
+    def _observe(self, event: Obj, key: str) -> tuple[Obj, Obj | None]:
+        event = {**event, "metadata": dict(event["metadata"])}
+        patch: Obj | None = None
+        last = self._logs.get(key)
+        if last is not None and last.count > 0:
+            event["metadata"]["name"] = last.name
+            if last.resource_version:
+                event["metadata"]["resourceVersion"] = last.resource_version
+            event["firstTimestamp"] = last.first_timestamp
+            event["count"] = last.count + 1
+            patch = {"count": event["count"], "lastTimestamp": event["lastTimestamp"], "message": event["message"]}
+        self._logs.add(
+            key,
+            _EventLog(
+                count=int(event["count"]),
+                first_timestamp=str(event["firstTimestamp"]),
+                name=str(event["metadata"]["name"]),
+                resource_version=str(event["metadata"].get("resourceVersion") or ""),
+            ),
+        )
+        return event, patch
+
+    def _allow(self, event: Obj) -> bool:
+        key = spam_key(event)
+        bucket = self._spam.get(key)
+        if bucket is None:
+            bucket = TokenBucket(self._spam_config, clock=self._clock)
+        allowed = bucket.try_accept()
+        self._spam.add(key, bucket)
+        return allowed
+
+
+def object_reference(obj: Mapping[str, Any]) -> Obj:
+    """An ``ObjectReference`` to ``obj`` (upstream ``ref.GetReference``), empty fields omitted as Go does."""
+    metadata = obj.get("metadata") or {}
+    ref: Obj = {}
+    for key, value in (
+        ("kind", obj.get("kind")),
+        ("namespace", metadata.get("namespace")),
+        ("name", metadata.get("name")),
+        ("uid", metadata.get("uid")),
+        ("apiVersion", obj.get("apiVersion")),
+        ("resourceVersion", metadata.get("resourceVersion")),
+    ):
+        if value:
+            ref[key] = str(value)
+    return ref
+
+
+class EventRecorder:
+    """Records Events through a Client without ever blocking or failing the caller (module docstring).
+
+    ``reporting_instance`` defaults to ``host``, as upstream sets ``reportingInstance`` from the source host.
+    The background writer starts with the first event; call :meth:`close` before the event loop ends.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        component: str,
+        host: str = "",
+        clock: Clock,
+        reporting_instance: str | None = None,
+        config: EventRecorderConfig | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.config = EventRecorderConfig() if config is None else config
+        self.correlator = EventCorrelator(clock=clock, config=self.config.correlator)
+        self._client = client
+        self._resource = client.resource("events")
+        self._component = component
+        self._host = host
+        self._instance = host if reporting_instance is None else reporting_instance
+        self._clock = clock
+        self._rng = random.Random() if rng is None else rng
+        self._queue: deque[Obj] = deque()
+        self._wakeup = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._writer: asyncio.Task[None] | None = None
+        self._sleeper: asyncio.Future[None] | None = None
+        self._closing = False
+
+    async def event(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
+        """Queue an Event about ``obj`` (upstream ``recorder.Event``); returns at once, never raises for I/O.
+
+        An unsupported type or an object without kind and name is logged and not recorded, as upstream."""
+        if self._closing:
+            log.debug("event recorder closed; dropping event %s %s", reason, message)
+            return
+        if event_type not in (EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING):
+            log.error("Unsupported event type: %r (reason %s)", event_type, reason)
+            return
+        ref = object_reference(obj)
+        if "kind" not in ref or "name" not in ref:
+            log.error("Could not construct reference to %r, will not report event %s: %s", ref, reason, message)
+            return
+        if len(self._queue) >= self.config.max_queued:
+            log.warning("event queue full (%d); dropping event %s about %s", len(self._queue), reason, ref["name"])
+            return
+        self._queue.append(self._make_event(ref, event_type, reason, message))
+        self._idle.clear()
+        self._wakeup.set()
+        if self._writer is None:
+            self._writer = asyncio.get_running_loop().create_task(self._run(), name=f"events-{self._component}")
+
+    def _make_event(self, ref: Obj, event_type: str, reason: str, message: str) -> Obj:
+        now = self._clock.now()
+        timestamp = format_time(now)
+        source = {"component": self._component, **({"host": self._host} if self._host else {})}
+        return {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": self.correlator.new_name(ref["name"], now),
+                "namespace": ref.get("namespace") or "default",
+            },
+            "involvedObject": ref,
+            "reason": reason,
+            "message": message,
+            "source": source,
+            "firstTimestamp": timestamp,
+            "lastTimestamp": timestamp,
+            "count": 1,
+            "type": event_type,
+            "reportingComponent": self._component,
+            "reportingInstance": self._instance,
+        }
+
+    async def flush(self) -> None:
+        """Wait until every queued event has been written or dropped."""
+        await self._idle.wait()
+
+    async def close(self) -> None:
+        """Stop accepting events, write the queue (no retry sleeps once closing) and stop the writer."""
+        self._closing = True
+        self._wakeup.set()
+        if self._sleeper is not None:
+            self._sleeper.cancel()
+        if self._writer is not None:
+            await self._writer
+
+    async def _run(self) -> None:
+        while True:
+            if not self._queue:
+                self._idle.set()
+                if self._closing:
+                    return
+                self._wakeup.clear()
+                await self._wakeup.wait()
+                continue
+            event = self._queue.popleft()
+            try:
+                await self._record_to_sink(event)
+            except Exception:
+                log.exception("Unable to write event (unexpected error, dropped): %s", event.get("reason"))
+
+    async def _record_to_sink(self, event: Obj) -> None:
+        result = self.correlator.correlate(event)
+        if result is None:
+            log.debug("event %s about %s dropped by the spam filter", event["reason"], event["involvedObject"])
+            return
+        tries = 0
+        while not await self._write(result):
+            tries += 1
+            if tries >= self.config.max_tries:
+                log.error("Unable to write event (retry limit exceeded!): %s", _describe(result.event))
+                return
+            delay = self.config.sleep_duration
+            if not self._closing:
+                await self._sleep(delay * self._rng.random() if tries == 1 else delay)
+            if self._closing:
+                log.error("Unable to write event (recorder is closed): %s", _describe(result.event))
+                return
+
+    async def _sleep(self, seconds: float) -> None:
+        """Sleep on the clock; :meth:`close` cuts it short (upstream's cancelation context)."""
+        sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
+        self._sleeper = sleeper
+        try:
+            await asyncio.wait({sleeper})
+        finally:
+            self._sleeper = None
+            sleeper.cancel()
+
+    async def _write(self, result: CorrelateResult) -> bool:
+        """One try (upstream ``recordEvent``); True when done, written or not, False to retry."""
+        event = result.event
+        namespace = str(event["metadata"]["namespace"])
+        try:
+            written: Obj | None = None
+            if result.patch is not None:
+                try:
+                    written = await self._client.patch(
+                        self._resource, str(event["metadata"]["name"]), result.patch, namespace=namespace
+                    )
+                except NotFoundError:
+                    written = None
+            if written is None:
+                body = {**event, "metadata": {k: v for k, v in event["metadata"].items() if k != "resourceVersion"}}
+                written = await self._client.create(self._resource, body, namespace=namespace)
+        except APIStatusError as exc:
+            quiet = isinstance(exc, AlreadyExistsError) or _has_cause(exc, _NAMESPACE_TERMINATING)
+            log.log(logging.DEBUG if quiet else logging.ERROR, "Server rejected event (will not retry!): %s: %s",
+                    _describe(event), exc)  # fmt: skip
+            return True
+        except Exception as exc:
+            log.warning("Unable to write event (may retry after sleeping): %s: %r", _describe(event), exc)
+            return False
+        self.correlator.update_state(written)
+        return True
+
+
+def _has_cause(exc: APIStatusError, cause: str) -> bool:
+    causes = (exc.status.get("details") or {}).get("causes") or []
+    return any(isinstance(c, Mapping) and c.get("type") == cause for c in causes)
+
+
+def _describe(event: Mapping[str, Any]) -> str:
+    ref = event.get("involvedObject") or {}
+    obj = f"{ref.get('kind', '')} {ref.get('namespace', '')}/{ref.get('name', '')}"
+    return f"{event.get('type')} {event.get('reason')} on {obj}: {event.get('message')!r}"
+
+
+__all__ = [
+    "COMBINED_PREFIX",
+    "EVENT_TYPE_NORMAL",
+    "EVENT_TYPE_WARNING",
+    "CorrelateResult",
+    "CorrelatorConfig",
+    "EventCorrelator",
+    "EventRecorder",
+    "EventRecorderConfig",
+    "aggregate_key",
+    "event_key",
+    "object_reference",
+    "spam_key",
+]
