@@ -79,3 +79,26 @@ async def test_token_bucket_allows_burst_then_qps() -> None:
     assert taken[:3] == [0.0, 0.0, 0.0]
     assert taken[3] == pytest.approx(0.1, abs=0.051)
     assert taken[4] - taken[3] == pytest.approx(0.1, abs=0.051)
+
+
+async def test_a_broken_watch_stream_is_an_error_not_a_clean_end(tmp_path: Path) -> None:
+    """A watch whose server dies mid-stream raises ClientError, so informers back off before re-watching."""
+    import os
+    import signal
+
+    server = await asyncio.to_thread(start_server, tmp_path / "data")
+    client = HTTPClient.from_kubeconfig(server.kubeconfig)
+    try:
+        watch = await client.watch(client.resource("configmaps"), namespace="default", resource_version="0")
+        os.kill(server.process.pid, signal.SIGKILL)
+
+        async def drain() -> None:
+            async with asyncio.timeout(10):
+                async for _ in watch:
+                    pass
+
+        with pytest.raises(ClientError, match="watch stream broken"):
+            await drain()
+    finally:
+        await client.close()
+        await asyncio.to_thread(server.stop)

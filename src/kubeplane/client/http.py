@@ -92,9 +92,13 @@ class HTTPWatch:
         while not self._events:
             try:
                 chunk = await anext(self._chunks)
-            except (StopAsyncIteration, aiohttp.ClientPayloadError, aiohttp.ClientConnectionError):
+            except StopAsyncIteration:  # the server ended the watch (timeout): a clean end
                 await self.close()
-                raise StopAsyncIteration from None
+                raise
+            except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as exc:
+                # a broken stream is not a clean end: callers (informers) back off before re-watching
+                await self.close()
+                raise ClientError(f"watch stream broken: {exc}") from None
             self._buffer += chunk
             *lines, self._buffer = self._buffer.split(b"\n")
             self._events = [orjson.loads(line) for line in lines if line.strip()]

@@ -31,6 +31,7 @@ from .interface import Obj, PatchType
 from .resolve import resolve_resource
 
 T = TypeVar("T")
+BOOKMARK_INTERVAL = 5.0  # as the HTTP server's idle bookmark cadence
 
 
 def _copy(obj: Obj) -> Obj:
@@ -42,12 +43,19 @@ class LocalWatch:
     """A watch over a registry's watch cache. Ends after ``timeout_seconds`` (if given) or :meth:`close`."""
 
     def __init__(
-        self, registry: Registry, resource: ResourceInfo, watcher: CacheWatcher, timeout: float | None
+        self,
+        registry: Registry,
+        resource: ResourceInfo,
+        watcher: CacheWatcher,
+        timeout: float | None,
+        *,
+        bookmark_interval: float | None = BOOKMARK_INTERVAL,
     ) -> None:
         self._registry = registry
         self._resource = resource
         self._watcher = watcher
         self._deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
+        self._bookmark_interval = bookmark_interval
         self._pending: list[Obj] = []
 
     def __aiter__(self) -> AsyncIterator[Obj]:
@@ -65,13 +73,27 @@ class LocalWatch:
                 break
             if watcher.closed:
                 raise StopAsyncIteration
-            wait = 3600.0
+            wait = self._bookmark_interval or 3600.0
             if self._deadline is not None:
-                wait = self._deadline - asyncio.get_running_loop().time()
-                if wait <= 0:
+                remaining = self._deadline - asyncio.get_running_loop().time()
+                if remaining <= 0:
                     await self.close()
                     raise StopAsyncIteration
+                wait = min(wait, remaining)
             await watcher.wait(wait)
+            if not watcher.queue and not watcher.closed and self._bookmark_interval is not None:
+                # idle: a bookmark, as the HTTP server sends, after syncing so it never passes a queued event
+                cache = self._registry.cache(self._resource)
+                cache.sync()
+                if not watcher.queue:
+                    return {
+                        "type": "BOOKMARK",
+                        "object": {
+                            "kind": self._resource.kind,
+                            "apiVersion": self._resource.api_version,
+                            "metadata": {"resourceVersion": str(cache.revision)},
+                        },
+                    }
         return self._pending.pop()
 
     async def close(self) -> None:
@@ -149,7 +171,13 @@ class LocalClient:
             watcher = open_watch(self.registry, resource, namespace, options)
         except APIError as exc:
             raise error_for(exc.status) from None
-        return LocalWatch(self.registry, resource, watcher, float(timeout_seconds) if timeout_seconds else None)
+        return LocalWatch(
+            self.registry,
+            resource,
+            watcher,
+            float(timeout_seconds) if timeout_seconds else None,
+            bookmark_interval=BOOKMARK_INTERVAL if allow_bookmarks else None,
+        )
 
     async def create(
         self,
