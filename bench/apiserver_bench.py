@@ -161,7 +161,17 @@ def main() -> None:
         data = Path(tmp) / "data"
         log = open(Path(tmp) / "apiserver.log", "wb")  # noqa: SIM115 - closed below
         server = subprocess.Popen(
-            [sys.executable, "-m", "kubeplane.cli.main", "apiserver", "--data-dir", str(data), "--port", "0"],
+            [
+                sys.executable,
+                "-m",
+                "kubeplane.cli.main",
+                "apiserver",
+                "--data-dir",
+                str(data),
+                "--port",
+                "0",
+                "--no-tls",
+            ],
             stdout=log,
             stderr=log,
         )

@@ -55,12 +55,13 @@ class Server:
             self.log.close()
 
 
-def start_server(data_dir: Path, *extra: str) -> Server:
+def start_server(data_dir: Path, *extra: str, tls: bool = False) -> Server:
+    """Start an apiserver; plain HTTP unless ``tls`` (tests speak raw HTTP; TLS is the product default)."""
     kubeconfig = data_dir / "kubeconfig"
     kubeconfig.unlink(missing_ok=True)
     log = open(data_dir.parent / f"{data_dir.name}.log", "ab")  # noqa: SIM115 - kept for the process
     process = subprocess.Popen(
-        [*KUBEPLANE, "apiserver", "--data-dir", str(data_dir), "--port", "0", *extra],
+        [*KUBEPLANE, "apiserver", "--data-dir", str(data_dir), "--port", "0", "--tls" if tls else "--no-tls", *extra],
         stdout=log,
         stderr=log,
     )

@@ -225,7 +225,7 @@ def test_unset_resource_version_starts_with_synthetic_added(server: Server, coun
 def test_tls_serves_https_verified_by_the_kubeconfig_ca(tmp_path: Path) -> None:
     from kubernetes import client, config
 
-    srv = start_server(tmp_path / "data", "--tls")
+    srv = start_server(tmp_path / "data", tls=True)
     try:
         assert srv.address.startswith("https://127.0.0.1:")
         assert "certificate-authority-data: " in srv.kubeconfig.read_text()
@@ -240,3 +240,51 @@ def test_tls_serves_https_verified_by_the_kubeconfig_ca(tmp_path: Path) -> None:
     finally:
         srv.stop()
     assert srv.process.returncode == 0
+
+
+def test_watch_list_sends_initial_events_then_an_end_bookmark(server: Server) -> None:
+    """WatchList (kubectl rollout status, informers): current objects, a bookmark annotated
+    k8s.io/initial-events-end, then changes."""
+    call(server, "POST", "/api/v1/namespaces", {"metadata": {"name": "watchlist"}})
+    for i in range(2):
+        call(server, "POST", "/api/v1/namespaces/watchlist/configmaps", {"metadata": {"name": f"w{i}"}})
+    conn = server.connection()
+    conn.request(
+        "GET",
+        "/api/v1/namespaces/watchlist/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+        "&allowWatchBookmarks=true&timeoutSeconds=1",
+        headers={"Authorization": f"Bearer {server.token}"},
+    )
+    events = [json.loads(line) for line in conn.getresponse().read().splitlines() if line]
+    conn.close()
+    assert [(e["type"], e["object"]["metadata"].get("name")) for e in events[:2]] == [("ADDED", "w0"), ("ADDED", "w1")]
+    end = events[2]
+    assert end["type"] == "BOOKMARK"
+    assert end["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    newest = call(server, "GET", "/api/v1/namespaces/watchlist/configmaps")["metadata"]["resourceVersion"]
+    assert end["object"]["metadata"]["resourceVersion"] == newest
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("watch=1&sendInitialEvents=true", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"),
+        ("sendInitialEvents=true", "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list"),
+        ("resourceVersionMatch=Exact", "resourceVersionMatch is forbidden unless resourceVersion is provided"),
+        (
+            "resourceVersion=0&resourceVersionMatch=Exact",
+            'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+        ),
+    ],
+    ids=["watch-initial-events-needs-not-older-than", "list-initial-events", "match-needs-rv", "exact-at-zero"],
+)
+def test_list_options_are_validated_as_upstream(server: Server, query: str, message: str) -> None:
+    conn = server.connection()
+    conn.request(
+        "GET", f"/api/v1/namespaces/default/configmaps?{query}", headers={"Authorization": f"Bearer {server.token}"}
+    )
+    response = conn.getresponse()
+    status = json.loads(response.read())
+    conn.close()
+    assert (response.status, status["reason"], status["details"]["kind"]) == (422, "Invalid", "ListOptions")
+    assert message in status["message"]

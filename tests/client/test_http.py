@@ -14,7 +14,7 @@ from tests.apiserver.conftest import start_server
 
 
 async def test_tls_kubeconfig_crud_and_watch(tmp_path: Path) -> None:
-    server = await asyncio.to_thread(start_server, tmp_path / "data", "--tls")
+    server = await asyncio.to_thread(start_server, tmp_path / "data", tls=True)
     client = HTTPClient.from_kubeconfig(server.kubeconfig)
     try:
         pods = client.resource("po")

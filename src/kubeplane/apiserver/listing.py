@@ -25,6 +25,8 @@ import orjson
 from kubeplane.api import fields as apifields
 from kubeplane.api import labels as apilabels
 from kubeplane.api.resources import ResourceInfo
+from kubeplane.api.validation.field import Error as FieldError
+from kubeplane.api.validation.field import forbidden, new_path, not_supported
 from kubeplane.store.interface import Compacted, FutureRevision
 from kubeplane.store.watch import StoreWatch
 
@@ -51,6 +53,46 @@ class ListOptions:
     continue_token: str = ""
     resource_version: str = ""
     resource_version_match: str = ""
+
+
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+
+
+def validate_list_options(
+    *,
+    resource_version: str,
+    resource_version_match: str,
+    continue_token: str,
+    send_initial_events: str | None,
+    watch: bool,
+) -> None:
+    """Upstream ``ValidateListOptions`` (list and watch): 422 Invalid ``ListOptions`` with field causes."""
+    errs: list[FieldError] = []
+    rvm = new_path("resourceVersionMatch")
+    if watch:
+        if send_initial_events is not None and resource_version_match != "NotOlderThan":
+            errs.append(forbidden(rvm, "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+        if resource_version_match:
+            if send_initial_events is None:
+                errs.append(
+                    forbidden(rvm, "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")
+                )
+            if resource_version_match != "NotOlderThan":
+                errs.append(not_supported(rvm, resource_version_match, supported=["NotOlderThan", ""]))
+    else:
+        if resource_version_match:
+            if not resource_version:
+                errs.append(forbidden(rvm, "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+            if continue_token:
+                errs.append(forbidden(rvm, "resourceVersionMatch is forbidden when continue is provided"))
+            if resource_version_match not in ("Exact", "NotOlderThan"):
+                errs.append(not_supported(rvm, resource_version_match, supported=["Exact", "NotOlderThan", ""]))
+            if resource_version_match == "Exact" and resource_version == "0":
+                errs.append(forbidden(rvm, 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'))
+        if send_initial_events is not None:
+            errs.append(forbidden(new_path("sendInitialEvents"), "sendInitialEvents is forbidden for list"))
+    if errs:
+        raise errors.invalid("meta.k8s.io", "ListOptions", "", errs)
 
 
 def compile_matcher(info: ResourceInfo, options: ListOptions) -> Matcher | None:
@@ -173,6 +215,7 @@ class WatchOptions:
     resource_version: str = ""
     allow_bookmarks: bool = False
     timeout_seconds: float | None = None
+    send_initial_events: bool | None = None  # WatchList: current objects, then an initial-events-end bookmark
 
 
 def open_watch(registry: Registry, info: ResourceInfo, namespace: str | None, options: WatchOptions) -> CacheWatcher:
@@ -182,6 +225,8 @@ def open_watch(registry: Registry, info: ResourceInfo, namespace: str | None, op
     prefix = info.collection_key(namespace)
     watcher = CacheWatcher(key_prefix=prefix, matches=matcher or (lambda _k, _o: True))
     cache = registry.cache(info)
+    if options.send_initial_events is not None:
+        return _watch_list(registry, info, cache, watcher, matcher, prefix, initial=options.send_initial_events)
     if options.resource_version in ("", "0"):
         cache.sync()
         for key, obj in cache.items(prefix):
@@ -199,6 +244,34 @@ def open_watch(registry: Registry, info: ResourceInfo, namespace: str | None, op
     assert isinstance(source, StoreWatch)
     watcher._source = source
     asyncio.get_running_loop().create_task(_pump(source, watcher))
+    return watcher
+
+
+def _watch_list(
+    registry: Registry,
+    info: ResourceInfo,
+    cache: Any,
+    watcher: CacheWatcher,
+    matcher: Matcher | None,
+    prefix: str,
+    *,
+    initial: bool,
+) -> CacheWatcher:
+    """WatchList (sendInitialEvents): with true, every current object as ADDED, then a BOOKMARK annotated
+    ``k8s.io/initial-events-end: "true"`` at the snapshot's revision, then changes; with false, changes only.
+    The cache is fresh (synced), which satisfies any resourceVersion with resourceVersionMatch=NotOlderThan."""
+    cache.sync()
+    if initial:
+        for key, obj in cache.items(prefix):
+            if matcher is None or matcher(key, obj):
+                watcher.queue.append(WatchEvent("ADDED", key, int(obj["metadata"]["resourceVersion"]), obj, None))
+        bookmark = {
+            "kind": info.kind,
+            "apiVersion": info.api_version,
+            "metadata": {"resourceVersion": str(cache.revision), "annotations": {INITIAL_EVENTS_END: "true"}},
+        }
+        watcher.queue.append(WatchEvent("BOOKMARK", "", cache.revision, bookmark, None))
+    cache.add_watcher(watcher, after=cache.revision)
     return watcher
 
 

@@ -48,7 +48,7 @@ class ServerConfig:
     compaction_interval: float = 300.0
     event_ttl: float = 3600.0
     auth: bool = True
-    tls: bool = False
+    tls: bool = True
 
 
 def open_store(config: ServerConfig) -> Store:

@@ -60,7 +60,7 @@ def encode(obj: Obj) -> bytes:
 class WatchEvent:
     """A decoded change: ``obj`` is the new state (for DELETED, the last state with the delete's revision)."""
 
-    type: str  # ADDED, MODIFIED, DELETED
+    type: str  # ADDED, MODIFIED, DELETED (BOOKMARK for WatchList's initial-events-end marker)
     key: str
     revision: int
     obj: Obj

@@ -42,7 +42,14 @@ def apiserver(
         float, typer.Option("--etcd-compaction-interval", help="Seconds between store compactions.")
     ] = 300.0,
     event_ttl: Annotated[float, typer.Option("--event-ttl", help="Seconds an Event is kept.")] = 3600.0,
-    tls: Annotated[bool, typer.Option("--tls", help="Serve HTTPS with a generated self-signed CA.")] = False,
+    tls: Annotated[
+        bool,
+        typer.Option(
+            "--tls/--no-tls",
+            help="HTTPS with a generated self-signed CA (default). kubectl sends its token only over TLS, so "
+            "--no-tls (plain HTTP) suits only clients that send tokens in the clear, such as the Python client.",
+        ),
+    ] = True,
 ) -> None:
     """Serve the Kubernetes API on 127.0.0.1 and write DATA_DIR/kubeconfig once it answers."""
     from kubeplane.apiserver.server import ServerConfig, run_apiserver

@@ -24,7 +24,7 @@ from kubeplane.api.resources import ResourceInfo
 from kubeplane.apiserver import conversion, errors, subresources
 from kubeplane.apiserver.deletion import DeleteOptions, delete_collection, delete_object
 from kubeplane.apiserver.errors import APIError
-from kubeplane.apiserver.listing import ListOptions, WatchOptions, list_objects, open_watch
+from kubeplane.apiserver.listing import ListOptions, WatchOptions, list_objects, open_watch, validate_list_options
 from kubeplane.apiserver.registry import Registry
 from kubeplane.apiserver.watchcache import CacheWatcher, WatchEvent
 
@@ -240,6 +240,13 @@ class APIServerApp:
             else:
                 raise errors.method_not_allowed(request.method, info.path)
         elif verb == "list":
+            validate_list_options(
+                resource_version=request.query.get("resourceVersion", ""),
+                resource_version_match=request.query.get("resourceVersionMatch", ""),
+                continue_token=request.query.get("continue", ""),
+                send_initial_events=request.query.get("sendInitialEvents"),
+                watch=False,
+            )
             await _send_json(send, 200, await list_objects(registry, resource, ns, _list_options(request.query)))
         elif verb == "watch":
             await self._watch(request, send, resource)
@@ -317,11 +324,20 @@ class APIServerApp:
     async def _watch(self, request: Request, send: Send, resource: ResourceInfo) -> None:
         query = request.query
         timeout = _timeout_seconds(query.get("timeoutSeconds"), self.rng)
+        send_initial = query.get("sendInitialEvents")
+        validate_list_options(
+            resource_version=query.get("resourceVersion", ""),
+            resource_version_match=query.get("resourceVersionMatch", ""),
+            continue_token="",
+            send_initial_events=send_initial,
+            watch=True,
+        )
         options = WatchOptions(
             label_selector=query.get("labelSelector", ""),
             field_selector=query.get("fieldSelector", ""),
             resource_version=query.get("resourceVersion", ""),
             allow_bookmarks=query.get("allowWatchBookmarks") in ("1", "true", "True"),
+            send_initial_events=None if send_initial is None else send_initial in ("1", "true", "True"),
         )
         error: APIError | None = None
         watcher: CacheWatcher | None = None
