@@ -203,6 +203,8 @@ async def fresh(client: LocalClient, resource: str, **kwargs: Any) -> dict[str, 
 
 
 def informer(client: LocalClient, resource: str = "configmaps", **kwargs: Any) -> SharedInformer:
+    """These tests pin the list-then-watch path (upstream's reflector tests); WatchList is tested on its own."""
+    kwargs.setdefault("watch_list", False)
     return SharedInformer(client, resource, clock=kwargs.pop("clock", FakeClock()), rng=random.Random(1), **kwargs)
 
 

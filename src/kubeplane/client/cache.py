@@ -35,7 +35,7 @@ from kubeplane.api import labels as apilabels
 from kubeplane.api.resources import ResourceInfo
 
 from .clock import Clock
-from .errors import ClientError, GoneError
+from .errors import APIStatusError, ClientError, GoneError
 from .interface import Client, WatchStream
 
 Obj = dict[str, Any]
@@ -43,6 +43,7 @@ IndexFunc = Callable[[Obj], Iterable[str]]
 KeyFunc = Callable[[Obj], str]
 log = logging.getLogger(__name__)
 
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 PAGE_SIZE = 500
 MIN_WATCH_TIMEOUT = 300.0  # upstream minWatchTimeout; each watch asks for a random 1-2x of it
 NAMESPACE_INDEX = "namespace"  # upstream cache.NamespaceIndex
@@ -286,8 +287,12 @@ class Reflector:
         label_selector: str = "",
         field_selector: str = "",
         page_size: int = PAGE_SIZE,
+        watch_list: bool = True,
     ) -> None:
         self._client, self._resource, self._store = client, resource, store
+        # WatchList (sendInitialEvents) replaces list+watch while the server takes it; one rejection turns it off
+        self.watch_list = watch_list
+        self._synced_by_stream = False
         self._clock, self._rng = clock, rng
         self._namespace, self._label_selector, self._field_selector = namespace, label_selector, field_selector
         self._page_size = page_size
@@ -301,6 +306,15 @@ class Reflector:
         need_list = True
         while True:
             try:
+                if need_list and self.watch_list:
+                    self._synced_by_stream = False
+                    try:
+                        started = await self._watch_list()
+                    finally:
+                        # once the initial events are in, a broken stream resumes by watch, not by a new sync
+                        need_list = not self._synced_by_stream
+                    if started:
+                        continue
                 if need_list:
                     await self._list()
                     need_list = False
@@ -348,6 +362,70 @@ class Reflector:
         self.last_sync_resource_version = resource_version
         self.lists += 1
 
+    async def _watch_list(self) -> bool:
+        """Sync by WatchList: the stream's initial ADDED events up to the ``k8s.io/initial-events-end`` bookmark
+        replace the store in one step (as a list would), and the same stream then carries the changes.
+
+        Returns True if the stream ran (the caller re-watches from the last resourceVersion); False if the
+        server does not support WatchList (it rejected the options, or ended the stream before the end
+        bookmark), in which case :attr:`watch_list` is turned off and the caller lists instead.
+        """
+        try:
+            stream: WatchStream = await self._client.watch(
+                self._resource,
+                namespace=self._namespace,
+                label_selector=self._label_selector,
+                field_selector=self._field_selector,
+                allow_bookmarks=True,
+                send_initial_events=True,
+                resource_version_match="NotOlderThan",
+                timeout_seconds=int(MIN_WATCH_TIMEOUT * (1.0 + self._rng.random())),
+            )
+        except APIStatusError as exc:
+            if exc.code in (400, 403, 404, 405, 422):
+                log.info("%s: the server refused WatchList (%s); listing instead", self._resource.plural, exc)
+                self.watch_list = False
+                return False
+            raise
+        self.watches += 1
+        initial: list[Obj] | None = []
+        try:
+            async for event in stream:
+                event_type, obj = event.get("type"), event.get("object") or {}
+                meta = obj.get("metadata") or {}
+                if initial is not None:
+                    if event_type == "ADDED":
+                        initial.append(obj)
+                        continue
+                    if event_type == "BOOKMARK" and (meta.get("annotations") or {}).get(INITIAL_EVENTS_END) == "true":
+                        resource_version = str(meta.get("resourceVersion") or "")
+                        self._store.replace(initial, resource_version)
+                        self.last_sync_resource_version = resource_version
+                        self.lists += 1
+                        self._synced_by_stream = True
+                        initial = None
+                        continue
+                    if event_type == "BOOKMARK":
+                        continue
+                    raise ClientError(f"unexpected {event_type} event before the end of WatchList's initial events")
+                self._handle(event_type, obj)
+        finally:
+            await stream.close()
+        if initial is not None:
+            log.info("%s: WatchList ended before its initial events did; listing instead", self._resource.plural)
+            self.watch_list = False
+            return False
+        return True
+
+    def _handle(self, event_type: object, obj: Obj) -> None:
+        if event_type in ("ADDED", "MODIFIED", "DELETED"):
+            self._store.apply(str(event_type), obj)
+        elif event_type != "BOOKMARK":
+            raise ClientError(f"unexpected watch event type {event_type!r}")
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if rv:
+            self.last_sync_resource_version = str(rv)
+
     async def _watch(self) -> bool:
         """One watch from the last resourceVersion until the stream ends; False for a "very short watch"
         (under a second without events: upstream backs off before the next one)."""
@@ -364,14 +442,7 @@ class Reflector:
         start, count = self._clock.monotonic(), 0
         try:
             async for event in stream:
-                event_type, obj = event.get("type"), event.get("object") or {}
-                if event_type in ("ADDED", "MODIFIED", "DELETED"):
-                    self._store.apply(str(event_type), obj)
-                elif event_type != "BOOKMARK":
-                    raise ClientError(f"unexpected watch event type {event_type!r}")
-                rv = (obj.get("metadata") or {}).get("resourceVersion")
-                if rv:
-                    self.last_sync_resource_version = str(rv)
+                self._handle(event.get("type"), event.get("object") or {})
                 count += 1
         finally:
             await stream.close()

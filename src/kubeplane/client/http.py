@@ -230,10 +230,14 @@ class HTTPClient:
         field_selector: str = "",
         allow_bookmarks: bool = True,
         timeout_seconds: int | None = None,
+        send_initial_events: bool | None = None,
+        resource_version_match: str = "",
     ) -> HTTPWatch:
         query = {"watch": "1"}
         for key, value in (
             ("resourceVersion", resource_version),
+            ("resourceVersionMatch", resource_version_match),
+            ("sendInitialEvents", "" if send_initial_events is None else str(send_initial_events).lower()),
             ("labelSelector", label_selector),
             ("fieldSelector", field_selector),
             ("allowWatchBookmarks", "true" if allow_bookmarks else ""),

@@ -180,6 +180,7 @@ class SharedInformer:
         label_selector: str = "",
         field_selector: str = "",
         indexers: Mapping[str, IndexFunc] | None = None,
+        watch_list: bool = True,
     ) -> None:
         self.resource = client.resource(resource) if isinstance(resource, str) else resource
         self.namespace, self.label_selector, self.field_selector = namespace, label_selector, field_selector
@@ -194,6 +195,7 @@ class SharedInformer:
             namespace=namespace,
             label_selector=label_selector,
             field_selector=field_selector,
+            watch_list=watch_list,
         )
         self.resync_period = self._resync_check_period = max(resync_period, 0.0)
         self._registrations: list[HandlerRegistration] = []

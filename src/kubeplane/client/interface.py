@@ -72,8 +72,12 @@ class Client(Protocol):
         field_selector: str = "",
         allow_bookmarks: bool = True,
         timeout_seconds: int | None = None,
+        send_initial_events: bool | None = None,
+        resource_version_match: str = "",
     ) -> WatchStream:
-        """Start a watch; the first events are available as soon as this returns."""
+        """Start a watch; the first events are available as soon as this returns. ``send_initial_events=True``
+        with ``resource_version_match="NotOlderThan"`` is a WatchList: the current objects as ADDED, then a
+        BOOKMARK annotated ``k8s.io/initial-events-end``, then changes."""
         ...
 
     async def create(

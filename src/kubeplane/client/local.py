@@ -21,7 +21,7 @@ from kubeplane.api.resources import ResourceInfo
 from kubeplane.apiserver import subresources
 from kubeplane.apiserver.deletion import DeleteOptions, delete_object
 from kubeplane.apiserver.errors import APIError
-from kubeplane.apiserver.listing import ListOptions, WatchOptions, list_objects, open_watch
+from kubeplane.apiserver.listing import ListOptions, WatchOptions, list_objects, open_watch, validate_list_options
 from kubeplane.apiserver.registry import Registry
 from kubeplane.apiserver.watchcache import CacheWatcher
 from kubeplane.store.memory import MemoryStore
@@ -160,14 +160,24 @@ class LocalClient:
         field_selector: str = "",
         allow_bookmarks: bool = True,
         timeout_seconds: int | None = None,
+        send_initial_events: bool | None = None,
+        resource_version_match: str = "",
     ) -> LocalWatch:
         options = WatchOptions(
             label_selector=label_selector,
             field_selector=field_selector,
             resource_version=resource_version,
             allow_bookmarks=allow_bookmarks,
+            send_initial_events=send_initial_events,
         )
         try:
+            validate_list_options(
+                resource_version=resource_version,
+                resource_version_match=resource_version_match,
+                continue_token="",
+                send_initial_events=None if send_initial_events is None else str(send_initial_events).lower(),
+                watch=True,
+            )
             watcher = open_watch(self.registry, resource, namespace, options)
         except APIError as exc:
             raise error_for(exc.status) from None
