@@ -1,0 +1,505 @@
+"""Patch metadata for strategic merge patch: which lists merge, by which key, and which maps are atomic.
+
+Upstream reads this from the ``patchStrategy`` / ``patchMergeKey`` struct tags of ``k8s.io/api`` through
+reflection (``strategicpatch/meta.go``, ``PatchMetaFromStruct``). kubeplane keeps plain JSON dicts, so the tags
+are transcribed here as a table: type name -> JSON field -> :class:`Field` (strategy, merge key, type of the
+field's value or, for a list, of its elements). Only fields that carry a tag, or lead to a type that has one,
+are listed.
+
+Invariant: a field that is not in the table behaves exactly as an untagged field upstream -- objects merge
+key by key (as a JSON merge patch would) and lists are replaced whole. That is also how unknown fields and
+kinds without an entry are treated, where upstream's struct lookup would fail with "unable to find api field".
+
+Tags that surprise (checked against ``core/v1/types.go``): ``NodeSpec.taints`` and ``PodSpec.tolerations``
+have no tag, so they are replaced atomically; ``NodeStatus.addresses`` merges by ``type``; ``PodSpec.volumes``
+and ``resourceClaims`` are ``merge,retainKeys``; ``DeploymentSpec.strategy`` is ``retainKeys``;
+``PodDisruptionBudgetSpec.selector`` is ``replace``; ``Container.envFrom``/``resizePolicy`` are atomic.
+
+The second half of the module holds what the apply and diff halves of :mod:`kubeplane.api.strategicpatch` share:
+Go's value model (upstream compares decoded JSON with ``==``, so int64 ``1`` differs from float64 ``1.0``, and
+sorts by ``fmt``'s ``%v``) and the list primitives -- partitioning, ``normalizeElementOrder``,
+``mergeSortedSlice``, ``deduplicateScalars`` -- whose exact behaviour fixes element order in patched lists.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Final, NamedTuple
+
+from kubeplane.api.patch import PatchError
+
+__all__ = ["BUILTIN_SCHEMA", "Field", "Schema"]
+
+DIRECTIVE: Final = "$patch"
+RETAIN_KEYS: Final = "$retainKeys"
+DELETE_PREFIX: Final = "$deleteFromPrimitiveList"
+ORDER_PREFIX: Final = "$setElementOrder"
+
+
+class Field(NamedTuple):
+    """The patch metadata of one JSON field.
+
+    ``strategy`` is the tag verbatim: ``""``, ``"merge"``, ``"replace"``, ``"retainKeys"`` or
+    ``"merge,retainKeys"``; ``merge_key`` is ``patchMergeKey`` (``""`` for lists of primitives); ``type`` names
+    the table entry of the field's value, or of a list's elements, ``None`` when nothing below is tagged."""
+
+    strategy: str = ""
+    merge_key: str = ""
+    type: str | None = None
+
+
+UNKNOWN: Final = Field()
+
+
+@dataclass(frozen=True, slots=True)
+class Schema:
+    """A type table plus the (API group, kind) -> root type map. Tests build their own (upstream's
+    ``MergeItem``); the server uses :data:`BUILTIN_SCHEMA`."""
+
+    types: Mapping[str, Mapping[str, Field]]
+    kinds: Mapping[tuple[str, str], str] = field(default_factory=dict)
+
+    def root(self, kind: tuple[str, str]) -> str | None:
+        """The root type of ``kind``; ``None`` (everything untagged) for a kind the table does not know."""
+        return self.kinds.get(kind)
+
+    def field(self, type_name: str | None, key: str) -> Field:
+        if type_name is None:
+            return UNKNOWN
+        return self.types.get(type_name, {}).get(key, UNKNOWN)
+
+
+def _merge(key: str = "", type_name: str | None = None) -> Field:
+    return Field("merge", key, type_name)
+
+
+def _of(type_name: str) -> Field:
+    return Field("", "", type_name)
+
+
+_META: Final = {"metadata": _of("ObjectMeta")}
+_CONDITIONS: Final = {"conditions": _merge("type")}
+_WORKLOAD_SPEC: Final = {"template": _of("PodTemplateSpec")}
+
+
+def _workload(spec: str, status: str) -> dict[str, Field]:
+    return {"metadata": _of("ObjectMeta"), "spec": _of(spec), "status": _of(status)}
+
+
+_TYPES: Final[dict[str, dict[str, Field]]] = {
+    "Object": _META,
+    # meta/v1
+    "ObjectMeta": {"finalizers": _merge(), "ownerReferences": _merge("uid")},
+    "Conditions": _CONDITIONS,
+    # core/v1
+    "Pod": _workload("PodSpec", "PodStatus"),
+    "PodTemplate": {"metadata": _of("ObjectMeta"), "template": _of("PodTemplateSpec")},
+    "PodTemplateSpec": {"metadata": _of("ObjectMeta"), "spec": _of("PodSpec")},
+    "PodSpec": {
+        "volumes": Field("merge,retainKeys", "name"),
+        "initContainers": _merge("name", "Container"),
+        "containers": _merge("name", "Container"),
+        "ephemeralContainers": _merge("name", "Container"),
+        "imagePullSecrets": _merge("name"),
+        "hostAliases": _merge("ip"),
+        "topologySpreadConstraints": _merge("topologyKey"),
+        "resourceClaims": Field("merge,retainKeys", "name"),
+        "schedulingGates": _merge("name"),
+    },
+    "Container": {
+        "ports": _merge("containerPort"),
+        "env": _merge("name"),
+        "volumeMounts": _merge("mountPath"),
+        "volumeDevices": _merge("devicePath"),
+    },
+    "PodStatus": {
+        "conditions": _merge("type"),
+        "podIPs": _merge("ip"),
+        "hostIPs": _merge("ip"),
+        "resourceClaimStatuses": Field("merge,retainKeys", "name"),
+    },
+    "Node": _workload("NodeSpec", "NodeStatus"),
+    "NodeSpec": {"podCIDRs": _merge()},
+    "NodeStatus": {"conditions": _merge("type"), "addresses": _merge("type")},
+    "Service": _workload("ServiceSpec", "Conditions"),
+    "ServiceSpec": {"ports": _merge("port")},
+    "ServiceAccount": {"metadata": _of("ObjectMeta"), "secrets": _merge("name")},
+    "StatusConditions": {"metadata": _of("ObjectMeta"), "status": _of("Conditions")},
+    "ReplicationController": _workload("WorkloadSpec", "Conditions"),
+    "WorkloadSpec": _WORKLOAD_SPEC,
+    # apps/v1: Deployment, StatefulSet, DaemonSet, ReplicaSet
+    "Deployment": _workload("DeploymentSpec", "Conditions"),
+    "DeploymentSpec": {"template": _of("PodTemplateSpec"), "strategy": Field("retainKeys")},
+    "Workload": _workload("WorkloadSpec", "Conditions"),
+    # batch/v1
+    "CronJob": {"metadata": _of("ObjectMeta"), "spec": _of("CronJobSpec")},
+    "CronJobSpec": {"jobTemplate": _of("JobTemplateSpec")},
+    "JobTemplateSpec": {"metadata": _of("ObjectMeta"), "spec": _of("WorkloadSpec")},
+    # policy/v1
+    "PodDisruptionBudget": _workload("PodDisruptionBudgetSpec", "Conditions"),
+    "PodDisruptionBudgetSpec": {"selector": Field("replace")},
+    # storage/v1
+    "CSINode": {"metadata": _of("ObjectMeta"), "spec": _of("CSINodeSpec")},
+    "CSINodeSpec": {"drivers": _merge("name")},
+}
+
+_METADATA_ONLY: Final = (
+    ("", "ConfigMap"),
+    ("", "Secret"),
+    ("", "Endpoints"),
+    ("", "Event"),
+    ("", "LimitRange"),
+    ("", "ResourceQuota"),
+    ("", "PersistentVolume"),
+    ("", "Binding"),
+    ("apps", "ControllerRevision"),
+    ("policy", "Eviction"),
+    ("coordination.k8s.io", "Lease"),
+    ("scheduling.k8s.io", "PriorityClass"),
+    ("storage.k8s.io", "StorageClass"),
+    ("storage.k8s.io", "CSIDriver"),
+    ("storage.k8s.io", "VolumeAttachment"),
+    ("rbac.authorization.k8s.io", "Role"),
+    ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "RoleBinding"),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+)
+
+_KINDS: Final[dict[tuple[str, str], str]] = {
+    ("", "Pod"): "Pod",
+    ("", "PodTemplate"): "PodTemplate",
+    ("", "Node"): "Node",
+    ("", "Service"): "Service",
+    ("", "ServiceAccount"): "ServiceAccount",
+    ("", "Namespace"): "StatusConditions",
+    ("", "PersistentVolumeClaim"): "StatusConditions",
+    ("", "ReplicationController"): "ReplicationController",
+    ("apps", "Deployment"): "Deployment",
+    ("apps", "StatefulSet"): "Workload",
+    ("apps", "DaemonSet"): "Workload",
+    ("apps", "ReplicaSet"): "Workload",
+    ("batch", "Job"): "Workload",
+    ("batch", "CronJob"): "CronJob",
+    ("policy", "PodDisruptionBudget"): "PodDisruptionBudget",
+    ("storage.k8s.io", "CSINode"): "CSINode",
+    **dict.fromkeys(_METADATA_ONLY, "Object"),
+}
+
+BUILTIN_SCHEMA: Final = Schema(_TYPES, _KINDS)
+"""Patch metadata of the built-in kinds kubeplane serves (k8s.io/api core, apps, batch, policy, coordination,
+scheduling, storage, rbac v1)."""
+
+
+# --- Go value model: types, equality and fmt's %v -----------------------------------------------------------
+# Upstream compares decoded JSON with Go's ``==`` (int64 1 != float64 1.0, true != 1) and sorts by ``%v``.
+
+
+def go_type(value: Any) -> str:
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int64"
+    if isinstance(value, float):
+        return "float64"
+    if isinstance(value, str):
+        return "string"
+    return "[]interface {}" if isinstance(value, list) else "map[string]interface {}"
+
+
+def ident(value: Any) -> Any:
+    """A hashable identity with Go's ``==`` semantics for scalars (containers compare by content)."""
+    if isinstance(value, dict | list):
+        return ("json", go_str(value))
+    return (go_type(value), value)
+
+
+def same(a: Any, b: Any) -> bool:
+    return bool(ident(a) == ident(b))
+
+
+def deep_equal(a: Any, b: Any) -> bool:
+    """``reflect.DeepEqual`` over decoded JSON: types must match exactly."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(deep_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(map(deep_equal, a, b))
+    return same(a, b)
+
+
+def go_float(number: float) -> str:
+    if math.isnan(number):
+        return "NaN"
+    if math.isinf(number):
+        return "+Inf" if number > 0 else "-Inf"
+    if number == 0:
+        return "-0" if math.copysign(1.0, number) < 0 else "0"
+    sign = "-" if number < 0 else ""
+    parts = Decimal(repr(abs(number))).normalize().as_tuple()
+    digits = "".join(map(str, parts.digits))
+    point = len(digits) + int(parts.exponent)  # the decimal point sits after this many digits
+    exponent = point - 1
+    if exponent < -4 or exponent >= 6:  # strconv 'g' with shortest precision
+        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{mantissa}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return sign + digits + "0" * (point - len(digits))
+    return f"{sign}{digits[:point]}.{digits[point:]}"
+
+
+def go_str(value: Any) -> str:
+    """Go's ``fmt.Sprintf("%v", value)`` for decoded JSON (maps print with sorted keys)."""
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return go_float(value)
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{go_str(value[k])}" for k in sorted(value)) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(map(go_str, value)) + "]"
+    return str(value)
+
+
+def copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [copy(item) for item in value]
+    return value
+
+
+# --- shared list helpers -------------------------------------------------------------------------------------
+
+
+def no_merge_key(item: Any, key: str) -> PatchError:
+    return PatchError(f"map: {go_str(item)} does not contain declared merge key: {key}")
+
+
+def bad_arg_type(expected: str, actual: Any) -> PatchError:
+    return PatchError(f"expected a {expected}, but received a {go_type(actual)}")
+
+
+def element_kind(*lists: Sequence[Any]) -> str:
+    """``sliceElementType``: every element of every list must have one Go type, and not be a list."""
+    kind: str | None = None
+    for items in lists:
+        for item in items:
+            current = go_type(item)
+            if kind is None:
+                if isinstance(item, list):
+                    raise PatchError("lists of lists are not supported")
+                kind = current
+            elif kind != current:
+                rendered = "[" + " ".join(map(go_str, lists)) + "]"
+                raise PatchError(f"list element types are not identical: {rendered}")
+    if kind is None:
+        raise PatchError("no elements in any of the given slices")
+    return "map" if kind.startswith("map") else kind
+
+
+def index(items: Sequence[Any], value: Any, merge_key: str, kind: str) -> int:
+    def key(item: Any) -> Any:
+        if kind == "map":
+            return ident(item.get(merge_key)) if isinstance(item, dict) else ident(None)
+        return ident(item)
+
+    wanted = key(value)
+    return next((i for i, item in enumerate(items) if key(item) == wanted), -1)
+
+
+def split_deletes(items: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    keep: list[Any] = []
+    delete: list[Any] = []
+    for item in items:
+        if not isinstance(item, dict):
+            raise bad_arg_type("map[string]interface {}", item)
+        (delete if item.get(DIRECTIVE) == "delete" else keep).append(item)
+    return keep, delete
+
+
+def normalize_slice_order(items: list[Any], order: Sequence[Any], merge_key: str, kind: str) -> list[Any]:
+    """Stable-sort ``items`` by their position in ``order``; ``$patch: delete`` elements go last."""
+    deletes: list[Any] = []
+    if kind == "map":
+        for item in [*items, *order]:
+            if not isinstance(item, dict):
+                raise bad_arg_type("map[string]interface {}", item)
+            if merge_key not in item:
+                raise no_merge_key(item, merge_key)
+        items, deletes = split_deletes(items)
+    positions = [index(order, item, merge_key, kind) for item in items]
+    ranked = sorted(range(len(items)), key=lambda i: positions[i] if positions[i] >= 0 else len(order))
+    return [items[i] for i in ranked] + deletes
+
+
+def merge_sorted(left: list[Any], right: list[Any], order: Sequence[Any], merge_key: str, kind: str) -> list[Any]:
+    """``mergeSortedSlice``: interleave two sorted lists, taking ``left`` first only when ``order`` places it
+    before the ``right`` element (both must be found there)."""
+    result: list[Any] = []
+    i = j = 0
+    while i < len(left) or j < len(right):
+        if i >= len(left):
+            take_left = False
+        elif j >= len(right):
+            take_left = True
+        else:
+            li, ri = index(order, left[i], merge_key, kind), index(order, right[j], merge_key, kind)
+            take_left = 0 <= li < ri and ri >= 0
+        if take_left:
+            result.append(left[i])
+            i += 1
+        else:
+            result.append(right[j])
+            j += 1
+    return result
+
+
+def normalize_element_order(
+    patch: list[Any], server_only: list[Any], *, patch_order: Sequence[Any], server_order: Sequence[Any],
+    merge_key: str, kind: str,
+) -> list[Any]:  # fmt: skip
+    patch = normalize_slice_order(patch, patch_order, merge_key, kind)
+    server_only = normalize_slice_order(server_only, server_order, merge_key, kind)
+    return merge_sorted(server_only, patch, server_order, merge_key, kind)
+
+
+def partition(items: list[Any], by: Sequence[Any], merge_key: str) -> tuple[list[Any], list[Any]]:
+    """Split ``items`` into those present in ``by`` (by merge key, or by value for primitives) and the rest."""
+    inside: list[Any] = []
+    outside: list[Any] = []
+    if not merge_key:
+        present = {ident(v) for v in by}
+        for item in items:
+            (inside if ident(item) in present else outside).append(item)
+        return inside, outside
+    for item in items:
+        if not isinstance(item, dict):
+            raise bad_arg_type("map[string]interface {}", item)
+        if merge_key not in item:
+            raise no_merge_key(item, merge_key)
+        found = find_by_key(by, merge_key, item[merge_key]) >= 0
+        (inside if found else outside).append(item)
+    return inside, outside
+
+
+def find_by_key(items: Sequence[Any], merge_key: str, value: Any) -> int:
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise PatchError(f"value for key {i} is not a map")
+        if merge_key in item and same(item[merge_key], value):
+            return i
+    return -1
+
+
+def dedup(items: list[Any]) -> list[Any]:
+    """``deduplicateScalars``, including its order (a later duplicate is overwritten by the last element)."""
+    items = list(items)
+    last = len(items) - 1
+    i = 0
+    while i < last:
+        j = i + 1
+        while j <= last:
+            if same(items[i], items[j]):
+                items[j] = items[last]
+                items.pop()
+                last -= 1
+                continue
+            j += 1
+        i += 1
+    return items
+
+
+def sort_scalars(items: Sequence[Any]) -> list[Any]:
+    return sorted(items, key=go_str)
+
+
+def split_strategy(found: Field) -> tuple[bool, str]:
+    """``extractRetainKeysPatchStrategy``: (has retainKeys, the other strategy)."""
+    parts = [part for part in found.strategy.split(",") if part]
+    retain = "retainKeys" in parts
+    others = [part for part in parts if part != "retainKeys"]
+    if len(parts) > 2 or len(others) > 1:
+        raise PatchError(f"unexpected patch strategy: {parts}")
+    return retain, others[0] if others else ""
+
+
+def key_equal(left: Any, right: Any, merge_key: str) -> bool:
+    """``mergeKeyValueEqual``: primitives compare by value, objects by their merge key (which must exist)."""
+    if not merge_key:
+        return same(left, right)
+    for item in (left, right):
+        if not isinstance(item, dict):
+            raise bad_arg_type("map[string]interface {}", item)
+        if merge_key not in item:
+            raise no_merge_key(item, merge_key)
+    return same(left[merge_key], right[merge_key])
+
+
+def discard_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: discard_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [discard_nulls(item) for item in value]
+    return value
+
+
+def remove_directives(value: Any) -> tuple[bool, Any]:
+    if isinstance(value, dict):
+        if DIRECTIVE in value:
+            return False, None
+        kept = {key: remove_directives(item) for key, item in value.items()}
+        return True, {key: item for key, (keep, item) in kept.items() if keep}
+    if isinstance(value, list):
+        return True, [item for keep, item in map(remove_directives, value) if keep]
+    return True, value
+
+
+def validate_order(items: list[Any], order: list[Any], merge_key: str) -> None:
+    """The patch list's elements (deletions aside) must appear in ``$setElementOrder`` in the same order."""
+    if not order or not items:
+        return
+    kept = split_deletes(items)[0] if merge_key else items
+    i = j = 0
+    while i < len(kept) and j < len(order):
+        if isinstance(kept[i], dict) and DIRECTIVE in kept[i]:
+            i += 1
+            continue
+        if key_equal(kept[i], order[j], merge_key):
+            i += 1
+        j += 1
+    if i < len(kept) and j >= len(order):
+        raise PatchError(
+            f"the order in patch list:\n{go_str(items)}\n doesn't match {ORDER_PREFIX} list:\n{go_str(order)}"
+        )
+
+
+def diff_scalars(
+    original: list[Any], modified: list[Any], *, additions_too: bool, deletions_too: bool
+) -> tuple[list[Any], list[Any]]:
+    """``diffListsOfScalars``: walk both lists sorted by ``%v``; returns (additions, de-duplicated deletions)."""
+    old, new = sort_scalars(original), sort_scalars(modified)
+    additions: list[Any] = []
+    deletions: list[Any] = []
+    i = j = 0
+    while i < len(old) or j < len(new):
+        a = go_str(old[i]) if i < len(old) else None
+        b = go_str(new[j]) if j < len(new) else None
+        if a is not None and b is not None and a == b:
+            i, j = i + 1, j + 1
+        elif a is None or (b is not None and a > b):
+            if additions_too:
+                additions.append(new[j])
+            j += 1
+        else:
+            if deletions_too:
+                deletions.append(old[i])
+            i += 1
+    return additions, dedup(deletions)
