@@ -15,8 +15,8 @@ $(STAMP): pyproject.toml constraints.txt
 venv: $(STAMP)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench tools
+	$(VENV)/bin/ruff format --check src tests bench tools
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

@@ -19,6 +19,7 @@ from typing import Any
 from kubeplane.api import labels as apilabels
 from kubeplane.api import meta as apimeta
 from kubeplane.api import patch as apipatch
+from kubeplane.api import strategicpatch
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.validation.field import Error as FieldError
 from kubeplane.api.validation.field import invalid, new_path, required
@@ -31,7 +32,8 @@ from .watchcache import Obj, decode, encode
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
-PATCH_TYPES = (MERGE_PATCH, JSON_PATCH)
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+PATCH_TYPES = (MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH)
 
 
 def _success(code: int = 201) -> Obj:
@@ -48,7 +50,9 @@ async def patch_object(
     patch: Any,
     subresource: str | None = None,
     dry_run: bool = False,
+    check: Callable[[Obj], Obj] | None = None,
 ) -> Obj:
+    """Apply a merge, JSON or strategic merge patch; ``check`` (field validation) sees and may prune the result."""
     if content_type not in PATCH_TYPES:
         raise errors.unsupported_media_type(content_type)
     if content_type == MERGE_PATCH:
@@ -65,6 +69,10 @@ async def patch_object(
         try:
             if content_type == MERGE_PATCH:
                 result = apipatch.json_merge_patch(old, patch)
+            elif content_type == STRATEGIC_PATCH:
+                if not isinstance(patch, dict):
+                    raise apipatch.PatchError("a strategic merge patch must be a JSON object", code=400)
+                result = strategicpatch.strategic_merge_patch(old, patch, kind=(info.group, info.kind))
             else:
                 result = apipatch.json_patch(old, patch)
         except apipatch.PatchError as exc:
@@ -72,13 +80,16 @@ async def patch_object(
             raise errors.APIError(code=exc.code, reason=reason, message=str(exc)) from None
         if not isinstance(result, dict) or not isinstance(result.get("metadata", {}), dict):
             raise errors.bad_request("the patch did not produce an object")
-        result.setdefault("metadata", {})
-        meta = result["metadata"]
+        patched: Obj = result
+        patched.setdefault("metadata", {})
+        if check is not None:
+            patched = check(patched)
+        meta = patched["metadata"]
         if meta.get("name", name) != name:
             raise errors.bad_request(
                 f"the name of the object ({meta.get('name')}) does not match the name on the URL ({name})"
             )
-        return result
+        return patched
 
     return await registry.guaranteed_update(
         info, namespace, name, apply, precondition=precondition, subresource=subresource, dry_run=dry_run

@@ -28,6 +28,7 @@ from kubeplane.apiserver.listing import ListOptions, WatchOptions, list_objects,
 from kubeplane.apiserver.registry import Registry
 from kubeplane.apiserver.watchcache import CacheWatcher, WatchEvent
 
+from . import negotiation
 from .discovery import AGGREGATED_V2, Discovery, wants_aggregated
 from .routes import BadPath, RequestInfo, parse_request
 
@@ -38,6 +39,7 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 MAX_BODY = 3 * 1024 * 1024
+BODY_TYPES = ("application/json", "", negotiation.PROTOBUF)
 OPEN_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
 NOT_FOUND_MESSAGE = "the server could not find the requested resource"
 VERSION = {
@@ -61,7 +63,7 @@ def _not_found() -> APIError:
 
 
 class Request:
-    __slots__ = ("headers", "info", "method", "query", "receive")
+    __slots__ = ("headers", "info", "method", "query", "raw", "receive", "table_headers_sent")
 
     def __init__(self, scope: Scope, receive: Receive, info: RequestInfo, query: dict[str, str]) -> None:
         self.method: str = scope["method"]
@@ -69,6 +71,8 @@ class Request:
         self.query = query
         self.info = info
         self.receive = receive
+        self.raw = b""
+        self.table_headers_sent = False  # a Table watch sends column definitions with its first event only
 
     async def body(self, limit: int) -> bytes:
         length = self.headers.get("content-length")
@@ -92,16 +96,14 @@ class Request:
     def content_type(self) -> str:
         return self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
-    async def json(self, limit: int, *, allowed: tuple[str, ...] = ("application/json", "")) -> Any:
+    async def json(self, limit: int, *, allowed: tuple[str, ...] = BODY_TYPES) -> Any:
+        """The decoded body (JSON, or Kubernetes protobuf where allowed); the raw bytes stay in ``raw``."""
         if self.content_type not in allowed:
             raise errors.unsupported_media_type(self.headers.get("content-type", ""))
-        raw = await self.body(limit)
+        self.raw = raw = await self.body(limit)
         if not raw.strip():
             raise errors.bad_request("the request body is empty")
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise errors.bad_request(f"the request body is not valid JSON: {exc}") from None
+        return negotiation.decode_body(raw, self.content_type)
 
 
 class APIServerApp:
@@ -119,6 +121,7 @@ class APIServerApp:
         self.max_body = max_body
         self.bookmark_interval = bookmark_interval
         self.discovery = Discovery(registry.table)
+        self.openapi = negotiation.OpenAPIDocuments(registry.table)
         self.rng = rng or random.Random()
         self.watchers: set[CacheWatcher] = set()
 
@@ -137,6 +140,21 @@ class APIServerApp:
         except Exception as exc:  # a 500 for user input is a bug: log it, keep serving
             log.exception("internal error serving %s %s", scope.get("method"), scope.get("path"))
             await _send_json(send, 500, errors.internal(type(exc).__name__).status)
+
+    def _frames(self, resource: ResourceInfo, events: list[WatchEvent], request: Request, as_table: bool) -> bytes:
+        if not as_table:
+            return _frames(resource, events)
+        out = []
+        for event in events:
+            first = not request.table_headers_sent
+            obj = self.registry._with_type(resource, event.obj) if event.type != "BOOKMARK" else event.obj
+            doc = negotiation.table_event(
+                resource, event.type, obj, query=request.query, now=self.registry.now(), headers=first
+            )
+            if event.type != "BOOKMARK":
+                request.table_headers_sent = True
+            out.append(orjson.dumps(doc) + b"\n")
+        return b"".join(out)
 
     def close_watches(self) -> None:
         for watcher in list(self.watchers):
@@ -178,6 +196,12 @@ class APIServerApp:
         parts = request.info.parts
         if request.method != "GET":
             raise errors.method_not_allowed(request.method, request.info.path)
+        if parts[:2] == ("openapi", "v3"):
+            data = self.openapi.get(parts)
+            if data is None:
+                raise _not_found()
+            await _send(send, 200, data, "application/json")
+            return
         aggregated = wants_aggregated(request.headers.get("accept", ""))
         doc: dict[str, Any] | None = None
         if parts == ("api",):
@@ -224,6 +248,8 @@ class APIServerApp:
         verb, sub, ns, name = info.verb, info.subresource, info.namespace, info.name
         registry = self.registry
         dry_run = request.query.get("dryRun") == "All"
+        as_table = negotiation.wants_table(request.headers.get("accept", ""))
+        fields = negotiation.FieldValidation.from_query(request.query)
         if info.resource == "bindings" and verb == "create" and ns is not None:  # legacy namespaces/NS/bindings
             body = await request.json(self.max_body)
             pod = ((body.get("metadata") or {}).get("name") if isinstance(body, dict) else None) or ""
@@ -236,7 +262,13 @@ class APIServerApp:
                 assert ns is not None
                 await _send_json(send, 200, await subresources.get_scale(registry, resource, ns, name))
             elif sub in ("", "status"):
-                await _send_json(send, 200, await registry.get(resource, ns, name))
+                obj = await registry.get(resource, ns, name)
+                if as_table:
+                    meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+                    doc = negotiation.table(resource, [obj], list_meta=meta, query=request.query, now=registry.now())
+                    await _send_json(send, 200, doc, content_type=negotiation.TABLE_CONTENT_TYPE)
+                else:
+                    await _send_json(send, 200, obj)
             else:
                 raise errors.method_not_allowed(request.method, info.path)
         elif verb == "list":
@@ -247,9 +279,16 @@ class APIServerApp:
                 send_initial_events=request.query.get("sendInitialEvents"),
                 watch=False,
             )
-            await _send_json(send, 200, await list_objects(registry, resource, ns, _list_options(request.query)))
+            listed = await list_objects(registry, resource, ns, _list_options(request.query))
+            if as_table:
+                doc = negotiation.table(
+                    resource, listed["items"], list_meta=listed["metadata"], query=request.query, now=registry.now()
+                )
+                await _send_json(send, 200, doc, content_type=negotiation.TABLE_CONTENT_TYPE)
+            else:
+                await _send_json(send, 200, listed)
         elif verb == "watch":
-            await self._watch(request, send, resource)
+            await self._watch(request, send, resource, as_table=as_table)
         elif verb == "create":
             body = await request.json(self.max_body)
             if sub == "binding" and ns is not None:
@@ -257,7 +296,9 @@ class APIServerApp:
             elif sub == "eviction" and ns is not None:
                 await _send_json(send, 201, await subresources.evict(registry, ns, name, body))
             elif not sub and not name:
-                await _send_json(send, 201, await registry.create(resource, ns, body, dry_run=dry_run))
+                body = fields.check_body(resource, request.raw, body, request.content_type)
+                created = await registry.create(resource, ns, body, dry_run=dry_run)
+                await _send_json(send, 201, created, headers=fields.headers())
             else:
                 raise errors.method_not_allowed(request.method, info.path)
         elif verb == "update":
@@ -267,8 +308,9 @@ class APIServerApp:
             elif sub == "finalize" and resource.plural == "namespaces":
                 await _send_json(send, 200, await self._finalize(resource, name, body))
             elif sub in ("", "status"):
+                body = fields.check_body(resource, request.raw, body, request.content_type)
                 result = await registry.update(resource, ns, name, body, subresource=sub or None, dry_run=dry_run)
-                await _send_json(send, 200, result)
+                await _send_json(send, 200, result, headers=fields.headers())
             else:
                 raise errors.method_not_allowed(request.method, info.path)
         elif verb == "patch":
@@ -281,6 +323,7 @@ class APIServerApp:
                 scale = json_merge_patch(current, patch)
                 await _send_json(send, 200, await subresources.update_scale(registry, resource, ns, name, scale))
             elif sub in ("", "status"):
+                fields.check_patch_body(resource, request.raw)
                 result = await subresources.patch_object(
                     registry,
                     resource,
@@ -290,8 +333,9 @@ class APIServerApp:
                     patch=patch,
                     subresource=sub or None,
                     dry_run=dry_run,
+                    check=lambda obj: fields.check_patched(resource, obj),
                 )
-                await _send_json(send, 200, result)
+                await _send_json(send, 200, result, headers=fields.headers())
             else:
                 raise errors.method_not_allowed(request.method, info.path)
         elif verb == "delete" and not sub:
@@ -321,7 +365,7 @@ class APIServerApp:
                 await self.registry.store.delete(resource.key(name))
         return updated
 
-    async def _watch(self, request: Request, send: Send, resource: ResourceInfo) -> None:
+    async def _watch(self, request: Request, send: Send, resource: ResourceInfo, *, as_table: bool = False) -> None:
         query = request.query
         timeout = _timeout_seconds(query.get("timeoutSeconds"), self.rng)
         send_initial = query.get("sendInitialEvents")
@@ -369,7 +413,7 @@ class APIServerApp:
             never runs ahead of an event this watcher has not been sent yet."""
             if bookmark:
                 cache.sync()
-            body = _frames(resource, _drain(watcher)) if watcher.queue else b""
+            body = self._frames(resource, _drain(watcher), request, as_table) if watcher.queue else b""
             if bookmark:
                 body += orjson.dumps(_bookmark(resource, cache.revision)) + b"\n"
             if body:
@@ -477,16 +521,29 @@ def _check_accept(accept: str) -> None:
     raise errors.not_acceptable(accept)
 
 
-async def _send(send: Send, status: int, body: bytes, content_type: str) -> None:
+async def _send(
+    send: Send, status: int, body: bytes, content_type: str, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())],
+            "headers": [
+                (b"content-type", content_type.encode()),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
         }
     )
     await send({"type": "http.response.body", "body": body})
 
 
-async def _send_json(send: Send, status: int, doc: Any, *, content_type: str = "application/json") -> None:
-    await _send(send, status, orjson.dumps(doc), content_type)
+async def _send_json(
+    send: Send,
+    status: int,
+    doc: Any,
+    *,
+    content_type: str = "application/json",
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    await _send(send, status, orjson.dumps(doc), content_type, headers)

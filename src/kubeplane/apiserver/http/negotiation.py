@@ -1,0 +1,169 @@
+"""What a request asks for beyond its verb: body encodings, field validation, Table output, OpenAPI documents.
+
+* Bodies: JSON, or Kubernetes protobuf (``application/vnd.kubernetes.protobuf``, which kubectl's typed clients
+  send for built-in kinds), decoded to the same wire-format dict.
+* ``fieldValidation`` (Strict / Warn / Ignore; default Warn, as upstream): unknown and duplicate fields are a 400
+  with upstream's strict-decoding message, a ``Warning`` header each, or nothing. Whatever the mode, unknown
+  fields are never stored (upstream drops them when decoding into Go types).
+* Table output (``Accept: application/json;as=Table;v=v1;g=meta.k8s.io``) for get, list and watch, through
+  :mod:`kubeplane.apiserver.printers`; ``includeObject`` as upstream.
+* ``/openapi/v3`` and its group-version documents, serialised once per server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from kubeplane.api import openapi as apiopenapi
+from kubeplane.api import protobuf as apiprotobuf
+from kubeplane.api import schema as apischema
+from kubeplane.api.resources import ResourceInfo, ResourceTable
+from kubeplane.apiserver import errors, printers
+
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+TABLE_CONTENT_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+FIELD_VALIDATION_MODES = ("Ignore", "Warn", "Strict")
+
+
+def decode_body(raw: bytes, content_type: str) -> Any:
+    if content_type == PROTOBUF:
+        try:
+            return apiprotobuf.decode_object(raw)
+        except apiprotobuf.ProtobufError as exc:
+            raise errors.bad_request(f"the request body is not valid Kubernetes protobuf: {exc}") from None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise errors.bad_request(f"the request body is not valid JSON: {exc}") from None
+
+
+@dataclass
+class FieldValidation:
+    """One request's field validation: the mode, and the warnings to send back."""
+
+    mode: str = "Warn"
+    warnings: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_query(cls, query: dict[str, str]) -> FieldValidation:
+        mode = query.get("fieldValidation", "") or "Warn"
+        if mode not in FIELD_VALIDATION_MODES:
+            raise errors.bad_request(
+                f'fieldValidation parameter unsupported: "{mode}" (supported: "Ignore", "Warn", "Strict")'
+            )
+        return cls(mode)
+
+    def _report(self, problems: list[str], info: ResourceInfo) -> None:
+        if not problems or self.mode == "Ignore":
+            return
+        if self.mode == "Strict":
+            raise errors.bad_request(
+                f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: '
+                f"{apischema.strict_decoding_error(problems)}"
+            )
+        self.warnings.extend(problems)
+
+    def check_body(self, info: ResourceInfo, raw: bytes, body: Any, content_type: str) -> Any:
+        """Validate a create/update body, return it without unknown fields."""
+        if not isinstance(body, dict):
+            return body
+        if content_type != PROTOBUF:  # protobuf cannot carry unknown or duplicate fields
+            self._report(
+                apischema.strict_field_errors(raw, group=info.group, version=info.version, kind=info.kind), info
+            )
+        return apischema.prune_unknown(body, group=info.group, version=info.version, kind=info.kind)
+
+    def check_patch_body(self, info: ResourceInfo, raw: bytes) -> None:
+        self._report(apischema.duplicate_fields(raw), info)
+
+    def check_patched(self, info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
+        """Validate a patched object (unknown fields the patch introduced), return it pruned."""
+        self._report(apischema.unknown_fields(obj, group=info.group, version=info.version, kind=info.kind), info)
+        return apischema.prune_unknown(obj, group=info.group, version=info.version, kind=info.kind)
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        """RFC 7234 ``Warning: 299 - "<text>"`` headers, one per problem (upstream's warning format)."""
+        out = []
+        for text in self.warnings:
+            quoted = text.replace("\\", "\\\\").replace('"', '\\"')
+            out.append((b"warning", f'299 - "{quoted}"'.encode()))
+        return out
+
+
+def wants_table(accept: str) -> bool:
+    for part in accept.split(","):
+        params = {p.strip() for p in part.split(";")}
+        if "as=Table" in params and "g=meta.k8s.io" in params and ("v=v1" in params or "v=v1beta1" in params):
+            return True
+    return False
+
+
+def _kind(info: ResourceInfo) -> tuple[str, str]:
+    return info.group, info.kind
+
+
+def table(
+    info: ResourceInfo, objects: list[dict[str, Any]], *, list_meta: dict[str, Any], query: dict[str, str], now: float
+) -> dict[str, Any]:
+    try:
+        return printers.to_table(
+            _kind(info), objects, list_meta=list_meta, include_object=query.get("includeObject", "Metadata"), now=now
+        )
+    except ValueError as exc:
+        raise errors.bad_request(str(exc)) from None
+
+
+def table_event(
+    info: ResourceInfo, event_type: str, obj: dict[str, Any], *, query: dict[str, str], now: float, headers: bool
+) -> dict[str, Any]:
+    """One watch event whose object is a Table of one row (column headers only on the first event)."""
+    if event_type in ("BOOKMARK", "ERROR"):
+        return {"type": event_type, "object": obj}
+    meta = {"resourceVersion": (obj.get("metadata") or {}).get("resourceVersion", "")}
+    try:
+        converted = printers.to_table(
+            _kind(info),
+            [obj],
+            list_meta=meta,
+            include_object=query.get("includeObject", "Metadata"),
+            now=now,
+            no_headers=not headers,
+        )
+    except ValueError as exc:
+        raise errors.bad_request(str(exc)) from None
+    return {"type": event_type, "object": converted}
+
+
+class OpenAPIDocuments:
+    """The /openapi/v3 root and per-group-version documents, built on first use and kept as bytes."""
+
+    def __init__(self, table: ResourceTable) -> None:
+        self._table = table
+        self._docs: dict[str, bytes] = {}
+
+    def get(self, parts: tuple[str, ...]) -> bytes | None:
+        key = "/".join(parts[2:])
+        if key in self._docs:
+            return self._docs[key]
+        if not key:
+            doc: dict[str, Any] = apiopenapi.openapi_root(self._table)
+        elif parts[2] == "api" and len(parts) == 4:
+            doc = self._group_version("", parts[3]) or {}
+        elif parts[2] == "apis" and len(parts) == 5:
+            doc = self._group_version(parts[3], parts[4]) or {}
+        else:
+            return None
+        if not doc:
+            return None
+        data = apiopenapi.document_bytes(doc)
+        self._docs[key] = data
+        return data
+
+    def _group_version(self, group: str, version: str) -> dict[str, Any] | None:
+        try:
+            return apiopenapi.openapi_group_version(self._table, group, version)
+        except LookupError:
+            return None
