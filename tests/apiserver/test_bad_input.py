@@ -302,3 +302,40 @@ def test_discovery_documents(server: Server) -> None:
     apps = next(i for i in aggregated["items"] if i["metadata"]["name"] == "apps")
     deployments = next(r for r in apps["versions"][0]["resources"] if r["resource"] == "deployments")
     assert {"scale", "status"} <= {s["subresource"] for s in deployments["subresources"]}
+
+
+@pytest.mark.parametrize(
+    ("mode", "warned"), [("Warn", True), ("Ignore", False), ("", True)], ids=["warn", "ignore", "default-is-warn"]
+)
+def test_field_validation_warn_and_ignore_store_no_unknown_field(server: Server, mode: str, warned: bool) -> None:
+    """fieldValidation Warn (the default) answers with a Warning header per problem, Ignore says nothing;
+    either way the unknown field is dropped, as decoding into typed objects does upstream."""
+    name = f"fv-{mode.lower() or 'default'}"
+    body = {"metadata": {"name": name}, "data": {"k": "v"}, "bogus": 1}
+    conn = server.connection()
+    query = f"?fieldValidation={mode}" if mode else ""
+    conn.request(
+        "POST",
+        f"/api/v1/namespaces/default/configmaps{query}",
+        body=json.dumps(body),
+        headers={"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"},
+    )
+    response = conn.getresponse()
+    created = json.loads(response.read())
+    warning = response.getheader("Warning")
+    conn.close()
+    assert response.status == 201
+    assert "bogus" not in created
+    assert (warning == '299 - "unknown field \\"bogus\\""') is warned
+    assert (warning is None) is not warned
+    _, stored = request(server, "GET", f"/api/v1/namespaces/default/configmaps/{name}")
+    assert "bogus" not in stored
+
+
+def test_aggregated_core_discovery_lists_pod_subresources(server: Server) -> None:
+    accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+    _, core = request(server, "GET", "/api", headers={"Accept": accept})
+    pods = next(r for r in core["items"][0]["versions"][0]["resources"] if r["resource"] == "pods")
+    subs = {s["subresource"]: s for s in pods["subresources"]}
+    assert {"eviction", "binding", "status"} <= set(subs)
+    assert subs["eviction"]["responseKind"] == {"group": "policy", "version": "v1", "kind": "Eviction"}

@@ -354,3 +354,37 @@ def test_drain_evicts_and_cordons(kubectl: Kubectl, api_client_for: Any) -> None
     assert v1.list_pod_for_all_namespaces(field_selector="spec.nodeName=node01").items == []
     assert kubectl.json("get", "node", "node01")["spec"]["unschedulable"] is True
     kubectl("uncordon", "node01")
+
+
+def test_kubectl_discovers_everything_in_two_requests(kubectl: Kubectl, tmp_path: Path) -> None:
+    """Aggregated discovery: a fresh kubectl asks /api and /apis once each, and nothing per group version."""
+    fresh = [str(KUBECTL), "--kubeconfig", str(kubectl.server.kubeconfig), "--cache-dir", str(tmp_path / "c")]
+    result = subprocess.run([*fresh, "api-resources", "-v=6"], capture_output=True, text=True, timeout=60, check=True)
+    urls = sorted(
+        line.split('url="', 1)[1].split('"', 1)[0].split("?", 1)[0].rsplit("/", 1)[-1]
+        for line in result.stderr.splitlines()
+        if 'url="' in line and "GET" in line
+    )
+    assert urls == ["api", "apis"]
+    names = {line.split()[0] for line in result.stdout.splitlines()[1:]}
+    assert {"pods", "deployments", "poddisruptionbudgets", "leases", "priorityclasses"} <= names
+
+
+def test_describe_node_shows_its_events(kubectl: Kubectl) -> None:
+    kubectl("apply", "-f", "-", stdin=NODE)
+    node = kubectl.json("get", "node", "node01")
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "node01.1", "namespace": "default"},
+        "involvedObject": {"kind": "Node", "name": "node01", "uid": node["metadata"]["uid"]},
+        "reason": "NodeNotReady",
+        "message": "Node node01 status is now: NodeNotReady",
+        "type": "Normal",
+        "source": {"component": "node-controller"},
+        "count": 1,
+    }
+    kubectl("create", "-f", "-", stdin=json.dumps(event))
+    described = kubectl("describe", "node", "node01").stdout
+    assert "NodeNotReady" in described
+    assert "Node node01 status is now: NodeNotReady" in described
