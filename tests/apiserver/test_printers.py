@@ -522,7 +522,7 @@ def test_print_workloads(kind: tuple[str, str], obj: dict[str, Any], want: list[
             {
                 "metadata": {"name": "ev2"},
                 "eventTime": "2023-11-14T22:13:00.000000Z",
-                "reportingController": "default-scheduler",
+                "reportingComponent": "default-scheduler",  # core/v1's JSON name for the reporting controller
                 "type": "Normal",
                 "reason": "Scheduled",
                 "involvedObject": {"kind": "Node"},
@@ -537,7 +537,7 @@ def test_print_workloads(kind: tuple[str, str], obj: dict[str, Any], want: list[
                 "metadata": {"name": "ev3"},
                 "eventTime": ago(600).replace("Z", ".000000Z"),
                 "series": {"count": 7, "lastObservedTime": ago(5).replace("Z", ".000000Z")},
-                "reportingController": "c",
+                "reportingComponent": "c",  # core/v1's JSON name for the reporting controller
                 "reportingInstance": "i",
             },
             ["5s", "", "", "", "", "c, i", "", "10m", 7, "ev3"],

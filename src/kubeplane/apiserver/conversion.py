@@ -43,13 +43,14 @@ def from_storage(info: ResourceInfo, obj: Obj) -> Obj:
     return out
 
 
+def events_v1_fields_to_core(obj: Obj) -> Obj:
+    """An events.k8s.io/v1 Event's fields under their core/v1 names (apiVersion and kind untouched)."""
+    return {_EVENTS_V1.get(key, key): value for key, value in obj.items()}
+
+
 def to_storage(info: ResourceInfo, storage: ResourceInfo, obj: Obj) -> Obj:
     """An object written through ``info`` in the stored form of ``storage``."""
     if not converts(info):
         return obj
-    out: Obj = {"apiVersion": storage.api_version, "kind": storage.kind}
-    for key, value in obj.items():
-        if key in ("apiVersion", "kind"):
-            continue
-        out[_EVENTS_V1.get(key, key)] = value
-    return out
+    fields = events_v1_fields_to_core({k: v for k, v in obj.items() if k not in ("apiVersion", "kind")})
+    return {"apiVersion": storage.api_version, "kind": storage.kind, **fields}

@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from kubeplane.api.meta import format_time
 from kubeplane.api.validation.field import go_quote
+from kubeplane.apiserver.conversion import events_v1_fields_to_core
 from kubeplane.apiserver.printers_workloads import (
     AGE_COLUMN,
     CREATED_DOC,
@@ -164,16 +165,6 @@ EVENT_COLUMNS: Final = (
     Column("Name", "string", NAME_DOC, priority=1, format="name"),
 )
 
-# events.k8s.io/v1 field -> core/v1 field, as upstream converts before printing (one storage, one printer).
-_EVENTS_V1_FIELDS: Final = {
-    "regarding": "involvedObject",
-    "note": "message",
-    "deprecatedSource": "source",
-    "deprecatedFirstTimestamp": "firstTimestamp",
-    "deprecatedLastTimestamp": "lastTimestamp",
-    "deprecatedCount": "count",
-}
-
 
 def event_row(event: Obj, now: float) -> list[Any]:
     """Upstream ``printEvent``: LAST SEEN falls back to FIRST SEEN, which falls back to ``eventTime``; a
@@ -194,7 +185,8 @@ def event_row(event: Obj, now: float) -> list[Any]:
     kind = str(involved.get("kind") or "").lower()
     target = f"{kind}/{involved['name']}" if involved.get("name") else kind
     source = section(event, "source")
-    component = str(source.get("component") or "") or str(event.get("reportingController") or "")
+    # core/v1 JSON names upstream's ReportingController field "reportingComponent"
+    component = str(source.get("component") or "") or str(event.get("reportingComponent") or "")
     host = str(source.get("host") or "") or str(event.get("reportingInstance") or "")
     return [
         last,
@@ -212,7 +204,7 @@ def event_row(event: Obj, now: float) -> list[Any]:
 
 def events_v1_row(event: Obj, now: float) -> list[Any]:
     """An events.k8s.io/v1 Event, renamed to its core/v1 fields and printed as one."""
-    return event_row({_EVENTS_V1_FIELDS.get(k, k): v for k, v in event.items()}, now)
+    return event_row(events_v1_fields_to_core(dict(event)), now)
 
 
 # --- services -------------------------------------------------------------------------------------------
