@@ -18,14 +18,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import signal
-import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
+
+from apiserver_process import running_apiserver
 
 CONNECTIONS = 32
 
@@ -157,42 +154,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="a run of well under a minute")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="kubeplane-apibench-") as tmp:
-        data = Path(tmp) / "data"
-        log = open(Path(tmp) / "apiserver.log", "wb")  # noqa: SIM115 - closed below
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "kubeplane.cli.main",
-                "apiserver",
-                "--data-dir",
-                str(data),
-                "--port",
-                "0",
-                "--no-tls",
-            ],
-            stdout=log,
-            stderr=log,
-        )
-        try:
-            kubeconfig = data / "kubeconfig"
-            deadline = time.monotonic() + 30
-            while not kubeconfig.exists():
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"apiserver did not start: {(Path(tmp) / 'apiserver.log').read_text()}")
-                time.sleep(0.05)
-            text = kubeconfig.read_text()
-            address = text.split("server: http://", 1)[1].split("\n", 1)[0]
-            host, port = address.rsplit(":", 1)
-            token = text.split("token: ", 1)[1].split("\n", 1)[0]
-            import uvloop
+    with running_apiserver("--no-tls") as kubeconfig:  # the bench's minimal client speaks plain HTTP
+        text = kubeconfig.read_text()
+        address = text.split("server: http://", 1)[1].split("\n", 1)[0]
+        host, port = address.rsplit(":", 1)
+        token = text.split("token: ", 1)[1].split("\n", 1)[0]
+        import uvloop
 
-            uvloop.run(bench(host, int(port), token, args.quick))
-        finally:
-            os.kill(server.pid, signal.SIGTERM)
-            server.wait(timeout=30)
-            log.close()
+        uvloop.run(bench(host, int(port), token, args.quick))
 
 
 if __name__ == "__main__":

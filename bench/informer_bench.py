@@ -9,6 +9,7 @@ Run: ``.venv/bin/python bench/informer_bench.py [--quick]``.
 Metrics (``transport`` is ``local`` or ``http``):
 * ``list_objects_per_s``: a new informer over N existing pods, from ``start()`` to ``has_synced()`` (paged
   list of 500, cache filled, one counting handler called for every pod).
+* ``watchlist_objects_per_s``: the same sync by WatchList (sendInitialEvents) instead of a list.
 * ``watch_events_per_s``: a backlog of M watch events (M/2 pod creates, then M/2 pod updates) replayed into a
   synced informer: the informer's list is answered empty at the resourceVersion before the writes, so its
   watch receives all M events at once; timed until the cache holds the last version and the handler has been
@@ -22,16 +23,13 @@ import asyncio
 import dataclasses
 import importlib.util
 import json
-import os
 import random
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, cast
 
+from apiserver_process import running_apiserver
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.client.clock import SystemClock
 from kubeplane.client.informer import SharedInformer
@@ -79,20 +77,25 @@ async def write_all(client: Client, ops: list[Any]) -> None:
 
 
 async def bench_list(client: Client, namespace: str, n: int, **params: object) -> None:
+    """Objects/s into an informer's cache by its initial sync: a paged list, then (same objects) WatchList."""
     res = client.resource("pods")
     await client.create(client.resource("namespaces"), {"metadata": {"name": namespace}})
     await write_all(client, [lambda i=i: client.create(res, pod(f"l-{i:06d}"), namespace=namespace) for i in range(n)])
-    calls = [0]
-    informer = SharedInformer(client, res, clock=SystemClock(), rng=random.Random(1), namespace=namespace)
-    informer.add_event_handler(on_add=lambda obj: calls.__setitem__(0, calls[0] + 1))
-    start = time.perf_counter()
-    informer.start()
-    await informer.wait_for_sync()
-    elapsed = time.perf_counter() - start
-    await informer.stop()
-    assert calls[0] == n, calls[0]
-    assert len(informer.indexer) == n, len(informer.indexer)
-    emit("list_objects_per_s", n / elapsed, "objects/s", n=n, page_size=500, **params)
+    for metric, watch_list in (("list_objects_per_s", False), ("watchlist_objects_per_s", True)):
+        calls = [0]
+        informer = SharedInformer(
+            client, res, clock=SystemClock(), rng=random.Random(1), namespace=namespace, watch_list=watch_list
+        )
+        informer.add_event_handler(on_add=lambda obj, calls=calls: calls.__setitem__(0, calls[0] + 1))
+        start = time.perf_counter()
+        informer.start()
+        await informer.wait_for_sync()
+        elapsed = time.perf_counter() - start
+        await informer.stop()
+        assert calls[0] == n, calls[0]
+        assert len(informer.indexer) == n, len(informer.indexer)
+        assert informer.reflector.watch_list is watch_list, "the server refused WatchList"
+        emit(metric, n / elapsed, "objects/s", n=n, page_size=500, **params)
 
 
 async def bench_watch(client: Client, namespace: str, m: int, **params: object) -> None:
@@ -117,7 +120,9 @@ async def bench_watch(client: Client, namespace: str, m: int, **params: object) 
             done.set()
 
     backlog = cast(Client, BacklogClient(client, before))
-    informer = SharedInformer(backlog, res, clock=SystemClock(), rng=random.Random(1), namespace=namespace)
+    informer = SharedInformer(
+        backlog, res, clock=SystemClock(), rng=random.Random(1), namespace=namespace, watch_list=False
+    )
     informer.add_event_handler(on_add=count, on_update=count)
     start = time.perf_counter()
     informer.start()
@@ -155,29 +160,11 @@ async def run_http(kubeconfig: Path, quick: bool) -> None:
 
 
 def with_apiserver(quick: bool) -> None:
-    with tempfile.TemporaryDirectory(prefix="kubeplane-informerbench-") as tmp:
-        data = Path(tmp) / "data"
-        log = open(Path(tmp) / "apiserver.log", "wb")  # noqa: SIM115 - closed below
-        server = subprocess.Popen(
-            [sys.executable, "-m", "kubeplane.cli.main", "apiserver", "--data-dir", str(data), "--port", "0"],
-            stdout=log,
-            stderr=log,
-        )
-        try:
-            kubeconfig = data / "kubeconfig"
-            deadline = time.monotonic() + 30
-            while not kubeconfig.exists():
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"apiserver did not start: {(Path(tmp) / 'apiserver.log').read_text()}")
-                time.sleep(0.05)
-            time.sleep(0.2)  # the kubeconfig is written as the server starts listening
-            import uvloop
+    with running_apiserver() as kubeconfig:
+        time.sleep(0.2)  # the kubeconfig is written as the server starts listening
+        import uvloop
 
-            uvloop.run(run_http(kubeconfig, quick))
-        finally:
-            os.kill(server.pid, signal.SIGTERM)
-            server.wait(timeout=30)
-            log.close()
+        uvloop.run(run_http(kubeconfig, quick))
 
 
 def main() -> None:

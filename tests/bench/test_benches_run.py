@@ -1,0 +1,33 @@
+"""Every benchmark runs with --quick and follows the convention: one JSON object per line with bench, metric,
+a numeric value and a unit. Figures are not asserted (benchmarks measure; tests do not time)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+SCRIPTS = sorted(p for p in BENCH.glob("*_bench.py"))
+
+
+def test_every_bench_is_covered() -> None:
+    assert [p.name for p in SCRIPTS] == ["apiserver_bench.py", "informer_bench.py", "store_bench.py"]
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=[p.stem for p in SCRIPTS])
+def test_bench_quick_run_prints_json_lines(script: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, str(script), "--quick"], capture_output=True, text=True, timeout=240, check=False
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    assert lines, "a bench printed nothing"
+    for line in lines:
+        assert {"bench", "metric", "value", "unit"} <= set(line), line
+        assert isinstance(line["value"], int | float)
+        assert line["value"] > 0, line
+        assert line["quick"] is True
