@@ -238,23 +238,35 @@ def test_get_output_formats(kubectl: Kubectl) -> None:
     assert nodes[0].split() == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
 
 
-def test_get_watch_bounded_in_time(kubectl: Kubectl, tmp_path: Path) -> None:
-    """kubectl get -w streams changes (a Table watch); the test ends it after the change arrives."""
+@pytest.mark.parametrize(
+    ("args", "expect"),
+    [(("-o", "name"), "pod/watched-name"), ((), "watched-table")],
+    ids=["name-output", "table-output"],
+)
+def test_get_watch_bounded_in_time(kubectl: Kubectl, tmp_path: Path, args: tuple[str, ...], expect: str) -> None:
+    """kubectl get -w streams changes (with the default output, a server-side Table watch: column headers once,
+    then a row per event); the test ends it after the change arrives."""
     import time
 
+    name = expect.rsplit("/", maxsplit=1)[-1]
     out = tmp_path / "watch.out"
     with out.open("w") as sink:
-        watcher = subprocess.Popen([*kubectl.base, "get", "pods", "-w", "-o", "name"], stdout=sink, stderr=sink)
+        watcher = subprocess.Popen([*kubectl.base, "get", "pods", "-w", *args], stdout=sink, stderr=sink)
         try:
             time.sleep(1.0)
-            kubectl("apply", "-f", "-", stdin=_pod("watched", bound=False))
+            kubectl("apply", "-f", "-", stdin=_pod(name, bound=False))
             deadline = time.monotonic() + 20
-            while "pod/watched" not in out.read_text() and time.monotonic() < deadline:
+            while expect not in out.read_text() and time.monotonic() < deadline:
                 time.sleep(0.1)
         finally:
             watcher.terminate()
             watcher.wait(timeout=10)
-    assert "pod/watched" in out.read_text()
+    text = out.read_text()
+    assert expect in text
+    if not args:
+        assert text.splitlines()[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+        row = next(line for line in text.splitlines() if line.startswith(name))
+        assert row.split()[1:3] == ["0/1", "Pending"]
 
 
 def test_describe_pod_shows_its_events(kubectl: Kubectl) -> None:
