@@ -188,6 +188,10 @@ class BaseStore(abc.ABC):
         if revision is None or revision == self._revision:
             return self._index.get(key)
         self._check_read_revision(revision)
+        return self._get_at(key, revision)
+
+    def _get_at(self, key: str, revision: int) -> KeyValue | None:
+        """One key at a past revision (already checked against compaction); backends may do it directly."""
         result = self._read_at(key, revision, key, 1)
         if result.kvs and result.kvs[0].key == key:
             return result.kvs[0]

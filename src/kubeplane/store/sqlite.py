@@ -34,7 +34,7 @@ from typing import IO
 
 from . import sqlite_log as log
 from .base import BaseStore
-from .interface import Event, EventType, RangeResult, StoreError, StoreFailed
+from .interface import Event, EventType, KeyValue, RangeResult, StoreError, StoreFailed
 
 COMPACT_WINDOW = 2_000
 
@@ -117,6 +117,9 @@ class SqliteStore(BaseStore):
 
     def _history_events(self, prefix: str, first: int, last: int, limit: int) -> list[Event]:
         return log.events_between(self._rconn, prefix=prefix, first=first, last=last, limit=limit)
+
+    def _get_at(self, key: str, revision: int) -> KeyValue | None:
+        return log.get_at(self._rconn, key=key, revision=revision)
 
     def _read_at(self, prefix: str, revision: int, start_key: str | None, limit: int) -> RangeResult:
         return log.read_at(self._rconn, prefix=prefix, revision=revision, start_key=start_key, limit=limit)

@@ -95,6 +95,21 @@ def read_at(conn: sqlite3.Connection, *, prefix: str, revision: int, start_key: 
     return RangeResult(kvs, revision, False, len(kvs))
 
 
+def get_at(conn: sqlite3.Connection, *, key: str, revision: int) -> KeyValue | None:
+    """One key as of ``revision``: its newest row at or below it, unless a tombstone. One index probe on
+    (name, id), whatever the key's history length (a prefix range would read every version of every key
+    sharing the prefix)."""
+    row = conn.execute(
+        "SELECT id, deleted, create_revision, version, value FROM kv WHERE name = ? AND id <= ? "
+        "ORDER BY id DESC LIMIT 1",
+        (key, revision),
+    ).fetchone()
+    if row is None or row[1]:
+        return None
+    mod_revision, _, create_revision, version, value = row
+    return KeyValue(key, bytes(value), create_revision, mod_revision, version)
+
+
 def events_between(conn: sqlite3.Connection, *, prefix: str, first: int, last: int, limit: int) -> list[Event]:
     """Events first <= revision <= last on the prefix, in revision order, each with its previous version."""
     cond, params = _name_bounds(prefix, None)

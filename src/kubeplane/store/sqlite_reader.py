@@ -47,8 +47,7 @@ class SqliteReader:
         return revision
 
     def get(self, key: str, *, revision: int | None = None) -> KeyValue | None:
-        result = log.read_at(self._conn, prefix=key, revision=self._at(revision), start_key=key, limit=1)
-        return result.kvs[0] if result.kvs and result.kvs[0].key == key else None
+        return log.get_at(self._conn, key=key, revision=self._at(revision))
 
     def range(
         self, prefix: str, *, revision: int | None = None, limit: int = 0, start_key: str | None = None
