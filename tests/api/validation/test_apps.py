@@ -24,6 +24,9 @@ from hypothesis import strategies as st
 from kubeplane.api.validation import apps
 from kubeplane.api.validation.field import ErrorList, Path, invalid
 
+from .json_values import JSON
+from .json_values import paths as json_paths
+
 PODS = "kubeplane.api.validation.pods"
 DELETE = object()
 LABELS = {"a": "b"}
@@ -797,22 +800,6 @@ def test_tables_cover_the_four_workloads() -> None:
 
 # --- robustness --------------------------------------------------------------------------------------------
 
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-    max_leaves=8,
-)
-
-
-def _paths(value: Any, prefix: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:
-    yield prefix
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from _paths(v, (*prefix, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from _paths(v, (*prefix, i))
-
 
 # Member names the validators read, so fuzzing also reaches members the base objects leave out.
 VOCABULARY = [
@@ -870,7 +857,7 @@ def _replace(obj: Any, path: tuple[str | int, ...], value: Any) -> Any:
 
 def fuzz(base: dict[str, Any], data: st.DataObject) -> Any:
     """``base`` with one value replaced by arbitrary JSON, or arbitrary JSON added under a known member name."""
-    paths = list(_paths(base))
+    paths = list(json_paths(base))
     if data.draw(st.booleans()):
         return _replace(base, data.draw(st.sampled_from(paths)), data.draw(JSON))
     nodes = [p for p in paths if isinstance(_get(base, p), dict)]
