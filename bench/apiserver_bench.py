@@ -21,8 +21,10 @@ import json
 import sys
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 from apiserver_process import running_apiserver
+from kubeplane.client.kubeconfig import load_kubeconfig
 
 CONNECTIONS = 32
 
@@ -155,13 +157,13 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a run of well under a minute")
     args = parser.parse_args()
     with running_apiserver("--no-tls") as kubeconfig:  # the bench's minimal client speaks plain HTTP
-        text = kubeconfig.read_text()
-        address = text.split("server: http://", 1)[1].split("\n", 1)[0]
-        host, port = address.rsplit(":", 1)
-        token = text.split("token: ", 1)[1].split("\n", 1)[0]
+        config = load_kubeconfig(kubeconfig)
+        server = urlsplit(config.server)
+        if not (server.hostname and server.port and config.token):
+            raise SystemExit(f"unusable kubeconfig {kubeconfig}: no host, port or token")
         import uvloop
 
-        uvloop.run(bench(host, int(port), token, args.quick))
+        uvloop.run(bench(server.hostname, server.port, config.token, args.quick))
 
 
 if __name__ == "__main__":

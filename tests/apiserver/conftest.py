@@ -20,6 +20,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from kubeplane.client.kubeconfig import load_kubeconfig
+
 KUBEPLANE = [sys.executable, "-m", "kubeplane.cli.main"]
 
 
@@ -73,10 +75,9 @@ def start_server(data_dir: Path, *extra: str, tls: bool = False) -> Server:
             log.close()
             raise RuntimeError(f"apiserver did not start: {(data_dir.parent / f'{data_dir.name}.log').read_text()}")
         time.sleep(0.05)
-    text = kubeconfig.read_text()
-    address = text.split("server: ", 1)[1].split("\n", 1)[0]
-    token = text.split("token: ", 1)[1].split("\n", 1)[0]
-    return Server(data_dir, process, kubeconfig, address, token, log)
+    config = load_kubeconfig(kubeconfig)
+    assert config.token is not None
+    return Server(data_dir, process, kubeconfig, config.server, config.token, log)
 
 
 @pytest.fixture(scope="module")
