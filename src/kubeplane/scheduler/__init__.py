@@ -1,0 +1,1 @@
+"""kubeplane's reimplementation of kube-scheduler (see docs/scheduler.md)."""

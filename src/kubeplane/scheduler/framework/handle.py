@@ -1,0 +1,69 @@
+"""What the framework hands to plugin factories (upstream ``framework.Handle``), reduced to what we use.
+
+A plugin factory is ``new(args, handle) -> plugin`` where ``args`` is the plugin's pluginConfig args as a
+v1 dict with upstream's defaults applied (``{}`` for plugins without args).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from kubeplane.client.clock import Clock, SystemClock
+
+if TYPE_CHECKING:
+    from kubeplane.client.events import EventRecorder
+    from kubeplane.client.informer import SharedInformerFactory
+    from kubeplane.client.interface import Client
+    from kubeplane.scheduler.framework.interface import Plugin
+    from kubeplane.scheduler.framework.types import NodeInfo
+
+__all__ = ["Handle", "NodeInfoLister", "PluginFactory"]
+
+
+class NodeInfoLister(Protocol):
+    """The cycle's immutable snapshot as plugins see it (upstream ``SharedLister.NodeInfos()``)."""
+
+    def list(self) -> Sequence[NodeInfo]: ...
+
+    def get(self, name: str) -> NodeInfo | None: ...
+
+    def have_pods_with_affinity_list(self) -> Sequence[NodeInfo]: ...
+
+    def have_pods_with_required_anti_affinity_list(self) -> Sequence[NodeInfo]: ...
+
+
+class _EmptyLister:
+    def list(self) -> Sequence[NodeInfo]:
+        return ()
+
+    def get(self, name: str) -> NodeInfo | None:
+        return None
+
+    def have_pods_with_affinity_list(self) -> Sequence[NodeInfo]:
+        return ()
+
+    def have_pods_with_required_anti_affinity_list(self) -> Sequence[NodeInfo]:
+        return ()
+
+
+@dataclass
+class Handle:
+    """Services shared by a profile's plugins. ``client`` is None offline (explain on files)."""
+
+    client: Client | None = None
+    clock: Clock = field(default_factory=SystemClock)
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
+    informer_factory: SharedInformerFactory | None = None
+    event_recorder: EventRecorder | None = None
+    parallelism: int = 16
+    snapshot_lister: NodeInfoLister = field(default_factory=_EmptyLister)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def snapshot(self) -> NodeInfoLister:
+        return self.snapshot_lister
+
+
+PluginFactory = Callable[[Mapping[str, Any], Handle], "Plugin"]
