@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from kubeplane.scheduler.backend.node_table import BoolArray, IntArray, NodeTable
     from kubeplane.scheduler.framework.types import NodeInfo, PodInfo, QueuedPodInfo
 
 __all__ = [
@@ -49,6 +50,8 @@ __all__ = [
     "ScoreExtensions",
     "ScorePlugin",
     "Status",
+    "VectorFilterPlugin",
+    "VectorScorePlugin",
     "as_status",
     "code_of",
     "is_success",
@@ -454,3 +457,24 @@ def reasons_histogram(statuses: Iterable[Status]) -> dict[str, int]:
         for reason in status.reasons:
             counts[reason] = counts.get(reason, 0) + 1
     return counts
+
+
+@runtime_checkable
+class VectorFilterPlugin(Plugin, Protocol):
+    """Optional fast path of a FilterPlugin over many nodes at once (DESIGN decision 6).
+
+    ``rows`` indexes ``table`` (the cycle's NodeTable); the result is a bool mask over ``rows``: True where
+    :meth:`FilterPlugin.filter` would return success. It must agree with ``filter`` exactly (property tests
+    hold it to that); the scheduler calls ``filter`` on the rejected nodes when it needs reasons.
+    Called only after the plugin's PreFilter ran for this cycle (and not when PreFilter returned SKIP).
+    """
+
+    def filter_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> BoolArray: ...
+
+
+@runtime_checkable
+class VectorScorePlugin(Plugin, Protocol):
+    """Optional fast path of a ScorePlugin: raw scores (before NormalizeScore) for ``rows`` of ``table``,
+    equal to what :meth:`ScorePlugin.score` returns per node. Called only after PreScore ran for this cycle."""
+
+    def score_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray: ...

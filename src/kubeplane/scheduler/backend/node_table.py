@@ -1,0 +1,126 @@
+"""A columnar (numpy) view of the snapshot's nodes, for vectorised Filter and Score (DESIGN decision 6).
+
+Row ``i`` describes ``node_infos[i]`` of the snapshot the table was built from. Columns:
+
+* ``allocatable[name]`` / ``requested[name]``: int64 per resource API name (``cpu`` in millicores,
+  ``memory``/``ephemeral-storage`` in bytes, ``pods``, extended resources). ``requested["pods"]`` is the
+  number of pods on the node (what NodeResourcesFit compares with allocatable pods). A resource column
+  that no node has is absent: read it with :meth:`NodeTable.allocatable_of` / :meth:`requested_of`, which
+  return zeros.
+* ``non_zero_cpu`` / ``non_zero_memory``: the scoring requests (NodeInfo.non_zero_requested).
+* ``unschedulable``: spec.unschedulable; ``has_taints``: the node has at least one taint; ``has_ports``:
+  some pod on the node uses a host port.
+* :meth:`label` gives one label key as an object array (the value or ``None``), built lazily and kept until
+  a node's labels change.
+
+Invariants: the table is only ever read during a scheduling cycle and updated between cycles by
+:meth:`sync` from the same NodeInfo objects, so a vectorised plugin sees exactly what its per-node reference
+implementation would; property tests hold every vectorised plugin to its reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from kubeplane.scheduler.framework.types import NodeInfo
+
+__all__ = ["BoolArray", "IntArray", "NodeTable"]
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+_BASE = ("cpu", "memory", "ephemeral-storage", "pods")
+
+
+class NodeTable:
+    """Columns over a fixed list of NodeInfos; see the module docstring for the layout."""
+
+    def __init__(self, node_infos: Sequence[NodeInfo]) -> None:
+        self.node_infos: list[NodeInfo] = list(node_infos)
+        n = len(self.node_infos)
+        self.size = n
+        self.names: list[str] = [ni.name for ni in self.node_infos]
+        self.index: dict[str, int] = {name: i for i, name in enumerate(self.names)}
+        self.allocatable: dict[str, IntArray] = {name: np.zeros(n, np.int64) for name in _BASE}
+        self.requested: dict[str, IntArray] = {name: np.zeros(n, np.int64) for name in _BASE}
+        self.non_zero_cpu: IntArray = np.zeros(n, np.int64)
+        self.non_zero_memory: IntArray = np.zeros(n, np.int64)
+        self.unschedulable: BoolArray = np.zeros(n, np.bool_)
+        self.has_taints: BoolArray = np.zeros(n, np.bool_)
+        self.has_ports: BoolArray = np.zeros(n, np.bool_)
+        self._labels: dict[str, npt.NDArray[np.object_]] = {}
+        self._generations: list[int] = [0] * n
+        self._label_maps: list[object] = [None] * n
+        for i in range(n):
+            self._fill(i)
+
+    def _column(self, columns: dict[str, IntArray], name: str) -> IntArray:
+        col = columns.get(name)
+        if col is None:
+            col = columns[name] = np.zeros(self.size, np.int64)
+        return col
+
+    def _fill(self, i: int) -> None:
+        ni = self.node_infos[i]
+        alloc, req = ni.allocatable, ni.requested
+        self.allocatable["cpu"][i] = alloc.milli_cpu
+        self.allocatable["memory"][i] = alloc.memory
+        self.allocatable["ephemeral-storage"][i] = alloc.ephemeral_storage
+        self.allocatable["pods"][i] = alloc.allowed_pod_number
+        self.requested["cpu"][i] = req.milli_cpu
+        self.requested["memory"][i] = req.memory
+        self.requested["ephemeral-storage"][i] = req.ephemeral_storage
+        self.requested["pods"][i] = len(ni.pods)
+        for name, amount in alloc.scalar.items():
+            self._column(self.allocatable, name)[i] = amount
+        for name, col in self.allocatable.items():
+            if name not in _BASE and name not in alloc.scalar:
+                col[i] = 0
+        for name, amount in req.scalar.items():
+            self._column(self.requested, name)[i] = amount
+        for name, col in self.requested.items():
+            if name not in _BASE and name not in req.scalar:
+                col[i] = 0
+        self.non_zero_cpu[i] = ni.non_zero_requested.milli_cpu
+        self.non_zero_memory[i] = ni.non_zero_requested.memory
+        self.unschedulable[i] = ni.unschedulable
+        self.has_taints[i] = bool(ni.taints)
+        self.has_ports[i] = len(ni.used_ports) > 0
+        if self._label_maps[i] is not ni.labels:
+            self._label_maps[i] = ni.labels
+            for key, col in self._labels.items():
+                col[i] = ni.labels.get(key)
+        self._generations[i] = ni.generation
+
+    def sync(self) -> int:
+        """Refresh the rows whose NodeInfo changed since the last fill; returns how many were refreshed."""
+        changed = 0
+        for i, ni in enumerate(self.node_infos):
+            if ni.generation != self._generations[i]:
+                self._fill(i)
+                changed += 1
+        return changed
+
+    def refresh_row(self, i: int) -> None:
+        self._fill(i)
+
+    def allocatable_of(self, name: str) -> IntArray:
+        col = self.allocatable.get(name)
+        return col if col is not None else np.zeros(self.size, np.int64)
+
+    def requested_of(self, name: str) -> IntArray:
+        col = self.requested.get(name)
+        return col if col is not None else np.zeros(self.size, np.int64)
+
+    def label(self, key: str) -> npt.NDArray[np.object_]:
+        """The values of label ``key`` per row (``None`` where a node lacks it)."""
+        col = self._labels.get(key)
+        if col is None:
+            col = np.empty(self.size, dtype=object)
+            for i, ni in enumerate(self.node_infos):
+                col[i] = ni.labels.get(key)
+            self._labels[key] = col
+        return col
