@@ -91,8 +91,8 @@ class NodeTable:
         self.has_ports[i] = len(ni.used_ports) > 0
         if self._label_maps[i] is not ni.labels:
             self._label_maps[i] = ni.labels
-            for key, col in self._labels.items():
-                col[i] = ni.labels.get(key)
+            for key, values in self._labels.items():
+                values[i] = ni.labels.get(key)
         self._generations[i] = ni.generation
 
     def sync(self) -> int:
