@@ -85,6 +85,46 @@ def apiserver(
         pass
 
 
+@app.command()
+def scheduler(
+    kubeconfig: Annotated[
+        str | None,
+        typer.Option("--kubeconfig", help="Kubeconfig (default: $KUBECONFIG, then ./.kubeplane/kubeconfig)."),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="KubeSchedulerConfiguration file (YAML/JSON).")
+    ] = None,
+    verbosity: Annotated[int, typer.Option("-v", "--v", help="Log verbosity (0-10) as kube-scheduler's -v.")] = 0,
+) -> None:
+    """Run kube-scheduler against an API server (kubeplane's or any Kubernetes cluster's)."""
+    from kubeplane.cli.scheduling import CLIError, run_scheduler
+
+    try:
+        run_scheduler(kubeconfig=kubeconfig, config=config, verbosity=verbosity)
+    except CLIError as exc:
+        _fail(str(exc))
+
+
+@app.command()
+def explain(
+    pod: Annotated[str, typer.Option("--pod", help="Pod file, or NS/NAME of a pod in the live cluster.")],
+    cluster: Annotated[
+        Path | None, typer.Option("--cluster", help="Offline: a v1 List or multi-document YAML of Nodes and Pods.")
+    ] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="KubeSchedulerConfiguration file.")] = None,
+    output: Annotated[str, typer.Option("-o", "--output", help="table (default) or json.")] = "table",
+    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="Kubeconfig for the live cluster.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the tie-breaking RNG.")] = 0,
+) -> None:
+    """Explain where a pod would be scheduled and why every other node was rejected or ranked lower."""
+    from kubeplane.cli.scheduling import CLIError, run_explain
+
+    try:
+        run_explain(pod_ref=pod, cluster=cluster, config=config, output=output, kubeconfig=kubeconfig, seed=seed)
+    except CLIError as exc:
+        _fail(str(exc))
+
+
 def main() -> None:
     app()
 

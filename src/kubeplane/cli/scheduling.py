@@ -1,0 +1,162 @@
+"""``kubeplane scheduler`` and ``kubeplane explain``: the scheduler as a process, and the "why" of a placement."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+import yaml
+
+from kubeplane.client.errors import ClientError
+
+__all__ = ["load_objects", "run_explain", "run_scheduler"]
+
+
+class CLIError(Exception):
+    """One line for the user."""
+
+
+def load_objects(path: Path) -> list[dict[str, Any]]:
+    """Objects from a JSON/YAML file: a v1 List, a multi-document YAML stream, or a single object."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise CLIError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        raise CLIError(f"{path} is not valid YAML or JSON: {str(exc).splitlines()[0]}") from None
+    out: list[dict[str, Any]] = []
+    for doc in docs:
+        if not isinstance(doc, dict):
+            raise CLIError(f"{path}: expected Kubernetes objects, found {type(doc).__name__}")
+        if doc.get("kind") == "List" or (str(doc.get("kind", "")).endswith("List") and "items" in doc):
+            out.extend(i for i in doc.get("items") or [] if isinstance(i, dict))
+        else:
+            out.append(doc)
+    return out
+
+
+def _load_config(config: Path | None) -> Any:
+    from kubeplane.scheduler.config import ConfigError, default_config, load_config
+
+    if config is None:
+        return default_config()
+    try:
+        return load_config(config)
+    except ConfigError as exc:
+        raise CLIError(f"invalid scheduler configuration {config}:\n" + "\n".join(exc.errors)) from None
+
+
+async def _live_objects(
+    kubeconfig: str | None, pod_ref: str
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]], list[dict[str, Any]]]:
+    from kubeplane.client.http import HTTPClient
+
+    client = HTTPClient.from_kubeconfig(kubeconfig)
+    try:
+        nodes = (await client.list(client.resource("nodes")))["items"]
+        pods = (await client.list(client.resource("pods")))["items"]
+        pod = None
+        if not Path(pod_ref).exists():
+            if "/" not in pod_ref:
+                ns, name = "default", pod_ref
+            else:
+                ns, name = pod_ref.split("/", 1)
+            pod = await client.get(client.resource("pods"), name, namespace=ns)
+        return pod, nodes, pods
+    finally:
+        await client.close()
+
+
+def run_explain(
+    *, pod_ref: str, cluster: Path | None, config: Path | None, output: str, kubeconfig: str | None, seed: int
+) -> None:
+    from kubeplane.scheduler.config import ConfigError
+    from kubeplane.scheduler.explain import ExplainError, explain, render_table
+
+    if output not in ("table", "json"):
+        raise CLIError(f"-o must be table or json, not {output!r}")
+    cfg = _load_config(config)
+    pod: dict[str, Any] | None = None
+    if cluster is not None:
+        objects = load_objects(cluster)
+        nodes = [o for o in objects if o.get("kind") == "Node"]
+        pods = [o for o in objects if o.get("kind") == "Pod"]
+    else:
+        try:
+            pod, nodes, pods = asyncio.run(_live_objects(kubeconfig, pod_ref))
+        except ClientError as exc:
+            raise CLIError(str(exc)) from None
+    if pod is None:
+        if not Path(pod_ref).exists():
+            raise CLIError(
+                f"--pod {pod_ref}: no such file" + ("" if cluster is None else " (with --cluster, --pod is a file)")
+            )
+        found = [o for o in load_objects(Path(pod_ref)) if o.get("kind", "Pod") == "Pod"]
+        if len(found) != 1:
+            raise CLIError(f"--pod {pod_ref}: expected exactly one Pod, found {len(found)}")
+        pod = found[0]
+    key = ((pod.get("metadata") or {}).get("namespace") or "default", (pod.get("metadata") or {}).get("name"))
+    others = [
+        p
+        for p in pods
+        if ((p.get("metadata") or {}).get("namespace") or "default", (p.get("metadata") or {}).get("name")) != key
+    ]
+    try:
+        result = explain(pod, nodes=nodes, pods=others, config=cfg, seed=seed)
+    except (ExplainError, ConfigError) as exc:
+        raise CLIError(str(exc)) from None
+    if output == "json":
+        typer.echo(json.dumps(result, indent=2))
+    else:
+        from rich.console import Console
+
+        Console(width=200).print(render_table(result))
+
+
+def run_scheduler(*, kubeconfig: str | None, config: Path | None, verbosity: int) -> None:
+    from kubeplane.client.http import HTTPClient
+    from kubeplane.client.kubeconfig import find_kubeconfig, load_kubeconfig
+    from kubeplane.scheduler.config import ConfigError
+    from kubeplane.scheduler.scheduler import Scheduler
+
+    level = logging.WARNING if verbosity <= 1 else logging.INFO if verbosity <= 3 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
+    cfg = _load_config(config)
+    path = kubeconfig or (cfg.client_connection.kubeconfig or None)
+
+    async def main() -> None:
+        conn = cfg.client_connection
+        client_config = load_kubeconfig(find_kubeconfig(path))
+        client = HTTPClient(dataclasses.replace(client_config, qps=conn.qps, burst=conn.burst))
+        try:
+            scheduler = Scheduler(client, config=cfg)
+        except ConfigError as exc:
+            await client.close()
+            raise CLIError("\n".join(exc.errors)) from None
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        task = asyncio.ensure_future(scheduler.run())
+        typer.echo(f"kubeplane scheduler running with profiles {', '.join(scheduler.profiles)}", err=True)
+        waiter = asyncio.ensure_future(stop.wait())
+        await asyncio.wait([task, waiter], return_when=asyncio.FIRST_COMPLETED)
+        await scheduler.stop()
+        task.cancel()
+        waiter.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await client.close()
+
+    try:
+        asyncio.run(main())
+    except ClientError as exc:
+        raise CLIError(str(exc)) from None

@@ -1,0 +1,139 @@
+"""A binary heap with lookup, update and delete by key (upstream ``pkg/scheduler/backend/heap``).
+
+Items are ordered by ``less``; items that neither precede the other come out in insertion order (an
+insertion sequence number breaks ties, which upstream's Go heap leaves unspecified), so equal pods are FIFO.
+``push`` of a key already present replaces the item and restores the order (``AddOrUpdate``) while keeping its
+place among equals. Every operation is O(log n) calls of ``less``, except ``get``/``__contains__`` (O(1)) and
+``items`` (O(n)).
+
+Invariant: ``_index[key(item)] == i`` for ``item == _items[i]``, and the heap property holds for the order
+"``less``, then sequence number".
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+__all__ = ["KeyedHeap"]
+
+T = TypeVar("T")
+
+
+class KeyedHeap(Generic[T]):
+    """A min-heap by ``less`` over items identified by ``key(item)``; see the module docstring."""
+
+    def __init__(self, key: Callable[[T], str], less: Callable[[T, T], bool]) -> None:
+        self._key = key
+        self._less = less
+        self._items: list[T] = []
+        self._seqs: list[int] = []
+        self._keys: list[str] = []
+        self._index: dict[str, int] = {}
+        self._counter = itertools.count()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._index
+
+    def __iter__(self) -> Iterator[T]:
+        """The items in heap (not sorted) order."""
+        return iter(list(self._items))
+
+    def get(self, key: str) -> T | None:
+        i = self._index.get(key)
+        return self._items[i] if i is not None else None
+
+    def peek(self) -> T | None:
+        return self._items[0] if self._items else None
+
+    def push(self, item: T) -> None:
+        """Add ``item``, or replace the item with the same key and restore the order."""
+        key = self._key(item)
+        i = self._index.get(key)
+        if i is not None:
+            self._items[i] = item
+            self._fix(i)
+            return
+        i = len(self._items)
+        self._items.append(item)
+        self._seqs.append(next(self._counter))
+        self._keys.append(key)
+        self._index[key] = i
+        self._up(i)
+
+    def pop(self) -> T:
+        """Remove and return the first item; IndexError when empty."""
+        if not self._items:
+            raise IndexError("pop from an empty heap")
+        return self._remove_at(0)
+
+    def delete(self, key: str) -> T | None:
+        """Remove the item with ``key``; returns it, or None when absent."""
+        i = self._index.get(key)
+        return self._remove_at(i) if i is not None else None
+
+    def items(self) -> list[T]:
+        return list(self._items)
+
+    # --- internals -----------------------------------------------------------------------------------------
+
+    def _lt(self, i: int, j: int) -> bool:
+        a, b = self._items[i], self._items[j]
+        if self._less(a, b):
+            return True
+        if self._less(b, a):
+            return False
+        return self._seqs[i] < self._seqs[j]
+
+    def _swap(self, i: int, j: int) -> None:
+        items, seqs, keys = self._items, self._seqs, self._keys
+        items[i], items[j] = items[j], items[i]
+        seqs[i], seqs[j] = seqs[j], seqs[i]
+        keys[i], keys[j] = keys[j], keys[i]
+        self._index[keys[i]] = i
+        self._index[keys[j]] = j
+
+    def _up(self, i: int) -> bool:
+        moved = False
+        while i > 0:
+            parent = (i - 1) >> 1
+            if not self._lt(i, parent):
+                break
+            self._swap(i, parent)
+            i = parent
+            moved = True
+        return moved
+
+    def _down(self, i: int) -> None:
+        n = len(self._items)
+        while True:
+            left = 2 * i + 1
+            if left >= n:
+                return
+            child = left
+            right = left + 1
+            if right < n and self._lt(right, left):
+                child = right
+            if not self._lt(child, i):
+                return
+            self._swap(i, child)
+            i = child
+
+    def _fix(self, i: int) -> None:
+        if not self._up(i):
+            self._down(i)
+
+    def _remove_at(self, i: int) -> T:
+        last = len(self._items) - 1
+        if i != last:
+            self._swap(i, last)
+        item = self._items.pop()
+        self._seqs.pop()
+        del self._index[self._keys.pop()]
+        if i != last:
+            self._fix(i)
+        return item

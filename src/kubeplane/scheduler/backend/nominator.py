@@ -1,0 +1,73 @@
+"""Pods nominated to nodes by preemption, waiting for victims to leave (upstream ``queue/nominator.go``).
+
+The scheduler's own record can run ahead of ``status.nominatedNodeName`` in the API (preemption nominates before
+the status patch lands), so the nominator is keyed by pod UID and is the source of truth for filtering: pods
+nominated to a node are counted there when a lower-or-equal-priority pod is filtered onto it.
+
+Invariants: a UID is nominated to at most one node; ``_by_node[n]`` holds exactly the UIDs with
+``_node_of[uid] == n`` (in nomination order) and is never empty; a nomination to ``""`` is no nomination.
+"""
+
+from __future__ import annotations
+
+from kubeplane.scheduler.framework.types import PodInfo
+
+__all__ = ["Nominator", "nominated_node_name"]
+
+
+def nominated_node_name(pod_info: PodInfo) -> str:
+    """``status.nominatedNodeName`` of the pod, ``""`` when unset."""
+    name: str = pod_info.status.get("nominatedNodeName") or ""
+    return name
+
+
+class Nominator:
+    """UID -> nominated node, and node -> nominated pods; see the module docstring."""
+
+    def __init__(self) -> None:
+        self._by_node: dict[str, dict[str, PodInfo]] = {}
+        self._node_of: dict[str, str] = {}
+
+    def add(self, pod_info: PodInfo, node_name: str | None = None) -> None:
+        """Nominate the pod, replacing any earlier nomination.
+
+        ``node_name`` None is upstream's ``ModeNoop``: use ``status.nominatedNodeName``; a string is
+        ``ModeOverride`` (``""`` clears the nomination).
+        """
+        self.delete(pod_info)
+        node = nominated_node_name(pod_info) if node_name is None else node_name
+        if not node:
+            return
+        self._node_of[pod_info.uid] = node
+        self._by_node.setdefault(node, {})[pod_info.uid] = pod_info
+
+    def update(self, old: PodInfo, new: PodInfo) -> None:
+        """Replace the pod's version (upstream ``UpdateNominatedPod``).
+
+        When neither version carries ``status.nominatedNodeName`` but the scheduler nominated the pod, the
+        nomination is kept: an update that merely predates the status patch must not drop the reservation.
+        """
+        node_name: str | None = None
+        if not nominated_node_name(old) and not nominated_node_name(new):
+            node_name = self._node_of.get(old.uid)
+        self.delete(old)
+        self.add(new, node_name)
+
+    def delete(self, pod_info: PodInfo) -> None:
+        node = self._node_of.pop(pod_info.uid, None)
+        if node is None:
+            return
+        pods = self._by_node[node]
+        pods.pop(pod_info.uid, None)
+        if not pods:
+            del self._by_node[node]
+
+    def node_of(self, pod_info: PodInfo) -> str | None:
+        return self._node_of.get(pod_info.uid)
+
+    def pods_for_node(self, node_name: str) -> list[PodInfo]:
+        """The pods nominated to ``node_name``, in nomination order (a copy)."""
+        return list(self._by_node.get(node_name, {}).values())
+
+    def __len__(self) -> int:
+        return len(self._node_of)

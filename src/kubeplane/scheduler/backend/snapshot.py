@@ -1,0 +1,145 @@
+"""The scheduling cycle's view of the cluster: NodeInfos in node-tree order (upstream ``backend/cache/snapshot.go``).
+
+A :class:`Snapshot` is written only by :meth:`kubeplane.scheduler.backend.cache.Cache.update_snapshot` (between
+scheduling cycles) or built once by :meth:`Snapshot.from_objects` (offline explain); during a cycle it is read-only
+and plugins see it through the :class:`~kubeplane.scheduler.framework.handle.NodeInfoLister` protocol.
+
+Invariants (after every ``update_snapshot``):
+
+* ``node_info_map`` holds exactly the nodes of the cache's node tree (never a "ghost" NodeInfo without a node);
+* ``node_info_list`` holds the same objects in :meth:`NodeTree.list` order; ``node_table`` is a
+  :class:`NodeTable` whose row ``i`` describes ``node_info_list[i]`` with up-to-date values;
+* ``have_pods_with_affinity_node_info_list`` / ``have_pods_with_required_anti_affinity_node_info_list`` are the
+  sub-sequences of ``node_info_list`` whose nodes have at least one such pod;
+* ``used_pvcs`` holds ``namespace/claim`` of every PVC referenced by a pod in the cache;
+* ``generation`` is the highest NodeInfo generation copied in; a NodeInfo object in the snapshot is updated in
+  place (upstream keeps the pointer), so the lists stay valid when only node contents changed.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from kubeplane.scheduler.backend.node_table import NodeTable
+from kubeplane.scheduler.backend.node_tree import NodeTree
+from kubeplane.scheduler.framework.types import ImageStateSummary, NodeInfo, PodInfo
+
+__all__ = ["Snapshot", "node_image_sizes", "pod_pvc_keys"]
+
+
+def node_image_sizes(node: Mapping[str, Any] | None) -> dict[str, int]:
+    """``{image name: sizeBytes}`` over every name of every entry of ``status.images`` (later entries win)."""
+    if node is None:
+        return {}
+    out: dict[str, int] = {}
+    for image in (node.get("status") or {}).get("images") or ():
+        size = int(image.get("sizeBytes") or 0)
+        for name in image.get("names") or ():
+            out[name] = size
+    return out
+
+
+def pod_pvc_keys(pod_info: PodInfo) -> builtins.list[str]:
+    """``namespace/claimName`` of each ``persistentVolumeClaim`` volume of the pod (upstream ``PVCRefCounts``)."""
+    keys: builtins.list[str] = []
+    for volume in pod_info.spec.get("volumes") or ():
+        claim = volume.get("persistentVolumeClaim")
+        if claim:
+            keys.append(f"{pod_info.namespace}/{claim.get('claimName') or ''}")
+    return keys
+
+
+class Snapshot:
+    """NodeInfo copies for one scheduling cycle; see the module docstring for the invariants."""
+
+    def __init__(self) -> None:
+        self.node_info_map: dict[str, NodeInfo] = {}
+        self.node_info_list: builtins.list[NodeInfo] = []
+        self.have_pods_with_affinity_node_info_list: builtins.list[NodeInfo] = []
+        self.have_pods_with_required_anti_affinity_node_info_list: builtins.list[NodeInfo] = []
+        self.used_pvcs: set[str] = set()
+        self.generation = 0
+        self.node_table = NodeTable(())
+        self.tree_version = -1
+        """The :attr:`NodeTree.version` ``node_info_list`` was ordered by (-1: never built by a cache)."""
+
+    # --- NodeInfoLister ------------------------------------------------------------------------------------
+
+    def list(self) -> Sequence[NodeInfo]:
+        return self.node_info_list
+
+    def get(self, name: str) -> NodeInfo | None:
+        ni = self.node_info_map.get(name)
+        return ni if ni is not None and ni.node is not None else None
+
+    def have_pods_with_affinity_list(self) -> Sequence[NodeInfo]:
+        return self.have_pods_with_affinity_node_info_list
+
+    def have_pods_with_required_anti_affinity_list(self) -> Sequence[NodeInfo]:
+        return self.have_pods_with_required_anti_affinity_node_info_list
+
+    # --- the rest of upstream's SharedLister ---------------------------------------------------------------
+
+    def num_nodes(self) -> int:
+        return len(self.node_info_list)
+
+    def is_pvc_used_by_pods(self, key: str) -> bool:
+        """``key`` is ``namespace/name`` of a PVC."""
+        return key in self.used_pvcs
+
+    # --- building ------------------------------------------------------------------------------------------
+
+    def rebuild_lists(self, order: Iterable[str] | None) -> None:
+        """Re-derive the lists from ``node_info_map``.
+
+        With ``order`` (node names in tree order) the node list and ``node_table`` are rebuilt too; without it
+        only the two affinity lists are (the node list is unchanged, only some nodes changed affinity status).
+        """
+        if order is not None:
+            nodes = self.node_info_map
+            self.node_info_list = [nodes[name] for name in order if name in nodes]
+            self.node_table = NodeTable(self.node_info_list)
+        self.have_pods_with_affinity_node_info_list = [ni for ni in self.node_info_list if ni.pods_with_affinity]
+        self.have_pods_with_required_anti_affinity_node_info_list = [
+            ni for ni in self.node_info_list if ni.pods_with_required_anti_affinity
+        ]
+
+    @classmethod
+    def from_objects(cls, nodes: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]]) -> Snapshot:
+        """A snapshot of ``nodes`` with every pod whose ``spec.nodeName`` names one of them (upstream
+        ``NewSnapshot``), nodes in node-tree order, image states counted over ``nodes``; for offline use.
+
+        Pods bound to a node not in ``nodes`` are left out of the NodeInfos but their PVCs still count as used.
+        """
+        tree = NodeTree(nodes)
+        image_nodes: dict[str, set[str]] = {}
+        infos: dict[str, NodeInfo] = {}
+        for node in nodes:
+            name = (node.get("metadata") or {}).get("name") or ""
+            infos[name] = NodeInfo(node)
+            for image in node_image_sizes(node):
+                image_nodes.setdefault(image, set()).add(name)
+        for ni in infos.values():
+            ni.image_states = {
+                image: ImageStateSummary(size, len(image_nodes[image]))
+                for image, size in node_image_sizes(ni.node).items()
+            }
+        snapshot = cls()
+        for pod in pods:
+            node_name = (pod.get("spec") or {}).get("nodeName") or ""
+            if not node_name:
+                continue
+            pod_info = PodInfo(pod)
+            snapshot.used_pvcs.update(pod_pvc_keys(pod_info))
+            target = infos.get(node_name)
+            if target is not None:
+                target.add_pod(pod_info)
+        snapshot.node_info_map = infos
+        snapshot.generation = max((ni.generation for ni in infos.values()), default=0)
+        snapshot.rebuild_lists(tree.list())
+        return snapshot
+
+    def __repr__(self) -> str:
+        return f"Snapshot(nodes={len(self.node_info_list)}, generation={self.generation})"

@@ -1,0 +1,191 @@
+"""``kubeplane explain``: why a pod lands where it lands, or why it stays Pending.
+
+Unlike the scheduler, explain evaluates **every** node (no percentageOfNodesToScore sampling) and runs
+**every** Filter plugin on each node without stopping at the first failure, then scores every node that
+passes. What it reports is still exactly the scheduler's decision procedure:
+
+* ``message`` is the FailedScheduling message the scheduler would record: for each node the *first* failing
+  Filter plugin in profile order counts (:func:`kubeplane.scheduler.schedule_one.fit_error_message`); a
+  PreFilter rejection is reported under ``preFilter`` and in the message; nodes outside a PreFilterResult
+  count with upstream's "node(s) didn't satisfy plugin(s) [...]" status. Empty when the pod fits.
+* ``selected`` is the feasible node with the highest total (Σ weight × normalized score), ties broken by the
+  seeded RNG as the scheduler does. Because explain scores all feasible nodes, on clusters of 100+ nodes the
+  scheduler (which scores a sample) may pick another node of equal standing.
+
+The result is a plain JSON-able dict (``-o json`` prints it); :func:`render_table` renders it for people.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kubeplane.scheduler.backend.snapshot import Snapshot
+from kubeplane.scheduler.config import KubeSchedulerConfiguration, default_config
+from kubeplane.scheduler.framework.handle import Handle
+from kubeplane.scheduler.framework.interface import Code, CycleState, NodeScore, Status
+from kubeplane.scheduler.framework.registry import Registry
+from kubeplane.scheduler.framework.types import PodInfo
+from kubeplane.scheduler.profile import build_profiles
+from kubeplane.scheduler.schedule_one import NO_NODES_AVAILABLE, Diagnosis, fit_error_message
+
+__all__ = ["ExplainError", "explain", "render_table"]
+
+
+class ExplainError(Exception):
+    """Input explain cannot work with (one line for the CLI)."""
+
+
+def _status_json(status: Status | None) -> dict[str, Any]:
+    if status is None:
+        return {"code": "Success"}
+    out: dict[str, Any] = {"code": status.code.label}
+    if status.reasons:
+        out["reasons"] = list(status.reasons)
+    return out
+
+
+def explain(
+    pod: Mapping[str, Any],
+    *,
+    nodes: Sequence[Mapping[str, Any]],
+    pods: Sequence[Mapping[str, Any]] = (),
+    config: KubeSchedulerConfiguration | None = None,
+    registry: Registry | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Evaluate ``pod`` against ``nodes`` (with ``pods`` already placed by spec.nodeName)."""
+    config = config if config is not None else default_config()
+    meta = pod.get("metadata") or {}
+    pod = {**pod, "metadata": {"namespace": "default", **meta}}
+    pod_info = PodInfo(pod)
+    snapshot = Snapshot.from_objects(list(nodes), [p for p in pods if (p.get("spec") or {}).get("nodeName")])
+    rng = random.Random(seed)
+    handle = Handle(client=None, rng=rng, snapshot_lister=snapshot)
+    profiles = build_profiles(config, handle, registry)
+    fwk = profiles.get(pod_info.scheduler_name)
+    if fwk is None:
+        raise ExplainError(
+            f"no profile for schedulerName {pod_info.scheduler_name!r}; the configuration has "
+            + ", ".join(repr(n) for n in profiles)
+        )
+    node_infos = list(snapshot.list())
+    out: dict[str, Any] = {"pod": pod_info.key, "selected": None, "preFilter": {}, "nodes": {}, "message": ""}
+    if not node_infos:
+        out["message"] = NO_NODES_AVAILABLE
+        return out
+
+    state = CycleState()
+    for plugin in fwk.pre_filter_plugins:  # each plugin's own verdict, on a scratch state
+        _r, s = plugin.pre_filter(CycleState(), pod_info, node_infos)
+        out["preFilter"][plugin.name()] = _status_json(s if s is None or s.code != Code.SUCCESS else None)
+    result, status, rejected = fwk.run_pre_filter_plugins(state, pod_info, node_infos)
+    diagnosis = Diagnosis(unschedulable_plugins=set(rejected))
+    if status is not None and status.code != Code.SUCCESS:
+        if not status.is_rejected():
+            raise ExplainError(status.message())
+        diagnosis.pre_filter_msg = status.message()
+        diagnosis.absent_nodes_status = status
+        out["message"] = fit_error_message(len(node_infos), diagnosis)
+        for ni in node_infos:
+            out["nodes"][ni.name] = {"filters": {}, "scores": {}, "total": 0}
+        return out
+    allowed = result.node_names if result is not None else None
+    if allowed is not None:
+        diagnosis.absent_nodes_status = Status(
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(rejected))}]",)
+        )
+
+    feasible = []
+    for ni in node_infos:
+        verdicts = fwk.run_all_filter_plugins(state, pod_info, ni)
+        entry: dict[str, Any] = {"filters": {name: _status_json(s) for name, s in verdicts.items()}}
+        out["nodes"][ni.name] = entry
+        if allowed is not None and ni.name not in allowed:
+            continue
+        first = next((s for s in verdicts.values() if s is not None and s.code != Code.SKIP), None)
+        if first is None:
+            feasible.append(ni)
+        else:
+            if first.code == Code.ERROR:
+                raise ExplainError(first.message())
+            diagnosis.node_to_status[ni.name] = first
+            diagnosis.add_plugin_status(first)
+
+    if not feasible:
+        out["message"] = fit_error_message(len(node_infos), diagnosis)
+        for ni in node_infos:
+            out["nodes"][ni.name].update(scores={}, total=0)
+        return out
+
+    pre_score = fwk.run_pre_score_plugins(state, pod_info, feasible)
+    if pre_score is not None:
+        raise ExplainError(pre_score.message())
+    totals = {ni.name: 0 for ni in feasible}
+    scores_out: dict[str, dict[str, Any]] = {ni.name: {} for ni in feasible}
+    for scorer in fwk.score_plugins:
+        name = scorer.name()
+        weight = fwk.score_weights.get(name, 1)
+        if name in state.skip_score_plugins:
+            for ni in feasible:
+                scores_out[ni.name][name] = {"raw": 0, "normalized": 0, "weight": weight, "skipped": True}
+            continue
+        raw = fwk.raw_scores(state, pod_info, scorer, feasible)
+        if isinstance(raw, Status):
+            raise ExplainError(raw.message())
+        normalized = [NodeScore(s.name, s.score) for s in raw]
+        bad = fwk.normalize(state, pod_info, scorer, normalized)
+        if bad is not None:
+            raise ExplainError(bad.message())
+        for r, n in zip(raw, normalized, strict=True):
+            scores_out[r.name][name] = {"raw": r.score, "normalized": n.score, "weight": weight}
+            totals[r.name] += weight * n.score
+    for ni in node_infos:
+        entry = out["nodes"][ni.name]
+        entry["scores"] = scores_out.get(ni.name, {})
+        entry["total"] = totals.get(ni.name, 0)
+    best = max(totals.values())
+    tied = [ni.name for ni in feasible if totals[ni.name] == best]
+    out["selected"] = tied[0] if len(tied) == 1 else tied[rng.randrange(len(tied))]
+    return out
+
+
+def render_table(result: Mapping[str, Any]) -> Any:
+    """A rich Table: one row per node, its verdict (failing plugins and reasons), score columns, the total."""
+    from rich.table import Table
+
+    nodes: Mapping[str, Any] = result.get("nodes") or {}
+    score_plugins: list[str] = []
+    for entry in nodes.values():
+        for name in entry.get("scores") or {}:
+            if name not in score_plugins:
+                score_plugins.append(name)
+    title = f"pod {result.get('pod')}: " + (
+        f"selected {result['selected']}" if result.get("selected") else "unschedulable"
+    )
+    table = Table(title=title, caption=result.get("message") or None)
+    table.add_column("")
+    table.add_column("NODE")
+    table.add_column("FILTERS")
+    for name in score_plugins:
+        table.add_column(name, justify="right")
+    table.add_column("TOTAL", justify="right")
+    for prefilter, status in (result.get("preFilter") or {}).items():
+        if status.get("code") not in ("Success", "Skip"):
+            table.add_row("", "(all)", f"PreFilter {prefilter}: {', '.join(status.get('reasons') or [])}")
+    for node, entry in sorted(nodes.items(), key=lambda kv: (-int(kv[1].get("total") or 0), kv[0])):
+        failing = [
+            f"{plugin}: {', '.join(s.get('reasons') or [s['code']])}"
+            for plugin, s in (entry.get("filters") or {}).items()
+            if s.get("code") not in ("Success", "Skip")
+        ]
+        verdict = "; ".join(failing) if failing else "fits"
+        scores = entry.get("scores") or {}
+        cells = []
+        for name in score_plugins:
+            s = scores.get(name)
+            cells.append("" if s is None else f"{s['normalized']}×{s['weight']}")
+        mark = "*" if node == result.get("selected") else ""
+        table.add_row(mark, node, verdict, *cells, str(entry.get("total", 0)) if not failing else "")
+    return table

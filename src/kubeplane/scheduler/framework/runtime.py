@@ -1,0 +1,487 @@
+"""A profile's plugins wired per extension point and run as upstream's ``frameworkImpl`` does.
+
+One :class:`Framework` per profile (schedulerName). Plugin instances are created once per profile and shared
+between the extension points they implement, as upstream. Ordering rules, error wrapping and messages follow
+``pkg/scheduler/framework/runtime/framework.go``:
+
+* PreFilter: a SKIP disables the plugin's Filter for this cycle; UNSCHEDULABLE_AND_UNRESOLVABLE stops at once;
+  UNSCHEDULABLE is remembered while the remaining PreFilters run (so preemption sees every plugin's state);
+  anything else is an error ``running PreFilter plugin "X": ...``. PreFilterResults are intersected; an empty
+  intersection is UNSCHEDULABLE_AND_UNRESOLVABLE "node(s) didn't satisfy plugin(s) [...] simultaneously".
+* Filter stops at the first failing plugin; a non-rejection status becomes an error naming the plugin.
+* Score: raw scores per plugin, NormalizeScore, range check [0, 100], then weight; total = sum.
+* Permit: each plugin that returns WAIT gets its own timer (capped at 15 minutes); the pod waits in the
+  binding cycle until every one of them allowed it (upstream ``waitingPod``); a reject or a timeout ends the wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kubeplane.scheduler.framework.handle import Handle
+from kubeplane.scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    BindPlugin,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
+    NodeScore,
+    PermitPlugin,
+    Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+    Status,
+    VectorFilterPlugin,
+    VectorScorePlugin,
+)
+from kubeplane.scheduler.framework.registry import Registry
+from kubeplane.scheduler.framework.types import NodeInfo, PodInfo, QueuedPodInfo
+
+__all__ = ["Framework", "NodePluginScores", "WaitingPod"]
+
+
+@dataclass(slots=True)
+class NodePluginScores:
+    """One node's weighted scores per plugin and their total (upstream ``NodePluginScores``)."""
+
+    name: str
+    scores: dict[str, int] = field(default_factory=dict)
+    total: int = 0
+
+
+class WaitingPod:
+    """A pod whose Permit returned WAIT: one pending plugin per WAIT, each with its own deadline."""
+
+    def __init__(self, pod: PodInfo, pending: Mapping[str, float], loop: asyncio.AbstractEventLoop) -> None:
+        self.pod = pod
+        self.pending = dict(pending)
+        self.result: asyncio.Future[Status | None] = loop.create_future()
+
+    def allow(self, plugin: str) -> None:
+        self.pending.pop(plugin, None)
+        if not self.pending and not self.result.done():
+            self.result.set_result(None)
+
+    def reject(self, plugin: str, message: str) -> None:
+        if not self.result.done():
+            self.result.set_result(Status(Code.UNSCHEDULABLE, (message,), plugin))
+
+
+def _wrap(point: str, plugin: str, status: Status) -> Status:
+    return Status(
+        Code.ERROR, (f"running {point} plugin {plugin!r}: {status.message()}",), plugin, status.error
+    ).with_plugin(plugin)
+
+
+class Framework:
+    """The plugins of one profile. ``points`` maps each extension point to ``[(name, weight)]`` in order."""
+
+    def __init__(
+        self,
+        *,
+        profile_name: str,
+        points: Mapping[str, Sequence[tuple[str, int]]],
+        plugin_args: Mapping[str, Mapping[str, Any]],
+        registry: Registry,
+        handle: Handle,
+        percentage_of_nodes_to_score: int | None = None,
+    ) -> None:
+        self.profile_name = profile_name
+        self.handle = handle
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self.plugins: dict[str, Plugin] = {}
+        for entries in points.values():
+            for name, _ in entries:
+                if name not in self.plugins:
+                    self.plugins[name] = registry.new(name, plugin_args.get(name) or {}, handle)
+
+        def get(point: str) -> list[Any]:
+            return [self.plugins[name] for name, _ in points.get(point, ())]
+
+        self.pre_enqueue_plugins: list[PreEnqueuePlugin] = get("preEnqueue")
+        sorts: list[QueueSortPlugin] = get("queueSort")
+        self.queue_sort: QueueSortPlugin | None = sorts[0] if sorts else None
+        self.pre_filter_plugins: list[PreFilterPlugin] = get("preFilter")
+        self.filter_plugins: list[FilterPlugin] = get("filter")
+        self.post_filter_plugins: list[PostFilterPlugin] = get("postFilter")
+        self.pre_score_plugins: list[PreScorePlugin] = get("preScore")
+        self.score_plugins: list[ScorePlugin] = get("score")
+        self.score_weights: dict[str, int] = {name: max(int(w or 1), 1) for name, w in points.get("score", ())}
+        self.reserve_plugins: list[ReservePlugin] = get("reserve")
+        self.permit_plugins: list[PermitPlugin] = get("permit")
+        self.pre_bind_plugins: list[PreBindPlugin] = get("preBind")
+        self.bind_plugins: list[BindPlugin] = get("bind")
+        self.post_bind_plugins: list[PostBindPlugin] = get("postBind")
+        self.waiting_pods: dict[str, WaitingPod] = {}
+        self.vector_filters = all(isinstance(p, VectorFilterPlugin) for p in self.filter_plugins)
+
+    # --- introspection -------------------------------------------------------------------------------
+
+    def has_filter_plugins(self) -> bool:
+        return bool(self.filter_plugins)
+
+    def has_score_plugins(self) -> bool:
+        return bool(self.score_plugins)
+
+    def has_post_filter_plugins(self) -> bool:
+        return bool(self.post_filter_plugins)
+
+    def list_plugins(self) -> dict[str, list[str]]:
+        return {
+            "preEnqueue": [p.name() for p in self.pre_enqueue_plugins],
+            "queueSort": [self.queue_sort.name()] if self.queue_sort else [],
+            "preFilter": [p.name() for p in self.pre_filter_plugins],
+            "filter": [p.name() for p in self.filter_plugins],
+            "postFilter": [p.name() for p in self.post_filter_plugins],
+            "preScore": [p.name() for p in self.pre_score_plugins],
+            "score": [p.name() for p in self.score_plugins],
+            "reserve": [p.name() for p in self.reserve_plugins],
+            "permit": [p.name() for p in self.permit_plugins],
+            "preBind": [p.name() for p in self.pre_bind_plugins],
+            "bind": [p.name() for p in self.bind_plugins],
+            "postBind": [p.name() for p in self.post_bind_plugins],
+        }
+
+    def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
+        """Plugin name -> the cluster events that may make a pod it rejected schedulable (EnqueueExtensions).
+
+        Plugins that reject pods but do not declare events get every event, as upstream."""
+        from kubeplane.scheduler.framework.interface import ActionType, ClusterEvent
+
+        out: dict[str, list[ClusterEventWithHint]] = {}
+        for name, plugin in self.plugins.items():
+            if isinstance(plugin, EnqueueExtensions):
+                out[name] = list(plugin.events_to_register())
+            else:
+                out[name] = [ClusterEventWithHint(ClusterEvent("*", ActionType.all()))]
+        return out
+
+    # --- PreEnqueue / PreFilter / Filter -------------------------------------------------------------------
+
+    def run_pre_enqueue_plugins(self, pod: PodInfo) -> Status | None:
+        for plugin in self.pre_enqueue_plugins:
+            status = plugin.pre_enqueue(pod)
+            if status is not None and status.code != Code.SUCCESS:
+                status = status.with_plugin(plugin.name())
+                if not status.is_rejected():
+                    return _wrap("PreEnqueue", plugin.name(), status)
+                return status
+        return None
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        assert self.queue_sort is not None
+        return self.queue_sort.less(a, b)
+
+    def run_pre_filter_plugins(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
+        """Returns the merged PreFilterResult, the status, and the plugins that rejected the pod."""
+        result: PreFilterResult | None = None
+        plugins_with_nodes: list[str] = []
+        returned: Status | None = None
+        rejected: set[str] = set()
+        for plugin in self.pre_filter_plugins:
+            name = plugin.name()
+            try:
+                r, status = plugin.pre_filter(state, pod, nodes)
+            except Exception as exc:  # a plugin bug must not kill the scheduler
+                return None, _wrap("PreFilter", name, Status.from_error(exc)), rejected
+            if status is not None and status.code == Code.SKIP:
+                state.skip_filter_plugins.add(name)
+                continue
+            if status is not None and status.code != Code.SUCCESS:
+                status = status.with_plugin(name)
+                if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    rejected.add(name)
+                    return None, status, rejected
+                if status.code == Code.UNSCHEDULABLE:
+                    rejected.add(name)
+                    returned = status
+                    continue
+                return None, _wrap("PreFilter", name, status), rejected
+            if r is not None and r.node_names is not None:
+                plugins_with_nodes.append(name)
+                result = r if result is None else result.merge(r)
+                if result.node_names is not None and not result.node_names:
+                    if len(plugins_with_nodes) == 1:
+                        msg = f"node(s) didn't satisfy plugin {plugins_with_nodes[0]}"
+                    else:
+                        msg = f"node(s) didn't satisfy plugin(s) [{' '.join(plugins_with_nodes)}] simultaneously"
+                    rejected.update(plugins_with_nodes)
+                    return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (msg,)), rejected
+        if returned is not None:
+            return result, returned, rejected
+        if result is not None and result.node_names is not None:
+            rejected.update(plugins_with_nodes)
+        return result, None, rejected
+
+    def run_filter_plugins(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        skip = state.skip_filter_plugins
+        for plugin in self.filter_plugins:
+            if skip and plugin.name() in skip:
+                continue
+            status = plugin.filter(state, pod, node)
+            if status is not None and status.code != Code.SUCCESS:
+                name = plugin.name()
+                if not status.is_rejected():
+                    return _wrap("Filter", name, status)
+                return status.with_plugin(name)
+        return None
+
+    def run_all_filter_plugins(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> dict[str, Status | None]:
+        """Every Filter plugin's verdict on one node, not stopping at the first failure (explain)."""
+        out: dict[str, Status | None] = {}
+        for plugin in self.filter_plugins:
+            name = plugin.name()
+            if name in state.skip_filter_plugins:
+                out[name] = Status.skip()
+                continue
+            try:
+                status = plugin.filter(state, pod, node)
+            except Exception as exc:
+                status = Status.from_error(exc)
+            if status is not None and status.code not in (Code.SUCCESS,) and not status.is_rejected():
+                status = _wrap("Filter", name, status)
+            out[name] = None if status is None or status.code == Code.SUCCESS else status.with_plugin(name)
+        return out
+
+    def run_filter_plugins_with_nominated_pods(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        node: NodeInfo,
+        nominated: Sequence[PodInfo],
+    ) -> Status | None:
+        """Upstream ``RunFilterPluginsWithNominatedPods``: when pods of equal or higher priority are nominated
+        to the node, the pod must fit both with them (added through PreFilterExtensions) and without them."""
+        others = [p for p in nominated if p.priority >= pod.priority and p.uid != pod.uid]
+        if others:
+            state_with = state.clone()
+            node_with = node.clone()
+            for other in others:
+                node_with.add_pod(other)
+                for plugin in self.pre_filter_plugins:
+                    if plugin.name() in state.skip_filter_plugins:
+                        continue
+                    ext = plugin.pre_filter_extensions()
+                    if ext is not None:
+                        status = ext.add_pod(state_with, pod, other, node_with)
+                        if status is not None and status.code != Code.SUCCESS:
+                            return status
+            status = self.run_filter_plugins(state_with, pod, node_with)
+            if status is not None:
+                return status
+        return self.run_filter_plugins(state, pod, node)
+
+    def run_post_filter_plugins(
+        self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        reasons: list[str] = []
+        result: PostFilterResult | None = None
+        for plugin in self.post_filter_plugins:
+            r, status = plugin.post_filter(state, pod, statuses)
+            if status is None or status.code == Code.SUCCESS:
+                return r, status
+            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return r, status.with_plugin(plugin.name())
+            if not status.is_rejected():
+                return None, _wrap("PostFilter", plugin.name(), status)
+            if r is not None:
+                result = r
+            reasons.extend(status.reasons)
+        return result, Status(Code.UNSCHEDULABLE, tuple(reasons))
+
+    # --- Score -------------------------------------------------------------------------------------------
+
+    def run_pre_score_plugins(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+        for plugin in self.pre_score_plugins:
+            status = plugin.pre_score(state, pod, nodes)
+            if status is None or status.code == Code.SUCCESS:
+                continue
+            if status.code == Code.SKIP:
+                state.skip_score_plugins.add(plugin.name())
+                continue
+            return _wrap("PreScore", plugin.name(), status)
+        return None
+
+    def active_score_plugins(self, state: CycleState) -> list[ScorePlugin]:
+        return [p for p in self.score_plugins if p.name() not in state.skip_score_plugins]
+
+    def raw_scores(
+        self, state: CycleState, pod: PodInfo, plugin: ScorePlugin, nodes: Sequence[NodeInfo]
+    ) -> list[NodeScore] | Status:
+        scores: list[NodeScore] = []
+        for node in nodes:
+            value, status = plugin.score(state, pod, node)
+            if status is not None and status.code != Code.SUCCESS:
+                return _wrap("Score", plugin.name(), status)
+            scores.append(NodeScore(node.name, value))
+        return scores
+
+    def normalize(self, state: CycleState, pod: PodInfo, plugin: ScorePlugin, scores: list[NodeScore]) -> Status | None:
+        ext = plugin.score_extensions()
+        if ext is not None:
+            status = ext.normalize_score(state, pod, scores)
+            if status is not None and status.code != Code.SUCCESS:
+                return _wrap("NormalizeScore", plugin.name(), status)
+        for s in scores:
+            if s.score > MAX_NODE_SCORE or s.score < MIN_NODE_SCORE:
+                return Status.from_error(
+                    f"plugin {plugin.name()!r} returns an invalid score {s.score}, it should in the range of "
+                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                )
+        return None
+
+    def run_score_plugins(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[NodePluginScores], Status | None]:
+        """Weighted scores per node (upstream ``RunScorePlugins``)."""
+        result = [NodePluginScores(n.name) for n in nodes]
+        for plugin in self.active_score_plugins(state):
+            scores = self.raw_scores(state, pod, plugin, nodes)
+            if isinstance(scores, Status):
+                return [], scores
+            status = self.normalize(state, pod, plugin, scores)
+            if status is not None:
+                return [], status
+            weight = self.score_weights.get(plugin.name(), 1)
+            name = plugin.name()
+            for entry, s in zip(result, scores, strict=True):
+                weighted = s.score * weight
+                entry.scores[name] = weighted
+                entry.total += weighted
+        return result, None
+
+    def vector_scores(
+        self, state: CycleState, pod: PodInfo, rows: Any, nodes: Sequence[NodeInfo], table: Any
+    ) -> tuple[Any, Status | None]:
+        """Totals for ``rows`` of ``table`` as an int64 array, using score_vector where a plugin offers it."""
+        total = np.zeros(len(rows), np.int64)
+        for plugin in self.active_score_plugins(state):
+            weight = self.score_weights.get(plugin.name(), 1)
+            ext = plugin.score_extensions()
+            normalize_vector = getattr(plugin, "normalize_vector", None)
+            if isinstance(plugin, VectorScorePlugin) and (ext is None or normalize_vector is not None):
+                raw = plugin.score_vector(state, pod, table, rows)
+                if normalize_vector is not None:
+                    raw = normalize_vector(state, pod, raw)
+                if len(raw) and (int(raw.max()) > MAX_NODE_SCORE or int(raw.min()) < MIN_NODE_SCORE):
+                    bad = int(raw.max()) if int(raw.max()) > MAX_NODE_SCORE else int(raw.min())
+                    return total, Status.from_error(
+                        f"plugin {plugin.name()!r} returns an invalid score {bad}, it should in the range of "
+                        f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                    )
+                total += raw * weight
+                continue
+            scores = self.raw_scores(state, pod, plugin, nodes)
+            if isinstance(scores, Status):
+                return total, scores
+            status = self.normalize(state, pod, plugin, scores)
+            if status is not None:
+                return total, status
+            total += np.fromiter((s.score for s in scores), np.int64, len(scores)) * weight
+        return total, None
+
+    # --- Reserve / Permit / Bind ---------------------------------------------------------------------------
+
+    def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        for plugin in self.reserve_plugins:
+            status = plugin.reserve(state, pod, node_name)
+            if status is not None and status.code != Code.SUCCESS:
+                if status.is_rejected():
+                    return status.with_plugin(plugin.name())
+                return _wrap("Reserve", plugin.name(), status)
+        return None
+
+    def run_reserve_plugins_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """Unreserve in reverse order, as upstream."""
+        for plugin in reversed(self.reserve_plugins):
+            plugin.unreserve(state, pod, node_name)
+
+    def run_permit_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        pending: dict[str, float] = {}
+        for plugin in self.permit_plugins:
+            status, timeout = plugin.permit(state, pod, node_name)
+            if status is None or status.code == Code.SUCCESS:
+                continue
+            name = plugin.name()
+            if status.is_rejected():
+                return status.with_plugin(name)
+            if status.code == Code.WAIT:
+                pending[name] = min(max(timeout, 0.0), 15 * 60.0)  # upstream maxTimeout
+                continue
+            return _wrap("Permit", name, status)
+        if pending:
+            self.waiting_pods[pod.uid] = WaitingPod(pod, pending, asyncio.get_running_loop())
+            return Status(Code.WAIT, ("one or more plugins asked to wait and no plugin rejected pod",))
+        return None
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        return self.waiting_pods.get(uid)
+
+    async def wait_on_permit(self, pod: PodInfo) -> Status | None:
+        waiting = self.waiting_pods.get(pod.uid)
+        if waiting is None:
+            return None
+        try:
+            timers = [
+                asyncio.ensure_future(self._permit_timer(waiting, name, timeout))
+                for name, timeout in waiting.pending.items()
+            ]
+            status = await waiting.result
+            for t in timers:
+                t.cancel()
+            return status
+        finally:
+            self.waiting_pods.pop(pod.uid, None)
+
+    async def _permit_timer(self, waiting: WaitingPod, plugin: str, timeout: float) -> None:
+        await self.handle.clock.sleep(timeout)
+        waiting.reject(plugin, f"rejected due to timeout after waiting {timeout:g}s at plugin {plugin}")
+
+    async def run_pre_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        for plugin in self.pre_bind_plugins:
+            if plugin.name() in state.skip_pre_bind_plugins:
+                continue
+            status = await plugin.pre_bind(state, pod, node_name)
+            if status is not None and status.code not in (Code.SUCCESS, Code.SKIP):
+                if status.is_rejected():
+                    return status.with_plugin(plugin.name())
+                return _wrap("PreBind", plugin.name(), status)
+        return None
+
+    async def run_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        if not self.bind_plugins:
+            return Status(Code.SKIP)
+        status: Status | None = None
+        for plugin in self.bind_plugins:
+            status = await plugin.bind(state, pod, node_name)
+            if status is not None and status.code == Code.SKIP:
+                continue
+            if status is not None and status.code != Code.SUCCESS:
+                if status.is_rejected():
+                    return status.with_plugin(plugin.name())
+                return _wrap("Bind", plugin.name(), status)
+            return None
+        return status
+
+    def run_post_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        for plugin in self.post_bind_plugins:
+            plugin.post_bind(state, pod, node_name)

@@ -1,0 +1,96 @@
+"""NodeResourcesBalancedAllocation: favours nodes whose resource usage becomes more balanced with the pod.
+
+Mirrors upstream ``pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go`` (kube-scheduler
+v1.37). Behaviour:
+
+* PreScore computes the pod's plain requests (no non-zero defaults) for the configured resources (``resources``
+  in the args, cpu and memory by default) and returns SKIP for a best-effort pod, i.e. one whose requests are
+  all 0 (upstream issue 129138: scoring such pods on balance piled them onto one node).
+* Score compares the balance of the node's requested fractions (capped at 1) with and without the pod:
+  ``balance = int64((1 - std) * 100)`` and the score is ``50 + (50 + balance_with - balance_without) / 2``
+  (Go integer arithmetic), so 75 means "no change". Scalar resources the pod does not request and resources
+  the node does not have are left out. There is no NormalizeScore.
+
+Invariant: ``score_vector`` equals ``score`` per row (property tests pin it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from kubeplane.scheduler.backend.node_table import IntArray, NodeTable
+from kubeplane.scheduler.framework.handle import Handle
+from kubeplane.scheduler.framework.interface import CycleState, ScoreExtensions, Status
+from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
+from kubeplane.scheduler.plugins.resource_allocation import (
+    BalancedStrategy,
+    ResourceAllocationScorer,
+    ScoreTerm,
+    parse_resource_specs,
+)
+
+__all__ = ["NAME", "PRE_SCORE_STATE_KEY", "NodeResourcesBalancedAllocation", "new"]
+
+NAME: Final = "NodeResourcesBalancedAllocation"
+PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
+
+
+@dataclass(frozen=True, slots=True)
+class _PreScoreState:
+    pod_requests: tuple[int, ...]  # one per configured resource
+    terms: tuple[ScoreTerm, ...]
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+class NodeResourcesBalancedAllocation:
+    """PreScore and Score (and ``score_vector``)."""
+
+    def __init__(self, scorer: ResourceAllocationScorer, handle: Handle | None = None) -> None:
+        self.scorer = scorer
+        self.handle = handle
+
+    @classmethod
+    def from_args(cls, args: Mapping[str, Any] | None, handle: Handle | None = None) -> NodeResourcesBalancedAllocation:
+        """From v1 ``NodeResourcesBalancedAllocationArgs``; missing resources default to cpu and memory."""
+        resources = parse_resource_specs((args or {}).get("resources"))
+        return cls(ResourceAllocationScorer(NAME, resources, BalancedStrategy(), use_requested=True), handle)
+
+    def name(self) -> str:
+        return NAME
+
+    def _score_state(self, pod: PodInfo) -> _PreScoreState:
+        requests = self.scorer.pod_requests(pod)
+        return _PreScoreState(requests, self.scorer.terms(requests))
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+        s = self._score_state(pod)
+        if not any(s.pod_requests):
+            return Status.skip()  # best-effort pod
+        state.write(PRE_SCORE_STATE_KEY, s)
+        return None
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status | None]:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, _PreScoreState):
+            s = self._score_state(pod)
+        if not self.scorer.resources:
+            return 0, Status.from_error("resources not found")
+        return self.scorer.score(node, s.terms), None
+
+    def score_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, _PreScoreState):
+            s = self._score_state(pod)
+        return self.scorer.score_vector(table, rows, s.terms)
+
+    def score_extensions(self) -> ScoreExtensions | None:
+        return None
+
+
+def new(args: Mapping[str, Any], handle: Handle) -> NodeResourcesBalancedAllocation:
+    """The plugin factory: ``args`` is v1 ``NodeResourcesBalancedAllocationArgs`` (``{}`` for the defaults)."""
+    return NodeResourcesBalancedAllocation.from_args(args, handle)

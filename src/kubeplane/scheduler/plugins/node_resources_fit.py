@@ -1,0 +1,463 @@
+"""NodeResourcesFit: does the node have room for the pod's requests, and how well does the pod fit there.
+
+Mirrors upstream ``pkg/scheduler/framework/plugins/noderesources/fit.go`` (kube-scheduler v1.37) with the
+default feature gates (SidecarContainers, PodLevelResources, InPlacePodVerticalScaling and SchedulerQueueingHints
+on; DRAExtendedResource has nothing to delegate to here). Behaviour:
+
+* PreFilter stores the pod's effective request (``PodInfo.requests``: containers summed, init containers and
+  sidecars by the KEP-753 formula, pod-level requests, overhead) together with the scalar resources Filter must
+  check, sorted by name, the ignored ones already removed (ignoring never depends on the node).
+* Filter is upstream's ``fitsRequest``: "Too many pods" when the node's pod slots are used up, then cpu, memory,
+  ephemeral-storage and each requested scalar resource whose request exceeds allocatable minus requested
+  ("Insufficient <name>"). A resource the pod requests more of than the node's whole allocatable is
+  *unresolvable* (preemption cannot help), which makes the status UNSCHEDULABLE_AND_UNRESOLVABLE; otherwise it
+  is UNSCHEDULABLE. ``ignoredResources`` / ``ignoredResourceGroups`` apply to extended resources only
+  (``kubernetes.io/``-prefixed names and hugepages are always checked). Filter without PreFilter state is an
+  ERROR, as upstream.
+* PreScore/Score use the configured scoring strategy (LeastAllocated, MostAllocated, RequestedToCapacityRatio)
+  on non-zero requests through :mod:`.resource_allocation`; Score without PreScore state recomputes it.
+* The scalar resources' reasons come in name order; upstream iterates a Go map there (random order).
+
+Invariants: ``filter_vector`` is True exactly where ``filter`` returns None and ``score_vector`` equals ``score``
+per row (property tests pin both). Left out: the alpha InPlacePodVerticalScalingSchedulerPreemption deltas for
+a pod already bound to the node, and DRA-backed extended resources.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+from kubeplane.api.pods import pod_requests
+from kubeplane.scheduler.backend.node_table import BoolArray, IntArray, NodeTable
+from kubeplane.scheduler.framework.handle import Handle
+from kubeplane.scheduler.framework.interface import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    PreFilterExtensions,
+    PreFilterResult,
+    QueueingHint,
+    ScoreExtensions,
+    Status,
+)
+from kubeplane.scheduler.framework.types import NodeInfo, PodInfo, Resource
+from kubeplane.scheduler.plugins.resource_allocation import (
+    LEAST_ALLOCATED,
+    MOST_ALLOCATED,
+    REQUESTED_TO_CAPACITY_RATIO,
+    LeastAllocatedStrategy,
+    MostAllocatedStrategy,
+    RequestedToCapacityRatioStrategy,
+    ResourceAllocationScorer,
+    ScoreTerm,
+    ScoringStrategy,
+    parse_resource_specs,
+)
+
+__all__ = [
+    "NAME",
+    "PRE_FILTER_STATE_KEY",
+    "PRE_SCORE_STATE_KEY",
+    "InsufficientResource",
+    "NodeResourcesFit",
+    "fits_request",
+    "is_extended_resource_name",
+    "new",
+]
+
+NAME: Final = "NodeResourcesFit"
+PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
+
+_REASON_PODS: Final = "Too many pods"
+_REASON_CPU: Final = "Insufficient cpu"
+_REASON_MEMORY: Final = "Insufficient memory"
+_REASON_EPHEMERAL: Final = "Insufficient ephemeral-storage"
+
+
+@dataclass(frozen=True, slots=True)
+class InsufficientResource:
+    """What does not fit and why (upstream ``InsufficientResource``): the reason string is user-facing.
+
+    ``unresolvable`` means the pod requests more than the node's whole allocatable, so evicting pods cannot help.
+    """
+
+    resource_name: str
+    reason: str
+    requested: int
+    used: int
+    capacity: int
+    unresolvable: bool = False
+
+
+# --- extended resource names (pkg/apis/core/v1/helper) ----------------------------------------------------
+
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_QUALIFIED_NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+
+
+def _is_qualified_name(value: str) -> bool:
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(prefix):
+            return False
+    else:
+        return False
+    return 0 < len(name) <= 63 and _QUALIFIED_NAME_PART.fullmatch(name) is not None
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """Upstream ``IsExtendedResourceName``: a domain-prefixed name outside ``kubernetes.io/`` that is a valid
+    qualified name once prefixed with ``requests.`` (so it can be quota-ed)."""
+    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
+        return False
+    return _is_qualified_name("requests." + name)
+
+
+def _is_ignored(name: str, ignored_resources: Collection[str], ignored_groups: Collection[str]) -> bool:
+    if not is_extended_resource_name(name):
+        return False
+    return name in ignored_resources or (bool(ignored_groups) and name.split("/", 1)[0] in ignored_groups)
+
+
+# --- fitsRequest --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _PreFilterState:
+    """The pod's request as Filter checks it; immutable, so ``clone`` returns itself."""
+
+    request: Resource
+    milli_cpu: int
+    memory: int
+    ephemeral_storage: int
+    scalars: tuple[tuple[str, int, str], ...]  # (name, request > 0, reason), not ignored, sorted by name
+
+    def clone(self) -> _PreFilterState:
+        return self
+
+
+def _pre_filter_state(
+    request: Resource, ignored_resources: Collection[str], ignored_groups: Collection[str]
+) -> _PreFilterState:
+    scalars = tuple(
+        (name, quantity, f"Insufficient {name}")
+        for name, quantity in sorted(request.scalar.items())
+        if quantity > 0 and not _is_ignored(name, ignored_resources, ignored_groups)
+    )
+    return _PreFilterState(request, request.milli_cpu, request.memory, request.ephemeral_storage, scalars)
+
+
+def _insufficient(state: _PreFilterState, node: NodeInfo) -> list[InsufficientResource]:
+    """Upstream ``fitsRequest`` on a precomputed request. Requests of 0 are never checked, so upstream's early
+    return for an all-zero request changes nothing and is not needed."""
+    out: list[InsufficientResource] = []
+    allocatable = node.allocatable
+    used = node.requested
+    pods = len(node.pods)
+    if pods + 1 > allocatable.allowed_pod_number:
+        out.append(InsufficientResource("pods", _REASON_PODS, 1, pods, allocatable.allowed_pod_number))
+    cpu = state.milli_cpu
+    if cpu > 0 and cpu > allocatable.milli_cpu - used.milli_cpu:
+        out.append(
+            InsufficientResource(
+                "cpu", _REASON_CPU, cpu, used.milli_cpu, allocatable.milli_cpu, cpu > allocatable.milli_cpu
+            )
+        )
+    memory = state.memory
+    if memory > 0 and memory > allocatable.memory - used.memory:
+        out.append(
+            InsufficientResource(
+                "memory", _REASON_MEMORY, memory, used.memory, allocatable.memory, memory > allocatable.memory
+            )
+        )
+    storage = state.ephemeral_storage
+    if storage > 0 and storage > allocatable.ephemeral_storage - used.ephemeral_storage:
+        out.append(
+            InsufficientResource(
+                "ephemeral-storage",
+                _REASON_EPHEMERAL,
+                storage,
+                used.ephemeral_storage,
+                allocatable.ephemeral_storage,
+                storage > allocatable.ephemeral_storage,
+            )
+        )
+    if state.scalars:
+        node_scalar = allocatable.scalar
+        used_scalar = used.scalar
+        for name, quantity, reason in state.scalars:
+            capacity = node_scalar.get(name, 0)
+            in_use = used_scalar.get(name, 0)
+            if quantity > capacity - in_use:
+                out.append(InsufficientResource(name, reason, quantity, in_use, capacity, quantity > capacity))
+    return out
+
+
+def fits_request(
+    pod_request: Resource,
+    node_info: NodeInfo,
+    ignored_resources: Collection[str] | None = None,
+    ignored_groups: Collection[str] | None = None,
+) -> list[InsufficientResource]:
+    """Upstream ``Fits``/``fitsRequest``: what of ``pod_request`` the node cannot hold, in upstream's order (pod
+    count, cpu, memory, ephemeral-storage, then scalar resources by name); empty when the pod fits.
+
+    ``ignored_resources`` (exact names) and ``ignored_groups`` (the part before ``/``) skip extended resources.
+    """
+    state = _pre_filter_state(pod_request, ignored_resources or (), ignored_groups or ())
+    return _insufficient(state, node_info)
+
+
+def _status_of(insufficient: Sequence[InsufficientResource]) -> Status:
+    code = Code.UNSCHEDULABLE
+    for resource in insufficient:
+        if resource.unresolvable:
+            code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+            break
+    return Status(code, tuple(resource.reason for resource in insufficient))
+
+
+# --- scoring state ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _PreScoreState:
+    pod_requests: tuple[int, ...]  # one per configured resource, as upstream's podRequests
+    terms: tuple[ScoreTerm, ...]
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+# --- queueing hints helpers ---------------------------------------------------------------------------------
+
+
+def _object(obj: Any, attribute: str) -> Mapping[str, Any] | None:
+    """The wire dict of an event object, which may be the dict itself, a PodInfo (``.pod``) or NodeInfo."""
+    if obj is None or isinstance(obj, Mapping):
+        return obj
+    value = getattr(obj, attribute, None)
+    return value if isinstance(value, Mapping) else None
+
+
+def _max_request(pod: Mapping[str, Any]) -> Resource:
+    """``Resource.SetMaxResource(PodRequests(pod, UseStatusResources))`` (negative amounts count as 0)."""
+    requests = pod_requests(pod, use_status_resources=True)
+    return Resource.from_natural({name: max(0, amount) for name, amount in requests.items()})
+
+
+def _allocatable(node: Mapping[str, Any]) -> Resource:
+    return Resource.from_resource_list((node.get("status") or {}).get("allocatable"))
+
+
+def _any_requested_resource_increased(request: Resource, original: Resource, modified: Resource) -> bool:
+    """Upstream ``haveAnyRequestedResourcesIncreased`` on the two nodes' allocatable."""
+    if modified.allowed_pod_number > original.allowed_pod_number:
+        return True
+    if (
+        (request.milli_cpu > 0 and modified.milli_cpu > original.milli_cpu)
+        or (request.memory > 0 and modified.memory > original.memory)
+        or (request.ephemeral_storage > 0 and modified.ephemeral_storage > original.ephemeral_storage)
+    ):
+        return True
+    return any(
+        quantity != 0 and modified.scalar.get(name, 0) > original.scalar.get(name, 0)
+        for name, quantity in request.scalar.items()
+    )
+
+
+# --- the plugin ---------------------------------------------------------------------------------------------
+
+
+class NodeResourcesFit:
+    """PreFilter, Filter (and ``filter_vector``), EnqueueExtensions, PreScore and Score (and ``score_vector``)."""
+
+    def __init__(
+        self,
+        scorer: ResourceAllocationScorer,
+        *,
+        ignored_resources: Collection[str] = (),
+        ignored_resource_groups: Collection[str] = (),
+        handle: Handle | None = None,
+    ) -> None:
+        self.scorer = scorer
+        self.ignored_resources = frozenset(ignored_resources)
+        self.ignored_resource_groups = frozenset(ignored_resource_groups)
+        self.handle = handle
+
+    @classmethod
+    def from_args(cls, args: Mapping[str, Any] | None, handle: Handle | None = None) -> NodeResourcesFit:
+        """From v1 ``NodeResourcesFitArgs`` (camelCase), applying upstream's defaults to what is missing."""
+        args = args or {}
+        raw = args.get("scoringStrategy") or {}
+        strategy_type = raw.get("type") or LEAST_ALLOCATED
+        resources = parse_resource_specs(raw.get("resources"))
+        strategy: ScoringStrategy
+        if strategy_type == LEAST_ALLOCATED:
+            strategy = LeastAllocatedStrategy()
+        elif strategy_type == MOST_ALLOCATED:
+            strategy = MostAllocatedStrategy()
+        elif strategy_type == REQUESTED_TO_CAPACITY_RATIO:
+            shape = (raw.get("requestedToCapacityRatio") or {}).get("shape")
+            if not shape:
+                raise ValueError("scoringStrategy.requestedToCapacityRatio.shape: Required value")
+            strategy = RequestedToCapacityRatioStrategy.from_v1(shape)
+        else:
+            raise ValueError(f"scoring strategy {strategy_type} is not supported")
+        return cls(
+            ResourceAllocationScorer(strategy_type, resources, strategy, use_requested=False),
+            ignored_resources=args.get("ignoredResources") or (),
+            ignored_resource_groups=args.get("ignoredResourceGroups") or (),
+            handle=handle,
+        )
+
+    def name(self) -> str:
+        return NAME
+
+    # -- PreFilter / Filter -----------------------------------------------------------------------------
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        state.write(
+            PRE_FILTER_STATE_KEY,
+            _pre_filter_state(pod.requests, self.ignored_resources, self.ignored_resource_groups),
+        )
+        return None, None
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return None
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, _PreFilterState):
+            return _missing_state(PRE_FILTER_STATE_KEY, s)
+        insufficient = _insufficient(s, node)
+        return _status_of(insufficient) if insufficient else None
+
+    def filter_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> BoolArray:
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, _PreFilterState):
+            return np.zeros(rows.shape, np.bool_)  # filter returns an error for every node
+        allocatable, requested = table.allocatable, table.requested
+        ok: BoolArray = requested["pods"][rows] + 1 <= allocatable["pods"][rows]
+        for name, quantity in (("cpu", s.milli_cpu), ("memory", s.memory), ("ephemeral-storage", s.ephemeral_storage)):
+            if quantity > 0:
+                ok &= quantity <= allocatable[name][rows] - requested[name][rows]
+        for name, quantity, _ in s.scalars:
+            ok &= quantity <= table.allocatable_of(name)[rows] - table.requested_of(name)[rows]
+        return ok
+
+    # -- EnqueueExtensions ------------------------------------------------------------------------------
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        """Pod deletion or scale-down may free room; a new node or more allocatable may offer it. With queueing
+        hints on, upstream registers only Node Add and UpdateNodeAllocatable."""
+        return (
+            ClusterEventWithHint(
+                ClusterEvent("Pod", ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
+                self.is_schedulable_after_pod_event,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent("Node", ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
+                self.is_schedulable_after_node_change,
+            ),
+        )
+
+    def is_schedulable_after_pod_event(self, pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+        """Upstream ``isSchedulableAfterPodEvent``: a deleted pod that was bound (or nominated) may free room;
+        a scaled-down pod helps if it is the target pod or a bound pod whose requests the target also requests
+        got smaller."""
+        original, modified = _object(old, "pod"), _object(new, "pod")
+        if modified is None:
+            if original is None:
+                return QueueingHint.QUEUE
+            spec = original.get("spec") or {}
+            status = original.get("status") or {}
+            if not spec.get("nodeName") and not status.get("nominatedNodeName"):
+                return QueueingHint.QUEUE_SKIP
+            return QueueingHint.QUEUE
+        if original is None:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE if self._scale_down_helps(pod, original, modified) else QueueingHint.QUEUE_SKIP
+
+    @staticmethod
+    def _scale_down_helps(target: PodInfo, original: Mapping[str, Any], modified: Mapping[str, Any]) -> bool:
+        if ((modified.get("metadata") or {}).get("uid") or "") == target.uid:
+            return True
+        if not (modified.get("spec") or {}).get("nodeName"):
+            return False
+        before, after = _max_request(original), _max_request(modified)
+        wanted = target.requests
+        if wanted.milli_cpu and before.milli_cpu > after.milli_cpu:
+            return True
+        if wanted.memory and before.memory > after.memory:
+            return True
+        if wanted.ephemeral_storage and before.ephemeral_storage > after.ephemeral_storage:
+            return True
+        return any(
+            quantity and before.scalar.get(name, 0) > after.scalar.get(name, 0)
+            for name, quantity in wanted.scalar.items()
+        )
+
+    def is_schedulable_after_node_change(self, pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+        """Upstream ``isSchedulableAfterNodeChange``: skip unless the (new or updated) node could hold the pod on
+        its own, and for an update, unless an allocatable the pod needs grew."""
+        original, modified = _object(old, "node"), _object(new, "node")
+        if modified is None or fits_request(pod.requests, NodeInfo(modified)):
+            return QueueingHint.QUEUE_SKIP
+        if original is None:
+            return QueueingHint.QUEUE
+        if not _any_requested_resource_increased(pod.requests, _allocatable(original), _allocatable(modified)):
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
+
+    # -- PreScore / Score -------------------------------------------------------------------------------
+
+    def _score_state(self, pod: PodInfo) -> _PreScoreState:
+        requests = self.scorer.pod_requests(pod)
+        return _PreScoreState(requests, self.scorer.terms(requests))
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+        state.write(PRE_SCORE_STATE_KEY, self._score_state(pod))
+        return None
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status | None]:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, _PreScoreState):
+            s = self._score_state(pod)
+        if not self.scorer.resources:
+            return 0, Status.from_error("resources not found")
+        return self.scorer.score(node, s.terms), None
+
+    def score_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, _PreScoreState):
+            s = self._score_state(pod)
+        return self.scorer.score_vector(table, rows, s.terms)
+
+    def score_extensions(self) -> ScoreExtensions | None:
+        return None
+
+
+def _missing_state(key: str, found: object) -> Status:
+    if found is None:
+        return Status.from_error(f'error reading "{key}" from cycleState: not found')
+    return Status.from_error(f"{found!r}  convert to NodeResourcesFit.preFilterState error")
+
+
+def new(args: Mapping[str, Any], handle: Handle) -> NodeResourcesFit:
+    """The plugin factory: ``args`` is v1 ``NodeResourcesFitArgs``; ``{}`` gets upstream's defaults
+    (LeastAllocated on cpu and memory, weight 1, nothing ignored)."""
+    return NodeResourcesFit.from_args(args, handle)

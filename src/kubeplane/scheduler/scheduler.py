@@ -1,0 +1,442 @@
+"""The running scheduler: informers feed the cache and the queue; one loop pops and schedules pods.
+
+Mirrors ``pkg/scheduler/scheduler.go``, ``eventhandlers.go`` and the cycle part of ``schedule_one.go``.
+Concurrency model (DESIGN decision 8): everything runs on one asyncio loop. The scheduling cycle of a pod is
+synchronous CPU work between two awaits, so it sees one consistent snapshot; the binding cycle (permit wait,
+PreBind, Bind, PostBind, Events) runs as its own task so the next pod's scheduling cycle overlaps the API
+round trips of the previous one, as upstream's binding goroutine.
+
+Pods handled: unassigned pods whose ``spec.schedulerName`` names one of our profiles (other schedulers' pods
+and pods with ``spec.nodeName`` are left alone; terminal pods are ignored). Assigned pods go to the cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Mapping
+from typing import Any
+
+from kubeplane.api.meta import format_time
+from kubeplane.client.clock import Clock, SystemClock
+from kubeplane.client.errors import ClientError
+from kubeplane.client.events import EventRecorder
+from kubeplane.client.informer import SharedInformerFactory
+from kubeplane.client.interface import Client, PatchType
+from kubeplane.scheduler.backend.cache import Cache
+from kubeplane.scheduler.backend.queue import SchedulingQueue
+from kubeplane.scheduler.backend.snapshot import Snapshot
+from kubeplane.scheduler.config import KubeSchedulerConfiguration, default_config
+from kubeplane.scheduler.framework.handle import Handle
+from kubeplane.scheduler.framework.interface import ActionType, ClusterEvent, Code, CycleState, Status
+from kubeplane.scheduler.framework.registry import Registry
+from kubeplane.scheduler.framework.runtime import Framework
+from kubeplane.scheduler.framework.types import PodInfo, QueuedPodInfo
+from kubeplane.scheduler.profile import build_profiles
+from kubeplane.scheduler.schedule_one import (
+    FitError,
+    NoNodesAvailableError,
+    ScheduleAlgorithm,
+    ScheduleResult,
+    SchedulingError,
+)
+
+__all__ = ["Scheduler"]
+
+log = logging.getLogger("kubeplane.scheduler")
+
+NOTE_LENGTH_LIMIT = 1024
+EVENT_NODE_ADD = ClusterEvent("Node", ActionType.ADD, "NodeAdd")
+EVENT_ASSIGNED_POD_DELETE = ClusterEvent("AssignedPod", ActionType.DELETE, "AssignedPodDelete")
+EVENT_ASSIGNED_POD_ADD = ClusterEvent("AssignedPod", ActionType.ADD, "AssignedPodAdd")
+
+
+def _truncate(message: str) -> str:
+    if len(message) <= NOTE_LENGTH_LIMIT:
+        return message
+    return message[: NOTE_LENGTH_LIMIT - 4] + " ..."
+
+
+def _phase(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("phase") or "")
+
+
+def _assigned(pod: Mapping[str, Any]) -> bool:
+    return bool((pod.get("spec") or {}).get("nodeName"))
+
+
+def _node_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> ActionType:
+    """Which scheduling-relevant properties of a node changed (upstream ``nodeSchedulingPropertiesChange``)."""
+    action = ActionType(0)
+    o_spec, n_spec = old.get("spec") or {}, new.get("spec") or {}
+    o_status, n_status = old.get("status") or {}, new.get("status") or {}
+    o_meta, n_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    if bool(o_spec.get("unschedulable")) != bool(n_spec.get("unschedulable")):
+        action |= ActionType.UPDATE_NODE_TAINT
+    if o_status.get("allocatable") != n_status.get("allocatable"):
+        action |= ActionType.UPDATE_NODE_ALLOCATABLE
+    if o_meta.get("labels") != n_meta.get("labels"):
+        action |= ActionType.UPDATE_NODE_LABEL
+    if o_spec.get("taints") != n_spec.get("taints"):
+        action |= ActionType.UPDATE_NODE_TAINT
+    if [(c.get("type"), c.get("status")) for c in o_status.get("conditions") or ()] != [
+        (c.get("type"), c.get("status")) for c in n_status.get("conditions") or ()
+    ]:
+        action |= ActionType.UPDATE_NODE_CONDITION
+    if o_meta.get("annotations") != n_meta.get("annotations"):
+        action |= ActionType.UPDATE_NODE_ANNOTATION
+    return action
+
+
+class Scheduler:
+    """kube-scheduler over a :class:`Client` (local or HTTP). ``run()`` until cancelled or ``stop()``."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        config: KubeSchedulerConfiguration | None = None,
+        registry: Registry | None = None,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+        informer_factory: SharedInformerFactory | None = None,
+        event_recorder: EventRecorder | None = None,
+    ) -> None:
+        self.client = client
+        self.config = config if config is not None else default_config()
+        self.clock = clock if clock is not None else SystemClock()
+        self.rng = rng if rng is not None else random.Random()
+        self.informers = informer_factory or SharedInformerFactory(client, clock=self.clock, rng=self.rng)
+        self._own_recorder = event_recorder is None
+        self.recorder = event_recorder or EventRecorder(client, component="default-scheduler", clock=self.clock)
+        self.cache = Cache(self.clock)
+        self.snapshot = Snapshot()
+        self.handle = Handle(
+            client=client,
+            clock=self.clock,
+            rng=self.rng,
+            informer_factory=self.informers,
+            event_recorder=self.recorder,
+            parallelism=self.config.parallelism,
+            snapshot_lister=self.snapshot,
+        )
+        self.profiles: dict[str, Framework] = build_profiles(self.config, self.handle, registry)
+        first = next(iter(self.profiles.values()))
+        events: dict[str, Any] = {}
+        for fwk in self.profiles.values():
+            events.update(fwk.events_to_register())
+        self.queue = SchedulingQueue(
+            first.less,
+            self.clock,
+            pod_initial_backoff=float(self.config.pod_initial_backoff_seconds),
+            pod_max_backoff=float(self.config.pod_max_backoff_seconds),
+            pre_enqueue=self._pre_enqueue,
+            events_for_plugins=events,
+        )
+        self.algorithm = ScheduleAlgorithm(
+            rng=self.rng,
+            percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score,
+            nominated_pods_for_node=self.queue.nominated_pods_for_node,
+            has_nominated_pods=self.queue.has_nominated_pods,
+        )
+        self.pod_informer = self.informers.informer_for("pods")
+        self.node_informer = self.informers.informer_for("nodes")
+        self._lister = self.pod_informer.lister()
+        self._binding_tasks: set[asyncio.Task[None]] = set()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopped = asyncio.Event()
+        self.scheduled = 0
+        self._register_handlers()
+
+    # --- event handlers (eventhandlers.go) -----------------------------------------------------------
+
+    def _responsible(self, pod: Mapping[str, Any]) -> bool:
+        name = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
+        return name in self.profiles
+
+    def _pre_enqueue(self, pod: PodInfo) -> Status | None:
+        fwk = self.profiles.get(pod.scheduler_name)
+        return fwk.run_pre_enqueue_plugins(pod) if fwk is not None else None
+
+    def _register_handlers(self) -> None:
+        self.node_informer.add_event_handler(
+            on_add=self._on_node_add, on_update=self._on_node_update, on_delete=self._on_node_delete
+        )
+        self.pod_informer.add_event_handler(
+            on_add=self._on_pod_add, on_update=self._on_pod_update, on_delete=self._on_pod_delete
+        )
+
+    def _on_node_add(self, node: Any) -> None:
+        self.cache.add_node(node)
+        self.queue.move_all_to_active_or_backoff_queue(EVENT_NODE_ADD, None, node)
+
+    def _on_node_update(self, old: Any, new: Any) -> None:
+        self.cache.update_node(old, new)
+        action = _node_change(old, new)
+        if action:
+            self.queue.move_all_to_active_or_backoff_queue(ClusterEvent("Node", action, "NodeUpdate"), old, new)
+
+    def _on_node_delete(self, node: Any) -> None:
+        self.cache.remove_node(node)
+
+    def _on_pod_add(self, pod: Any) -> None:
+        if _phase(pod) in ("Succeeded", "Failed"):
+            return
+        if _assigned(pod):
+            info = PodInfo(pod)
+            self.cache.add_pod(info)
+            self.queue.assigned_pod_added(info)
+        elif self._responsible(pod):
+            self.queue.add(PodInfo(pod))
+
+    def _on_pod_update(self, old: Any, new: Any) -> None:
+        old_assigned, new_assigned = _assigned(old), _assigned(new)
+        terminal = _phase(new) in ("Succeeded", "Failed")
+        if old_assigned:
+            if terminal:
+                self._delete_assigned(old)
+            else:
+                new_info = PodInfo(new)
+                self.cache.update_pod(PodInfo(old), new_info)
+                self.queue.assigned_pod_updated(PodInfo(old), new_info)
+            return
+        if new_assigned:  # bound: leaves the queue, enters the cache (confirming the assumed pod)
+            self.queue.delete(PodInfo(old))
+            if not terminal:
+                info = PodInfo(new)
+                self.cache.add_pod(info)
+                self.queue.assigned_pod_added(info)
+            return
+        if not self._responsible(new):
+            return
+        if terminal:
+            self.queue.delete(PodInfo(old))
+            return
+        if self.cache.is_assumed_pod(PodInfo(new)):
+            return
+        self.queue.update(PodInfo(old), PodInfo(new))
+
+    def _on_pod_delete(self, pod: Any) -> None:
+        if _assigned(pod):
+            self._delete_assigned(pod)
+        else:
+            info = PodInfo(pod)
+            self.queue.delete(info)
+            for fwk in self.profiles.values():
+                waiting = fwk.get_waiting_pod(info.uid)
+                if waiting is not None:
+                    waiting.reject("", "removed")
+
+    def _delete_assigned(self, pod: Any) -> None:
+        self.cache.remove_pod(PodInfo(pod))
+        self.queue.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_DELETE, pod, None)
+
+    # --- lifecycle -------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start informers and wait until they have synced (the loop starts with :meth:`run`)."""
+        self.informers.start()
+        await self.informers.wait_for_cache_sync()
+
+    async def run(self) -> None:
+        await self.start()
+        queue_task = asyncio.ensure_future(self.queue.run())
+        try:
+            while not self._stopped.is_set():
+                qpi = await self.queue.pop()
+                if qpi is None:
+                    break
+                self.schedule_one(qpi)
+                await asyncio.sleep(0)
+        finally:
+            queue_task.cancel()
+
+    async def stop(self) -> None:
+        self._stopped.set()
+        self.queue.close()
+        await asyncio.gather(*list(self._binding_tasks), return_exceptions=True)
+        await self.informers.stop()
+        if self._own_recorder:
+            await self.recorder.close()
+
+    async def wait_for_bindings(self) -> None:
+        while self._binding_tasks:
+            await asyncio.gather(*list(self._binding_tasks), return_exceptions=True)
+
+    # --- the scheduling cycle --------------------------------------------------------------------------
+
+    def schedule_one(self, qpi: QueuedPodInfo) -> None:
+        pod = qpi.pod_info
+        fwk = self.profiles.get(pod.scheduler_name)
+        if fwk is None:
+            self.queue.done(pod.uid)
+            return
+        if pod.is_terminating:
+            self._event(pod, "Warning", "FailedScheduling", f"skip schedule deleting pod: {pod.key}")
+            self.queue.done(pod.uid)
+            return
+        if self.cache.is_assumed_pod(pod):
+            self.queue.done(pod.uid)
+            return
+        state = CycleState()
+        start = self.clock.monotonic()
+        try:
+            self.cache.update_snapshot(self.snapshot)
+            result = self.algorithm.schedule_pod(fwk, state, pod, self.snapshot.list(), self.snapshot.node_table)
+        except NoNodesAvailableError as exc:
+            self._failure(fwk, qpi, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(exc),)), None)
+            return
+        except FitError as exc:
+            status = Status(Code.UNSCHEDULABLE, (str(exc),))
+            if fwk.has_post_filter_plugins():
+                _r, post = fwk.run_post_filter_plugins(state, pod, exc.diagnosis.node_to_status)
+                exc.diagnosis.post_filter_msg = post.message() if post is not None else ""
+                status = Status(Code.UNSCHEDULABLE, (str(exc),))
+            self._failure(fwk, qpi, status, exc)
+            return
+        except SchedulingError as exc:
+            self._failure(fwk, qpi, exc.status, None)
+            return
+        except Exception as exc:  # a bug in a plugin must cost one attempt, not the scheduler
+            log.exception("scheduling %s failed", pod.key)
+            self._failure(fwk, qpi, Status.from_error(exc), None)
+            return
+        host = result.suggested_host
+        assumed = self._assume(pod, host)
+        reserved = fwk.run_reserve_plugins_reserve(state, assumed, host)
+        if reserved is not None:
+            fwk.run_reserve_plugins_unreserve(state, assumed, host)
+            self.cache.forget_pod(assumed)
+            self._failure(fwk, qpi, reserved, self._single_node_fit_error(pod, host, reserved))
+            return
+        permit = fwk.run_permit_plugins(state, assumed, host)
+        if permit is not None and permit.code != Code.WAIT:
+            fwk.run_reserve_plugins_unreserve(state, assumed, host)
+            self.cache.forget_pod(assumed)
+            self._failure(fwk, qpi, permit, self._single_node_fit_error(pod, host, permit))
+            return
+        task = asyncio.ensure_future(self._binding_cycle(fwk, state, qpi, assumed, result, start))
+        self._binding_tasks.add(task)
+        task.add_done_callback(self._binding_tasks.discard)
+
+    def _assume(self, pod: PodInfo, host: str) -> PodInfo:
+        spec = dict(pod.pod.get("spec") or {})
+        spec["nodeName"] = host
+        assumed = PodInfo({**pod.pod, "spec": spec})
+        self.cache.assume_pod(assumed)
+        self.queue.delete_nominated_pod_if_exists(pod)
+        return assumed
+
+    def _single_node_fit_error(self, pod: PodInfo, host: str, status: Status) -> FitError | None:
+        if not status.is_rejected():
+            return None
+        from kubeplane.scheduler.schedule_one import Diagnosis
+
+        diagnosis = Diagnosis(node_to_status={host: status})
+        diagnosis.add_plugin_status(status)
+        return FitError(pod, 1, diagnosis)
+
+    async def _binding_cycle(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        assumed: PodInfo,
+        result: ScheduleResult,
+        start: float,
+    ) -> None:
+        host = result.suggested_host
+        try:
+            status = await fwk.wait_on_permit(assumed)
+            if status is not None:
+                err = self._single_node_fit_error(qpi.pod_info, host, status)
+                if err is not None:
+                    err.diagnosis.unschedulable_plugins = {status.plugin} if status.plugin else set()
+                self._binding_failed(fwk, state, qpi, assumed, host, status, err)
+                return
+            self.queue.done(assumed.uid)
+            status = await fwk.run_pre_bind_plugins(state, assumed, host)
+            if status is None:
+                status = await fwk.run_bind_plugins(state, assumed, host)
+            self.cache.finish_binding(assumed)
+            if status is not None:
+                self._binding_failed(fwk, state, qpi, assumed, host, status, None)
+                return
+            self.scheduled += 1
+            self._event(assumed, "Normal", "Scheduled", f"Successfully assigned {assumed.key} to {host}")
+            fwk.run_post_bind_plugins(state, assumed, host)
+        except Exception as exc:
+            log.exception("binding %s failed", assumed.key)
+            self._binding_failed(fwk, state, qpi, assumed, host, Status.from_error(exc), None)
+
+    def _binding_failed(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        qpi: QueuedPodInfo,
+        assumed: PodInfo,
+        host: str,
+        status: Status,
+        err: FitError | None,
+    ) -> None:
+        fwk.run_reserve_plugins_unreserve(state, assumed, host)
+        self.cache.forget_pod(assumed)
+        self.queue.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_DELETE, assumed.pod, None)
+        self._failure(fwk, qpi, status, err)
+
+    # --- failures (handleSchedulingFailure) ------------------------------------------------------------------
+
+    def _failure(self, fwk: Framework, qpi: QueuedPodInfo, status: Status, err: FitError | None) -> None:
+        pod = qpi.pod_info
+        rejected = status.is_rejected()
+        reason = "Unschedulable" if rejected else "SchedulerError"
+        message = str(err) if err is not None else status.message()
+        if err is not None:
+            qpi.unschedulable_plugins = set(err.diagnosis.unschedulable_plugins)
+            qpi.pending_plugins = set(err.diagnosis.pending_plugins)
+        else:
+            qpi.unschedulable_plugins = set()
+            qpi.pending_plugins = set()
+        cached = self._lister.get(pod.namespace, pod.name)
+        if cached is not None and not _assigned(cached):
+            qpi.pod_info = PodInfo(cached)
+            self.queue.add_unschedulable_if_not_present(qpi, self.queue.scheduling_cycle())
+        else:
+            self.queue.done(pod.uid)
+        self._event(pod, "Warning", "FailedScheduling", _truncate(message))
+        task = asyncio.ensure_future(self._update_condition(pod, reason, message))
+        self._binding_tasks.add(task)
+        task.add_done_callback(self._binding_tasks.discard)
+
+    async def _update_condition(self, pod: PodInfo, reason: str, message: str) -> None:
+        conditions = (pod.pod.get("status") or {}).get("conditions") or []
+        for c in conditions:
+            same = c.get("status") == "False" and c.get("reason") == reason and c.get("message") == message
+            if c.get("type") == "PodScheduled" and same:
+                return
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": reason,
+            "message": message,
+            "lastProbeTime": None,
+            "lastTransitionTime": format_time(self.clock.now()),
+        }
+        try:
+            await self.client.patch(
+                self.client.resource("pods"),
+                pod.name,
+                {"status": {"conditions": [condition]}},
+                patch_type=PatchType.STRATEGIC,
+                namespace=pod.namespace,
+                subresource="status",
+            )
+        except ClientError as exc:
+            log.info("updating the PodScheduled condition of %s failed: %s", pod.key, exc)
+
+    def _event(self, pod: PodInfo, event_type: str, reason: str, message: str) -> None:
+        obj = {"apiVersion": "v1", "kind": "Pod", "metadata": pod.pod.get("metadata") or {}}
+        task = asyncio.ensure_future(self.recorder.event(obj, event_type, reason, message))
+        self._binding_tasks.add(task)
+        task.add_done_callback(self._binding_tasks.discard)
