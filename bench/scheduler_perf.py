@@ -71,7 +71,10 @@ def pod(name: str, *, affinity: bool) -> Obj:
             {
                 "name": "pause",
                 "image": "registry.k8s.io/pause:3.10",
-                "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}, "limits": {"cpu": "100m", "memory": "500Mi"}},
+                "resources": {
+                    "requests": {"cpu": "100m", "memory": "500Mi"},
+                    "limits": {"cpu": "100m", "memory": "500Mi"},
+                },
             }
         ]
     }
@@ -80,7 +83,11 @@ def pod(name: str, *, affinity: bool) -> Obj:
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
                     "nodeSelectorTerms": [
-                        {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone1"]}]}
+                        {
+                            "matchExpressions": [
+                                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone1"]}
+                            ]
+                        }
                     ]
                 }
             }
@@ -170,7 +177,7 @@ def report(samples: list[float], params: dict[str, Any]) -> None:
     def perc(p: float) -> float:
         if not ordered:
             return 0.0
-        idx = max(0, min(len(ordered) - 1, int(round(p / 100 * len(ordered) + 0.5)) - 1))
+        idx = max(0, min(len(ordered) - 1, round(p / 100 * len(ordered) + 0.5) - 1))
         return ordered[idx]
 
     emit("SchedulingThroughput", sum(samples) / len(samples) if samples else 0.0, "pods/s", stat="Average", **params)
@@ -195,7 +202,9 @@ async def run_local(spec: dict[str, Any], params: dict[str, Any]) -> None:
         asyncio.ensure_future(watch_into(client, "init", init_counter)),
         asyncio.ensure_future(watch_into(client, "measured", counter)),
     ]
-    await create_all(client, [pod(f"init-{i}", affinity=spec["affinity"]) for i in range(spec["init_pods"])], namespace="init")
+    await create_all(
+        client, [pod(f"init-{i}", affinity=spec["affinity"]) for i in range(spec["init_pods"])], namespace="init"
+    )
     while len(init_counter.scheduled) < spec["init_pods"]:
         await asyncio.sleep(0.05)
     measured = [pod(f"pod-{i}", affinity=spec["affinity"]) for i in range(spec["pods"])]
@@ -211,10 +220,10 @@ async def run_local(spec: dict[str, Any], params: dict[str, Any]) -> None:
 
 
 async def run_http(spec: dict[str, Any], params: dict[str, Any], kubeconfig: Path, tmp: Path) -> None:
+    import dataclasses
+
     from kubeplane.client.http import HTTPClient
     from kubeplane.client.kubeconfig import load_kubeconfig
-
-    import dataclasses
 
     config = dataclasses.replace(load_kubeconfig(kubeconfig), qps=0, burst=1)
     client = HTTPClient(config, connections=CREATORS)
@@ -230,7 +239,16 @@ async def run_http(spec: dict[str, Any], params: dict[str, Any], kubeconfig: Pat
     )
     log = (tmp / "scheduler.log").open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kubeplane.cli.main", "scheduler", "--kubeconfig", str(kubeconfig), "--config", str(sched_config)],
+        [
+            sys.executable,
+            "-m",
+            "kubeplane.cli.main",
+            "scheduler",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--config",
+            str(sched_config),
+        ],
         stdout=log,
         stderr=log,
     )
@@ -240,7 +258,9 @@ async def run_http(spec: dict[str, Any], params: dict[str, Any], kubeconfig: Pat
             asyncio.ensure_future(watch_into(client, "init", init_counter)),
             asyncio.ensure_future(watch_into(client, "measured", counter)),
         ]
-        await create_all(client, [pod(f"init-{i}", affinity=spec["affinity"]) for i in range(spec["init_pods"])], namespace="init")
+        await create_all(
+            client, [pod(f"init-{i}", affinity=spec["affinity"]) for i in range(spec["init_pods"])], namespace="init"
+        )
         deadline = time.monotonic() + 600
         while len(init_counter.scheduled) < spec["init_pods"]:
             if proc.poll() is not None or time.monotonic() > deadline:

@@ -125,7 +125,11 @@ async def test_required_and_preferred_node_affinity(cluster: Cluster) -> None:
         "nodeAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": {
                 "nodeSelectorTerms": [
-                    {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-b"]}]}
+                    {
+                        "matchExpressions": [
+                            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-b"]}
+                        ]
+                    }
                 ]
             }
         }
@@ -170,7 +174,9 @@ async def test_toleration_lets_a_pod_onto_the_master(cluster: Cluster) -> None:
         pod(
             "tol",
             nodeSelector={"kubernetes.io/hostname": "master"},
-            tolerations=[{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}],
+            tolerations=[
+                {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}
+            ],
         )
     )
     assert await cluster.node_of("tol") == "master"
@@ -187,7 +193,8 @@ async def test_too_big_stays_pending_with_upstreams_message_then_fits_on_a_new_n
         return [e for e in await cluster.events_for("big") if e["reason"] == "FailedScheduling"]
 
     events = await cluster.wait_for("FailedScheduling event", failed_event)
-    assert events[0]["message"] == message and events[0]["type"] == "Warning"
+    assert events[0]["message"] == message
+    assert events[0]["type"] == "Warning"
 
     await cluster.create(node("node03", cpu="16"))
     assert await cluster.node_of("big") == "node03"

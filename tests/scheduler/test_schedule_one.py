@@ -63,7 +63,9 @@ def _st(code: Code, *reasons: str) -> Status:
         ),
         pytest.param(
             3,
-            Diagnosis(pre_filter_msg="prefilter says no", absent_nodes_status=_st(Code.UNSCHEDULABLE, "prefilter says no")),
+            Diagnosis(
+                pre_filter_msg="prefilter says no", absent_nodes_status=_st(Code.UNSCHEDULABLE, "prefilter says no")
+            ),
             "0/3 nodes are available: prefilter says no.",
             id="a PreFilter rejection replaces the histogram",
         ),

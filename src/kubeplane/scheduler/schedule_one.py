@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -275,7 +276,8 @@ class ScheduleAlgorithm:
     ) -> tuple[list[NodeInfo], int]:
         n = len(nodes)
         order = np.roll(rows, -start) if start else rows
-        plugins = [p for p in fwk.filter_plugins if p.name() not in state.skip_filter_plugins]
+        skip = state.skip_filter_plugins
+        plugins = [cast(VectorFilterPlugin, p) for p in fwk.filter_plugins if p.name() not in skip]
         window = max(256, num_to_find + num_to_find // 4)
         found: list[IntArray] = []
         found_count = 0
@@ -285,7 +287,6 @@ class ScheduleAlgorithm:
             chunk = order[offset : offset + window]
             passing = chunk
             for plugin in plugins:
-                assert isinstance(plugin, VectorFilterPlugin)
                 mask = plugin.filter_vector(state, pod, table, passing)
                 passing = passing[mask]
                 if len(passing) == 0:

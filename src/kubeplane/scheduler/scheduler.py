@@ -321,9 +321,7 @@ class Scheduler:
         task.add_done_callback(self._binding_tasks.discard)
 
     def _assume(self, pod: PodInfo, host: str) -> PodInfo:
-        spec = dict(pod.pod.get("spec") or {})
-        spec["nodeName"] = host
-        assumed = PodInfo({**pod.pod, "spec": spec})
+        assumed = pod.with_node_name(host)
         self.cache.assume_pod(assumed)
         self.queue.delete_nominated_pod_if_exists(pod)
         return assumed

@@ -207,7 +207,9 @@ def test_filter_stops_at_first_failure_and_names_plugin() -> None:
         {"f1": {"reject": {"n1": Code.UNSCHEDULABLE}}, "f2": {"reject": {"n1": Code.UNSCHEDULABLE_AND_UNRESOLVABLE}}},
     )
     status = fwk.run_filter_plugins(CycleState(), POD, _node("n1"))
-    assert status is not None and status.plugin == "f1" and status.reasons == ("f1 rejects n1",)
+    assert status is not None
+    assert status.plugin == "f1"
+    assert status.reasons == ("f1 rejects n1",)
     every = fwk.run_all_filter_plugins(CycleState(), POD, _node("n1"))
     assert {k: v.code if v else None for k, v in every.items()} == {
         "f1": Code.UNSCHEDULABLE,
@@ -218,7 +220,8 @@ def test_filter_stops_at_first_failure_and_names_plugin() -> None:
 def test_filter_error_code_is_wrapped() -> None:
     fwk = _framework({"filter": [("f1", 0)]}, {"f1": {"reject": {"n1": Code.ERROR}}})
     status = fwk.run_filter_plugins(CycleState(), POD, _node("n1"))
-    assert status is not None and status.code == Code.ERROR
+    assert status is not None
+    assert status.code == Code.ERROR
     assert status.reasons == ("running Filter plugin 'f1': f1 rejects n1",)
 
 
@@ -239,14 +242,16 @@ def test_scores_are_normalized_then_weighted() -> None:
 def test_score_out_of_range_after_normalize_is_an_error() -> None:
     fwk = _framework({"score": [("s1", 1)]}, {"s1": {"scores": {"a": 101}}})
     _r, status = fwk.run_score_plugins(CycleState(), POD, [_node("a")])
-    assert status is not None and status.code == Code.ERROR
+    assert status is not None
+    assert status.code == Code.ERROR
     assert "returns an invalid score 101, it should in the range of [0, 100] after normalizing" in status.message()
 
 
 async def test_permit_wait_allow() -> None:
     fwk = _framework({"permit": [("permit1", 0)]}, {"permit1": {}})
     status = fwk.run_permit_plugins(CycleState(), POD, "n1")
-    assert status is not None and status.code == Code.WAIT
+    assert status is not None
+    assert status.code == Code.WAIT
     waiter = asyncio.ensure_future(fwk.wait_on_permit(POD))
     await asyncio.sleep(0)
     waiting = fwk.get_waiting_pod(POD.uid)
@@ -265,7 +270,9 @@ async def test_permit_wait_reject_and_timeout() -> None:
         await asyncio.sleep(0)
     await clock.advance(5.0)
     status = await waiter
-    assert status is not None and status.code == Code.UNSCHEDULABLE and status.plugin == "permit1"
+    assert status is not None
+    assert status.code == Code.UNSCHEDULABLE
+    assert status.plugin == "permit1"
     assert status.reasons == ("rejected due to timeout after waiting 5s at plugin permit1",)
 
     fwk.run_permit_plugins(CycleState(), POD, "n1")
@@ -275,10 +282,12 @@ async def test_permit_wait_reject_and_timeout() -> None:
     assert waiting is not None
     waiting.reject("permit1", "no")
     status = await waiter
-    assert status is not None and status.reasons == ("no",)
+    assert status is not None
+    assert status.reasons == ("no",)
 
 
 async def test_bind_without_plugins_is_skip() -> None:
     fwk = _framework({}, {})
     status = await fwk.run_bind_plugins(CycleState(), POD, "n1")
-    assert status is not None and status.code == Code.SKIP
+    assert status is not None
+    assert status.code == Code.SKIP

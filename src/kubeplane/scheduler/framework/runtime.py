@@ -131,6 +131,13 @@ class Framework:
         self.post_bind_plugins: list[PostBindPlugin] = get("postBind")
         self.waiting_pods: dict[str, WaitingPod] = {}
         self.vector_filters = all(isinstance(p, VectorFilterPlugin) for p in self.filter_plugins)
+        # Capabilities resolved once: runtime_checkable isinstance checks are slow in the per-pod path.
+        self._vector_score: dict[str, tuple[Any, Any]] = {}
+        for plugin in self.score_plugins:
+            ext = plugin.score_extensions()
+            normalize_vector = getattr(plugin, "normalize_vector", None)
+            if isinstance(plugin, VectorScorePlugin) and (ext is None or normalize_vector is not None):
+                self._vector_score[plugin.name()] = (plugin.score_vector, normalize_vector)
 
     # --- introspection -------------------------------------------------------------------------------
 
@@ -376,10 +383,10 @@ class Framework:
         total = np.zeros(len(rows), np.int64)
         for plugin in self.active_score_plugins(state):
             weight = self.score_weights.get(plugin.name(), 1)
-            ext = plugin.score_extensions()
-            normalize_vector = getattr(plugin, "normalize_vector", None)
-            if isinstance(plugin, VectorScorePlugin) and (ext is None or normalize_vector is not None):
-                raw = plugin.score_vector(state, pod, table, rows)
+            vector = self._vector_score.get(plugin.name())
+            if vector is not None:
+                score_vector, normalize_vector = vector
+                raw = score_vector(state, pod, table, rows)
                 if normalize_vector is not None:
                     raw = normalize_vector(state, pod, raw)
                 if len(raw) and (int(raw.max()) > MAX_NODE_SCORE or int(raw.min()) < MIN_NODE_SCORE):

@@ -17,10 +17,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from kubeplane.scheduler.framework.interface import MAX_NODE_SCORE, CycleState, ScoreExtensions, Status
 from kubeplane.scheduler.plugins.helper import go_div
 
 if TYPE_CHECKING:
+    from kubeplane.scheduler.backend.node_table import IntArray, NodeTable
     from kubeplane.scheduler.framework.handle import Handle
     from kubeplane.scheduler.framework.types import ImageStateSummary, NodeInfo, PodInfo
 
@@ -125,6 +128,22 @@ class ImageLocality:
         else:
             images, total_num_nodes = pod_image_names(pod), len(self._handle.snapshot().list())
         return calculate_priority(sum_image_scores(node, images, total_num_nodes), len(images)), None
+
+    def score_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
+        """:meth:`score` for ``rows``; nodes without any image state score the floor without a lookup."""
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if isinstance(s, _PreScoreState):
+            images, total_num_nodes = s.images, s.total_num_nodes
+        else:
+            images, total_num_nodes = pod_image_names(pod), len(self._handle.snapshot().list())
+        floor = calculate_priority(0, len(images))
+        out: IntArray = np.full(len(rows), floor, np.int64)
+        infos = table.node_infos
+        for j, r in enumerate(rows.tolist()):
+            node = infos[r]
+            if node.image_states:
+                out[j] = calculate_priority(sum_image_scores(node, images, total_num_nodes), len(images))
+        return out
 
     def score_extensions(self) -> ScoreExtensions | None:
         return None
