@@ -137,6 +137,9 @@ class ScheduleAlgorithm:
         self.next_start_node_index = 0
         self.nominated_pods_for_node = nominated_pods_for_node
         self.has_nominated_pods = has_nominated_pods
+        # The rows of the last feasible list the vector filter path produced, so that scoring need not look
+        # them up again; only used when prioritize_and_select receives that very list.
+        self._feasible_rows: tuple[list[NodeInfo], IntArray] | None = None
 
     def num_feasible_nodes_to_find(self, profile_percentage: int | None, num_all_nodes: int) -> int:
         if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
@@ -275,7 +278,7 @@ class ScheduleAlgorithm:
         start: int,
     ) -> tuple[list[NodeInfo], int]:
         n = len(nodes)
-        order = np.roll(rows, -start) if start else rows
+        order = np.concatenate((rows[start:], rows[:start])) if start else rows
         skip = state.skip_filter_plugins
         plugins = [cast(VectorFilterPlugin, p) for p in fwk.filter_plugins if p.name() not in skip]
         window = max(256, num_to_find + num_to_find // 4)
@@ -299,15 +302,25 @@ class ScheduleAlgorithm:
                 processed += upto
                 found.append(passing)
                 found_count += need
-                rejected_rows.append(np.setdiff1d(chunk[:upto], passing, assume_unique=True))
+                if upto != need:
+                    rejected_rows.append(np.setdiff1d(chunk[:upto], passing, assume_unique=True))
                 break
             processed += len(chunk)
             found.append(passing)
             found_count += len(passing)
-            rejected_rows.append(np.setdiff1d(chunk, passing, assume_unique=True))
-        feasible_rows = np.concatenate(found) if found else np.zeros(0, np.int64)
-        feasible = [table.node_infos[int(r)] for r in feasible_rows]
-        rejected = np.concatenate(rejected_rows) if rejected_rows else np.zeros(0, np.int64)
+            if len(passing) != len(chunk):
+                rejected_rows.append(np.setdiff1d(chunk, passing, assume_unique=True))
+        if len(found) == 1:
+            feasible_rows = found[0]
+        else:
+            feasible_rows = np.concatenate(found) if found else np.zeros(0, np.int64)
+        infos = table.node_infos
+        feasible = [infos[r] for r in feasible_rows.tolist()]
+        self._feasible_rows = (feasible, feasible_rows)
+        if len(rejected_rows) == 1:
+            rejected = rejected_rows[0]
+        else:
+            rejected = np.concatenate(rejected_rows) if rejected_rows else np.zeros(0, np.int64)
         if len(rejected):
             # Reasons come from the reference filters; a pod that fits somewhere needs only their count.
             if not feasible:
@@ -338,7 +351,13 @@ class ScheduleAlgorithm:
         if status is not None:
             raise SchedulingError(status)
         if table is not None:
-            rows = np.fromiter((table.index[ni.name] for ni in feasible), np.int64, len(feasible))
+            cached = self._feasible_rows
+            self._feasible_rows = None
+            if cached is not None and cached[0] is feasible and len(cached[1]) == len(feasible):
+                rows = cached[1]
+            else:
+                index = table.index
+                rows = np.fromiter((index[ni.name] for ni in feasible), np.int64, len(feasible))
             totals, status = fwk.vector_scores(state, pod, rows, feasible, table)
             if status is not None:
                 raise SchedulingError(status)

@@ -9,7 +9,7 @@ Row ``i`` describes ``node_infos[i]`` of the snapshot the table was built from. 
   return zeros.
 * ``non_zero_cpu`` / ``non_zero_memory``: the scoring requests (NodeInfo.non_zero_requested).
 * ``unschedulable``: spec.unschedulable; ``has_taints``: the node has at least one taint; ``has_ports``:
-  some pod on the node uses a host port.
+  some pod on the node uses a host port; ``has_images``: the node reports image states.
 * :meth:`label` gives one label key as an object array (the value or ``None``), built lazily and kept until
   a node's labels change.
 
@@ -51,6 +51,7 @@ class NodeTable:
         self.unschedulable: BoolArray = np.zeros(n, np.bool_)
         self.has_taints: BoolArray = np.zeros(n, np.bool_)
         self.has_ports: BoolArray = np.zeros(n, np.bool_)
+        self.has_images: BoolArray = np.zeros(n, np.bool_)
         self._labels: dict[str, npt.NDArray[np.object_]] = {}
         self._generations: list[int] = [0] * n
         self._label_maps: list[object] = [None] * n
@@ -89,6 +90,7 @@ class NodeTable:
         self.unschedulable[i] = ni.unschedulable
         self.has_taints[i] = bool(ni.taints)
         self.has_ports[i] = len(ni.used_ports) > 0
+        self.has_images[i] = bool(ni.image_states)
         if self._label_maps[i] is not ni.labels:
             self._label_maps[i] = ni.labels
             for key, values in self._labels.items():

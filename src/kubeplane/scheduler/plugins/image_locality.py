@@ -139,10 +139,12 @@ class ImageLocality:
         floor = calculate_priority(0, len(images))
         out: IntArray = np.full(len(rows), floor, np.int64)
         infos = table.node_infos
-        for j, r in enumerate(rows.tolist()):
-            node = infos[r]
-            if node.image_states:
-                out[j] = calculate_priority(sum_image_scores(node, images, total_num_nodes), len(images))
+        hits = np.flatnonzero(table.has_images[rows])
+        if len(hits):
+            for j, r in zip(hits.tolist(), rows[hits].tolist(), strict=True):
+                node = infos[r]
+                if node.image_states:
+                    out[j] = calculate_priority(sum_image_scores(node, images, total_num_nodes), len(images))
         return out
 
     def score_extensions(self) -> ScoreExtensions | None:

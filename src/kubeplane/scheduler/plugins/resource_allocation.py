@@ -342,6 +342,15 @@ def _balance(values: Sequence[int], allocatable: Sequence[int]) -> int:
 
 
 def _balance_vector(values: Sequence[IntArray], allocatable: Sequence[IntArray]) -> IntArray:
+    if len(values) == 2:
+        cap0, cap1 = allocatable
+        if cap0.all() and cap1.all():
+            # Both resources present on every row (the usual cpu + memory): std = |f0 - f1| / 2, the same float
+            # operations as the general path below.
+            f0 = np.minimum(values[0].astype(np.float64) / cap0.astype(np.float64), 1.0)
+            f1 = np.minimum(values[1].astype(np.float64) / cap1.astype(np.float64), 1.0)
+            std2 = np.abs((f0 - f1) / 2)
+            return ((1 - std2) * float(MAX_NODE_SCORE)).astype(np.int64)
     rows = values[0].shape if values else (0,)
     count: IntArray = np.zeros(rows, np.int64)
     total = np.zeros(rows, np.float64)
@@ -396,7 +405,9 @@ class BalancedStrategy:
         with_pod = _balance_vector(requested, allocatable)
         without_pod = _balance_vector(allocated, allocatable)
         half = MAX_NODE_SCORE // 2
-        return half + go_div_vector(half + with_pod - without_pod, np.full(with_pod.shape, 2, np.int64))
+        diff = half + with_pod - without_pod
+        # Go's truncating division by 2: floor division, plus one where an odd negative value was rounded down.
+        return half + (diff // 2 + ((diff < 0) & (diff % 2 != 0)))
 
 
 def _zeros_like(arrays: Sequence[IntArray]) -> IntArray:
