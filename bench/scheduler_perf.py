@@ -9,7 +9,8 @@ Nodes have 4 CPU / 32Gi / 110 pods and the hostname label; pods request 100m / 5
 Pods are created through the API while the scheduler runs, as upstream's harness does. Throughput is measured
 as upstream's throughputCollector: a pod counts when spec.nodeName is set (seen through a watch); samples are
 taken every second from the first scheduled measured pod; the first sample is skipped; an interval in which
-nothing was scheduled is merged into the next. Printed as JSON lines: ``"metric": "SchedulingThroughput"`` with
+nothing was scheduled is merged into the next; a run shorter than three samples reports one rate, from the first
+to the last scheduled pod. Printed as JSON lines: ``"metric": "SchedulingThroughput"`` with
 ``"stat"`` Average (mean of the per-interval rates), Perc50, Perc90, Perc95, Perc99, and ``"metric": "PeakRSS"``
 in MB. ``--quick`` uses 500 nodes (and fewer pods).
 
@@ -168,7 +169,10 @@ async def measure(counter: Counter, total: int, timeout: float) -> list[float]:
     now = time.monotonic()
     if len(counter.scheduled) > last_count:
         samples.append((len(counter.scheduled) - last_count) / max(now - last_time, 1e-6))
-    return samples[1:] if len(samples) > 1 else samples
+    if len(samples) < 3:
+        # Too short a run for 1 s samples (--quick, small --pods): one sample, first to last scheduled pod.
+        return [total / max(now - counter.first, 1e-6)]
+    return samples[1:]
 
 
 def report(samples: list[float], params: dict[str, Any]) -> None:

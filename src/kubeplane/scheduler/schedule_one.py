@@ -314,8 +314,7 @@ class ScheduleAlgorithm:
             feasible_rows = found[0]
         else:
             feasible_rows = np.concatenate(found) if found else np.zeros(0, np.int64)
-        infos = table.node_infos
-        feasible = [infos[r] for r in feasible_rows.tolist()]
+        feasible = list(map(table.node_infos.__getitem__, feasible_rows.tolist()))
         self._feasible_rows = (feasible, feasible_rows)
         if len(rejected_rows) == 1:
             rejected = rejected_rows[0]

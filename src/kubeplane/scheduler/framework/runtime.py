@@ -389,8 +389,12 @@ class Framework:
                 raw = score_vector(state, pod, table, rows)
                 if normalize_vector is not None:
                     raw = normalize_vector(state, pod, raw)
-                if len(raw) and (int(raw.max()) > MAX_NODE_SCORE or int(raw.min()) < MIN_NODE_SCORE):
-                    bad = int(raw.max()) if int(raw.max()) > MAX_NODE_SCORE else int(raw.min())
+                if len(raw):
+                    high, low = int(raw.max()), int(raw.min())
+                    if high <= MAX_NODE_SCORE and low >= MIN_NODE_SCORE:
+                        total += raw * weight
+                        continue
+                    bad = high if high > MAX_NODE_SCORE else low
                     return total, Status.from_error(
                         f"plugin {plugin.name()!r} returns an invalid score {bad}, it should in the range of "
                         f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"

@@ -249,16 +249,20 @@ class PodInfo:
         self.priority: int = int(spec.get("priority") or 0)
 
     @functools.cached_property
+    def _simple(self) -> tuple[Resource, int, int] | None:
+        return _simple_requests(self.pod)
+
+    @functools.cached_property
     def requests(self) -> Resource:
         """Effective requests (sidecars, overhead, pod-level resources; status resources for running pods)."""
-        simple = _simple_requests(self.pod)
+        simple = self._simple
         if simple is not None:
             return simple[0]
         return Resource.from_natural(pod_requests(self.pod, use_status_resources=True))
 
     @functools.cached_property
     def _non_zero(self) -> tuple[int, int]:
-        simple = _simple_requests(self.pod)
+        simple = self._simple
         if simple is not None:
             return simple[1], simple[2]
         return pod_nonzero_requests(self.pod, use_status_resources=True)

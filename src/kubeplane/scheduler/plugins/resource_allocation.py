@@ -224,6 +224,15 @@ class LeastAllocatedStrategy:
         allocatable: Sequence[IntArray],
         weights: Sequence[int],
     ) -> IntArray:
+        if weights and all(w > 0 for w in weights) and all(bool((cap > 0).all()) for cap in allocatable):
+            # Every resource present with a positive allocatable on every row: all quotients are of non-negative
+            # numbers by positive ones, where Go's truncation equals floor division.
+            total: IntArray | None = None
+            for req, cap, weight in zip(requested, allocatable, weights, strict=True):
+                term = np.where(req > cap, 0, (cap - req) * MAX_NODE_SCORE // cap) * weight
+                total = term if total is None else total + term
+            assert total is not None
+            return total // sum(weights)
         node_score, weight_sum = _zeros_like(requested), _zeros_like(requested)
         for req, cap, weight in zip(requested, allocatable, weights, strict=True):
             present = cap != 0
@@ -402,12 +411,23 @@ class BalancedStrategy:
         allocatable: Sequence[IntArray],
         weights: Sequence[int],
     ) -> IntArray:
-        with_pod = _balance_vector(requested, allocatable)
-        without_pod = _balance_vector(allocated, allocatable)
+        if len(allocatable) == 2 and bool(allocatable[0].all()) and bool(allocatable[1].all()):
+            # The usual cpu + memory on nodes having both: _balance_vector's two-resource case, fused.
+            cap0, cap1 = allocatable[0].astype(np.float64), allocatable[1].astype(np.float64)
+            req0, req1 = requested
+            use0, use1 = allocated
+            with_std = np.abs((np.minimum(req0 / cap0, 1.0) - np.minimum(req1 / cap1, 1.0)) / 2)
+            without_std = np.abs((np.minimum(use0 / cap0, 1.0) - np.minimum(use1 / cap1, 1.0)) / 2)
+            with_pod = ((1 - with_std) * float(MAX_NODE_SCORE)).astype(np.int64)
+            without_pod = ((1 - without_std) * float(MAX_NODE_SCORE)).astype(np.int64)
+        else:
+            with_pod = _balance_vector(requested, allocatable)
+            without_pod = _balance_vector(allocated, allocatable)
         half = MAX_NODE_SCORE // 2
-        diff = half + with_pod - without_pod
+        diff: IntArray = half + with_pod - without_pod
         # Go's truncating division by 2: floor division, plus one where an odd negative value was rounded down.
-        return half + (diff // 2 + ((diff < 0) & (diff % 2 != 0)))
+        out: IntArray = half + (diff // 2 + ((diff < 0) & (diff % 2 != 0)))
+        return out
 
 
 def _zeros_like(arrays: Sequence[IntArray]) -> IntArray:
