@@ -876,3 +876,31 @@ def test_node_table_matches_a_fresh_table(ops: list[tuple[str, int, int]]) -> No
             compare_cache_with_snapshot(cache, snapshot)
         else:
             apply(cache, versions, op)
+
+
+def test_confirming_an_assumed_pod_keeps_the_node_generation() -> None:
+    """Assumed -> Added for the bound version of the same spec swaps the PodInfo without dirtying the node,
+    so the next snapshot copies nothing (the per-binding common case); a changed spec re-adds it."""
+    cache = Cache(FakeClock())
+    cache.add_node(make_node("n1", "4", "8Gi"))
+    assumed = make_pod("p", "n1", "100m", "64Mi")
+    cache.assume_pod(assumed)
+    snapshot = Snapshot()
+    cache.update_snapshot(snapshot)
+    generation = snapshot.get("n1").generation  # type: ignore[union-attr]
+    bound = PodInfo({**assumed.pod, "metadata": {**assumed.pod["metadata"], "resourceVersion": "7"}})
+    cache.add_pod(bound)
+    assert not cache.is_assumed_pod(bound)
+    assert cache.get_pod(bound) is bound
+    ni = cache.get_node_info("n1")
+    assert ni is not None
+    assert ni.generation == generation
+    assert ni.pods == [bound]
+    assert ni.requested.milli_cpu == 100
+
+    changed = make_pod("q", "n1", "200m", "64Mi")
+    cache.assume_pod(changed)
+    cache.add_pod(on_node(make_pod("q", "", "300m", "64Mi"), "n1"))
+    ni = cache.get_node_info("n1")
+    assert ni is not None
+    assert ni.requested.milli_cpu == 400

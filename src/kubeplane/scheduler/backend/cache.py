@@ -136,8 +136,11 @@ class Cache:
         if state is None:
             self._add_pod(pod_info, pod_info.node_name, assumed=False)
         elif pod_info.uid in self._assumed:
-            self._remove_pod(state)
-            self._add_pod(pod_info, pod_info.node_name, assumed=False)
+            if state.node_name == pod_info.node_name and _same_for_scheduling(state.pod_info, pod_info):
+                self._confirm_in_place(state, pod_info)
+            else:
+                self._remove_pod(state)
+                self._add_pod(pod_info, pod_info.node_name, assumed=False)
         else:
             raise CacheError(f"pod {pod_info.key}({pod_info.uid}) was already in added state")
 
@@ -236,6 +239,23 @@ class Cache:
         del self._pod_states[pod_info.uid]
         self._assumed.discard(pod_info.uid)
         self._count_pvcs(pod_info, -1)
+
+    def _confirm_in_place(self, state: _PodState, pod_info: PodInfo) -> None:
+        """Assumed -> Added without touching the node's aggregates or generation.
+
+        The bound version of a pod differs from the assumed copy only in server-set fields (resourceVersion,
+        status), so the NodeInfo's sums are already right; swapping the PodInfo object keeps ``generation``
+        unchanged, so the next snapshot does not copy the node again (the common case on every binding).
+        """
+        ni = self._nodes.get(state.node_name)
+        if ni is not None:
+            for pods in (ni.pods, ni.pods_with_affinity, ni.pods_with_required_anti_affinity):
+                for i, existing in enumerate(pods):
+                    if existing.uid == pod_info.uid:
+                        pods[i] = pod_info
+                        break
+        self._pod_states[pod_info.uid] = _PodState(pod_info, state.node_name)
+        self._assumed.discard(pod_info.uid)
 
     def _count_pvcs(self, pod_info: PodInfo, sign: int) -> None:
         for key in pod_pvc_keys(pod_info):
@@ -410,3 +430,8 @@ class Cache:
             else:
                 snapshot.used_pvcs.discard(key)
         self._pvc_dirty.clear()
+
+
+def _same_for_scheduling(assumed: PodInfo, bound: PodInfo) -> bool:
+    """True when the bound pod has the assumed copy's spec and labels (the binding set only spec.nodeName)."""
+    return assumed.pod.get("spec") == bound.pod.get("spec") and assumed.labels == bound.labels
