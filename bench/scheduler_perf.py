@@ -12,7 +12,8 @@ taken every second from the first scheduled measured pod; the first sample is sk
 nothing was scheduled is merged into the next; a run shorter than three samples reports one rate, from the first
 to the last scheduled pod. Printed as JSON lines: ``"metric": "SchedulingThroughput"`` with
 ``"stat"`` Average (mean of the per-interval rates), Perc50, Perc90, Perc95, Perc99, and ``"metric": "PeakRSS"``
-in MB. ``--quick`` uses 500 nodes (and fewer pods).
+in MB: ``component`` ``bench`` is this process (with ``--transport local`` the whole control plane), ``scheduler``
+the scheduler process of ``--transport http``. ``--quick`` uses 500 nodes (and fewer pods).
 
 ``--transport local``: API server registry (memory store), scheduler and pod creator in this process over the
 local transport. ``--transport http``: ``kubeplane apiserver`` and ``kubeplane scheduler`` each in their own
@@ -175,6 +176,17 @@ async def measure(counter: Counter, total: int, timeout: float) -> list[float]:
     return samples[1:]
 
 
+def peak_rss_of(pid: int) -> float | None:
+    """VmHWM of another process in MB (Linux), None where /proc is not available."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
 def report(samples: list[float], params: dict[str, Any]) -> None:
     ordered = sorted(samples)
 
@@ -187,7 +199,7 @@ def report(samples: list[float], params: dict[str, Any]) -> None:
     emit("SchedulingThroughput", sum(samples) / len(samples) if samples else 0.0, "pods/s", stat="Average", **params)
     for p in (50, 90, 95, 99):
         emit("SchedulingThroughput", perc(p), "pods/s", stat=f"Perc{p}", **params)
-    emit("PeakRSS", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "MB", **params)
+    emit("PeakRSS", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "MB", component="bench", **params)
 
 
 async def run_local(spec: dict[str, Any], params: dict[str, Any]) -> None:
@@ -275,6 +287,9 @@ async def run_http(spec: dict[str, Any], params: dict[str, Any], kubeconfig: Pat
         samples = await measure(counter, spec["pods"], timeout=900)
         await creator
         report(samples, params)
+        scheduler_rss = peak_rss_of(proc.pid)
+        if scheduler_rss is not None:
+            emit("PeakRSS", scheduler_rss, "MB", component="scheduler", **params)
         for w in watchers:
             w.cancel()
         await asyncio.gather(*watchers, return_exceptions=True)
