@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import random
@@ -35,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -202,51 +204,70 @@ def report(samples: list[float], params: dict[str, Any]) -> None:
     emit("PeakRSS", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "MB", component="bench", **params)
 
 
-async def run_local(spec: dict[str, Any], params: dict[str, Any]) -> None:
-    from kubeplane.client.local import LocalClient
-    from kubeplane.scheduler.scheduler import Scheduler
-
-    client = await LocalClient.in_memory()
+async def create_cluster(client: Client, spec: dict[str, Any]) -> None:
     zone = "zone1" if spec["affinity"] else None
     await create_all(client, [node(i, zone=zone) for i in range(spec["nodes"])], namespace=None)
     for ns in ("init", "measured"):
         await client.create(client.resource("namespaces"), {"metadata": {"name": ns}})
-    scheduler = Scheduler(client, rng=random.Random(0))
-    sched_task = asyncio.ensure_future(scheduler.run())
+
+
+async def run_workload(
+    client: Client, spec: dict[str, Any], params: dict[str, Any], check_alive: Callable[[], None]
+) -> None:
+    """Init pods (waited for), then the measured pods created while the scheduler runs; prints the figures.
+    ``check_alive`` raises when the scheduler under test has died."""
     init_counter, counter = Counter(), Counter()
     watchers = [
         asyncio.ensure_future(watch_into(client, "init", init_counter)),
         asyncio.ensure_future(watch_into(client, "measured", counter)),
     ]
-    await create_all(
-        client, [pod(f"init-{i}", affinity=spec["affinity"]) for i in range(spec["init_pods"])], namespace="init"
-    )
-    while len(init_counter.scheduled) < spec["init_pods"]:
-        await asyncio.sleep(0.05)
-    measured = [pod(f"pod-{i}", affinity=spec["affinity"]) for i in range(spec["pods"])]
-    creator = asyncio.ensure_future(create_all(client, measured, namespace="measured"))
-    samples = await measure(counter, spec["pods"], timeout=900)
-    await creator
-    report(samples, params)
-    await scheduler.stop()
-    sched_task.cancel()
-    for w in watchers:
-        w.cancel()
-    await asyncio.gather(sched_task, *watchers, return_exceptions=True)
+    try:
+        init = [pod(f"init-{i}", affinity=spec["affinity"]) for i in range(spec["init_pods"])]
+        await create_all(client, init, namespace="init")
+        deadline = time.monotonic() + 600
+        while len(init_counter.scheduled) < spec["init_pods"]:
+            check_alive()
+            if time.monotonic() > deadline:
+                raise SystemExit(f"init pods not scheduled: {len(init_counter.scheduled)}/{spec['init_pods']}")
+            await asyncio.sleep(0.05)
+        measured = [pod(f"pod-{i}", affinity=spec["affinity"]) for i in range(spec["pods"])]
+        creator = asyncio.ensure_future(create_all(client, measured, namespace="measured"))
+        samples = await measure(counter, spec["pods"], timeout=900)
+        await creator
+        report(samples, params)
+    finally:
+        for w in watchers:
+            w.cancel()
+        await asyncio.gather(*watchers, return_exceptions=True)
+
+
+async def run_local(spec: dict[str, Any], params: dict[str, Any]) -> None:
+    from kubeplane.client.local import LocalClient
+    from kubeplane.scheduler.scheduler import Scheduler
+
+    client = await LocalClient.in_memory()
+    await create_cluster(client, spec)
+    scheduler = Scheduler(client, rng=random.Random(0))
+    sched_task = asyncio.ensure_future(scheduler.run())
+
+    def check_alive() -> None:
+        if sched_task.done():
+            raise SystemExit(f"scheduler stopped: {sched_task.exception()!r}")
+
+    try:
+        await run_workload(client, spec, params, check_alive)
+    finally:
+        await scheduler.stop()
+        sched_task.cancel()
+        await asyncio.gather(sched_task, return_exceptions=True)
 
 
 async def run_http(spec: dict[str, Any], params: dict[str, Any], kubeconfig: Path, tmp: Path) -> None:
-    import dataclasses
-
     from kubeplane.client.http import HTTPClient
     from kubeplane.client.kubeconfig import load_kubeconfig
 
-    config = dataclasses.replace(load_kubeconfig(kubeconfig), qps=0, burst=1)
-    client = HTTPClient(config, connections=CREATORS)
-    zone = "zone1" if spec["affinity"] else None
-    await create_all(client, [node(i, zone=zone) for i in range(spec["nodes"])], namespace=None)
-    for ns in ("init", "measured"):
-        await client.create(client.resource("namespaces"), {"metadata": {"name": ns}})
+    client = HTTPClient(dataclasses.replace(load_kubeconfig(kubeconfig), qps=0, burst=1), connections=CREATORS)
+    await create_cluster(client, spec)
     sched_config = tmp / "scheduler.yaml"
     sched_config.write_text(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
@@ -254,45 +275,20 @@ async def run_http(spec: dict[str, Any], params: dict[str, Any], kubeconfig: Pat
         "clientConnection:\n  qps: 5000\n  burst: 5000\n"
     )
     log = (tmp / "scheduler.log").open("wb")
+    command = [sys.executable, "-m", "kubeplane.cli.main", "scheduler"]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kubeplane.cli.main",
-            "scheduler",
-            "--kubeconfig",
-            str(kubeconfig),
-            "--config",
-            str(sched_config),
-        ],
-        stdout=log,
-        stderr=log,
+        [*command, "--kubeconfig", str(kubeconfig), "--config", str(sched_config)], stdout=log, stderr=log
     )
+
+    def check_alive() -> None:
+        if proc.poll() is not None:
+            raise SystemExit(f"scheduler failed: {(tmp / 'scheduler.log').read_text()[-2000:]}")
+
     try:
-        init_counter, counter = Counter(), Counter()
-        watchers = [
-            asyncio.ensure_future(watch_into(client, "init", init_counter)),
-            asyncio.ensure_future(watch_into(client, "measured", counter)),
-        ]
-        await create_all(
-            client, [pod(f"init-{i}", affinity=spec["affinity"]) for i in range(spec["init_pods"])], namespace="init"
-        )
-        deadline = time.monotonic() + 600
-        while len(init_counter.scheduled) < spec["init_pods"]:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"scheduler failed: {(tmp / 'scheduler.log').read_text()[-2000:]}")
-            await asyncio.sleep(0.05)
-        measured = [pod(f"pod-{i}", affinity=spec["affinity"]) for i in range(spec["pods"])]
-        creator = asyncio.ensure_future(create_all(client, measured, namespace="measured"))
-        samples = await measure(counter, spec["pods"], timeout=900)
-        await creator
-        report(samples, params)
+        await run_workload(client, spec, params, check_alive)
         scheduler_rss = peak_rss_of(proc.pid)
         if scheduler_rss is not None:
             emit("PeakRSS", scheduler_rss, "MB", component="scheduler", **params)
-        for w in watchers:
-            w.cancel()
-        await asyncio.gather(*watchers, return_exceptions=True)
     finally:
         os.kill(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)

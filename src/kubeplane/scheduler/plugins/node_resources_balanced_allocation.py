@@ -17,17 +17,15 @@ Invariant: ``score_vector`` equals ``score`` per row (property tests pin it).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
-from kubeplane.scheduler.backend.node_table import IntArray, NodeTable
 from kubeplane.scheduler.framework.handle import Handle
-from kubeplane.scheduler.framework.interface import CycleState, ScoreExtensions, Status
+from kubeplane.scheduler.framework.interface import CycleState, Status
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
 from kubeplane.scheduler.plugins.resource_allocation import (
+    AllocationScorePlugin,
     BalancedStrategy,
     ResourceAllocationScorer,
-    ScoreTerm,
     parse_resource_specs,
 )
 
@@ -37,17 +35,10 @@ NAME: Final = "NodeResourcesBalancedAllocation"
 PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
 
 
-@dataclass(frozen=True, slots=True)
-class _PreScoreState:
-    pod_requests: tuple[int, ...]  # one per configured resource
-    terms: tuple[ScoreTerm, ...]
-
-    def clone(self) -> _PreScoreState:
-        return self
-
-
-class NodeResourcesBalancedAllocation:
+class NodeResourcesBalancedAllocation(AllocationScorePlugin):
     """PreScore and Score (and ``score_vector``)."""
+
+    score_state_key = PRE_SCORE_STATE_KEY
 
     def __init__(self, scorer: ResourceAllocationScorer, handle: Handle | None = None) -> None:
         self.scorer = scorer
@@ -62,32 +53,11 @@ class NodeResourcesBalancedAllocation:
     def name(self) -> str:
         return NAME
 
-    def _score_state(self, pod: PodInfo) -> _PreScoreState:
-        requests = self.scorer.pod_requests(pod)
-        return _PreScoreState(requests, self.scorer.terms(requests))
-
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
         s = self._score_state(pod)
         if not any(s.pod_requests):
             return Status.skip()  # best-effort pod
         state.write(PRE_SCORE_STATE_KEY, s)
-        return None
-
-    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status | None]:
-        s = state.get(PRE_SCORE_STATE_KEY)
-        if not isinstance(s, _PreScoreState):
-            s = self._score_state(pod)
-        if not self.scorer.resources:
-            return 0, Status.from_error("resources not found")
-        return self.scorer.score(node, s.terms), None
-
-    def score_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
-        s = state.get(PRE_SCORE_STATE_KEY)
-        if not isinstance(s, _PreScoreState):
-            s = self._score_state(pod)
-        return self.scorer.score_vector(table, rows, s.terms)
-
-    def score_extensions(self) -> ScoreExtensions | None:
         return None
 
 

@@ -44,7 +44,6 @@ from kubeplane.scheduler.framework.interface import (
     PreFilterExtensions,
     PreFilterResult,
     QueueingHint,
-    ScoreExtensions,
     Status,
 )
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo, Resource
@@ -52,11 +51,11 @@ from kubeplane.scheduler.plugins.resource_allocation import (
     LEAST_ALLOCATED,
     MOST_ALLOCATED,
     REQUESTED_TO_CAPACITY_RATIO,
+    AllocationScorePlugin,
     LeastAllocatedStrategy,
     MostAllocatedStrategy,
     RequestedToCapacityRatioStrategy,
     ResourceAllocationScorer,
-    ScoreTerm,
     ScoringStrategy,
     parse_resource_specs,
 )
@@ -231,15 +230,6 @@ def _status_of(insufficient: Sequence[InsufficientResource]) -> Status:
 # --- scoring state ------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _PreScoreState:
-    pod_requests: tuple[int, ...]  # one per configured resource, as upstream's podRequests
-    terms: tuple[ScoreTerm, ...]
-
-    def clone(self) -> _PreScoreState:
-        return self
-
-
 # --- queueing hints helpers ---------------------------------------------------------------------------------
 
 
@@ -280,8 +270,10 @@ def _any_requested_resource_increased(request: Resource, original: Resource, mod
 # --- the plugin ---------------------------------------------------------------------------------------------
 
 
-class NodeResourcesFit:
+class NodeResourcesFit(AllocationScorePlugin):
     """PreFilter, Filter (and ``filter_vector``), EnqueueExtensions, PreScore and Score (and ``score_vector``)."""
+
+    score_state_key = PRE_SCORE_STATE_KEY
 
     def __init__(
         self,
@@ -425,29 +417,8 @@ class NodeResourcesFit:
 
     # -- PreScore / Score -------------------------------------------------------------------------------
 
-    def _score_state(self, pod: PodInfo) -> _PreScoreState:
-        requests = self.scorer.pod_requests(pod)
-        return _PreScoreState(requests, self.scorer.terms(requests))
-
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
         state.write(PRE_SCORE_STATE_KEY, self._score_state(pod))
-        return None
-
-    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status | None]:
-        s = state.get(PRE_SCORE_STATE_KEY)
-        if not isinstance(s, _PreScoreState):
-            s = self._score_state(pod)
-        if not self.scorer.resources:
-            return 0, Status.from_error("resources not found")
-        return self.scorer.score(node, s.terms), None
-
-    def score_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
-        s = state.get(PRE_SCORE_STATE_KEY)
-        if not isinstance(s, _PreScoreState):
-            s = self._score_state(pod)
-        return self.scorer.score_vector(table, rows, s.terms)
-
-    def score_extensions(self) -> ScoreExtensions | None:
         return None
 
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from kubeplane.api.pods import NON_ZERO_DEFAULTS, is_pod_level_requests_set, pod_requests
 from kubeplane.scheduler.backend.node_table import IntArray, NodeTable
-from kubeplane.scheduler.framework.interface import MAX_NODE_SCORE
+from kubeplane.scheduler.framework.interface import MAX_NODE_SCORE, CycleState, ScoreExtensions, Status
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo, is_scalar_resource_name
 
 __all__ = [
@@ -577,3 +577,44 @@ class ResourceAllocationScorer:
     def _empty_vector(self, rows: IntArray) -> IntArray:
         value = self.strategy.score((), (), (), ())
         return np.full(rows.shape, value, np.int64)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreState:
+    """PreScore state of the NodeResources scoring plugins: the pod's request per configured resource (upstream's
+    ``podRequests``) and the resources that may contribute."""
+
+    pod_requests: tuple[int, ...]
+    terms: tuple[ScoreTerm, ...]
+
+    def clone(self) -> ScoreState:
+        return self
+
+
+class AllocationScorePlugin:
+    """Score, score_vector and score_extensions shared by NodeResourcesFit and NodeResourcesBalancedAllocation:
+    read the PreScore state under ``score_state_key`` (or compute it when PreScore did not run, as upstream's
+    getPreScoreState fallback) and delegate to ``scorer``."""
+
+    scorer: ResourceAllocationScorer
+    score_state_key: str = ""
+
+    def _score_state(self, pod: PodInfo) -> ScoreState:
+        requests = self.scorer.pod_requests(pod)
+        return ScoreState(requests, self.scorer.terms(requests))
+
+    def _state(self, state: CycleState, pod: PodInfo) -> ScoreState:
+        s = state.get(self.score_state_key)
+        return s if isinstance(s, ScoreState) else self._score_state(pod)
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status | None]:
+        s = self._state(state, pod)
+        if not self.scorer.resources:
+            return 0, Status.from_error("resources not found")
+        return self.scorer.score(node, s.terms), None
+
+    def score_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
+        return self.scorer.score_vector(table, rows, self._state(state, pod).terms)
+
+    def score_extensions(self) -> ScoreExtensions | None:
+        return None
