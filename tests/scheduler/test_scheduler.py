@@ -223,3 +223,33 @@ def test_unknown_plugin_is_refused_at_start() -> None:
 
     with pytest.raises(ConfigError, match='plugin "Nope" does not exist'):
         asyncio.run(build())
+
+
+async def test_terminal_pods_are_ignored_and_never_break_the_cache(stopper: list[Any]) -> None:
+    """A pod already Succeeded when first seen is not cached; its updates and deletion are no-ops (upstream's
+    informer filters terminal pods); a running pod that finishes frees its node's resources."""
+    client, scheduler, task = await _start()
+    stopper.append((scheduler, task))
+    pods = client.resource("pods")
+    done = await client.create(pods, pod("done", nodeName="node01"), namespace="default")
+    done["status"]["phase"] = "Succeeded"
+    done = await client.update(pods, done, namespace="default", subresource="status")
+    done["metadata"]["labels"] = {"x": "y"}
+    await client.update(pods, done, namespace="default")
+    await client.delete(pods, "done", namespace="default")
+
+    running = await client.create(pods, pod("running", nodeName="node02"), namespace="default")
+    for _ in range(200):
+        if scheduler.cache.pod_count() == 1:
+            break
+        await asyncio.sleep(0.01)
+    assert scheduler.cache.pod_count() == 1
+    running["status"]["phase"] = "Failed"
+    await client.update(pods, running, namespace="default", subresource="status")
+    for _ in range(200):
+        if scheduler.cache.pod_count() == 0:
+            break
+        await asyncio.sleep(0.01)
+    assert scheduler.cache.pod_count() == 0
+    await client.create(pods, pod("next"), namespace="default")
+    assert await _node_of(client, "next") != ""

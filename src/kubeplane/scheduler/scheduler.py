@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubeplane.api.meta import format_time
@@ -24,7 +24,7 @@ from kubeplane.client.errors import ClientError
 from kubeplane.client.events import EventRecorder
 from kubeplane.client.informer import SharedInformerFactory
 from kubeplane.client.interface import Client, PatchType
-from kubeplane.scheduler.backend.cache import Cache
+from kubeplane.scheduler.backend.cache import Cache, CacheError
 from kubeplane.scheduler.backend.queue import SchedulingQueue
 from kubeplane.scheduler.backend.snapshot import Snapshot
 from kubeplane.scheduler.config import KubeSchedulerConfiguration, default_config
@@ -87,6 +87,19 @@ def _node_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> ActionType:
     if o_meta.get("annotations") != n_meta.get("annotations"):
         action |= ActionType.UPDATE_NODE_ANNOTATION
     return action
+
+
+def _guarded(handler: Callable[..., None]) -> Callable[..., None]:
+    """An informer handler that logs a cache inconsistency instead of raising it into the informer: upstream
+    logs such errors (``utilruntime.HandleError``) and keeps scheduling."""
+
+    def run(*args: Any) -> None:
+        try:
+            handler(*args)
+        except CacheError as exc:
+            log.error("scheduler cache: %s", exc)
+
+    return run
 
 
 class Scheduler:
@@ -161,10 +174,14 @@ class Scheduler:
 
     def _register_handlers(self) -> None:
         self.node_informer.add_event_handler(
-            on_add=self._on_node_add, on_update=self._on_node_update, on_delete=self._on_node_delete
+            on_add=_guarded(self._on_node_add),
+            on_update=_guarded(self._on_node_update),
+            on_delete=_guarded(self._on_node_delete),
         )
         self.pod_informer.add_event_handler(
-            on_add=self._on_pod_add, on_update=self._on_pod_update, on_delete=self._on_pod_delete
+            on_add=_guarded(self._on_pod_add),
+            on_update=_guarded(self._on_pod_update),
+            on_delete=_guarded(self._on_pod_delete),
         )
 
     def _on_node_add(self, node: Any) -> None:
@@ -229,7 +246,10 @@ class Scheduler:
                     waiting.reject("", "removed")
 
     def _delete_assigned(self, pod: Any) -> None:
-        self.cache.remove_pod(PodInfo(pod))
+        info = PodInfo(pod)
+        if self.cache.get_pod(info) is None:  # e.g. a pod that was already terminal when first seen
+            return
+        self.cache.remove_pod(info)
         self.queue.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_DELETE, pod, None)
 
     # --- lifecycle -------------------------------------------------------------------------------------
