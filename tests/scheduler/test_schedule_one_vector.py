@@ -5,16 +5,18 @@ message, on random clusters, including the rotating start index across consecuti
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubeplane.scheduler.backend.snapshot import Snapshot
-from kubeplane.scheduler.config import default_config
+from kubeplane.scheduler.config import default_config, parse_config
 from kubeplane.scheduler.framework.handle import Handle
-from kubeplane.scheduler.framework.interface import CycleState
-from kubeplane.scheduler.framework.types import PodInfo
+from kubeplane.scheduler.framework.interface import CycleState, Status
+from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
+from kubeplane.scheduler.plugins.registry import new_in_tree_registry
 from kubeplane.scheduler.profile import build_profiles
 from kubeplane.scheduler.schedule_one import FitError, ScheduleAlgorithm
 
@@ -88,12 +90,43 @@ def clusters(draw: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]], lis
     return nodes, existing, pods
 
 
+class OddOut:
+    """A Filter plugin without a vectorised path: rejects nodes whose index is odd."""
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        pass
+
+    def name(self) -> str:
+        return "OddOut"
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        return Status.unschedulable("odd node") if int(node.name[1:]) % 2 else None
+
+
 def _decide(
-    nodes: list[dict[str, Any]], existing: list[dict[str, Any]], pods: list[dict[str, Any]], *, vector: bool
+    nodes: list[dict[str, Any]],
+    existing: list[dict[str, Any]],
+    pods: list[dict[str, Any]],
+    *,
+    vector: bool,
+    odd_out: bool = False,
 ) -> list[tuple[str, int] | str]:
     snapshot = Snapshot.from_objects(nodes, existing)
-    fwk = build_profiles(default_config(), Handle(snapshot_lister=snapshot))["default-scheduler"]
-    assert fwk.vector_filters
+    config = default_config()
+    registry = new_in_tree_registry()
+    if odd_out:
+        registry.register("OddOut", OddOut)
+        config = parse_config(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "profiles": [
+                    {"schedulerName": "default-scheduler", "plugins": {"filter": {"enabled": [{"name": "OddOut"}]}}}
+                ],
+            }
+        )
+    fwk = build_profiles(config, Handle(snapshot_lister=snapshot), registry)["default-scheduler"]
+    assert fwk.vector_filters is not odd_out
     assert snapshot.node_table is not None
     algo = ScheduleAlgorithm(rng=random.Random(5), percentage_of_nodes_to_score=None)
     out: list[tuple[str, int] | str] = []
@@ -113,3 +146,12 @@ def _decide(
 def test_vector_path_decides_like_the_reference(cluster: Any) -> None:
     nodes, existing, pods = cluster
     assert _decide(nodes, existing, pods, vector=True) == _decide(nodes, existing, pods, vector=False)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(clusters())
+def test_a_plugin_without_vector_path_is_asked_per_node(cluster: Any) -> None:
+    nodes, existing, pods = cluster
+    got = _decide(nodes, existing, pods, vector=True, odd_out=True)
+    assert got == _decide(nodes, existing, pods, vector=False, odd_out=True)
+    assert all(isinstance(d, str) or int(d[0][1:]) % 2 == 0 for d in got)

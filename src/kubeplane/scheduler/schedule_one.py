@@ -6,23 +6,24 @@ Node search follows upstream: nodes are examined in snapshot order starting at a
 feasible nodes are found (adaptive percentageOfNodesToScore: ``50 - nodes/125`` %, at least 5 % and 100 nodes).
 Upstream examines nodes in parallel and stops "about" there; we examine them in order and stop exactly there.
 
-Fast path (DESIGN decision 6): when every Filter plugin of the profile offers ``filter_vector`` and no pod is
-nominated anywhere, the rotation is scanned in windows with numpy masks over the snapshot's NodeTable; the
+Fast path (DESIGN decision 6): unless a pod is nominated somewhere, the rotation is scanned in windows with
+numpy masks over the snapshot's NodeTable (a plugin without ``filter_vector`` is asked node by node for the rows
+still passing, so out-of-tree plugins keep working); the
 per-node reference filters run only on rejected nodes, and only when their reasons are needed (the pod did not
 fit), so the statuses and the FailedScheduling message are the reference's.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import cast
 
 import numpy as np
 
-from kubeplane.scheduler.backend.node_table import IntArray, NodeTable
-from kubeplane.scheduler.framework.interface import Code, CycleState, Status, VectorFilterPlugin
+from kubeplane.scheduler.backend.node_table import BoolArray, IntArray, NodeTable
+from kubeplane.scheduler.framework.interface import Code, CycleState, FilterPlugin, Status, VectorFilterPlugin
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
 
@@ -227,7 +228,7 @@ class ScheduleAlgorithm:
             picked = [nodes[(start + i) % n] for i in range(min(num_to_find, n))]
             return picked, len(picked)
         nominated_anywhere = self.has_nominated_pods is not None and self.has_nominated_pods()
-        if table is not None and rows is not None and fwk.vector_filters and not nominated_anywhere:
+        if table is not None and rows is not None and not nominated_anywhere:
             return self._filter_vector(fwk, state, pod, diagnosis, nodes, rows, table, num_to_find, start)
         return self._filter_sequential(fwk, state, pod, diagnosis, nodes, num_to_find=num_to_find, start=start)
 
@@ -280,7 +281,7 @@ class ScheduleAlgorithm:
         n = len(nodes)
         order = np.concatenate((rows[start:], rows[:start])) if start else rows
         skip = state.skip_filter_plugins
-        plugins = [cast(VectorFilterPlugin, p) for p in fwk.filter_plugins if p.name() not in skip]
+        masks = [_mask_fn(p, state, pod, table) for p in fwk.filter_plugins if p.name() not in skip]
         window = max(256, num_to_find + num_to_find // 4)
         found: list[IntArray] = []
         found_count = 0
@@ -289,9 +290,8 @@ class ScheduleAlgorithm:
         for offset in range(0, n, window):
             chunk = order[offset : offset + window]
             passing = chunk
-            for plugin in plugins:
-                mask = plugin.filter_vector(state, pod, table, passing)
-                passing = passing[mask]
+            for mask_of in masks:
+                passing = passing[mask_of(passing)]
                 if len(passing) == 0:
                     break
             need = num_to_find - found_count
@@ -374,6 +374,22 @@ class ScheduleAlgorithm:
         if len(candidates) == 1:
             return int(candidates[0])
         return int(candidates[self.rng.randrange(len(candidates))])
+
+
+def _mask_fn(
+    plugin: FilterPlugin, state: CycleState, pod: PodInfo, table: NodeTable
+) -> Callable[[IntArray], BoolArray]:
+    """The plugin's verdict over rows: its ``filter_vector``, or its per-node ``filter`` for plugins without one
+    (out-of-tree plugins, or in-tree ones that only have a reference implementation)."""
+    if isinstance(plugin, VectorFilterPlugin):
+        return functools.partial(plugin.filter_vector, state, pod, table)
+    infos = table.node_infos
+
+    def per_node(rows: IntArray) -> BoolArray:
+        verdicts = (plugin.filter(state, pod, infos[r]) is None for r in rows.tolist())
+        return np.fromiter(verdicts, np.bool_, len(rows))
+
+    return per_node
 
 
 def _find(nodes: Sequence[NodeInfo], table: NodeTable | None, name: str) -> NodeInfo | None:
