@@ -19,6 +19,15 @@ from kubeplane.client.errors import ClientError
 __all__ = ["load_objects", "run_explain", "run_scheduler"]
 
 
+_OTHER_KINDS = (
+    ("namespaces", "Namespace"),
+    ("services", "Service"),
+    ("replicasets", "ReplicaSet"),
+    ("statefulsets", "StatefulSet"),
+    ("replicationcontrollers", "ReplicationController"),
+)
+
+
 class CLIError(Exception):
     """One line for the user."""
 
@@ -57,13 +66,16 @@ def _load_config(config: Path | None) -> Any:
 
 async def _live_objects(
     kubeconfig: str | None, pod_ref: str
-) -> tuple[dict[str, Any] | None, list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     from kubeplane.client.http import HTTPClient
 
     client = HTTPClient.from_kubeconfig(kubeconfig)
     try:
         nodes = (await client.list(client.resource("nodes")))["items"]
         pods = (await client.list(client.resource("pods")))["items"]
+        others: list[dict[str, Any]] = []
+        for resource, kind in _OTHER_KINDS:
+            others += [{**o, "kind": kind} for o in (await client.list(client.resource(resource)))["items"]]
         pod = None
         if not Path(pod_ref).exists():
             if "/" not in pod_ref:
@@ -71,7 +83,7 @@ async def _live_objects(
             else:
                 ns, name = pod_ref.split("/", 1)
             pod = await client.get(client.resource("pods"), name, namespace=ns)
-        return pod, nodes, pods
+        return pod, nodes, pods, others
     finally:
         await client.close()
 
@@ -90,9 +102,10 @@ def run_explain(
         objects = load_objects(cluster)
         nodes = [o for o in objects if o.get("kind") == "Node"]
         pods = [o for o in objects if o.get("kind") == "Pod"]
+        others = [o for o in objects if o.get("kind") not in ("Node", "Pod")]
     else:
         try:
-            pod, nodes, pods = asyncio.run(_live_objects(kubeconfig, pod_ref))
+            pod, nodes, pods, others = asyncio.run(_live_objects(kubeconfig, pod_ref))
         except ClientError as exc:
             raise CLIError(str(exc)) from None
     if pod is None:
@@ -105,13 +118,13 @@ def run_explain(
             raise CLIError(f"--pod {pod_ref}: expected exactly one Pod, found {len(found)}")
         pod = found[0]
     key = ((pod.get("metadata") or {}).get("namespace") or "default", (pod.get("metadata") or {}).get("name"))
-    others = [
+    placed = [
         p
         for p in pods
         if ((p.get("metadata") or {}).get("namespace") or "default", (p.get("metadata") or {}).get("name")) != key
     ]
     try:
-        result = explain(pod, nodes=nodes, pods=others, config=cfg, seed=seed)
+        result = explain(pod, nodes=nodes, pods=placed, objects=others, config=cfg, seed=seed)
     except (ExplainError, ConfigError) as exc:
         raise CLIError(str(exc)) from None
     if output == "json":

@@ -32,6 +32,14 @@ from kubeplane.scheduler.schedule_one import NO_NODES_AVAILABLE, Diagnosis, fit_
 
 __all__ = ["ExplainError", "explain", "render_table"]
 
+_PLURALS = {
+    "Namespace": "namespaces",
+    "Service": "services",
+    "ReplicaSet": "replicasets",
+    "StatefulSet": "statefulsets",
+    "ReplicationController": "replicationcontrollers",
+}
+
 
 class ExplainError(Exception):
     """Input explain cannot work with (one line for the CLI)."""
@@ -51,18 +59,32 @@ def explain(
     *,
     nodes: Sequence[Mapping[str, Any]],
     pods: Sequence[Mapping[str, Any]] = (),
+    objects: Sequence[Mapping[str, Any]] = (),
     config: KubeSchedulerConfiguration | None = None,
     registry: Registry | None = None,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Evaluate ``pod`` against ``nodes`` (with ``pods`` already placed by spec.nodeName)."""
+    """Evaluate ``pod`` against ``nodes`` (with ``pods`` already placed by spec.nodeName); ``objects`` are the
+    other objects of the cluster (Namespaces, Services, ReplicaSets, ...) plugins may read."""
     config = config if config is not None else default_config()
     meta = pod.get("metadata") or {}
     pod = {**pod, "metadata": {"namespace": "default", **meta}}
     pod_info = PodInfo(pod)
     snapshot = Snapshot.from_objects(list(nodes), [p for p in pods if (p.get("spec") or {}).get("nodeName")])
     rng = random.Random(seed)
-    handle = Handle(client=None, rng=rng, snapshot_lister=snapshot)
+    by_kind: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for obj in objects:
+        plural = _PLURALS.get(str(obj.get("kind") or ""))
+        if plural is not None:
+            ns = "" if plural == "namespaces" else str((obj.get("metadata") or {}).get("namespace") or "default")
+            by_kind.setdefault((plural, ns), []).append(obj)
+
+    def list_objects(resource: str, namespace: str) -> list[Mapping[str, Any]]:
+        if namespace:
+            return list(by_kind.get((resource, namespace), ()))
+        return [o for (plural, _ns), objs in by_kind.items() if plural == resource for o in objs]
+
+    handle = Handle(client=None, rng=rng, snapshot_lister=snapshot, list_objects=list_objects)
     profiles = build_profiles(config, handle, registry)
     fwk = profiles.get(pod_info.scheduler_name)
     if fwk is None:

@@ -47,6 +47,8 @@ __all__ = ["Scheduler"]
 log = logging.getLogger("kubeplane.scheduler")
 
 NOTE_LENGTH_LIMIT = 1024
+OBJECT_RESOURCES = ("namespaces", "services", "replicasets", "statefulsets", "replicationcontrollers")
+"""Objects plugins may read through ``Handle.list_objects`` (namespaceSelector, default topology spreading)."""
 EVENT_NODE_ADD = ClusterEvent("Node", ActionType.ADD, "NodeAdd")
 EVENT_ASSIGNED_POD_DELETE = ClusterEvent("AssignedPod", ActionType.DELETE, "AssignedPodDelete")
 EVENT_ASSIGNED_POD_ADD = ClusterEvent("AssignedPod", ActionType.ADD, "AssignedPodAdd")
@@ -134,6 +136,10 @@ class Scheduler:
             parallelism=self.config.parallelism,
             snapshot_lister=self.snapshot,
         )
+        self._object_listers = {
+            resource: self.informers.informer_for(resource).lister() for resource in OBJECT_RESOURCES
+        }
+        self.handle.list_objects = self._list_objects
         self.profiles: dict[str, Framework] = build_profiles(self.config, self.handle, registry)
         first = next(iter(self.profiles.values()))
         events: dict[str, Any] = {}
@@ -161,6 +167,12 @@ class Scheduler:
         self._stopped = asyncio.Event()
         self.scheduled = 0
         self._register_handlers()
+
+    def _list_objects(self, resource: str, namespace: str) -> list[Any]:
+        lister = self._object_listers.get(resource)
+        if lister is None:
+            raise KeyError(f"the scheduler does not watch {resource}; plugins may list {OBJECT_RESOURCES}")
+        return lister.list(namespace or None)
 
     # --- event handlers (eventhandlers.go) -----------------------------------------------------------
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from kubeplane.scheduler.framework.interface import Plugin
     from kubeplane.scheduler.framework.types import NodeInfo
 
-__all__ = ["Handle", "NodeInfoLister", "PluginFactory"]
+__all__ = ["Handle", "NodeInfoLister", "ObjectLister", "PluginFactory"]
 
 
 class NodeInfoLister(Protocol):
@@ -49,9 +49,23 @@ class _EmptyLister:
         return ()
 
 
+def _no_objects(resource: str, namespace: str) -> Sequence[Mapping[str, Any]]:
+    return ()
+
+
+ObjectLister = Callable[[str, str], Sequence[Mapping[str, Any]]]
+"""``(resource plural, namespace) -> objects``; namespace "" lists cluster-scoped objects (e.g. namespaces)."""
+
+
 @dataclass
 class Handle:
-    """Services shared by a profile's plugins. ``client`` is None offline (explain on files)."""
+    """Services shared by a profile's plugins. ``client`` is None offline (explain on files).
+
+    ``list_objects`` reads other API objects the plugins need from the scheduler's informers (live) or the
+    cluster file (explain): ``namespaces`` (for namespaceSelector), ``services``, ``replicasets``,
+    ``statefulsets``, ``replicationcontrollers`` (for default topology spreading). The scheduler starts informers
+    for exactly those resources; a plugin must not ask for others.
+    """
 
     client: Client | None = None
     clock: Clock = field(default_factory=SystemClock)
@@ -60,6 +74,7 @@ class Handle:
     event_recorder: EventRecorder | None = None
     parallelism: int = 16
     snapshot_lister: NodeInfoLister = field(default_factory=_EmptyLister)
+    list_objects: ObjectLister = _no_objects
     extra: dict[str, Any] = field(default_factory=dict)
 
     def snapshot(self) -> NodeInfoLister:
