@@ -126,7 +126,6 @@ def _decide(
             }
         )
     fwk = build_profiles(config, Handle(snapshot_lister=snapshot), registry)["default-scheduler"]
-    assert fwk.vector_filters is not odd_out
     assert snapshot.node_table is not None
     algo = ScheduleAlgorithm(rng=random.Random(5), percentage_of_nodes_to_score=None)
     out: list[tuple[str, int] | str] = []

@@ -132,7 +132,10 @@ def run_explain(
     else:
         from rich.console import Console
 
-        Console(width=200).print(render_table(result))
+        console = Console()
+        if not console.is_terminal:  # piped: do not wrap the reasons at 80 columns
+            console = Console(width=320)
+        console.print(render_table(result))
 
 
 def run_scheduler(*, kubeconfig: str | None, config: Path | None, verbosity: int) -> None:

@@ -19,6 +19,7 @@ import functools
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -281,7 +282,8 @@ class ScheduleAlgorithm:
         n = len(nodes)
         order = np.concatenate((rows[start:], rows[:start])) if start else rows
         skip = state.skip_filter_plugins
-        masks = [_mask_fn(p, state, pod, table) for p in fwk.filter_plugins if p.name() not in skip]
+        vector = fwk.has_filter_vector
+        masks = [_mask_fn(p, vector[p.name()], state, pod, table) for p in fwk.filter_plugins if p.name() not in skip]
         window = max(256, num_to_find + num_to_find // 4)
         found: list[IntArray] = []
         found_count = 0
@@ -377,12 +379,12 @@ class ScheduleAlgorithm:
 
 
 def _mask_fn(
-    plugin: FilterPlugin, state: CycleState, pod: PodInfo, table: NodeTable
+    plugin: FilterPlugin, vector: bool, state: CycleState, pod: PodInfo, table: NodeTable
 ) -> Callable[[IntArray], BoolArray]:
     """The plugin's verdict over rows: its ``filter_vector``, or its per-node ``filter`` for plugins without one
     (out-of-tree plugins, or in-tree ones that only have a reference implementation)."""
-    if isinstance(plugin, VectorFilterPlugin):
-        return functools.partial(plugin.filter_vector, state, pod, table)
+    if vector:
+        return functools.partial(cast(VectorFilterPlugin, plugin).filter_vector, state, pod, table)
     infos = table.node_infos
 
     def per_node(rows: IntArray) -> BoolArray:

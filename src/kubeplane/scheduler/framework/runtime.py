@@ -131,6 +131,9 @@ class Framework:
         self.post_bind_plugins: list[PostBindPlugin] = get("postBind")
         self.waiting_pods: dict[str, WaitingPod] = {}
         self.vector_filters = all(isinstance(p, VectorFilterPlugin) for p in self.filter_plugins)
+        self.has_filter_vector: dict[str, bool] = {
+            p.name(): isinstance(p, VectorFilterPlugin) for p in self.filter_plugins
+        }
         # Capabilities resolved once: runtime_checkable isinstance checks are slow in the per-pod path.
         self._vector_score: dict[str, tuple[Any, Any]] = {}
         for plugin in self.score_plugins:

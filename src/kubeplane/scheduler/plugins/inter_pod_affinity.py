@@ -1,0 +1,350 @@
+"""InterPodAffinity: required and preferred pod affinity / anti-affinity (upstream ``plugins/interpodaffinity``,
+v1.37: ``filtering.go``, ``scoring.go``, ``plugin.go``; terms as ``framework/types.go`` ``AffinityTerm``).
+
+* Terms: a pod's terms are compiled once per PodInfo (weakly cached). A term's namespaces are its
+  ``namespaces``, or the owning pod's namespace when neither ``namespaces`` nor ``namespaceSelector`` is set.
+  ``matchLabelKeys`` / ``mismatchLabelKeys`` are merged into a non-nil ``labelSelector`` as ``key in (v)`` /
+  ``key notin (v)`` with ``v`` the owning pod's label (what the v1.37 API server stores; idempotent if already
+  merged). A list with a bad selector is dropped whole, as upstream ``NewPodInfo``.
+* PreFilter counts, per topology pair, existing pods whose required anti-affinity matches the incoming pod, and
+  existing pods matching the incoming pod's required (anti-)affinity (its namespaceSelector merged into names
+  via ``list_objects("namespaces", "")``). SKIP when the pod has no required terms and no existing anti-affinity
+  term matches it. A selector parse error of the incoming pod is UnschedulableAndUnresolvable ("parsing pod").
+* Filter: affinity (UnschedulableAndUnresolvable), then anti-affinity, then existing anti-affinity (both
+  Unschedulable), reasons verbatim from upstream.
+* PreScore sums term weights per topology pair (SKIP with no nodes, with ``ignorePreferredTermsOfExistingPods``
+  and no preferred terms of the pod, or when nothing scored); Score sums the node's pairs; NormalizeScore maps
+  ``[min, max]`` to ``[0, 100]`` (scores may be negative).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from kubeplane.api import labels
+from kubeplane.scheduler.framework.interface import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    NodeScore,
+    PreFilterExtensions,
+    PreFilterResult,
+    QueueingHint,
+    ScoreExtensions,
+    Status,
+)
+from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
+from kubeplane.scheduler.plugins.helper import as_pod_info
+from kubeplane.scheduler.plugins.inter_pod_affinity_filtering import (
+    ERR_REASON_AFFINITY_RULES_NOT_MATCH,
+    ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
+    ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,
+    NAME,
+    PRE_FILTER_STATE_KEY,
+    AffinityTerm,
+    PodTerms,
+    PreFilterState,
+    WeightedAffinityTerm,
+    check_node,
+    pod_terms,
+    update_affinity,
+    update_anti_affinity,
+)
+from kubeplane.scheduler.plugins.inter_pod_affinity_scoring import (
+    PRE_SCORE_STATE_KEY,
+    PreScoreState,
+    has_preferred,
+    normalize,
+    process_term,
+    process_terms,
+)
+
+if TYPE_CHECKING:
+    from kubeplane.scheduler.framework.handle import Handle
+
+__all__ = [
+    "ERR_REASON_AFFINITY_RULES_NOT_MATCH",
+    "ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH",
+    "ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH",
+    "NAME",
+    "PRE_FILTER_STATE_KEY",
+    "PRE_SCORE_STATE_KEY",
+    "AffinityTerm",
+    "InterPodAffinity",
+    "PodTerms",
+    "WeightedAffinityTerm",
+    "new",
+    "pod_terms",
+]
+
+
+# --- plugin -----------------------------------------------------------------------------------------------
+
+
+class InterPodAffinity:
+    """PreFilter (with add/remove extensions), Filter, PreScore, Score, NormalizeScore, EnqueueExtensions."""
+
+    def __init__(
+        self,
+        handle: Handle,
+        *,
+        hard_pod_affinity_weight: int = 1,
+        ignore_preferred_terms_of_existing_pods: bool = False,
+    ) -> None:
+        self._handle = handle
+        self.hard_pod_affinity_weight = hard_pod_affinity_weight
+        self.ignore_preferred_terms_of_existing_pods = ignore_preferred_terms_of_existing_pods
+
+    def name(self) -> str:
+        return NAME
+
+    # --- namespaces -----------------------------------------------------------------------------------------
+
+    def _namespaces(self) -> Sequence[Mapping[str, Any]]:
+        return self._handle.list_objects("namespaces", "")
+
+    @staticmethod
+    def _namespace_labels(namespaces: Sequence[Mapping[str, Any]], name: str) -> Mapping[str, str]:
+        """Upstream ``GetNamespaceLabelsSnapshot``: the labels of namespace ``name`` ({} when unknown)."""
+        for ns in namespaces:
+            meta = ns.get("metadata") or {}
+            if meta.get("name") == name:
+                return dict(meta.get("labels") or {})
+        return {}
+
+    @staticmethod
+    def _merge_namespaces(term: AffinityTerm, namespaces: Sequence[Mapping[str, Any]]) -> AffinityTerm:
+        """Upstream ``mergeAffinityTermNamespacesIfNotEmpty``: a non-empty namespaceSelector becomes names."""
+        if term.namespace_selector.empty():
+            return term
+        names = set(term.namespaces)
+        if not labels.matches_nothing(term.namespace_selector):
+            for ns in namespaces:
+                meta = ns.get("metadata") or {}
+                if term.namespace_selector.matches(meta.get("labels") or {}):
+                    names.add(meta.get("name") or "")
+        return AffinityTerm(frozenset(names), term.selector, term.topology_key, labels.nothing())
+
+    # --- PreFilter / Filter ---------------------------------------------------------------------------------
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        lister = self._handle.snapshot()
+        all_nodes = lister.list()
+        with_anti = lister.have_pods_with_required_anti_affinity_list()
+        terms = pod_terms(pod)
+        if terms.errors:
+            return None, Status.unresolvable(f"parsing pod: {terms.error_message()}")
+        namespaces = self._namespaces()
+        s = PreFilterState(
+            pod,
+            tuple(self._merge_namespaces(t, namespaces) for t in terms.required_affinity),
+            tuple(self._merge_namespaces(t, namespaces) for t in terms.required_anti_affinity),
+            self._namespace_labels(namespaces, pod.namespace),
+        )
+        for ni in with_anti:
+            if ni.node is None:
+                continue
+            for existing in ni.pods_with_required_anti_affinity:
+                update_anti_affinity(
+                    s.existing_anti_affinity_counts,
+                    pod_terms(existing).required_anti_affinity,
+                    pod,
+                    s.namespace_labels,
+                    ni.labels,
+                    1,
+                )
+        if s.affinity_terms or s.anti_affinity_terms:
+            for ni in all_nodes:
+                if ni.node is None:
+                    continue
+                for existing in ni.pods:
+                    update_affinity(s.affinity_counts, s.affinity_terms, existing, ni.labels, 1)
+                    update_anti_affinity(s.anti_affinity_counts, s.anti_affinity_terms, existing, None, ni.labels, 1)
+        if not s.existing_anti_affinity_counts and not s.affinity_terms and not s.anti_affinity_terms:
+            return None, Status.skip()
+        state.write(PRE_FILTER_STATE_KEY, s)
+        return None, None
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return self
+
+    @staticmethod
+    def _pre_filter_state(state: CycleState) -> PreFilterState | Status:
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, PreFilterState):
+            return Status.from_error(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
+        return s
+
+    def add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node: NodeInfo) -> Status | None:
+        s = self._pre_filter_state(state)
+        if isinstance(s, Status):
+            return s
+        s.update_with_pod(pod_to_add, node.labels, 1)
+        return None
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node: NodeInfo) -> Status | None:
+        s = self._pre_filter_state(state)
+        if isinstance(s, Status):
+            return s
+        s.update_with_pod(pod_to_remove, node.labels, -1)
+        return None
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        if node.node is None:
+            return Status.from_error("node not found")
+        s = self._pre_filter_state(state)
+        if isinstance(s, Status):
+            return s
+        return check_node(s, node.labels)
+
+    # --- PreScore / Score -----------------------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+        if not nodes:
+            return Status.skip()
+        terms = pod_terms(pod)
+        has_constraints = has_preferred(pod)
+        if self.ignore_preferred_terms_of_existing_pods and not has_constraints:
+            return Status.skip()
+        lister = self._handle.snapshot()
+        all_nodes = lister.list() if has_constraints else lister.have_pods_with_affinity_list()
+        if terms.errors:
+            return Status.from_error(f"failed to parse pod: {terms.error_message()}")
+        namespaces = self._namespaces()
+        affinity = tuple(
+            WeightedAffinityTerm(self._merge_namespaces(w.term, namespaces), w.weight) for w in terms.preferred_affinity
+        )
+        anti = tuple(
+            WeightedAffinityTerm(self._merge_namespaces(w.term, namespaces), w.weight)
+            for w in terms.preferred_anti_affinity
+        )
+        ns_labels = self._namespace_labels(namespaces, pod.namespace)
+        topology_score: dict[str, dict[str, int]] = {}
+        hard = self.hard_pod_affinity_weight
+        for ni in all_nodes:
+            node_labels = ni.labels
+            if ni.node is None or not node_labels:
+                continue
+            for existing in ni.pods if has_constraints else ni.pods_with_affinity:
+                process_terms(topology_score, affinity, existing, None, node_labels, 1)
+                process_terms(topology_score, anti, existing, None, node_labels, -1)
+                et = pod_terms(existing)
+                if hard > 0:
+                    for t in et.required_affinity:
+                        process_term(topology_score, t, hard, pod, ns_labels, node_labels, 1)
+                process_terms(topology_score, et.preferred_affinity, pod, ns_labels, node_labels, 1)
+                process_terms(topology_score, et.preferred_anti_affinity, pod, ns_labels, node_labels, -1)
+        if not topology_score:
+            return Status.skip()
+        state.write(PRE_SCORE_STATE_KEY, PreScoreState(topology_score))
+        return None
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status | None]:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, PreScoreState):
+            return 0, Status.from_error(f'reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
+        total = 0
+        for key, values in s.topology_score.items():
+            tv = node.labels.get(key)
+            if tv is not None:
+                total += values.get(tv, 0)
+        return total, None
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status | None:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, PreScoreState):
+            return Status.from_error(f'reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
+        if not s.topology_score or not scores:
+            return None
+        normalize(scores)
+        return None
+
+    def score_extensions(self) -> ScoreExtensions | None:
+        return self
+
+    # --- EnqueueExtensions ----------------------------------------------------------------------------------
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        pod_event = ClusterEvent("AssignedPod", ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE)
+        node_event = ClusterEvent("Node", ActionType.ADD | ActionType.UPDATE_NODE_LABEL)
+        return (
+            ClusterEventWithHint(pod_event, self._is_schedulable_after_pod_change),
+            ClusterEventWithHint(node_event, self._is_schedulable_after_node_change),
+        )
+
+    def _is_schedulable_after_pod_change(self, pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+        old_pod = None if old is None else as_pod_info(old)
+        new_pod = None if new is None else as_pod_info(new)
+        if (new_pod is not None and not new_pod.node_name) or (old_pod is not None and not old_pod.node_name):
+            return QueueingHint.QUEUE_SKIP
+        terms = pod_terms(pod)
+        if terms.errors:
+            return QueueingHint.QUEUE
+        affinity, anti = terms.required_affinity, terms.required_anti_affinity
+        if old_pod is not None and new_pod is not None:
+            if not _matches_all_ns(affinity, old_pod) and _matches_all_ns(affinity, new_pod):
+                return QueueingHint.QUEUE
+            if _matches_any_ns(anti, old_pod) and not _matches_any_ns(anti, new_pod):
+                return QueueingHint.QUEUE
+            return QueueingHint.QUEUE_SKIP
+        if new_pod is not None:
+            return QueueingHint.QUEUE if _matches_all_ns(affinity, new_pod) else QueueingHint.QUEUE_SKIP
+        assert old_pod is not None
+        # Deleted: it may have matched the pod's anti-affinity, or its own anti-affinity may have rejected the pod.
+        if _matches_any_ns(anti, old_pod) or pod_terms(old_pod).required_anti_affinity:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def _is_schedulable_after_node_change(self, pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+        if new is None:
+            return QueueingHint.QUEUE_SKIP
+        new_labels = _node_labels(new)
+        if old is None:
+            # A new node has no pods: it may satisfy anti-affinity, and may carry a matching topology.
+            return QueueingHint.QUEUE
+        old_labels = _node_labels(old)
+        if old_labels == new_labels:
+            return QueueingHint.QUEUE_SKIP
+        terms = pod_terms(pod)
+        if terms.errors or not (terms.required_affinity or terms.required_anti_affinity):
+            # Rejected by existing pods' anti-affinity (or unparsable): any label change may help.
+            return QueueingHint.QUEUE
+        for t in terms.required_affinity:
+            if t.topology_key in new_labels:
+                return QueueingHint.QUEUE
+        for t in terms.required_anti_affinity:
+            if old_labels.get(t.topology_key) != new_labels.get(t.topology_key):
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+
+def _node_labels(obj: Any) -> Mapping[str, str]:
+    if isinstance(obj, NodeInfo):
+        return obj.labels
+    node_labels: Mapping[str, str] = (obj.get("metadata") or {}).get("labels") or {}
+    return node_labels
+
+
+def _matches_all_ns(terms: Sequence[AffinityTerm], pod: PodInfo) -> bool:
+    """All terms match ``pod`` ignoring namespaceSelectors' labels (hints have no namespace lister)."""
+    return bool(terms) and all(t.matches(pod, None) for t in terms)
+
+
+def _matches_any_ns(terms: Sequence[AffinityTerm], pod: PodInfo) -> bool:
+    return any(t.matches(pod, None) for t in terms)
+
+
+def new(args: Mapping[str, Any], handle: Handle) -> InterPodAffinity:
+    """The plugin factory; ``args`` is v1 InterPodAffinityArgs (``hardPodAffinityWeight`` default 1,
+    ``ignorePreferredTermsOfExistingPods`` default false). Raises ValueError when the weight is outside [0, 100]
+    (upstream ``ValidateInterPodAffinityArgs``)."""
+    raw_weight = args.get("hardPodAffinityWeight")
+    weight = 1 if raw_weight is None else int(raw_weight)
+    if not 0 <= weight <= 100:
+        raise ValueError(f"hardPodAffinityWeight: Invalid value: {weight}: not in valid range [0-100]")
+    ignore = bool(args.get("ignorePreferredTermsOfExistingPods") or False)
+    return InterPodAffinity(handle, hard_pod_affinity_weight=weight, ignore_preferred_terms_of_existing_pods=ignore)

@@ -1,0 +1,265 @@
+"""InterPodAffinity's terms and filtering state (upstream ``interpodaffinity/filtering.go`` and
+``framework/types.go`` ``AffinityTerm``, v1.37); the plugin lives in :mod:`.inter_pod_affinity`."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubeplane.api import labels
+from kubeplane.api.labels import Operator, SelectorError
+from kubeplane.scheduler.framework.interface import Status
+from kubeplane.scheduler.framework.types import PodInfo
+
+__all__ = [
+    "ERR_REASON_AFFINITY_RULES_NOT_MATCH",
+    "ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH",
+    "ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH",
+    "NAME",
+    "PRE_FILTER_STATE_KEY",
+    "AffinityTerm",
+    "Counts",
+    "PodTerms",
+    "PreFilterState",
+    "WeightedAffinityTerm",
+    "check_node",
+    "matches_all",
+    "pod_terms",
+    "satisfy_pod_affinity",
+    "update_affinity",
+    "update_anti_affinity",
+]
+
+NAME = "InterPodAffinity"
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't satisfy existing pods anti-affinity rules"
+"""Upstream ``ErrReasonExistingAntiAffinityRulesNotMatch`` (Unschedulable)."""
+ERR_REASON_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod affinity rules"
+"""Upstream ``ErrReasonAffinityRulesNotMatch`` (UnschedulableAndUnresolvable)."""
+ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod anti-affinity rules"
+"""Upstream ``ErrReasonAntiAffinityRulesNotMatch`` (Unschedulable)."""
+
+_AFFINITY_MISMATCH = Status.unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH)
+_ANTI_AFFINITY_MISMATCH = Status.unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH)
+_EXISTING_ANTI_AFFINITY_MISMATCH = Status.unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH)
+
+TopologyPair = tuple[str, str]
+Counts = dict[TopologyPair, int]
+
+
+# --- terms ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityTerm:
+    """A compiled ``PodAffinityTerm`` (upstream ``framework.AffinityTerm``)."""
+
+    namespaces: frozenset[str]
+    selector: labels.Selector
+    topology_key: str
+    namespace_selector: labels.Selector
+
+    def matches(self, pod: PodInfo, ns_labels: Mapping[str, str] | None) -> bool:
+        """True when ``pod`` is in the term's namespaces (by name, or its namespace's ``ns_labels`` match the
+        namespaceSelector) and its labels match the selector."""
+        if pod.namespace in self.namespaces or self.namespace_selector.matches(ns_labels or {}):
+            return self.selector.matches(pod.labels)
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedAffinityTerm:
+    term: AffinityTerm
+    weight: int
+
+
+@dataclass(frozen=True, slots=True)
+class PodTerms:
+    """A pod's compiled terms; ``errors`` names the lists dropped because a selector did not parse."""
+
+    required_affinity: tuple[AffinityTerm, ...] = ()
+    required_anti_affinity: tuple[AffinityTerm, ...] = ()
+    preferred_affinity: tuple[WeightedAffinityTerm, ...] = ()
+    preferred_anti_affinity: tuple[WeightedAffinityTerm, ...] = ()
+    errors: tuple[str, ...] = ()
+
+    def error_message(self) -> str:
+        """Upstream's aggregate error text: the single error, or ``[e1, e2]``."""
+        if len(self.errors) == 1:
+            return self.errors[0]
+        return "[" + ", ".join(self.errors) + "]"
+
+
+def _new_term(pod: PodInfo, term: Mapping[str, Any]) -> AffinityTerm:
+    label_selector = term.get("labelSelector")
+    selector = labels.label_selector_as_selector(label_selector)
+    if label_selector is not None:
+        extra: list[labels.Requirement] = []
+        for key_field, op in (("matchLabelKeys", Operator.IN), ("mismatchLabelKeys", Operator.NOT_IN)):
+            for key in term.get(key_field) or ():
+                value = pod.labels.get(key)
+                if value is not None:
+                    extra.append(labels.new_requirement(key, op, [value]))
+        if extra:
+            selector = selector.add(*extra)
+    names = term.get("namespaces") or ()
+    ns_selector_src = term.get("namespaceSelector")
+    namespaces = frozenset((pod.namespace,)) if not names and ns_selector_src is None else frozenset(names)
+    ns_selector = labels.label_selector_as_selector(ns_selector_src)
+    return AffinityTerm(namespaces, selector, term.get("topologyKey") or "", ns_selector)
+
+
+def _parse_list(
+    pod: PodInfo, terms: Sequence[Mapping[str, Any]], what: str, errors: list[str], weighted: bool
+) -> tuple[Any, ...]:
+    out: list[Any] = []
+    try:
+        for term in terms:
+            if weighted:
+                out.append(WeightedAffinityTerm(_new_term(pod, term.get("podAffinityTerm") or {}), int(term["weight"])))
+            else:
+                out.append(_new_term(pod, term))
+    except (SelectorError, KeyError, TypeError, ValueError) as exc:
+        errors.append(f"{what}: {exc}")
+        return ()
+    return tuple(out)
+
+
+def _compute_terms(pod: PodInfo) -> PodTerms:
+    affinity = pod.affinity.get("podAffinity") or {}
+    anti = pod.affinity.get("podAntiAffinity") or {}
+    if not affinity and not anti:
+        return _NO_TERMS
+    errors: list[str] = []
+    req = "requiredDuringSchedulingIgnoredDuringExecution"
+    pref = "preferredDuringSchedulingIgnoredDuringExecution"
+    return PodTerms(
+        _parse_list(pod, affinity.get(req) or (), "requiredAffinityTerms", errors, False),
+        _parse_list(pod, anti.get(req) or (), "requiredAntiAffinityTerms", errors, False),
+        _parse_list(pod, affinity.get(pref) or (), "preferredAffinityTerms", errors, True),
+        _parse_list(pod, anti.get(pref) or (), "preferredAntiAffinityTerms", errors, True),
+        tuple(errors),
+    )
+
+
+_NO_TERMS = PodTerms()
+_TERMS_CACHE: weakref.WeakKeyDictionary[PodInfo, PodTerms] = weakref.WeakKeyDictionary()
+
+
+def pod_terms(pod: PodInfo) -> PodTerms:
+    """The pod's compiled terms, computed once per PodInfo (upstream ``PodInfo.Required*Terms`` etc.)."""
+    terms = _TERMS_CACHE.get(pod)
+    if terms is None:
+        terms = _compute_terms(pod)
+        _TERMS_CACHE[pod] = terms
+    return terms
+
+
+def matches_all(terms: Sequence[AffinityTerm], pod: PodInfo) -> bool:
+    """Upstream ``podMatchesAllAffinityTerms`` (false for no terms); namespaceSelectors already merged."""
+    if not terms:
+        return False
+    return all(t.matches(pod, None) for t in terms)
+
+
+def _update(counts: Counts, node_labels: Mapping[str, str], key: str, value: int) -> None:
+    tv = node_labels.get(key)
+    if tv is None:
+        return
+    pair = (key, tv)
+    n = counts.get(pair, 0) + value
+    if n == 0:
+        counts.pop(pair, None)
+    else:
+        counts[pair] = n
+
+
+def update_affinity(
+    counts: Counts, terms: Sequence[AffinityTerm], pod: PodInfo, node_labels: Mapping[str, str], value: int
+) -> None:
+    if matches_all(terms, pod):
+        for t in terms:
+            _update(counts, node_labels, t.topology_key, value)
+
+
+def update_anti_affinity(
+    counts: Counts,
+    terms: Sequence[AffinityTerm],
+    pod: PodInfo,
+    ns_labels: Mapping[str, str] | None,
+    node_labels: Mapping[str, str],
+    value: int,
+) -> None:
+    for t in terms:
+        if t.matches(pod, ns_labels):
+            _update(counts, node_labels, t.topology_key, value)
+
+
+# --- cycle state ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PreFilterState:
+    pod: PodInfo
+    affinity_terms: tuple[AffinityTerm, ...]
+    anti_affinity_terms: tuple[AffinityTerm, ...]
+    namespace_labels: Mapping[str, str]
+    existing_anti_affinity_counts: Counts = field(default_factory=dict)
+    affinity_counts: Counts = field(default_factory=dict)
+    anti_affinity_counts: Counts = field(default_factory=dict)
+
+    def clone(self) -> PreFilterState:
+        return PreFilterState(
+            self.pod,
+            self.affinity_terms,
+            self.anti_affinity_terms,
+            self.namespace_labels,
+            dict(self.existing_anti_affinity_counts),
+            dict(self.affinity_counts),
+            dict(self.anti_affinity_counts),
+        )
+
+    def update_with_pod(self, other: PodInfo, node_labels: Mapping[str, str], multiplier: int) -> None:
+        """Upstream ``updateWithPod``: account for ``other`` added (+1) to or removed (-1) from a node."""
+        update_anti_affinity(
+            self.existing_anti_affinity_counts,
+            pod_terms(other).required_anti_affinity,
+            self.pod,
+            self.namespace_labels,
+            node_labels,
+            multiplier,
+        )
+        update_affinity(self.affinity_counts, self.affinity_terms, other, node_labels, multiplier)
+        update_anti_affinity(self.anti_affinity_counts, self.anti_affinity_terms, other, None, node_labels, multiplier)
+
+
+def satisfy_pod_affinity(s: PreFilterState, node_labels: Mapping[str, str]) -> bool:
+    """Upstream ``satisfyPodAffinity``, including the "first pod of a self-affine series" exception."""
+    pods_exist = True
+    for t in s.affinity_terms:
+        tv = node_labels.get(t.topology_key)
+        if tv is None:
+            return False
+        if s.affinity_counts.get((t.topology_key, tv), 0) <= 0:
+            pods_exist = False
+    if not pods_exist:
+        return not s.affinity_counts and matches_all(s.affinity_terms, s.pod)
+    return True
+
+
+def check_node(s: PreFilterState, node_labels: Mapping[str, str]) -> Status | None:
+    """Upstream ``Filter`` on a node with ``node_labels``: affinity, then anti-affinity, then existing pods'."""
+    if not satisfy_pod_affinity(s, node_labels):
+        return _AFFINITY_MISMATCH
+    if s.anti_affinity_counts:
+        for t in s.anti_affinity_terms:
+            tv = node_labels.get(t.topology_key)
+            if tv is not None and s.anti_affinity_counts.get((t.topology_key, tv), 0) > 0:
+                return _ANTI_AFFINITY_MISMATCH
+    if s.existing_anti_affinity_counts:
+        for pair in node_labels.items():
+            if s.existing_anti_affinity_counts.get(pair, 0) > 0:
+                return _EXISTING_ANTI_AFFINITY_MISMATCH
+    return None
