@@ -361,3 +361,19 @@ def check_score_vector(plugin: Any, pod_dict: Mapping[str, Any], infos: Sequence
     assert everything.tolist() == expected
     subset = plugin.score_vector(state, pod, table, np.array(rows, dtype=np.int64))
     assert subset.tolist() == [expected[r] for r in rows]
+
+
+def pre_score_and_score(plugin: Any, pod: PodInfo, nodes: Sequence[NodeInfo]) -> dict[str, int]:
+    """PreScore (SKIP means 0 for every node), Score per node and NormalizeScore, as the framework runs them."""
+    state = CycleState()
+    status = plugin.pre_score(state, pod, nodes)
+    if status is not None and status.is_skip():
+        return {ni.name: 0 for ni in nodes}
+    assert status is None
+    scores = []
+    for ni in nodes:
+        score, st = plugin.score(state, pod, ni)
+        assert st is None
+        scores.append(NodeScore(ni.name, score))
+    assert plugin.normalize_score(state, pod, scores) is None
+    return {ns.name: ns.score for ns in scores}

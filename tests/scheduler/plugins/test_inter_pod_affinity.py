@@ -17,7 +17,6 @@ from kubeplane.scheduler.framework.interface import (
     CycleState,
     EnqueueExtensions,
     FilterPlugin,
-    NodeScore,
     PreFilterPlugin,
     PreScorePlugin,
     QueueingHint,
@@ -34,6 +33,8 @@ from kubeplane.scheduler.plugins.inter_pod_affinity import (
     InterPodAffinity,
     pod_terms,
 )
+
+from .test_helper import pre_score_and_score
 
 CONFORMANCE = (
     Path(__file__).resolve().parents[3] / ".." / "shared" / "conformance" / "upstream" / "interpod_affinity.json"
@@ -115,19 +116,7 @@ def run_filter(plugin: InterPodAffinity, snapshot: Snapshot, incoming: PodInfo) 
 
 
 def run_score(plugin: InterPodAffinity, snapshot: Snapshot, incoming: PodInfo) -> dict[str, int]:
-    state = CycleState()
-    nodes = snapshot.list()
-    status = plugin.pre_score(state, incoming, nodes)
-    if status is not None and status.is_skip():
-        return {ni.name: 0 for ni in nodes}
-    assert status is None
-    scores = []
-    for ni in nodes:
-        score, st = plugin.score(state, incoming, ni)
-        assert st is None
-        scores.append(NodeScore(ni.name, score))
-    assert plugin.normalize_score(state, incoming, scores) is None
-    return {ns.name: ns.score for ns in scores}
+    return pre_score_and_score(plugin, incoming, snapshot.list())
 
 
 def summary(status: Status | None) -> tuple[str, tuple[str, ...]]:

@@ -16,7 +16,6 @@ from kubeplane.scheduler.framework.interface import (
     CycleState,
     EnqueueExtensions,
     FilterPlugin,
-    NodeScore,
     PreFilterPlugin,
     PreScorePlugin,
     ScorePlugin,
@@ -32,7 +31,7 @@ from kubeplane.scheduler.plugins.pod_topology_spread import (
     PodTopologySpread,
 )
 
-from .test_helper import conformance_cases, require_case
+from .test_helper import conformance_cases, pre_score_and_score, require_case
 
 Obj = dict[str, Any]
 
@@ -131,20 +130,8 @@ def run_filter(plugin: PodTopologySpread, snapshot: Snapshot, p: Obj) -> dict[st
 def run_score(
     plugin: PodTopologySpread, snapshot: Snapshot, p: Obj, names: Sequence[str] | None = None
 ) -> dict[str, int]:
-    state = CycleState()
-    pi = PodInfo(p)
     nodes = [ni for ni in snapshot.list() if names is None or ni.name in names]
-    status = plugin.pre_score(state, pi, nodes)
-    if status is not None and status.is_skip():
-        return {ni.name: 0 for ni in nodes}
-    assert status is None
-    scores = []
-    for ni in nodes:
-        score, st = plugin.score(state, pi, ni)
-        assert st is None
-        scores.append(NodeScore(ni.name, score))
-    assert plugin.normalize_score(state, pi, scores) is None
-    return {ns.name: ns.score for ns in scores}
+    return pre_score_and_score(plugin, PodInfo(p), nodes)
 
 
 def codes(statuses: Mapping[str, Status | None]) -> dict[str, Code]:
