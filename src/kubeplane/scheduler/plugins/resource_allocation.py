@@ -203,6 +203,37 @@ def _weighted_mean_vector(node_score: IntArray, weight_sum: IntArray) -> IntArra
     return np.where(weight_sum == 0, 0, go_div_vector(node_score, np.where(weight_sum == 0, 1, weight_sum)))
 
 
+def _mean_of(
+    requested: Sequence[int],
+    allocatable: Sequence[int],
+    weights: Sequence[int],
+    resource_score: Callable[[int, int], int],
+) -> int:
+    """The weighted mean of ``resource_score(requested, allocatable)`` over the scored resources (Least and
+    Most allocated share it; only the per-resource formula differs)."""
+    node_score = weight_sum = 0
+    for req, cap, weight in zip(requested, allocatable, weights, strict=True):
+        node_score += resource_score(req, cap) * weight
+        weight_sum += weight
+    return _weighted_mean(node_score, weight_sum)
+
+
+def _mean_of_vector(
+    requested: Sequence[IntArray],
+    allocatable: Sequence[IntArray],
+    weights: Sequence[int],
+    resource_score: Callable[[IntArray, IntArray], IntArray],
+) -> IntArray:
+    """:func:`_mean_of` per row; a row whose allocatable of a resource is 0 leaves that resource out, as the
+    per-node path (which never scores such a resource). ``resource_score`` sees a divisor-safe allocatable."""
+    node_score, weight_sum = _zeros_like(requested), _zeros_like(requested)
+    for req, cap, weight in zip(requested, allocatable, weights, strict=True):
+        present = cap != 0
+        node_score += np.where(present, resource_score(req, np.where(present, cap, 1)) * weight, 0)
+        weight_sum += np.where(present, weight, 0)
+    return _weighted_mean_vector(node_score, weight_sum)
+
+
 class LeastAllocatedStrategy:
     """``leastResourceScorer``: the weighted mean of ``(allocatable - requested) * 100 / allocatable`` (0 when the
     request exceeds the allocatable)."""
@@ -210,12 +241,7 @@ class LeastAllocatedStrategy:
     def score(
         self, requested: Sequence[int], allocated: Sequence[int], allocatable: Sequence[int], weights: Sequence[int]
     ) -> int:
-        node_score = weight_sum = 0
-        for req, cap, weight in zip(requested, allocatable, weights, strict=True):
-            resource_score = 0 if req > cap else go_div((cap - req) * MAX_NODE_SCORE, cap)
-            node_score += resource_score * weight
-            weight_sum += weight
-        return _weighted_mean(node_score, weight_sum)
+        return _mean_of(requested, allocatable, weights, _least_score)
 
     def score_vector(
         self,
@@ -233,14 +259,16 @@ class LeastAllocatedStrategy:
                 total = term if total is None else total + term
             assert total is not None
             return total // sum(weights)
-        node_score, weight_sum = _zeros_like(requested), _zeros_like(requested)
-        for req, cap, weight in zip(requested, allocatable, weights, strict=True):
-            present = cap != 0
-            safe = np.where(present, cap, 1)
-            resource_score = np.where(req > cap, 0, go_div_vector((cap - req) * MAX_NODE_SCORE, safe))
-            node_score += np.where(present, resource_score * weight, 0)
-            weight_sum += np.where(present, weight, 0)
-        return _weighted_mean_vector(node_score, weight_sum)
+        return _mean_of_vector(requested, allocatable, weights, _least_score_vector)
+
+
+def _least_score(req: int, cap: int) -> int:
+    return 0 if req > cap else go_div((cap - req) * MAX_NODE_SCORE, cap)
+
+
+def _least_score_vector(req: IntArray, cap: IntArray) -> IntArray:
+    scores: IntArray = np.where(req > cap, 0, go_div_vector((cap - req) * MAX_NODE_SCORE, cap))
+    return scores
 
 
 class MostAllocatedStrategy:
@@ -250,12 +278,7 @@ class MostAllocatedStrategy:
     def score(
         self, requested: Sequence[int], allocated: Sequence[int], allocatable: Sequence[int], weights: Sequence[int]
     ) -> int:
-        node_score = weight_sum = 0
-        for req, cap, weight in zip(requested, allocatable, weights, strict=True):
-            resource_score = go_div(min(req, cap) * MAX_NODE_SCORE, cap)
-            node_score += resource_score * weight
-            weight_sum += weight
-        return _weighted_mean(node_score, weight_sum)
+        return _mean_of(requested, allocatable, weights, _most_score)
 
     def score_vector(
         self,
@@ -264,14 +287,15 @@ class MostAllocatedStrategy:
         allocatable: Sequence[IntArray],
         weights: Sequence[int],
     ) -> IntArray:
-        node_score, weight_sum = _zeros_like(requested), _zeros_like(requested)
-        for req, cap, weight in zip(requested, allocatable, weights, strict=True):
-            present = cap != 0
-            safe = np.where(present, cap, 1)
-            resource_score = go_div_vector(np.minimum(req, cap) * MAX_NODE_SCORE, safe)
-            node_score += np.where(present, resource_score * weight, 0)
-            weight_sum += np.where(present, weight, 0)
-        return _weighted_mean_vector(node_score, weight_sum)
+        return _mean_of_vector(requested, allocatable, weights, _most_score_vector)
+
+
+def _most_score(req: int, cap: int) -> int:
+    return go_div(min(req, cap) * MAX_NODE_SCORE, cap)
+
+
+def _most_score_vector(req: IntArray, cap: IntArray) -> IntArray:
+    return go_div_vector(np.minimum(req, cap) * MAX_NODE_SCORE, cap)
 
 
 class RequestedToCapacityRatioStrategy:
