@@ -60,8 +60,8 @@ def _truncate(message: str) -> str:
     return message[: NOTE_LENGTH_LIMIT - 4] + " ..."
 
 
-def _phase(pod: Mapping[str, Any]) -> str:
-    return str((pod.get("status") or {}).get("phase") or "")
+def _terminal(pod: Mapping[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
 def _assigned(pod: Mapping[str, Any]) -> bool:
@@ -210,7 +210,7 @@ class Scheduler:
         self.cache.remove_node(node)
 
     def _on_pod_add(self, pod: Any) -> None:
-        if _phase(pod) in ("Succeeded", "Failed"):
+        if _terminal(pod):
             return
         if _assigned(pod):
             info = PodInfo(pod)
@@ -220,17 +220,16 @@ class Scheduler:
             self.queue.add(PodInfo(pod))
 
     def _on_pod_update(self, old: Any, new: Any) -> None:
-        old_assigned, new_assigned = _assigned(old), _assigned(new)
-        terminal = _phase(new) in ("Succeeded", "Failed")
-        if old_assigned:
+        terminal = _terminal(new)
+        if _assigned(old):
             if terminal:
                 self._delete_assigned(old)
             else:
-                new_info = PodInfo(new)
-                self.cache.update_pod(PodInfo(old), new_info)
-                self.queue.assigned_pod_updated(PodInfo(old), new_info)
+                old_info, new_info = PodInfo(old), PodInfo(new)
+                self.cache.update_pod(old_info, new_info)
+                self.queue.assigned_pod_updated(old_info, new_info)
             return
-        if new_assigned:  # bound: leaves the queue, enters the cache (confirming the assumed pod)
+        if _assigned(new):  # bound: leaves the queue, enters the cache (confirming the assumed pod)
             self.queue.delete(PodInfo(old))
             if not terminal:
                 info = PodInfo(new)
@@ -242,9 +241,9 @@ class Scheduler:
         if terminal:
             self.queue.delete(PodInfo(old))
             return
-        if self.cache.is_assumed_pod(PodInfo(new)):
-            return
-        self.queue.update(PodInfo(old), PodInfo(new))
+        new_info = PodInfo(new)
+        if not self.cache.is_assumed_pod(new_info):
+            self.queue.update(PodInfo(old), new_info)
 
     def _on_pod_delete(self, pod: Any) -> None:
         if _assigned(pod):
