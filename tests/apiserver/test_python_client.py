@@ -411,6 +411,14 @@ def test_generate_name_priority_and_defaults(api_client: Any) -> None:
         )
     assert unknown.value.status == 403
     assert "no PriorityClass with name nope was found" in json.loads(unknown.value.body)["message"]
+    spec = {"priorityClassName": "high", "preemptionPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}
+    with pytest.raises(client.ApiException) as policy:
+        v1.create_namespaced_pod(NS, {**_pod("never"), "spec": spec})
+    assert policy.value.status == 403
+    assert json.loads(policy.value.body)["message"].endswith(
+        "the string value of PreemptionPolicy (Never) must not be provided in pod spec; priority admission "
+        "controller computed PreemptLowerPriority from the given PriorityClass name"
+    )
     assert {pc.metadata.name for pc in sched.list_priority_class().items} >= {
         "system-node-critical",
         "system-cluster-critical",

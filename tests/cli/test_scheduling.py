@@ -82,7 +82,12 @@ def test_explain_unschedulable_pod_reports_the_scheduler_message(files: Path) ->
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     assert out["selected"] is None
-    assert out["message"] == "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
+    assert out["message"] == (
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
+    )
+    # 10 CPUs exceed every node's allocatable: UnschedulableAndUnresolvable, so no node is a candidate.
+    assert out["preemption"] == {"nominatedNode": None, "candidates": {}, "message": out["message"][81:-1]}
     # explain runs every filter on every node: the master fails both plugins, counted once (the first) above.
     assert out["nodes"]["master"]["filters"]["NodeResourcesFit"]["reasons"] == ["Insufficient cpu"]
 
@@ -112,7 +117,7 @@ def test_explain_table_marks_the_winner(files: Path) -> None:
         ),
         pytest.param(
             {"profiles": [{"schedulerName": "s", "plugins": {"filter": {"enabled": [{"name": "Foo"}]}}}]},
-            'plugin "Foo" does not exist; available plugins: DefaultBinder, ImageLocality',
+            'plugin "Foo" does not exist; available plugins: DefaultBinder, DefaultPreemption, ImageLocality',
             id="unknown-plugin",
         ),
     ],

@@ -54,7 +54,10 @@ async def test_required_anti_affinity_on_hostname_leaves_the_extra_replica_pendi
     assert placed == {"master", "node01", "node02"}
     await cluster.create(labelled("web-3", {"app": "web"}, affinity=anti, tolerations=tolerate))
     message = await cluster.failed_message("web-3")
-    assert message == "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules."
+    assert message == (
+        "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. "
+        "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.."
+    )
 
 
 async def test_anti_affinity_on_kgc_waits_until_node02_is_relabelled(cluster: Cluster) -> None:
@@ -65,7 +68,9 @@ async def test_anti_affinity_on_kgc_waits_until_node02_is_relabelled(cluster: Cl
     await cluster.create(labelled("second", {"app": "db"}, affinity=anti))
     message = await cluster.failed_message("second")
     assert message == (
-        "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 node(s) didn't match pod anti-affinity rules."
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 node(s) didn't match pod anti-affinity rules. "
+        "preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
+        "2 No preemption victims found for incoming pod.."
     )
     await _label_nodes(cluster, {"node02": {"kgc": "b"}})
     assert await cluster.node_of("second") == "node02"

@@ -2,7 +2,8 @@
 
 * NamespaceLifecycle: the namespace must exist (404) and not be terminating (403).
 * Priority: a pod's ``priorityClassName`` resolves to ``spec.priority`` and ``spec.preemptionPolicy``; an
-  unknown class is 403; without a class the globalDefault class applies, else priority 0.
+  unknown class is 403; without a class the globalDefault class applies, else priority 0 and
+  PreemptLowerPriority. A pod that gives a priority or preemptionPolicy other than the computed one is 403.
 * DefaultTolerationSeconds: pods tolerate ``node.kubernetes.io/not-ready`` and ``unreachable`` (NoExecute) for
   300 s unless they say otherwise.
 """
@@ -74,10 +75,18 @@ def _admit_priority(registry: Registry, pod: dict[str, Any]) -> None:
             f"controller computed {value} from the given PriorityClass name",
         )
     spec["priority"] = value
-    if pc is not None and pc.get("preemptionPolicy"):
-        spec["preemptionPolicy"] = pc["preemptionPolicy"]
-    else:
-        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    # A PriorityClass's preemptionPolicy defaults to PreemptLowerPriority, as does the policy without a class.
+    policy = str((pc.get("preemptionPolicy") if pc is not None else None) or "PreemptLowerPriority")
+    given_policy = spec.get("preemptionPolicy")
+    if given_policy is not None and given_policy != policy:
+        raise errors.forbidden(
+            "",
+            "pods",
+            str(pod["metadata"].get("name") or ""),
+            f"the string value of PreemptionPolicy ({given_policy}) must not be provided in pod spec; priority "
+            f"admission controller computed {policy} from the given PriorityClass name",
+        )
+    spec["preemptionPolicy"] = policy
 
 
 def _default_tolerations(pod: dict[str, Any]) -> None:

@@ -8,6 +8,11 @@ passes. What it reports is still exactly the scheduler's decision procedure:
   Filter plugin in profile order counts (:func:`kubeplane.scheduler.schedule_one.fit_error_message`); a
   PreFilter rejection is reported under ``preFilter`` and in the message; nodes outside a PreFilterResult
   count with upstream's "node(s) didn't satisfy plugin(s) [...]" status. Empty when the pod fits.
+* ``preemption`` (only when the pod fits nowhere and the profile has PostFilter plugins) is what preemption
+  would do: ``nominatedNode`` (or null), ``candidates`` (node -> ``victims`` as namespace/name, most important
+  first, and ``pdbViolations``) and ``message`` (the ``preemption: ...`` suffix of the FailedScheduling message,
+  empty when preemption would succeed). Nothing is evicted; pods' priorities come from ``spec.priority`` or,
+  when absent, from the PriorityClass objects given (as the API server's Priority admission would).
 * ``selected`` is the feasible node with the highest total (Σ weight × normalized score), ties broken by the
   seeded RNG as the scheduler does. Because explain scores all feasible nodes, on clusters of 100+ nodes the
   scheduler (which scores a sample) may pick another node of equal standing.
@@ -24,9 +29,11 @@ from typing import Any
 from kubeplane.scheduler.backend.snapshot import Snapshot
 from kubeplane.scheduler.config import KubeSchedulerConfiguration, default_config
 from kubeplane.scheduler.framework.handle import Handle
-from kubeplane.scheduler.framework.interface import Code, CycleState, NodeScore, Status
+from kubeplane.scheduler.framework.interface import Code, CycleState, NodeScore, NodeToStatus, Status
 from kubeplane.scheduler.framework.registry import Registry
+from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import PodInfo
+from kubeplane.scheduler.plugins.default_preemption import OUTCOME_KEY, PreemptionOutcome
 from kubeplane.scheduler.profile import build_profiles
 from kubeplane.scheduler.schedule_one import NO_NODES_AVAILABLE, Diagnosis, fit_error_message
 
@@ -38,6 +45,7 @@ _PLURALS = {
     "ReplicaSet": "replicasets",
     "StatefulSet": "statefulsets",
     "ReplicationController": "replicationcontrollers",
+    "PodDisruptionBudget": "poddisruptionbudgets",
 }
 
 
@@ -52,6 +60,32 @@ def _status_json(status: Status | None) -> dict[str, Any]:
     if status.reasons:
         out["reasons"] = list(status.reasons)
     return out
+
+
+def _with_priority(pod: Mapping[str, Any], classes: Mapping[str, int], default: int) -> Mapping[str, Any]:
+    """The pod with ``spec.priority`` filled from its PriorityClass (or the global default) when unset."""
+    spec = pod.get("spec") or {}
+    if spec.get("priority") is not None:
+        return pod
+    name = spec.get("priorityClassName")
+    priority = classes.get(name, default) if name else default
+    return {**pod, "spec": {**spec, "priority": priority}}
+
+
+def _preemption(fwk: Framework, state: CycleState, pod: PodInfo, diagnosis: Diagnosis) -> dict[str, Any]:
+    """Run the PostFilter plugins (dry: the handle has no client) and report what preemption would do."""
+    statuses = NodeToStatus(diagnosis.node_to_status, diagnosis.absent_nodes_status)
+    result, status = fwk.run_post_filter_plugins(state, pod, statuses)
+    if status is not None and status.code == Code.ERROR:
+        raise ExplainError(status.message())
+    diagnosis.post_filter_msg = status.message() if status is not None else ""
+    outcome = state.get(OUTCOME_KEY)
+    candidates: dict[str, Any] = {}
+    if isinstance(outcome, PreemptionOutcome):
+        for c in outcome.candidates:
+            candidates[c.name] = {"victims": [v.key for v in c.victims], "pdbViolations": c.num_pdb_violations}
+    nominated = result.nominated_node_name if result is not None else None
+    return {"nominatedNode": nominated or None, "candidates": candidates, "message": diagnosis.post_filter_msg}
 
 
 def explain(
@@ -69,8 +103,17 @@ def explain(
     config = config if config is not None else default_config()
     meta = pod.get("metadata") or {}
     pod = {**pod, "metadata": {"namespace": "default", **meta}}
+    classes: dict[str, int] = {}
+    default_priority = 0
+    for obj in objects:
+        if obj.get("kind") == "PriorityClass":
+            classes[str((obj.get("metadata") or {}).get("name") or "")] = int(obj.get("value") or 0)
+            if obj.get("globalDefault"):
+                default_priority = int(obj.get("value") or 0)
+    pod = _with_priority(pod, classes, default_priority)
     pod_info = PodInfo(pod)
-    snapshot = Snapshot.from_objects(list(nodes), [p for p in pods if (p.get("spec") or {}).get("nodeName")])
+    placed = [_with_priority(p, classes, default_priority) for p in pods if (p.get("spec") or {}).get("nodeName")]
+    snapshot = Snapshot.from_objects(list(nodes), placed)
     rng = random.Random(seed)
     by_kind: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for obj in objects:
@@ -109,6 +152,8 @@ def explain(
             raise ExplainError(status.message())
         diagnosis.pre_filter_msg = status.message()
         diagnosis.absent_nodes_status = status
+        if fwk.has_post_filter_plugins():
+            out["preemption"] = _preemption(fwk, state, pod_info, diagnosis)
         out["message"] = fit_error_message(len(node_infos), diagnosis)
         for ni in node_infos:
             out["nodes"][ni.name] = {"filters": {}, "scores": {}, "total": 0}
@@ -136,6 +181,8 @@ def explain(
             diagnosis.add_plugin_status(first)
 
     if not feasible:
+        if fwk.has_post_filter_plugins():
+            out["preemption"] = _preemption(fwk, state, pod_info, diagnosis)
         out["message"] = fit_error_message(len(node_infos), diagnosis)
         for ni in node_infos:
             out["nodes"][ni.name].update(scores={}, total=0)
@@ -186,7 +233,13 @@ def render_table(result: Mapping[str, Any]) -> Any:
     title = f"pod {result.get('pod')}: " + (
         f"selected {result['selected']}" if result.get("selected") else "unschedulable"
     )
-    table = Table(title=title, caption=result.get("message") or None)
+    caption = str(result.get("message") or "")
+    preemption = result.get("preemption") or {}
+    nominated = preemption.get("nominatedNode")
+    if nominated:
+        victims = (preemption.get("candidates") or {}).get(nominated, {}).get("victims") or []
+        caption += f"\npreemption would nominate {nominated}, evicting {', '.join(victims)}"
+    table = Table(title=title, caption=caption or None)
     table.add_column("")
     table.add_column("NODE")
     table.add_column("FILTERS")

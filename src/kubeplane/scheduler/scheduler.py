@@ -29,10 +29,19 @@ from kubeplane.scheduler.backend.queue import SchedulingQueue
 from kubeplane.scheduler.backend.snapshot import Snapshot
 from kubeplane.scheduler.config import KubeSchedulerConfiguration, default_config
 from kubeplane.scheduler.framework.handle import Handle
-from kubeplane.scheduler.framework.interface import ActionType, ClusterEvent, Code, CycleState, Status
+from kubeplane.scheduler.framework.interface import (
+    ActionType,
+    ClusterEvent,
+    Code,
+    CycleState,
+    NodeToStatus,
+    PostFilterResult,
+    Status,
+)
 from kubeplane.scheduler.framework.registry import Registry
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import PodInfo, QueuedPodInfo
+from kubeplane.scheduler.plugins.default_preemption import DefaultPreemption
 from kubeplane.scheduler.profile import build_profiles
 from kubeplane.scheduler.schedule_one import (
     FitError,
@@ -47,8 +56,16 @@ __all__ = ["Scheduler"]
 log = logging.getLogger("kubeplane.scheduler")
 
 NOTE_LENGTH_LIMIT = 1024
-OBJECT_RESOURCES = ("namespaces", "services", "replicasets", "statefulsets", "replicationcontrollers")
-"""Objects plugins may read through ``Handle.list_objects`` (namespaceSelector, default topology spreading)."""
+OBJECT_RESOURCES = (
+    "namespaces",
+    "services",
+    "replicasets",
+    "statefulsets",
+    "replicationcontrollers",
+    "poddisruptionbudgets",
+)
+"""Objects plugins may read through ``Handle.list_objects`` (namespaceSelector, default topology spreading,
+preemption's PodDisruptionBudgets)."""
 EVENT_NODE_ADD = ClusterEvent("Node", ActionType.ADD, "NodeAdd")
 EVENT_ASSIGNED_POD_DELETE = ClusterEvent("AssignedPod", ActionType.DELETE, "AssignedPodDelete")
 EVENT_ASSIGNED_POD_ADD = ClusterEvent("AssignedPod", ActionType.ADD, "AssignedPodAdd")
@@ -153,6 +170,9 @@ class Scheduler:
             pre_enqueue=self._pre_enqueue,
             events_for_plugins=events,
         )
+        for fwk in self.profiles.values():  # upstream SetPodNominator / SetPodActivator
+            fwk.handle.nominator = self.queue
+            fwk.handle.activate = self.queue.activate
         self.algorithm = ScheduleAlgorithm(
             rng=self.rng,
             percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score,
@@ -286,14 +306,23 @@ class Scheduler:
     async def stop(self) -> None:
         self._stopped.set()
         self.queue.close()
-        await asyncio.gather(*list(self._binding_tasks), return_exceptions=True)
+        await self.wait_for_bindings()
         await self.informers.stop()
         if self._own_recorder:
             await self.recorder.close()
 
     async def wait_for_bindings(self) -> None:
-        while self._binding_tasks:
-            await asyncio.gather(*list(self._binding_tasks), return_exceptions=True)
+        """Wait until no binding cycle, status patch, event or preemption started so far is under way."""
+        while True:
+            preempting = [p.wait() for p in self._preemption_plugins() if p.busy()]
+            if not self._binding_tasks and not preempting:
+                return
+            await asyncio.gather(*list(self._binding_tasks), *preempting, return_exceptions=True)
+
+    def _preemption_plugins(self) -> list[DefaultPreemption]:
+        return [
+            p for fwk in self.profiles.values() for p in fwk.post_filter_plugins if isinstance(p, DefaultPreemption)
+        ]
 
     # --- the scheduling cycle --------------------------------------------------------------------------
 
@@ -319,12 +348,15 @@ class Scheduler:
             self._failure(fwk, qpi, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(exc),)), None)
             return
         except FitError as exc:
-            status = Status(Code.UNSCHEDULABLE, (str(exc),))
+            nominating: PostFilterResult | None = None
             if fwk.has_post_filter_plugins():
-                _r, post = fwk.run_post_filter_plugins(state, pod, exc.diagnosis.node_to_status)
-                exc.diagnosis.post_filter_msg = post.message() if post is not None else ""
-                status = Status(Code.UNSCHEDULABLE, (str(exc),))
-            self._failure(fwk, qpi, status, exc)
+                diagnosis = exc.diagnosis
+                statuses = NodeToStatus(diagnosis.node_to_status, diagnosis.absent_nodes_status)
+                nominating, post = fwk.run_post_filter_plugins(state, pod, statuses)
+                diagnosis.post_filter_msg = post.message() if post is not None else ""
+                if post is not None and post.code == Code.ERROR:
+                    log.error("running PostFilter plugins for %s: %s", pod.key, post.message())
+            self._failure(fwk, qpi, Status(Code.UNSCHEDULABLE, (str(exc),)), exc, nominating)
             return
         except SchedulingError as exc:
             self._failure(fwk, qpi, exc.status, None)
@@ -416,7 +448,16 @@ class Scheduler:
 
     # --- failures (handleSchedulingFailure) ------------------------------------------------------------------
 
-    def _failure(self, fwk: Framework, qpi: QueuedPodInfo, status: Status, err: FitError | None) -> None:
+    def _failure(
+        self,
+        fwk: Framework,
+        qpi: QueuedPodInfo,
+        status: Status,
+        err: FitError | None,
+        nominating: PostFilterResult | None = None,
+    ) -> None:
+        """Upstream ``handleSchedulingFailure``: requeue, record the nomination (``nominating`` None leaves it as
+        the pod's status says; a result overrides it, ``""`` clears it), event, PodScheduled condition."""
         pod = qpi.pod_info
         rejected = status.is_rejected()
         reason = "Unschedulable" if rejected else "SchedulerError"
@@ -428,21 +469,29 @@ class Scheduler:
             qpi.unschedulable_plugins = set()
             qpi.pending_plugins = set()
         cached = self._lister.get(pod.namespace, pod.name)
+        nominated_node = nominating.nominated_node_name if nominating is not None else None
         if cached is not None and not _assigned(cached):
             qpi.pod_info = PodInfo(cached)
             self.queue.add_unschedulable_if_not_present(qpi, self.queue.scheduling_cycle())
+            self.queue.add_nominated_pod(qpi.pod_info, nominated_node)
         else:
             self.queue.done(pod.uid)
         self._event(pod, "Warning", "FailedScheduling", _truncate(message))
-        task = asyncio.ensure_future(self._update_condition(pod, reason, message))
+        task = asyncio.ensure_future(self._update_condition(qpi.pod_info, reason, message, nominated_node))
         self._binding_tasks.add(task)
         task.add_done_callback(self._binding_tasks.discard)
 
-    async def _update_condition(self, pod: PodInfo, reason: str, message: str) -> None:
-        conditions = (pod.pod.get("status") or {}).get("conditions") or []
+    async def _update_condition(
+        self, pod: PodInfo, reason: str, message: str, nominated_node: str | None = None
+    ) -> None:
+        """Patch the PodScheduled condition and, when it changes, ``status.nominatedNodeName`` (upstream
+        ``updatePod``); nothing when neither changes."""
+        status = pod.status
+        nominate = nominated_node is not None and (status.get("nominatedNodeName") or "") != nominated_node
+        conditions = status.get("conditions") or []
         for c in conditions:
             same = c.get("status") == "False" and c.get("reason") == reason and c.get("message") == message
-            if c.get("type") == "PodScheduled" and same:
+            if c.get("type") == "PodScheduled" and same and not nominate:
                 return
         condition = {
             "type": "PodScheduled",
@@ -452,11 +501,14 @@ class Scheduler:
             "lastProbeTime": None,
             "lastTransitionTime": format_time(self.clock.now()),
         }
+        patch: dict[str, Any] = {"conditions": [condition]}
+        if nominate:
+            patch["nominatedNodeName"] = nominated_node or None
         try:
             await self.client.patch(
                 self.client.resource("pods"),
                 pod.name,
-                {"status": {"conditions": [condition]}},
+                {"status": patch},
                 patch_type=PatchType.STRATEGIC,
                 namespace=pod.namespace,
                 subresource="status",

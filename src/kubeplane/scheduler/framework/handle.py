@@ -7,7 +7,7 @@ v1 dict with upstream's defaults applied (``{}`` for plugins without args).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -18,9 +18,25 @@ if TYPE_CHECKING:
     from kubeplane.client.informer import SharedInformerFactory
     from kubeplane.client.interface import Client
     from kubeplane.scheduler.framework.interface import Plugin
-    from kubeplane.scheduler.framework.types import NodeInfo
+    from kubeplane.scheduler.framework.runtime import Framework
+    from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
 
-__all__ = ["Handle", "NodeInfoLister", "ObjectLister", "PluginFactory"]
+__all__ = ["Handle", "NodeInfoLister", "ObjectLister", "PluginFactory", "PodNominator"]
+
+
+class PodNominator(Protocol):
+    """Pods that preemption nominated to nodes (upstream ``framework.PodNominator``), read side."""
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]: ...
+
+
+class _NoNominations:
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        return []
+
+
+def _no_activation(pods: Iterable[PodInfo]) -> None:
+    return None
 
 
 class NodeInfoLister(Protocol):
@@ -63,8 +79,8 @@ class Handle:
 
     ``list_objects`` reads other API objects the plugins need from the scheduler's informers (live) or the
     cluster file (explain): ``namespaces`` (for namespaceSelector), ``services``, ``replicasets``,
-    ``statefulsets``, ``replicationcontrollers`` (for default topology spreading). The scheduler starts informers
-    for exactly those resources; a plugin must not ask for others.
+    ``statefulsets``, ``replicationcontrollers`` (for default topology spreading), ``poddisruptionbudgets`` (for
+    preemption). The scheduler starts informers for exactly those resources; a plugin must not ask for others.
     """
 
     client: Client | None = None
@@ -76,6 +92,13 @@ class Handle:
     snapshot_lister: NodeInfoLister = field(default_factory=_EmptyLister)
     list_objects: ObjectLister = _no_objects
     extra: dict[str, Any] = field(default_factory=dict)
+    framework: Framework | None = None
+    """The profile's framework (each Framework hands its plugins a copy of the handle naming itself): what
+    preemption runs Filter and the PreFilter extensions through (upstream's Handle embeds the framework)."""
+    nominator: PodNominator = field(default_factory=_NoNominations)
+    """The scheduling queue's nominations (set by the Scheduler once the queue exists; none offline)."""
+    activate: Callable[[Iterable[PodInfo]], None] = _no_activation
+    """Move pods waiting in the queue to activeQ at once (upstream ``PodActivator``)."""
 
     def snapshot(self) -> NodeInfoLister:
         return self.snapshot_lister

@@ -33,6 +33,7 @@ __all__ = [
     "EnqueueExtensions",
     "FilterPlugin",
     "NodeScore",
+    "NodeToStatus",
     "PermitPlugin",
     "Plugin",
     "PostBindPlugin",
@@ -248,6 +249,31 @@ class PostFilterResult:
     """What a PostFilter plugin (preemption) achieved: the node the pod is nominated to, if any."""
 
     nominated_node_name: str = ""
+    """``""`` clears a nomination (upstream ``ModeOverride``); a plugin that nominates nothing returns None."""
+
+
+class NodeToStatus(dict[str, "Status"]):
+    """Why each examined node rejected the pod, plus the status of the nodes that are absent from the map
+    (upstream ``framework.NodeToStatus``): nodes a PreFilterResult excluded, or every node when PreFilter
+    rejected the pod. Absent nodes default to UnschedulableAndUnresolvable (preemption cannot help there).
+    """
+
+    def __init__(self, statuses: Mapping[str, Status] | None = None, absent_nodes_status: Status | None = None) -> None:
+        super().__init__(statuses or {})
+        self.absent_nodes_status = (
+            absent_nodes_status if absent_nodes_status is not None else Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        )
+
+    def status_of(self, node_name: str) -> Status:
+        status = self.get(node_name)
+        return status if status is not None else self.absent_nodes_status
+
+    def nodes_for_status_code(self, nodes: Sequence[NodeInfo], code: Code) -> list[NodeInfo]:
+        """The nodes of ``nodes`` (in that order) whose status has ``code``, absent nodes included when the
+        absent status has it (upstream ``NodesForStatusCode``, in snapshot order instead of map order)."""
+        if self.absent_nodes_status.code == code:
+            return [ni for ni in nodes if self.status_of(ni.name).code == code]
+        return [ni for ni in nodes if (s := self.get(ni.name)) is not None and s.code == code]
 
 
 @dataclass(slots=True)
@@ -382,7 +408,7 @@ class PostFilterPlugin(Plugin, Protocol):
     """Runs when no node fits (preemption)."""
 
     def post_filter(
-        self, state: CycleState, pod: PodInfo, filtered_node_status: Mapping[str, Status]
+        self, state: CycleState, pod: PodInfo, filtered_node_status: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status | None]: ...
 
 

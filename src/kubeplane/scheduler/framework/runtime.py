@@ -17,6 +17,7 @@ between the extension points they implement, as upstream. Ordering rules, error 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,7 @@ from kubeplane.scheduler.framework.interface import (
     EnqueueExtensions,
     FilterPlugin,
     NodeScore,
+    NodeToStatus,
     PermitPlugin,
     Plugin,
     PostBindPlugin,
@@ -104,7 +106,9 @@ class Framework:
         percentage_of_nodes_to_score: int | None = None,
     ) -> None:
         self.profile_name = profile_name
-        self.handle = handle
+        # Each profile's plugins see a handle naming this framework (shared services stay shared objects).
+        self.handle = dataclasses.replace(handle, framework=self)
+        handle = self.handle
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.plugins: dict[str, Plugin] = {}
         for entries in points.values():
@@ -272,36 +276,67 @@ class Framework:
             out[name] = None if status is None or status.code == Code.SUCCESS else status.with_plugin(name)
         return out
 
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node: NodeInfo
+    ) -> Status | None:
+        """Tell every PreFilter plugin with extensions that ``pod_to_add`` joined ``node`` (upstream
+        ``RunPreFilterExtensionAddPod``); plugins skipped at PreFilter are left out."""
+        for plugin in self.pre_filter_plugins:
+            if plugin.name() in state.skip_filter_plugins:
+                continue
+            ext = plugin.pre_filter_extensions()
+            if ext is not None:
+                status = ext.add_pod(state, pod, pod_to_add, node)
+                if status is not None and status.code != Code.SUCCESS:
+                    return _wrap("AddPod on PreFilter", plugin.name(), status)
+        return None
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node: NodeInfo
+    ) -> Status | None:
+        """Tell every PreFilter plugin with extensions that ``pod_to_remove`` left ``node`` (upstream
+        ``RunPreFilterExtensionRemovePod``)."""
+        for plugin in self.pre_filter_plugins:
+            if plugin.name() in state.skip_filter_plugins:
+                continue
+            ext = plugin.pre_filter_extensions()
+            if ext is not None:
+                status = ext.remove_pod(state, pod, pod_to_remove, node)
+                if status is not None and status.code != Code.SUCCESS:
+                    return _wrap("RemovePod on PreFilter", plugin.name(), status)
+        return None
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        return self.handle.nominator.nominated_pods_for_node(node_name)
+
     def run_filter_plugins_with_nominated_pods(
         self,
         state: CycleState,
         pod: PodInfo,
         node: NodeInfo,
-        nominated: Sequence[PodInfo],
+        nominated: Sequence[PodInfo] | None = None,
     ) -> Status | None:
         """Upstream ``RunFilterPluginsWithNominatedPods``: when pods of equal or higher priority are nominated
-        to the node, the pod must fit both with them (added through PreFilterExtensions) and without them."""
+        to the node, the pod must fit both with them (added through PreFilterExtensions) and without them.
+        ``nominated`` defaults to the nominator's pods for the node."""
+        if nominated is None:
+            nominated = self.nominated_pods_for_node(node.name)
         others = [p for p in nominated if p.priority >= pod.priority and p.uid != pod.uid]
         if others:
             state_with = state.clone()
             node_with = node.clone()
             for other in others:
                 node_with.add_pod(other)
-                for plugin in self.pre_filter_plugins:
-                    if plugin.name() in state.skip_filter_plugins:
-                        continue
-                    ext = plugin.pre_filter_extensions()
-                    if ext is not None:
-                        status = ext.add_pod(state_with, pod, other, node_with)
-                        if status is not None and status.code != Code.SUCCESS:
-                            return status
+                status = self.run_pre_filter_extension_add_pod(state_with, pod, other, node_with)
+                if status is not None:
+                    return status
             status = self.run_filter_plugins(state_with, pod, node_with)
             if status is not None:
                 return status
         return self.run_filter_plugins(state, pod, node)
 
     def run_post_filter_plugins(
-        self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]
+        self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status | None]:
         reasons: list[str] = []
         result: PostFilterResult | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from kubeplane.scheduler.framework.registry import Registry
 from kubeplane.scheduler.plugins import (
     default_binder,
+    default_preemption,
     image_locality,
     inter_pod_affinity,
     node_affinity,
@@ -34,6 +35,7 @@ _MODULES = (
     inter_pod_affinity,
     node_resources_balanced_allocation,
     image_locality,
+    default_preemption,
     default_binder,
 )
 

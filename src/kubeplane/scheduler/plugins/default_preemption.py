@@ -1,0 +1,482 @@
+"""DefaultPreemption: when no node fits, evict lower-priority pods from one node so the pod fits there.
+
+Upstream ``plugins/defaultpreemption`` with ``framework/preemption`` (Evaluator, Executor), kube-scheduler v1.37,
+with asynchronous preemption (``SchedulerAsyncPreemption``, on by default):
+
+1. Eligibility: ``preemptionPolicy: Never`` is not eligible; a pod already nominated to a node where a
+   lower-priority pod is terminating because of preemption waits for it (unless the nominated node is now
+   UnschedulableAndUnresolvable for the pod).
+2. Candidates: nodes whose Filter status is Unschedulable (UnschedulableAndUnresolvable nodes cannot be helped),
+   examined from a random offset; on each, every lower-priority pod is removed (through the PreFilter
+   extensions, so InterPodAffinity and PodTopologySpread state follows), the pod must then pass Filter
+   (with nominated pods), and victims are reprieved highest priority first (PDB-violating ones before the
+   others) while the pod still fits. The search stops once ``max(minCandidateNodesPercentage % of the
+   candidates, minCandidateNodesAbsolute)`` candidates are found and one of them violates no PDB.
+3. Choice: fewest PDB violations, then lowest highest-victim priority, smallest sum of priorities, fewest
+   victims, latest start time among the highest-priority victims; then the first in examination order.
+4. Execution (an asyncio task, the cycle does not wait): lower-priority pods nominated to the node lose their
+   nomination, each victim gets the ``DisruptionTarget`` condition and is deleted gracefully with a
+   ``Preempted`` event; a victim waiting at Permit is rejected instead. Until the task has issued the last
+   deletion the preemptor is gated by :meth:`DefaultPreemption.pre_enqueue`, so it cannot preempt twice.
+
+The scheduler then records ``status.nominatedNodeName`` on the preemptor and keeps it in the nominator, so
+later cycles count it on that node (``run_filter_plugins_with_nominated_pods``).
+
+Every evaluation leaves a :class:`PreemptionOutcome` in the CycleState under :data:`OUTCOME_KEY` (explain reports
+it). With ``handle.client`` None (explain) nothing is executed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubeplane.api.labels import SelectorError, label_selector_as_selector
+from kubeplane.api.meta import format_time, parse_time
+from kubeplane.client.errors import ClientError, NotFoundError
+from kubeplane.client.interface import PatchType
+from kubeplane.scheduler.framework.handle import Handle
+from kubeplane.scheduler.framework.interface import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    NodeToStatus,
+    PostFilterResult,
+    QueueingHint,
+    Status,
+)
+from kubeplane.scheduler.framework.runtime import Framework
+from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
+from kubeplane.scheduler.schedule_one import Diagnosis, fit_error_message
+
+__all__ = ["NAME", "OUTCOME_KEY", "Candidate", "DefaultPreemption", "PreemptionOutcome", "new"]
+
+log = logging.getLogger("kubeplane.scheduler.preemption")
+
+NAME = "DefaultPreemption"
+OUTCOME_KEY = "DefaultPreemption/outcome"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+_INT32_OFFSET = 2**31
+
+
+@dataclass
+class Candidate:
+    """A node where preemption would work: its victims (most important first) and how many violate a PDB."""
+
+    name: str
+    victims: list[PodInfo]
+    num_pdb_violations: int
+
+
+@dataclass
+class PreemptionOutcome:
+    """What one PostFilter evaluation found: the chosen node (None when preemption did not help), the
+    candidates examined, and the message (the ``preemption: ...`` suffix of FailedScheduling)."""
+
+    nominated_node: str | None
+    candidates: list[Candidate] = field(default_factory=list)
+    message: str = ""
+
+
+def start_time(pod: PodInfo, now: float) -> float:
+    """``status.startTime`` as epoch seconds; ``now`` for pods not started yet (upstream ``GetPodStartTime``)."""
+    raw = pod.status.get("startTime")
+    if not raw:
+        return now
+    try:
+        return parse_time(str(raw)).timestamp()
+    except ValueError:
+        return now
+
+
+def _importance(pod: PodInfo, now: float) -> tuple[int, float]:
+    """Sort key, most important first (upstream ``MoreImportantPod``): higher priority, then started earlier."""
+    return (-pod.priority, start_time(pod, now))
+
+
+def _terminating_by_preemption(pod: PodInfo) -> bool:
+    if not pod.is_terminating:
+        return False
+    for condition in pod.status.get("conditions") or ():
+        if condition.get("type") == "DisruptionTarget":
+            return bool(condition.get("status") == "True" and condition.get("reason") == "PreemptionByScheduler")
+    return False
+
+
+def filter_pods_with_pdb_violation(
+    pods: Sequence[PodInfo], pdbs: Sequence[Mapping[str, Any]]
+) -> tuple[list[PodInfo], list[PodInfo]]:
+    """Split ``pods`` (in order) into those whose eviction would exceed a matching PDB's disruptionsAllowed and
+    the rest, charging each matching PDB once per pod in order (upstream ``filterPodsWithPDBViolation``)."""
+    allowed = [int(((p.get("status") or {}).get("disruptionsAllowed")) or 0) for p in pdbs]
+    selectors = []
+    for pdb in pdbs:
+        try:
+            selector = label_selector_as_selector((pdb.get("spec") or {}).get("selector"))
+        except SelectorError:
+            selector = None  # an invalid selector matches nothing
+        selectors.append(selector)
+    violating: list[PodInfo] = []
+    non_violating: list[PodInfo] = []
+    for pod in pods:
+        violated = False
+        if pod.labels:
+            for i, pdb in enumerate(pdbs):
+                meta = pdb.get("metadata") or {}
+                selector = selectors[i]
+                if meta.get("namespace") != pod.namespace or selector is None:
+                    continue
+                if selector.empty() or not selector.matches(pod.labels):
+                    continue  # a PDB with an empty selector matches nothing
+                if pod.name in ((pdb.get("status") or {}).get("disruptedPods") or {}):
+                    continue  # already being disrupted: the API server has counted it
+                allowed[i] -= 1
+                if allowed[i] < 0:
+                    violated = True
+        (violating if violated else non_violating).append(pod)
+    return violating, non_violating
+
+
+def pick_one_node_for_preemption(candidates: Sequence[Candidate], now: float) -> Candidate | None:
+    """Upstream ``pickOneNodeForPreemption`` over the default score functions, ties to the first candidate."""
+    if not candidates:
+        return None
+
+    def earliest_start_of_most_important(c: Candidate) -> float:
+        top = max(p.priority for p in c.victims)
+        return min(start_time(p, now) for p in c.victims if p.priority == top)
+
+    scores = (
+        lambda c: -c.num_pdb_violations,
+        lambda c: -c.victims[0].priority,
+        lambda c: -sum(p.priority + _INT32_OFFSET for p in c.victims),
+        lambda c: -len(c.victims),
+        earliest_start_of_most_important,
+    )
+    remaining = list(candidates)
+    for score in scores:
+        values = [score(c) for c in remaining]
+        best = max(values)
+        remaining = [c for c, v in zip(remaining, values, strict=True) if v == best]
+        if len(remaining) == 1:
+            break
+    return remaining[0]
+
+
+class DefaultPreemption:
+    """The PostFilter and PreEnqueue plugin; see the module docstring."""
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        self.handle = handle
+        self.min_candidate_nodes_percentage = int(args.get("minCandidateNodesPercentage", 10))
+        self.min_candidate_nodes_absolute = int(args.get("minCandidateNodesAbsolute", 100))
+        # UIDs of preemptors whose victims are still being preempted, and for those whose last victim's
+        # deletion is under way, that victim (namespace, name): the pod is gated until it is deleting.
+        self._preempting: set[str] = set()
+        self._last_victim: dict[str, tuple[str, str]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def name(self) -> str:
+        return NAME
+
+    @property
+    def framework(self) -> Framework:
+        fwk = self.handle.framework
+        if fwk is None:
+            raise RuntimeError("DefaultPreemption needs the profile's framework on its handle")
+        return fwk
+
+    # --- PreEnqueue / events -----------------------------------------------------------------------------
+
+    def pre_enqueue(self, pod: PodInfo) -> Status | None:
+        if self.is_pod_running_preemption(pod.uid):
+            return Status.unresolvable("waiting for the preemption for this pod to be finished")
+        return None
+
+    def is_pod_running_preemption(self, uid: str) -> bool:
+        """True while the preemptor's victims are not all being deleted yet (upstream ``IsPodRunningPreemption``)."""
+        if uid not in self._preempting:
+            return False
+        last = self._last_victim.get(uid)
+        if last is None:
+            return True
+        factory = self.handle.informer_factory
+        if factory is None:
+            return True
+        victim = factory.informer_for("pods").lister().get(last[0], last[1])
+        return victim is not None and not (victim.get("metadata") or {}).get("deletionTimestamp")
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        # Lets a pod gated here be re-examined after a victim's deletion; the plugins that rejected the pod
+        # decide whether it moves (this hint always skips), as upstream.
+        return [
+            ClusterEventWithHint(
+                ClusterEvent("AssignedPod", ActionType.DELETE), lambda _pod, _old, _new: QueueingHint.QUEUE_SKIP
+            )
+        ]
+
+    # --- PostFilter ----------------------------------------------------------------------------------------
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, filtered_node_status: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        result, status = self.preempt(state, pod, filtered_node_status)
+        outcome = state.get(OUTCOME_KEY)
+        message = status.message() if status is not None else ""
+        if message:
+            status = Status(status.code if status is not None else Code.UNSCHEDULABLE, ("preemption: " + message,))
+            if isinstance(outcome, PreemptionOutcome):
+                outcome.message = status.message()
+        return result, status
+
+    def preempt(
+        self, state: CycleState, pod: PodInfo, m: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        """Upstream ``Evaluator.Preempt``: None result = leave the nomination alone; ``""`` clears it."""
+        state.write(OUTCOME_KEY, PreemptionOutcome(None))
+        nominated = str(pod.status.get("nominatedNodeName") or "")
+        eligible, reason = self.pod_eligible_to_preempt_others(pod, m.status_of(nominated) if nominated else None)
+        if not eligible:
+            return None, Status.unschedulable(reason)
+        all_nodes = list(self.handle.snapshot_lister.list())
+        if not all_nodes:
+            return None, Status.from_error("no nodes available")
+        candidates, statuses, errors = self.find_candidates(state, all_nodes, pod, m)
+        state.write(OUTCOME_KEY, PreemptionOutcome(None, candidates))
+        if errors and not candidates:
+            return None, Status.from_error(errors[0])
+        if not candidates:
+            diagnosis = Diagnosis(node_to_status=dict(statuses), absent_nodes_status=Status.unresolvable(NOT_HELPFUL))
+            return PostFilterResult(""), Status.unschedulable(fit_error_message(len(all_nodes), diagnosis))
+        best = pick_one_node_for_preemption(candidates, self.handle.clock.now())
+        if best is None:
+            return None, Status.unschedulable("no candidate node for preemption")
+        state.write(OUTCOME_KEY, PreemptionOutcome(best.name, candidates))
+        self.prepare_candidate(best, pod)
+        return PostFilterResult(best.name), None
+
+    def pod_eligible_to_preempt_others(self, pod: PodInfo, nominated_status: Status | None) -> tuple[bool, str]:
+        if pod.spec.get("preemptionPolicy") == "Never":
+            return False, "not eligible due to preemptionPolicy=Never."
+        nominated = str(pod.status.get("nominatedNodeName") or "")
+        if nominated:
+            if nominated_status is not None and nominated_status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return True, ""
+            node = self.handle.snapshot_lister.get(nominated)
+            if node is not None:
+                for p in node.pods:
+                    if p.priority < pod.priority and _terminating_by_preemption(p):
+                        return False, "not eligible due to a terminating pod on the nominated node."
+        return True, ""
+
+    def calculate_num_candidates(self, num_nodes: int) -> int:
+        n = num_nodes * self.min_candidate_nodes_percentage // 100
+        n = max(n, self.min_candidate_nodes_absolute)
+        return min(n, num_nodes)
+
+    def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
+        return self.handle.rng.randrange(num_nodes), self.calculate_num_candidates(num_nodes)
+
+    def _pdbs(self) -> list[Mapping[str, Any]]:
+        return list(self.handle.list_objects("poddisruptionbudgets", ""))
+
+    def find_candidates(
+        self, state: CycleState, all_nodes: Sequence[NodeInfo], pod: PodInfo, m: NodeToStatus
+    ) -> tuple[list[Candidate], NodeToStatus, list[str]]:
+        potential = m.nodes_for_status_code(all_nodes, Code.UNSCHEDULABLE)
+        if not potential:
+            return [], NodeToStatus(), []
+        offset, num = self.get_offset_and_num_candidates(len(potential))
+        return self.dry_run_preemption(state, pod, potential, self._pdbs(), offset, num)
+
+    def dry_run_preemption(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        potential: Sequence[NodeInfo],
+        pdbs: Sequence[Mapping[str, Any]],
+        offset: int,
+        num_candidates: int,
+    ) -> tuple[list[Candidate], NodeToStatus, list[str]]:
+        """Upstream ``DryRunPreemption``, sequentially: each list keeps at most ``num_candidates``; the search
+        stops once there is a non-violating candidate and ``num_candidates`` in all."""
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        statuses = NodeToStatus()
+        errors: list[str] = []
+        n = len(potential)
+        for i in range(n):
+            node = potential[(offset + i) % n].clone()
+            victims, violations, status = self.select_victims_on_node(state.clone(), pod, node, pdbs)
+            if status is None and victims:
+                bucket = non_violating if violations == 0 else violating
+                if len(bucket) < num_candidates:
+                    bucket.append(Candidate(node.name, victims, violations))
+                if non_violating and len(non_violating) + len(violating) >= num_candidates:
+                    break
+                continue
+            if status is None:
+                status = Status.from_error(f'expected at least one victim pod on node "{node.name}"')
+            if status.code == Code.ERROR:
+                errors.append(status.message())
+            statuses[node.name] = status
+        return non_violating + violating, statuses, errors
+
+    def select_victims_on_node(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo, pdbs: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[PodInfo], int, Status | None]:
+        """The fewest (most important kept) lower-priority pods to remove from ``node`` (a clone, changed in
+        place) for ``pod`` to fit; upstream ``SelectVictimsOnNode``."""
+        fwk = self.framework
+
+        def remove(victim: PodInfo) -> Status | None:
+            node.remove_pod(victim)
+            return fwk.run_pre_filter_extension_remove_pod(state, pod, victim, node)
+
+        def add(victim: PodInfo) -> Status | None:
+            node.add_pod(victim)
+            return fwk.run_pre_filter_extension_add_pod(state, pod, victim, node)
+
+        potential = [p for p in node.pods if p.priority < pod.priority]
+        for victim in potential:
+            status = remove(victim)
+            if status is not None:
+                return [], 0, status
+        if not potential:
+            return [], 0, Status.unresolvable(NO_VICTIMS)
+        nominated = fwk.nominated_pods_for_node(node.name)
+        status = fwk.run_filter_plugins_with_nominated_pods(state, pod, node, nominated)
+        if status is not None:
+            return [], 0, status
+        now = self.handle.clock.now()
+        potential.sort(key=lambda p: _importance(p, now))
+        violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+        victims: list[PodInfo] = []
+        num_violating = 0
+        for group, counts in ((violating, True), (non_violating, False)):
+            for victim in group:
+                status = add(victim)
+                if status is not None:
+                    return [], 0, status
+                if fwk.run_filter_plugins_with_nominated_pods(state, pod, node, nominated) is None:
+                    continue  # reprieved
+                status = remove(victim)
+                if status is not None:
+                    return [], 0, status
+                victims.append(victim)
+                num_violating += 1 if counts else 0
+        if violating and non_violating:
+            victims.sort(key=lambda p: _importance(p, now))
+        return victims, num_violating, None
+
+    # --- execution -----------------------------------------------------------------------------------------
+
+    def prepare_candidate(self, candidate: Candidate, pod: PodInfo) -> None:
+        """Start the API work of preempting ``candidate`` for ``pod`` (upstream ``prepareCandidateAsync``)."""
+        if self.handle.client is None:
+            return  # offline evaluation (explain)
+        victims = [v for v in candidate.victims if not v.is_terminating]
+        if not victims:
+            return
+        self._preempting.add(pod.uid)
+        task = asyncio.ensure_future(self._execute(candidate.name, victims, pod))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _execute(self, node_name: str, victims: list[PodInfo], pod: PodInfo) -> None:
+        failed = False
+        try:
+            lower = [p for p in self.framework.nominated_pods_for_node(node_name) if p.priority < pod.priority]
+            for other in lower:
+                try:
+                    await self._clear_nomination(other)
+                except ClientError as exc:
+                    log.warning("cannot clear the nominatedNodeName of %s: %s", other.key, exc)
+            for i, victim in enumerate(victims):
+                if i == len(victims) - 1:
+                    self._last_victim[pod.uid] = (victim.namespace, victim.name)
+                try:
+                    await self.preempt_pod(node_name, pod, victim)
+                except ClientError as exc:
+                    log.error("preempting %s for %s failed: %s", victim.key, pod.key, exc)
+                    failed = True
+                    break
+        finally:
+            self._preempting.discard(pod.uid)
+            self._last_victim.pop(pod.uid, None)
+        if failed:  # the pod may be stuck in the unschedulable pool: retry it now, as upstream
+            self.handle.activate([pod])
+
+    async def _clear_nomination(self, pod: PodInfo) -> None:
+        if not pod.status.get("nominatedNodeName"):
+            return
+        client = self.handle.client
+        assert client is not None
+        await client.patch(
+            client.resource("pods"),
+            pod.name,
+            {"status": {"nominatedNodeName": None}},
+            patch_type=PatchType.MERGE,
+            namespace=pod.namespace,
+            subresource="status",
+        )
+
+    async def preempt_pod(self, node_name: str, preemptor: PodInfo, victim: PodInfo) -> None:
+        """Reject a victim waiting at Permit, or mark it DisruptionTarget and delete it gracefully; then the
+        ``Preempted`` event (upstream ``Executor.PreemptPod``). A victim already gone is not an error."""
+        client = self.handle.client
+        assert client is not None
+        waiting = self.framework.get_waiting_pod(victim.uid)
+        if waiting is not None:
+            waiting.reject(NAME, "preempted")
+        else:
+            pods = client.resource("pods")
+            condition = {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": "PreemptionByScheduler",
+                "message": f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod",
+                "lastTransitionTime": format_time(self.handle.clock.now()),
+            }
+            try:
+                if not _has_condition(victim, condition):
+                    await client.patch(
+                        pods,
+                        victim.name,
+                        {"status": {"conditions": [condition]}},
+                        patch_type=PatchType.STRATEGIC,
+                        namespace=victim.namespace,
+                        subresource="status",
+                    )
+                await client.delete(pods, victim.name, namespace=victim.namespace)
+            except NotFoundError:
+                return
+        recorder = self.handle.event_recorder
+        if recorder is not None:
+            obj = {"apiVersion": "v1", "kind": "Pod", "metadata": victim.pod.get("metadata") or {}}
+            await recorder.event(obj, "Normal", "Preempted", f"Preempted by pod {preemptor.uid} on node {node_name}")
+
+    def busy(self) -> bool:
+        return bool(self._tasks)
+
+    async def wait(self) -> None:
+        """Wait for preemptions under way (tests, shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+def _has_condition(pod: PodInfo, condition: Mapping[str, Any]) -> bool:
+    for c in pod.status.get("conditions") or ():
+        if c.get("type") == condition["type"]:
+            return all(c.get(k) == condition[k] for k in ("status", "reason", "message"))
+    return False
+
+
+def new(args: Mapping[str, Any], handle: Handle) -> DefaultPreemption:
+    return DefaultPreemption(args, handle)
