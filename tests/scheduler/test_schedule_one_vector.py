@@ -110,6 +110,7 @@ def _decide(
     *,
     vector: bool,
     odd_out: bool = False,
+    nominated: Mapping[str, list[PodInfo]] | None = None,
 ) -> list[tuple[str, int] | str]:
     snapshot = Snapshot.from_objects(nodes, existing)
     config = default_config()
@@ -127,7 +128,13 @@ def _decide(
         )
     fwk = build_profiles(config, Handle(snapshot_lister=snapshot), registry)["default-scheduler"]
     assert snapshot.node_table is not None
-    algo = ScheduleAlgorithm(rng=random.Random(5), percentage_of_nodes_to_score=None)
+    nominations = dict(nominated or {})
+    algo = ScheduleAlgorithm(
+        rng=random.Random(5),
+        percentage_of_nodes_to_score=None,
+        nominated_pods_for_node=lambda name: nominations.get(name, []),
+        nominated_nodes=nominations.keys,
+    )
     out: list[tuple[str, int] | str] = []
     for pod in pods:
         try:
@@ -154,3 +161,20 @@ def test_a_plugin_without_vector_path_is_asked_per_node(cluster: Any) -> None:
     got = _decide(nodes, existing, pods, vector=True, odd_out=True)
     assert got == _decide(nodes, existing, pods, vector=False, odd_out=True)
     assert all(isinstance(d, str) or int(d[0][1:]) % 2 == 0 for d in got)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(clusters(), st.data())
+def test_nominated_pods_are_counted_the_same_on_both_paths(cluster: Any, data: st.DataObject) -> None:
+    """Pods nominated to some nodes (higher or lower priority than the incoming pods) reserve room there."""
+    nodes, existing, pods = cluster
+    nominated: dict[str, list[PodInfo]] = {}
+    for i, node in enumerate(nodes):
+        if data.draw(st.integers(0, 2)) == 0:
+            cpu = data.draw(st.sampled_from(["500m", "1", "2"]))
+            priority = data.draw(st.sampled_from([-1, 0, 5]))
+            spec = {"priority": priority, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+            meta = {"name": f"nom{i}", "namespace": "d", "uid": f"nom{i}"}
+            nominated[node["metadata"]["name"]] = [PodInfo({"metadata": meta, "spec": spec})]
+    got = _decide(nodes, existing, pods, vector=True, nominated=nominated)
+    assert got == _decide(nodes, existing, pods, vector=False, nominated=nominated)

@@ -6,18 +6,20 @@ Node search follows upstream: nodes are examined in snapshot order starting at a
 feasible nodes are found (adaptive percentageOfNodesToScore: ``50 - nodes/125`` %, at least 5 % and 100 nodes).
 Upstream examines nodes in parallel and stops "about" there; we examine them in order and stop exactly there.
 
-Fast path (DESIGN decision 6): unless a pod is nominated somewhere, the rotation is scanned in windows with
-numpy masks over the snapshot's NodeTable (a plugin without ``filter_vector`` is asked node by node for the rows
-still passing, so out-of-tree plugins keep working); the
-per-node reference filters run only on rejected nodes, and only when their reasons are needed (the pod did not
-fit), so the statuses and the FailedScheduling message are the reference's.
+Fast path (DESIGN decision 6): the rotation is scanned in windows with numpy masks over the snapshot's
+NodeTable (a plugin without ``filter_vector`` is asked node by node for the rows still passing, so out-of-tree
+plugins keep working). Nodes with nominated pods are the exception: a row the masks pass is checked again by
+``run_filter_plugins_with_nominated_pods`` (a node the masks reject fails that check too, since it requires the
+pod to fit without the nominated pods as well). The per-node reference filters run only on rejected nodes, and
+only when their reasons are needed (the pod did not fit), so the statuses and the FailedScheduling message are
+the reference's.
 """
 
 from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -132,13 +134,13 @@ class ScheduleAlgorithm:
         rng: random.Random,
         percentage_of_nodes_to_score: int | None = None,
         nominated_pods_for_node: NominatedPodsFn | None = None,
-        has_nominated_pods: Callable[[], bool] | None = None,
+        nominated_nodes: Callable[[], Collection[str]] | None = None,
     ) -> None:
         self.rng = rng
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score or 0
         self.next_start_node_index = 0
         self.nominated_pods_for_node = nominated_pods_for_node
-        self.has_nominated_pods = has_nominated_pods
+        self.nominated_nodes = nominated_nodes
         # The rows of the last feasible list the vector filter path produced, so that scoring need not look
         # them up again; only used when prioritize_and_select receives that very list.
         self._feasible_rows: tuple[list[NodeInfo], IntArray] | None = None
@@ -228,8 +230,7 @@ class ScheduleAlgorithm:
         if not fwk.has_filter_plugins():
             picked = [nodes[(start + i) % n] for i in range(min(num_to_find, n))]
             return picked, len(picked)
-        nominated_anywhere = self.has_nominated_pods is not None and self.has_nominated_pods()
-        if table is not None and rows is not None and not nominated_anywhere:
+        if table is not None and rows is not None:
             return self._filter_vector(fwk, state, pod, diagnosis, nodes, rows, table, num_to_find, start)
         return self._filter_sequential(fwk, state, pod, diagnosis, nodes, num_to_find=num_to_find, start=start)
 
@@ -247,15 +248,10 @@ class ScheduleAlgorithm:
         n = len(nodes)
         feasible: list[NodeInfo] = []
         processed = 0
-        nominated_for = self.nominated_pods_for_node
         for i in range(n):
             node = nodes[(start + i) % n]
             processed += 1
-            nominated = nominated_for(node.name) if nominated_for is not None else ()
-            if nominated:
-                status = fwk.run_filter_plugins_with_nominated_pods(state, pod, node, nominated)
-            else:
-                status = fwk.run_filter_plugins(state, pod, node)
+            status = self._filter_node(fwk, state, pod, node)
             if status is None:
                 feasible.append(node)
                 if len(feasible) >= num_to_find:
@@ -266,6 +262,23 @@ class ScheduleAlgorithm:
             diagnosis.node_to_status[node.name] = status
             diagnosis.add_plugin_status(status)
         return feasible, processed
+
+    def _filter_node(self, fwk: Framework, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        """The reference verdict on one node, nominated pods included (upstream
+        ``RunFilterPluginsWithNominatedPods``)."""
+        nominated = self.nominated_pods_for_node(node.name) if self.nominated_pods_for_node is not None else ()
+        if nominated:
+            return fwk.run_filter_plugins_with_nominated_pods(state, pod, node, nominated)
+        return fwk.run_filter_plugins(state, pod, node)
+
+    def _nominated_rows(self, table: NodeTable) -> IntArray | None:
+        """Rows of nodes that have nominated pods, None when there are none."""
+        names = self.nominated_nodes() if self.nominated_nodes is not None else ()
+        if not names:
+            return None
+        index = table.index
+        found = [index[name] for name in names if name in index]
+        return np.array(found, np.int64) if found else None
 
     def _filter_vector(
         self,
@@ -284,6 +297,17 @@ class ScheduleAlgorithm:
         skip = state.skip_filter_plugins
         vector = fwk.has_filter_vector
         masks = [_mask_fn(p, vector[p.name()], state, pod, table) for p in fwk.filter_plugins if p.name() not in skip]
+        nominated_rows = self._nominated_rows(table)
+        if nominated_rows is not None:
+            infos = table.node_infos
+
+            def with_nominated(rows: IntArray) -> BoolArray:
+                out = np.ones(len(rows), np.bool_)
+                for i in np.flatnonzero(np.isin(rows, nominated_rows)).tolist():
+                    out[i] = self._filter_node(fwk, state, pod, infos[int(rows[i])]) is None
+                return out
+
+            masks.append(with_nominated)
         window = max(256, num_to_find + num_to_find // 4)
         found: list[IntArray] = []
         found_count = 0
@@ -327,7 +351,7 @@ class ScheduleAlgorithm:
             if not feasible:
                 for r in rejected:
                     node = table.node_infos[int(r)]
-                    status = fwk.run_filter_plugins(state, pod, node)
+                    status = self._filter_node(fwk, state, pod, node)
                     if status is None:  # the vector path and the reference disagree: trust the reference
                         feasible.append(node)
                         continue

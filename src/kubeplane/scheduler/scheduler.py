@@ -177,7 +177,7 @@ class Scheduler:
             rng=self.rng,
             percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score,
             nominated_pods_for_node=self.queue.nominated_pods_for_node,
-            has_nominated_pods=self.queue.has_nominated_pods,
+            nominated_nodes=self.queue.nominated_node_names,
         )
         self.pod_informer = self.informers.informer_for("pods")
         self.node_informer = self.informers.informer_for("nodes")

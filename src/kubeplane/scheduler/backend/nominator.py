@@ -10,6 +10,8 @@ Invariants: a UID is nominated to at most one node; ``_by_node[n]`` holds exactl
 
 from __future__ import annotations
 
+from collections.abc import KeysView
+
 from kubeplane.scheduler.framework.types import PodInfo
 
 __all__ = ["Nominator", "nominated_node_name"]
@@ -68,6 +70,10 @@ class Nominator:
     def pods_for_node(self, node_name: str) -> list[PodInfo]:
         """The pods nominated to ``node_name``, in nomination order (a copy)."""
         return list(self._by_node.get(node_name, {}).values())
+
+    def node_names(self) -> KeysView[str]:
+        """The nodes with at least one nominated pod (a live view)."""
+        return self._by_node.keys()
 
     def __len__(self) -> int:
         return len(self._node_of)

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from kubeplane.client.clock import Clock
@@ -482,6 +482,10 @@ class SchedulingQueue:
     def has_nominated_pods(self) -> bool:
         """Whether any pod is nominated anywhere (lets filtering skip the nominated-pods pass)."""
         return len(self.nominator) > 0
+
+    def nominated_node_names(self) -> Collection[str]:
+        """The nodes that have at least one nominated pod (a live view; do not keep it across cycles)."""
+        return self.nominator.node_names()
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         """Pods nominated to the node, each in its latest version known to the queue."""
