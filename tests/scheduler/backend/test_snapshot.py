@@ -149,3 +149,19 @@ def test_rebuild_lists_without_order_keeps_the_node_list() -> None:
     assert s.node_info_list is node_list
     assert s.node_table is table
     assert [ni.name for ni in s.have_pods_with_affinity_list()] == ["b"]
+
+
+def test_update_affinity_lists_keeps_node_order_incrementally() -> None:
+    s = Snapshot.from_objects([node(n) for n in "abcd"], [])
+    order = [ni.name for ni in s.list()]
+    for name in ("d", "b"):
+        s.node_info_map[name].add_pod(PodInfo(pod(f"x{name}", name, affinity=PREFERRED)))
+    s.update_affinity_lists([s.node_info_map["d"], s.node_info_map["b"]])
+    assert [ni.name for ni in s.have_pods_with_affinity_list()] == [n for n in order if n in "bd"]
+    s.node_info_map["d"].remove_pod(PodInfo(pod("xd", "d", affinity=PREFERRED)))
+    s.update_affinity_lists([s.node_info_map["d"]])
+    assert [ni.name for ni in s.have_pods_with_affinity_list()] == ["b"]
+    scanned = Snapshot.from_objects([node(n) for n in "abcd"], [])
+    scanned.node_info_map["b"].add_pod(PodInfo(pod("xb", "b", affinity=PREFERRED)))
+    scanned.rebuild_lists(None)
+    assert [ni.name for ni in scanned.have_pods_with_affinity_list()] == ["b"]

@@ -362,7 +362,7 @@ class Cache:
         rebuilding the lists so that the next cycle can recover, as upstream).
         """
         update_all = snapshot.tree_version != self._tree.version
-        update_affinity = False
+        affinity_changed: list[NodeInfo] = []
         changed: list[NodeInfo] = []
         snapshot_nodes = snapshot.node_info_map
         for name, ni in reversed(self._nodes.items()):
@@ -376,12 +376,13 @@ class Cache:
                 update_all = True
                 snapshot_nodes[name] = copy
                 continue
-            if bool(existing.pods_with_affinity) != bool(copy.pods_with_affinity) or bool(
+            affinity_change = bool(existing.pods_with_affinity) != bool(copy.pods_with_affinity) or bool(
                 existing.pods_with_required_anti_affinity
-            ) != bool(copy.pods_with_required_anti_affinity):
-                update_affinity = True
+            ) != bool(copy.pods_with_required_anti_affinity)
             # Keep the object: the snapshot's lists and its node table refer to it.
             existing.__dict__.update(copy.__dict__)
+            if affinity_change:
+                affinity_changed.append(existing)
             changed.append(existing)
         if self._nodes:
             snapshot.generation = next(reversed(self._nodes.values())).generation
@@ -395,8 +396,8 @@ class Cache:
             self._rebuild(snapshot)
         else:
             self._apply_pvc_delta(snapshot)
-            if update_affinity:
-                snapshot.rebuild_lists(None)
+            if affinity_changed:
+                snapshot.update_affinity_lists(affinity_changed)
             table = snapshot.node_table
             for ni in changed:
                 table.refresh_row(table.index[ni.name])

@@ -18,6 +18,7 @@ Invariants (after every ``update_snapshot``):
 
 from __future__ import annotations
 
+import bisect
 import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -62,6 +63,8 @@ class Snapshot:
         self.used_pvcs: set[str] = set()
         self.generation = 0
         self.node_table = NodeTable(())
+        self._affinity_rows: builtins.list[int] = []
+        self._anti_affinity_rows: builtins.list[int] = []
         self.tree_version = -1
         """The :attr:`NodeTree.version` ``node_info_list`` was ordered by (-1: never built by a cache)."""
 
@@ -95,16 +98,33 @@ class Snapshot:
         """Re-derive the lists from ``node_info_map``.
 
         With ``order`` (node names in tree order) the node list and ``node_table`` are rebuilt too; without it
-        only the two affinity lists are (the node list is unchanged, only some nodes changed affinity status).
+        only the two affinity lists are, by a scan of every node (the cache uses :meth:`update_affinity_lists`
+        when it knows which nodes changed).
         """
         if order is not None:
             nodes = self.node_info_map
             self.node_info_list = [nodes[name] for name in order if name in nodes]
             self.node_table = NodeTable(self.node_info_list)
-        self.have_pods_with_affinity_node_info_list = [ni for ni in self.node_info_list if ni.pods_with_affinity]
-        self.have_pods_with_required_anti_affinity_node_info_list = [
-            ni for ni in self.node_info_list if ni.pods_with_required_anti_affinity
+        self._affinity_rows = [i for i, ni in enumerate(self.node_info_list) if ni.pods_with_affinity]
+        self._anti_affinity_rows = [
+            i for i, ni in enumerate(self.node_info_list) if ni.pods_with_required_anti_affinity
         ]
+        self._derive_affinity_lists()
+
+    def update_affinity_lists(self, changed: Iterable[NodeInfo]) -> None:
+        """Nodes of the current list whose "has pods with (anti-)affinity" status may have changed: update the
+        two affinity lists in place of a scan over every node (they keep node-list order, by row index)."""
+        index = self.node_table.index
+        for ni in changed:
+            row = index[ni.name]
+            _set_membership(self._affinity_rows, row, bool(ni.pods_with_affinity))
+            _set_membership(self._anti_affinity_rows, row, bool(ni.pods_with_required_anti_affinity))
+        self._derive_affinity_lists()
+
+    def _derive_affinity_lists(self) -> None:
+        infos = self.node_info_list
+        self.have_pods_with_affinity_node_info_list = [infos[i] for i in self._affinity_rows]
+        self.have_pods_with_required_anti_affinity_node_info_list = [infos[i] for i in self._anti_affinity_rows]
 
     @classmethod
     def from_objects(cls, nodes: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]]) -> Snapshot:
@@ -143,3 +163,13 @@ class Snapshot:
 
     def __repr__(self) -> str:
         return f"Snapshot(nodes={len(self.node_info_list)}, generation={self.generation})"
+
+
+def _set_membership(rows: builtins.list[int], row: int, member: bool) -> None:
+    """Insert or remove ``row`` in the sorted list ``rows``."""
+    i = bisect.bisect_left(rows, row)
+    present = i < len(rows) and rows[i] == row
+    if member and not present:
+        rows.insert(i, row)
+    elif not member and present:
+        del rows[i]
