@@ -12,6 +12,12 @@ Row ``i`` describes ``node_infos[i]`` of the snapshot the table was built from. 
   some pod on the node uses a host port; ``has_images``: the node reports image states.
 * :meth:`label` gives one label key as an object array (the value or ``None``), built lazily and kept until
   a node's labels change.
+* ``generation``: the NodeInfo generation each row was last filled from. Generations are drawn from one global
+  counter and copied by ``NodeInfo.clone``, so equal generations mean equal contents (node and pods): memos of
+  per-node facts (e.g. how many pods match a selector) stay valid for a row while its generation is unchanged.
+* ``has_node``: the NodeInfo has a Node object (always, in a cache-built snapshot).
+* :meth:`domains` gives one label key as topology domains: per row an int id (``-1`` where the node lacks the
+  key) into the distinct values; built lazily and rebuilt after any row's labels changed (``labels_version``).
 
 Invariants: the table is only ever read during a scheduling cycle and updated between cycles by
 :meth:`sync` from the same NodeInfo objects, so a vectorised plugin sees exactly what its per-node reference
@@ -27,12 +33,53 @@ import numpy.typing as npt
 
 from kubeplane.scheduler.framework.types import NodeInfo
 
-__all__ = ["BoolArray", "IntArray", "NodeTable"]
+__all__ = ["BoolArray", "Domains", "IntArray", "NodeTable"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 _BASE = ("cpu", "memory", "ephemeral-storage", "pods")
+
+
+class Domains:
+    """The topology domains of one label key over a table's rows.
+
+    ``ids[row]`` indexes ``values`` (``-1`` where the node lacks the key); ``id_of`` inverts ``values``. Ids are
+    assigned in row order of first appearance, so they are stable for an unchanged table.
+    """
+
+    __slots__ = ("_empty", "id_of", "ids", "values")
+
+    def __init__(self, column: npt.NDArray[np.object_]) -> None:
+        id_of: dict[str, int] = {}
+        ids = np.empty(len(column), np.int64)
+        for i, value in enumerate(column.tolist()):
+            if value is None:
+                ids[i] = -1
+            else:
+                d = id_of.get(value)
+                if d is None:
+                    d = id_of[value] = len(id_of)
+                ids[i] = d
+        self.ids: IntArray = ids
+        self.id_of = id_of
+        self.values: tuple[str, ...] = tuple(id_of)
+        self._empty: tuple[IntArray, dict[str, int]] | None = None
+
+    def missing_as_empty(self) -> tuple[IntArray, dict[str, int]]:
+        """``(ids, id_of)`` where a node lacking the key is in the domain of the value ``""`` (what
+        ``labels.get(key, "")`` gives); ``""`` gets the id ``len(values)`` when no node has it literally."""
+        if self._empty is None:
+            if not (self.ids < 0).any():
+                self._empty = (self.ids, self.id_of)
+            else:
+                id_of = self.id_of
+                empty = id_of.get("")
+                if empty is None:
+                    empty = len(self.values)
+                    id_of = {**id_of, "": empty}
+                self._empty = (np.where(self.ids < 0, empty, self.ids), id_of)
+        return self._empty
 
 
 class NodeTable:
@@ -52,7 +99,12 @@ class NodeTable:
         self.has_taints: BoolArray = np.zeros(n, np.bool_)
         self.has_ports: BoolArray = np.zeros(n, np.bool_)
         self.has_images: BoolArray = np.zeros(n, np.bool_)
+        self.generation: IntArray = np.zeros(n, np.int64)
+        self.has_node: BoolArray = np.zeros(n, np.bool_)
+        self.labels_version = 0
+        """Bumped whenever a row's labels object changes after the first fill; :meth:`domains` keys on it."""
         self._labels: dict[str, npt.NDArray[np.object_]] = {}
+        self._domains: dict[str, tuple[int, Domains]] = {}
         self._generations: list[int] = [0] * n
         self._label_maps: list[object] = [None] * n
         for i in range(n):
@@ -92,10 +144,14 @@ class NodeTable:
         self.has_ports[i] = len(ni.used_ports) > 0
         self.has_images[i] = bool(ni.image_states)
         if self._label_maps[i] is not ni.labels:
+            if self._label_maps[i] is not None:
+                self.labels_version += 1
             self._label_maps[i] = ni.labels
             for key, values in self._labels.items():
                 values[i] = ni.labels.get(key)
         self._generations[i] = ni.generation
+        self.generation[i] = ni.generation
+        self.has_node[i] = ni.node is not None
 
     def sync(self) -> int:
         """Refresh the rows whose NodeInfo changed since the last fill; returns how many were refreshed."""
@@ -126,3 +182,12 @@ class NodeTable:
                 col[i] = ni.labels.get(key)
             self._labels[key] = col
         return col
+
+    def domains(self, key: str) -> Domains:
+        """Label ``key`` as topology domains (see :class:`Domains`), cached until a node's labels change."""
+        cached = self._domains.get(key)
+        if cached is not None and cached[0] == self.labels_version:
+            return cached[1]
+        domains = Domains(self.label(key))
+        self._domains[key] = (self.labels_version, domains)
+        return domains

@@ -15,12 +15,22 @@ v1.37: ``filtering.go``, ``scoring.go``, ``plugin.go``; terms as ``framework/typ
 * PreScore sums term weights per topology pair (SKIP with no nodes, with ``ignorePreferredTermsOfExistingPods``
   and no preferred terms of the pod, or when nothing scored); Score sums the node's pairs; NormalizeScore maps
   ``[min, max]`` to ``[0, 100]`` (scores may be negative).
+* Speed (DESIGN decision 6): PreFilter/PreScore do not walk every pod each cycle. Per-node counts of pods
+  matching a term, and per-node multisets of the existing pods' terms (:class:`topology_counts.Census`), are
+  memoised across cycles by NodeInfo generation; each distinct existing term is matched against the incoming pod
+  once and its per-node counts summed per topology domain with numpy. The resulting states are the reference's
+  dicts (AddPod/RemovePod and the per-node Filter/Score work on them unchanged); ``filter_vector``,
+  ``score_vector`` and ``normalize_vector`` read the same counts as per-domain arrays. Property tests
+  (tests/scheduler/plugins/test_topology_vector.py) hold all of it to the per-node loops.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from kubeplane.api import labels
 from kubeplane.scheduler.framework.interface import (
@@ -48,20 +58,22 @@ from kubeplane.scheduler.plugins.inter_pod_affinity_filtering import (
     PreFilterState,
     WeightedAffinityTerm,
     check_node,
+    check_rows,
+    matches_all,
     pod_terms,
-    update_affinity,
-    update_anti_affinity,
 )
 from kubeplane.scheduler.plugins.inter_pod_affinity_scoring import (
     PRE_SCORE_STATE_KEY,
+    DomainScores,
     PreScoreState,
     has_preferred,
     normalize,
-    process_term,
-    process_terms,
+    normalize_array,
 )
+from kubeplane.scheduler.plugins.topology_counts import Census, RowCounts, table_for
 
 if TYPE_CHECKING:
+    from kubeplane.scheduler.backend.node_table import BoolArray, IntArray, NodeTable
     from kubeplane.scheduler.framework.handle import Handle
 
 __all__ = [
@@ -96,6 +108,9 @@ class InterPodAffinity:
         self._handle = handle
         self.hard_pod_affinity_weight = hard_pod_affinity_weight
         self.ignore_preferred_terms_of_existing_pods = ignore_preferred_terms_of_existing_pods
+        self._counts = RowCounts()
+        self._anti_census: Census[AffinityTerm] = Census(_required_anti_affinity_terms)
+        self._affinity_census: Census[tuple[AffinityTerm, int | None]] = Census(_scoring_terms)
 
     def name(self) -> str:
         return NAME
@@ -134,7 +149,6 @@ class InterPodAffinity:
     ) -> tuple[PreFilterResult | None, Status | None]:
         lister = self._handle.snapshot()
         all_nodes = lister.list()
-        with_anti = lister.have_pods_with_required_anti_affinity_list()
         terms = pod_terms(pod)
         if terms.errors:
             return None, Status.unresolvable(f"parsing pod: {terms.error_message()}")
@@ -145,25 +159,20 @@ class InterPodAffinity:
             tuple(self._merge_namespaces(t, namespaces) for t in terms.required_anti_affinity),
             self._namespace_labels(namespaces, pod.namespace),
         )
-        for ni in with_anti:
-            if ni.node is None:
-                continue
-            for existing in ni.pods_with_required_anti_affinity:
-                update_anti_affinity(
-                    s.existing_anti_affinity_counts,
-                    pod_terms(existing).required_anti_affinity,
-                    pod,
-                    s.namespace_labels,
-                    ni.labels,
-                    1,
-                )
-        if s.affinity_terms or s.anti_affinity_terms:
-            for ni in all_nodes:
-                if ni.node is None:
-                    continue
-                for existing in ni.pods:
-                    update_affinity(s.affinity_counts, s.affinity_terms, existing, ni.labels, 1)
-                    update_anti_affinity(s.anti_affinity_counts, s.anti_affinity_terms, existing, None, ni.labels, 1)
+        table = table_for(lister, all_nodes)
+        valid = table.has_node
+        # Existing pods' required anti-affinity terms, grouped: each distinct term is matched against the pod once.
+        for term, per_row in self._anti_census.get(table).items():
+            if term.matches(pod, s.namespace_labels):
+                key = term.topology_key
+                s.add_domain_sums("existing_anti_affinity_counts", table.domains(key), key, per_row, valid)
+        if s.affinity_terms:
+            per_row = self._pods_matching(table, s.affinity_terms, all_terms=True)
+            for t in s.affinity_terms:
+                s.add_domain_sums("affinity_counts", table.domains(t.topology_key), t.topology_key, per_row, valid)
+        for t in s.anti_affinity_terms:
+            per_row = self._pods_matching(table, (t,), all_terms=False)
+            s.add_domain_sums("anti_affinity_counts", table.domains(t.topology_key), t.topology_key, per_row, valid)
         if not s.existing_anti_affinity_counts and not s.affinity_terms and not s.anti_affinity_terms:
             return None, Status.skip()
         state.write(PRE_FILTER_STATE_KEY, s)
@@ -201,6 +210,25 @@ class InterPodAffinity:
             return s
         return check_node(s, node.labels)
 
+    def filter_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> BoolArray:
+        """:meth:`filter` over ``rows`` (every table row has a Node: the snapshot never holds ghosts)."""
+        s = self._pre_filter_state(state)
+        if isinstance(s, Status):
+            return np.zeros(len(rows), np.bool_)
+        ok = check_rows(s, table, rows)
+        ok &= table.has_node[rows]
+        return ok
+
+    # --- memoised per-node counts ---------------------------------------------------------------------------
+
+    def _pods_matching(self, table: NodeTable, terms: tuple[AffinityTerm, ...], *, all_terms: bool) -> IntArray:
+        """Per row, the pods matching every one of ``terms`` (``all_terms``, upstream
+        ``podMatchesAllAffinityTerms``) or its single term (namespaceSelectors already merged)."""
+        if all_terms:
+            return self._counts.get(table, ("all", terms), lambda ni: sum(1 for p in ni.pods if matches_all(terms, p)))
+        (term,) = terms
+        return self._counts.get(table, ("one", term), lambda ni: sum(1 for p in ni.pods if term.matches(p, None)))
+
     # --- PreScore / Score -----------------------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
@@ -211,7 +239,6 @@ class InterPodAffinity:
         if self.ignore_preferred_terms_of_existing_pods and not has_constraints:
             return Status.skip()
         lister = self._handle.snapshot()
-        all_nodes = lister.list() if has_constraints else lister.have_pods_with_affinity_list()
         if terms.errors:
             return Status.from_error(f"failed to parse pod: {terms.error_message()}")
         namespaces = self._namespaces()
@@ -223,24 +250,34 @@ class InterPodAffinity:
             for w in terms.preferred_anti_affinity
         )
         ns_labels = self._namespace_labels(namespaces, pod.namespace)
-        topology_score: dict[str, dict[str, int]] = {}
+        table = table_for(lister, lister.list())
+        valid = table.has_node
+        by_key: dict[str, DomainScores] = {}
+
+        def add(term: AffinityTerm, weight: int, per_row: IntArray) -> None:
+            ds = by_key.get(term.topology_key)
+            if ds is None:
+                d = table.domains(term.topology_key)
+                ds = by_key[term.topology_key] = DomainScores(
+                    d, np.zeros(len(d.values), np.int64), np.zeros(len(d.values), np.bool_)
+                )
+            ds.add(per_row, valid, weight)
+
+        if has_constraints:  # the pod's preferred terms against every existing pod
+            for w in affinity:
+                add(w.term, w.weight, self._pods_matching(table, (w.term,), all_terms=False))
+            for w in anti:
+                add(w.term, -w.weight, self._pods_matching(table, (w.term,), all_terms=False))
         hard = self.hard_pod_affinity_weight
-        for ni in all_nodes:
-            node_labels = ni.labels
-            if ni.node is None or not node_labels:
-                continue
-            for existing in ni.pods if has_constraints else ni.pods_with_affinity:
-                process_terms(topology_score, affinity, existing, None, node_labels, 1)
-                process_terms(topology_score, anti, existing, None, node_labels, -1)
-                et = pod_terms(existing)
-                if hard > 0:
-                    for t in et.required_affinity:
-                        process_term(topology_score, t, hard, pod, ns_labels, node_labels, 1)
-                process_terms(topology_score, et.preferred_affinity, pod, ns_labels, node_labels, 1)
-                process_terms(topology_score, et.preferred_anti_affinity, pod, ns_labels, node_labels, -1)
-        if not topology_score:
+        for (term, signed_weight), per_row in self._affinity_census.get(table).items():
+            # None: an existing pod's required affinity term, weighted by hardPodAffinityWeight (when > 0).
+            weight = hard if signed_weight is None else signed_weight
+            if (signed_weight is not None or hard > 0) and term.matches(pod, ns_labels):
+                add(term, weight, per_row)
+        s = PreScoreState(by_key=by_key)
+        if s.empty():
             return Status.skip()
-        state.write(PRE_SCORE_STATE_KEY, PreScoreState(topology_score))
+        state.write(PRE_SCORE_STATE_KEY, s)
         return None
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status | None]:
@@ -254,6 +291,12 @@ class InterPodAffinity:
                 total += values.get(tv, 0)
         return total, None
 
+    def score_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, PreScoreState):
+            return np.zeros(len(rows), np.int64)
+        return s.scores_of(table, rows)
+
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status | None:
         s = state.get(PRE_SCORE_STATE_KEY)
         if not isinstance(s, PreScoreState):
@@ -262,6 +305,13 @@ class InterPodAffinity:
             return None
         normalize(scores)
         return None
+
+    def normalize_vector(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
+        """:meth:`normalize_score` over the array score_vector returned."""
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, PreScoreState) or s.empty():
+            return scores
+        return normalize_array(scores)
 
     def score_extensions(self) -> ScoreExtensions | None:
         return self
@@ -320,6 +370,33 @@ class InterPodAffinity:
             if old_labels.get(t.topology_key) != new_labels.get(t.topology_key):
                 return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
+
+
+_NONE: Mapping[Any, int] = {}
+
+
+def _required_anti_affinity_terms(ni: NodeInfo) -> Mapping[AffinityTerm, int]:
+    """The required anti-affinity terms of the node's pods, with multiplicities (for the PreFilter census)."""
+    if not ni.pods_with_required_anti_affinity:
+        return _NONE
+    return Counter(t for p in ni.pods_with_required_anti_affinity for t in pod_terms(p).required_anti_affinity)
+
+
+def _scoring_terms(ni: NodeInfo) -> Mapping[tuple[AffinityTerm, int | None], int]:
+    """The node's pods' terms that score the incoming pod, with multiplicities: ``(term, None)`` for a
+    required affinity term (weighted by hardPodAffinityWeight), ``(term, ±weight)`` for preferred ones."""
+    if not ni.pods_with_affinity:
+        return _NONE
+    found: Counter[tuple[AffinityTerm, int | None]] = Counter()
+    for p in ni.pods_with_affinity:
+        et = pod_terms(p)
+        for t in et.required_affinity:
+            found[(t, None)] += 1
+        for w in et.preferred_affinity:
+            found[(w.term, w.weight)] += 1
+        for w in et.preferred_anti_affinity:
+            found[(w.term, -w.weight)] += 1
+    return found
 
 
 def _node_labels(obj: Any) -> Mapping[str, str]:

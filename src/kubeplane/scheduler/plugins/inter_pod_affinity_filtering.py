@@ -8,10 +8,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from kubeplane.api import labels
 from kubeplane.api.labels import Operator, SelectorError
+from kubeplane.scheduler.backend.node_table import BoolArray, Domains, IntArray, NodeTable
 from kubeplane.scheduler.framework.interface import Status
 from kubeplane.scheduler.framework.types import PodInfo
+from kubeplane.scheduler.plugins.topology_counts import at_rows, domain_sums
 
 __all__ = [
     "ERR_REASON_AFFINITY_RULES_NOT_MATCH",
@@ -25,6 +29,7 @@ __all__ = [
     "PreFilterState",
     "WeightedAffinityTerm",
     "check_node",
+    "check_rows",
     "matches_all",
     "pod_terms",
     "satisfy_pod_affinity",
@@ -202,6 +207,13 @@ def update_anti_affinity(
 
 @dataclass
 class PreFilterState:
+    """PreFilter's counts per topology pair (the truth, updated by AddPod/RemovePod).
+
+    ``dense`` caches, per (counts name, topology key), the counts of that key as an array over one table's
+    domain ids (keyed by the Domains object) for filter_vector; PreFilter seeds it and ``update_with_pod``
+    clears it, so it never disagrees with the dicts.
+    """
+
     pod: PodInfo
     affinity_terms: tuple[AffinityTerm, ...]
     anti_affinity_terms: tuple[AffinityTerm, ...]
@@ -209,6 +221,39 @@ class PreFilterState:
     existing_anti_affinity_counts: Counts = field(default_factory=dict)
     affinity_counts: Counts = field(default_factory=dict)
     anti_affinity_counts: Counts = field(default_factory=dict)
+    dense: dict[tuple[str, str], tuple[Domains, IntArray]] = field(default_factory=dict, repr=False, compare=False)
+
+    def add_domain_sums(self, which: str, domains: Domains, key: str, per_row: IntArray, include: BoolArray) -> None:
+        """Add ``per_row`` summed per domain of ``key`` (over included rows carrying it) to the counts named
+        ``which``, creating only positive entries, as the reference's +1 updates do."""
+        counts: Counts = getattr(self, which)
+        sums, _ = domain_sums(domains, per_row, include)
+        cached = self.dense.get((which, key))
+        if cached is None:
+            self.dense[(which, key)] = (domains, sums)
+        else:
+            cached[1][:] += sums
+        values = domains.values
+        nz = np.flatnonzero(sums)
+        for d, c in zip(nz.tolist(), sums[nz].tolist(), strict=True):
+            pair = (key, values[d])
+            counts[pair] = counts.get(pair, 0) + c
+
+    def dense_counts(self, which: str, key: str, domains: Domains) -> IntArray:
+        """The counts named ``which`` of topology ``key`` per domain id of ``domains`` (0 where absent)."""
+        cached = self.dense.get((which, key))
+        if cached is not None and cached[0] is domains:
+            return cached[1]
+        out: IntArray = np.zeros(len(domains.values), np.int64)
+        id_of = domains.id_of
+        counts: Counts = getattr(self, which)
+        for (k, value), c in counts.items():
+            if k == key:
+                d = id_of.get(value)
+                if d is not None:
+                    out[d] = c
+        self.dense[(which, key)] = (domains, out)
+        return out
 
     def clone(self) -> PreFilterState:
         return PreFilterState(
@@ -223,6 +268,7 @@ class PreFilterState:
 
     def update_with_pod(self, other: PodInfo, node_labels: Mapping[str, str], multiplier: int) -> None:
         """Upstream ``updateWithPod``: account for ``other`` added (+1) to or removed (-1) from a node."""
+        self.dense.clear()
         update_anti_affinity(
             self.existing_anti_affinity_counts,
             pod_terms(other).required_anti_affinity,
@@ -247,6 +293,32 @@ def satisfy_pod_affinity(s: PreFilterState, node_labels: Mapping[str, str]) -> b
     if not pods_exist:
         return not s.affinity_counts and matches_all(s.affinity_terms, s.pod)
     return True
+
+
+def check_rows(s: PreFilterState, table: NodeTable, rows: IntArray) -> BoolArray:
+    """:func:`check_node` over ``rows`` of ``table``: True where it returns success."""
+    ok: BoolArray = np.ones(len(rows), np.bool_)
+    if s.affinity_terms:
+        exist: BoolArray = np.ones(len(rows), np.bool_)
+        for t in s.affinity_terms:
+            d = table.domains(t.topology_key)
+            ids = d.ids[rows]
+            has = ids >= 0
+            ok &= has
+            exist &= at_rows(s.dense_counts("affinity_counts", t.topology_key, d), ids) > 0
+        if not exist.all() and not (not s.affinity_counts and matches_all(s.affinity_terms, s.pod)):
+            ok &= exist
+    for which, terms_keys in (
+        ("anti_affinity_counts", {t.topology_key: None for t in s.anti_affinity_terms}),
+        ("existing_anti_affinity_counts", {k: None for k, _ in s.existing_anti_affinity_counts}),
+    ):
+        if not getattr(s, which):
+            continue
+        for key in terms_keys:
+            d = table.domains(key)
+            ids = d.ids[rows]
+            ok &= at_rows(s.dense_counts(which, key, d), ids) <= 0
+    return ok
 
 
 def check_node(s: PreFilterState, node_labels: Mapping[str, str]) -> Status | None:

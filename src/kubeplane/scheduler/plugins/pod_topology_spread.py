@@ -14,6 +14,11 @@
 * PreScore/Score/NormalizeScore: ``score = sum(count * log(domains + 2) + maxSkew - 1)`` rounded, reversed by
   NormalizeScore to ``100 * (max + min - score) / max``; nodes missing a topology key (except with system
   defaults) score 0.
+* Speed (DESIGN decision 6): the per-node matching-pod counts are memoised across cycles per (namespace,
+  selector) by NodeInfo generation (:mod:`.topology_counts`) and summed per topology domain with numpy over the
+  snapshot's NodeTable; the states keep the reference's dicts (same insertion order, so the same critical paths
+  for AddPod/RemovePod), and ``filter_vector``/``score_vector``/``normalize_vector`` read them as per-domain
+  arrays. Property tests (tests/scheduler/plugins/test_topology_vector.py) hold them to the per-node loops.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
 
 from kubeplane.api import labels
 from kubeplane.api.labels import Selector, SelectorError
@@ -38,8 +46,11 @@ from kubeplane.scheduler.framework.interface import (
     Status,
 )
 from kubeplane.scheduler.plugins.helper import do_not_schedule_taint, go_div
+from kubeplane.scheduler.plugins.node_affinity import _VecRequired
+from kubeplane.scheduler.plugins.topology_counts import RowCounts, at_rows, domain_sums, table_for
 
 if TYPE_CHECKING:
+    from kubeplane.scheduler.backend.node_table import BoolArray, Domains, IntArray, NodeTable
     from kubeplane.scheduler.framework.handle import Handle
     from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
 
@@ -245,11 +256,34 @@ class _CriticalPaths:
         return _CriticalPaths(list(self.paths))
 
 
+def _dense(cache: dict[int, tuple[Domains, IntArray]], i: int, counts: Mapping[str, int], domains: Domains) -> IntArray:
+    """``counts`` (topology value -> count) as an array over the domain ids of ``domains`` (0 where absent),
+    memoised in ``cache[i]`` for that Domains object (a table's domains of one key, until its labels change)."""
+    cached = cache.get(i)
+    if cached is not None and cached[0] is domains:
+        return cached[1]
+    out: IntArray = np.zeros(len(domains.values), np.int64)
+    id_of = domains.id_of
+    for value, num in counts.items():
+        d = id_of.get(value)
+        if d is not None:
+            out[d] = num
+    cache[i] = (domains, out)
+    return out
+
+
 @dataclass(slots=True)
 class _PreFilterState:
+    """PreFilter's counts. ``dense`` caches ``tp_value_to_match_num[i]`` as arrays over one table's domains for
+    filter_vector, keyed by the Domains object; AddPod/RemovePod clear it (the dicts are the truth)."""
+
     constraints: list[TopologySpreadConstraint] = field(default_factory=list)
     critical_paths: list[_CriticalPaths] = field(default_factory=list)
     tp_value_to_match_num: list[dict[str, int]] = field(default_factory=list)
+    dense: dict[int, tuple[Domains, IntArray]] = field(default_factory=dict)
+
+    def dense_counts(self, i: int, domains: Domains) -> IntArray:
+        return _dense(self.dense, i, self.tp_value_to_match_num[i], domains)
 
     def min_match_num(self, i: int, min_domains: int) -> int:
         """The global minimum for constraint ``i``; 0 while fewer than ``min_domains`` domains exist."""
@@ -266,11 +300,27 @@ class _PreFilterState:
 
 
 @dataclass(slots=True)
+class _VectorScores:
+    """What score_vector leaves for normalize_vector: the raw array it returned and its ignored rows."""
+
+    raw: IntArray
+    ignored: BoolArray
+
+
+@dataclass(slots=True)
 class _PreScoreState:
+    """PreScore's counts; ``dense`` as in :class:`_PreFilterState`; ``last_vector`` is what the last
+    score_vector returned, for normalize_vector (which is given only the raw scores)."""
+
     constraints: list[TopologySpreadConstraint]
     ignored_nodes: set[str] = field(default_factory=set)
     topology_value_to_pod_counts: list[dict[str, int]] = field(default_factory=list)
     topology_normalizing_weight: list[float] = field(default_factory=list)
+    dense: dict[int, tuple[Domains, IntArray]] = field(default_factory=dict)
+    last_vector: _VectorScores | None = None
+
+    def dense_counts(self, i: int, domains: Domains) -> IntArray:
+        return _dense(self.dense, i, self.topology_value_to_pod_counts[i], domains)
 
     def clone(self) -> _PreScoreState:
         return self
@@ -290,6 +340,37 @@ def _go_round(x: float) -> int:
     return math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)
 
 
+def _go_round_vector(x: npt.NDArray[np.float64]) -> IntArray:
+    """:func:`_go_round` elementwise (the same float operations, so the same results)."""
+    rounded: IntArray = np.where(x >= 0, np.floor(x + 0.5), -np.floor(-x + 0.5)).astype(np.int64)
+    return rounded
+
+
+def _first_seen_order(domains: Domains, include: BoolArray) -> list[int]:
+    """The domain ids of the included rows carrying the key, in row order of first appearance: the insertion
+    order of the reference's per-node loop (it decides the critical paths among equal counts)."""
+    carrying = domains.ids >= 0
+    if np.array_equal(include & carrying, carrying):
+        seen: list[int] = np.unique(domains.ids[carrying]).tolist()  # ids are numbered by first appearance
+        return seen
+    ids = domains.ids[np.flatnonzero(include & carrying)]
+    uniq, first = np.unique(ids, return_index=True)
+    ordered: list[int] = uniq[np.argsort(first, kind="stable")].tolist()
+    return ordered
+
+
+def _rows_of(table: NodeTable, nodes: Sequence[NodeInfo]) -> IntArray | None:
+    """The rows of ``table`` holding ``nodes`` (these very objects), or None when some is not in it."""
+    index, infos = table.index, table.node_infos
+    rows: list[int] = []
+    for ni in nodes:
+        r = index.get(ni.name)
+        if r is None or infos[r] is not ni:
+            return None
+        rows.append(r)
+    return np.array(rows, dtype=np.int64)
+
+
 # --- the plugin -------------------------------------------------------------------------------------------
 
 
@@ -302,6 +383,7 @@ class PodTopologySpread:
         self._handle = handle
         self._default_constraints = tuple(default_constraints)
         self._system_defaulted = system_defaulted
+        self._counts = RowCounts()
 
     def name(self) -> str:
         return NAME
@@ -349,24 +431,54 @@ class PodTopologySpread:
             return None, Status.from_error(f"get constraints from pod: {exc}")
         if not constraints:
             return None, Status.skip()
-        s = _PreFilterState(constraints, [], [{} for _ in constraints])
-        for node in nodes:
-            if node.node is None or not node_labels_match_spread_constraints(node.labels, constraints):
-                continue
-            for i, c in enumerate(constraints):
-                if not c.match_node_inclusion_policies(pod, node):
-                    continue
-                value = node.labels[c.topology_key]
-                count = count_pods_match_selector(node.pods, c.selector, pod.namespace)
-                counts = s.tp_value_to_match_num[i]
-                counts[value] = counts.get(value, 0) + count
-        for counts in s.tp_value_to_match_num:
+        table = table_for(self._handle.snapshot(), nodes)
+        domains = [table.domains(c.topology_key) for c in constraints]
+        carrying = table.has_node.copy()  # nodes without every constraint's key are not counted
+        for d in domains:
+            carrying &= d.ids >= 0
+        s = _PreFilterState(constraints)
+        policies: dict[tuple[bool, bool], BoolArray] = {}
+        for i, c in enumerate(constraints):
+            d = domains[i]
+            include = carrying & self._included(c, pod, table, policies)
+            sums, _ = domain_sums(d, self._match_counts(table, pod.namespace, c.selector), include)
+            values = d.values
+            counts = {values[k]: int(sums[k]) for k in _first_seen_order(d, include)}
+            s.tp_value_to_match_num.append(counts)
+            s.dense[i] = (d, sums)  # zero for unseen domains, as the dict's .get
             paths = _CriticalPaths()
             for value, num in counts.items():
                 paths.update(value, num)
             s.critical_paths.append(paths)
         state.write(PRE_FILTER_STATE_KEY, s)
         return None, None
+
+    def _match_counts(self, table: NodeTable, namespace: str, selector: Selector) -> IntArray:
+        """Per row, :func:`count_pods_match_selector` of its pods (memoised across cycles; read-only)."""
+        return self._counts.get(
+            table, (namespace, selector), lambda ni: count_pods_match_selector(ni.pods, selector, namespace)
+        )
+
+    @staticmethod
+    def _included(
+        c: TopologySpreadConstraint, pod: PodInfo, table: NodeTable, memo: dict[tuple[bool, bool], BoolArray]
+    ) -> BoolArray:
+        """Rows with a Node that count for ``c``: :meth:`TopologySpreadConstraint.match_node_inclusion_policies`
+        over the table (memoised per policy pair in ``memo`` for one pod)."""
+        key = (c.node_affinity_policy == _HONOR, c.node_taints_policy == _HONOR)
+        mask = memo.get(key)
+        if mask is None:
+            mask = table.has_node.copy()
+            required = pod.required_node_affinity
+            if key[0] and (required.label_selector is not None or required.node_selector is not None):
+                mask &= _VecRequired.of(required).mask(table, np.arange(table.size, dtype=np.int64))
+            if key[1]:
+                infos, tolerations = table.node_infos, pod.tolerations
+                for r in np.flatnonzero(mask & table.has_taints).tolist():
+                    if tolerations.find_untolerated(infos[r].taints, include=do_not_schedule_taint) is not None:
+                        mask[r] = False
+            memo[key] = mask
+        return mask
 
     def pre_filter_extensions(self) -> PreFilterExtensions | None:
         return self
@@ -396,6 +508,7 @@ class PodTopologySpread:
             counts = s.tp_value_to_match_num[i]
             counts[value] = counts.get(value, 0) + delta
             s.critical_paths[i].update(value, counts[value])
+            s.dense.pop(i, None)
         return None
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
@@ -413,10 +526,27 @@ class PodTopologySpread:
                 return _SKEW_TOO_BIG
         return None
 
+    def filter_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> BoolArray:
+        """:meth:`filter` over ``rows``: a row passes when it has every key and no skew exceeds maxSkew."""
+        s = state.get(PRE_FILTER_STATE_KEY)
+        ok: BoolArray = np.ones(len(rows), np.bool_)
+        if not isinstance(s, _PreFilterState):
+            return ~ok
+        for i, c in enumerate(s.constraints):
+            d = table.domains(c.topology_key)
+            ids = d.ids[rows]
+            has = ids >= 0
+            ok &= has
+            self_match = 1 if c.selector.matches(pod.labels) else 0
+            counts = at_rows(s.dense_counts(i, d), ids)
+            ok &= counts + (self_match - s.min_match_num(i, c.min_domains)) <= c.max_skew
+        return ok
+
     # --- PreScore / Score / NormalizeScore ------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
-        all_nodes = self._handle.snapshot().list()
+        lister = self._handle.snapshot()
+        all_nodes = lister.list()
         if not all_nodes:
             return Status.skip()
         own = pod.spec.get("topologySpreadConstraints") or ()
@@ -429,34 +559,45 @@ class PodTopologySpread:
         if not constraints:
             return Status.skip()
         s = _PreScoreState(constraints, set(), [{} for _ in constraints])
-        sizes = [0] * len(constraints)
-        for node in nodes:
-            if require_all and not node_labels_match_spread_constraints(node.labels, constraints):
-                s.ignored_nodes.add(node.name)
-                continue
-            for i, c in enumerate(constraints):
-                if c.topology_key == LABEL_HOSTNAME:
-                    continue  # per-node counts are computed in Score
-                value = node.labels.get(c.topology_key, "")
-                if value not in s.topology_value_to_pod_counts[i]:
-                    s.topology_value_to_pod_counts[i][value] = 0
-                    sizes[i] += 1
+        table = table_for(lister, all_nodes)
+        # Domains present among the nodes to score, and the nodes ignored for lacking a key.
+        rows = _rows_of(table, nodes)
+        scored = table if rows is not None else table_for(None, nodes)
+        if rows is None:
+            rows = np.arange(len(nodes), dtype=np.int64)
+        carrying: BoolArray = np.ones(len(rows), np.bool_)
+        for c in constraints:
+            carrying &= scored.domains(c.topology_key).ids[rows] >= 0
+        if require_all and not carrying.all():
+            names = scored.names
+            s.ignored_nodes = {names[r] for r in rows[~carrying].tolist()}
+            rows = rows[carrying]
         for i, c in enumerate(constraints):
-            size = len(nodes) - len(s.ignored_nodes) if c.topology_key == LABEL_HOSTNAME else sizes[i]
-            s.topology_normalizing_weight.append(topology_normalizing_weight(size))
-        for node in all_nodes:
-            if node.node is None:
+            if c.topology_key == LABEL_HOSTNAME:  # per-node counts are computed in Score
+                s.topology_normalizing_weight.append(topology_normalizing_weight(len(rows)))
                 continue
-            if require_all and not node_labels_match_spread_constraints(node.labels, constraints):
+            ids, id_of = scored.domains(c.topology_key).missing_as_empty()
+            present = set(np.unique(ids[rows]).tolist())
+            s.topology_value_to_pod_counts[i] = {v: 0 for v, d in id_of.items() if d in present}
+            s.topology_normalizing_weight.append(topology_normalizing_weight(len(present)))
+        # Matching pods over all nodes, per domain present.
+        valid = table.has_node.copy()
+        if require_all:
+            for c in constraints:
+                valid &= table.domains(c.topology_key).ids >= 0
+        policies: dict[tuple[bool, bool], BoolArray] = {}
+        for i, c in enumerate(constraints):
+            counts = s.topology_value_to_pod_counts[i]
+            if not counts:
                 continue
-            for i, c in enumerate(constraints):
-                if not c.match_node_inclusion_policies(pod, node):
-                    continue
-                counts = s.topology_value_to_pod_counts[i]
-                value = node.labels.get(c.topology_key, "")
-                if value not in counts:
-                    continue
-                counts[value] += count_pods_match_selector(node.pods, c.selector, pod.namespace)
+            ids, id_of = table.domains(c.topology_key).missing_as_empty()
+            include = np.flatnonzero(valid & self._included(c, pod, table, policies))
+            per_row = self._match_counts(table, pod.namespace, c.selector)[include]
+            sums = np.bincount(ids[include], weights=per_row, minlength=len(id_of)).astype(np.int64)
+            for value in counts:
+                d = id_of.get(value)
+                if d is not None:
+                    counts[value] = int(sums[d])
         state.write(PRE_SCORE_STATE_KEY, s)
         return None
 
@@ -478,6 +619,31 @@ class PodTopologySpread:
             total += score_for_count(count, c.max_skew, s.topology_normalizing_weight[i])
         return _go_round(total), None
 
+    def score_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
+        """:meth:`score` over ``rows`` (the same float operations in the same order, so the same rounding)."""
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, _PreScoreState):
+            return np.zeros(len(rows), np.int64)
+        total = np.zeros(len(rows), np.float64)
+        for i, c in enumerate(s.constraints):
+            d = table.domains(c.topology_key)
+            ids = d.ids[rows]
+            has = ids >= 0
+            if c.topology_key == LABEL_HOSTNAME:
+                count = self._match_counts(table, pod.namespace, c.selector)[rows]
+            else:
+                count = at_rows(s.dense_counts(i, d), ids)
+            # score_for_count elementwise: count * weight + (maxSkew - 1) in float64, as the reference.
+            total += np.where(has, count * s.topology_normalizing_weight[i] + (c.max_skew - 1), 0.0)
+        scores = _go_round_vector(total)
+        ignored: BoolArray = np.zeros(len(rows), np.bool_)
+        if s.ignored_nodes:
+            names = table.names
+            ignored = np.fromiter((names[r] in s.ignored_nodes for r in rows.tolist()), np.bool_, len(rows))
+            scores[ignored] = 0
+        s.last_vector = _VectorScores(scores, ignored)
+        return scores
+
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status | None:
         s = state.get(PRE_SCORE_STATE_KEY)
         if not isinstance(s, _PreScoreState):
@@ -498,6 +664,26 @@ class PodTopologySpread:
             else:
                 ns.score = go_div(MAX_NODE_SCORE * (max_score + min_score - ns.score), max_score)
         return None
+
+    def normalize_vector(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
+        """:meth:`normalize_score` over the array score_vector returned (whose ignored rows it recorded)."""
+        s = state.get(PRE_SCORE_STATE_KEY)
+        out: IntArray = np.zeros(len(scores), np.int64)
+        if not isinstance(s, _PreScoreState):
+            return out
+        last = s.last_vector
+        ignored = last.ignored if last is not None and last.raw is scores else np.zeros(len(scores), np.bool_)
+        counted = scores[~ignored]
+        if not len(counted):
+            return out
+        max_score = max(int(counted.max()), 0)
+        if max_score == 0:
+            out[:] = MAX_NODE_SCORE
+        else:
+            num = MAX_NODE_SCORE * (max_score + int(counted.min()) - scores)
+            out = np.sign(num) * (np.abs(num) // max_score)  # Go's truncating division
+        out[ignored | (scores == _INVALID_SCORE)] = 0
+        return out
 
     def score_extensions(self) -> ScoreExtensions | None:
         return self
