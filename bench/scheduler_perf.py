@@ -1,19 +1,46 @@
 """scheduler_perf, as upstream's (test/integration/scheduler_perf): scheduling throughput on a large cluster.
 
-Workloads (upstream's config/performance-config.yaml):
-* SchedulingBasic: 5000 nodes, 1000 init pods, 10000 measured pods.
-* SchedulingNodeAffinity: 5000 nodes all labelled zone1, 5000 init pods and 10000 measured pods that require
-  ``topology.kubernetes.io/zone In [zone1]`` through node affinity.
-Nodes have 4 CPU / 32Gi / 110 pods and the hostname label; pods request 100m / 500Mi (upstream's templates).
+Workloads, with the params of upstream's largest ``performance`` case of each (config files ``misc/``,
+``affinity/``, ``topology_spreading/``, ``default_preemption/`` ``performance-config.yaml``); "init" is every
+init createPods op (each creates ``--init-pods`` pods and waits for them), "measured" the collectMetrics op:
+
+* SchedulingBasic: 5000 nodes; init 1000 pod-default; measured 10000 pod-default.
+* SchedulingNodeAffinity: 5000 nodes in zone1; init 5000 and measured 10000 pod-with-node-affinity.
+* SchedulingPodAntiAffinity: 5000 nodes; init 1000 (sched-0) and measured 2000 (sched-1)
+  pod-with-pod-anti-affinity.
+* SchedulingPodAffinity: 5000 nodes in zone1; init 5000 (sched-0) and measured 5000 (sched-1)
+  pod-with-pod-affinity.
+* SchedulingPreferredPodAffinity, SchedulingPreferredPodAntiAffinity: 5000 nodes; init 5000 (sched-0) and
+  measured 5000 (sched-1) pod-with-preferred-pod-(anti-)affinity.
+* TopologySpreading, PreferredTopologySpreading: 5000 nodes in zones moon-1/2/3; init 5000 pod-default;
+  measured 5000 pod-with-(preferred-)topology-spreading (maxSkew 5 on the zone).
+* MixedSchedulingBasePod: 5000 nodes in zone1; init 2000 of each of pod-default, pod-with-pod-affinity,
+  pod-with-pod-anti-affinity, pod-with-preferred-pod-affinity, pod-with-preferred-pod-anti-affinity (sched-0);
+  measured 5000 pod-default.
+* PreemptionBasic: 1000 nodes; init 4000 pod-low-priority (900m, priority 0: four fill a node); measured 1000
+  pod-high-priority (3000m, priority 10: each preempts three). Needs the DefaultPreemption plugin.
+
+Nodes are upstream's node-default (4 CPU / 32Gi / 110 pods) with the ``kubernetes.io/hostname`` label and,
+where the workload has a labelNodePrepareStrategy, ``topology.kubernetes.io/zone`` given round robin. Pods
+request (and limit) 100m / 500Mi unless the template says otherwise. Pods go to the namespaces upstream's ops
+name: ``sched-0``/``sched-1`` (createNamespaces) or ``namespace-<op index>`` (a createPods op without one).
+Upstream's templates set ``spec.priority`` with the Priority admission plugin disabled; kubeplane's API server
+always runs it, so a PriorityClass ``priority-<value>`` is created and the pods name it (same resulting
+``spec.priority``).
 
 Pods are created through the API while the scheduler runs, as upstream's harness does. Throughput is measured
 as upstream's throughputCollector: a pod counts when spec.nodeName is set (seen through a watch); samples are
 taken every second from the first scheduled measured pod; the first sample is skipped; an interval in which
 nothing was scheduled is merged into the next; a run shorter than three samples reports one rate, from the first
 to the last scheduled pod. Printed as JSON lines: ``"metric": "SchedulingThroughput"`` with
-``"stat"`` Average (mean of the per-interval rates), Perc50, Perc90, Perc95, Perc99, and ``"metric": "PeakRSS"``
+``"stat"`` Average (mean of the per-interval rates), Perc50, Perc90, Perc95, Perc99; ``"metric":
+"EndToEndThroughput"`` (not upstream's: measured pods over the time from the first creation to the last binding,
+which counts what happens before the first binding, e.g. preemption); and ``"metric": "PeakRSS"``
 in MB: ``component`` ``bench`` is this process (with ``--transport local`` the whole control plane), ``scheduler``
-the scheduler process of ``--transport http``. ``--quick`` uses 500 nodes (and fewer pods).
+the scheduler process of ``--transport http``. ``--quick`` uses upstream's 500Nodes params of the workload
+(SchedulingBasic and SchedulingNodeAffinity: 500 nodes, 500 init, 2000 measured pods; PreemptionBasic, which
+has none upstream: 500 nodes, 2000 init, 500 measured); ``--nodes``, ``--init-pods`` (per init op) and
+``--pods`` override either.
 
 ``--transport local``: API server registry (memory store), scheduler and pod creator in this process over the
 local transport. ``--transport http``: ``kubeplane apiserver`` and ``kubeplane scheduler`` each in their own
@@ -26,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import dataclasses
 import json
 import os
@@ -42,18 +70,223 @@ from typing import Any
 
 from kubeplane.client.interface import Client, Obj
 
-WORKLOADS: dict[str, dict[str, Any]] = {
-    "SchedulingBasic": {"nodes": 5000, "init_pods": 1000, "pods": 10000, "affinity": False},
-    "SchedulingNodeAffinity": {"nodes": 5000, "init_pods": 5000, "pods": 10000, "affinity": True},
-}
 CREATORS = 32
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+
+
+@dataclasses.dataclass(frozen=True)
+class PodTemplate:
+    """One of upstream's ``templates/pod-*.yaml``: a pause container with these requests and extras."""
+
+    generate_name: str
+    labels: dict[str, str] | None = None
+    cpu: str = "100m"
+    priority: int | None = None  # spec.priority upstream; here through PriorityClass ``priority-<value>``
+    termination_grace_period: int | None = None
+    affinity: Obj | None = None
+    spread: list[Obj] | None = None  # topologySpreadConstraints
+
+
+def _affinity_term(color: str, topology_key: str) -> Obj:
+    return {
+        "labelSelector": {"matchLabels": {"color": color}},
+        "topologyKey": topology_key,
+        "namespaces": ["sched-1", "sched-0"],
+    }
+
+
+def _pod_affinity(kind: str, color: str, topology_key: str, *, preferred: bool) -> Obj:
+    """``{kind: {required|preferred...: [term]}}`` for kind podAffinity or podAntiAffinity (weight 1 if preferred)."""
+    term = _affinity_term(color, topology_key)
+    if preferred:
+        return {kind: {"preferredDuringSchedulingIgnoredDuringExecution": [{"podAffinityTerm": term, "weight": 1}]}}
+    return {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def _zone_spread(when_unsatisfiable: str) -> list[Obj]:
+    return [
+        {
+            "maxSkew": 5,
+            "topologyKey": ZONE,
+            "whenUnsatisfiable": when_unsatisfiable,
+            "labelSelector": {"matchLabels": {"color": "blue"}},
+        }
+    ]
+
+
+TEMPLATES: dict[str, PodTemplate] = {
+    "pod-default": PodTemplate("pod-"),
+    "pod-with-node-affinity": PodTemplate(
+        "node-affinity-",
+        affinity={
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["zone1", "zone2"]}]}
+                    ]
+                }
+            }
+        },
+    ),
+    "pod-with-pod-affinity": PodTemplate(
+        "affinity-pod-", {"color": "blue"}, affinity=_pod_affinity("podAffinity", "blue", ZONE, preferred=False)
+    ),
+    "pod-with-pod-anti-affinity": PodTemplate(
+        "anti-affinity-pod-",
+        {"color": "green"},
+        affinity=_pod_affinity("podAntiAffinity", "green", HOSTNAME, preferred=False),
+    ),
+    "pod-with-preferred-pod-affinity": PodTemplate(
+        "preferred-affinity-pod-",
+        {"color": "red"},
+        affinity=_pod_affinity("podAffinity", "red", HOSTNAME, preferred=True),
+    ),
+    "pod-with-preferred-pod-anti-affinity": PodTemplate(
+        "preferred-anti-affinity-pod-",
+        {"color": "yellow"},
+        affinity=_pod_affinity("podAntiAffinity", "yellow", HOSTNAME, preferred=True),
+    ),
+    "pod-with-topology-spreading": PodTemplate(
+        "spreading-pod-", {"color": "blue"}, spread=_zone_spread("DoNotSchedule")
+    ),
+    "pod-with-preferred-topology-spreading": PodTemplate(
+        "spreading-pod-", {"color": "blue"}, spread=_zone_spread("ScheduleAnyway")
+    ),
+    "pod-low-priority": PodTemplate("pod-", cpu="900m", termination_grace_period=0),
+    "pod-high-priority": PodTemplate("pod-", cpu="3000m", priority=10),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class PodGroup:
+    """One createPods op: pods of a template in a namespace (how many is the workload's)."""
+
+    template: str
+    namespace: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    nodes: int
+    init_pods: int  # per init group: upstream's $initPods, used by every init createPods op
+    pods: int
+    init: tuple[PodGroup, ...]
+    measured: PodGroup
+    zones: tuple[str, ...] = ()  # labelNodePrepareStrategy values of topology.kubernetes.io/zone
+    quick: tuple[int, int, int] = (500, 500, 2000)  # nodes, init pods, measured pods of --quick
+    plugin: str | None = None  # an in-tree scheduler plugin the workload cannot run without
+
+    def __post_init__(self) -> None:
+        names = [(g.namespace, TEMPLATES[g.template].generate_name) for g in (*self.init, self.measured)]
+        assert len(set(names)) == len(names), "two groups would create pods of the same names"
+        assert all(g.namespace != self.measured.namespace for g in self.init), "the measured namespace is its own"
+
+    @property
+    def namespaces(self) -> list[str]:
+        """Upstream's createNamespaces plus the namespace each createPods op creates, in order."""
+        return list(dict.fromkeys(g.namespace for g in (*self.init, self.measured)))
+
+    @property
+    def priorities(self) -> list[int]:
+        values = (TEMPLATES[g.template].priority for g in (*self.init, self.measured))
+        return sorted({v for v in values if v is not None})
+
+
+def _same(template: str, init_namespace: str, measured_namespace: str) -> tuple[tuple[PodGroup, ...], PodGroup]:
+    """``init, measured`` of the common shape: one init op and the measured op, of the same template."""
+    return (PodGroup(template, init_namespace),), PodGroup(template, measured_namespace)
+
+
+AFFINITY_TEMPLATES = (
+    "pod-with-pod-affinity",
+    "pod-with-pod-anti-affinity",
+    "pod-with-preferred-pod-affinity",
+    "pod-with-preferred-pod-anti-affinity",
+)
+WORKLOADS: dict[str, Workload] = {
+    "SchedulingBasic": Workload(5000, 1000, 10000, *_same("pod-default", "namespace-1", "namespace-2")),
+    "SchedulingNodeAffinity": Workload(
+        5000,
+        5000,
+        10000,
+        *_same("pod-with-node-affinity", "namespace-1", "namespace-2"),
+        zones=("zone1",),
+    ),
+    "SchedulingPodAntiAffinity": Workload(
+        5000,
+        1000,
+        2000,
+        *_same("pod-with-pod-anti-affinity", "sched-0", "sched-1"),
+        quick=(500, 100, 400),
+    ),
+    "SchedulingPodAffinity": Workload(
+        5000,
+        5000,
+        5000,
+        *_same("pod-with-pod-affinity", "sched-0", "sched-1"),
+        zones=("zone1",),
+        quick=(500, 500, 1000),
+    ),
+    "SchedulingPreferredPodAffinity": Workload(
+        5000,
+        5000,
+        5000,
+        *_same("pod-with-preferred-pod-affinity", "sched-0", "sched-1"),
+        quick=(500, 500, 1000),
+    ),
+    "SchedulingPreferredPodAntiAffinity": Workload(
+        5000,
+        5000,
+        5000,
+        *_same("pod-with-preferred-pod-anti-affinity", "sched-0", "sched-1"),
+        quick=(500, 500, 1000),
+    ),
+    "TopologySpreading": Workload(
+        5000,
+        5000,
+        5000,
+        zones=("moon-1", "moon-2", "moon-3"),
+        quick=(500, 1000, 1000),
+        init=(PodGroup("pod-default", "namespace-1"),),
+        measured=PodGroup("pod-with-topology-spreading", "namespace-2"),
+    ),
+    "PreferredTopologySpreading": Workload(
+        5000,
+        5000,
+        5000,
+        zones=("moon-1", "moon-2", "moon-3"),
+        quick=(500, 1000, 1000),
+        init=(PodGroup("pod-default", "namespace-1"),),
+        measured=PodGroup("pod-with-preferred-topology-spreading", "namespace-2"),
+    ),
+    # ops: createNodes, createNamespaces (sched-0), five createPods in sched-0, then the measured op 7.
+    "MixedSchedulingBasePod": Workload(
+        5000,
+        2000,
+        5000,
+        zones=("zone1",),
+        quick=(500, 200, 1000),
+        init=tuple(PodGroup(t, "sched-0") for t in ("pod-default", *AFFINITY_TEMPLATES)),
+        measured=PodGroup("pod-default", "namespace-7"),
+    ),
+    "PreemptionBasic": Workload(
+        1000,
+        4000,
+        1000,
+        quick=(500, 2000, 500),
+        plugin="DefaultPreemption",
+        init=(PodGroup("pod-low-priority", "namespace-1"),),
+        measured=PodGroup("pod-high-priority", "namespace-2"),
+    ),
+}
 
 
 def node(i: int, *, zone: str | None) -> Obj:
     name = f"scheduler-perf-node-{i}"
-    labels = {"kubernetes.io/hostname": name}
+    labels = {HOSTNAME: name}
     if zone:
-        labels["topology.kubernetes.io/zone"] = zone
+        labels[ZONE] = zone
     capacity = {"cpu": "4", "memory": "32Gi", "pods": "110"}
     return {
         "apiVersion": "v1",
@@ -69,34 +302,34 @@ def node(i: int, *, zone: str | None) -> Obj:
     }
 
 
-def pod(name: str, *, affinity: bool) -> Obj:
+def priority_class_name(value: int) -> str:
+    return f"priority-{value}"
+
+
+def pod(name: str, template: PodTemplate) -> Obj:
+    requests = {"cpu": template.cpu, "memory": "500Mi"}
     spec: dict[str, Any] = {
         "containers": [
             {
                 "name": "pause",
                 "image": "registry.k8s.io/pause:3.10",
-                "resources": {
-                    "requests": {"cpu": "100m", "memory": "500Mi"},
-                    "limits": {"cpu": "100m", "memory": "500Mi"},
-                },
+                "ports": [{"containerPort": 80}],
+                "resources": {"requests": requests, "limits": dict(requests)},
             }
         ]
     }
-    if affinity:
-        spec["affinity"] = {
-            "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [
-                        {
-                            "matchExpressions": [
-                                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone1"]}
-                            ]
-                        }
-                    ]
-                }
-            }
-        }
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+    if template.termination_grace_period is not None:
+        spec["terminationGracePeriodSeconds"] = template.termination_grace_period
+    if template.priority is not None:
+        spec["priorityClassName"] = priority_class_name(template.priority)
+    if template.affinity is not None:
+        spec["affinity"] = copy.deepcopy(template.affinity)
+    if template.spread is not None:
+        spec["topologySpreadConstraints"] = copy.deepcopy(template.spread)
+    metadata: dict[str, Any] = {"name": name}
+    if template.labels:
+        metadata["labels"] = dict(template.labels)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
 def emit(metric: str, value: float, unit: str, **params: Any) -> None:
@@ -104,8 +337,8 @@ def emit(metric: str, value: float, unit: str, **params: Any) -> None:
     sys.stdout.flush()
 
 
-async def create_all(client: Client, objs: list[Obj], *, namespace: str | None) -> None:
-    res = client.resource("pods" if objs and objs[0]["kind"] == "Pod" else "nodes")
+async def create_all(client: Client, plural: str, objs: list[Obj], *, namespace: str | None) -> None:
+    res = client.resource(plural)
     it = iter(objs)
 
     async def worker() -> None:
@@ -121,6 +354,7 @@ class Counter:
     def __init__(self) -> None:
         self.scheduled: set[str] = set()
         self.first: float | None = None
+        self.last = 0.0
         self.changed = asyncio.Event()
 
     def observe(self, obj: Obj) -> None:
@@ -128,8 +362,9 @@ class Counter:
             name = obj["metadata"]["name"]
             if name not in self.scheduled:
                 self.scheduled.add(name)
+                self.last = time.monotonic()
                 if self.first is None:
-                    self.first = time.monotonic()
+                    self.first = self.last
                 self.changed.set()
 
 
@@ -147,10 +382,12 @@ async def watch_into(client: Client, namespace: str, counter: Counter) -> None:
         await stream.close()
 
 
-async def measure(counter: Counter, total: int, timeout: float) -> list[float]:
-    """Upstream throughputCollector: 1 s samples from the first scheduled pod; empty intervals merged."""
+async def measure(counter: Counter, total: int, timeout: float, check: Callable[[], None]) -> list[float]:
+    """Upstream throughputCollector: 1 s samples from the first scheduled pod; empty intervals merged.
+    ``check`` raises when the run cannot finish (scheduler or pod creator failed)."""
     deadline = time.monotonic() + timeout
     while counter.first is None:
+        check()
         if time.monotonic() > deadline:
             raise SystemExit("no measured pod was scheduled")
         await asyncio.sleep(0.01)
@@ -159,6 +396,7 @@ async def measure(counter: Counter, total: int, timeout: float) -> list[float]:
     last_time = counter.first
     next_tick = counter.first + 1.0
     while len(counter.scheduled) < total:
+        check()
         if time.monotonic() > deadline:
             raise SystemExit(f"timed out: {len(counter.scheduled)}/{total} scheduled")
         await asyncio.sleep(max(0.0, next_tick - time.monotonic()))
@@ -174,7 +412,7 @@ async def measure(counter: Counter, total: int, timeout: float) -> list[float]:
         samples.append((len(counter.scheduled) - last_count) / max(now - last_time, 1e-6))
     if len(samples) < 3:
         # Too short a run for 1 s samples (--quick, small --pods): one sample, first to last scheduled pod.
-        return [total / max(now - counter.first, 1e-6)]
+        return [total / max(counter.last - counter.first, 1e-6)]
     return samples[1:]
 
 
@@ -204,44 +442,71 @@ def report(samples: list[float], params: dict[str, Any]) -> None:
     emit("PeakRSS", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "MB", component="bench", **params)
 
 
-async def create_cluster(client: Client, spec: dict[str, Any]) -> None:
-    zone = "zone1" if spec["affinity"] else None
-    await create_all(client, [node(i, zone=zone) for i in range(spec["nodes"])], namespace=None)
-    for ns in ("init", "measured"):
+async def create_cluster(client: Client, spec: Workload) -> None:
+    zones = spec.zones
+    nodes = [node(i, zone=zones[i % len(zones)] if zones else None) for i in range(spec.nodes)]
+    await create_all(client, "nodes", nodes, namespace=None)
+    for ns in spec.namespaces:
         await client.create(client.resource("namespaces"), {"metadata": {"name": ns}})
+    for value in spec.priorities:
+        pc = {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": priority_class_name(value)},
+            "value": value,
+        }
+        await client.create(client.resource("priorityclasses"), pc)
 
 
-async def run_workload(
-    client: Client, spec: dict[str, Any], params: dict[str, Any], check_alive: Callable[[], None]
-) -> None:
-    """Init pods (waited for), then the measured pods created while the scheduler runs; prints the figures.
-    ``check_alive`` raises when the scheduler under test has died."""
-    init_counter, counter = Counter(), Counter()
-    watchers = [
-        asyncio.ensure_future(watch_into(client, "init", init_counter)),
-        asyncio.ensure_future(watch_into(client, "measured", counter)),
-    ]
+async def create_group(client: Client, group: PodGroup, count: int) -> None:
+    template = TEMPLATES[group.template]
+    pods = [pod(f"{template.generate_name}{i}", template) for i in range(count)]
+    await create_all(client, "pods", pods, namespace=group.namespace)
+
+
+async def run_workload(client: Client, spec: Workload, params: dict[str, Any], check_alive: Callable[[], None]) -> None:
+    """Each init group in turn, waited for; then the measured pods, created while the scheduler runs; prints the
+    figures. ``check_alive`` raises when the scheduler under test has died."""
+    counters = {ns: Counter() for ns in spec.namespaces}
+    watchers = [asyncio.ensure_future(watch_into(client, ns, c)) for ns, c in counters.items()]
+    creator: asyncio.Future[None] | None = None
     try:
-        init = [pod(f"init-{i}", affinity=spec["affinity"]) for i in range(spec["init_pods"])]
-        await create_all(client, init, namespace="init")
-        deadline = time.monotonic() + 600
-        while len(init_counter.scheduled) < spec["init_pods"]:
+        expected = dict.fromkeys(spec.namespaces, 0)
+        for group in spec.init:
+            await create_group(client, group, spec.init_pods)
+            expected[group.namespace] += spec.init_pods
+            scheduled = counters[group.namespace].scheduled
+            deadline = time.monotonic() + 600
+            while len(scheduled) < expected[group.namespace]:
+                check_alive()
+                if time.monotonic() > deadline:
+                    raise SystemExit(
+                        f"init pods ({group.template}) not scheduled: {len(scheduled)}/{expected[group.namespace]}"
+                    )
+                await asyncio.sleep(0.05)
+        started = time.monotonic()
+        creator = asyncio.ensure_future(create_group(client, spec.measured, spec.pods))
+
+        def check() -> None:
             check_alive()
-            if time.monotonic() > deadline:
-                raise SystemExit(f"init pods not scheduled: {len(init_counter.scheduled)}/{spec['init_pods']}")
-            await asyncio.sleep(0.05)
-        measured = [pod(f"pod-{i}", affinity=spec["affinity"]) for i in range(spec["pods"])]
-        creator = asyncio.ensure_future(create_all(client, measured, namespace="measured"))
-        samples = await measure(counter, spec["pods"], timeout=900)
+            if creator.done() and creator.exception() is not None:
+                raise SystemExit(f"creating the measured pods failed: {creator.exception()!r}")
+
+        samples = await measure(counters[spec.measured.namespace], spec.pods, timeout=900, check=check)
         await creator
         report(samples, params)
+        # Not an upstream metric: all measured pods over the time from their first creation to the last binding.
+        # The collector above starts at the first binding, which hides work done before it (preemption).
+        last = counters[spec.measured.namespace].last
+        emit("EndToEndThroughput", spec.pods / max(last - started, 1e-6), "pods/s", **params)
     finally:
-        for w in watchers:
-            w.cancel()
-        await asyncio.gather(*watchers, return_exceptions=True)
+        pending = [*watchers, *([creator] if creator is not None else [])]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
 
 
-async def run_local(spec: dict[str, Any], params: dict[str, Any]) -> None:
+async def run_local(spec: Workload, params: dict[str, Any]) -> None:
     from kubeplane.client.local import LocalClient
     from kubeplane.scheduler.scheduler import Scheduler
 
@@ -262,7 +527,7 @@ async def run_local(spec: dict[str, Any], params: dict[str, Any]) -> None:
         await asyncio.gather(sched_task, return_exceptions=True)
 
 
-async def run_http(spec: dict[str, Any], params: dict[str, Any], kubeconfig: Path, tmp: Path) -> None:
+async def run_http(spec: Workload, params: dict[str, Any], kubeconfig: Path, tmp: Path) -> None:
     from kubeplane.client.http import HTTPClient
     from kubeplane.client.kubeconfig import load_kubeconfig
 
@@ -305,18 +570,23 @@ def main() -> None:
     parser.add_argument("--transport", default="local", choices=("local", "http"))
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
-    spec = dict(WORKLOADS[args.workload])
+    spec = WORKLOADS[args.workload]
     if args.quick:
-        spec.update(nodes=500, init_pods=min(spec["init_pods"], 500), pods=2000)
-    for key in ("nodes", "init_pods", "pods"):
-        if getattr(args, key) is not None:
-            spec[key] = getattr(args, key)
+        nodes, init_pods, pods = spec.quick
+        spec = dataclasses.replace(spec, nodes=nodes, init_pods=init_pods, pods=pods)
+    sizes = {key: getattr(args, key) for key in ("nodes", "init_pods", "pods") if getattr(args, key) is not None}
+    spec = dataclasses.replace(spec, **sizes)
+    if spec.plugin is not None:
+        from kubeplane.scheduler.plugins.registry import new_in_tree_registry
+
+        if spec.plugin not in new_in_tree_registry():
+            raise SystemExit(f"{args.workload} needs the {spec.plugin} scheduler plugin, which kubeplane lacks")
     params = {
         "workload": args.workload,
         "transport": args.transport,
-        "nodes": spec["nodes"],
-        "init_pods": spec["init_pods"],
-        "pods": spec["pods"],
+        "nodes": spec.nodes,
+        "init_pods": spec.init_pods,
+        "pods": spec.pods,
         "quick": args.quick,
     }
     if args.transport == "local":

@@ -13,14 +13,30 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "scheduler_perf.py"
 
 
+# (workload, nodes, init pods per init op, measured pods): small, and feasible for the workload's constraints
+# (required anti-affinity: one pod per node; PreemptionBasic: four low-priority pods fill a node, one
+# high-priority pod per node preempts three).
+LOCAL = [
+    ("SchedulingBasic", 150, 100, 600),
+    ("SchedulingNodeAffinity", 150, 100, 600),
+    ("SchedulingPodAntiAffinity", 150, 30, 100),
+    ("SchedulingPodAffinity", 150, 100, 300),
+    ("SchedulingPreferredPodAffinity", 150, 100, 300),
+    ("SchedulingPreferredPodAntiAffinity", 150, 100, 300),
+    ("TopologySpreading", 150, 100, 300),
+    ("PreferredTopologySpreading", 150, 100, 300),
+    ("MixedSchedulingBasePod", 150, 20, 300),
+    ("PreemptionBasic", 50, 200, 50),
+]
+
+
 @pytest.mark.parametrize(
     "args",
     [
-        ["--workload", "SchedulingBasic", "--nodes", "150", "--init-pods", "100", "--pods", "600"],
-        ["--workload", "SchedulingNodeAffinity", "--nodes", "150", "--init-pods", "100", "--pods", "600"],
+        *(["--workload", w, "--nodes", str(n), "--init-pods", str(i), "--pods", str(p)] for w, n, i, p in LOCAL),
         ["--transport", "http", "--nodes", "100", "--init-pods", "50", "--pods", "400"],
     ],
-    ids=["basic-local", "node-affinity-local", "basic-http"],
+    ids=[*(f"{w}-local" for w, *_ in LOCAL), "basic-http"],
 )
 def test_scheduler_perf_prints_throughput_and_rss(args: list[str]) -> None:
     result = subprocess.run(
