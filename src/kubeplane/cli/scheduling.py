@@ -25,6 +25,8 @@ _OTHER_KINDS = (
     ("replicasets", "ReplicaSet"),
     ("statefulsets", "StatefulSet"),
     ("replicationcontrollers", "ReplicationController"),
+    ("poddisruptionbudgets", "PodDisruptionBudget"),
+    ("priorityclasses", "PriorityClass"),
 )
 
 

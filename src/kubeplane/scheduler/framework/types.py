@@ -499,21 +499,25 @@ class NodeInfo:
         self.generation = next_generation()
 
     def clone(self) -> NodeInfo:
-        """A copy whose lists and aggregates can be changed without touching this one."""
+        """A copy whose pod lists and aggregates can be changed without touching this one.
+
+        ``allocatable`` and ``image_states`` are shared: nothing changes them in place (``set_node`` and the cache
+        assign new objects), and preemption clones a node per candidate, so the copy must be cheap.
+        """
         other = NodeInfo.__new__(NodeInfo)
         other.node = self.node
         other.name = self.name
         other.labels = self.labels
         other.taints = self.taints
         other.unschedulable = self.unschedulable
-        other.allocatable = self.allocatable.clone()
+        other.allocatable = self.allocatable
         other.pods = list(self.pods)
         other.pods_with_affinity = list(self.pods_with_affinity)
         other.pods_with_required_anti_affinity = list(self.pods_with_required_anti_affinity)
         other.used_ports = self.used_ports.clone()
         other.requested = self.requested.clone()
         other.non_zero_requested = self.non_zero_requested.clone()
-        other.image_states = dict(self.image_states)
+        other.image_states = self.image_states
         other.generation = self.generation
         return other
 
