@@ -204,6 +204,21 @@ AFFINITY_TEMPLATES = (
     "pod-with-preferred-pod-affinity",
     "pod-with-preferred-pod-anti-affinity",
 )
+
+
+def _spreading(measured: str) -> Workload:
+    """TopologySpreading and PreferredTopologySpreading: nodes in three zones, plain init pods, spread pods."""
+    return Workload(
+        5000,
+        5000,
+        5000,
+        zones=("moon-1", "moon-2", "moon-3"),
+        quick=(500, 1000, 1000),
+        init=(PodGroup("pod-default", "namespace-1"),),
+        measured=PodGroup(measured, "namespace-2"),
+    )
+
+
 WORKLOADS: dict[str, Workload] = {
     "SchedulingBasic": Workload(5000, 1000, 10000, *_same("pod-default", "namespace-1", "namespace-2")),
     "SchedulingNodeAffinity": Workload(
@@ -242,24 +257,8 @@ WORKLOADS: dict[str, Workload] = {
         *_same("pod-with-preferred-pod-anti-affinity", "sched-0", "sched-1"),
         quick=(500, 500, 1000),
     ),
-    "TopologySpreading": Workload(
-        5000,
-        5000,
-        5000,
-        zones=("moon-1", "moon-2", "moon-3"),
-        quick=(500, 1000, 1000),
-        init=(PodGroup("pod-default", "namespace-1"),),
-        measured=PodGroup("pod-with-topology-spreading", "namespace-2"),
-    ),
-    "PreferredTopologySpreading": Workload(
-        5000,
-        5000,
-        5000,
-        zones=("moon-1", "moon-2", "moon-3"),
-        quick=(500, 1000, 1000),
-        init=(PodGroup("pod-default", "namespace-1"),),
-        measured=PodGroup("pod-with-preferred-topology-spreading", "namespace-2"),
-    ),
+    "TopologySpreading": _spreading("pod-with-topology-spreading"),
+    "PreferredTopologySpreading": _spreading("pod-with-preferred-topology-spreading"),
     # ops: createNodes, createNamespaces (sched-0), five createPods in sched-0, then the measured op 7.
     "MixedSchedulingBasePod": Workload(
         5000,

@@ -65,28 +65,26 @@ def _admit_priority(registry: Registry, pod: dict[str, Any]) -> None:
             pc = min(defaults, key=lambda c: int(c.get("value", 0)))
             spec["priorityClassName"] = pc["metadata"]["name"]
     value = int(pc.get("value", 0)) if pc is not None else 0
-    given = spec.get("priority")
-    if given is not None and given != value:
-        raise errors.forbidden(
-            "",
-            "pods",
-            str(pod["metadata"].get("name") or ""),
-            f"the integer value of priority ({given}) must not be provided in pod spec; priority admission "
-            f"controller computed {value} from the given PriorityClass name",
-        )
-    spec["priority"] = value
+    _set_computed(pod, "priority", "the integer value of priority", value)
     # A PriorityClass's preemptionPolicy defaults to PreemptLowerPriority, as does the policy without a class.
     policy = str((pc.get("preemptionPolicy") if pc is not None else None) or "PreemptLowerPriority")
-    given_policy = spec.get("preemptionPolicy")
-    if given_policy is not None and given_policy != policy:
+    _set_computed(pod, "preemptionPolicy", "the string value of PreemptionPolicy", policy)
+
+
+def _set_computed(pod: dict[str, Any], field: str, what: str, computed: object) -> None:
+    """Set ``spec.<field>`` to what admission computed; a different value given by the user is 403 (upstream's
+    message)."""
+    spec = pod["spec"]
+    given = spec.get(field)
+    if given is not None and given != computed:
         raise errors.forbidden(
             "",
             "pods",
             str(pod["metadata"].get("name") or ""),
-            f"the string value of PreemptionPolicy ({given_policy}) must not be provided in pod spec; priority "
-            f"admission controller computed {policy} from the given PriorityClass name",
+            f"{what} ({given}) must not be provided in pod spec; priority admission controller computed "
+            f"{computed} from the given PriorityClass name",
         )
-    spec["preemptionPolicy"] = policy
+    spec[field] = computed
 
 
 def _default_tolerations(pod: dict[str, Any]) -> None:

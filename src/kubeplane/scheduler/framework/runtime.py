@@ -281,29 +281,28 @@ class Framework:
     ) -> Status | None:
         """Tell every PreFilter plugin with extensions that ``pod_to_add`` joined ``node`` (upstream
         ``RunPreFilterExtensionAddPod``); plugins skipped at PreFilter are left out."""
-        for plugin in self.pre_filter_plugins:
-            if plugin.name() in state.skip_filter_plugins:
-                continue
-            ext = plugin.pre_filter_extensions()
-            if ext is not None:
-                status = ext.add_pod(state, pod, pod_to_add, node)
-                if status is not None and status.code != Code.SUCCESS:
-                    return _wrap("AddPod on PreFilter", plugin.name(), status)
-        return None
+        return self._run_pre_filter_extension(state, pod, pod_to_add, node, remove=False)
 
     def run_pre_filter_extension_remove_pod(
         self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node: NodeInfo
     ) -> Status | None:
         """Tell every PreFilter plugin with extensions that ``pod_to_remove`` left ``node`` (upstream
         ``RunPreFilterExtensionRemovePod``)."""
+        return self._run_pre_filter_extension(state, pod, pod_to_remove, node, remove=True)
+
+    def _run_pre_filter_extension(
+        self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo, *, remove: bool
+    ) -> Status | None:
+        point = "RemovePod on PreFilter" if remove else "AddPod on PreFilter"
         for plugin in self.pre_filter_plugins:
             if plugin.name() in state.skip_filter_plugins:
                 continue
             ext = plugin.pre_filter_extensions()
-            if ext is not None:
-                status = ext.remove_pod(state, pod, pod_to_remove, node)
-                if status is not None and status.code != Code.SUCCESS:
-                    return _wrap("RemovePod on PreFilter", plugin.name(), status)
+            if ext is None:
+                continue
+            status = (ext.remove_pod if remove else ext.add_pod)(state, pod, other, node)
+            if status is not None and status.code != Code.SUCCESS:
+                return _wrap(point, plugin.name(), status)
         return None
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
