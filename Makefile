@@ -6,17 +6,18 @@ STAMP := $(VENV)/.installed
 
 .PHONY: venv test lint typecheck unit soak bench run clean
 
-$(STAMP): pyproject.toml constraints.txt
+# The example scheduler plugins (examples/scheduler-plugins) are installed too: their tests and docs use them.
+$(STAMP): pyproject.toml constraints.txt examples/scheduler-plugins/pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found; set PYTHON=/path/to/python3.11" >&2; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test]' -e examples/scheduler-plugins
 	touch $(STAMP)
 
 venv: $(STAMP)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests bench tools
-	$(VENV)/bin/ruff format --check src tests bench tools
+	$(VENV)/bin/ruff check src tests bench tools examples
+	$(VENV)/bin/ruff format --check src tests bench tools examples
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

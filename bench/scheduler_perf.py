@@ -539,7 +539,7 @@ async def run_http(spec: Workload, params: dict[str, Any], kubeconfig: Path, tmp
         "clientConnection:\n  qps: 5000\n  burst: 5000\n"
     )
     log = (tmp / "scheduler.log").open("wb")
-    command = [sys.executable, "-m", "kubeplane.cli.main", "scheduler"]
+    command = [sys.executable, "-m", "kubeplane.cli.main", "scheduler", "--metrics-port=0"]
     proc = subprocess.Popen(
         [*command, "--kubeconfig", str(kubeconfig), "--config", str(sched_config)], stdout=log, stderr=log
     )

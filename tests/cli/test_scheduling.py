@@ -117,7 +117,7 @@ def test_explain_table_marks_the_winner(files: Path) -> None:
         ),
         pytest.param(
             {"profiles": [{"schedulerName": "s", "plugins": {"filter": {"enabled": [{"name": "Foo"}]}}}]},
-            'plugin "Foo" does not exist; available plugins: DefaultBinder, DefaultPreemption, ImageLocality',
+            'plugin "Foo" does not exist; available plugins: CheckPodCountLimit, CheckPodLimitResources, DefaultBinder',
             id="unknown-plugin",
         ),
     ],
@@ -162,7 +162,7 @@ def test_scheduler_process_over_http_and_live_explain(tmp_path: Path) -> None:
     )
     log = (tmp_path / "scheduler.log").open("wb")
     scheduler = subprocess.Popen(
-        [*KUBEPLANE, "scheduler", "--kubeconfig", str(server.kubeconfig), "--config", str(config)],
+        [*KUBEPLANE, "scheduler", "--kubeconfig", str(server.kubeconfig), "--config", str(config), "--metrics-port=0"],
         stdout=log,
         stderr=log,
     )

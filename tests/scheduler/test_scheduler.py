@@ -210,6 +210,45 @@ async def test_two_profiles_each_schedule_their_pods(stopper: list[Any]) -> None
     await client.create(client.resource("pods"), pod("b"), namespace="default")
     assert await _node_of(client, "a") != ""
     assert await _node_of(client, "b") != ""
+    await scheduler.wait_for_bindings()
+    assert await _scheduled_by(client, 2) == {"a": "packer", "b": "default-scheduler"}
+
+
+async def _scheduled_by(client: LocalClient, expected: int) -> dict[str, str]:
+    """pod name -> reportingComponent of its Scheduled event (each profile reports as its schedulerName), once
+    ``expected`` pods have one (events are written asynchronously)."""
+    found: dict[str, str] = {}
+    for _ in range(500):
+        events = (await client.list(client.resource("events"), namespace="default"))["items"]
+        found = {e["involvedObject"]["name"]: e["reportingComponent"] for e in events if e["reason"] == "Scheduled"}
+        if len(found) >= expected:
+            break
+        await asyncio.sleep(0.01)
+    return found
+
+
+async def test_two_scheduler_instances_each_take_only_their_pods(stopper: list[Any]) -> None:
+    """A default scheduler and a custom-scheduler (seed 002) in one cluster: each binds only its own pods; a pod
+    for a scheduler that does not run stays Pending."""
+    client, default, task = await _start()
+    stopper.append((default, task))
+    custom = Scheduler(client, config=parse_config({**HEADER, "profiles": [{"schedulerName": "custom-scheduler"}]}))
+    stopper.append((custom, asyncio.ensure_future(custom.run())))
+    pods = client.resource("pods")
+    for i in range(6):
+        name = "custom-scheduler" if i % 2 else "default-scheduler"
+        await client.create(pods, pod(f"p{i}", schedulerName=name), namespace="default")
+    await client.create(pods, pod("orphan", schedulerName="nobody"), namespace="default")
+    for i in range(6):
+        assert await _node_of(client, f"p{i}") != ""
+    await default.wait_for_bindings()
+    await custom.wait_for_bindings()
+    assert (default.scheduled, custom.scheduled) == (3, 3)
+    by = await _scheduled_by(client, 6)
+    assert {name: by[name] for name in sorted(by)} == {
+        f"p{i}": ("custom-scheduler" if i % 2 else "default-scheduler") for i in range(6)
+    }
+    assert (await client.get(pods, "orphan", namespace="default"))["spec"].get("nodeName") is None
 
 
 def test_unknown_plugin_is_refused_at_start() -> None:

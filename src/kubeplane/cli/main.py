@@ -95,12 +95,61 @@ def scheduler(
         Path | None, typer.Option("--config", help="KubeSchedulerConfiguration file (YAML/JSON).")
     ] = None,
     verbosity: Annotated[int, typer.Option("-v", "--v", help="Log verbosity (0-10) as kube-scheduler's -v.")] = 0,
+    leader_elect: Annotated[
+        bool | None,
+        typer.Option(
+            "--leader-elect/--no-leader-elect",
+            help="Run only while holding the Lease (default true, as upstream); --leader-elect=false also works.",
+        ),
+    ] = None,
+    lease_duration: Annotated[
+        str | None, typer.Option("--leader-elect-lease-duration", help="Go duration (default 15s).")
+    ] = None,
+    renew_deadline: Annotated[
+        str | None, typer.Option("--leader-elect-renew-deadline", help="Go duration (default 10s).")
+    ] = None,
+    retry_period: Annotated[
+        str | None, typer.Option("--leader-elect-retry-period", help="Go duration (default 2s).")
+    ] = None,
+    resource_lock: Annotated[
+        str | None, typer.Option("--leader-elect-resource-lock", help="Only 'leases' (the default).")
+    ] = None,
+    resource_name: Annotated[
+        str | None, typer.Option("--leader-elect-resource-name", help="Lease name (default kube-scheduler).")
+    ] = None,
+    resource_namespace: Annotated[
+        str | None, typer.Option("--leader-elect-resource-namespace", help="Lease namespace (default kube-system).")
+    ] = None,
+    metrics_port: Annotated[
+        int,
+        typer.Option("--metrics-port", help="Port for /healthz and /metrics on 127.0.0.1 (0: a free port, logged)."),
+    ] = 10259,
+    bind_address: Annotated[
+        str,
+        typer.Option("--bind-address", help="Address of the metrics port (default 127.0.0.1; 0.0.0.0 in a pod)."),
+    ] = "127.0.0.1",
 ) -> None:
     """Run kube-scheduler against an API server (kubeplane's or any Kubernetes cluster's)."""
-    from kubeplane.cli.scheduling import CLIError, run_scheduler
+    from kubeplane.cli.scheduling import CLIError, LeaderElectionFlags, run_scheduler
 
+    flags = LeaderElectionFlags(
+        leader_elect=leader_elect,
+        lease_duration=lease_duration,
+        renew_deadline=renew_deadline,
+        retry_period=retry_period,
+        resource_lock=resource_lock,
+        resource_name=resource_name,
+        resource_namespace=resource_namespace,
+    )
     try:
-        run_scheduler(kubeconfig=kubeconfig, config=config, verbosity=verbosity)
+        run_scheduler(
+            kubeconfig=kubeconfig,
+            config=config,
+            verbosity=verbosity,
+            leader_election=flags,
+            metrics_port=metrics_port,
+            bind_address=bind_address,
+        )
     except CLIError as exc:
         _fail(str(exc))
 
@@ -125,8 +174,23 @@ def explain(
         _fail(str(exc))
 
 
+_BOOL_FLAGS = ("--leader-elect",)
+
+
+def normalize_bool_flags(argv: list[str]) -> list[str]:
+    """Accept Go-style ``--flag=true|false`` for boolean flags (the seeds write ``--leader-elect=true``)."""
+    out: list[str] = []
+    for arg in argv:
+        name, eq, value = arg.partition("=")
+        if eq and name in _BOOL_FLAGS and value.lower() in ("true", "false", "1", "0", "t", "f"):
+            out.append(name if value.lower() in ("true", "1", "t") else "--no-" + name[2:])
+        else:
+            out.append(arg)
+    return out
+
+
 def main() -> None:
-    app()
+    app(args=normalize_bool_flags(sys.argv[1:]))
 
 
 if __name__ == "__main__":

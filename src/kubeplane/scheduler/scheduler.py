@@ -15,8 +15,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from prometheus_client import CollectorRegistry
 
 from kubeplane.api.meta import format_time
 from kubeplane.client.clock import Clock, SystemClock
@@ -24,6 +27,7 @@ from kubeplane.client.errors import ClientError
 from kubeplane.client.events import EventRecorder
 from kubeplane.client.informer import SharedInformerFactory
 from kubeplane.client.interface import Client, PatchType
+from kubeplane.metrics import SchedulerMetrics
 from kubeplane.scheduler.backend.cache import Cache, CacheError
 from kubeplane.scheduler.backend.queue import SchedulingQueue
 from kubeplane.scheduler.backend.snapshot import Snapshot
@@ -134,7 +138,9 @@ class Scheduler:
         rng: random.Random | None = None,
         informer_factory: SharedInformerFactory | None = None,
         event_recorder: EventRecorder | None = None,
+        metrics_registry: CollectorRegistry | None = None,
     ) -> None:
+        """``metrics_registry``: where the scheduler's metrics live (default: the process-wide registry)."""
         self.client = client
         self.config = config if config is not None else default_config()
         self.clock = clock if clock is not None else SystemClock()
@@ -170,9 +176,19 @@ class Scheduler:
             pre_enqueue=self._pre_enqueue,
             events_for_plugins=events,
         )
-        for fwk in self.profiles.values():  # upstream SetPodNominator / SetPodActivator
+        self.metrics = SchedulerMetrics.for_registry(metrics_registry)
+        self.metrics.add_pending_pods_source(self.queue.pending_pod_counts)
+        self._cycles = 0
+        # Each profile reports events as its schedulerName (upstream's per-profile recorder); an injected recorder
+        # is shared by all profiles.
+        self._recorders: dict[str, EventRecorder] = {}
+        for name, fwk in self.profiles.items():  # upstream SetPodNominator / SetPodActivator
             fwk.handle.nominator = self.queue
             fwk.handle.activate = self.queue.activate
+            if self._own_recorder and name != "default-scheduler":
+                fwk.handle.event_recorder = EventRecorder(client, component=name, clock=self.clock)
+            self._recorders[name] = fwk.handle.event_recorder or self.recorder
+            fwk.metrics = self.metrics
         self.algorithm = ScheduleAlgorithm(
             rng=self.rng,
             percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score,
@@ -185,6 +201,7 @@ class Scheduler:
         self._binding_tasks: set[asyncio.Task[None]] = set()
         self._tasks: list[asyncio.Task[None]] = []
         self._stopped = asyncio.Event()
+        self._informers_started = False
         self.scheduled = 0
         self._register_handlers()
 
@@ -286,8 +303,11 @@ class Scheduler:
     # --- lifecycle -------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start informers and wait until they have synced (the loop starts with :meth:`run`)."""
-        self.informers.start()
+        """Start informers and wait until they have synced (the loop starts with :meth:`run`). Idempotent: a
+        replica waiting for leadership starts its informers early (upstream warms the cache before leading)."""
+        if not self._informers_started:
+            self._informers_started = True
+            self.informers.start()
         await self.informers.wait_for_cache_sync()
 
     async def run(self) -> None:
@@ -309,7 +329,8 @@ class Scheduler:
         await self.wait_for_bindings()
         await self.informers.stop()
         if self._own_recorder:
-            await self.recorder.close()
+            for recorder in {id(r): r for r in (self.recorder, *self._recorders.values())}.values():
+                await recorder.close()
 
     async def wait_for_bindings(self) -> None:
         """Wait until no binding cycle, status patch, event or preemption started so far is under way."""
@@ -340,12 +361,15 @@ class Scheduler:
             self.queue.done(pod.uid)
             return
         state = CycleState()
-        start = self.clock.monotonic()
+        self._cycles += 1
+        # upstream pluginMetricsSamplePercent: per-plugin durations in 10% of the cycles (every 10th here)
+        state.record_metrics = self._cycles % 10 == 0
+        start = time.perf_counter()  # scheduling_attempt_duration_seconds: real time, whatever the clock
         try:
             self.cache.update_snapshot(self.snapshot)
             result = self.algorithm.schedule_pod(fwk, state, pod, self.snapshot.list(), self.snapshot.node_table)
         except NoNodesAvailableError as exc:
-            self._failure(fwk, qpi, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(exc),)), None)
+            self._failure(fwk, qpi, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(exc),)), None, start=start)
             return
         except FitError as exc:
             nominating: PostFilterResult | None = None
@@ -356,14 +380,14 @@ class Scheduler:
                 diagnosis.post_filter_msg = post.message() if post is not None else ""
                 if post is not None and post.code == Code.ERROR:
                     log.error("running PostFilter plugins for %s: %s", pod.key, post.message())
-            self._failure(fwk, qpi, Status(Code.UNSCHEDULABLE, (str(exc),)), exc, nominating)
+            self._failure(fwk, qpi, Status(Code.UNSCHEDULABLE, (str(exc),)), exc, nominating, start=start)
             return
         except SchedulingError as exc:
-            self._failure(fwk, qpi, exc.status, None)
+            self._failure(fwk, qpi, exc.status, None, start=start)
             return
         except Exception as exc:  # a bug in a plugin must cost one attempt, not the scheduler
             log.exception("scheduling %s failed", pod.key)
-            self._failure(fwk, qpi, Status.from_error(exc), None)
+            self._failure(fwk, qpi, Status.from_error(exc), None, start=start)
             return
         host = result.suggested_host
         assumed = self._assume(pod, host)
@@ -371,13 +395,13 @@ class Scheduler:
         if reserved is not None:
             fwk.run_reserve_plugins_unreserve(state, assumed, host)
             self.cache.forget_pod(assumed)
-            self._failure(fwk, qpi, reserved, self._single_node_fit_error(pod, host, reserved))
+            self._failure(fwk, qpi, reserved, self._single_node_fit_error(pod, host, reserved), start=start)
             return
         permit = fwk.run_permit_plugins(state, assumed, host)
         if permit is not None and permit.code != Code.WAIT:
             fwk.run_reserve_plugins_unreserve(state, assumed, host)
             self.cache.forget_pod(assumed)
-            self._failure(fwk, qpi, permit, self._single_node_fit_error(pod, host, permit))
+            self._failure(fwk, qpi, permit, self._single_node_fit_error(pod, host, permit), start=start)
             return
         task = asyncio.ensure_future(self._binding_cycle(fwk, state, qpi, assumed, result, start))
         self._binding_tasks.add(task)
@@ -414,7 +438,7 @@ class Scheduler:
                 err = self._single_node_fit_error(qpi.pod_info, host, status)
                 if err is not None:
                     err.diagnosis.unschedulable_plugins = {status.plugin} if status.plugin else set()
-                self._binding_failed(fwk, state, qpi, assumed, host, status, err)
+                self._binding_failed(fwk, state, qpi, assumed, host, status, err, start=start)
                 return
             self.queue.done(assumed.uid)
             status = await fwk.run_pre_bind_plugins(state, assumed, host)
@@ -422,14 +446,15 @@ class Scheduler:
                 status = await fwk.run_bind_plugins(state, assumed, host)
             self.cache.finish_binding(assumed)
             if status is not None:
-                self._binding_failed(fwk, state, qpi, assumed, host, status, None)
+                self._binding_failed(fwk, state, qpi, assumed, host, status, None, start=start)
                 return
             self.scheduled += 1
+            self.metrics.attempt("scheduled", fwk.profile_name, time.perf_counter() - start)
             self._event(assumed, "Normal", "Scheduled", f"Successfully assigned {assumed.key} to {host}")
             fwk.run_post_bind_plugins(state, assumed, host)
         except Exception as exc:
             log.exception("binding %s failed", assumed.key)
-            self._binding_failed(fwk, state, qpi, assumed, host, Status.from_error(exc), None)
+            self._binding_failed(fwk, state, qpi, assumed, host, Status.from_error(exc), None, start=start)
 
     def _binding_failed(
         self,
@@ -440,11 +465,13 @@ class Scheduler:
         host: str,
         status: Status,
         err: FitError | None,
+        *,
+        start: float | None = None,
     ) -> None:
         fwk.run_reserve_plugins_unreserve(state, assumed, host)
         self.cache.forget_pod(assumed)
         self.queue.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_DELETE, assumed.pod, None)
-        self._failure(fwk, qpi, status, err)
+        self._failure(fwk, qpi, status, err, start=start)
 
     # --- failures (handleSchedulingFailure) ------------------------------------------------------------------
 
@@ -455,11 +482,17 @@ class Scheduler:
         status: Status,
         err: FitError | None,
         nominating: PostFilterResult | None = None,
+        *,
+        start: float | None = None,
     ) -> None:
         """Upstream ``handleSchedulingFailure``: requeue, record the nomination (``nominating`` None leaves it as
-        the pod's status says; a result overrides it, ``""`` clears it), event, PodScheduled condition."""
+        the pod's status says; a result overrides it, ``""`` clears it), event, PodScheduled condition. With the
+        attempt's ``start`` (``time.perf_counter()``), counts the attempt as unschedulable or error."""
         pod = qpi.pod_info
         rejected = status.is_rejected()
+        if start is not None:
+            result = "unschedulable" if rejected else "error"
+            self.metrics.attempt(result, fwk.profile_name, time.perf_counter() - start)
         reason = "Unschedulable" if rejected else "SchedulerError"
         message = str(err) if err is not None else status.message()
         if err is not None:
@@ -518,6 +551,7 @@ class Scheduler:
 
     def _event(self, pod: PodInfo, event_type: str, reason: str, message: str) -> None:
         obj = {"apiVersion": "v1", "kind": "Pod", "metadata": pod.pod.get("metadata") or {}}
-        task = asyncio.ensure_future(self.recorder.event(obj, event_type, reason, message))
+        recorder = self._recorders.get(pod.scheduler_name, self.recorder)
+        task = asyncio.ensure_future(recorder.event(obj, event_type, reason, message))
         self._binding_tasks.add(task)
         task.add_done_callback(self._binding_tasks.discard)

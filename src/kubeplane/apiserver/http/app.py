@@ -13,11 +13,13 @@ import asyncio
 import contextlib
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
 import orjson
+from prometheus_client import CollectorRegistry
 
 from kubeplane.api.patch import json_merge_patch
 from kubeplane.api.resources import ResourceInfo
@@ -27,6 +29,9 @@ from kubeplane.apiserver.errors import APIError
 from kubeplane.apiserver.listing import ListOptions, WatchOptions, list_objects, open_watch, validate_list_options
 from kubeplane.apiserver.registry import Registry
 from kubeplane.apiserver.watchcache import CacheWatcher, WatchEvent
+from kubeplane.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from kubeplane.metrics import APIServerMetrics, exposition
+from kubeplane.metrics.apiserver import clean_scope, reported_verb
 
 from . import negotiation
 from .discovery import AGGREGATED_V2, Discovery, wants_aggregated
@@ -42,6 +47,10 @@ MAX_BODY = 3 * 1024 * 1024
 BODY_TYPES = ("application/json", "", negotiation.PROTOBUF)
 OPEN_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
 NOT_FOUND_MESSAGE = "the server could not find the requested resource"
+METRICS_PATH = "/metrics"
+_INFO = "kubeplane.request_info"  # the parsed RequestInfo, left in the ASGI scope for the request metrics
+_NON_RESOURCE_LABELS = frozenset({*OPEN_PATHS, "/api", "/apis"})
+_perf = time.perf_counter
 VERSION = {
     "major": "1",
     "minor": "37",
@@ -115,7 +124,9 @@ class APIServerApp:
         max_body: int = MAX_BODY,
         bookmark_interval: float = 5.0,
         rng: random.Random | None = None,
+        metrics_registry: CollectorRegistry | None = None,
     ) -> None:
+        """``metrics_registry``: where the request metrics live (default: the process-wide registry)."""
         self.registry = registry
         self.tokens = tokens
         self.max_body = max_body
@@ -124,6 +135,7 @@ class APIServerApp:
         self.openapi = negotiation.OpenAPIDocuments(registry.table)
         self.rng = rng or random.Random()
         self.watchers: set[CacheWatcher] = set()
+        self.metrics = APIServerMetrics.for_registry(metrics_registry)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -133,13 +145,64 @@ class APIServerApp:
             return
         if scope["type"] != "http":
             return
+        start = _perf()
+        code = 0
+
+        async def send_counted(message: dict[str, Any]) -> None:
+            nonlocal code
+            if message["type"] == "http.response.start":
+                code = message["status"]
+            await send(message)
+
         try:
-            await self._handle(scope, receive, send)
+            await self._handle(scope, receive, send_counted)
         except APIError as exc:
-            await _send_json(send, exc.code, exc.status)
+            await _send_json(send_counted, exc.code, exc.status)
         except Exception as exc:  # a 500 for user input is a bug: log it, keep serving
             log.exception("internal error serving %s %s", scope.get("method"), scope.get("path"))
-            await _send_json(send, 500, errors.internal(type(exc).__name__).status)
+            await _send_json(send_counted, 500, errors.internal(type(exc).__name__).status)
+        finally:
+            if scope["path"] != METRICS_PATH:  # as upstream, scrapes are not counted
+                self._record(scope, code, _perf() - start)
+
+    def _record(self, scope: Scope, code: int, seconds: float) -> None:
+        """apiserver_request_total / apiserver_request_duration_seconds with upstream's labels. Unknown resources
+        and paths are not used as label values (a client could otherwise grow the label set without bound)."""
+        method: str = scope["method"]
+        info: RequestInfo | None = scope.get(_INFO)
+        dry_run = "All" if b"dryRun=All" in scope.get("query_string", b"") else ""
+        if info is not None and info.is_resource and self._served(info):
+            sc = clean_scope(is_resource=True, verb=info.verb, namespace=info.namespace, name=info.name)
+            content_type = ""
+            if method == "PATCH":
+                for name, value in scope["headers"]:
+                    if name.lower() == b"content-type":
+                        content_type = value.decode("latin-1").split(";", 1)[0].strip().lower()
+            verb = reported_verb(method, sc, watch=info.verb == "watch", content_type=content_type)
+            group, version, resource, sub = info.group, info.version, info.resource, info.subresource
+        else:
+            path: str = scope["path"]
+            if path not in _NON_RESOURCE_LABELS:
+                first = path.strip("/").split("/", 1)[0]
+                path = f"/{first}/*" if first in ("api", "apis", "openapi") else "other"
+            sc, verb = "", reported_verb(method, "", watch=False)
+            group, version, resource, sub = "", "", "", path
+        self.metrics.request(
+            verb=verb,
+            dry_run=dry_run,
+            group=group,
+            version=version,
+            resource=resource,
+            subresource=sub,
+            scope=sc,
+            code=code,
+            seconds=seconds,
+        )
+
+    def _served(self, info: RequestInfo) -> bool:
+        if info.group == "" and info.resource == "bindings":
+            return True
+        return self.registry.table.get(info.group, info.version, info.resource) is not None
 
     def _frames(self, resource: ResourceInfo, events: list[WatchEvent], request: Request, as_table: bool) -> bytes:
         if not as_table:
@@ -168,6 +231,11 @@ class APIServerApp:
         if path in ("/healthz", "/livez", "/readyz"):
             await _send(send, 200, b"ok", "text/plain; charset=utf-8")
             return
+        if path == METRICS_PATH:
+            if scope["method"] not in ("GET", "HEAD"):
+                raise errors.method_not_allowed(scope["method"], path)
+            await _send(send, 200, exposition(self.metrics.registry), METRICS_CONTENT_TYPE)
+            return
         if path == "/version":
             await _send_json(send, 200, VERSION)
             return
@@ -176,6 +244,7 @@ class APIServerApp:
             info = parse_request(scope["method"], scope.get("raw_path", b"").decode("latin-1") or path, watch=watch)
         except BadPath as exc:
             raise errors.bad_request(str(exc)) from None
+        scope[_INFO] = info
         request = Request(scope, receive, info, query)
         _check_accept(request.headers.get("accept", ""))
         if not info.is_resource:
@@ -403,6 +472,7 @@ class APIServerApp:
             await send({"type": "http.response.body", "body": frame, "more_body": False})
             return
         self.watchers.add(watcher)
+        self.metrics.watcher_added(resource.group, resource.version, resource.kind)
         disconnected = asyncio.ensure_future(_wait_disconnect(request.receive))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -438,6 +508,7 @@ class APIServerApp:
             disconnected.cancel()
             cache.remove_watcher(watcher)
             self.watchers.discard(watcher)
+            self.metrics.watcher_removed(resource.group, resource.version, resource.kind)
 
 
 def _bookmark(resource: ResourceInfo, revision: int) -> dict[str, Any]:

@@ -526,6 +526,17 @@ class SchedulingQueue:
         summary = f"activeQ:{len(active)}; backoffQ:{len(backoff)}; unschedulablePods:{len(unschedulable)}"
         return active + backoff + unschedulable, summary
 
+    def pending_pod_counts(self) -> dict[str, int]:
+        """Pods per ``scheduler_pending_pods`` queue label; ``gated`` pods (PreEnqueue said no, never attempted)
+        are counted apart from the ``unschedulable`` ones. O(unschedulable pods): called at scrape time."""
+        gated = sum(1 for qpi in self._unschedulable.values() if qpi.gated)
+        return {
+            "active": len(self._active),
+            "backoff": len(self._backoff),
+            "unschedulable": len(self._unschedulable) - gated,
+            "gated": gated,
+        }
+
     def __len__(self) -> int:
         return len(self._active) + len(self._backoff) + len(self._unschedulable)
 

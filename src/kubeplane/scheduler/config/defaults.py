@@ -84,6 +84,7 @@ class RawConfig:
     leader_election: dict[str, Any] = field(default_factory=dict)
     delay_cache_until_active: bool = False
     unsupported: list[str] = field(default_factory=list)
+    out_of_tree_registry: dict[str, str] = field(default_factory=dict)
 
 
 def _enabled_names(plugins: Plugins) -> list[str]:
@@ -164,4 +165,5 @@ def apply_defaults(raw: RawConfig) -> KubeSchedulerConfiguration:
         leader_election=_leader_election(raw.leader_election),
         delay_cache_until_active=raw.delay_cache_until_active,
         extenders=(),
+        out_of_tree_registry=MappingProxyType(dict(raw.out_of_tree_registry)),
     )

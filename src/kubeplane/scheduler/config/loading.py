@@ -8,6 +8,10 @@ too. Decoding problems are all reported together and stop there (a half-read fil
 meaningfully); otherwise the configuration is defaulted (:mod:`.defaults`) and every validation problem is
 reported together (:mod:`.validation`).
 
+kubeplane extension: ``outOfTreeRegistry`` (top level), an object of plugin name -> ``"package.module:Attribute"``
+naming an out-of-tree plugin class or factory (see ``docs/scheduler-plugins.md``); validated here, imported
+only when profiles are built.
+
 Accepted but not kept: ``enableProfiling``/``enableContentionProfiling`` (kubeplane serves no pprof). Refused
 with a ``Forbidden`` error: ``extenders`` (see :mod:`.validation`), ``percentageOfPlacementsToScore`` and the
 workload-scheduling plugin points (``placementGenerate``, ``placementScore``, ``placementFeasible``,
@@ -175,10 +179,29 @@ def decode(data: Mapping[str, Any]) -> RawConfig:
     elif extenders:
         detail = "extenders are not supported by kubeplane; implement the extension as a scheduler plugin"
         raw.unsupported.append(_forbidden(f.at("extenders"), detail))
+    raw.out_of_tree_registry = _out_of_tree_registry(f)
     f.finish()
     if errs:
         raise ConfigError(dict.fromkeys(errs))
     return raw
+
+
+def _out_of_tree_registry(f: Fields) -> dict[str, str]:
+    """The kubeplane extension ``outOfTreeRegistry``: an object of plugin name -> import path string."""
+    value = f.raw("outOfTreeRegistry")
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        f.errs.append(str(fielderr.type_invalid(f.at("outOfTreeRegistry"), value, detail="must be of type object")))
+        return {}
+    out: dict[str, str] = {}
+    for name, spec in value.items():
+        if isinstance(spec, str):
+            out[str(name)] = spec
+        else:
+            at = f.at("outOfTreeRegistry").child(str(name))
+            f.errs.append(str(fielderr.type_invalid(at, spec, detail="must be of type string")))
+    return out
 
 
 def parse_config(data: Mapping[str, Any]) -> KubeSchedulerConfiguration:

@@ -205,7 +205,9 @@ class KubeSchedulerConfiguration:
     """The whole scheduler configuration (v1 ``KubeSchedulerConfiguration``), defaulted and validated.
 
     ``percentage_of_nodes_to_score`` None means adaptive (upstream's 0). ``extenders`` is always empty:
-    kubeplane rejects extenders (see :mod:`kubeplane.scheduler.config.validation`).
+    kubeplane rejects extenders (see :mod:`kubeplane.scheduler.config.validation`). ``out_of_tree_registry`` is
+    the kubeplane extension ``outOfTreeRegistry``: plugin name -> ``"package.module:Attribute"`` import path,
+    loaded when profiles are built (:func:`kubeplane.scheduler.plugins.registry.registry_for`).
     """
 
     parallelism: int
@@ -217,6 +219,7 @@ class KubeSchedulerConfiguration:
     leader_election: LeaderElection
     delay_cache_until_active: bool = False
     extenders: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
+    out_of_tree_registry: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), hash=False)
 
     def profile(self, scheduler_name: str) -> Profile | None:
         """The profile named ``scheduler_name``, or None."""

@@ -14,13 +14,15 @@ kubeplane's rules beyond upstream's, and where a message differs:
     * a repeated profile name shows the first profile's path (``Duplicate value: profiles[0].schedulerName``),
       which is what upstream means to print (its ``*field.Path`` bad value renders as ``{}``); as upstream, the
       path is that of the latest earlier profile with the name;
-    * removed plugins (EBSLimits, ...) are reported in ``multiPoint`` too, and at the file's own indexes.
+    * removed plugins (EBSLimits, ...) are reported in ``multiPoint`` too, and at the file's own indexes;
+    * the kubeplane extension ``outOfTreeRegistry`` must map plugin names to ``package.module:Attribute``.
 Checks that need the plugin registry (unknown names, one queueSort, a bind plugin, all profiles resolving to
 the same queue sort) belong to :func:`~.plugins.resolve_plugins` and :func:`~.plugins.validate_queue_sort_shared`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -206,5 +208,27 @@ def validate(raw: RawConfig, cfg: KubeSchedulerConfiguration) -> list[str]:
         errs.append(
             _invalid(at, cfg.pod_max_backoff_seconds, "must be greater than or equal to PodInitialBackoffSeconds")
         )
+    errs.extend(_out_of_tree_registry(raw))
     errs.extend(raw.unsupported)
     return list(dict.fromkeys(errs))
+
+
+_IDENT: Final = r"[A-Za-z_][A-Za-z0-9_]*"
+_IMPORT_PATH: Final = re.compile(rf"{_IDENT}(\.{_IDENT})*:{_IDENT}(\.{_IDENT})*")
+
+
+def _out_of_tree_registry(raw: RawConfig) -> list[str]:
+    """kubeplane's ``outOfTreeRegistry``: non-empty plugin names, each mapped to ``package.module:Attribute``.
+
+    Only the form is checked here; importing happens when profiles are built, so a configuration can be
+    validated without running plugin code.
+    """
+    errs: list[str] = []
+    base = fielderr.new_path("outOfTreeRegistry")
+    for name, spec in raw.out_of_tree_registry.items():
+        at = base.child(name) if name else base
+        if not name.strip():
+            errs.append(_invalid(at, name, "plugin name must not be empty"))
+        if not _IMPORT_PATH.fullmatch(spec):
+            errs.append(_invalid(at, spec, 'must be an import path "package.module:Attribute"'))
+    return errs

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from kubeplane.metrics import SchedulerMetrics
 from kubeplane.scheduler.framework.handle import Handle
 from kubeplane.scheduler.framework.interface import (
     MAX_NODE_SCORE,
@@ -57,6 +59,13 @@ from kubeplane.scheduler.framework.registry import Registry
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo, QueuedPodInfo
 
 __all__ = ["Framework", "NodePluginScores", "WaitingPod"]
+
+_perf = time.perf_counter
+
+
+def _label(status: Status | None) -> str:
+    """The ``status`` label of a metric: upstream's ``Code.String()``, ``Success`` for no status."""
+    return "Success" if status is None else status.code.label
 
 
 @dataclass(slots=True)
@@ -93,7 +102,12 @@ def _wrap(point: str, plugin: str, status: Status) -> Status:
 
 
 class Framework:
-    """The plugins of one profile. ``points`` maps each extension point to ``[(name, weight)]`` in order."""
+    """The plugins of one profile. ``points`` maps each extension point to ``[(name, weight)]`` in order.
+
+    ``metrics`` (set by the scheduler) times each extension point once per cycle (never per node: Filter is
+    timed by neither) and, in cycles whose ``CycleState.record_metrics`` is set, each plugin."""
+
+    metrics: SchedulerMetrics | None = None
 
     def __init__(
         self,
@@ -145,6 +159,22 @@ class Framework:
             normalize_vector = getattr(plugin, "normalize_vector", None)
             if isinstance(plugin, VectorScorePlugin) and (ext is None or normalize_vector is not None):
                 self._vector_score[plugin.name()] = (plugin.score_vector, normalize_vector)
+
+    # --- metrics -------------------------------------------------------------------------------------
+
+    def _point_done(self, point: str, status: Status | None, start: float) -> None:
+        metrics = self.metrics
+        if metrics is not None:
+            metrics.extension_point(point, _label(status), self.profile_name, _perf() - start)
+
+    def _plugin_done(self, name: str, point: str, status: Status | None, start: float) -> None:
+        """One plugin's run in a sampled cycle (callers pass ``start`` 0.0 when the cycle is not sampled)."""
+        metrics = self.metrics
+        if start and metrics is not None:
+            metrics.plugin(name, point, _label(status), _perf() - start)
+
+    def _sampled(self, state: CycleState) -> bool:
+        return state.record_metrics and self.metrics is not None
 
     # --- introspection -------------------------------------------------------------------------------
 
@@ -207,16 +237,28 @@ class Framework:
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
         """Returns the merged PreFilterResult, the status, and the plugins that rejected the pod."""
+        start = _perf()
+        out = self._run_pre_filter_plugins(state, pod, nodes)
+        self._point_done("PreFilter", out[1], start)
+        return out
+
+    def _run_pre_filter_plugins(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
+        sampled = self._sampled(state)
         result: PreFilterResult | None = None
         plugins_with_nodes: list[str] = []
         returned: Status | None = None
         rejected: set[str] = set()
         for plugin in self.pre_filter_plugins:
             name = plugin.name()
+            t0 = _perf() if sampled else 0.0
             try:
                 r, status = plugin.pre_filter(state, pod, nodes)
             except Exception as exc:  # a plugin bug must not kill the scheduler
                 return None, _wrap("PreFilter", name, Status.from_error(exc)), rejected
+            if t0:
+                self._plugin_done(name, "PreFilter", status, t0)
             if status is not None and status.code == Code.SKIP:
                 state.skip_filter_plugins.add(name)
                 continue
@@ -337,10 +379,22 @@ class Framework:
     def run_post_filter_plugins(
         self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status | None]:
+        start = _perf()
+        out = self._run_post_filter_plugins(state, pod, statuses)
+        self._point_done("PostFilter", out[1], start)
+        return out
+
+    def _run_post_filter_plugins(
+        self, state: CycleState, pod: PodInfo, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status | None]:
         reasons: list[str] = []
         result: PostFilterResult | None = None
+        sampled = self._sampled(state)
         for plugin in self.post_filter_plugins:
+            t0 = _perf() if sampled else 0.0
             r, status = plugin.post_filter(state, pod, statuses)
+            if t0:
+                self._plugin_done(plugin.name(), "PostFilter", status, t0)
             if status is None or status.code == Code.SUCCESS:
                 return r, status
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -355,8 +409,18 @@ class Framework:
     # --- Score -------------------------------------------------------------------------------------------
 
     def run_pre_score_plugins(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+        start = _perf()
+        status = self._run_pre_score_plugins(state, pod, nodes)
+        self._point_done("PreScore", status, start)
+        return status
+
+    def _run_pre_score_plugins(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+        sampled = self._sampled(state)
         for plugin in self.pre_score_plugins:
+            t0 = _perf() if sampled else 0.0
             status = plugin.pre_score(state, pod, nodes)
+            if t0:
+                self._plugin_done(plugin.name(), "PreScore", status, t0)
             if status is None or status.code == Code.SUCCESS:
                 continue
             if status.code == Code.SKIP:
@@ -397,9 +461,21 @@ class Framework:
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[list[NodePluginScores], Status | None]:
         """Weighted scores per node (upstream ``RunScorePlugins``)."""
+        start = _perf()
+        out = self._run_score_plugins(state, pod, nodes)
+        self._point_done("Score", out[1], start)
+        return out
+
+    def _run_score_plugins(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[NodePluginScores], Status | None]:
         result = [NodePluginScores(n.name) for n in nodes]
+        sampled = self._sampled(state)
         for plugin in self.active_score_plugins(state):
+            t0 = _perf() if sampled else 0.0
             scores = self.raw_scores(state, pod, plugin, nodes)
+            if t0:
+                self._plugin_done(plugin.name(), "Score", scores if isinstance(scores, Status) else None, t0)
             if isinstance(scores, Status):
                 return [], scores
             status = self.normalize(state, pod, plugin, scores)
@@ -417,13 +493,25 @@ class Framework:
         self, state: CycleState, pod: PodInfo, rows: Any, nodes: Sequence[NodeInfo], table: Any
     ) -> tuple[Any, Status | None]:
         """Totals for ``rows`` of ``table`` as an int64 array, using score_vector where a plugin offers it."""
+        start = _perf()
+        out = self._vector_scores(state, pod, rows, nodes, table)
+        self._point_done("Score", out[1], start)
+        return out
+
+    def _vector_scores(
+        self, state: CycleState, pod: PodInfo, rows: Any, nodes: Sequence[NodeInfo], table: Any
+    ) -> tuple[Any, Status | None]:
         total = np.zeros(len(rows), np.int64)
+        sampled = self._sampled(state)
         for plugin in self.active_score_plugins(state):
             weight = self.score_weights.get(plugin.name(), 1)
             vector = self._vector_score.get(plugin.name())
             if vector is not None:
                 score_vector, normalize_vector = vector
+                t0 = _perf() if sampled else 0.0
                 raw = score_vector(state, pod, table, rows)
+                if t0:
+                    self._plugin_done(plugin.name(), "Score", None, t0)
                 if normalize_vector is not None:
                     raw = normalize_vector(state, pod, raw)
                 if len(raw):
@@ -438,7 +526,10 @@ class Framework:
                     )
                 total += raw * weight
                 continue
+            t0 = _perf() if sampled else 0.0
             scores = self.raw_scores(state, pod, plugin, nodes)
+            if t0:
+                self._plugin_done(plugin.name(), "Score", scores if isinstance(scores, Status) else None, t0)
             if isinstance(scores, Status):
                 return total, scores
             status = self.normalize(state, pod, plugin, scores)
@@ -450,8 +541,18 @@ class Framework:
     # --- Reserve / Permit / Bind ---------------------------------------------------------------------------
 
     def run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        start = _perf()
+        status = self._run_reserve_plugins_reserve(state, pod, node_name)
+        self._point_done("Reserve", status, start)
+        return status
+
+    def _run_reserve_plugins_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        sampled = self._sampled(state)
         for plugin in self.reserve_plugins:
+            t0 = _perf() if sampled else 0.0
             status = plugin.reserve(state, pod, node_name)
+            if t0:
+                self._plugin_done(plugin.name(), "Reserve", status, t0)
             if status is not None and status.code != Code.SUCCESS:
                 if status.is_rejected():
                     return status.with_plugin(plugin.name())
@@ -460,13 +561,25 @@ class Framework:
 
     def run_reserve_plugins_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         """Unreserve in reverse order, as upstream."""
+        start = _perf()
         for plugin in reversed(self.reserve_plugins):
             plugin.unreserve(state, pod, node_name)
+        self._point_done("Unreserve", None, start)
 
     def run_permit_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        start = _perf()
+        status = self._run_permit_plugins(state, pod, node_name)
+        self._point_done("Permit", status, start)
+        return status
+
+    def _run_permit_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         pending: dict[str, float] = {}
+        sampled = self._sampled(state)
         for plugin in self.permit_plugins:
+            t0 = _perf() if sampled else 0.0
             status, timeout = plugin.permit(state, pod, node_name)
+            if t0:
+                self._plugin_done(plugin.name(), "Permit", status, t0)
             if status is None or status.code == Code.SUCCESS:
                 continue
             name = plugin.name()
@@ -505,10 +618,20 @@ class Framework:
         waiting.reject(plugin, f"rejected due to timeout after waiting {timeout:g}s at plugin {plugin}")
 
     async def run_pre_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        start = _perf()
+        status = await self._run_pre_bind_plugins(state, pod, node_name)
+        self._point_done("PreBind", status, start)
+        return status
+
+    async def _run_pre_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        sampled = self._sampled(state)
         for plugin in self.pre_bind_plugins:
             if plugin.name() in state.skip_pre_bind_plugins:
                 continue
+            t0 = _perf() if sampled else 0.0
             status = await plugin.pre_bind(state, pod, node_name)
+            if t0:
+                self._plugin_done(plugin.name(), "PreBind", status, t0)
             if status is not None and status.code not in (Code.SUCCESS, Code.SKIP):
                 if status.is_rejected():
                     return status.with_plugin(plugin.name())
@@ -516,11 +639,21 @@ class Framework:
         return None
 
     async def run_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        start = _perf()
+        status = await self._run_bind_plugins(state, pod, node_name)
+        self._point_done("Bind", status, start)
+        return status
+
+    async def _run_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         if not self.bind_plugins:
             return Status(Code.SKIP)
         status: Status | None = None
+        sampled = self._sampled(state)
         for plugin in self.bind_plugins:
+            t0 = _perf() if sampled else 0.0
             status = await plugin.bind(state, pod, node_name)
+            if t0:
+                self._plugin_done(plugin.name(), "Bind", status, t0)
             if status is not None and status.code == Code.SKIP:
                 continue
             if status is not None and status.code != Code.SUCCESS:
@@ -531,5 +664,7 @@ class Framework:
         return status
 
     def run_post_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        start = _perf()
         for plugin in self.post_bind_plugins:
             plugin.post_bind(state, pod, node_name)
+        self._point_done("PostBind", None, start)

@@ -226,6 +226,9 @@ class DefaultPreemption:
     def post_filter(
         self, state: CycleState, pod: PodInfo, filtered_node_status: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status | None]:
+        fwk = self.handle.framework
+        if fwk is not None and fwk.metrics is not None:  # upstream counts every PostFilter call
+            fwk.metrics.preemption_attempt()
         result, status = self.preempt(state, pod, filtered_node_status)
         outcome = state.get(OUTCOME_KEY)
         message = status.message() if status is not None else ""
@@ -258,6 +261,9 @@ class DefaultPreemption:
         if best is None:
             return None, Status.unschedulable("no candidate node for preemption")
         state.write(OUTCOME_KEY, PreemptionOutcome(best.name, candidates))
+        fwk = self.handle.framework
+        if fwk is not None and fwk.metrics is not None:  # as upstream, when the candidate's preparation starts
+            fwk.metrics.preemption(len(best.victims))
         self.prepare_candidate(best, pod)
         return PostFilterResult(best.name), None
 

@@ -1,7 +1,9 @@
-"""The in-tree plugins kubeplane implements, by upstream name (upstream ``plugins/registry.go``)."""
+"""The in-tree plugins kubeplane implements, by upstream name (upstream ``plugins/registry.go``), and the
+registry a configuration runs with: those plus the out-of-tree plugins (:mod:`.out_of_tree`)."""
 
 from __future__ import annotations
 
+from kubeplane.scheduler.config import UPSTREAM_IN_TREE_PLUGINS, ConfigError, KubeSchedulerConfiguration
 from kubeplane.scheduler.framework.registry import Registry
 from kubeplane.scheduler.plugins import (
     default_binder,
@@ -19,8 +21,9 @@ from kubeplane.scheduler.plugins import (
     scheduling_gates,
     taint_toleration,
 )
+from kubeplane.scheduler.plugins.out_of_tree import load_entry_points, load_import_paths
 
-__all__ = ["new_in_tree_registry"]
+__all__ = ["new_in_tree_registry", "registry_for"]
 
 _MODULES = (
     scheduling_gates,
@@ -49,6 +52,31 @@ def new_in_tree_registry() -> Registry:
             v for v in vars(module).values() if isinstance(v, type) and getattr(v, "name", None) and _named(v, name)
         )
         registry.register(name, cls, module.new)
+    return registry
+
+
+def registry_for(config: KubeSchedulerConfiguration, base: Registry | None = None) -> Registry:
+    """The registry ``config`` runs with: ``base`` plus the plugins of ``config.out_of_tree_registry``.
+
+    Without ``base``: the in-tree plugins, then every plugin of the ``kubeplane.scheduler.plugins`` entry points,
+    then the configuration's ``outOfTreeRegistry``, the way ``kubeplane scheduler`` and ``kubeplane explain`` load
+    plugins. A given ``base`` is used as is (its owner chose the plugins; entry points are not scanned) and is
+    never modified. No out-of-tree plugin may take the name of an in-tree plugin, kubeplane's or upstream's (a
+    configuration must mean the same to kube-scheduler), nor a name registered already. Raises
+    :class:`ConfigError` with one line per problem.
+    """
+    if base is not None and not config.out_of_tree_registry:
+        return base
+    registry = Registry()
+    errors: list[str] = []
+    if base is None:
+        registry.merge(new_in_tree_registry())
+        load_entry_points(registry, UPSTREAM_IN_TREE_PLUGINS, errors)
+    else:
+        registry.merge(base)
+    load_import_paths(registry, config.out_of_tree_registry, UPSTREAM_IN_TREE_PLUGINS, errors)
+    if errors:
+        raise ConfigError(errors)
     return registry
 
 
