@@ -46,15 +46,20 @@ class Server:
         return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.kill(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        stop_process(self.process)
         if self.log is not None:
             self.log.close()
+
+
+def stop_process(process: subprocess.Popen[bytes], timeout: float = 20) -> None:
+    """SIGTERM a process this test started (by its PID), SIGKILL it if it has not exited within ``timeout``."""
+    if process.poll() is None:
+        os.kill(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait()
 
 
 def start_server(data_dir: Path, *extra: str, tls: bool = False) -> Server:

@@ -22,7 +22,7 @@ from kubeplane.cli.main import normalize_bool_flags
 from kubeplane.cli.scheduling import CLIError, LeaderElectionFlags, apply_leader_election_flags
 from kubeplane.client.http import HTTPClient
 from kubeplane.scheduler.config.types import LeaderElection
-from tests.apiserver.conftest import Server, start_server
+from tests.apiserver.conftest import Server, start_server, stop_process
 
 KUBEPLANE = [sys.executable, "-m", "kubeplane.cli.main"]
 
@@ -121,13 +121,7 @@ class Replica:
         return found.group(1) if found else None
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.kill(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        stop_process(self.process)
         self.log.close()
 
 

@@ -7,11 +7,11 @@ LIST (a collection) by scope, WATCH for ``?watch=true``, APPLY for a server-side
 
 from __future__ import annotations
 
-import threading
-import weakref
 from typing import Any
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from ._per_registry import PerRegistry
 
 __all__ = ["REQUEST_DURATION_BUCKETS", "APIServerMetrics", "clean_scope", "reported_verb"]
 
@@ -48,10 +48,6 @@ def reported_verb(method: str, scope: str, *, watch: bool, content_type: str = "
     return verb if verb in VALID_VERBS else "other"
 
 
-_lock = threading.Lock()
-_by_registry: weakref.WeakKeyDictionary[CollectorRegistry, APIServerMetrics] = weakref.WeakKeyDictionary()
-
-
 class APIServerMetrics:
     """The API server's metrics on one registry. Use :meth:`for_registry` (metrics register once per registry)."""
 
@@ -84,13 +80,7 @@ class APIServerMetrics:
     @classmethod
     def for_registry(cls, registry: CollectorRegistry | None = None) -> APIServerMetrics:
         """The API server metrics of ``registry`` (default: the process-wide ``prometheus_client.REGISTRY``)."""
-        target = registry if registry is not None else REGISTRY
-        with _lock:
-            metrics = _by_registry.get(target)
-            if metrics is None:
-                metrics = cls(target)
-                _by_registry[target] = metrics
-        return metrics
+        return _SETS.get(registry)
 
     def request(
         self,
@@ -120,3 +110,6 @@ class APIServerMetrics:
 
     def watcher_removed(self, group: str, version: str, kind: str) -> None:
         self.registered_watchers.labels(group, version, kind).dec()
+
+
+_SETS: PerRegistry[APIServerMetrics] = PerRegistry(APIServerMetrics)

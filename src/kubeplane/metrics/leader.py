@@ -2,33 +2,30 @@
 
 from __future__ import annotations
 
-import threading
-import weakref
+from prometheus_client import CollectorRegistry, Gauge
 
-from prometheus_client import REGISTRY, CollectorRegistry, Gauge
+from ._per_registry import PerRegistry
 
 __all__ = ["leader_election_master_status", "set_leader_status"]
 
-_lock = threading.Lock()
-_gauges: weakref.WeakKeyDictionary[CollectorRegistry, Gauge] = weakref.WeakKeyDictionary()
+
+def _gauge(registry: CollectorRegistry) -> Gauge:
+    return Gauge(
+        "leader_election_master_status",
+        "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, "
+        "1 indicates master. 'name' is the string used to identify the lease. Please make sure to "
+        "group by name.",
+        ["name"],
+        registry=registry,
+    )
+
+
+_GAUGES: PerRegistry[Gauge] = PerRegistry(_gauge)
 
 
 def leader_election_master_status(registry: CollectorRegistry | None = None) -> Gauge:
     """The gauge on ``registry`` (default: the process-wide one), registered on first use."""
-    target = registry if registry is not None else REGISTRY
-    with _lock:
-        gauge = _gauges.get(target)
-        if gauge is None:
-            gauge = Gauge(
-                "leader_election_master_status",
-                "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, "
-                "1 indicates master. 'name' is the string used to identify the lease. Please make sure to "
-                "group by name.",
-                ["name"],
-                registry=target,
-            )
-            _gauges[target] = gauge
-    return gauge
+    return _GAUGES.get(registry)
 
 
 def set_leader_status(name: str, leading: bool, *, registry: CollectorRegistry | None = None) -> None:

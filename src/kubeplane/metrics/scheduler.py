@@ -12,9 +12,11 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from ._per_registry import PerRegistry
 
 __all__ = [
     "EXTENSION_POINT_BUCKETS",
@@ -84,10 +86,6 @@ class _PendingPods(Collector):
         yield GaugeMetricFamily("scheduler_pending_pods", PENDING_HELP, labels=["queue"])
 
 
-_lock = threading.Lock()
-_by_registry: weakref.WeakKeyDictionary[CollectorRegistry, SchedulerMetrics] = weakref.WeakKeyDictionary()
-
-
 class SchedulerMetrics:
     """The scheduler's metrics on one registry. Use :meth:`for_registry` (metrics register once per registry)."""
 
@@ -141,13 +139,7 @@ class SchedulerMetrics:
     @classmethod
     def for_registry(cls, registry: CollectorRegistry | None = None) -> SchedulerMetrics:
         """The scheduler metrics of ``registry`` (default: the process-wide ``prometheus_client.REGISTRY``)."""
-        target = registry if registry is not None else REGISTRY
-        with _lock:
-            metrics = _by_registry.get(target)
-            if metrics is None:
-                metrics = cls(target)
-                _by_registry[target] = metrics
-        return metrics
+        return _SETS.get(registry)
 
     def add_pending_pods_source(self, source: PendingSource) -> None:
         """``source()`` returns pod counts by queue (``active``, ``backoff``, ``unschedulable``, ``gated``); it is
@@ -186,3 +178,6 @@ class SchedulerMetrics:
 
     def preemption(self, victims: int) -> None:
         self.preemption_victims.observe(float(victims))
+
+
+_SETS: PerRegistry[SchedulerMetrics] = PerRegistry(SchedulerMetrics)
