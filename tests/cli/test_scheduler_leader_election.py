@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from kubeplane.cli.component import CLIError, LeaderElectionFlags, apply_leader_election_flags
 from kubeplane.cli.main import normalize_bool_flags
-from kubeplane.cli.scheduling import CLIError, LeaderElectionFlags, apply_leader_election_flags
 from kubeplane.client.http import HTTPClient
 from kubeplane.scheduler.config.types import LeaderElection
 from tests.apiserver.conftest import Server, start_server, stop_process

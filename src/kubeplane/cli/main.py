@@ -6,7 +6,7 @@ import logging
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -29,6 +29,44 @@ def _root() -> None:
 def _fail(message: str) -> None:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(1)
+
+
+# Options shared by the components that elect a leader and serve metrics (scheduler, controller-manager).
+KubeconfigOpt = Annotated[
+    str | None,
+    typer.Option("--kubeconfig", help="Kubeconfig (default: $KUBECONFIG, then ./.kubeplane/kubeconfig)."),
+]
+VerbosityOpt = Annotated[int, typer.Option("-v", "--v", help="Log verbosity (0-10) as upstream's -v.")]
+LeaderElectOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--leader-elect/--no-leader-elect",
+        help="Run only while holding the Lease (default true, as upstream); --leader-elect=false also works.",
+    ),
+]
+LeaseDurationOpt = Annotated[
+    str | None, typer.Option("--leader-elect-lease-duration", help="Go duration (default 15s).")
+]
+RenewDeadlineOpt = Annotated[
+    str | None, typer.Option("--leader-elect-renew-deadline", help="Go duration (default 10s).")
+]
+RetryPeriodOpt = Annotated[str | None, typer.Option("--leader-elect-retry-period", help="Go duration (default 2s).")]
+ResourceLockOpt = Annotated[
+    str | None, typer.Option("--leader-elect-resource-lock", help="Only 'leases' (the default).")
+]
+ResourceNameOpt = Annotated[
+    str | None, typer.Option("--leader-elect-resource-name", help="Lease name (default: the component's name).")
+]
+ResourceNamespaceOpt = Annotated[
+    str | None, typer.Option("--leader-elect-resource-namespace", help="Lease namespace (default kube-system).")
+]
+BindAddressOpt = Annotated[
+    str, typer.Option("--bind-address", help="Address of the metrics port (default 127.0.0.1; 0.0.0.0 in a pod).")
+]
+
+
+def _metrics_port_opt() -> Any:
+    return typer.Option("--metrics-port", help="Port for /healthz and /metrics on 127.0.0.1 (0: a free port, logged).")
 
 
 @app.command()
@@ -87,50 +125,24 @@ def apiserver(
 
 @app.command()
 def scheduler(
-    kubeconfig: Annotated[
-        str | None,
-        typer.Option("--kubeconfig", help="Kubeconfig (default: $KUBECONFIG, then ./.kubeplane/kubeconfig)."),
-    ] = None,
+    kubeconfig: KubeconfigOpt = None,
     config: Annotated[
         Path | None, typer.Option("--config", help="KubeSchedulerConfiguration file (YAML/JSON).")
     ] = None,
-    verbosity: Annotated[int, typer.Option("-v", "--v", help="Log verbosity (0-10) as kube-scheduler's -v.")] = 0,
-    leader_elect: Annotated[
-        bool | None,
-        typer.Option(
-            "--leader-elect/--no-leader-elect",
-            help="Run only while holding the Lease (default true, as upstream); --leader-elect=false also works.",
-        ),
-    ] = None,
-    lease_duration: Annotated[
-        str | None, typer.Option("--leader-elect-lease-duration", help="Go duration (default 15s).")
-    ] = None,
-    renew_deadline: Annotated[
-        str | None, typer.Option("--leader-elect-renew-deadline", help="Go duration (default 10s).")
-    ] = None,
-    retry_period: Annotated[
-        str | None, typer.Option("--leader-elect-retry-period", help="Go duration (default 2s).")
-    ] = None,
-    resource_lock: Annotated[
-        str | None, typer.Option("--leader-elect-resource-lock", help="Only 'leases' (the default).")
-    ] = None,
-    resource_name: Annotated[
-        str | None, typer.Option("--leader-elect-resource-name", help="Lease name (default kube-scheduler).")
-    ] = None,
-    resource_namespace: Annotated[
-        str | None, typer.Option("--leader-elect-resource-namespace", help="Lease namespace (default kube-system).")
-    ] = None,
-    metrics_port: Annotated[
-        int,
-        typer.Option("--metrics-port", help="Port for /healthz and /metrics on 127.0.0.1 (0: a free port, logged)."),
-    ] = 10259,
-    bind_address: Annotated[
-        str,
-        typer.Option("--bind-address", help="Address of the metrics port (default 127.0.0.1; 0.0.0.0 in a pod)."),
-    ] = "127.0.0.1",
+    verbosity: VerbosityOpt = 0,
+    leader_elect: LeaderElectOpt = None,
+    lease_duration: LeaseDurationOpt = None,
+    renew_deadline: RenewDeadlineOpt = None,
+    retry_period: RetryPeriodOpt = None,
+    resource_lock: ResourceLockOpt = None,
+    resource_name: ResourceNameOpt = None,
+    resource_namespace: ResourceNamespaceOpt = None,
+    metrics_port: Annotated[int, _metrics_port_opt()] = 10259,
+    bind_address: BindAddressOpt = "127.0.0.1",
 ) -> None:
     """Run kube-scheduler against an API server (kubeplane's or any Kubernetes cluster's)."""
-    from kubeplane.cli.scheduling import CLIError, LeaderElectionFlags, run_scheduler
+    from kubeplane.cli.component import CLIError, LeaderElectionFlags
+    from kubeplane.cli.scheduling import run_scheduler
 
     flags = LeaderElectionFlags(
         leader_elect=leader_elect,
@@ -154,6 +166,50 @@ def scheduler(
         _fail(str(exc))
 
 
+@app.command("controller-manager")
+def controller_manager(
+    kubeconfig: KubeconfigOpt = None,
+    controllers: Annotated[
+        str,
+        typer.Option("--controllers", help="Comma-separated: '*' for all, 'name' to enable, '-name' to disable."),
+    ] = "*",
+    verbosity: VerbosityOpt = 0,
+    leader_elect: LeaderElectOpt = None,
+    lease_duration: LeaseDurationOpt = None,
+    renew_deadline: RenewDeadlineOpt = None,
+    retry_period: RetryPeriodOpt = None,
+    resource_lock: ResourceLockOpt = None,
+    resource_name: ResourceNameOpt = None,
+    resource_namespace: ResourceNamespaceOpt = None,
+    metrics_port: Annotated[int, _metrics_port_opt()] = 10257,
+    bind_address: BindAddressOpt = "127.0.0.1",
+) -> None:
+    """Run the controllers (ReplicaSet, Deployment, ...) against an API server, under leader election."""
+    from kubeplane.cli.component import CLIError, LeaderElectionFlags
+    from kubeplane.cli.controller_manager import run_controller_manager
+
+    flags = LeaderElectionFlags(
+        leader_elect=leader_elect,
+        lease_duration=lease_duration,
+        renew_deadline=renew_deadline,
+        retry_period=retry_period,
+        resource_lock=resource_lock,
+        resource_name=resource_name,
+        resource_namespace=resource_namespace,
+    )
+    try:
+        run_controller_manager(
+            kubeconfig=kubeconfig,
+            verbosity=verbosity,
+            controllers=controllers,
+            leader_election=flags,
+            metrics_port=metrics_port,
+            bind_address=bind_address,
+        )
+    except CLIError as exc:
+        _fail(str(exc))
+
+
 @app.command()
 def explain(
     pod: Annotated[str, typer.Option("--pod", help="Pod file, or NS/NAME of a pod in the live cluster.")],
@@ -166,7 +222,8 @@ def explain(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the tie-breaking RNG.")] = 0,
 ) -> None:
     """Explain where a pod would be scheduled and why every other node was rejected or ranked lower."""
-    from kubeplane.cli.scheduling import CLIError, run_explain
+    from kubeplane.cli.component import CLIError
+    from kubeplane.cli.scheduling import run_explain
 
     try:
         run_explain(pod_ref=pod, cluster=cluster, config=config, output=output, kubeconfig=kubeconfig, seed=seed)

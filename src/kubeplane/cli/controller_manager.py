@@ -1,0 +1,74 @@
+"""``kubeplane controller-manager``: every controller against an API server, under leader election.
+
+As kube-controller-manager: ``--controllers`` selects controllers (``*`` all, ``name``, ``-name``); the Lease is
+``kube-system/kube-controller-manager``; /healthz and /metrics are served on ``--metrics-port`` (upstream's secure
+port 10257). Leader election and the metrics port work as for the scheduler (:mod:`kubeplane.cli.component`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from kubeplane.cli.component import (
+    CLIError,
+    LeaderElectionFlags,
+    apply_leader_election_flags,
+    client_config,
+    configure_logging,
+    serve_component,
+)
+from kubeplane.client.errors import ClientError
+
+__all__ = ["run_controller_manager"]
+
+
+def run_controller_manager(
+    *,
+    kubeconfig: str | None,
+    verbosity: int,
+    controllers: str = "*",
+    leader_election: LeaderElectionFlags | None = None,
+    metrics_port: int = 10257,
+    bind_address: str = "127.0.0.1",
+) -> None:
+    from kubeplane.client.http import HTTPClient
+    from kubeplane.controllers.manager import ControllerManager, available_controllers, select_controllers
+    from kubeplane.scheduler.config.types import LeaderElection
+
+    configure_logging(verbosity)
+    try:
+        selected = select_controllers(controllers.split(","), list(available_controllers()))
+    except ValueError as exc:
+        raise CLIError(f"--controllers: {exc}") from None
+    le = apply_leader_election_flags(
+        LeaderElection(resource_name="kube-controller-manager"), leader_election or LeaderElectionFlags()
+    )
+
+    async def main() -> None:
+        base = client_config(kubeconfig)
+        client = HTTPClient(base)
+        elector_client = HTTPClient(base) if le.leader_elect else None
+        try:
+            manager = ControllerManager(client, controllers=selected)
+            try:
+                await serve_component(
+                    component="controller-manager",
+                    le=le,
+                    elector_client=elector_client,
+                    metrics_port=metrics_port,
+                    bind_address=bind_address,
+                    warm_up=manager.start,
+                    work=manager.run,
+                    describe=f"with controllers {', '.join(manager.controllers) or '(none)'}",
+                )
+            finally:
+                await manager.stop()
+        finally:
+            await client.close()
+            if elector_client is not None:
+                await elector_client.close()
+
+    try:
+        asyncio.run(main())
+    except ClientError as exc:
+        raise CLIError(str(exc)) from None
