@@ -289,6 +289,8 @@ class Registry:
             if new == old or dry_run:
                 return new
             gone = new["metadata"].get("deletionTimestamp") and new["metadata"].get("deletionGracePeriodSeconds") == 0
+            if info.kind == "Namespace" and (new.get("spec") or {}).get("finalizers"):
+                gone = False  # upstream ShouldDeleteNamespaceDuringUpdate: spec.finalizers hold a namespace too
             if gone and not new["metadata"].get("finalizers"):  # the last finalizer went: delete (upstream)
                 await self._remove(info, key, current.mod_revision)
                 return new

@@ -144,9 +144,12 @@ class CacheWatcher:
         if self.queue or self.closed:
             return
         self._waiter = asyncio.get_running_loop().create_future()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._waiter), timeout)
-        self._waiter = None
+        try:
+            # asyncio.wait, not wait_for(shield(...)): on Python 3.11 wait_for can swallow a cancellation that
+            # arrives together with the wake-up, and a cancelled watch would then never end.
+            await asyncio.wait({self._waiter}, timeout=timeout)
+        finally:
+            self._waiter = None
 
 
 class WatchCache:

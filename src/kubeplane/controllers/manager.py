@@ -21,7 +21,17 @@ from kubeplane.controllers.base import Controller, ControllerContext
 
 __all__ = ["ControllerManager", "available_controllers", "select_controllers"]
 
-_MODULES: tuple[str, ...] = ()
+_MODULES: tuple[str, ...] = (
+    "replicaset",
+    "deployment",
+    "daemonset",
+    "garbagecollector",
+    "namespace",
+    "disruption",
+    "nodelifecycle",
+    "taint_eviction",
+    "podgc",
+)
 """The controller modules under ``kubeplane.controllers``, each defining one :class:`Controller` subclass."""
 
 

@@ -1,0 +1,858 @@
+"""The DaemonSet controller: one daemon pod on every eligible node (upstream ``pkg/controller/daemon``).
+
+Placement. A node is *eligible* (``shouldRun``) when the DaemonSet's pod, as it would be created for that node,
+fits it: the template's ``nodeName`` (if any) is the node, the pod's ``nodeSelector`` and required node affinity
+match (:func:`kubeplane.api.nodeaffinity.get_required_node_affinity`, the scheduler's own matcher), and every
+NoSchedule/NoExecute taint is tolerated (:func:`kubeplane.api.taints.find_matching_untolerated_taint`). A pod
+already there may *continue running* while only NoSchedule taints are untolerated. Daemon pods get upstream's
+extra tolerations (not-ready/unreachable NoExecute forever; disk/memory/pid-pressure and unschedulable
+NoSchedule; network-unavailable for hostNetwork pods), so node conditions never evict or block them.
+
+Pods are created *unbound*, with their required node affinity replaced by one term ``matchFields
+metadata.name In [node]`` (upstream ``ReplaceDaemonSetPodNodeNameNodeAffinity``), so the scheduler binds them
+to exactly that node; the controller finds a pod's node from ``spec.nodeName`` or, before binding, from that
+term (``GetTargetNodeName``). Each pod has the DaemonSet as controller owner and the label
+``controller-revision-hash``.
+
+Revisions. kubeplane's API server does not serve ``controllerrevisions``, so the controller keeps no history
+objects: the hash is computed directly from the pod template and ``status.collisionCount`` (the Deployment's
+:func:`~kubeplane.controllers.controller_utils.compute_hash`: FNV-32a over the template's canonical
+JSON, safe-encoded). Its values therefore differ from upstream's
+(which hashes Go's printed struct), but it plays the same role: a pod is *updated* when its
+``controller-revision-hash`` (or the deprecated ``pod-template-generation``) matches the current template.
+
+Each sync (upstream ``syncDaemonSet``): skip a selector-everything set (``SelectingAll`` event) or one being
+deleted; if earlier creates/deletes are not yet observed by the informer (*expectations*), only refresh the
+status; otherwise ``manage`` (create missing pods, delete pods on nodes that no longer want them, failed and
+succeeded pods with a per-node backoff, surplus pods, and unbound pods aimed at nodes that no longer exist),
+then for RollingUpdate replace old pods within ``maxUnavailable`` / ``maxSurge`` (OnDelete waits for the user
+to delete them), then write the status counts and ``observedGeneration``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Final
+
+from kubeplane.api import labels as apilabels
+from kubeplane.api.nodeaffinity import get_required_node_affinity
+from kubeplane.api.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, find_matching_untolerated_taint
+from kubeplane.client.errors import APIStatusError, NotFoundError
+from kubeplane.client.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
+from kubeplane.client.interface import Obj
+from kubeplane.controllers.base import Controller, ControllerContext, key_of, split_key
+from kubeplane.controllers.controller_utils import (
+    NAMESPACE_TERMINATING_CAUSE,
+    SLOW_START_INITIAL_BATCH_SIZE,
+    ControllerExpectations,
+    PodControl,
+    compute_hash,
+    get_controller_of,
+    has_status_cause,
+    is_being_deleted,
+    is_pod_available,
+    is_pod_ready,
+    is_pod_terminal,
+    new_controller_ref,
+    scaled_value_from_int_or_percent,
+    slow_start_batch,
+    with_type_meta,
+)
+
+__all__ = [
+    "DaemonSetController",
+    "add_daemon_pod_tolerations",
+    "node_should_run_daemon_pod",
+    "replace_node_name_affinity",
+    "target_node_name",
+]
+
+log = logging.getLogger("kubeplane.controllers.daemonset")
+
+BURST_REPLICAS: Final = 250
+"""At most this many creates (and deletes) per sync (upstream ``BurstReplicas``)."""
+FAILED_POD_BACKOFF_INITIAL: Final = 1.0
+FAILED_POD_BACKOFF_MAX: Final = 15 * 60.0
+STATUS_UPDATE_RETRIES: Final = 1
+
+HASH_LABEL: Final = "controller-revision-hash"
+TEMPLATE_GENERATION_LABEL: Final = "pod-template-generation"
+TEMPLATE_GENERATION_ANNOTATION: Final = "deprecated.daemonset.template.generation"
+
+_COMPONENT: Final = "daemonset-controller"
+_NODE_NAME_FIELD: Final = "metadata.name"
+
+
+# --- pure helpers (upstream daemon/util and the placement predicates) ----------------------------------------
+
+_DAEMON_TOLERATIONS: Final = (
+    ("node.kubernetes.io/not-ready", EFFECT_NO_EXECUTE),
+    ("node.kubernetes.io/unreachable", EFFECT_NO_EXECUTE),
+    ("node.kubernetes.io/disk-pressure", EFFECT_NO_SCHEDULE),
+    ("node.kubernetes.io/memory-pressure", EFFECT_NO_SCHEDULE),
+    ("node.kubernetes.io/pid-pressure", EFFECT_NO_SCHEDULE),
+    ("node.kubernetes.io/unschedulable", EFFECT_NO_SCHEDULE),
+)
+_NETWORK_UNAVAILABLE: Final = ("node.kubernetes.io/network-unavailable", EFFECT_NO_SCHEDULE)
+
+
+def _add_or_update_toleration(spec: Obj, toleration: Obj) -> None:
+    """Upstream ``AddOrUpdateTolerationInPodSpec``: replace tolerations matching on key, effect, operator and
+    value, else append."""
+    existing: list[Obj] = list(spec.get("tolerations") or [])
+    out: list[Obj] = []
+    updated = False
+    for current in existing:
+        if all(current.get(k, "") == toleration.get(k, "") for k in ("key", "effect", "operator", "value")):
+            out.append(toleration)
+            updated = True
+        else:
+            out.append(current)
+    if not updated:
+        out.append(toleration)
+    spec["tolerations"] = out
+
+
+def add_daemon_pod_tolerations(spec: Obj) -> None:
+    """Upstream ``AddOrUpdateDaemonPodTolerations`` on a pod spec dict, in place (no tolerationSeconds: the
+    NoExecute ones are forever)."""
+    wanted = list(_DAEMON_TOLERATIONS)
+    if spec.get("hostNetwork"):
+        wanted.append(_NETWORK_UNAVAILABLE)
+    for key, effect in wanted:
+        _add_or_update_toleration(spec, {"key": key, "operator": "Exists", "effect": effect})
+
+
+def replace_node_name_affinity(affinity: Obj | None, node_name: str) -> Obj:
+    """Upstream ``ReplaceDaemonSetPodNodeNameNodeAffinity``: the required node affinity becomes the single term
+    ``matchFields metadata.name In [node_name]``; preferred terms and pod (anti-)affinity are kept."""
+    term = {"matchFields": [{"key": _NODE_NAME_FIELD, "operator": "In", "values": [node_name]}]}
+    out: Obj = copy.deepcopy(affinity) if affinity else {}
+    node_affinity = out.setdefault("nodeAffinity", {})
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is None:
+        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": [term]}
+    else:
+        required["nodeSelectorTerms"] = [term]
+    return out
+
+
+class TargetNodeError(ValueError):
+    pass
+
+
+def target_node_name(pod: Mapping[str, Any]) -> str:
+    """Upstream ``GetTargetNodeName``: ``spec.nodeName``, or before binding the node named by the required
+    affinity's ``metadata.name In`` field term. Raises :class:`TargetNodeError` with upstream's messages."""
+    spec = pod.get("spec") or {}
+    if spec.get("nodeName"):
+        return str(spec["nodeName"])
+    meta = pod.get("metadata") or {}
+    who = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    if required is None:
+        raise TargetNodeError(
+            f"no spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution for pod {who}"
+        )
+    terms = required.get("nodeSelectorTerms") or []
+    if not terms:
+        raise TargetNodeError(f"no nodeSelectorTerms in requiredDuringSchedulingIgnoredDuringExecution of pod {who}")
+    for term in terms:
+        for expr in term.get("matchFields") or ():
+            if expr.get("key") == _NODE_NAME_FIELD and expr.get("operator") == "In":
+                values = expr.get("values") or []
+                if len(values) != 1:
+                    raise TargetNodeError(f"the matchFields value of '{_NODE_NAME_FIELD}' is not unique for pod {who}")
+                return str(values[0])
+    raise TargetNodeError(f"no node name found for pod {who}")
+
+
+def template_generation(ds: Mapping[str, Any]) -> int | None:
+    """Upstream ``GetTemplateGeneration``: the deprecated annotation as an int (None when absent or bad)."""
+    raw = ((ds.get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_GENERATION_ANNOTATION)
+    return apilabels.parse_int64(raw) if isinstance(raw, str) else None
+
+
+def is_pod_updated(pod: Mapping[str, Any], hash_: str, generation: int | None) -> bool:
+    """Upstream ``IsPodUpdated``: the pod carries the current hash (or the deprecated template generation)."""
+    pod_labels = (pod.get("metadata") or {}).get("labels") or {}
+    template_matches = generation is not None and pod_labels.get(TEMPLATE_GENERATION_LABEL) == str(generation)
+    return (bool(hash_) and pod_labels.get(HASH_LABEL) == hash_) or template_matches
+
+
+def new_daemon_pod(ds: Mapping[str, Any], node_name: str) -> Obj:
+    """Upstream ``NewPod``: the template as it would run on ``node_name`` (for the placement predicates)."""
+    template = (ds.get("spec") or {}).get("template") or {}
+    spec = copy.deepcopy(template.get("spec") or {})
+    spec["nodeName"] = node_name
+    add_daemon_pod_tolerations(spec)
+    meta = copy.deepcopy(template.get("metadata") or {})
+    meta["namespace"] = (ds.get("metadata") or {}).get("namespace", "")
+    return {"metadata": meta, "spec": spec}
+
+
+_SCHEDULE_EFFECTS: Final = frozenset({EFFECT_NO_SCHEDULE, EFFECT_NO_EXECUTE})
+
+
+def node_should_run_daemon_pod(node: Mapping[str, Any], ds: Mapping[str, Any]) -> tuple[bool, bool]:
+    """Upstream ``NodeShouldRunDaemonPod``: (shouldRun, shouldContinueRunning) for ``ds`` on ``node``."""
+    node_name = str((node.get("metadata") or {}).get("name") or "")
+    pod = new_daemon_pod(ds, node_name)
+    template_node = (((ds.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeName") or ""
+    if template_node not in ("", node_name):
+        return False, False
+    fits_affinity, _ = get_required_node_affinity(pod).match(node)  # parse errors ignored, as upstream
+    if not fits_affinity:
+        return False, False
+    taints = (node.get("spec") or {}).get("taints") or []
+    tolerations = pod["spec"].get("tolerations") or []
+    untolerated = find_matching_untolerated_taint(
+        taints, tolerations, include=lambda t: t.get("effect") in _SCHEDULE_EFFECTS
+    )
+    if untolerated is not None:
+        no_execute = find_matching_untolerated_taint(
+            taints, tolerations, include=lambda t: t.get("effect") == EFFECT_NO_EXECUTE
+        )
+        return False, no_execute is None
+    return True, True
+
+
+def pod_sort_key(pod: Mapping[str, Any]) -> tuple[bool, str, str]:
+    """Upstream ``podByCreationTimestampAndPhase``: bound pods first, then oldest, then by name."""
+    meta = pod.get("metadata") or {}
+    bound = bool((pod.get("spec") or {}).get("nodeName"))
+    return (not bound, str(meta.get("creationTimestamp") or ""), str(meta.get("name") or ""))
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def _rolling(ds: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    strategy = (ds.get("spec") or {}).get("updateStrategy") or {}
+    if strategy.get("type", "RollingUpdate") != "RollingUpdate":
+        return None
+    rolling: Mapping[str, Any] | None = strategy.get("rollingUpdate")
+    return rolling
+
+
+def surge_count(ds: Mapping[str, Any], number_to_schedule: int) -> int:
+    """Upstream ``SurgeCount`` (the DaemonSetUpdateSurge gate is GA)."""
+    rolling = _rolling(ds)
+    if rolling is None or rolling.get("maxSurge") is None:
+        return 0
+    return scaled_value_from_int_or_percent(rolling["maxSurge"], number_to_schedule, True)
+
+
+def unavailable_count(ds: Mapping[str, Any], number_to_schedule: int) -> int:
+    """Upstream ``UnavailableCount``."""
+    rolling = _rolling(ds)
+    if rolling is None:
+        return 0
+    return scaled_value_from_int_or_percent(rolling.get("maxUnavailable"), number_to_schedule, True)
+
+
+def allows_surge(ds: Mapping[str, Any]) -> bool:
+    try:
+        return surge_count(ds, 1) > 0
+    except ValueError:
+        return False
+
+
+def find_updated_pods_on_node(
+    pods: Iterable[Mapping[str, Any]], hash_: str, generation: int | None
+) -> tuple[Mapping[str, Any] | None, Mapping[str, Any] | None, bool]:
+    """Upstream ``findUpdatedPodsOnNode``: (new pod, old pod, ok) among non-deleting pods; not ok when there
+    are two of either kind (the manage loop prunes those first)."""
+    new_pod: Mapping[str, Any] | None = None
+    old_pod: Mapping[str, Any] | None = None
+    for pod in pods:
+        if is_being_deleted(pod):
+            continue
+        if is_pod_updated(pod, hash_, generation):
+            if new_pod is not None:
+                return None, None, False
+            new_pod = pod
+        else:
+            if old_pod is not None:
+                return None, None, False
+            old_pod = pod
+    return new_pod, old_pod, True
+
+
+# --- bookkeeping -----------------------------------------------------------------------------------------------
+
+
+class Backoff:
+    """Upstream ``flowcontrol.Backoff`` (per-id exponential delay) for deleting failed daemon pods."""
+
+    def __init__(self, initial: float, maximum: float) -> None:
+        self.initial, self.maximum = initial, maximum
+        self._entries: dict[str, tuple[float, float]] = {}  # id -> (delay, last update)
+
+    def _expired(self, entry: tuple[float, float], now: float) -> bool:
+        return now - entry[1] > 2 * self.maximum
+
+    def next(self, id_: str, now: float) -> None:
+        entry = self._entries.get(id_)
+        delay = self.initial if entry is None or self._expired(entry, now) else min(entry[0] * 2, self.maximum)
+        self._entries[id_] = (delay, now)
+
+    def get(self, id_: str) -> float:
+        entry = self._entries.get(id_)
+        return entry[0] if entry is not None else 0.0
+
+    def in_backoff_since_update(self, id_: str, now: float) -> bool:
+        entry = self._entries.get(id_)
+        return entry is not None and not self._expired(entry, now) and now - entry[1] < entry[0]
+
+
+# --- the controller -----------------------------------------------------------------------------------------------
+
+
+def _typed_ds(ds: Mapping[str, Any]) -> Obj:
+    return with_type_meta(ds, "apps/v1", "DaemonSet")
+
+
+class DaemonSetController(Controller):
+    """See the module docstring. Two workers (upstream ``--concurrent-daemonset-syncs``)."""
+
+    name: ClassVar[str] = "daemonset"
+    workers: ClassVar[int] = 2
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(ctx)
+        self.daemonsets = ctx.informers.informer_for("daemonsets")
+        self.pods = ctx.informers.informer_for("pods")
+        self.nodes = ctx.informers.informer_for("nodes")
+        self.ds_resource = ctx.client.resource("daemonsets")
+        self.pod_resource = ctx.client.resource("pods")
+        self.recorder = ctx.recorder(_COMPONENT)
+        self.expectations = ControllerExpectations(ctx.clock)
+        self.pod_control = PodControl(ctx.client, self.recorder)
+        self.failed_pods_backoff = Backoff(FAILED_POD_BACKOFF_INITIAL, FAILED_POD_BACKOFF_MAX)
+        self.burst_replicas = BURST_REPLICAS
+        self.daemonsets.add_event_handler(
+            on_add=self.enqueue, on_update=self._update_daemonset, on_delete=self._delete_daemonset
+        )
+        self.pods.add_event_handler(on_add=self._add_pod, on_update=self._update_pod, on_delete=self._delete_pod)
+        self.nodes.add_event_handler(on_add=self._add_node, on_update=self._update_node, on_delete=self._delete_node)
+
+    # --- handlers ------------------------------------------------------------------------------------------
+
+    def _update_daemonset(self, old: Obj, new: Obj) -> None:
+        if old["metadata"].get("uid") != new["metadata"].get("uid"):
+            self._delete_daemonset(old)
+        self.enqueue(new)
+
+    def _delete_daemonset(self, ds: Obj) -> None:
+        self.expectations.delete_expectations(key_of(ds))
+        self.enqueue(ds)
+
+    def _resolve(self, namespace: str, ref: Mapping[str, Any]) -> Obj | None:
+        if ref.get("kind") != "DaemonSet":
+            return None
+        ds = self.daemonsets.lister().get(namespace, str(ref.get("name") or ""))
+        if ds is None or ds["metadata"].get("uid") != ref.get("uid"):
+            return None
+        return ds
+
+    def _daemonsets_for_pod(self, pod: Mapping[str, Any]) -> list[Obj]:
+        meta = pod.get("metadata") or {}
+        pod_labels = meta.get("labels") or {}
+        out = []
+        for ds in self.daemonsets.lister().list(str(meta.get("namespace") or "")):
+            try:
+                selector = apilabels.label_selector_as_selector((ds.get("spec") or {}).get("selector"))
+            except ValueError:
+                continue
+            if not selector.empty() and selector.matches(pod_labels):
+                out.append(ds)
+        return out
+
+    def _add_pod(self, pod: Obj) -> None:
+        if is_being_deleted(pod):
+            self._delete_pod(pod)  # a restart can show a pod already going: not a creation observation
+            return
+        ref = get_controller_of(pod)
+        if ref is not None:
+            ds = self._resolve(str(pod["metadata"].get("namespace") or ""), ref)
+            if ds is not None:
+                self.expectations.creation_observed(key_of(ds))
+                self.enqueue(ds)
+            return
+        for ds in self._daemonsets_for_pod(pod):
+            self.enqueue(ds)
+
+    def _update_pod(self, old: Obj, new: Obj) -> None:
+        if old["metadata"].get("resourceVersion") == new["metadata"].get("resourceVersion"):
+            return
+        if is_being_deleted(new):
+            self._delete_pod(new)
+            return
+        namespace = str(new["metadata"].get("namespace") or "")
+        cur_ref, old_ref = get_controller_of(new), get_controller_of(old)
+        ref_changed = cur_ref != old_ref
+        if ref_changed and old_ref is not None:
+            old_ds = self._resolve(namespace, old_ref)
+            if old_ds is not None:
+                self.enqueue(old_ds)
+        if cur_ref is not None:
+            ds = self._resolve(namespace, cur_ref)
+            if ds is None:
+                return
+            self.enqueue(ds)
+            min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+            if not is_pod_ready(old) and is_pod_ready(new) and min_ready > 0:
+                self.enqueue_after(ds, min_ready + 1)  # a second of slack against clock skew, as upstream
+            return
+        if ref_changed or (old["metadata"].get("labels") != new["metadata"].get("labels")):
+            for ds in self._daemonsets_for_pod(new):
+                self.enqueue(ds)
+
+    def _delete_pod(self, pod: Obj) -> None:
+        ref = get_controller_of(pod)
+        if ref is None:
+            return
+        ds = self._resolve(str(pod["metadata"].get("namespace") or ""), ref)
+        if ds is None:
+            return
+        self.expectations.deletion_observed(key_of(ds))
+        self.enqueue(ds)
+
+    def _add_node(self, node: Obj) -> None:
+        for ds in self.daemonsets.lister().list():
+            if node_should_run_daemon_pod(node, ds)[0]:
+                self.enqueue(ds)
+
+    def _update_node(self, old: Obj, new: Obj) -> None:
+        if _should_ignore_node_update(old, new):
+            return
+        for ds in self.daemonsets.lister().list():
+            if node_should_run_daemon_pod(old, ds) != node_should_run_daemon_pod(new, ds):
+                self.enqueue(ds)
+
+    def _delete_node(self, node: Obj) -> None:
+        # Not in upstream (which waits for PodGC's pod deletions or the scheduler's status updates): without
+        # it an unbound pod aimed at a vanished node would wait for an unrelated event to be cleaned up.
+        name = _name(node)
+        for pod in self.pods.lister().list():
+            ref = get_controller_of(pod)
+            if ref is None or (pod.get("spec") or {}).get("nodeName"):
+                continue
+            try:
+                if target_node_name(pod) != name:
+                    continue
+            except TargetNodeError:
+                continue
+            ds = self._resolve(str(pod["metadata"].get("namespace") or ""), ref)
+            if ds is not None:
+                self.enqueue(ds)
+
+    # --- reading the world ----------------------------------------------------------------------------------
+
+    def _daemon_pods(self, ds: Mapping[str, Any]) -> list[Obj]:
+        """Pods in the set's namespace that it controls and that still match its selector (upstream's
+        ClaimPods without adoption or release: see the report)."""
+        selector = apilabels.label_selector_as_selector((ds.get("spec") or {}).get("selector"))
+        uid = ds["metadata"].get("uid")
+        out = []
+        for pod in self.pods.lister().list(str(ds["metadata"].get("namespace") or "")):
+            ref = get_controller_of(pod)
+            if ref is not None and ref.get("uid") == uid and selector.matches(pod["metadata"].get("labels") or {}):
+                out.append(pod)
+        return out
+
+    def nodes_to_daemon_pods(
+        self, ds: Mapping[str, Any], include_deleted_terminal: bool = False
+    ) -> dict[str, list[Obj]]:
+        """Upstream ``getNodesToDaemonPods``: the set's pods by target node (bound or not)."""
+        by_node: dict[str, list[Obj]] = {}
+        for pod in self._daemon_pods(ds):
+            if not include_deleted_terminal and is_pod_terminal(pod) and is_being_deleted(pod):
+                continue
+            try:
+                node = target_node_name(pod)
+            except TargetNodeError:
+                continue
+            by_node.setdefault(node, []).append(pod)
+        return by_node
+
+    # --- sync ----------------------------------------------------------------------------------------------
+
+    async def sync(self, key: str) -> None:
+        namespace, name = split_key(key)
+        ds = self.daemonsets.lister().get(namespace, name)
+        if ds is None:
+            self.expectations.delete_expectations(key)
+            return
+        nodes = self.nodes.lister().list()
+        selector = (ds.get("spec") or {}).get("selector")
+        if isinstance(selector, Mapping) and not selector.get("matchLabels") and not selector.get("matchExpressions"):
+            await self.recorder.event(
+                _typed_ds(ds),
+                EVENT_TYPE_WARNING,
+                "SelectingAll",
+                "This daemon set is selecting all pods. A non-empty selector is required.",
+            )
+            return
+        if ds["metadata"].get("deletionTimestamp"):
+            return
+        hash_ = compute_hash(ds["spec"].get("template") or {}, (ds.get("status") or {}).get("collisionCount"))
+        if not self.expectations.satisfied_expectations(key):
+            await self._update_status(ds, nodes, hash_, update_observed_generation=False)
+            return
+        error: Exception | None = None
+        try:
+            await self._manage(ds, nodes, hash_)
+            if self.expectations.satisfied_expectations(key) and _rolling(ds) is not None:
+                await self._rolling_update(ds, nodes, hash_)
+        except Exception as exc:
+            error = exc
+        try:
+            await self._update_status(ds, nodes, hash_, update_observed_generation=True)
+        except Exception as status_error:
+            if error is None:
+                raise
+            log.error("Failed to update status of DaemonSet %s: %s", key, status_error)
+        if error is not None:
+            raise error
+
+    def _pods_should_be_on_node(
+        self, node: Obj, by_node: Mapping[str, list[Obj]], ds: Obj, hash_: str
+    ) -> tuple[list[str], list[str], list[tuple[str, str, str]]]:
+        """Upstream ``podsShouldBeOnNode``: (nodes needing a pod, pods to delete, events to record)."""
+        should_run, should_continue = node_should_run_daemon_pod(node, ds)
+        node_name = _name(node)
+        pods = by_node.get(node_name)
+        create: list[str] = []
+        delete: list[str] = []
+        events: list[tuple[str, str, str]] = []
+        if should_run and pods is None:
+            create.append(node_name)
+        elif should_continue:
+            running: list[Obj] = []
+            for pod in pods or ():
+                if is_being_deleted(pod):
+                    continue
+                phase = (pod.get("status") or {}).get("phase")
+                pod_ref = f"{pod['metadata'].get('namespace', '')}/{_name(pod)}"
+                if phase == "Failed":
+                    observed = (ds.get("status") or {}).get("observedGeneration", 0)
+                    backoff_key = f"{ds['metadata'].get('uid')}/{observed}/{node_name}"
+                    now = self.clock.monotonic()
+                    if self.failed_pods_backoff.in_backoff_since_update(backoff_key, now):
+                        self.enqueue_after(ds, self.failed_pods_backoff.get(backoff_key))
+                        continue
+                    self.failed_pods_backoff.next(backoff_key, now)
+                    msg = f"Found failed daemon pod {pod_ref} on node {node_name}, will try to kill it"
+                    events.append((EVENT_TYPE_WARNING, "FailedDaemonPod", msg))
+                    delete.append(_name(pod))
+                elif phase == "Succeeded":
+                    msg = f"Found succeeded daemon pod {pod_ref} on node {node_name}, will try to delete it"
+                    events.append((EVENT_TYPE_NORMAL, "SucceededDaemonPod", msg))
+                    delete.append(_name(pod))
+                else:
+                    running.append(pod)
+            running.sort(key=pod_sort_key)
+            if not allows_surge(ds):
+                delete.extend(_name(p) for p in running[1:])  # keep only the oldest
+            elif not running:
+                if should_run:
+                    create.append(node_name)  # surging: at least one live pod per node
+            elif len(running) > 1:
+                oldest_new: Obj | None = None
+                oldest_old: Obj | None = None
+                for pod in running:
+                    if (pod["metadata"].get("labels") or {}).get(HASH_LABEL) == hash_:
+                        if oldest_new is None:
+                            oldest_new = pod
+                            continue
+                    elif oldest_old is None:
+                        oldest_old = pod
+                        continue
+                    delete.append(_name(pod))
+                if oldest_new is not None and oldest_old is not None:
+                    min_ready = int(ds["spec"].get("minReadySeconds") or 0)
+                    if not is_pod_ready(oldest_old) or is_pod_available(oldest_new, min_ready, self.clock.now()):
+                        delete.append(_name(oldest_old))
+        elif pods is not None:
+            delete.extend(_name(p) for p in pods if not is_being_deleted(p))
+        return create, delete, events
+
+    async def _manage(self, ds: Obj, nodes: Sequence[Obj], hash_: str) -> None:
+        by_node = self.nodes_to_daemon_pods(ds)
+        create: list[str] = []
+        delete: list[str] = []
+        for node in nodes:
+            node_create, node_delete, events = self._pods_should_be_on_node(node, by_node, ds, hash_)
+            create.extend(node_create)
+            delete.extend(node_delete)
+            for event_type, reason, message in events:
+                await self.recorder.event(_typed_ds(ds), event_type, reason, message)
+        # Unbound pods aimed at nodes that no longer exist: PodGC never sees them (upstream
+        # getUnscheduledPodsWithoutNode).
+        existing = {_name(n) for n in nodes}
+        for node_name, pods in by_node.items():
+            if node_name not in existing:
+                delete.extend(_name(p) for p in pods if not (p.get("spec") or {}).get("nodeName"))
+        await self._sync_nodes(ds, delete, create, hash_)
+
+    def _pod_template(self, ds: Obj, hash_: str) -> Obj:
+        """Upstream ``CreatePodTemplate``: the template with the daemon tolerations and the revision labels."""
+        template = copy.deepcopy(ds["spec"].get("template") or {})
+        add_daemon_pod_tolerations(template.setdefault("spec", {}))
+        labels = template.setdefault("metadata", {}).setdefault("labels", {})
+        generation = template_generation(ds)
+        if generation is not None:
+            labels[TEMPLATE_GENERATION_LABEL] = str(generation)
+        if hash_:
+            labels[HASH_LABEL] = hash_
+        return template
+
+    async def _sync_nodes(self, ds: Obj, to_delete: list[str], nodes_needing: list[str], hash_: str) -> None:
+        """Upstream ``syncNodes``: expectations first, then creates in slow-start batches (1, 2, 4, ...: a
+        failing batch stops the rest), then deletes; all errors are raised together to retry the set."""
+        key = key_of(ds)
+        create_diff = min(len(nodes_needing), self.burst_replicas)
+        delete_diff = min(len(to_delete), self.burst_replicas)
+        self.expectations.set_expectations(key, create_diff, delete_diff)
+        errors: list[Exception] = []
+        template = self._pod_template(ds, hash_)
+        pending = iter(nodes_needing[:create_diff])
+
+        async def create_on(node_name: str) -> None:
+            try:
+                await self._create_pod(ds, template, node_name)
+            except Exception as exc:
+                errors.append(exc)  # upstream aggregates every failure of the batch, not just the first
+                raise
+
+        def create_next() -> Awaitable[None]:
+            return create_on(next(pending))  # called in order, once per create, by slow_start_batch
+
+        successes, _ = await slow_start_batch(create_diff, SLOW_START_INITIAL_BATCH_SIZE, create_next)
+        for _ in range(create_diff - successes):
+            # Failed creates and those skipped after a failing batch will never be observed (retried next sync).
+            self.expectations.creation_observed(key)
+        results = await asyncio.gather(
+            *(self._delete_pod_named(ds, name) for name in to_delete[:delete_diff]), return_exceptions=True
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                self.expectations.deletion_observed(key)
+                if not isinstance(result, NotFoundError) and isinstance(result, Exception):
+                    errors.append(result)
+        if errors:
+            raise ExceptionGroup(f"syncing pods of DaemonSet {key}", errors)
+
+    async def _create_pod(self, ds: Obj, template: Obj, node_name: str) -> None:
+        """One daemon pod for ``node_name``: the template with the node-name affinity, created through
+        :class:`PodControl` (its events). A namespace being torn down is not an error: every later create
+        fails the same way, and upstream neither reports it nor lowers the expectations for it."""
+        spec = dict(template.get("spec") or {})
+        spec["affinity"] = replace_node_name_affinity(spec.get("affinity"), node_name)
+        try:
+            await self.pod_control.create_pods(
+                str(ds["metadata"].get("namespace") or ""),
+                {**template, "spec": spec},
+                _typed_ds(ds),
+                new_controller_ref(ds, api_version="apps/v1", kind="DaemonSet"),
+            )
+        except APIStatusError as exc:
+            if has_status_cause(exc, NAMESPACE_TERMINATING_CAUSE):
+                return
+            raise
+
+    async def _delete_pod_named(self, ds: Obj, name: str) -> None:
+        """Delete one daemon pod through :class:`PodControl` (its events); NotFound is raised for the caller."""
+        await self.pod_control.delete_pod(str(ds["metadata"].get("namespace") or ""), name, _typed_ds(ds))
+
+    # --- rolling update ------------------------------------------------------------------------------------
+
+    def updated_desired_node_counts(
+        self, ds: Obj, nodes: Sequence[Obj], by_node: dict[str, list[Obj]]
+    ) -> tuple[int, int, int]:
+        """Upstream ``updatedDesiredNodeCounts``: (maxSurge, maxUnavailable, desiredNumberScheduled); every
+        eligible node without pods gets an empty entry in ``by_node``. Both limits 0 fall back to 1 unavailable."""
+        desired = 0
+        for node in nodes:
+            if not node_should_run_daemon_pod(node, ds)[0]:
+                continue
+            desired += 1
+            by_node.setdefault(_name(node), [])
+        max_unavailable = unavailable_count(ds, desired)
+        max_surge = surge_count(ds, desired)
+        if desired > 0 and max_unavailable == 0 and max_surge == 0:
+            max_unavailable = 1
+        return max_surge, max_unavailable, desired
+
+    async def _rolling_update(self, ds: Obj, nodes: Sequence[Obj], hash_: str) -> None:
+        """Upstream ``rollingUpdate``: without surge, delete old pods (unavailable ones always, available ones
+        while fewer than maxUnavailable nodes are unavailable) and let ``manage`` recreate them; with surge,
+        create new pods beside old ones (up to maxSurge at a time) and delete each old pod once its
+        replacement is available."""
+        by_node = self.nodes_to_daemon_pods(ds)
+        max_surge, max_unavailable, desired = self.updated_desired_node_counts(ds, nodes, by_node)
+        now = self.clock.now()
+        min_ready = int(ds["spec"].get("minReadySeconds") or 0)
+        generation = template_generation(ds)
+
+        def available(pod: Mapping[str, Any]) -> bool:
+            return is_pod_available(pod, min_ready, now)
+
+        if max_surge == 0:
+            num_unavailable = 0
+            replacements: list[str] = []
+            candidates: list[str] = []
+            for pods in by_node.values():
+                new_pod, old_pod, ok = find_updated_pods_on_node(pods, hash_, generation)
+                if not ok or (old_pod is None) == (new_pod is None):
+                    num_unavailable += 1  # manage handles these nodes; count them as unavailable
+                elif new_pod is not None:
+                    if not available(new_pod):
+                        num_unavailable += 1
+                elif old_pod is not None:
+                    if not available(old_pod):
+                        replacements.append(_name(old_pod))
+                        num_unavailable += 1
+                    elif num_unavailable < max_unavailable:
+                        candidates.append(_name(old_pod))
+            remaining = min(max(max_unavailable - num_unavailable, 0), len(candidates))
+            await self._sync_nodes(ds, replacements + candidates[:remaining], [], hash_)
+            return
+
+        old_to_delete: list[str] = []
+        should_not_run: list[str] = []
+        candidate_nodes: list[str] = []
+        allowed_nodes: list[str] = []
+        num_surge = num_available = 0
+        for node_name, pods in by_node.items():
+            new_pod, old_pod, ok = find_updated_pods_on_node(pods, hash_, generation)
+            if not ok:
+                num_surge += 1
+                continue
+            if old_pod is not None:
+                num_available += int(available(old_pod))
+            elif new_pod is not None:
+                num_available += int(available(new_pod))
+            if old_pod is None:
+                continue
+            if new_pod is None:
+                node = self.nodes.lister().get(None, node_name)
+                if node is None:
+                    raise LookupError(f'couldn\'t get node for nodeName "{node_name}"')
+                should_run = node_should_run_daemon_pod(node, ds)[0]
+                if not available(old_pod):
+                    if not should_run:
+                        old_to_delete.append(_name(old_pod))
+                    else:
+                        allowed_nodes.append(node_name)
+                elif not should_run:
+                    should_not_run.append(_name(old_pod))
+                elif num_surge < max_surge:
+                    candidate_nodes.append(node_name)
+            elif not available(new_pod):
+                num_surge += 1
+            else:
+                old_to_delete.append(_name(old_pod))
+        # With surge the owner expects full availability: pods on nodes that no longer want them go only as
+        # pods elsewhere become available.
+        deletable = min(num_available - desired, len(should_not_run))
+        if deletable > 0:
+            old_to_delete.extend(should_not_run[:deletable])
+        remaining = min(max(max_surge - num_surge, 0), len(candidate_nodes))
+        await self._sync_nodes(ds, old_to_delete, allowed_nodes + candidate_nodes[:remaining], hash_)
+
+    # --- status --------------------------------------------------------------------------------------------
+
+    async def _update_status(
+        self, ds: Obj, nodes: Sequence[Obj], hash_: str, *, update_observed_generation: bool
+    ) -> None:
+        """Upstream ``updateDaemonSetStatus`` + ``storeDaemonSetStatus``: counts over eligible nodes (each
+        judged by its oldest pod), written only when they or the generation changed, with one retry on a
+        fresh copy; requeued after minReadySeconds while ready pods are not yet available."""
+        by_node = self.nodes_to_daemon_pods(ds)
+        min_ready = int(ds["spec"].get("minReadySeconds") or 0)
+        now = self.clock.now()
+        generation = template_generation(ds)
+        desired = current = misscheduled = ready = updated = available = 0
+        for node in nodes:
+            should_run = node_should_run_daemon_pod(node, ds)[0]
+            pods = by_node.get(_name(node)) or []
+            if should_run:
+                desired += 1
+                if not pods:
+                    continue
+                current += 1
+                pod = min(pods, key=pod_sort_key)
+                if is_pod_ready(pod):
+                    ready += 1
+                    if is_pod_available(pod, min_ready, now):
+                        available += 1
+                if is_pod_updated(pod, hash_, generation):
+                    updated += 1
+            elif pods:
+                misscheduled += 1
+        counts = {
+            "desiredNumberScheduled": desired,
+            "currentNumberScheduled": current,
+            "numberMisscheduled": misscheduled,
+            "numberReady": ready,
+            "updatedNumberScheduled": updated,
+            "numberAvailable": available,
+            "numberUnavailable": desired - available,
+        }
+        status = ds.get("status") or {}
+        ds_generation = int(ds["metadata"].get("generation") or 0)
+        unchanged = all(int(status.get(k) or 0) == v for k, v in counts.items())
+        if not (unchanged and int(status.get("observedGeneration") or 0) >= ds_generation):
+            await self._store_status(ds, counts, ds_generation if update_observed_generation else None)
+        if min_ready > 0 and ready != available:
+            self.enqueue_after(ds, min_ready)
+
+    async def _store_status(self, ds: Obj, counts: Mapping[str, int], observed_generation: int | None) -> None:
+        to_update = copy.deepcopy(ds)
+        namespace = ds["metadata"].get("namespace")
+        attempt = 0
+        while True:
+            status = to_update.setdefault("status", {})
+            if observed_generation is not None:
+                status["observedGeneration"] = observed_generation
+            status.update(counts)
+            try:
+                await self.client.update(self.ds_resource, to_update, namespace=namespace, subresource="status")
+                return
+            except APIStatusError:
+                if attempt >= STATUS_UPDATE_RETRIES:
+                    raise
+            attempt += 1
+            to_update = await self.client.get(self.ds_resource, _name(ds), namespace=namespace)
+
+
+def _should_ignore_node_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Upstream ``shouldIgnoreNodeUpdate``: the set of True conditions is the same and nothing but the
+    resourceVersion and the conditions' other details changed."""
+
+    def true_conditions(node: Mapping[str, Any]) -> set[str]:
+        return {
+            str(c.get("type"))
+            for c in (node.get("status") or {}).get("conditions") or ()
+            if isinstance(c, Mapping) and c.get("status") == "True"
+        }
+
+    if true_conditions(old) != true_conditions(new):
+        return False
+
+    def rest(node: Mapping[str, Any]) -> Obj:
+        out = copy.deepcopy(dict(node))
+        out.setdefault("metadata", {}).pop("resourceVersion", None)
+        out.setdefault("status", {}).pop("conditions", None)
+        return out
+
+    return rest(old) == rest(new)

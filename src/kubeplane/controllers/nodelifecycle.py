@@ -1,0 +1,716 @@
+"""The node lifecycle controller: node health from heartbeats, condition taints, and NoExecute tainting of
+unhealthy nodes (upstream ``pkg/controller/nodelifecycle``, v1.37, controller name ``node-lifecycle``).
+
+Three loops, as upstream's ``Run``:
+
+**Node health** (``monitorNodeHealth``, every ``nodeMonitorPeriod``, 5 s). Per node the controller remembers
+when it last saw a heartbeat (``probe``): a new Ready ``lastHeartbeatTime`` or a newer Lease ``renewTime`` in
+``kube-node-lease`` moves it to now. A node whose probe is older than its grace period
+(``nodeMonitorGracePeriod``, 50 s since v1.32; ``nodeStartupGracePeriod``, 60 s, while it never posted Ready)
+gets Ready, MemoryPressure, DiskPressure and PIDPressure set to ``Unknown`` (reason ``NodeStatusUnknown``,
+"Kubelet stopped posting node status."; ``NodeStatusNeverUpdated`` / "Kubelet never posted node status." for a
+condition it never had) through the status subresource. On the pass that sees Ready leave True it records
+``NodeNotReady`` on the node and marks the node's pods not ready (``MarkPodsNotReady``: Ready condition False,
+event ``NodeNotReady`` "Node is not ready" on each pod). Pods bound later to a not-ready node are marked too.
+
+**NoExecute taints** (``doNoExecuteTaintingPass``, every 100 ms). A node observed Ready False or Unknown is put
+in its zone's rate-limited queue; the pass taints it ``node.kubernetes.io/not-ready:NoExecute`` or
+``node.kubernetes.io/unreachable:NoExecute`` (the two are kept mutually exclusive and swapped at once when the
+Ready status flips between False and Unknown). Each zone (``region:\\x00:zone`` from the topology labels) has
+upstream's token bucket: ``nodeEvictionRate`` 0.1 qps, burst 1, so at most one node per zone is tainted every
+10 s; a zone with >= ``unhealthyZoneThreshold`` (55 %) and more than 2 nodes not ready drops to
+``secondaryNodeEvictionRate`` 0.01 (0 for zones of <= ``largeClusterSizeThreshold`` 50 nodes), and when every
+zone is fully disrupted (no Ready node anywhere) tainting stops and the controller's NoExecute taints are
+removed ("master disruption mode"): the control plane, not all nodes, is then the likely culprit. A node seen
+Ready again loses both taints and leaves the queue.
+
+**NoSchedule taints** (``doNoScheduleTaintingPass``, on node events, "TaintNodesByCondition"): the node's
+``node.kubernetes.io/{not-ready,unreachable,memory-pressure,disk-pressure,pid-pressure,network-unavailable}``
+NoSchedule taints mirror its conditions and ``node.kubernetes.io/unschedulable:NoSchedule`` mirrors
+``spec.unschedulable``; the beta os/arch labels follow the stable ones (``reconcileNodeLabels``).
+
+Work-queue keys: node names (NoSchedule pass) and pod keys ``namespace/name`` (``processPod``). Taint writes read
+the node from the API and merge-patch ``spec.taints`` with its ``resourceVersion`` (a conflict retries), as
+upstream's ``AddOrUpdateTaintOnNode``/``RemoveTaintOffNode``. All time is ``ctx.clock``.
+
+In memory, as upstream, and rebuilt from the API after a restart: the per-node probe data (a restart only
+grants every node a fresh grace period), the known-node set, zone states and queues.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubeplane.api.meta import format_time
+from kubeplane.api.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, Taint, match_taint
+from kubeplane.client.cache import NODE_NAME_INDEX
+from kubeplane.client.errors import ConflictError, NotFoundError
+from kubeplane.client.interface import Obj, PatchType
+from kubeplane.client.workqueue import TokenBucket, TokenBucketConfig
+from kubeplane.controllers.base import Controller, ControllerContext, split_key
+from kubeplane.controllers.controller_utils import parse_timestamp, pod_condition_patch
+
+__all__ = ["NodeLifecycleController", "RateLimitedTimedQueue", "compute_zone_state", "zone_key"]
+
+log = logging.getLogger(__name__)
+
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+NODE_EVICTION_PERIOD = 0.1  # upstream scheduler.NodeEvictionPeriod
+EVICTION_BURST = 1  # upstream EvictionRateLimiterBurst
+NODE_HEALTH_UPDATE_RETRY = 5  # upstream NodeHealthUpdateRetry
+TAINT_UPDATE_RETRIES = 5  # upstream UpdateTaintBackoff steps
+
+TAINT_NOT_READY = "node.kubernetes.io/not-ready"
+TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
+TAINT_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+UNREACHABLE_TAINT = Taint(TAINT_UNREACHABLE, EFFECT_NO_EXECUTE)
+NOT_READY_TAINT = Taint(TAINT_NOT_READY, EFFECT_NO_EXECUTE)
+
+NODE_CONDITION_TO_TAINT: Mapping[str, Mapping[str, str]] = {
+    "Ready": {"False": TAINT_NOT_READY, "Unknown": TAINT_UNREACHABLE},
+    "MemoryPressure": {"True": "node.kubernetes.io/memory-pressure"},
+    "DiskPressure": {"True": "node.kubernetes.io/disk-pressure"},
+    "NetworkUnavailable": {"True": "node.kubernetes.io/network-unavailable"},
+    "PIDPressure": {"True": "node.kubernetes.io/pid-pressure"},
+}
+"""Upstream ``nodeConditionToTaintKeyStatusMap``: condition type -> status -> NoSchedule taint key."""
+CONDITION_TAINT_KEYS = frozenset(k for m in NODE_CONDITION_TO_TAINT.values() for k in m.values())
+UNKNOWN_CONDITION_TYPES = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
+"""Set to Unknown when the kubelet goes silent; NetworkUnavailable belongs to the network plugin."""
+LABEL_DISRUPTION_EXCLUSION = "node.kubernetes.io/exclude-disruption"
+LABEL_RECONCILE = (("kubernetes.io/os", "beta.kubernetes.io/os"), ("kubernetes.io/arch", "beta.kubernetes.io/arch"))
+
+STATE_INITIAL, STATE_NORMAL = "Initial", "Normal"
+STATE_FULL_DISRUPTION, STATE_PARTIAL_DISRUPTION = "FullDisruption", "PartialDisruption"
+
+DEFAULTS: Mapping[str, float] = {
+    "nodeMonitorPeriod": 5.0,
+    "nodeMonitorGracePeriod": 50.0,
+    "nodeStartupGracePeriod": 60.0,
+    "nodeEvictionRate": 0.1,
+    "secondaryNodeEvictionRate": 0.01,
+    "largeClusterSizeThreshold": 50,
+    "unhealthyZoneThreshold": 0.55,
+}
+
+
+# --- pure helpers ----------------------------------------------------------------------------------------
+
+
+def zone_key(node: Mapping[str, Any]) -> str:
+    """Upstream ``GetZoneKey``: ``region:\\x00:zone`` from the topology (or beta failure-domain) labels."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    zone = labels.get("topology.kubernetes.io/zone", labels.get("failure-domain.beta.kubernetes.io/zone", ""))
+    region = labels.get("topology.kubernetes.io/region", labels.get("failure-domain.beta.kubernetes.io/region", ""))
+    if not region and not zone:
+        return ""
+    return f"{region}:\x00:{zone}"
+
+
+def node_condition(node: Mapping[str, Any], condition_type: str) -> Obj | None:
+    for condition in (node.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == condition_type:
+            return condition  # type: ignore[no-any-return]
+    return None
+
+
+def compute_zone_state(
+    ready_conditions: Sequence[Mapping[str, Any] | None], unhealthy_threshold: float
+) -> tuple[int, str]:
+    """``(not ready nodes, state)`` of a zone (upstream ``ComputeZoneState``)."""
+    ready = sum(1 for c in ready_conditions if c is not None and c.get("status") == "True")
+    not_ready = len(ready_conditions) - ready
+    if ready == 0 and not_ready > 0:
+        return not_ready, STATE_FULL_DISRUPTION
+    if not_ready > 2 and not_ready / (not_ready + ready) >= unhealthy_threshold:
+        return not_ready, STATE_PARTIAL_DISRUPTION
+    return not_ready, STATE_NORMAL
+
+
+def _taints(node: Mapping[str, Any]) -> list[Taint]:
+    return [Taint.from_dict(t) for t in (node.get("spec") or {}).get("taints") or ()]
+
+
+def _has_taint(node: Mapping[str, Any], taint: Taint) -> bool:
+    return any(t.key == taint.key and t.effect == taint.effect for t in _taints(node))
+
+
+def no_schedule_taint_diff(node: Mapping[str, Any]) -> tuple[list[Taint], list[Taint]]:
+    """``(to add, to remove)`` so the node's condition and unschedulable NoSchedule taints match its state
+    (upstream ``doNoScheduleTaintingPass`` with ``TaintSetDiff``: matching by key and effect)."""
+    wanted: list[Taint] = []
+    for condition in (node.get("status") or {}).get("conditions") or ():
+        key = NODE_CONDITION_TO_TAINT.get(str(condition.get("type")), {}).get(str(condition.get("status")))
+        if key:
+            wanted.append(Taint(key, EFFECT_NO_SCHEDULE))
+    if (node.get("spec") or {}).get("unschedulable"):
+        wanted.append(Taint(TAINT_UNSCHEDULABLE, EFFECT_NO_SCHEDULE))
+    current = [
+        t
+        for t in _taints(node)
+        if t.effect == EFFECT_NO_SCHEDULE and (t.key == TAINT_UNSCHEDULABLE or t.key in CONDITION_TAINT_KEYS)
+    ]
+    add = [w for w in wanted if not any(match_taint(w.to_dict(), c.to_dict()) for c in current)]
+    remove = [c for c in current if not any(match_taint(w.to_dict(), c.to_dict()) for w in wanted)]
+    return add, remove
+
+
+# --- the rate-limited zone queue ------------------------------------------------------------------------
+
+
+class _Limiter:
+    """Upstream's token bucket limiter with burst 1, or (qps <= 0) the never-accepting fake limiter."""
+
+    def __init__(self, qps: float, clock: Any) -> None:
+        self.qps = qps
+        self._bucket = TokenBucket(TokenBucketConfig(qps=qps, burst=EVICTION_BURST), clock=clock) if qps > 0 else None
+
+    def try_accept(self) -> bool:
+        return self._bucket is not None and self._bucket.try_accept()
+
+
+@dataclass(order=True)
+class TimedValue:
+    process_at: float
+    value: str = field(compare=False)
+    uid: str = field(compare=False, default="")
+    added_at: float = field(compare=False, default=0.0)
+
+
+class RateLimitedTimedQueue:
+    """Upstream ``RateLimitedTimedQueue``: unique values ordered by ``process_at``, processed under a limiter.
+
+    A value stays *known* after it was processed successfully (``Add`` refuses it) until :meth:`remove`; so a
+    node is tainted once per unhealthy spell. :meth:`try_process` consumes one token per attempt and stops at
+    the first refusal or not-yet-due value, as upstream's ``Try``.
+    """
+
+    def __init__(self, qps: float, clock: Any) -> None:
+        self._clock = clock
+        self.limiter = _Limiter(qps, clock)
+        self._queue: list[TimedValue] = []
+        self._known: set[str] = set()
+
+    def add(self, value: str, uid: str) -> bool:
+        if value in self._known:
+            return False
+        now = self._clock.monotonic()
+        self._queue.append(TimedValue(now, value, uid, now))
+        self._queue.sort()
+        self._known.add(value)
+        return True
+
+    def remove(self, value: str) -> bool:
+        if value not in self._known:
+            return False
+        self._known.discard(value)
+        self._queue = [v for v in self._queue if v.value != value]
+        return True
+
+    def __contains__(self, value: str) -> bool:
+        return any(v.value == value for v in self._queue)
+
+    def swap_limiter(self, qps: float) -> None:
+        if self.limiter.qps == qps:
+            return
+        new = _Limiter(qps, self._clock)
+        if qps > 0 and not self.limiter.try_accept():
+            new.try_accept()  # we were waiting on the old limiter: the new one starts drained (burst 1)
+        self.limiter = new
+
+    async def try_process(self, fn: Callable[[TimedValue], Awaitable[tuple[bool, float]]]) -> None:
+        while self._queue:
+            head = self._queue[0]
+            if not self.limiter.try_accept():
+                return
+            now = self._clock.monotonic()
+            if now < head.process_at:
+                return
+            ok, wait = await fn(head)
+            if head not in self._queue:
+                continue  # removed while fn ran
+            if ok:
+                self._queue.remove(head)  # stays known until remove()
+            else:
+                head.process_at = now + wait + 1e-9
+                self._queue.sort()
+
+
+# --- the controller -------------------------------------------------------------------------------------
+
+
+@dataclass
+class _NodeHealth:
+    probe: float
+    ready_transition: float
+    status: Obj
+    lease_renew: float | None = None
+
+
+class NodeLifecycleController(Controller):
+    """See the module docstring."""
+
+    name = "node-lifecycle"
+    workers = 8  # upstream nodeUpdateWorkerSize
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(ctx)
+        opts = {**DEFAULTS, **self.options}
+        self.monitor_period = float(opts["nodeMonitorPeriod"])
+        self.grace_period = float(opts["nodeMonitorGracePeriod"])
+        self.startup_grace_period = float(opts["nodeStartupGracePeriod"])
+        self.eviction_qps = float(opts["nodeEvictionRate"])
+        self.secondary_eviction_qps = float(opts["secondaryNodeEvictionRate"])
+        self.large_cluster_threshold = int(opts["largeClusterSizeThreshold"])
+        self.unhealthy_zone_threshold = float(opts["unhealthyZoneThreshold"])
+        self.recorder = ctx.recorder("node-controller")
+        pods = ctx.informers.informer_for("pods")
+        nodes = ctx.informers.informer_for("nodes")
+        leases = ctx.informers.informer_for("leases")
+        self.pod_indexer = pods.indexer
+        self.pod_lister = pods.lister()
+        self.node_lister = nodes.lister()
+        self.lease_lister = leases.lister()
+        self.nodes_res = self.client.resource("nodes")
+        self.pods_res = self.client.resource("pods")
+        self.health: dict[str, _NodeHealth] = {}
+        self.known_nodes: dict[str, Obj] = {}
+        self.zone_states: dict[str, str] = {}
+        self.zone_tainters: dict[str, RateLimitedTimedQueue] = {}
+        self.nodes_to_retry: set[str] = set()
+        self._events: set[asyncio.Task[None]] = set()
+        pods.add_event_handler(on_add=lambda p: self._pod_updated(None, p), on_update=self._pod_updated)
+        nodes.add_event_handler(
+            on_add=self.enqueue,
+            on_update=lambda _old, new: self.enqueue(new),
+            on_delete=lambda n: self.nodes_to_retry.discard(str(n["metadata"]["name"])),
+        )
+
+    def _pod_updated(self, old: Obj | None, new: Obj) -> None:
+        node_name = (new.get("spec") or {}).get("nodeName")
+        if node_name and (old is None or (old.get("spec") or {}).get("nodeName") != node_name):
+            self.enqueue(new)
+
+    # --- running -------------------------------------------------------------------------------------------
+
+    async def run(self, workers: int | None = None) -> None:
+        loops = [
+            asyncio.ensure_future(self._every(self.monitor_period, self.monitor_node_health)),
+            asyncio.ensure_future(self._every(NODE_EVICTION_PERIOD, self.do_no_execute_tainting_pass)),
+        ]
+        try:
+            await super().run(workers)
+        finally:
+            for task in [*loops, *self._events]:
+                task.cancel()
+            await asyncio.gather(*loops, *self._events, return_exceptions=True)
+
+    async def _every(self, period: float, fn: Callable[[], Awaitable[None]]) -> None:
+        """Upstream ``wait.UntilWithContext``: run, then sleep ``period`` on the clock; errors are logged."""
+        while True:
+            try:
+                await fn()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("%s: periodic pass failed", self.name)
+            await self.clock.sleep(period)
+
+    def _event(self, obj: Obj, event_type: str, reason: str, message: str) -> None:
+        task = asyncio.ensure_future(self.recorder.event(obj, event_type, reason, message))
+        self._events.add(task)
+        task.add_done_callback(self._events.discard)
+
+    def _node_event(self, node: Mapping[str, Any], reason: str, message: str) -> None:
+        meta = node.get("metadata") or {}
+        ref = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": meta.get("name"), "uid": meta.get("uid")}}
+        self._event(ref, "Normal", reason, message)
+
+    # --- work-queue keys: NoSchedule taints and labels, pods on unhealthy nodes ------------------------------
+
+    async def sync(self, key: str) -> None:
+        if "/" in key:
+            await self._process_pod(key)
+            return
+        node = self.node_lister.get(None, key)
+        if node is None:
+            return
+        add, remove = no_schedule_taint_diff(node)
+        if (add or remove) and not await self.swap_taints(key, add, remove, node):
+            raise RuntimeError(f"failed to swap taints of node {key}")
+        await self._reconcile_labels(node)
+
+    async def _reconcile_labels(self, node: Obj) -> None:
+        labels = (node.get("metadata") or {}).get("labels")
+        if not labels:
+            return
+        update = {beta: labels[ga] for ga, beta in LABEL_RECONCILE if ga in labels and labels.get(beta) != labels[ga]}
+        if update:
+            name = node["metadata"]["name"]
+            await self.client.patch(self.nodes_res, name, {"metadata": {"labels": update}})
+
+    async def _process_pod(self, key: str) -> None:
+        namespace, name = split_key(key)
+        pod = self.pod_lister.get(namespace, name)
+        if pod is None:
+            return
+        node_name = str((pod.get("spec") or {}).get("nodeName") or "")
+        health = self.health.get(node_name)
+        if health is None:
+            return
+        if self.node_lister.get(None, node_name) is None:
+            raise RuntimeError(f"node {node_name} of pod {key} is not in the cache yet")
+        ready = node_condition({"status": health.status}, "Ready")
+        if ready is not None and ready.get("status") != "True":
+            await self.mark_pods_not_ready([pod], node_name)
+
+    # --- node health ---------------------------------------------------------------------------------------
+
+    async def monitor_node_health(self) -> None:
+        nodes = self.node_lister.list()
+        names = {n["metadata"]["name"] for n in nodes}
+        for seen in nodes:
+            name = seen["metadata"]["name"]
+            if name not in self.known_nodes:
+                self._node_event(seen, "RegisteredNode", f"Node {name} event: Registered Node {name} in Controller")
+                self.known_nodes[name] = seen
+                self._add_zone(seen)
+                await self.mark_node_as_reachable(seen)
+            elif zone_key(seen) not in self.zone_states:
+                self._add_zone(seen)
+        for name in [n for n in self.known_nodes if n not in names]:
+            gone = self.known_nodes.pop(name)
+            self._node_event(gone, "RemovingNode", f"Node {name} event: Removing Node {name} from Controller")
+
+        zone_conditions: dict[str, list[Obj | None]] = {}
+        for cached in nodes:
+            node: Obj | None = copy.deepcopy(cached)
+            result: tuple[Obj, Obj | None] | None = None
+            for _ in range(NODE_HEALTH_UPDATE_RETRY):
+                assert node is not None
+                try:
+                    result = await self.try_update_node_health(node)
+                    break
+                except (ConflictError, NotFoundError) as exc:
+                    log.info("updating health of node %s failed, retrying: %s", node["metadata"]["name"], exc)
+                    try:
+                        node = await self.client.get(self.nodes_res, node["metadata"]["name"])
+                    except NotFoundError:
+                        node = None
+                        break
+            if node is None or result is None:
+                continue
+            observed, current = result
+            name = node["metadata"]["name"]
+            labels = (node.get("metadata") or {}).get("labels") or {}
+            if LABEL_DISRUPTION_EXCLUSION not in labels:
+                zone_conditions.setdefault(zone_key(node), []).append(current)
+            if current is not None:
+                pods = self.pod_indexer.by_index(NODE_NAME_INDEX, name)
+                await self.process_taint_based_eviction(node, observed)
+                went_not_ready = current.get("status") != "True" and observed.get("status") == "True"
+                if went_not_ready:
+                    self._node_event(node, "NodeNotReady", f"Node {name} status is now: NodeNotReady")
+                if went_not_ready or (name in self.nodes_to_retry and observed.get("status") != "True"):
+                    try:
+                        await self.mark_pods_not_ready(pods, name)
+                    except Exception as exc:
+                        log.info("marking pods of node %s not ready failed; retrying next pass: %s", name, exc)
+                        self.nodes_to_retry.add(name)
+                        continue
+            self.nodes_to_retry.discard(name)
+        await self.handle_disruption(zone_conditions, nodes)
+
+    async def try_update_node_health(self, node: Obj) -> tuple[Obj, Obj | None]:
+        """``(observed Ready condition, current Ready condition)`` after marking a silent node Unknown
+        (upstream ``tryUpdateNodeHealth``). Raises ConflictError when the status write lost a race."""
+        name = node["metadata"]["name"]
+        now = self.clock.now()
+        health = self.health.get(name)
+        current = node_condition(node, "Ready")
+        status = node.setdefault("status", {})
+        created = parse_timestamp(node["metadata"].get("creationTimestamp")) or now
+        if current is None:
+            observed: Obj = {
+                "type": "Ready",
+                "status": "Unknown",
+                "lastHeartbeatTime": node["metadata"].get("creationTimestamp"),
+                "lastTransitionTime": node["metadata"].get("creationTimestamp"),
+            }
+            grace = self.startup_grace_period
+            if health is not None:
+                health.status = copy.deepcopy(status)
+            else:
+                health = _NodeHealth(created, created, copy.deepcopy(status))
+        else:
+            observed = copy.deepcopy(current)
+            grace = self.grace_period
+        saved = node_condition({"status": health.status}, "Ready") if health is not None else None
+        saved_lease = health.lease_renew if health is not None else None
+        if health is None or (saved is None and current is not None) or (saved is not None and current is None):
+            health = _NodeHealth(now, now, copy.deepcopy(status))
+        elif (
+            saved is not None
+            and current is not None
+            and saved.get("lastHeartbeatTime") != current.get("lastHeartbeatTime")
+        ):
+            moved = saved.get("lastTransitionTime") != current.get("lastTransitionTime")
+            health = _NodeHealth(now, now if moved else health.ready_transition, copy.deepcopy(status))
+        health.lease_renew = saved_lease
+        lease = self.lease_lister.get(NODE_LEASE_NAMESPACE, name)
+        renew = parse_timestamp((lease or {}).get("spec", {}).get("renewTime")) if lease is not None else None
+        if renew is not None and (saved_lease is None or saved_lease < renew):
+            health.lease_renew = renew
+            health.probe = now
+        self.health[name] = health
+
+        if now > health.probe + grace:
+            stamp = format_time(now)
+            conditions = status.setdefault("conditions", [])
+            for condition_type in UNKNOWN_CONDITION_TYPES:
+                condition = node_condition(node, condition_type)
+                if condition is None:
+                    conditions.append(
+                        {
+                            "type": condition_type,
+                            "status": "Unknown",
+                            "lastHeartbeatTime": node["metadata"].get("creationTimestamp"),
+                            "lastTransitionTime": stamp,
+                            "reason": "NodeStatusNeverUpdated",
+                            "message": "Kubelet never posted node status.",
+                        }
+                    )
+                elif condition.get("status") != "Unknown":
+                    condition["status"] = "Unknown"
+                    condition["reason"] = "NodeStatusUnknown"
+                    condition["message"] = "Kubelet stopped posting node status."
+                    condition["lastTransitionTime"] = stamp
+            current = node_condition(node, "Ready")
+            if current != observed:
+                updated = await self.client.update(self.nodes_res, node, subresource="status")
+                node["metadata"]["resourceVersion"] = updated["metadata"].get("resourceVersion")
+                self.health[name] = _NodeHealth(health.probe, now, copy.deepcopy(status), health.lease_renew)
+        return observed, current
+
+    async def process_taint_based_eviction(self, node: Obj, observed: Mapping[str, Any]) -> None:
+        status = observed.get("status")
+        if status == "False":
+            if _has_taint(node, UNREACHABLE_TAINT):
+                if not await self.swap_taints(node["metadata"]["name"], [NOT_READY_TAINT], [UNREACHABLE_TAINT], node):
+                    log.error("failed to swap the unreachable taint for not-ready; will retry next pass")
+            else:
+                self._mark_node_for_tainting(node, "False")
+        elif status == "Unknown":
+            if _has_taint(node, NOT_READY_TAINT):
+                if not await self.swap_taints(node["metadata"]["name"], [UNREACHABLE_TAINT], [NOT_READY_TAINT], node):
+                    log.error("failed to swap the not-ready taint for unreachable; will retry next pass")
+            else:
+                self._mark_node_for_tainting(node, "Unknown")
+        elif status == "True":
+            await self.mark_node_as_reachable(node)
+
+    async def mark_pods_not_ready(self, pods: Sequence[Obj], node_name: str) -> None:
+        """Upstream ``MarkPodsNotReady``: each pod's Ready condition to False (and event ``NodeNotReady``);
+        raises after trying them all if any write failed."""
+        errors: list[Exception] = []
+        for pod in pods:
+            if (pod.get("spec") or {}).get("nodeName") != node_name:
+                continue
+            ready = next(
+                (c for c in (pod.get("status") or {}).get("conditions") or () if c.get("type") == "Ready"), None
+            )
+            if ready is None:
+                continue
+            patch = pod_condition_patch(pod, {**ready, "status": "False"}, self.clock.now())
+            if patch is None:
+                continue
+            meta = pod["metadata"]
+            try:
+                await self.client.patch(
+                    self.pods_res,
+                    meta["name"],
+                    {"status": {"conditions": [patch]}},
+                    patch_type=PatchType.STRATEGIC,
+                    namespace=meta.get("namespace"),
+                    subresource="status",
+                )
+            except NotFoundError:
+                continue
+            except Exception as exc:
+                errors.append(exc)
+                continue
+            self._event(pod, "Warning", "NodeNotReady", "Node is not ready")
+        if errors:
+            raise errors[0]
+
+    # --- zones and NoExecute tainting ------------------------------------------------------------------------
+
+    def _add_zone(self, node: Mapping[str, Any]) -> None:
+        zone = zone_key(node)
+        if zone not in self.zone_states:
+            self.zone_states[zone] = STATE_INITIAL
+            self.zone_tainters[zone] = RateLimitedTimedQueue(self.eviction_qps, self.clock)
+
+    def _mark_node_for_tainting(self, node: Obj, status: str) -> bool:
+        queue = self.zone_tainters[zone_key(node)]
+        name = node["metadata"]["name"]
+        taint = NOT_READY_TAINT if status == "False" else UNREACHABLE_TAINT
+        if not _has_taint(node, taint):
+            queue.remove(name)
+        return queue.add(name, str(node["metadata"].get("uid") or ""))
+
+    async def mark_node_as_reachable(self, node: Obj) -> bool:
+        name = node["metadata"]["name"]
+        await self.remove_taints(name, [UNREACHABLE_TAINT], node)
+        await self.remove_taints(name, [NOT_READY_TAINT], node)
+        queue = self.zone_tainters.get(zone_key(node))
+        return queue.remove(name) if queue is not None else False
+
+    async def do_no_execute_tainting_pass(self) -> None:
+        for zone in list(self.zone_tainters):
+            await self.zone_tainters[zone].try_process(self._taint_no_execute)
+
+    async def _taint_no_execute(self, value: TimedValue) -> tuple[bool, float]:
+        node = self.node_lister.get(None, value.value)
+        if node is None:
+            return True, 0.0
+        ready = node_condition(node, "Ready")
+        if ready is None:
+            return False, 0.05
+        if ready.get("status") == "False":
+            add, opposite = NOT_READY_TAINT, UNREACHABLE_TAINT
+        elif ready.get("status") == "Unknown":
+            add, opposite = UNREACHABLE_TAINT, NOT_READY_TAINT
+        else:
+            return True, 0.0  # ready again: nothing to taint
+        return await self.swap_taints(value.value, [add], [opposite], node), 0.0
+
+    async def handle_disruption(self, zone_conditions: Mapping[str, list[Obj | None]], nodes: Sequence[Obj]) -> None:
+        """Upstream ``handleDisruption``: per-zone states decide each zone queue's rate; when every zone is
+        fully disrupted, NoExecute tainting stops and the controller's NoExecute taints come off."""
+        new_states: dict[str, str] = {}
+        all_are_full = True
+        for zone, conditions in zone_conditions.items():
+            _, state = compute_zone_state(conditions, self.unhealthy_zone_threshold)
+            if state != STATE_FULL_DISRUPTION:
+                all_are_full = False
+            new_states[zone] = state
+            self.zone_states.setdefault(zone, STATE_INITIAL)
+        all_were_full = True
+        for zone in list(self.zone_states):
+            if zone not in zone_conditions:
+                del self.zone_states[zone]
+                continue
+            if self.zone_states[zone] != STATE_FULL_DISRUPTION:
+                all_were_full = False
+                break
+        if all_are_full and all_were_full:
+            return
+        if all_are_full:
+            log.info("all nodes are not ready: entering master disruption mode")
+            await self._mark_all_reachable(nodes)
+            for zone in self.zone_states:
+                self.zone_tainters[zone].swap_limiter(0)
+                self.zone_states[zone] = STATE_FULL_DISRUPTION
+            return
+        if all_were_full:
+            log.info("some nodes are ready: exiting master disruption mode")
+            now = self.clock.now()
+            for node in nodes:
+                health = self.health.get(node["metadata"]["name"])
+                if health is not None:
+                    health.probe = health.ready_transition = now
+            for zone in self.zone_states:
+                self._set_limiter(zone, len(zone_conditions.get(zone, ())), new_states.get(zone, STATE_NORMAL))
+                self.zone_states[zone] = new_states.get(zone, STATE_NORMAL)
+            return
+        for zone, state in list(self.zone_states.items()):
+            new = new_states.get(zone, state)
+            if new != state:
+                log.info("zone %r is now in state %s", zone, new)
+                self._set_limiter(zone, len(zone_conditions.get(zone, ())), new)
+                self.zone_states[zone] = new
+
+    async def _mark_all_reachable(self, nodes: Sequence[Obj]) -> None:
+        for node in nodes:
+            try:
+                await self.mark_node_as_reachable(node)
+            except Exception as exc:
+                log.error("failed to remove taints from node %s: %s", node["metadata"]["name"], exc)
+
+    def _set_limiter(self, zone: str, size: int, state: str) -> None:
+        queue = self.zone_tainters.get(zone)
+        if queue is None:
+            return
+        if state == STATE_NORMAL:
+            queue.swap_limiter(self.eviction_qps)
+        elif state == STATE_PARTIAL_DISRUPTION:
+            reduced = self.secondary_eviction_qps if size > self.large_cluster_threshold else 0.0
+            queue.swap_limiter(reduced)
+        elif state == STATE_FULL_DISRUPTION:
+            queue.swap_limiter(self.eviction_qps)
+
+    # --- taint writes (upstream SwapNodeControllerTaint, AddOrUpdateTaintOnNode, RemoveTaintOffNode) ---------
+
+    async def swap_taints(self, name: str, add: Sequence[Taint], remove: Sequence[Taint], node: Obj | None) -> bool:
+        """Add ``add`` (stamped ``timeAdded`` now), then remove ``remove``; False (logged) on failure."""
+        stamp = format_time(self.clock.now())
+        try:
+            await self.add_or_update_taints(name, [Taint(t.key, t.effect, t.value, stamp) for t in add])
+            await self.remove_taints(name, remove, node)
+        except Exception as exc:
+            log.error("unable to swap taints of node %s: %s", name, exc)
+            return False
+        return True
+
+    async def add_or_update_taints(self, name: str, taints: Sequence[Taint]) -> None:
+        if not taints:
+            return
+        await self._patch_taints(name, lambda current: _add_or_update(current, taints))
+
+    async def remove_taints(self, name: str, taints: Sequence[Taint], node: Obj | None) -> None:
+        if not taints:
+            return
+        if node is not None and not any(_has_taint(node, t) for t in taints):
+            return
+        await self._patch_taints(
+            name,
+            lambda current: [c for c in current if not any(c.key == t.key and c.effect == t.effect for t in taints)],
+        )
+
+    async def _patch_taints(self, name: str, change: Callable[[list[Taint]], list[Taint]]) -> None:
+        for attempt in range(TAINT_UPDATE_RETRIES):
+            node = await self.client.get(self.nodes_res, name)
+            current = _taints(node)
+            new = change(current)
+            if new == current:
+                return
+            patch = {
+                "metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
+                "spec": {"taints": [t.to_dict() for t in new] or None},
+            }
+            try:
+                await self.client.patch(self.nodes_res, name, patch)
+                return
+            except ConflictError:
+                if attempt == TAINT_UPDATE_RETRIES - 1:
+                    raise
+
+
+def _add_or_update(current: list[Taint], taints: Sequence[Taint]) -> list[Taint]:
+    """Upstream ``AddOrUpdateTaint`` applied in turn: a taint with the same key and effect is replaced (unless
+    identical, ``timeAdded`` included), else appended."""
+    out = list(current)
+    for taint in taints:
+        for i, existing in enumerate(out):
+            if existing.key == taint.key and existing.effect == taint.effect:
+                out[i] = taint
+                break
+        else:
+            out.append(taint)
+    return out
