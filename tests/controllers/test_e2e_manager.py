@@ -58,6 +58,15 @@ class Env:
     async def deployment(self) -> Obj:
         return await self.client.get(self.deployments, "web", namespace="default")
 
+    async def start_manager(self) -> None:
+        """A fresh controller manager (new informers, nothing remembered), as after a process restart."""
+        self.manager = ControllerManager(self.client, rng=random.Random(0))
+        self.manager_task = asyncio.ensure_future(self.manager.run())
+
+    async def stop_manager(self) -> None:
+        await stop_tasks([self.manager_task])
+        await self.manager.stop()
+
     async def replica_sets(self) -> list[Obj]:
         return list((await self.client.list(self.replicasets, namespace="default"))["items"])
 
@@ -68,19 +77,15 @@ async def env() -> AsyncIterator[Env]:
     for name in ("node01", "node02", "node03"):
         await client.create(client.resource("nodes"), node(name, cpu="8"))
     scheduler = Scheduler(client, rng=random.Random(0))
-    manager = ControllerManager(client, rng=random.Random(0))
     e = Env(client)
-    tasks = [
-        asyncio.ensure_future(scheduler.run()),
-        asyncio.ensure_future(manager.run()),
-        asyncio.ensure_future(e.kubelet()),
-    ]
+    tasks = [asyncio.ensure_future(scheduler.run()), asyncio.ensure_future(e.kubelet())]
+    await e.start_manager()
     try:
         yield e
     finally:
         await stop_tasks(tasks)
+        await e.stop_manager()
         await scheduler.stop()
-        await manager.stop()
 
 
 def deployment(replicas: int, image: str) -> Obj:
@@ -167,3 +172,25 @@ async def test_deployment_scales_rolls_out_and_rolls_back(env: Env) -> None:
     sets = {rs["metadata"]["name"]: rs for rs in await env.replica_sets()}
     assert sets[first_rs["metadata"]["name"]]["spec"]["replicas"] == 4
     assert sets[first_rs["metadata"]["name"]]["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
+
+
+async def test_restarting_the_controller_manager_mid_rollout_finishes_it(env: Env) -> None:
+    """Issue 9: a restart mid-rollout changes nothing that was already correct and finishes the rollout."""
+    await env.client.create(env.deployments, deployment(4, "nginx:1.27"), namespace="default")
+    await env.eventually("4 available pods", lambda: _settled(env, 4, "nginx:1.27"))
+    d = await env.deployment()
+    d["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:1.28"
+    await env.client.update(env.deployments, d, namespace="default")
+
+    async def mid_rollout() -> bool:
+        pods = await env.live_pods()
+        updated = sum(1 for p in pods if p["spec"]["containers"][0]["image"] == "nginx:1.28")
+        return 0 < updated < 4
+
+    await env.eventually("the rollout under way", mid_rollout)
+    await env.stop_manager()
+    sets_before = sorted(rs["metadata"]["name"] for rs in await env.replica_sets())
+    await env.start_manager()
+    await env.eventually("the rollout finished", lambda: _settled(env, 4, "nginx:1.28"))
+    assert sorted(rs["metadata"]["name"] for rs in await env.replica_sets()) == sets_before  # no extra ReplicaSet
+    assert (await env.deployment())["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
