@@ -161,6 +161,15 @@ def test_deployment_lifecycle_and_taint_eviction_with_kubectl(cluster: tuple[Ser
     deployment = json.loads(kubectl("get", "deployment", "web", "-o", "json"))
     assert deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
     assert "web" in kubectl("get", "deploy")
+    before = {p["metadata"]["name"] for p in _pods(kubectl)}
+    kubectl("rollout", "restart", "deployment/web")
+    kubectl("rollout", "status", "deployment/web", "--timeout=60s")
+    deadline = time.monotonic() + 30
+    while {p["metadata"]["name"] for p in _pods(kubectl)} & before:
+        assert time.monotonic() < deadline, "rollout restart did not replace the pods"
+        time.sleep(0.2)
+    template = json.loads(kubectl("get", "deployment", "web", "-o", "json"))["spec"]["template"]
+    assert "kubectl.kubernetes.io/restartedAt" in template["metadata"]["annotations"]
 
     # Seed 003: a NoExecute taint evicts node02's pods; the ReplicaSet recreates them on other nodes.
     kubectl("scale", "deployment/web", "--replicas=6")
