@@ -288,10 +288,7 @@ class Registry:
             new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
             if new == old or dry_run:
                 return new
-            gone = new["metadata"].get("deletionTimestamp") and new["metadata"].get("deletionGracePeriodSeconds") == 0
-            if info.kind == "Namespace" and (new.get("spec") or {}).get("finalizers"):
-                gone = False  # upstream ShouldDeleteNamespaceDuringUpdate: spec.finalizers hold a namespace too
-            if gone and not new["metadata"].get("finalizers"):  # the last finalizer went: delete (upstream)
+            if strategy.should_delete_during_update(new):  # e.g. the last finalizer went: delete (upstream)
                 await self._remove(info, key, current.mod_revision)
                 return new
             try:

@@ -106,6 +106,14 @@ class Strategy:
         """Seconds of graceful deletion; 0 deletes at once."""
         return 0
 
+    def should_delete_during_update(self, obj: Obj) -> bool:
+        """Whether an update leaves ``obj`` gone (upstream ``ShouldDeleteDuringUpdate``): it is being deleted with no
+        grace period left and the last finalizer went."""
+        meta = obj["metadata"]
+        return bool(meta.get("deletionTimestamp")) and meta.get("deletionGracePeriodSeconds") == 0 and not (
+            meta.get("finalizers")
+        )
+
     @property
     def returns_deleted_object(self) -> bool:
         return False
@@ -147,6 +155,11 @@ class NamespaceStrategy(Strategy):
         obj["status"] = {"phase": "Active"}
         spec = obj.setdefault("spec", {})
         spec.setdefault("finalizers", ["kubernetes"])
+
+    def should_delete_during_update(self, obj: Obj) -> bool:
+        """Upstream ``ShouldDeleteNamespaceDuringUpdate``: ``spec.finalizers`` hold a namespace too (the namespace
+        controller empties it, then releases ``kubernetes`` through ``finalize``)."""
+        return super().should_delete_during_update(obj) and not (obj.get("spec") or {}).get("finalizers")
 
 
 class NodeStrategy(Strategy):
