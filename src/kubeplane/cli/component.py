@@ -20,7 +20,7 @@ import socket
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import typer
 
@@ -32,6 +32,7 @@ __all__ = [
     "apply_leader_election_flags",
     "client_config",
     "configure_logging",
+    "run_component",
     "serve_component",
 ]
 
@@ -116,6 +117,65 @@ def client_config(path: str | None) -> Any:
     if path is None and os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
         return in_cluster_config()
     return load_kubeconfig(find_kubeconfig(path))
+
+
+class Component(Protocol):
+    """What ``run_component`` drives: the Scheduler and the ControllerManager."""
+
+    async def start(self) -> None: ...
+
+    async def run(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+def run_component(
+    *,
+    component: str,
+    kubeconfig: str | None,
+    le: Any,
+    metrics_port: int,
+    bind_address: str,
+    build: Callable[[Client], tuple[Component, str]],
+    qps: float | None = None,
+    burst: int | None = None,
+) -> None:
+    """The process body of ``kubeplane scheduler`` and ``kubeplane controller-manager``: connect (with the
+    component's own qps/burst when given, and a separate client for leader election), ``build`` the component
+    (returning it and how to describe it), serve it with :func:`serve_component`, then stop it and close the
+    clients. Client errors become one CLIError line."""
+    from kubeplane.client.errors import ClientError
+    from kubeplane.client.http import HTTPClient
+
+    async def main() -> None:
+        base = client_config(kubeconfig)
+        limited = base if qps is None or burst is None else dataclasses.replace(base, qps=qps, burst=burst)
+        client = HTTPClient(limited)
+        elector_client = HTTPClient(base) if le.leader_elect else None
+        try:
+            built, describe = build(client)
+            try:
+                await serve_component(
+                    component=component,
+                    le=le,
+                    elector_client=elector_client,
+                    metrics_port=metrics_port,
+                    bind_address=bind_address,
+                    warm_up=built.start,
+                    work=built.run,
+                    describe=describe,
+                )
+            finally:
+                await built.stop()
+        finally:
+            await client.close()
+            if elector_client is not None:
+                await elector_client.close()
+
+    try:
+        asyncio.run(main())
+    except ClientError as exc:
+        raise CLIError(str(exc)) from None
 
 
 async def serve_component(

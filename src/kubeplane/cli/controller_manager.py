@@ -7,17 +7,14 @@ port 10257). Leader election and the metrics port work as for the scheduler (:mo
 
 from __future__ import annotations
 
-import asyncio
-
 from kubeplane.cli.component import (
     CLIError,
     LeaderElectionFlags,
     apply_leader_election_flags,
-    client_config,
     configure_logging,
-    serve_component,
+    run_component,
 )
-from kubeplane.client.errors import ClientError
+from kubeplane.client.interface import Client
 
 __all__ = ["run_controller_manager"]
 
@@ -31,7 +28,6 @@ def run_controller_manager(
     metrics_port: int = 10257,
     bind_address: str = "127.0.0.1",
 ) -> None:
-    from kubeplane.client.http import HTTPClient
     from kubeplane.controllers.manager import ControllerManager, available_controllers, select_controllers
     from kubeplane.scheduler.config.types import LeaderElection
 
@@ -44,31 +40,15 @@ def run_controller_manager(
         LeaderElection(resource_name="kube-controller-manager"), leader_election or LeaderElectionFlags()
     )
 
-    async def main() -> None:
-        base = client_config(kubeconfig)
-        client = HTTPClient(base)
-        elector_client = HTTPClient(base) if le.leader_elect else None
-        try:
-            manager = ControllerManager(client, controllers=selected)
-            try:
-                await serve_component(
-                    component="controller-manager",
-                    le=le,
-                    elector_client=elector_client,
-                    metrics_port=metrics_port,
-                    bind_address=bind_address,
-                    warm_up=manager.start,
-                    work=manager.run,
-                    describe=f"with controllers {', '.join(manager.controllers) or '(none)'}",
-                )
-            finally:
-                await manager.stop()
-        finally:
-            await client.close()
-            if elector_client is not None:
-                await elector_client.close()
+    def build(client: Client) -> tuple[ControllerManager, str]:
+        manager = ControllerManager(client, controllers=selected)
+        return manager, f"with controllers {', '.join(manager.controllers) or '(none)'}"
 
-    try:
-        asyncio.run(main())
-    except ClientError as exc:
-        raise CLIError(str(exc)) from None
+    run_component(
+        component="controller-manager",
+        kubeconfig=kubeconfig,
+        le=le,
+        metrics_port=metrics_port,
+        bind_address=bind_address,
+        build=build,
+    )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -15,11 +14,11 @@ from kubeplane.cli.component import (
     CLIError,
     LeaderElectionFlags,
     apply_leader_election_flags,
-    client_config,
     configure_logging,
-    serve_component,
+    run_component,
 )
 from kubeplane.client.errors import ClientError
+from kubeplane.client.interface import Client
 
 __all__ = ["load_objects", "run_explain", "run_scheduler"]
 
@@ -153,44 +152,27 @@ def run_scheduler(
     """``kubeplane scheduler``: the configured profiles against the cluster of ``kubeconfig`` (else the file's
     clientConnection.kubeconfig, else the usual lookup, else in-cluster), under leader election by default (see
     :mod:`kubeplane.cli.component`)."""
-    from kubeplane.client.http import HTTPClient
     from kubeplane.scheduler.config import ConfigError
     from kubeplane.scheduler.scheduler import Scheduler
 
     configure_logging(verbosity)
     cfg = _load_config(config)
     le = apply_leader_election_flags(cfg.leader_election, leader_election or LeaderElectionFlags())
-    path = kubeconfig or (cfg.client_connection.kubeconfig or None)
 
-    async def main() -> None:
-        conn = cfg.client_connection
-        base = client_config(path)
-        client = HTTPClient(dataclasses.replace(base, qps=conn.qps, burst=conn.burst))
-        elector_client = HTTPClient(base) if le.leader_elect else None
+    def build(client: Client) -> tuple[Scheduler, str]:
         try:
-            try:
-                scheduler = Scheduler(client, config=cfg)
-            except ConfigError as exc:
-                raise CLIError("\n".join(exc.errors)) from None
-            try:
-                await serve_component(
-                    component="scheduler",
-                    le=le,
-                    elector_client=elector_client,
-                    metrics_port=metrics_port,
-                    bind_address=bind_address,
-                    warm_up=scheduler.start,
-                    work=scheduler.run,
-                    describe=f"with profiles {', '.join(scheduler.profiles)}",
-                )
-            finally:
-                await scheduler.stop()
-        finally:
-            await client.close()
-            if elector_client is not None:
-                await elector_client.close()
+            scheduler = Scheduler(client, config=cfg)
+        except ConfigError as exc:
+            raise CLIError("\n".join(exc.errors)) from None
+        return scheduler, f"with profiles {', '.join(scheduler.profiles)}"
 
-    try:
-        asyncio.run(main())
-    except ClientError as exc:
-        raise CLIError(str(exc)) from None
+    run_component(
+        component="scheduler",
+        kubeconfig=kubeconfig or (cfg.client_connection.kubeconfig or None),
+        le=le,
+        metrics_port=metrics_port,
+        bind_address=bind_address,
+        build=build,
+        qps=cfg.client_connection.qps,
+        burst=cfg.client_connection.burst,
+    )
