@@ -424,15 +424,20 @@ class GarbageCollector(Controller):
         namespace = identity.namespace if info.namespaced else None
         return await self.client.get(info, identity.name, namespace=namespace)
 
+    async def _latest(self, info: ResourceInfo, node: _Node) -> Obj | None:
+        """The live object of ``node``; None when it is gone or was replaced by another with the same name."""
+        try:
+            latest = await self._get(info, node.identity)
+        except NotFoundError:
+            return None
+        return latest if _meta(latest).get("uid") == node.identity.uid else None
+
     async def _patch_refs(self, node: _Node, remove_uids: set[str]) -> None:
         """Remove the references to ``remove_uids`` from ``node``'s object (a JSON merge patch pinned to the
         resourceVersion read, as upstream's ``deleteOwnerRefJSONMergePatch``); gone objects are skipped."""
         info = self._resource_of(node)
-        try:
-            latest = await self._get(info, node.identity)
-        except NotFoundError:
-            return
-        if _meta(latest).get("uid") != node.identity.uid:
+        latest = await self._latest(info, node)
+        if latest is None:
             return
         refs = [r for r in _meta(latest).get("ownerReferences") or [] if r.get("uid") not in remove_uids]
         if len(refs) == len(_meta(latest).get("ownerReferences") or []):
@@ -449,11 +454,8 @@ class GarbageCollector(Controller):
         info = self._resource_of(node)
         namespace = node.identity.namespace if info.namespaced else None
         for _ in range(5):  # retry.DefaultBackoff steps
-            try:
-                latest = await self._get(info, node.identity)
-            except NotFoundError:
-                return
-            if _meta(latest).get("uid") != node.identity.uid:
+            latest = await self._latest(info, node)
+            if latest is None:
                 return
             finalizers = list(_meta(latest).get("finalizers") or [])
             if finalizer not in finalizers:
@@ -521,12 +523,8 @@ class GarbageCollector(Controller):
             info = self._resource_of(item)
         except KeyError as exc:
             raise _Requeue(str(exc)) from None
-        try:
-            latest = await self._get(info, item.identity)
-        except NotFoundError:
-            self._virtual_delete(item.identity)
-            return
-        if _meta(latest).get("uid") != item.identity.uid:
+        latest = await self._latest(info, item)
+        if latest is None:
             self._virtual_delete(item.identity)
             return
         if item.deleting_dependents:
