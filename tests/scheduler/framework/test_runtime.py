@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from kubeplane.client.clock import FakeClock
+from kubeplane.scheduler.backend.snapshot import Snapshot
+from kubeplane.scheduler.config import default_config
 from kubeplane.scheduler.framework.handle import Handle
 from kubeplane.scheduler.framework.interface import (
     Code,
@@ -22,6 +24,7 @@ from kubeplane.scheduler.framework.interface import (
 from kubeplane.scheduler.framework.registry import Registry, extension_points_of
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
+from kubeplane.scheduler.profile import build_profiles
 
 
 def _node(name: str) -> NodeInfo:
@@ -291,3 +294,35 @@ async def test_bind_without_plugins_is_skip() -> None:
     status = await fwk.run_bind_plugins(CycleState(), POD, "n1")
     assert status is not None
     assert status.code == Code.SKIP
+
+
+class _Nominations:
+    def __init__(self, pods: list[PodInfo]) -> None:
+        self.pods = pods
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        return list(self.pods)
+
+
+def test_filter_with_nominated_pods_reads_the_handles_nominator_by_default() -> None:
+    """Upstream's RunFilterPluginsWithNominatedPods takes no pod list: pods nominated to the node (from the
+    nominator) count when their priority is at least the incoming pod's, and the pod must also fit without them."""
+    capacity = {"cpu": "2", "pods": "10"}
+    snapshot = Snapshot.from_objects([{"metadata": {"name": "n1"}, "status": {"allocatable": capacity}}], [])
+    fwk = build_profiles(default_config(), Handle(snapshot_lister=snapshot))["default-scheduler"]
+
+    def pod(name: str, priority: int, cpu: str) -> PodInfo:
+        container = {"name": "c", "resources": {"requests": {"cpu": cpu}}}
+        meta = {"name": name, "namespace": "default", "uid": name}
+        return PodInfo({"metadata": meta, "spec": {"priority": priority, "containers": [container]}})
+
+    fwk.handle.nominator = _Nominations([pod("nominated", 10, "1500m")])
+    node = snapshot.list()[0]
+    for incoming, fits in ((pod("low", 0, "1"), False), (pod("high", 20, "1"), True)):
+        state = CycleState()
+        fwk.run_pre_filter_plugins(state, incoming, snapshot.list())
+        status = fwk.run_filter_plugins_with_nominated_pods(state, incoming, node)
+        assert (status is None) is fits, status
+        if not fits:
+            assert status is not None
+            assert status.reasons == ("Insufficient cpu",)
