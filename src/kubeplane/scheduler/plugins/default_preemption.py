@@ -76,12 +76,11 @@ class Candidate:
 
 @dataclass
 class PreemptionOutcome:
-    """What one PostFilter evaluation found: the chosen node (None when preemption did not help), the
-    candidates examined, and the message (the ``preemption: ...`` suffix of FailedScheduling)."""
+    """What one PostFilter evaluation found: the chosen node (None when preemption did not help) and the
+    candidates examined (the message is the PostFilter status's)."""
 
     nominated_node: str | None
     candidates: list[Candidate] = field(default_factory=list)
-    message: str = ""
 
 
 def start_time(pod: PodInfo, now: float) -> float:
@@ -230,12 +229,8 @@ class DefaultPreemption:
         if fwk is not None and fwk.metrics is not None:  # upstream counts every PostFilter call
             fwk.metrics.preemption_attempt()
         result, status = self.preempt(state, pod, filtered_node_status)
-        outcome = state.get(OUTCOME_KEY)
-        message = status.message() if status is not None else ""
-        if message:
-            status = Status(status.code if status is not None else Code.UNSCHEDULABLE, ("preemption: " + message,))
-            if isinstance(outcome, PreemptionOutcome):
-                outcome.message = status.message()
+        if status is not None and status.message():
+            status = Status(status.code, ("preemption: " + status.message(),))
         return result, status
 
     def preempt(
