@@ -10,8 +10,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from kubeplane.api.priority import global_default_class
 from kubeplane.api.resources import ResourceInfo
 
 from . import errors
@@ -48,7 +50,7 @@ def _admit_priority(registry: Registry, pod: dict[str, Any]) -> None:
         return
     classes = registry.resource("scheduling.k8s.io", "priorityclasses")
     name = spec.get("priorityClassName")
-    pc: dict[str, Any] | None = None
+    pc: Mapping[str, Any] | None = None
     if name:
         pc = registry.get_cached(classes, None, str(name))
         if pc is None:
@@ -59,10 +61,8 @@ def _admit_priority(registry: Registry, pod: dict[str, Any]) -> None:
                 f"no PriorityClass with name {name} was found",
             )
     else:
-        cache = registry.cache(classes)
-        defaults = [c for c in cache.objects.values() if c.get("globalDefault")]
-        if defaults:
-            pc = min(defaults, key=lambda c: int(c.get("value", 0)))
+        pc = global_default_class(registry.cache(classes).objects.values())
+        if pc is not None:
             spec["priorityClassName"] = pc["metadata"]["name"]
     value = int(pc.get("value", 0)) if pc is not None else 0
     _set_computed(pod, "priority", "the integer value of priority", value)

@@ -26,6 +26,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kubeplane.api.priority import global_default_class
 from kubeplane.scheduler.backend.snapshot import Snapshot
 from kubeplane.scheduler.config import KubeSchedulerConfiguration, default_config
 from kubeplane.scheduler.framework.handle import Handle
@@ -103,13 +104,10 @@ def explain(
     config = config if config is not None else default_config()
     meta = pod.get("metadata") or {}
     pod = {**pod, "metadata": {"namespace": "default", **meta}}
-    classes: dict[str, int] = {}
-    default_priority = 0
-    for obj in objects:
-        if obj.get("kind") == "PriorityClass":
-            classes[str((obj.get("metadata") or {}).get("name") or "")] = int(obj.get("value") or 0)
-            if obj.get("globalDefault"):
-                default_priority = int(obj.get("value") or 0)
+    priority_classes = [o for o in objects if o.get("kind") == "PriorityClass"]
+    classes = {str((c.get("metadata") or {}).get("name") or ""): int(c.get("value") or 0) for c in priority_classes}
+    default_class = global_default_class(priority_classes)
+    default_priority = int(default_class.get("value") or 0) if default_class is not None else 0
     pod = _with_priority(pod, classes, default_priority)
     pod_info = PodInfo(pod)
     placed = [_with_priority(p, classes, default_priority) for p in pods if (p.get("spec") or {}).get("nodeName")]
