@@ -110,9 +110,8 @@ class Strategy:
         """Whether an update leaves ``obj`` gone (upstream ``ShouldDeleteDuringUpdate``): it is being deleted with no
         grace period left and the last finalizer went."""
         meta = obj["metadata"]
-        return bool(meta.get("deletionTimestamp")) and meta.get("deletionGracePeriodSeconds") == 0 and not (
-            meta.get("finalizers")
-        )
+        gone = bool(meta.get("deletionTimestamp")) and meta.get("deletionGracePeriodSeconds") == 0
+        return gone and not meta.get("finalizers")
 
     @property
     def returns_deleted_object(self) -> bool:
