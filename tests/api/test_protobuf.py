@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
+from kubeplane.api.durations import format_duration
 from kubeplane.api.protobuf import (
     CONTENT_TYPE,
     MAGIC,
     ProtobufError,
     decode_message,
     decode_object,
-    go_duration,
     load_tables,
 )
 
@@ -365,7 +365,7 @@ def test_special_types() -> None:
 )  # fmt: skip
 def test_go_duration(ns: int, text: str) -> None:
     """metav1.Duration marshals to JSON as Go's time.Duration.String."""
-    assert go_duration(ns) == text
+    assert format_duration(ns) == text
 
 
 # --- malformed input ---------------------------------------------------------------------------------------------

@@ -45,6 +45,8 @@ from typing import Any
 
 import orjson
 
+from kubeplane.api.durations import format_duration
+
 CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
 MAGIC = b"k8s\x00"
 
@@ -389,34 +391,7 @@ def _timestamp(buf: bytes, message: str) -> str | None:
 
 
 def _duration(buf: bytes, message: str) -> str:
-    return go_duration(_signed64(_scalar_fields(buf, message).get(1)))
-
-
-def go_duration(ns: int) -> str:
-    """Format nanoseconds as Go's ``time.Duration.String`` does (``1h0m0s``, ``1.5s``, ``300ms``, ``0s``)."""
-    if ns == 0:
-        return "0s"
-    sign, u = ("-" if ns < 0 else ""), abs(ns)
-    if u < 1_000_000_000:
-        for unit, suffix in ((1_000_000, "ms"), (1_000, "µs"), (1, "ns")):
-            if u >= unit:
-                return sign + _with_fraction(u, unit) + suffix
-    seconds, rest = divmod(u, 1_000_000_000)
-    hours, seconds = divmod(seconds, 3600)
-    minutes, seconds = divmod(seconds, 60)
-    text = _with_fraction(seconds * 1_000_000_000 + rest, 1_000_000_000) + "s"
-    if hours:
-        text = f"{hours}h{minutes}m{text}"
-    elif minutes:
-        text = f"{minutes}m{text}"
-    return sign + text
-
-
-def _with_fraction(value: int, unit: int) -> str:
-    whole, frac = divmod(value, unit)
-    if not frac:
-        return str(whole)
-    return f"{whole}." + f"{frac:0{len(str(unit)) - 1}d}".rstrip("0")
+    return format_duration(_signed64(_scalar_fields(buf, message).get(1)))
 
 
 def _raw_json(buf: bytes, message: str) -> Any:

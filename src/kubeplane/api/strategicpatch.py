@@ -334,7 +334,9 @@ def _merge_object(original: dict[str, Any], patch: dict[str, Any], t: str | None
         if isinstance(old, dict):
             original[key] = value if how == "replace" else _merge_object(old, value, found.type, opts)
         elif isinstance(old, list):
-            original[key] = _merge_list_field(old, value, found, how, delete_list=delete_list, opts=opts)[0]
+            merged = _merge_list_field(old, value, found, how, delete_list=delete_list, opts=opts)[0]
+            # a list replaced as a whole (no merge key) keeps no nulls either: the typed decode drops them
+            original[key] = discard_nulls(merged) if opts.server and how == "replace" else merged
         else:
             original[key] = value
     return original
@@ -497,7 +499,9 @@ def _merge_by_key(
         if at >= 0:
             merged[at] = _merge_object(merged[at], item, t, opts)
         else:
+            # a typed decode drops nulls from a new element, as from a new map value
+            added = discard_nulls(item) if opts.server else item
             if len(merged) < len(backing):
-                backing[len(merged)] = item
-            merged.append(item)
+                backing[len(merged)] = added
+            merged.append(added)
     return merged

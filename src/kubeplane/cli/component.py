@@ -67,8 +67,8 @@ async def _idle(stopped: asyncio.Event) -> None:
 def apply_leader_election_flags(current: Any, flags: LeaderElectionFlags) -> Any:
     """``current`` (a leaderElection configuration) with every flag that was given applied on top (upstream
     ``ApplyLeaderElectionTo``: only flags set on the command line override the file). Raises CLIError."""
+    from kubeplane.api.durations import parse_duration
     from kubeplane.client.leaderelection import LeaderElectionConfig
-    from kubeplane.scheduler.config.types import parse_duration
 
     changes: dict[str, Any] = {}
     if flags.leader_elect is not None:

@@ -250,5 +250,8 @@ def main() -> None:
     app(args=normalize_bool_flags(sys.argv[1:]))
 
 
+from kubeplane.cli.store import store_app  # noqa: E402 - registered last: the command group is optional
+
+app.add_typer(store_app, name="store")
 if __name__ == "__main__":
     main()

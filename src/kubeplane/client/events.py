@@ -327,8 +327,17 @@ class EventRecorder:
         self._sleeper: asyncio.Future[None] | None = None
         self._closing = False
 
-    async def event(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
-        """Queue an Event about ``obj`` (upstream ``recorder.Event``); returns at once, never raises for I/O.
+    async def event(
+        self, obj: Mapping[str, Any], event_type: str, reason: str, message: str, *, field_path: str = ""
+    ) -> None:
+        """Queue an Event about ``obj`` (upstream ``recorder.Event``); returns at once, never raises for I/O."""
+        self.record(obj, event_type, reason, message, field_path=field_path)
+
+    def record(
+        self, obj: Mapping[str, Any], event_type: str, reason: str, message: str, *, field_path: str = ""
+    ) -> None:
+        """:meth:`event` for callers that are not coroutines (needs a running loop).
+        ``field_path`` names the part of the object, as the kubelet's ``spec.containers{nginx}``.
 
         An unsupported type or an object without kind and name is logged and not recorded, as upstream."""
         if self._closing:
@@ -338,6 +347,8 @@ class EventRecorder:
             log.error("Unsupported event type: %r (reason %s)", event_type, reason)
             return
         ref = object_reference(obj)
+        if field_path:
+            ref["fieldPath"] = field_path
         if "kind" not in ref or "name" not in ref:
             log.error("Could not construct reference to %r, will not report event %s: %s", ref, reason, message)
             return

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from kubeplane.api.durations import format_duration, parse_duration
 from kubeplane.scheduler.config import (
     UPSTREAM_DEFAULT_PLUGINS,
     ClientConnection,
@@ -21,7 +22,6 @@ from kubeplane.scheduler.config import (
     load_config,
     parse_config,
 )
-from kubeplane.scheduler.config.types import format_duration, parse_duration
 
 HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 CPU_MEM = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]

@@ -26,11 +26,12 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from kubeplane.api import nodeaffinity
+from kubeplane.api.durations import format_duration, parse_duration
 from kubeplane.api.labels import SelectorError
 from kubeplane.api.validation import field as fielderr
 from kubeplane.api.validation.field import OMIT_VALUE, Path
 from kubeplane.api.validation.names import is_qualified_name
-from kubeplane.scheduler.config.types import API_VERSION, Fields, format_duration, parse_duration
+from kubeplane.scheduler.config.types import API_VERSION, Fields
 
 __all__ = ["ARGS_PLUGINS", "decode_args", "default_args", "validate_args"]
 
