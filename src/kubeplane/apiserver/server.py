@@ -21,7 +21,7 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,8 +186,14 @@ async def run_apiserver(
     *,
     on_ready: Callable[[str, Path], None] | None = None,
     stop: asyncio.Event | None = None,
+    attach: Callable[[Registry], Awaitable[Callable[[], Awaitable[None]]]] | None = None,
 ) -> None:
-    """Serve until SIGINT/SIGTERM (or ``stop`` is set)."""
+    """Serve until SIGINT/SIGTERM (or ``stop`` is set).
+
+    ``attach`` runs components in this process over the registry (``kubeplane up``): it is awaited once the
+    server listens and before the kubeconfig is written (so the kubeconfig means "ready"), and returns the
+    coroutine function that stops them, awaited on shutdown before the store closes, so every write a
+    component had acknowledged is in the store."""
     config.data_dir.mkdir(parents=True, exist_ok=True)
     store = open_store(config)
     registry = Registry(store=store)
@@ -211,9 +217,19 @@ async def run_apiserver(
     kubeconfig = config.data_dir / "kubeconfig"
     tasks = [asyncio.create_task(housekeeping(registry, config), name="housekeeping")]
 
+    stoppers: list[Callable[[], Awaitable[None]]] = []
+    failures: list[Exception] = []
+
     async def announce() -> None:
         while not server.server.started:
             await asyncio.sleep(0.01)
+        if attach is not None:
+            try:
+                stoppers.append(await attach(registry))
+            except Exception as exc:  # the components could not start: stop serving, report it
+                failures.append(exc)
+                server.stop()
+                return
         _write_private(kubeconfig, kubeconfig_text(address, token, ca_pem=ca_pem))
         log.warning("kubeplane apiserver serving on %s; kubeconfig: %s", address, kubeconfig)
         if on_ready is not None:
@@ -231,5 +247,9 @@ async def run_apiserver(
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        for stopper in stoppers:
+            await stopper()
         await registry.stop()
         await store.close()
+    if failures:
+        raise failures[0]

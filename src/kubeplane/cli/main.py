@@ -211,6 +211,99 @@ def controller_manager(
 
 
 @app.command()
+def up(
+    data_dir: Annotated[Path, typer.Option("--data-dir", help="State directory: store, kubeconfig, logs.")] = Path(
+        ".kubeplane"
+    ),
+    port: Annotated[int, typer.Option("--port", help="API server port on 127.0.0.1; 0 picks a free one.")] = 6443,
+    nodes: Annotated[
+        int | None, typer.Option("--nodes", help="N worker nodes (4 CPU, 8Gi, 110 pods; 3 zones) plus the master.")
+    ] = None,
+    node_config: Annotated[
+        Path | None, typer.Option("--node-config", help="Node-config YAML (docs/kubelet.md) instead of --nodes.")
+    ] = None,
+    store: Annotated[str, typer.Option("--store", help="sqlite (durable, default) or memory.")] = "sqlite",
+    scheduler_config: Annotated[
+        Path | None, typer.Option("--scheduler-config", help="KubeSchedulerConfiguration file.")
+    ] = None,
+    processes: Annotated[
+        bool, typer.Option("--processes", help="One process per component over HTTP (default: one process).")
+    ] = False,
+    pull_delay: Annotated[
+        float | None, typer.Option("--pull-delay", help="Seconds a simulated image pull takes (default 0.5).")
+    ] = None,
+    shutdown_delay: Annotated[
+        str | None,
+        typer.Option("--shutdown-delay", help="Go duration a container takes to stop (default: the grace period)."),
+    ] = None,
+    verbosity: VerbosityOpt = 0,
+) -> None:
+    """Start a whole cluster: API server, controller manager, scheduler and simulated kubelets."""
+    from kubeplane.cli.component import CLIError
+    from kubeplane.cli.up import run_up
+
+    try:
+        run_up(
+            data_dir=data_dir,
+            port=port,
+            node_config=node_config,
+            nodes=nodes,
+            store=store,
+            scheduler_config=scheduler_config,
+            processes=processes,
+            verbosity=verbosity,
+            pull_delay=pull_delay,
+            shutdown_delay=shutdown_delay,
+        )
+    except CLIError as exc:
+        _fail(str(exc))
+    except StoreError as exc:
+        _fail(str(exc))
+
+
+@app.command()
+def kubelet(
+    kubeconfig: KubeconfigOpt = None,
+    node_config: Annotated[
+        Path | None,
+        typer.Option("--node-config", help="Node-config YAML (docs/kubelet.md); default: the demo cluster."),
+    ] = None,
+    nodes: Annotated[int | None, typer.Option("--nodes", help="The demo master plus N worker nodes.")] = None,
+    pull_delay: Annotated[
+        float | None, typer.Option("--pull-delay", help="Seconds an image pull takes (default 0.5).")
+    ] = None,
+    shutdown_delay: Annotated[
+        str | None,
+        typer.Option("--shutdown-delay", help="Go duration a container takes to stop (default: the grace period)."),
+    ] = None,
+    kube_api_qps: Annotated[
+        float, typer.Option("--kube-api-qps", help="Client rate limit of the whole fleet (0: none).")
+    ] = 0.0,
+    verbosity: VerbosityOpt = 0,
+    metrics_port: Annotated[int, _metrics_port_opt()] = 10248,
+    bind_address: BindAddressOpt = "127.0.0.1",
+) -> None:
+    """Run simulated kubelets: register nodes, heartbeat, run the pods bound to them (nothing is executed)."""
+    from kubeplane.cli.component import CLIError
+    from kubeplane.cli.kubelet import run_kubelet
+
+    try:
+        run_kubelet(
+            kubeconfig=kubeconfig,
+            verbosity=verbosity,
+            node_config=node_config,
+            nodes=nodes,
+            pull_delay=pull_delay,
+            shutdown_delay=shutdown_delay,
+            kube_api_qps=kube_api_qps,
+            metrics_port=metrics_port,
+            bind_address=bind_address,
+        )
+    except CLIError as exc:
+        _fail(str(exc))
+
+
+@app.command()
 def explain(
     pod: Annotated[str, typer.Option("--pod", help="Pod file, or NS/NAME of a pod in the live cluster.")],
     cluster: Annotated[

@@ -201,7 +201,7 @@ class Fleet:
         self._tasks: list[asyncio.Task[None]] = []
         self._writes: RateLimitingQueue[str] = RateLimitingQueue(clock=self.clock)
         self._dirty: set[str] = set()
-        self._started = False
+        self._started = self._stopped = False
 
     # --- running --------------------------------------------------------------------------------------------
 
@@ -235,6 +235,10 @@ class Fleet:
             await self.stop()
 
     async def stop(self) -> None:
+        """Stop every task and informer and write the queued events; a second call does nothing."""
+        if self._stopped:
+            return
+        self._stopped = True
         for task in [*self._tasks, *self._pod_tasks.values()]:
             task.cancel()
         for task in [*self._tasks, *self._pod_tasks.values()]:
@@ -440,6 +444,10 @@ class Fleet:
             if rt is None:
                 return
         if rt is not None:
+            if rt.static_hash and deleting:
+                # deleting a mirror pod does not stop its static pod: it is deleted for good and created again
+                self._spawn(f"mirror {rt.static_hash}", self._replace_mirror(sim, pod, rt.static_hash))
+                return
             rt.pod = pod
             if deleting and not rt.terminating:
                 self._begin_termination(sim, rt)

@@ -1,0 +1,222 @@
+"""``kubeplane up``: a whole cluster — API server, controller manager, scheduler and a simulated kubelet fleet.
+
+By default everything runs in this one process: the API server serves HTTP(S) for kubectl on 127.0.0.1, and the
+components talk to its registry over the local transport (no sockets). ``--processes`` runs each component as
+its own ``kubeplane`` process over HTTP instead, exactly as ``kubeplane apiserver | scheduler | controller-manager
+| kubelet`` would be started by hand.
+
+Invariants:
+
+* ``DATA_DIR/kubeconfig`` is removed at start and written only when the cluster is ready (nodes registered and
+  every component started), so a script may wait for the file.
+* A restart on the same data dir brings the same cluster back (SQLite store): the fleet finds its Nodes and
+  adopts the pods that were running.
+* SIGINT/SIGTERM stop the components first, then the API server, then close the store: every write the API
+  acknowledged is on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from kubeplane.cli.component import CLIError, configure_logging
+
+if TYPE_CHECKING:
+    from kubeplane.apiserver.registry import Registry
+
+__all__ = ["run_up"]
+
+
+def _ready_message(address: str, kubeconfig: Path, nodes: int, mode: str) -> str:
+    return (
+        f"kubeplane is up ({mode}): API server on {address}, {nodes} node(s)\n"
+        f"use it:\n  export KUBECONFIG={kubeconfig}\n  .venv/bin/kubectl get nodes\n"
+        "stop it with Ctrl-C"
+    )
+
+
+def run_up(
+    *,
+    data_dir: Path,
+    port: int,
+    node_config: Path | None,
+    nodes: int | None,
+    store: str,
+    scheduler_config: Path | None,
+    processes: bool,
+    verbosity: int,
+    pull_delay: float | None = None,
+    shutdown_delay: str | None = None,
+) -> None:
+    from kubeplane.cli.kubelet import fleet_options, node_specs
+    from kubeplane.cli.scheduling import _load_config
+
+    if store not in ("sqlite", "memory"):
+        raise CLIError(f"--store must be sqlite or memory, not {store!r}")
+    if not 0 <= port <= 65535:
+        raise CLIError(f"--port must be between 0 and 65535, not {port}")
+    specs = node_specs(node_config, nodes)
+    options = fleet_options(pull_delay=pull_delay, shutdown_delay=shutdown_delay)
+    sched_config = _load_config(scheduler_config)
+    configure_logging(verbosity)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / "kubeconfig").unlink(missing_ok=True)
+    if processes:
+        _run_processes(
+            data_dir=data_dir,
+            port=port,
+            node_config=node_config,
+            nodes=nodes,
+            store=store,
+            scheduler_config=scheduler_config,
+            verbosity=verbosity,
+            pull_delay=pull_delay,
+            shutdown_delay=shutdown_delay,
+            count=len(specs),
+        )
+        return
+
+    from kubeplane.apiserver.server import ServerConfig, run_apiserver
+    from kubeplane.client.local import LocalClient
+    from kubeplane.controllers.manager import ControllerManager
+    from kubeplane.kubelet.fleet import Fleet
+    from kubeplane.scheduler.config import ConfigError
+    from kubeplane.scheduler.scheduler import Scheduler
+    from kubeplane.store.interface import StoreError
+
+    async def attach(registry: Registry) -> Callable[[], Awaitable[None]]:
+        client = LocalClient(registry)
+        fleet = Fleet(client, specs, options=options)
+        manager = ControllerManager(client)
+        try:
+            scheduler = Scheduler(client, config=sched_config)
+        except ConfigError as exc:
+            raise CLIError("\n".join(exc.errors)) from None
+        started: list[Fleet | ControllerManager | Scheduler] = []
+        tasks: list[asyncio.Task[None]] = []
+
+        async def stop() -> None:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            for component in reversed(started):
+                await component.stop()
+            await client.close()
+
+        try:
+            for component in (fleet, manager, scheduler):
+                await component.start()
+                started.append(component)
+            for name, component in (("kubelet", fleet), ("controller-manager", manager), ("scheduler", scheduler)):
+                tasks.append(asyncio.create_task(component.run(), name=name))
+        except BaseException:
+            await stop()
+            raise
+        return stop
+
+    def ready(address: str, kubeconfig: Path) -> None:
+        typer.echo(_ready_message(address, kubeconfig, len(specs), "one process"), err=True)
+
+    config = ServerConfig(data_dir=data_dir, port=port, store=store)
+    signal.signal(signal.SIGTERM, lambda _sig, _frame: None)  # uvicorn re-raises it after its shutdown
+    try:
+        import uvloop
+
+        uvloop.run(run_apiserver(config, on_ready=ready, attach=attach))
+    except StoreError as exc:
+        raise CLIError(str(exc)) from None
+    except KeyboardInterrupt:
+        pass
+
+
+def _run_processes(
+    *,
+    data_dir: Path,
+    port: int,
+    node_config: Path | None,
+    nodes: int | None,
+    store: str,
+    scheduler_config: Path | None,
+    verbosity: int,
+    pull_delay: float | None,
+    shutdown_delay: str | None,
+    count: int,
+) -> None:
+    """Each component as its own process over HTTP; logs in ``DATA_DIR/logs/<component>.log``."""
+    base = [sys.executable, "-m", "kubeplane.cli.main"]
+    kubeconfig = data_dir / "kubeconfig"
+    logs = data_dir / "logs"
+    logs.mkdir(exist_ok=True)
+    verbose = [f"--v={verbosity}"] if verbosity else []
+    kubelet = (
+        ["--node-config", str(node_config)] if node_config else ["--nodes", str(nodes)] if nodes is not None else []
+    )
+    if pull_delay is not None:
+        kubelet += ["--pull-delay", str(pull_delay)]
+    if shutdown_delay is not None:
+        kubelet += ["--shutdown-delay", shutdown_delay]
+    commands = {
+        "apiserver": ["apiserver", "--data-dir", str(data_dir), "--port", str(port), "--store", store],
+        "controller-manager": ["controller-manager", "--leader-elect=false", "--metrics-port=0", *verbose],
+        "scheduler": [
+            "scheduler",
+            "--leader-elect=false",
+            "--metrics-port=0",
+            *(["--config", str(scheduler_config)] if scheduler_config else []),
+            *verbose,
+        ],
+        "kubelet": ["kubelet", "--metrics-port=0", *kubelet, *verbose],
+    }
+    children: list[tuple[str, subprocess.Popen[bytes]]] = []
+    stopping = False
+
+    def stop(_sig: int = 0, _frame: object = None) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        for name, args in commands.items():
+            extra = [] if name == "apiserver" else ["--kubeconfig", str(kubeconfig)]
+            with (logs / f"{name}.log").open("ab") as log:
+                children.append((name, subprocess.Popen([*base, *args, *extra], stdout=log, stderr=log)))
+            if name == "apiserver":
+                deadline = time.monotonic() + 60
+                while not kubeconfig.exists():
+                    if children[0][1].poll() is not None or time.monotonic() > deadline:
+                        raise CLIError(f"the API server did not start; see {logs / 'apiserver.log'}")
+                    if stopping:
+                        return
+                    time.sleep(0.05)
+                address = next(
+                    line.split("server: ", 1)[1] for line in kubeconfig.read_text().splitlines() if "server: " in line
+                )
+        typer.echo(_ready_message(address, kubeconfig, count, "one process per component"), err=True)
+        while not stopping:
+            for name, child in children:
+                if child.poll() is not None:
+                    raise CLIError(f"{name} exited with code {child.returncode}; see {logs / (name + '.log')}")
+            time.sleep(0.2)
+    finally:
+        for _name, child in reversed(children):  # components first, the API server last
+            if child.poll() is None:
+                os.kill(child.pid, signal.SIGTERM)
+                try:
+                    child.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    os.kill(child.pid, signal.SIGKILL)
+                    child.wait()
