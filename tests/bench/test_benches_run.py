@@ -15,7 +15,12 @@ SCRIPTS = sorted(p for p in BENCH.glob("*_bench.py"))
 
 
 def test_every_bench_is_covered() -> None:
-    assert [p.name for p in SCRIPTS] == ["apiserver_bench.py", "informer_bench.py", "store_bench.py"]
+    assert [p.name for p in SCRIPTS] == [
+        "apiserver_bench.py",
+        "informer_bench.py",
+        "kubelet_bench.py",
+        "store_bench.py",
+    ]
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=[p.stem for p in SCRIPTS])

@@ -32,7 +32,9 @@ class Env:
         self.pods = client.resource("pods")
         self.nodes = client.resource("nodes")
 
-    async def until(self, check: Callable[[], Awaitable[bool]], what: str, *, step: float = 0.0, tries: int = 400) -> None:
+    async def until(
+        self, check: Callable[[], Awaitable[bool]], what: str, *, step: float = 0.0, tries: int = 400
+    ) -> None:
         for _ in range(tries):
             if await check():
                 return
@@ -99,19 +101,26 @@ async def env(tmp_path: Path) -> AsyncIterator[Env]:
 async def test_registration_as_a_kubelet(env: Env) -> None:
     n1 = await env.client.get(env.nodes, "n1")
     labels = n1["metadata"]["labels"]
-    assert labels["kubernetes.io/hostname"] == "n1" and labels["kubernetes.io/os"] == "linux"
-    assert labels["topology.kubernetes.io/zone"] == "z1" and labels["topology.kubernetes.io/region"] == "r1"
+    assert labels["kubernetes.io/hostname"] == "n1"
+    assert labels["kubernetes.io/os"] == "linux"
+    assert labels["topology.kubernetes.io/zone"] == "z1"
+    assert labels["topology.kubernetes.io/region"] == "r1"
     status = n1["status"]
     assert [c["type"] for c in status["conditions"]] == ["MemoryPressure", "DiskPressure", "PIDPressure", "Ready"]
     ready = status["conditions"][-1]
-    assert (ready["status"], ready["reason"], ready["message"]) == ("True", "KubeletReady", "kubelet is posting ready status")
+    assert (ready["status"], ready["reason"], ready["message"]) == (
+        "True",
+        "KubeletReady",
+        "kubelet is posting ready status",
+    )
     assert status["capacity"] == {"cpu": "4", "memory": "4Gi", "pods": "10", "ephemeral-storage": "100Gi"}
     assert status["nodeInfo"]["kubeletVersion"] == "v1.37.0"
     assert status["addresses"][0] == {"type": "InternalIP", "address": "172.18.0.2"}
     assert status["images"] == [{"names": ["nginx:1.27"], "sizeBytes": 180 * 2**20}]
     assert n1["spec"]["podCIDR"] == "10.244.0.0/24"
     n2 = await env.client.get(env.nodes, "n2")
-    assert n2["spec"]["podCIDR"] == "10.9.0.0/24" and n2["metadata"]["labels"]["disk"] == "ssd"
+    assert n2["spec"]["podCIDR"] == "10.9.0.0/24"
+    assert n2["metadata"]["labels"]["disk"] == "ssd"
     assert n2["spec"]["taints"] == [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]
 
     leases = env.client.resource("leases")
@@ -121,7 +130,8 @@ async def test_registration_as_a_kubelet(env: Env) -> None:
             lease = await env.client.get(leases, "n1", namespace="kube-node-lease")
         except NotFoundError:
             return None
-        assert lease["spec"]["holderIdentity"] == "n1" and lease["spec"]["leaseDurationSeconds"] == 40
+        assert lease["spec"]["holderIdentity"] == "n1"
+        assert lease["spec"]["leaseDurationSeconds"] == 40
         assert lease["metadata"]["ownerReferences"][0]["kind"] == "Node"
         return str(lease["spec"]["renewTime"])
 
@@ -130,7 +140,8 @@ async def test_registration_as_a_kubelet(env: Env) -> None:
     assert first is not None
     await env.clock.advance(10.0)
     second = await renew_time()
-    assert second is not None and second > first
+    assert second is not None
+    assert second > first
 
     env.fleet.stop_node("n1")  # a dead kubelet renews nothing
     await env.clock.advance(30.0)
@@ -138,7 +149,8 @@ async def test_registration_as_a_kubelet(env: Env) -> None:
     env.fleet.resume_node("n1")
     await env.clock.advance(10.0)
     resumed = await renew_time()
-    assert resumed is not None and resumed > second
+    assert resumed is not None
+    assert resumed > second
 
 
 async def test_pod_runs_through_its_phases_with_kubelet_events(env: Env) -> None:
@@ -155,14 +167,19 @@ async def test_pod_runs_through_its_phases_with_kubelet_events(env: Env) -> None
     assert waiting == {"waiting": {"reason": "ContainerCreating"}}
     await env.until(lambda: _is(env.phase("web"), "Running"), "Running", step=0.5)
     status = (await env.pod("web"))["status"]
-    assert status["podIP"] == "10.244.0.2" and status["podIPs"] == [{"ip": "10.244.0.2"}]
+    assert status["podIP"] == "10.244.0.2"
+    assert status["podIPs"] == [{"ip": "10.244.0.2"}]
     assert status["startTime"]
     conditions = {c["type"]: c["status"] for c in status["conditions"]}
     assert conditions == {"PodScheduled": "True", "PodReadyToStartContainers": "True", "Initialized": "True",
                           "ContainersReady": "True", "Ready": "True"}  # fmt: skip
     app = status["containerStatuses"][0]
-    assert app["ready"] and app["started"] and app["restartCount"] == 0 and "running" in app["state"]
-    assert app["image"] == "docker.io/library/nginx:latest" and app["containerID"].startswith("containerd://")
+    assert app["ready"]
+    assert app["started"]
+    assert app["restartCount"] == 0
+    assert "running" in app["state"]
+    assert app["image"] == "docker.io/library/nginx:latest"
+    assert app["containerID"].startswith("containerd://")
     events = [(e["reason"], e["involvedObject"].get("fieldPath"), e["message"]) for e in await env.events("web")]
     assert events == [
         ("Pulling", "spec.containers{app}", 'Pulling image "nginx"'),
@@ -206,12 +223,12 @@ async def test_admission_rejects_a_pod_without_room(env: Env) -> None:
 
 async def test_run_to_completion_and_restarts(env: Env) -> None:
     containers = [{"name": "job", "image": "busybox:1.36", "imagePullPolicy": "IfNotPresent"}]
-    await env.create_pod("ok", restartPolicy="Never", containers=containers,
-                         annotations={"sim.kubeplane.io/duration": "30s"})  # fmt: skip
-    await env.create_pod("bad", restartPolicy="Never", containers=containers,
-                         annotations={"sim.kubeplane.io/duration": "30s", "sim.kubeplane.io/exit-code": "3"})  # fmt: skip
-    await env.create_pod("retry", restartPolicy="OnFailure", containers=containers,
-                         annotations={"sim.kubeplane.io/duration": "5s", "sim.kubeplane.io/exit-code": "1"})  # fmt: skip
+    duration, code = "sim.kubeplane.io/duration", "sim.kubeplane.io/exit-code"
+    await env.create_pod("ok", restartPolicy="Never", containers=containers, annotations={duration: "30s"})
+    await env.create_pod("bad", restartPolicy="Never", containers=containers, annotations={duration: "30s", code: "3"})
+    await env.create_pod(
+        "retry", restartPolicy="OnFailure", containers=containers, annotations={duration: "5s", code: "1"}
+    )
     await env.until(lambda: _is(env.phase("ok"), "Running"), "ok Running", step=0.5)
     assert await env.phase("bad") == "Running"
     await env.until(lambda: _is(env.phase("ok"), "Succeeded"), "ok Succeeded", step=1.0)
@@ -223,7 +240,8 @@ async def test_run_to_completion_and_restarts(env: Env) -> None:
     bad = (await env.pod("bad"))["status"]["containerStatuses"][0]["state"]["terminated"]
     assert (bad["exitCode"], bad["reason"]) == (3, "Error")
     retry = (await env.pod("retry"))["status"]
-    assert retry["phase"] == "Running" and retry["containerStatuses"][0]["restartCount"] >= 2
+    assert retry["phase"] == "Running"
+    assert retry["containerStatuses"][0]["restartCount"] >= 2
     assert retry["containerStatuses"][0]["lastState"]["terminated"]["exitCode"] == 1
     assert any(e["reason"] == "BackOff" for e in await env.events("retry"))
     # a finished pod no longer counts against the node: its IP is free for the next pod
@@ -345,7 +363,8 @@ async def test_static_pods_publish_mirror_pods_that_come_back(tmp_path: Path) ->
 
         await env.until(recreated, "mirror pod re-created", step=0.5)
         again = await mirror()
-        assert again is not None and again["status"]["podIP"] == first_ip
+        assert again is not None
+        assert again["status"]["podIP"] == first_ip
 
         (manifests / "etcd.yaml").unlink()  # removing the manifest removes the pod
         await env.until(lambda: _absent(mirror()), "mirror pod removed", step=5.0)
