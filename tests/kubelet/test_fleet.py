@@ -10,6 +10,7 @@ and mirror pods (``mirror_client.go``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -397,3 +398,62 @@ async def test_a_restarted_fleet_adopts_running_pods(env: Env) -> None:
         assert len(await env.events("web")) == events_before
     finally:
         await fleet.stop()
+
+
+async def test_init_containers_run_before_the_containers(env: Env) -> None:
+    init = [{"name": "migrate", "image": "busybox:1.36", "imagePullPolicy": "IfNotPresent"}]
+    await env.create_pod("with-init", initContainers=init)
+    await env.until(lambda: _is(env.phase("with-init"), "Running"), "Running", step=0.5)
+    status = (await env.pod("with-init"))["status"]
+    done = status["initContainerStatuses"][0]
+    assert done["state"]["terminated"]["reason"] == "Completed"
+    assert done["ready"] is False
+    assert {c["type"]: c["status"] for c in status["conditions"]}["Initialized"] == "True"
+    reasons = [(e["reason"], e["involvedObject"]["fieldPath"]) for e in await env.events("with-init")]
+    assert reasons.index(("Started", "spec.initContainers{migrate}")) < reasons.index(
+        ("Created", "spec.containers{app}")
+    )
+
+
+async def test_the_heartbeat_annotation_stops_and_resumes_a_node(env: Env) -> None:
+    leases = env.client.resource("leases")
+    await env.clock.advance(10.0)
+    first = (await env.client.get(leases, "n2", namespace="kube-node-lease"))["spec"]["renewTime"]
+    await env.client.patch(env.nodes, "n2", {"metadata": {"annotations": {"sim.kubeplane.io/heartbeat": "false"}}})
+    await env.until(lambda: _stopped(env.fleet, "n2"), "n2 stopped")
+    await env.create_pod("waits", node="n2", tolerations=[{"operator": "Exists"}])
+    await env.clock.advance(30.0)
+    assert (await env.client.get(leases, "n2", namespace="kube-node-lease"))["spec"]["renewTime"] == first
+    assert await env.phase("waits") == "Pending"  # a dead kubelet runs nothing
+    await env.client.patch(env.nodes, "n2", {"metadata": {"annotations": {"sim.kubeplane.io/heartbeat": None}}})
+    await env.until(lambda: _is(env.phase("waits"), "Running"), "Running after resume", step=1.0)
+    await env.clock.advance(10.0)
+    assert (await env.client.get(leases, "n2", namespace="kube-node-lease"))["spec"]["renewTime"] > first
+
+
+async def _stopped(fleet: Fleet, node: str) -> bool:
+    return not fleet.nodes[node].running
+
+
+async def test_memory_pressure_taints_the_node_through_the_node_lifecycle_controller(env: Env) -> None:
+    from kubeplane.controllers.manager import ControllerManager
+
+    manager = ControllerManager(env.client, controllers=["node-lifecycle"], clock=env.clock, rng=random.Random(4))
+    await manager.start()
+    task = asyncio.create_task(manager.run())
+    try:
+        await env.create_pod("hog", annotations={"sim.kubeplane.io/usage-memory": "4000Mi"})
+        await env.until(lambda: _is(env.phase("hog"), "Failed"), "hog evicted", step=2.0)
+
+        async def tainted() -> bool:
+            node = await env.client.get(env.nodes, "n1")
+            return any(t["key"] == "node.kubernetes.io/memory-pressure" for t in node["spec"].get("taints", []))
+
+        await env.until(tainted, "memory-pressure taint", step=1.0)
+        taint = next(t for t in (await env.client.get(env.nodes, "n1"))["spec"]["taints"])
+        assert taint["effect"] == "NoSchedule"
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await manager.stop()
