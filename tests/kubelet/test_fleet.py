@@ -457,3 +457,20 @@ async def test_memory_pressure_taints_the_node_through_the_node_lifecycle_contro
         with contextlib.suppress(asyncio.CancelledError):
             await task
         await manager.stop()
+
+
+async def test_a_starting_kubelet_reports_node_events(env: Env) -> None:
+    await env.fleet.flush_events()
+    items = (await env.client.list(env.client.resource("events"), namespace="default"))["items"]
+    n1 = [
+        (e["reason"], e["message"])
+        for e in items
+        if e["involvedObject"] == {"kind": "Node", "name": "n1", "uid": "n1", "apiVersion": "v1"}
+    ]
+    assert n1 == [
+        ("Starting", "Starting kubelet."),
+        ("NodeHasSufficientMemory", "Node n1 status is now: NodeHasSufficientMemory"),
+        ("NodeHasNoDiskPressure", "Node n1 status is now: NodeHasNoDiskPressure"),
+        ("NodeHasSufficientPID", "Node n1 status is now: NodeHasSufficientPID"),
+        ("NodeAllocatableEnforced", "Updated Node Allocatable limit across pods"),
+    ]

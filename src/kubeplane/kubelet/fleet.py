@@ -311,14 +311,28 @@ class Fleet:
                 sim.full_report_due = False
                 sim.last_report = self.clock.monotonic()
                 sim.reported = self._fingerprint(sim)
+                self._started_events(sim)
                 return
             except AlreadyExistsError:
                 existing = await self.client.get(self._nodes_res, sim.name)
                 sim.node, sim.uid = existing, str(existing["metadata"].get("uid", ""))
+                self._started_events(sim)
                 return
             except Exception as exc:  # API server not ready yet: retry as the kubelet does
                 log.warning("kubelet %s: unable to register node: %s", sim.name, exc)
                 await self.clock.sleep(7.0)
+
+    def _node_event(self, sim: SimNode, type_: str, reason: str, message: str) -> None:
+        """An Event about the Node (upstream's node reference uses the node name as its UID)."""
+        self._event(sim, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": sim.name, "uid": sim.name}},
+                    type_, reason, message)  # fmt: skip
+
+    def _started_events(self, sim: SimNode) -> None:
+        """What ``kubectl describe node`` shows of a kubelet's start (``kubelet.go`` and ``setters.go``)."""
+        self._node_event(sim, "Normal", "Starting", "Starting kubelet.")
+        for event in ("NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID"):
+            self._node_event(sim, "Normal", event, f"Node {sim.name} status is now: {event}")
+        self._node_event(sim, "Normal", "NodeAllocatableEnforced", "Updated Node Allocatable limit across pods")
 
     async def _node_loop(self, sim: SimNode) -> None:
         period = min(self.options.lease_renew_interval, self.options.status_update_frequency)
@@ -546,12 +560,13 @@ class Fleet:
         if seconds > 0:
             await self.clock.sleep(seconds)
 
-    def _event(self, sim: SimNode, pod: Obj, type_: str, reason: str, message: str, field_path: str = "") -> None:
+    def _event(self, sim: SimNode, obj: Obj, type_: str, reason: str, message: str, field_path: str = "") -> None:
+        """Record an Event about a pod (or, with ``kind`` set, another object) through the node's recorder."""
         if sim.recorder is None:
             sim.recorder = EventRecorder(
                 self.client, component="kubelet", host=sim.name, clock=self.clock, rng=self.rng
             )
-        ref = {"apiVersion": "v1", "kind": "Pod", "metadata": pod["metadata"]}
+        ref = obj if obj.get("kind") == "Node" else {"apiVersion": "v1", "kind": "Pod", "metadata": obj["metadata"]}
         sim.recorder.record(ref, type_, reason, message, field_path=field_path)
 
     async def _run_pod(self, sim: SimNode, rt: PodRuntime) -> None:
@@ -746,8 +761,7 @@ class Fleet:
         if pressure != sim.memory_pressure:
             sim.memory_pressure = pressure
             event = eviction.pressure_condition("MemoryPressure", pressure).event_reason
-            node_ref = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": sim.name, "uid": sim.name}}
-            self._event(sim, node_ref, "Normal", event, f"Node {sim.name} status is now: {event}")
+            self._node_event(sim, "Normal", event, f"Node {sim.name} status is now: {event}")
             await self._maybe_report(sim, force=True)
         if not crossed or not active:
             return
