@@ -1,17 +1,15 @@
 """Issue 9's acceptance with real kubectl: ``kubeplane apiserver``, ``kubeplane scheduler`` and ``kubeplane
-controller-manager`` as processes, a stand-in kubelet in this test (bound pods become Running and Ready, graceful
-deletions are finished), and the project's kubectl driving a Deployment through create, scale, a rolling update,
+controller-manager`` as processes, and ``kubeplane kubelet`` (three simulated nodes; containers stop at once on
+deletion), and the project's kubectl driving a Deployment through create, scale, a rolling update,
 ``rollout history`` and ``rollout undo``, seed 003's ``kubectl taint node node02 check=mycheck:NoExecute``, and
 ``kubectl drain --ignore-daemonsets`` honouring a PodDisruptionBudget (429s retried) while a DaemonSet's pod
 stays on the drained node."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,51 +17,17 @@ from typing import Any
 
 import pytest
 
-from kubeplane.client.errors import ClientError
-from kubeplane.client.http import HTTPClient
 from tests.apiserver.conftest import Server, start_server, stop_process
 
 KUBEPLANE = [sys.executable, "-m", "kubeplane.cli.main"]
 KUBECTL = Path(sys.executable).parent / "kubectl"
 
 
-class Kubelet(threading.Thread):
-    """Plays every kubelet over HTTP: bound pods Running + Ready, deleting pods removed (grace period over)."""
-
-    def __init__(self, kubeconfig: Path) -> None:
-        super().__init__(daemon=True)
-        self.kubeconfig = kubeconfig
-        self.stopping = threading.Event()
-
-    def run(self) -> None:
-        asyncio.run(self._loop())
-
-    async def _loop(self) -> None:
-        client = HTTPClient.from_kubeconfig(self.kubeconfig)
-        pods = client.resource("pods")
-        try:
-            while not self.stopping.is_set():
-                for pod in (await client.list(pods))["items"]:
-                    meta = pod["metadata"]
-                    try:
-                        if meta.get("deletionTimestamp"):
-                            await client.delete(pods, meta["name"], namespace=meta["namespace"], grace_period_seconds=0)
-                        elif pod["spec"].get("nodeName") and (pod.get("status") or {}).get("phase") != "Running":
-                            when = meta["creationTimestamp"]
-                            status = {
-                                **(pod.get("status") or {}),
-                                "phase": "Running",
-                                "startTime": when,
-                                "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": when}],
-                            }
-                            await client.update(
-                                pods, {**pod, "status": status}, namespace=meta["namespace"], subresource="status"
-                            )
-                    except ClientError:
-                        pass  # changed or gone meanwhile: next round
-                await asyncio.sleep(0.1)
-        finally:
-            await client.close()
+NODE_CONFIG = """\
+- count: 3
+  namePattern: "node{index:02d}"
+  capacity: {cpu: "8", memory: 16Gi, pods: "110"}
+"""
 
 
 @pytest.fixture
@@ -71,25 +35,22 @@ def cluster(tmp_path: Path) -> Iterator[tuple[Server, Any]]:
     server = start_server(tmp_path / "data", tls=True)
     logs = []
     processes = []
-    for component in ("scheduler", "controller-manager"):
+    (tmp_path / "nodes.yaml").write_text(NODE_CONFIG)
+    kubelet_args = ["--node-config", str(tmp_path / "nodes.yaml"), "--pull-delay", "0", "--shutdown-delay", "0s"]
+    for component, args in (
+        ("scheduler", ["--leader-elect=false"]),
+        ("controller-manager", ["--leader-elect=false"]),
+        ("kubelet", kubelet_args),
+    ):
         log = (tmp_path / f"{component}.log").open("wb")
         logs.append(log)
         processes.append(
             subprocess.Popen(
-                [
-                    *KUBEPLANE,
-                    component,
-                    "--kubeconfig",
-                    str(server.kubeconfig),
-                    "--leader-elect=false",
-                    "--metrics-port=0",
-                ],
+                [*KUBEPLANE, component, "--kubeconfig", str(server.kubeconfig), "--metrics-port=0", *args],
                 stdout=log,
                 stderr=log,
             )
         )
-    kubelet = Kubelet(server.kubeconfig)
-    kubelet.start()
     base = [str(KUBECTL), "--kubeconfig", str(server.kubeconfig), "--cache-dir", str(tmp_path / "cache")]
 
     def kubectl(*args: str, stdin: str | None = None, stderr: bool = False) -> str:
@@ -102,22 +63,12 @@ def cluster(tmp_path: Path) -> Iterator[tuple[Server, Any]]:
         return done.stdout + (done.stderr if stderr else "")
 
     try:
-        for i in (1, 2, 3):
-            node = {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": f"node0{i}", "labels": {"kubernetes.io/hostname": f"node0{i}"}},
-                "status": {
-                    "capacity": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-                    "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-                    "conditions": [{"type": "Ready", "status": "True"}],
-                },
-            }
-            kubectl("apply", "-f", "-", stdin=json.dumps(node))
+        deadline = time.monotonic() + 60
+        while kubectl("get", "nodes", "--no-headers").count(" Ready ") < 3:
+            assert time.monotonic() < deadline, "the kubelet fleet did not register 3 Ready nodes"
+            time.sleep(0.2)
         yield server, kubectl
     finally:
-        kubelet.stopping.set()
-        kubelet.join(timeout=10)
         for process in processes:
             stop_process(process)
         for log in logs:
