@@ -34,9 +34,10 @@ soak: $(STAMP)
 bench: $(STAMP)
 	@for b in bench/*.py; do echo "# $$b" >&2; $(PY) $$b $(BENCH_ARGS) || exit 1; done
 
-run:
-	@echo "make run arrives with the CLI issue (kubeplane up); until then only 'make test' and 'make bench' exist." >&2
-	@exit 1
+# A whole cluster in the foreground (docs/up.md): state in .kubeplane/, kubectl via .kubeplane/kubeconfig.
+# Ctrl-C stops it; flags of `kubeplane up` go in UP_ARGS, e.g. make run UP_ARGS="--nodes 100 --store memory".
+run: $(STAMP)
+	$(VENV)/bin/kubeplane up $(UP_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -159,7 +159,7 @@ async def test_pod_runs_through_its_phases_with_kubelet_events(env: Env) -> None
 
     async def pending_with_host() -> bool:
         pod = await env.pod("web")
-        return pod.get("status", {}).get("hostIP") == "172.18.0.2"
+        return bool(pod.get("status", {}).get("hostIP") == "172.18.0.2")
 
     await env.until(pending_with_host, "pod admitted")
     pod = await env.pod("web")
