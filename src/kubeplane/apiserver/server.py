@@ -49,6 +49,8 @@ class ServerConfig:
     event_ttl: float = 3600.0
     auth: bool = True
     tls: bool = True
+    kubeconfig_name: str = "kubeconfig"
+    """The file in ``data_dir`` written once the server answers (``kubeplane up --processes`` renames it)."""
 
 
 def open_store(config: ServerConfig) -> Store:
@@ -214,7 +216,7 @@ async def run_apiserver(
     server = _Server(app, sock, certs)
     address = f"{'https' if certs else 'http'}://{config.host}:{port}"
     ca_pem = certs.ca.read_bytes() if certs else None
-    kubeconfig = config.data_dir / "kubeconfig"
+    kubeconfig = config.data_dir / config.kubeconfig_name
     tasks = [asyncio.create_task(housekeeping(registry, config), name="housekeeping")]
 
     stoppers: list[Callable[[], Awaitable[None]]] = []

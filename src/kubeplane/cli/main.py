@@ -88,6 +88,7 @@ def apiserver(
             "--no-tls (plain HTTP) suits only clients that send tokens in the clear, such as the Python client.",
         ),
     ] = True,
+    kubeconfig_name: Annotated[str, typer.Option("--kubeconfig-name", hidden=True)] = "kubeconfig",
 ) -> None:
     """Serve the Kubernetes API on 127.0.0.1 and write DATA_DIR/kubeconfig once it answers."""
     from kubeplane.apiserver.server import ServerConfig, run_apiserver
@@ -104,6 +105,7 @@ def apiserver(
         compaction_interval=compaction_interval,
         event_ttl=event_ttl,
         tls=tls,
+        kubeconfig_name=kubeconfig_name,
     )
 
     def ready(address: str, kubeconfig: Path) -> None:

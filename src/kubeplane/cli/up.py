@@ -7,8 +7,9 @@ its own ``kubeplane`` process over HTTP instead, exactly as ``kubeplane apiserve
 
 Invariants:
 
-* ``DATA_DIR/kubeconfig`` is removed at start and written only when the cluster is ready (nodes registered and
-  every component started), so a script may wait for the file.
+* ``DATA_DIR/kubeconfig`` is removed at start and written only when the cluster is ready (every node
+  registered and every component started), so a script may wait for the file; with ``--processes`` the
+  components use a kubeconfig of their own until then.
 * A restart on the same data dir brings the same cluster back (SQLite store): the fleet finds its Nodes and
   adopts the pods that were running.
 * SIGINT/SIGTERM stop the components first, then the API server, then close the store: every write the API
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -83,7 +85,7 @@ def run_up(
             verbosity=verbosity,
             pull_delay=pull_delay,
             shutdown_delay=shutdown_delay,
-            count=len(specs),
+            names=[spec.name for spec in specs],
         )
         return
 
@@ -142,6 +144,39 @@ def run_up(
         pass
 
 
+_PRIVATE_KUBECONFIG = ".components.kubeconfig"
+
+
+def _wait_for_nodes(
+    kubeconfig: Path,
+    names: list[str],
+    children: list[tuple[str, subprocess.Popen[bytes]]],
+    logs: Path,
+    stopping: Callable[[], bool],
+) -> None:
+    """Block until every node of the fleet is registered (or a child dies, or a signal asks to stop)."""
+    from kubeplane.client.http import HTTPClient
+
+    async def registered() -> set[str]:
+        client = HTTPClient.from_kubeconfig(kubeconfig)
+        try:
+            nodes = client.resource("nodes")
+            return {str(n["metadata"]["name"]) for n in (await client.list(nodes))["items"]}
+        finally:
+            await client.close()
+
+    deadline = time.monotonic() + 120
+    while not stopping():
+        for name, child in children:
+            if child.poll() is not None:
+                raise CLIError(f"{name} exited with code {child.returncode}; see {logs / (name + '.log')}")
+        if set(names) <= asyncio.run(registered()):
+            return
+        if time.monotonic() > deadline:
+            raise CLIError(f"the nodes did not register within 120 s; see {logs / 'kubelet.log'}")
+        time.sleep(0.2)
+
+
 def _run_processes(
     *,
     data_dir: Path,
@@ -153,9 +188,10 @@ def _run_processes(
     verbosity: int,
     pull_delay: float | None,
     shutdown_delay: str | None,
-    count: int,
+    names: list[str],
 ) -> None:
-    """Each component as its own process over HTTP; logs in ``DATA_DIR/logs/<component>.log``."""
+    """Each component as its own process over HTTP; logs in ``DATA_DIR/logs/<component>.log``. The components
+    use a kubeconfig of their own; ``DATA_DIR/kubeconfig`` appears once every node has registered."""
     base = [sys.executable, "-m", "kubeplane.cli.main"]
     kubeconfig = data_dir / "kubeconfig"
     logs = data_dir / "logs"
@@ -168,8 +204,20 @@ def _run_processes(
         kubelet += ["--pull-delay", str(pull_delay)]
     if shutdown_delay is not None:
         kubelet += ["--shutdown-delay", shutdown_delay]
+    private = data_dir / _PRIVATE_KUBECONFIG  # the components' until the nodes are there: then D/kubeconfig
+    private.unlink(missing_ok=True)
     commands = {
-        "apiserver": ["apiserver", "--data-dir", str(data_dir), "--port", str(port), "--store", store],
+        "apiserver": [
+            "apiserver",
+            "--data-dir",
+            str(data_dir),
+            "--port",
+            str(port),
+            "--store",
+            store,
+            "--kubeconfig-name",
+            _PRIVATE_KUBECONFIG,
+        ],
         "controller-manager": ["controller-manager", "--leader-elect=false", "--metrics-port=0", *verbose],
         "scheduler": [
             "scheduler",
@@ -191,21 +239,25 @@ def _run_processes(
     signal.signal(signal.SIGINT, stop)
     try:
         for name, args in commands.items():
-            extra = [] if name == "apiserver" else ["--kubeconfig", str(kubeconfig)]
+            extra = [] if name == "apiserver" else ["--kubeconfig", str(private)]
             with (logs / f"{name}.log").open("ab") as log:
                 children.append((name, subprocess.Popen([*base, *args, *extra], stdout=log, stderr=log)))
             if name == "apiserver":
                 deadline = time.monotonic() + 60
-                while not kubeconfig.exists():
+                while not private.exists():
                     if children[0][1].poll() is not None or time.monotonic() > deadline:
                         raise CLIError(f"the API server did not start; see {logs / 'apiserver.log'}")
                     if stopping:
                         return
                     time.sleep(0.05)
                 address = next(
-                    line.split("server: ", 1)[1] for line in kubeconfig.read_text().splitlines() if "server: " in line
+                    line.split("server: ", 1)[1] for line in private.read_text().splitlines() if "server: " in line
                 )
-        typer.echo(_ready_message(address, kubeconfig, count, "one process per component"), err=True)
+        _wait_for_nodes(private, names, children, logs, lambda: stopping)
+        if stopping:
+            return
+        shutil.copy2(private, kubeconfig)  # the same owner-only mode: it holds the admin token
+        typer.echo(_ready_message(address, kubeconfig, len(names), "one process per component"), err=True)
         while not stopping:
             for name, child in children:
                 if child.poll() is not None:
