@@ -26,7 +26,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,6 +38,21 @@ if TYPE_CHECKING:
     from kubeplane.apiserver.registry import Registry
 
 __all__ = ["run_up"]
+
+
+@contextlib.contextmanager
+def _progress(total: int) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar of node registration on a terminal (nothing when stderr is not one)."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield lambda _done, _total: None
+        return
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("registering nodes", total=total)
+        yield lambda done, _total: progress.update(task, completed=done)
 
 
 def _ready_message(address: str, kubeconfig: Path, nodes: int, mode: str) -> str:
@@ -119,9 +134,11 @@ def run_up(
             await client.close()
 
         try:
-            for component in (fleet, manager, scheduler):
-                await component.start()
-                started.append(component)
+            with _progress(len(specs)) as advance:
+                fleet.on_registered = advance
+                for component in (fleet, manager, scheduler):
+                    await component.start()
+                    started.append(component)
             for name, component in (("kubelet", fleet), ("controller-manager", manager), ("scheduler", scheduler)):
                 tasks.append(asyncio.create_task(component.run(), name=name))
         except BaseException:

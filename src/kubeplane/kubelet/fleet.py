@@ -34,7 +34,7 @@ import contextlib
 import functools
 import logging
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -202,6 +202,8 @@ class Fleet:
         self._writes: RateLimitingQueue[str] = RateLimitingQueue(clock=self.clock)
         self._dirty: set[str] = set()
         self._started = self._stopped = False
+        self.on_registered: Callable[[int, int], None] | None = None
+        """Called with (registered, total) as nodes register during :meth:`start` (progress displays)."""
 
     # --- running --------------------------------------------------------------------------------------------
 
@@ -292,10 +294,15 @@ class Fleet:
 
     async def _register_all(self) -> None:
         semaphore = asyncio.Semaphore(self.options.register_concurrency)
+        done = 0
 
         async def register(sim: SimNode) -> None:
+            nonlocal done
             async with semaphore:
                 await self._register(sim)
+            done += 1
+            if self.on_registered is not None:
+                self.on_registered(done, len(self.nodes))
 
         await asyncio.gather(*(register(sim) for sim in self.nodes.values()))
 
