@@ -474,3 +474,23 @@ async def test_a_starting_kubelet_reports_node_events(env: Env) -> None:
         ("NodeHasSufficientPID", "Node n1 status is now: NodeHasSufficientPID"),
         ("NodeAllocatableEnforced", "Updated Node Allocatable limit across pods"),
     ]
+
+
+async def test_a_node_configured_dead_comes_back_with_the_annotation() -> None:
+    clock = FakeClock()
+    client = await LocalClient.in_memory(now=clock.now)
+    fleet = Fleet(client, parse_node_config([{"name": "z", "heartbeat": False}]), clock=clock, rng=random.Random(5))
+    await fleet.start()
+    try:
+        assert not fleet.nodes["z"].running
+        nodes = client.resource("nodes")
+        await client.patch(nodes, "z", {"metadata": {"annotations": {"sim.kubeplane.io/heartbeat": "true"}}})
+        env = Env(client, clock, fleet)
+        await env.until(lambda: _running(fleet, "z"), "z running")
+    finally:
+        await fleet.stop()
+        await client.close()
+
+
+async def _running(fleet: Fleet, node: str) -> bool:
+    return fleet.nodes[node].running

@@ -439,7 +439,12 @@ class Fleet:
             return
         sim.node = node
         sim.uid = str(node["metadata"].get("uid", sim.uid))
-        stop = _annotation(node, HEARTBEAT_ANNOTATION) == "false"
+        value = _annotation(node, HEARTBEAT_ANNOTATION)
+        stop = value == "false"
+        if value == "true" and sim.stopped_by - {"annotation"}:  # "true" also revives a node stopped otherwise
+            sim.stopped_by.clear()
+            self._catch_up(sim)
+            return
         if stop and "annotation" not in sim.stopped_by:
             log.info("kubelet %s: stopped by annotation %s", sim.name, HEARTBEAT_ANNOTATION)
             sim.stopped_by.add("annotation")
