@@ -242,21 +242,16 @@ def up(
 ) -> None:
     """Start a whole cluster: API server, controller manager, scheduler and simulated kubelets."""
     from kubeplane.cli.component import CLIError
-    from kubeplane.cli.up import run_up
+    from kubeplane.cli.up import UpOptions, run_up
 
     try:
         run_up(
-            data_dir=data_dir,
-            port=port,
-            node_config=node_config,
-            nodes=nodes,
-            store=store,
-            scheduler_config=scheduler_config,
-            processes=processes,
-            verbosity=verbosity,
-            pull_delay=pull_delay,
-            shutdown_delay=shutdown_delay,
-        )
+            UpOptions(
+                data_dir=data_dir, port=port, node_config=node_config, nodes=nodes, store=store,
+                scheduler_config=scheduler_config, processes=processes, verbosity=verbosity,
+                pull_delay=pull_delay, shutdown_delay=shutdown_delay,
+            )
+        )  # fmt: skip
     except CLIError as exc:
         _fail(str(exc))
     except StoreError as exc:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -37,7 +38,7 @@ from kubeplane.cli.component import CLIError, configure_logging
 if TYPE_CHECKING:
     from kubeplane.apiserver.registry import Registry
 
-__all__ = ["run_up"]
+__all__ = ["UpOptions", "run_up"]
 
 
 @contextlib.contextmanager
@@ -63,45 +64,38 @@ def _ready_message(address: str, kubeconfig: Path, nodes: int, mode: str) -> str
     )
 
 
-def run_up(
-    *,
-    data_dir: Path,
-    port: int,
-    node_config: Path | None,
-    nodes: int | None,
-    store: str,
-    scheduler_config: Path | None,
-    processes: bool,
-    verbosity: int,
-    pull_delay: float | None = None,
-    shutdown_delay: str | None = None,
-) -> None:
+@dataclasses.dataclass(frozen=True)
+class UpOptions:
+    """The flags of ``kubeplane up`` (docs/up.md)."""
+
+    data_dir: Path = Path(".kubeplane")
+    port: int = 6443
+    node_config: Path | None = None
+    nodes: int | None = None
+    store: str = "sqlite"
+    scheduler_config: Path | None = None
+    processes: bool = False
+    verbosity: int = 0
+    pull_delay: float | None = None
+    shutdown_delay: str | None = None
+
+
+def run_up(opts: UpOptions) -> None:
     from kubeplane.cli.kubelet import fleet_options, node_specs
     from kubeplane.cli.scheduling import _load_config
 
-    if store not in ("sqlite", "memory"):
-        raise CLIError(f"--store must be sqlite or memory, not {store!r}")
-    if not 0 <= port <= 65535:
-        raise CLIError(f"--port must be between 0 and 65535, not {port}")
-    specs = node_specs(node_config, nodes)
-    options = fleet_options(pull_delay=pull_delay, shutdown_delay=shutdown_delay)
-    sched_config = _load_config(scheduler_config)
-    configure_logging(verbosity)
-    data_dir.mkdir(parents=True, exist_ok=True)
-    (data_dir / "kubeconfig").unlink(missing_ok=True)
-    if processes:
-        _run_processes(
-            data_dir=data_dir,
-            port=port,
-            node_config=node_config,
-            nodes=nodes,
-            store=store,
-            scheduler_config=scheduler_config,
-            verbosity=verbosity,
-            pull_delay=pull_delay,
-            shutdown_delay=shutdown_delay,
-            names=[spec.name for spec in specs],
-        )
+    if opts.store not in ("sqlite", "memory"):
+        raise CLIError(f"--store must be sqlite or memory, not {opts.store!r}")
+    if not 0 <= opts.port <= 65535:
+        raise CLIError(f"--port must be between 0 and 65535, not {opts.port}")
+    specs = node_specs(opts.node_config, opts.nodes)
+    options = fleet_options(pull_delay=opts.pull_delay, shutdown_delay=opts.shutdown_delay)
+    sched_config = _load_config(opts.scheduler_config)
+    configure_logging(opts.verbosity)
+    opts.data_dir.mkdir(parents=True, exist_ok=True)
+    (opts.data_dir / "kubeconfig").unlink(missing_ok=True)
+    if opts.processes:
+        _run_processes(opts, [spec.name for spec in specs])
         return
 
     from kubeplane.apiserver.server import ServerConfig, run_apiserver
@@ -149,7 +143,7 @@ def run_up(
     def ready(address: str, kubeconfig: Path) -> None:
         typer.echo(_ready_message(address, kubeconfig, len(specs), "one process"), err=True)
 
-    config = ServerConfig(data_dir=data_dir, port=port, store=store)
+    config = ServerConfig(data_dir=opts.data_dir, port=opts.port, store=opts.store)
     signal.signal(signal.SIGTERM, lambda _sig, _frame: None)  # uvicorn re-raises it after its shutdown
     try:
         import uvloop
@@ -194,33 +188,26 @@ def _wait_for_nodes(
         time.sleep(0.2)
 
 
-def _run_processes(
-    *,
-    data_dir: Path,
-    port: int,
-    node_config: Path | None,
-    nodes: int | None,
-    store: str,
-    scheduler_config: Path | None,
-    verbosity: int,
-    pull_delay: float | None,
-    shutdown_delay: str | None,
-    names: list[str],
-) -> None:
+def _run_processes(opts: UpOptions, names: list[str]) -> None:
     """Each component as its own process over HTTP; logs in ``DATA_DIR/logs/<component>.log``. The components
     use a kubeconfig of their own; ``DATA_DIR/kubeconfig`` appears once every node has registered."""
     base = [sys.executable, "-m", "kubeplane.cli.main"]
+    data_dir = opts.data_dir
     kubeconfig = data_dir / "kubeconfig"
     logs = data_dir / "logs"
     logs.mkdir(exist_ok=True)
-    verbose = [f"--v={verbosity}"] if verbosity else []
+    verbose = [f"--v={opts.verbosity}"] if opts.verbosity else []
     kubelet = (
-        ["--node-config", str(node_config)] if node_config else ["--nodes", str(nodes)] if nodes is not None else []
+        ["--node-config", str(opts.node_config)]
+        if opts.node_config
+        else ["--nodes", str(opts.nodes)]
+        if opts.nodes is not None
+        else []
     )
-    if pull_delay is not None:
-        kubelet += ["--pull-delay", str(pull_delay)]
-    if shutdown_delay is not None:
-        kubelet += ["--shutdown-delay", shutdown_delay]
+    if opts.pull_delay is not None:
+        kubelet += ["--pull-delay", str(opts.pull_delay)]
+    if opts.shutdown_delay is not None:
+        kubelet += ["--shutdown-delay", opts.shutdown_delay]
     private = data_dir / _PRIVATE_KUBECONFIG  # the components' until the nodes are there: then D/kubeconfig
     private.unlink(missing_ok=True)
     commands = {
@@ -229,9 +216,9 @@ def _run_processes(
             "--data-dir",
             str(data_dir),
             "--port",
-            str(port),
+            str(opts.port),
             "--store",
-            store,
+            opts.store,
             "--kubeconfig-name",
             _PRIVATE_KUBECONFIG,
         ],
@@ -240,7 +227,7 @@ def _run_processes(
             "scheduler",
             "--leader-elect=false",
             "--metrics-port=0",
-            *(["--config", str(scheduler_config)] if scheduler_config else []),
+            *(["--config", str(opts.scheduler_config)] if opts.scheduler_config else []),
             *verbose,
         ],
         "kubelet": ["kubelet", "--metrics-port=0", *kubelet, *verbose],
