@@ -64,3 +64,49 @@ def test_a_thousand_nodes_come_up_ready(tmp_path: Path) -> None:
         code = process.wait(timeout=30)
         log.close()
     assert code == 0
+
+
+def test_a_restart_on_the_same_data_dir_brings_the_cluster_back(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    kubeconfig = data / "kubeconfig"
+
+    def up() -> subprocess.Popen[bytes]:
+        kubeconfig.unlink(missing_ok=True)  # the previous run's, until the new one replaces it
+        process = subprocess.Popen(
+            [*KUBEPLANE, "up", "--data-dir", str(data), "--port", "0", "--pull-delay", "0"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not kubeconfig.exists():
+            assert process.poll() is None
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        return process
+
+    def kubectl(*args: str) -> str:
+        base = [str(KUBECTL), "--kubeconfig", str(kubeconfig), "--cache-dir", str(tmp_path / "cache")]
+        return subprocess.run([*base, *args], capture_output=True, text=True, timeout=60, check=True).stdout
+
+    def pods() -> list[str]:
+        columns = "custom-columns=N:.metadata.name,P:.status.phase,IP:.status.podIP,NODE:.spec.nodeName"
+        return sorted(kubectl("get", "pods", "-o", columns, "--no-headers").splitlines())
+
+    first = up()
+    try:
+        kubectl("create", "deployment", "web", "--image=nginx", "--replicas=3")
+        deadline = time.monotonic() + 60
+        while [line.split()[1] for line in pods()] != ["Running"] * 3:
+            assert time.monotonic() < deadline, pods()
+            time.sleep(0.2)
+        before = pods()
+    finally:
+        os.kill(first.pid, signal.SIGTERM)
+        assert first.wait(timeout=30) == 0
+    second = up()
+    try:
+        time.sleep(1.0)  # the fleet has adopted the pods: nothing may change
+        assert pods() == before
+        assert kubectl("get", "deployment", "web", "-o", "jsonpath={.status.readyReplicas}") == "3"
+    finally:
+        os.kill(second.pid, signal.SIGTERM)
+        assert second.wait(timeout=30) == 0
