@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 
 from kubeplane.cli.main import app
 from kubeplane.cli.store import json_diff
+from kubeplane.client.http import HTTPClient
 from kubeplane.store.sqlite import SqliteStore
 
 KUBEPLANE = [sys.executable, "-m", "kubeplane.cli.main"]
@@ -385,12 +386,53 @@ def test_a_bad_data_dir_is_a_one_line_error(tmp_path: Path) -> None:
         assert "Traceback" not in result.output
 
 
-def test_etcd_servers_is_accepted_but_not_available_yet(seeded: tuple[Path, dict[str, int]]) -> None:
+def test_an_unreachable_etcd_is_one_line(seeded: tuple[Path, dict[str, int]]) -> None:
     data_dir, _ = seeded
-    for args in (["ls"], ["get", POD_KEY], ["watch", POD_KEY, "--timeout", "1"]):
-        result = store(data_dir, *args, "--etcd-servers", "https://127.0.0.1:2379")
-        assert result.exit_code == 1, args
-        assert result.stderr == "error: the etcd backend is not available yet\n"
+    result = store(data_dir, "ls", "--etcd-servers", "http://127.0.0.1:1")
+    assert result.exit_code == 1
+    assert len(result.stderr.splitlines()) == 1
+    assert result.stderr.startswith("error: cannot reach etcd at http://127.0.0.1:1: ")
+
+
+def test_the_commands_read_etcd_behind_an_api_server(tmp_path: Path) -> None:
+    """``--etcd-servers``: the same commands on the keys kube-apiserver's layout puts in etcd."""
+    from tests.apiserver.conftest import start_server
+    from tests.store.etcd_cluster import EtcdCluster
+
+    cluster = EtcdCluster(tmp_path / "etcd").start()
+    servers = ",".join(cluster.endpoints)
+    try:
+        server = start_server(tmp_path / "data", "--store", "etcd", "--etcd-servers", servers)
+        try:
+            client_pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "myapp"},
+                          "spec": {"containers": [{"name": "c", "image": "nginx"}]}}  # fmt: skip
+            created = asyncio.run(_create_pod(server.kubeconfig, client_pod))
+        finally:
+            server.stop()
+        keys = subprocess.run([*KUBEPLANE, "store", "ls", "/registry/pods/", "--etcd-servers", servers],
+                              capture_output=True, text=True, check=True, timeout=60).stdout  # fmt: skip
+        assert keys.splitlines() == [POD_KEY]
+        got = subprocess.run([*KUBEPLANE, "store", "get", POD_KEY, "--etcd-servers", servers],
+                             capture_output=True, text=True, check=True, timeout=60).stdout  # fmt: skip
+        header, body = got.split("\n", 1)
+        assert header.startswith(f"{POD_KEY} create_revision={created} mod_revision={created} version=1")
+        assert json.loads(body)["metadata"]["name"] == "myapp"
+        command = [*KUBEPLANE, "store", "watch", POD_KEY, "--from-revision", "1", "--timeout", "2"]
+        watched = subprocess.run(
+            [*command, "--etcd-servers", servers], capture_output=True, text=True, check=True, timeout=60
+        ).stdout
+        assert watched.splitlines()[0] == f"PUT {POD_KEY} revision={created} version=1"
+    finally:
+        cluster.stop()
+
+
+async def _create_pod(kubeconfig: Path, pod: dict[str, Any]) -> int:
+    client = HTTPClient.from_kubeconfig(kubeconfig)
+    try:
+        created = await client.create(client.resource("pods"), pod, namespace="default")
+        return int(created["metadata"]["resourceVersion"])
+    finally:
+        await client.close()
 
 
 def test_store_commands_are_listed_in_help() -> None:

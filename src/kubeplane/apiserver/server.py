@@ -51,6 +51,11 @@ class ServerConfig:
     tls: bool = True
     kubeconfig_name: str = "kubeconfig"
     """The file in ``data_dir`` written once the server answers (``kubeplane up --processes`` renames it)."""
+    etcd_servers: tuple[str, ...] = ()
+    etcd_prefix: str = "/registry"
+    etcd_cafile: Path | None = None
+    etcd_certfile: Path | None = None
+    etcd_keyfile: Path | None = None
 
 
 def open_store(config: ServerConfig) -> Store:
@@ -58,7 +63,21 @@ def open_store(config: ServerConfig) -> Store:
         return MemoryStore()
     if config.store == "sqlite":
         return SqliteStore(config.data_dir / "store.db")
-    raise StoreError(f"unknown store {config.store!r}: use sqlite or memory")
+    if config.store == "etcd":
+        from kubeplane.store.etcd import EtcdOptions, EtcdStore
+
+        if not config.etcd_servers:
+            raise StoreError("--store etcd needs --etcd-servers URL[,URL...]")
+        return EtcdStore(
+            EtcdOptions(
+                endpoints=config.etcd_servers,
+                key_prefix=config.etcd_prefix.rstrip("/") or "/registry",
+                ca_file=config.etcd_cafile,
+                cert_file=config.etcd_certfile,
+                key_file=config.etcd_keyfile,
+            )
+        )
+    raise StoreError(f"unknown store {config.store!r}: use sqlite, memory or etcd")
 
 
 def admin_token(data_dir: Path) -> str:

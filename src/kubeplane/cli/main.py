@@ -75,7 +75,9 @@ def apiserver(
         ".kubeplane"
     ),
     port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1; 0 picks a free one.")] = 6443,
-    store: Annotated[str, typer.Option("--store", help="sqlite (durable, default) or memory.")] = "sqlite",
+    store: Annotated[
+        str, typer.Option("--store", help="sqlite (durable, default), memory, or etcd (with --etcd-servers).")
+    ] = "sqlite",
     compaction_interval: Annotated[
         float, typer.Option("--etcd-compaction-interval", help="Seconds between store compactions.")
     ] = 300.0,
@@ -89,14 +91,24 @@ def apiserver(
         ),
     ] = True,
     kubeconfig_name: Annotated[str, typer.Option("--kubeconfig-name", hidden=True)] = "kubeconfig",
+    etcd_servers: Annotated[
+        str, typer.Option("--etcd-servers", help="With --store etcd: etcd URLs, comma-separated.")
+    ] = "",
+    etcd_prefix: Annotated[str, typer.Option("--etcd-prefix", help="Key prefix in etcd.")] = "/registry",
+    etcd_cafile: Annotated[Path | None, typer.Option("--etcd-cafile", help="CA of etcd's TLS.")] = None,
+    etcd_certfile: Annotated[Path | None, typer.Option("--etcd-certfile", help="Client certificate.")] = None,
+    etcd_keyfile: Annotated[Path | None, typer.Option("--etcd-keyfile", help="Client key.")] = None,
 ) -> None:
     """Serve the Kubernetes API on 127.0.0.1 and write DATA_DIR/kubeconfig once it answers."""
     from kubeplane.apiserver.server import ServerConfig, run_apiserver
 
-    if store not in ("sqlite", "memory"):
-        _fail(f"--store must be sqlite or memory, not {store!r}")
+    if store not in ("sqlite", "memory", "etcd"):
+        _fail(f"--store must be sqlite, memory or etcd, not {store!r}")
     if not 0 <= port <= 65535:
         _fail(f"--port must be between 0 and 65535, not {port}")
+    servers = tuple(u.strip() for u in etcd_servers.split(",") if u.strip())
+    if store == "etcd" and not servers:
+        _fail("--store etcd needs --etcd-servers URL[,URL...]")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     config = ServerConfig(
         data_dir=data_dir,
@@ -106,6 +118,11 @@ def apiserver(
         event_ttl=event_ttl,
         tls=tls,
         kubeconfig_name=kubeconfig_name,
+        etcd_servers=servers,
+        etcd_prefix=etcd_prefix,
+        etcd_cafile=etcd_cafile,
+        etcd_certfile=etcd_certfile,
+        etcd_keyfile=etcd_keyfile,
     )
 
     def ready(address: str, kubeconfig: Path) -> None:

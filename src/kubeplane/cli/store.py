@@ -26,16 +26,18 @@ import contextlib
 import json
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from kubeplane.store.interface import Event, EventType, KeyValue, StoreError
+from kubeplane.store.interface import Compacted, Event, EventType, KeyValue, RangeResult, StoreError
 from kubeplane.store.sqlite_reader import SqliteReader
 
-__all__ = ["json_diff", "store_app"]
+__all__ = ["EtcdReader", "json_diff", "store_app"]
+
+T = TypeVar("T")
 
 store_app = typer.Typer(
     name="store",
@@ -55,7 +57,7 @@ DataDirOpt = Annotated[
 ]
 EtcdServersOpt = Annotated[
     str | None,
-    typer.Option("--etcd-servers", help="etcd endpoints (not available yet: kubeplane's store is SQLite)."),
+    typer.Option("--etcd-servers", help="Read etcd instead (comma-separated URLs; raw etcd keys)."),
 ]
 RevisionOpt = Annotated[
     int | None,
@@ -73,14 +75,16 @@ def _fail(message: str) -> NoReturn:
 
 
 @contextlib.contextmanager
-def _open(data_dir: Path, etcd_servers: str | None) -> Iterator[SqliteReader]:
+def _open(data_dir: Path, etcd_servers: str | None) -> Iterator[SqliteReader | EtcdReader]:
     """The reader on DATA_DIR/store.db; every failure a user can cause ends the command with one line.
 
     SQLite reports a file that is not a database, or not kubeplane's, only at the first query, so query errors
     inside the ``with`` block are turned into one-line errors as well.
     """
     if etcd_servers is not None:
-        _fail("the etcd backend is not available yet")
+        with _open_etcd(etcd_servers) as etcd:
+            yield etcd
+        return
     path = data_dir / STORE_FILE
     if not data_dir.is_dir():
         _fail(f"no data directory {data_dir} (start `kubeplane apiserver --data-dir {data_dir}` first)")
@@ -100,6 +104,80 @@ def _open(data_dir: Path, etcd_servers: str | None) -> Iterator[SqliteReader]:
         _fail(str(exc))
     finally:
         reader.close()
+
+
+class EtcdReader:
+    """The reader interface of :class:`SqliteReader` over an etcd cluster (raw etcd keys: any prefix works),
+    on an event loop of its own so the synchronous commands can use it; :meth:`run` runs a coroutine there."""
+
+    def __init__(self, endpoints: list[str]) -> None:
+        from kubeplane.store.etcd import EtcdOptions, EtcdStore
+
+        self._loop = asyncio.new_event_loop()
+        self._store = EtcdStore(EtcdOptions(endpoints=endpoints, key_prefix="", store_root="", dial_timeout=3.0))
+        self.run(self._store.start())
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return self._loop.run_until_complete(coro)
+
+    @property
+    def revision(self) -> int:
+        return self._store.revision
+
+    @property
+    def compacted_revision(self) -> int:
+        return self._store.compacted_revision
+
+    def get(self, key: str, *, revision: int | None = None) -> KeyValue | None:
+        return self.run(self._store.get(key, revision=revision))
+
+    def range(self, prefix: str, *, revision: int | None = None) -> RangeResult:
+        return self.run(self._store.range(prefix, revision=revision))
+
+    def events(self, prefix: str, *, first: int, last: int | None = None) -> list[Event]:
+        """Only the compaction check of ``watch`` uses it: history is read through :meth:`follow`."""
+        if first <= self.compacted_revision:
+            raise Compacted(first, self.compacted_revision)
+        return []
+
+    async def follow(self, prefix: str, *, start_revision: int, poll_interval: float = 0.0) -> AsyncIterator[Event]:
+        watch = self._store.watch(prefix, start_revision=start_revision)
+        try:
+            async for event in watch:
+                yield event
+        finally:
+            watch.close()
+
+    def close(self) -> None:
+        try:
+            self.run(self._store.close())
+        finally:
+            self._loop.close()
+
+
+@contextlib.contextmanager
+def _open_etcd(etcd_servers: str) -> Iterator[EtcdReader]:
+    endpoints = [u.strip() for u in etcd_servers.split(",") if u.strip()]
+    if not endpoints:
+        _fail("--etcd-servers needs at least one URL")
+    try:
+        reader = EtcdReader(endpoints)
+    except StoreError as exc:
+        _fail(f"cannot reach etcd at {', '.join(endpoints)}: {str(exc).rstrip(': ')}")
+    try:
+        yield reader
+    except (StoreError, _UserError) as exc:
+        _fail(str(exc))
+    finally:
+        reader.close()
+
+
+def _run(reader: SqliteReader | EtcdReader, coro: Coroutine[Any, Any, None]) -> None:
+    """Run on the reader's own loop (etcd's client belongs to one), or a fresh one."""
+    if isinstance(reader, EtcdReader):
+        reader.run(coro)
+    else:
+        asyncio.run(coro)
 
 
 def _revision(revision: int | None) -> int | None:
@@ -194,10 +272,10 @@ def watch(
             # checked here too, so a replay of compacted history fails at once rather than at the first poll
             reader.events(key, first=start, last=start)
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(_watch(reader, key, start, timeout))
+            _run(reader, _watch(reader, key, start, timeout))
 
 
-async def _watch(reader: SqliteReader, watched: str, start: int, timeout: float | None) -> None:
+async def _watch(reader: SqliteReader | EtcdReader, watched: str, start: int, timeout: float | None) -> None:
     printer = _EventPrinter()
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(timeout):

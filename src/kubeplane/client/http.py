@@ -5,8 +5,11 @@ methods, results and errors (a failure ``Status`` becomes :mod:`kubeplane.client
 
 Rate limiting is a token bucket (``qps``, ``burst``; qps <= 0 disables it), as client-go's flowcontrol. Retries
 happen only where they cannot duplicate an effect: a 429 or 503 that carries ``Retry-After`` (the server did
-nothing), and connection failures of reads (GET, list, watch start). A write that may have reached the server
-is never retried.
+nothing), a connection that could not be opened (nothing was sent), and connection failures of reads (GET,
+list, watch start). A write that may have reached the server is never retried.
+
+Failover: with several servers (``ClientConfig.failover``, several API servers on one etcd), a connection that
+cannot be opened, or a read whose connection breaks, moves the client to the next server, and it stays there.
 """
 
 from __future__ import annotations
@@ -126,6 +129,8 @@ class HTTPClient:
         self.table = table or default_table()
         self.clock = clock or SystemClock()
         self._bucket = TokenBucket(qps=config.qps, burst=config.burst, clock=self.clock)
+        self._servers = config.servers
+        self._active = 0
         headers = {"Accept": "application/json", "User-Agent": "kubeplane"}
         if config.token:
             headers["Authorization"] = f"Bearer {config.token}"
@@ -142,6 +147,19 @@ class HTTPClient:
 
     def resource(self, name: str) -> ResourceInfo:
         return resolve_resource(self.table, name)
+
+    @property
+    def server(self) -> str:
+        """The API server in use (the first one, or the one failover moved to)."""
+        return self._servers[self._active]
+
+    def _fail_over(self, failed: str) -> bool:
+        """Move to the next server if ``failed`` is still the one in use; False with a single server."""
+        if len(self._servers) == 1:
+            return False
+        if self.server == failed:
+            self._active = (self._active + 1) % len(self._servers)
+        return True
 
     def _path(
         self, resource: ResourceInfo, *, namespace: str | None, name: str = "", subresource: str | None = None
@@ -166,12 +184,14 @@ class HTTPClient:
         body: Any = None,
         content_type: str = "application/json",
     ) -> Obj:
-        url = self.config.server + path + (f"?{urlencode(query)}" if query else "")
+        suffix = path + (f"?{urlencode(query)}" if query else "")
         data = None if body is None else orjson.dumps(body)
-        attempts = 0
+        attempts = unsent = 0
         while True:
             await self._bucket.take()
             attempts += 1
+            server = self.server
+            url = server + suffix
             try:
                 async with self._session.request(
                     method, url, data=data, headers={"Content-Type": content_type} if data is not None else None
@@ -185,8 +205,17 @@ class HTTPClient:
                         await self.clock.sleep(min(float(retry_after), MAX_RETRY_AFTER))
                         continue
                     raise error_for(_status(response.status, raw))
-            except (TimeoutError, aiohttp.ClientConnectionError) as exc:
+            except aiohttp.ClientConnectorError as exc:  # never connected: nothing was sent, any method may retry
+                unsent += 1
+                if self._fail_over(server) and unsent < 2 * len(self._servers):
+                    continue
                 if method == "GET" and attempts < READ_RETRIES:
+                    await self.clock.sleep(0.2 * attempts)
+                    continue
+                raise ClientError(f"{method} {url}: {exc}") from None
+            except (TimeoutError, aiohttp.ClientConnectionError) as exc:
+                if method == "GET" and attempts < READ_RETRIES + len(self._servers) - 1:
+                    self._fail_over(server)
                     await self.clock.sleep(0.2 * attempts)
                     continue
                 raise ClientError(f"{method} {url}: {exc}") from None
@@ -245,14 +274,18 @@ class HTTPClient:
         ):
             if value:
                 query[key] = value
-        url = self.config.server + self._path(resource, namespace=namespace) + "?" + urlencode(query)
-        for attempt in range(1, READ_RETRIES + 1):
+        suffix = self._path(resource, namespace=namespace) + "?" + urlencode(query)
+        url = self.server + suffix
+        for attempt in range(1, READ_RETRIES + len(self._servers)):
             await self._bucket.take()
+            server = self.server
+            url = server + suffix
             try:
                 response = await self._session.get(url, timeout=aiohttp.ClientTimeout(total=None, sock_read=None))
             except aiohttp.ClientConnectionError as exc:
-                if attempt == READ_RETRIES:
+                if attempt == READ_RETRIES + len(self._servers) - 1:
                     raise ClientError(f"watch {url}: {exc}") from None
+                self._fail_over(server)
                 await self.clock.sleep(0.2 * attempt)
                 continue
             if response.status >= 300:

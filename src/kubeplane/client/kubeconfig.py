@@ -19,6 +19,7 @@ import yaml
 from .errors import ClientError
 
 DEFAULT_KUBECONFIG = Path(".kubeplane") / "kubeconfig"
+FAILOVER_EXTENSION = "kubeplane.io/failover"
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 
@@ -36,6 +37,13 @@ class ClientConfig:
     qps: float = 50.0
     burst: int = 100
     source: str = ""
+    failover: tuple[str, ...] = ()
+    """More API servers of the same cluster (same CA and token), tried in turn when one cannot be reached: the
+    kubeconfig's cluster extension ``kubeplane.io/failover`` (``{servers: [URL, ...]}``), which kubectl ignores."""
+
+    @property
+    def servers(self) -> tuple[str, ...]:
+        return (self.server, *self.failover)
 
 
 def find_kubeconfig(explicit: str | os.PathLike[str] | None = None, *, cwd: Path | None = None) -> Path:
@@ -99,8 +107,13 @@ def load_kubeconfig(path: Path, *, context: str | None = None) -> ClientConfig:
     token = user.get("token")
     if not token and user.get("tokenFile"):
         token = (base / user["tokenFile"]).read_text().strip()
+    failover: list[str] = []
+    for extension in cluster.get("extensions") or []:
+        if isinstance(extension, dict) and extension.get("name") == FAILOVER_EXTENSION:
+            failover += [str(u).rstrip("/") for u in (extension.get("extension") or {}).get("servers") or []]
     return ClientConfig(
         server=str(server).rstrip("/"),
+        failover=tuple(failover),
         token=str(token) if token else None,
         ca_data=_data(cluster, "certificate-authority", base),
         client_cert_data=_data(user, "client-certificate", base),

@@ -32,6 +32,7 @@ from kubeplane.apiserver.watchcache import CacheWatcher, WatchEvent
 from kubeplane.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kubeplane.metrics import APIServerMetrics, exposition
 from kubeplane.metrics.apiserver import clean_scope, reported_verb
+from kubeplane.store.interface import StoreError
 
 from . import negotiation
 from .discovery import AGGREGATED_V2, Discovery, wants_aggregated
@@ -158,6 +159,9 @@ class APIServerApp:
             await self._handle(scope, receive, send_counted)
         except APIError as exc:
             await _send_json(send_counted, exc.code, exc.status)
+        except StoreError as exc:  # the storage backend failed (etcd unreachable, a write's outcome unknown)
+            log.warning("storage error serving %s %s: %s", scope.get("method"), scope.get("path"), exc)
+            await _send_json(send_counted, 500, errors.internal(str(exc)).status)
         except Exception as exc:  # a 500 for user input is a bug: log it, keep serving
             log.exception("internal error serving %s %s", scope.get("method"), scope.get("path"))
             await _send_json(send_counted, 500, errors.internal(type(exc).__name__).status)
