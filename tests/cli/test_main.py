@@ -28,7 +28,7 @@ def test_help_lists_the_apiserver_command() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--store", "etcd3"], "error: --store must be sqlite or memory, not 'etcd3'"),
+        (["--store", "etcd3"], "error: --store must be sqlite, memory or etcd, not 'etcd3'"),
         (["--port", "70000"], "error: --port must be between 0 and 65535, not 70000"),
     ],
     ids=["unknown-store", "port-out-of-range"],

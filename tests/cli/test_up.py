@@ -19,7 +19,8 @@ KUBECTL = Path(sys.executable).parent / "kubectl"
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--store", "etcd"], "error: --store must be sqlite or memory, not 'etcd'"),
+        (["--store", "etcd"], "error: --store etcd needs --etcd-servers URL[,URL...]"),
+        (["--store", "mysql"], "error: --store must be sqlite, memory or etcd, not 'mysql'"),
         (["--port", "70000"], "error: --port must be between 0 and 65535, not 70000"),
         (["--nodes", "2", "--node-config", "x.yaml"], "error: give either --node-config or --nodes, not both"),
         (["--node-config", "missing.yaml"], "error: cannot read node config missing.yaml: No such file or directory"),

@@ -241,7 +241,12 @@ def up(
     node_config: Annotated[
         Path | None, typer.Option("--node-config", help="Node-config YAML (docs/kubelet.md) instead of --nodes.")
     ] = None,
-    store: Annotated[str, typer.Option("--store", help="sqlite (durable, default) or memory.")] = "sqlite",
+    store: Annotated[
+        str, typer.Option("--store", help="sqlite (durable, default), memory, or etcd (with --etcd-servers).")
+    ] = "sqlite",
+    etcd_servers: Annotated[
+        str, typer.Option("--etcd-servers", help="With --store etcd: etcd URLs, comma-separated.")
+    ] = "",
     scheduler_config: Annotated[
         Path | None, typer.Option("--scheduler-config", help="KubeSchedulerConfiguration file.")
     ] = None,
@@ -266,7 +271,7 @@ def up(
             UpOptions(
                 data_dir=data_dir, port=port, node_config=node_config, nodes=nodes, store=store,
                 scheduler_config=scheduler_config, processes=processes, verbosity=verbosity,
-                pull_delay=pull_delay, shutdown_delay=shutdown_delay,
+                pull_delay=pull_delay, shutdown_delay=shutdown_delay, etcd_servers=etcd_servers,
             )
         )  # fmt: skip
     except CLIError as exc:

@@ -78,14 +78,22 @@ class UpOptions:
     verbosity: int = 0
     pull_delay: float | None = None
     shutdown_delay: str | None = None
+    etcd_servers: str = ""
+    """With ``store="etcd"``: comma-separated etcd URLs."""
+
+    @property
+    def etcd_endpoints(self) -> tuple[str, ...]:
+        return tuple(u.strip() for u in self.etcd_servers.split(",") if u.strip())
 
 
 def run_up(opts: UpOptions) -> None:
     from kubeplane.cli.kubelet import fleet_options, node_specs
     from kubeplane.cli.scheduling import _load_config
 
-    if opts.store not in ("sqlite", "memory"):
-        raise CLIError(f"--store must be sqlite or memory, not {opts.store!r}")
+    if opts.store not in ("sqlite", "memory", "etcd"):
+        raise CLIError(f"--store must be sqlite, memory or etcd, not {opts.store!r}")
+    if opts.store == "etcd" and not opts.etcd_endpoints:
+        raise CLIError("--store etcd needs --etcd-servers URL[,URL...]")
     if not 0 <= opts.port <= 65535:
         raise CLIError(f"--port must be between 0 and 65535, not {opts.port}")
     specs = node_specs(opts.node_config, opts.nodes)
@@ -143,7 +151,7 @@ def run_up(opts: UpOptions) -> None:
     def ready(address: str, kubeconfig: Path) -> None:
         typer.echo(_ready_message(address, kubeconfig, len(specs), "one process"), err=True)
 
-    config = ServerConfig(data_dir=opts.data_dir, port=opts.port, store=opts.store)
+    config = ServerConfig(data_dir=opts.data_dir, port=opts.port, store=opts.store, etcd_servers=opts.etcd_endpoints)
     signal.signal(signal.SIGTERM, lambda _sig, _frame: None)  # uvicorn re-raises it after its shutdown
     try:
         import uvloop
@@ -221,6 +229,7 @@ def _run_processes(opts: UpOptions, names: list[str]) -> None:
             opts.store,
             "--kubeconfig-name",
             _PRIVATE_KUBECONFIG,
+            *(["--etcd-servers", opts.etcd_servers] if opts.store == "etcd" else []),
         ],
         "controller-manager": ["controller-manager", "--leader-elect=false", "--metrics-port=0", *verbose],
         "scheduler": [
