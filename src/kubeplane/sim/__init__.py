@@ -1,0 +1,1 @@
+"""Simulation mode: the real control plane on a virtual clock (docs/sim.md)."""

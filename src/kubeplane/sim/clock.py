@@ -1,0 +1,97 @@
+"""The virtual clock of a simulation: time jumps to the next due timer as soon as every component is idle.
+
+Every component of a simulation (API server registry, controllers, scheduler, kubelet fleet, the workload
+driver) runs on one asyncio event loop over the in-process transport, and every wait of theirs that is about
+time goes through :meth:`VirtualClock.sleep` (DESIGN.md decision 7). So "every component is idle" is exactly
+"the event loop has nothing ready to run": every task is blocked on a virtual timer or on an event that only
+another task could set. :meth:`VirtualClock.run` drives the loop: it yields until the loop is idle, then moves
+time to the earliest timer and wakes every sleeper due then (in the order they went to sleep), and repeats.
+
+Invariants:
+
+* Time never moves while any callback is ready: a component always sees every consequence of an event before
+  time passes (all queues drained, all watches delivered).
+* Determinism: with the same inputs and seeds the sequence of wake-ups is the same, because the event loop runs
+  ready callbacks first-in first-out and sleepers with equal deadlines wake in the order they slept.
+* ``now()`` = ``start + monotonic()``; ``monotonic()`` starts at 0 and only grows.
+
+Idleness is read from the default asyncio loop's ready queue (``loop._ready``, a CPython implementation
+detail that has been stable for years); a simulation therefore runs on the default loop, never uvloop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+DEFAULT_START = 1_800_000_000.0  # 2027-01-15T08:00:00Z: a fixed epoch, so timestamps are reproducible
+
+
+class VirtualClock:
+    """A :class:`~kubeplane.client.clock.Clock` whose time is moved by :meth:`run` when the loop is idle."""
+
+    def __init__(self, start: float = DEFAULT_START) -> None:
+        self._start = start
+        self._elapsed = 0.0
+        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
+        self.wakeups = 0
+        """How many timer deadlines :meth:`run` has jumped to (a progress measure)."""
+
+    def now(self) -> float:
+        return self._start + self._elapsed
+
+    def monotonic(self) -> float:
+        return self._elapsed
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (self._elapsed + seconds, next(self._order), future))
+        await future
+
+    @property
+    def pending(self) -> int:
+        return sum(1 for _, _, f in self._sleepers if not f.done())
+
+    def next_deadline(self) -> float | None:
+        """The earliest deadline of a live sleeper (cancelled ones are dropped), or None."""
+        while self._sleepers and self._sleepers[0][2].done():
+            heapq.heappop(self._sleepers)
+        return self._sleepers[0][0] if self._sleepers else None
+
+    async def settle(self) -> None:
+        """Return once the event loop has nothing ready to run but this task (every component is idle)."""
+        loop: Any = asyncio.get_running_loop()
+        ready = loop._ready
+        quiet = 0
+        while quiet < 2:  # twice in a row: a callback that only schedules another one is not idleness
+            await asyncio.sleep(0)
+            quiet = quiet + 1 if not ready else 0
+
+    async def run(self, until: float | None = None, *, stop: Callable[[], bool] | None = None) -> None:
+        """Advance time whenever the loop is idle, until ``until`` seconds of virtual time have passed (then the
+        clock stands exactly at ``until``), ``stop()`` is true at an idle moment, or nothing is left to wait for."""
+        while True:
+            await self.settle()
+            if stop is not None and stop():
+                return
+            deadline = self.next_deadline()
+            if deadline is None:
+                if until is not None:
+                    self._elapsed = max(self._elapsed, until)
+                return
+            if until is not None and deadline > until:
+                self._elapsed = max(self._elapsed, until)
+                return
+            self._elapsed = max(self._elapsed, deadline)
+            self.wakeups += 1
+            while self._sleepers and self._sleepers[0][0] <= self._elapsed:
+                _, _, future = heapq.heappop(self._sleepers)
+                if not future.done():
+                    future.set_result(None)
