@@ -1,7 +1,12 @@
 """API server throughput over HTTP: GETs, creates, lists of 1,000 pods, and watch fan-out.
 
-Starts ``kubeplane apiserver`` (sqlite store) as its own process on 127.0.0.1 and drives it from this process
-with 32 keep-alive HTTP/1.1 connections (a minimal asyncio client, so the load generator costs little).
+Starts ``kubeplane apiserver`` as its own process on 127.0.0.1 and drives it from this process with 32
+keep-alive HTTP/1.1 connections (a minimal asyncio client, so the load generator costs little).
+
+``--store sqlite`` (default), ``memory`` or ``etcd``: with etcd the bench first starts a 3-member etcd cluster on
+loopback (fsync on, as deployed; see ``apiserver_process.running_etcd``) and points the API server at it with
+``--store etcd --etcd-servers``; ``--etcd-servers URL[,URL...]`` uses an existing cluster instead, under a fresh
+``--etcd-prefix`` (``/kubeplane-bench-<run>``) so earlier runs' objects never collide with this one's.
 Prints one JSON object per line: {"bench": "apiserver", "metric", "value", "unit", ...parameters}.
 ``--quick`` finishes in well under a minute. Run: ``.venv/bin/python bench/apiserver_bench.py [--quick]``.
 
@@ -20,13 +25,17 @@ import asyncio
 import json
 import sys
 import time
+import uuid
+from contextlib import ExitStack
 from typing import Any
 from urllib.parse import urlsplit
 
-from apiserver_process import running_apiserver
+from apiserver_process import running_apiserver, running_etcd
 from kubeplane.client.kubeconfig import load_kubeconfig
 
 CONNECTIONS = 32
+STORES = ("sqlite", "memory", "etcd")
+ETCD_MEMBERS = 3
 
 
 def emit(metric: str, value: float, unit: str, **params: object) -> None:
@@ -108,11 +117,11 @@ async def watch_stream(host: str, port: int, token: str, path: str, counts: list
         writer.close()
 
 
-async def bench(host: str, port: int, token: str, quick: bool) -> None:
+async def bench(host: str, port: int, token: str, quick: bool, store: str) -> None:
     scale = 0.2 if quick else 1.0
     conns = [await Conn.open(host, port, token) for _ in range(CONNECTIONS)]
     base = "/api/v1/namespaces/default/pods"
-    params = {"connections": CONNECTIONS, "store": "sqlite", "quick": quick}
+    params = {"connections": CONNECTIONS, "store": store, "quick": quick}
 
     n = int(10_000 * scale)
     rate = await run_phase(conns, n, lambda i: ("POST", base, pod(f"pod-{i:06d}")))
@@ -155,15 +164,40 @@ async def bench(host: str, port: int, token: str, quick: bool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="a run of well under a minute")
+    parser.add_argument("--store", choices=STORES, default="sqlite", help="the API server's store (default sqlite)")
+    parser.add_argument(
+        "--etcd-servers",
+        metavar="URL[,URL...]",
+        help=f"with --store etcd: use this etcd cluster instead of starting a {ETCD_MEMBERS}-member one",
+    )
     args = parser.parse_args()
-    with running_apiserver("--no-tls") as kubeconfig:  # the bench's minimal client speaks plain HTTP
+    if args.etcd_servers and args.store != "etcd":
+        parser.error("--etcd-servers needs --store etcd")
+    with ExitStack() as stack:
+        store_args = ["--store", args.store]
+        if args.store == "etcd":
+            if args.etcd_servers:
+                store_args += [
+                    "--etcd-servers",
+                    args.etcd_servers,
+                    "--etcd-prefix",
+                    f"/kubeplane-bench-{uuid.uuid4().hex[:8]}",
+                ]
+            else:
+                store_args += ["--etcd-servers", ",".join(stack.enter_context(running_etcd(ETCD_MEMBERS)))]
+        run(store_args, args.quick, args.store)
+
+
+def run(store_args: list[str], quick: bool, store: str) -> None:
+    # --no-tls: the bench's minimal client speaks plain HTTP
+    with running_apiserver("--no-tls", *store_args) as kubeconfig:
         config = load_kubeconfig(kubeconfig)
         server = urlsplit(config.server)
         if not (server.hostname and server.port and config.token):
             raise SystemExit(f"unusable kubeconfig {kubeconfig}: no host, port or token")
         import uvloop
 
-        uvloop.run(bench(server.hostname, server.port, config.token, args.quick))
+        uvloop.run(bench(server.hostname, server.port, config.token, quick, store))
 
 
 if __name__ == "__main__":

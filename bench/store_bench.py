@@ -3,7 +3,14 @@
 Prints one JSON object per line: {"bench": "store", "metric": ..., "value": ..., "unit": ..., parameters}.
 ``--quick`` finishes in well under a minute. Run: ``.venv/bin/python bench/store_bench.py [--quick]``.
 
-Metrics (each for memory, sqlite crash-safe and sqlite fsync unless noted):
+Backends: ``memory``, ``sqlite`` (crash-safe), ``sqlite-fsync`` (the default set) and ``etcd``, which is only
+run when asked for (``--backend etcd``): it starts a 3-member etcd cluster on loopback (fsync on, as deployed;
+see ``apiserver_process.running_etcd``), or uses an existing one given by ``--etcd-servers URL[,URL...]``. Each
+measurement opens its own :class:`~kubeplane.store.etcd.EtcdStore` under a fresh key prefix
+(``/kubeplane-bench-<run>/<n>-<name>``), so measurements never see each other's keys and a reused cluster
+needs no cleanup; the prefixes are numbered so none is a prefix of another (the store's own rule).
+
+Metrics (each for every backend run unless noted):
 * ``writes_per_s``: sequential single-key creates by one writer, each awaited (acknowledged) before the next.
 * ``concurrent_writes_per_s``: the same with 16 concurrent writers (the fsync mode's group commit target).
 * ``cas_updates_per_s``: sequential updates with ``expected_mod_revision`` (kube-apiserver's GuaranteedUpdate).
@@ -21,14 +28,25 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import ExitStack
+from itertools import count
 from pathlib import Path
 
-from kubeplane.store.base import BaseStore
+from apiserver_process import running_etcd
+from kubeplane.store.interface import Store
 from kubeplane.store.memory import MemoryStore
 from kubeplane.store.sqlite import Durability, SqliteStore
 
-BACKENDS = ("memory", "sqlite", "sqlite-fsync")
+BACKENDS = ("memory", "sqlite", "sqlite-fsync", "etcd")
+DEFAULT_BACKENDS = ("memory", "sqlite", "sqlite-fsync")  # etcd starts a cluster: only when asked for
+ETCD_MEMBERS = 3
+# Backends whose every sequential write waits for an fsync (etcd: a quorum of members' WAL fsyncs): their
+# sequential-write, update and fan-out runs use 2,000 operations rather than 50,000 (rates, not totals, compare).
+SLOW_BACKENDS = ("sqlite-fsync", "etcd")
+
+Opener = Callable[[str], Awaitable[Store]]
 
 
 def emit(metric: str, value: float, unit: str, **params: object) -> None:
@@ -36,18 +54,29 @@ def emit(metric: str, value: float, unit: str, **params: object) -> None:
     sys.stdout.flush()
 
 
-def opener(backend: str, directory: Path) -> Callable[[str], BaseStore]:
-    def open_store(name: str) -> BaseStore:
+def opener(backend: str, directory: Path, etcd_endpoints: Sequence[str] = ()) -> Opener:
+    """A factory of fresh, empty stores of ``backend``, one per measurement (``name`` keeps them apart)."""
+    run = uuid.uuid4().hex[:8]
+    serial = count()
+
+    async def open_store(name: str) -> Store:
         if backend == "memory":
             return MemoryStore()
+        if backend == "etcd":
+            from kubeplane.store.etcd import EtcdOptions, EtcdStore
+
+            prefix = f"/kubeplane-bench-{run}/{next(serial):02d}-{name}"
+            store = EtcdStore(EtcdOptions(endpoints=list(etcd_endpoints), key_prefix=prefix))
+            await store.start()  # connected and following etcd before the clock starts, as an API server is
+            return store
         durability = Durability.FSYNC if backend == "sqlite-fsync" else Durability.CRASH_SAFE
         return SqliteStore(directory / f"{name}.db", durability=durability)
 
     return open_store
 
 
-async def bench_writes(open_store: Callable[[str], BaseStore], n: int, value: bytes) -> float:
-    store = open_store("writes")
+async def bench_writes(open_store: Opener, n: int, value: bytes) -> float:
+    store = await open_store("writes")
     start = time.perf_counter()
     for i in range(n):
         await store.create(f"/registry/pods/default/pod-{i:07d}", value)
@@ -56,8 +85,8 @@ async def bench_writes(open_store: Callable[[str], BaseStore], n: int, value: by
     return n / elapsed
 
 
-async def bench_concurrent_writes(open_store: Callable[[str], BaseStore], n: int, value: bytes, writers: int) -> float:
-    store = open_store("concurrent")
+async def bench_concurrent_writes(open_store: Opener, n: int, value: bytes, writers: int) -> float:
+    store = await open_store("concurrent")
 
     async def writer(w: int) -> None:
         for i in range(n // writers):
@@ -70,8 +99,8 @@ async def bench_concurrent_writes(open_store: Callable[[str], BaseStore], n: int
     return (n // writers) * writers / elapsed
 
 
-async def bench_cas_updates(open_store: Callable[[str], BaseStore], n: int, value: bytes) -> float:
-    store = open_store("cas")
+async def bench_cas_updates(open_store: Opener, n: int, value: bytes) -> float:
+    store = await open_store("cas")
     keys = [f"/registry/pods/default/pod-{i:04d}" for i in range(100)]
     revisions = {k: (await store.create(k, value)).mod_revision for k in keys}
     start = time.perf_counter()
@@ -83,8 +112,8 @@ async def bench_cas_updates(open_store: Callable[[str], BaseStore], n: int, valu
     return n / elapsed
 
 
-async def bench_ranges(open_store: Callable[[str], BaseStore], n: int, value: bytes) -> tuple[float, float]:
-    store = open_store("ranges")
+async def bench_ranges(open_store: Opener, n: int, value: bytes) -> tuple[float, float]:
+    store = await open_store("ranges")
     for i in range(1_000):
         await store.create(f"/registry/pods/ns-{i % 10}/pod-{i:05d}", value)
     past = store.revision
@@ -105,8 +134,8 @@ async def bench_ranges(open_store: Callable[[str], BaseStore], n: int, value: by
     return current_rate, past_rate
 
 
-async def bench_fanout(open_store: Callable[[str], BaseStore], n: int, value: bytes, watchers: int) -> float:
-    store = open_store(f"fanout{watchers}")
+async def bench_fanout(open_store: Opener, n: int, value: bytes, watchers: int) -> float:
+    store = await open_store(f"fanout{watchers}")
     watches = [store.watch("/registry/pods/", buffer_size=n + 1) for _ in range(watchers)]
     done = 0
 
@@ -135,31 +164,54 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="a run of well under a minute")
     parser.add_argument("--value-size", type=int, default=1024, help="bytes per value (default 1024)")
-    parser.add_argument("--backend", choices=BACKENDS, action="append", help="repeatable; default all")
+    parser.add_argument(
+        "--backend", choices=BACKENDS, action="append", help=f"repeatable; default {', '.join(DEFAULT_BACKENDS)}"
+    )
+    parser.add_argument(
+        "--etcd-servers",
+        metavar="URL[,URL...]",
+        help=f"with --backend etcd: use this etcd cluster instead of starting a {ETCD_MEMBERS}-member one",
+    )
     args = parser.parse_args()
     scale = 0.1 if args.quick else 1.0
     value = b"x" * args.value_size
     common = {"value_size": args.value_size, "quick": args.quick}
-    for backend in args.backend or BACKENDS:
-        with tempfile.TemporaryDirectory(prefix="kubeplane-bench-") as tmp:
-            open_store = opener(backend, Path(tmp))
-            slow = backend == "sqlite-fsync"
-            n = int((2_000 if slow else 50_000) * scale) or 1
-            emit("writes_per_s", await bench_writes(open_store, n, value), "writes/s", backend=backend, n=n, **common)
-            n = int(50_000 * scale)
-            rate = await bench_concurrent_writes(open_store, n, value, 16)
-            emit("concurrent_writes_per_s", rate, "writes/s", backend=backend, n=n, writers=16, **common)
-            n = int((2_000 if slow else 50_000) * scale)
-            rate = await bench_cas_updates(open_store, n, value)
-            emit("cas_updates_per_s", rate, "updates/s", backend=backend, n=n, **common)
-            n = int(20_000 * scale)
-            current, past = await bench_ranges(open_store, n, value)
-            emit("range_reads_per_s", current, "reads/s", backend=backend, keys_per_read=100, **common)
-            emit("past_range_reads_per_s", past, "reads/s", backend=backend, keys_per_read=100, **common)
-            for watchers in (1, 10, 100):
-                n = int((2_000 if slow else 20_000) * scale)
-                rate = await bench_fanout(open_store, n, value, watchers)
-                emit("fanout_events_per_s", rate, "events/s", backend=backend, watchers=watchers, n=n, **common)
+    backends = args.backend or DEFAULT_BACKENDS
+    with ExitStack() as stack:
+        endpoints: list[str] = []
+        if "etcd" in backends:
+            if args.etcd_servers:
+                endpoints = [u.strip() for u in args.etcd_servers.split(",") if u.strip()]
+            else:
+                endpoints = stack.enter_context(running_etcd(ETCD_MEMBERS))
+        for backend in backends:
+            await run_backend(backend, endpoints, scale, value, common)
+
+
+async def run_backend(
+    backend: str, etcd_endpoints: Sequence[str], scale: float, value: bytes, common: dict[str, object]
+) -> None:
+    if backend == "etcd":
+        common = {**common, "etcd_endpoints": len(etcd_endpoints)}
+    with tempfile.TemporaryDirectory(prefix="kubeplane-bench-") as tmp:
+        open_store = opener(backend, Path(tmp), etcd_endpoints)
+        slow = backend in SLOW_BACKENDS
+        n = int((2_000 if slow else 50_000) * scale) or 1
+        emit("writes_per_s", await bench_writes(open_store, n, value), "writes/s", backend=backend, n=n, **common)
+        n = int(50_000 * scale)
+        rate = await bench_concurrent_writes(open_store, n, value, 16)
+        emit("concurrent_writes_per_s", rate, "writes/s", backend=backend, n=n, writers=16, **common)
+        n = int((2_000 if slow else 50_000) * scale)
+        rate = await bench_cas_updates(open_store, n, value)
+        emit("cas_updates_per_s", rate, "updates/s", backend=backend, n=n, **common)
+        n = int(20_000 * scale)
+        current, past = await bench_ranges(open_store, n, value)
+        emit("range_reads_per_s", current, "reads/s", backend=backend, keys_per_read=100, **common)
+        emit("past_range_reads_per_s", past, "reads/s", backend=backend, keys_per_read=100, **common)
+        for watchers in (1, 10, 100):
+            n = int((2_000 if slow else 20_000) * scale)
+            rate = await bench_fanout(open_store, n, value, watchers)
+            emit("fanout_events_per_s", rate, "events/s", backend=backend, watchers=watchers, n=n, **common)
 
 
 if __name__ == "__main__":
