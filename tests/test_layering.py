@@ -35,7 +35,7 @@ MODULE_EXCEPTIONS: dict[str, frozenset[str]] = {
 # third-party distributions a pure layer may use beyond the standard library.
 THIRD_PARTY: dict[str, frozenset[str]] = {
     "api": frozenset({"orjson", "msgspec"}),
-    "store": frozenset({"orjson", "aetcd"}),
+    "store": frozenset({"orjson", "aetcd", "grpc"}),  # grpc: the channel under aetcd's etcd v3 stubs
 }
 
 

@@ -131,7 +131,7 @@ async def _running(
     clock = clock or FakeClock()
     owned = client is None
     if client is None:
-        client = await LocalClient.in_memory(**({"now": clock.now} if server_clock else {}))
+        client = await (LocalClient.in_memory(now=clock.now) if server_clock else LocalClient.in_memory())
     ctx = context(client, clock, options=options, seed=seed)
     tasks: list[asyncio.Task[Any]] = []
     try:

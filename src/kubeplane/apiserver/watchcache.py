@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 from bisect import bisect_left, insort
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,15 +139,23 @@ class CacheWatcher:
             self._source.close()
         self._wake()
 
-    async def wait(self, timeout: float) -> None:
-        """Return when events are queued, the watcher is closed, or ``timeout`` seconds pass."""
+    async def wait(self, timeout: float, *, sleep: Callable[[float], Awaitable[None]] | None = None) -> None:
+        """Return when events are queued, the watcher is closed, or ``timeout`` seconds pass (on ``sleep``'s
+        clock when given: an in-process client on a simulation's virtual clock)."""
         if self.queue or self.closed:
             return
         self._waiter = asyncio.get_running_loop().create_future()
         try:
             # asyncio.wait, not wait_for(shield(...)): on Python 3.11 wait_for can swallow a cancellation that
             # arrives together with the wake-up, and a cancelled watch would then never end.
-            await asyncio.wait({self._waiter}, timeout=timeout)
+            if sleep is None:
+                await asyncio.wait({self._waiter}, timeout=timeout)
+            else:
+                sleeper = asyncio.ensure_future(sleep(timeout))
+                try:
+                    await asyncio.wait({self._waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    sleeper.cancel()
         finally:
             self._waiter = None
 
@@ -162,7 +170,9 @@ class WatchCache:
         self.ring: deque[WatchEvent] = deque()
         self.ring_size = ring_size
         self.ring_floor = 0
-        self.watchers: set[CacheWatcher] = set()
+        # insertion-ordered (a dict, not a set of id-hashed objects): every run delivers to watchers in the
+        # same order, which a simulation's determinism relies on
+        self.watchers: dict[CacheWatcher, None] = {}
         self._watch: StoreWatch | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -221,7 +231,7 @@ class WatchCache:
             for watcher in list(self.watchers):
                 watcher.offer(event)
                 if watcher.closed:
-                    self.watchers.discard(watcher)
+                    self.watchers.pop(watcher, None)
 
     def items(self, prefix: str) -> Iterator[tuple[str, Obj]]:
         """``(key, object)`` for every key under ``prefix``, in key order (call :meth:`sync` first for fresh)."""
@@ -240,9 +250,9 @@ class WatchCache:
         for event in self.ring:
             if event.revision > after:
                 watcher.offer(event)
-        self.watchers.add(watcher)
+        self.watchers[watcher] = None
         return True
 
     def remove_watcher(self, watcher: CacheWatcher) -> None:
-        self.watchers.discard(watcher)
+        self.watchers.pop(watcher, None)
         watcher.close()

@@ -365,5 +365,9 @@ def main() -> None:
 from kubeplane.cli.store import store_app  # noqa: E402 - registered last: the command group is optional
 
 app.add_typer(store_app, name="store")
+
+from kubeplane.cli.sim import sim_app  # noqa: E402
+
+app.add_typer(sim_app, name="sim")
 if __name__ == "__main__":
     main()

@@ -26,6 +26,7 @@ from kubeplane.apiserver.registry import Registry
 from kubeplane.apiserver.watchcache import CacheWatcher
 from kubeplane.store.memory import MemoryStore
 
+from .clock import Clock
 from .errors import ClientError, error_for
 from .interface import Obj, PatchType
 from .resolve import resolve_resource
@@ -50,13 +51,18 @@ class LocalWatch:
         timeout: float | None,
         *,
         bookmark_interval: float | None = BOOKMARK_INTERVAL,
+        clock: Clock | None = None,
     ) -> None:
         self._registry = registry
         self._resource = resource
         self._watcher = watcher
-        self._deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
+        self._clock = clock
+        self._deadline = None if timeout is None else self._time() + timeout
         self._bookmark_interval = bookmark_interval
         self._pending: list[Obj] = []
+
+    def _time(self) -> float:
+        return self._clock.monotonic() if self._clock is not None else asyncio.get_running_loop().time()
 
     def __aiter__(self) -> AsyncIterator[Obj]:
         return self
@@ -75,12 +81,12 @@ class LocalWatch:
                 raise StopAsyncIteration
             wait = self._bookmark_interval or 3600.0
             if self._deadline is not None:
-                remaining = self._deadline - asyncio.get_running_loop().time()
+                remaining = self._deadline - self._time()
                 if remaining <= 0:
                     await self.close()
                     raise StopAsyncIteration
                 wait = min(wait, remaining)
-            await watcher.wait(wait)
+            await watcher.wait(wait, sleep=None if self._clock is None else self._clock.sleep)
             if not watcher.queue and not watcher.closed and self._bookmark_interval is not None:
                 # idle: a bookmark, as the HTTP server sends, after syncing so it never passes a queued event
                 cache = self._registry.cache(self._resource)
@@ -103,15 +109,18 @@ class LocalWatch:
 class LocalClient:
     """The Client protocol on a :class:`Registry`. :meth:`in_memory` builds a registry on a memory store."""
 
-    def __init__(self, registry: Registry, *, owns_registry: bool = False) -> None:
+    def __init__(self, registry: Registry, *, owns_registry: bool = False, clock: Clock | None = None) -> None:
+        """``clock``: the clock of watch timeouts and idle bookmarks (default: the event loop's real time); a
+        simulation passes its virtual clock so that no watch depends on real time."""
         self.registry = registry
         self._owns = owns_registry
+        self._clock = clock
 
     @classmethod
-    async def in_memory(cls, **registry_args: Any) -> LocalClient:
+    async def in_memory(cls, *, clock: Clock | None = None, **registry_args: Any) -> LocalClient:
         registry = Registry(store=MemoryStore(), **registry_args)
         await registry.start()
-        return cls(registry, owns_registry=True)
+        return cls(registry, owns_registry=True, clock=clock)
 
     def resource(self, name: str) -> ResourceInfo:
         return resolve_resource(self.registry.table, name)
@@ -187,6 +196,7 @@ class LocalClient:
             watcher,
             float(timeout_seconds) if timeout_seconds else None,
             bookmark_interval=BOOKMARK_INTERVAL if allow_bookmarks else None,
+            clock=self._clock,
         )
 
     async def create(

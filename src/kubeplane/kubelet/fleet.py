@@ -228,6 +228,25 @@ class Fleet:
             if sim.spec.static_pod_path:
                 self._tasks.append(loop.create_task(self._static_loop(sim), name=f"static pods {sim.name}"))
 
+    async def add_nodes(self, specs: Sequence[NodeSpec]) -> None:
+        """Register more nodes into a running fleet (a scale-out); names must be new."""
+        added = []
+        for spec in specs:
+            if spec.name in self.nodes:
+                raise ValueError(f"node {spec.name} is already in the fleet")
+            sim = SimNode(spec)
+            sim.thresholds = eviction.parse_thresholds(spec.eviction_hard or eviction.DEFAULT_EVICTION_HARD)
+            if not spec.heartbeat:
+                sim.stopped_by.add("config")
+            self.nodes[spec.name] = sim
+            added.append(sim)
+        await asyncio.gather(*(self._register(sim) for sim in added))
+        loop = asyncio.get_running_loop()
+        for sim in added:
+            self._tasks.append(loop.create_task(self._node_loop(sim), name=f"kubelet {sim.name}"))
+            if sim.spec.static_pod_path:
+                self._tasks.append(loop.create_task(self._static_loop(sim), name=f"static pods {sim.name}"))
+
     async def run(self) -> None:
         """Start, then run until cancelled (stopping cleanly)."""
         await self.start()

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -95,3 +96,28 @@ class VirtualClock:
                 _, _, future = heapq.heappop(self._sleepers)
                 if not future.done():
                     future.set_result(None)
+
+
+class RealTimeClock:
+    """Real time with the same face as :class:`VirtualClock` (``run(until)`` just waits): the same scenario run
+    in real time, to check that simulated and real-time runs reach the same placements."""
+
+    def __init__(self) -> None:
+        self._start_wall = time.time()
+        self._start = time.monotonic()
+        self.wakeups = 0
+
+    def now(self) -> float:
+        return self._start_wall + self.monotonic()
+
+    def monotonic(self) -> float:
+        return time.monotonic() - self._start
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(seconds, 0.0))
+
+    async def run(self, until: float | None = None, *, stop: Callable[[], bool] | None = None) -> None:
+        while until is None or self.monotonic() < until:
+            if stop is not None and stop():
+                return
+            await asyncio.sleep(min(0.05, max((until or 0.05) - self.monotonic(), 0.0)))

@@ -1,0 +1,183 @@
+"""``kubeplane sim run | compare``: simulations on a virtual clock (docs/sim.md).
+
+``run`` replays one scenario with one seed and writes summary.json, timeseries.csv, pods.csv and report.html to
+``--out``; ``compare`` runs the same scenario and seed under several scheduler configurations, one process per
+configuration (at most one per core), and writes one report with the runs side by side. A progress bar shows
+simulated time, pods scheduled and pods pending on a terminal.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from kubeplane.sim.runner import Progress, SimResult
+
+sim_app = typer.Typer(
+    name="sim",
+    help="Simulate the control plane on a virtual clock: run a scenario, compare scheduler configurations.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+ScenarioArg = Annotated[Path, typer.Argument(help="Scenario file (YAML; docs/sim.md).")]
+SeedOpt = Annotated[int | None, typer.Option("--seed", help="Seed of every random choice (default: the scenario's).")]
+UntilOpt = Annotated[
+    str | None, typer.Option("--until", help="Simulated time to stop at, e.g. 2h (default: the scenario's duration).")
+]
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+def _until(text: str | None) -> float | None:
+    from kubeplane.sim.scenario import ScenarioError, seconds
+
+    if text is None:
+        return None
+    try:
+        return seconds(text, "--until")
+    except ScenarioError as exc:
+        _fail(str(exc))
+        raise  # unreachable: _fail exits
+
+
+@contextlib.contextmanager
+def _progress(label: str) -> Iterator[Any]:
+    """A rich progress bar of simulated time (nothing when stderr is not a terminal)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as Bar
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield None
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"), TimeElapsedColumn())
+    with Bar(*columns, console=console, transient=True) as bar:
+        task = bar.add_task(label, total=1.0, info="")
+
+        def update(p: Progress) -> None:
+            bar.update(task, total=p.until or 1.0, completed=p.t,
+                       info=f"t={p.t:.0f}s scheduled={p.pods_scheduled} pending={p.pods_pending}")  # fmt: skip
+
+        yield update
+
+
+def _summary_lines(result: SimResult) -> list[str]:
+    s = result.summary
+    return [
+        f"{result.scenario} [{result.label}] seed {result.seed}: {s['sim_seconds']:.0f} simulated seconds in "
+        f"{s['wall_seconds']:.1f} s ({s['sim_seconds_per_wall_second']}x)",
+        f"  pods created {s['pods_created']}, scheduled {s['pods_scheduled']}, pending at end "
+        f"{s['pods_pending_at_end']}, succeeded {s['pods_succeeded']}, failed {s['pods_failed']}, "
+        f"evicted {s['pods_evicted'] + s['taint_evictions']}",
+        f"  scheduling latency p50/p99 {s['scheduling_latency_p50']}/{s['scheduling_latency_p99']} s; "
+        f"cpu allocation mean {s['cpu_allocation_mean']}",
+        f"  event log hash {s['event_log_hash']}",
+    ]
+
+
+@sim_app.command("run")
+def run(
+    scenario: ScenarioArg,
+    seed: SeedOpt = None,
+    out: Annotated[Path, typer.Option("--out", help="Output directory (created).")] = Path("sim-out"),
+    until: UntilOpt = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="KubeSchedulerConfiguration (overrides the scenario's).")
+    ] = None,
+) -> None:
+    """Run a scenario on the virtual clock and write its report."""
+    from kubeplane.sim.runner import run as run_scenario
+    from kubeplane.sim.scenario import Scenario, ScenarioError
+
+    try:
+        loaded = Scenario.load(scenario)
+        override = _config(config)
+        with _progress(loaded.name) as progress:
+            result = run_scenario(loaded, seed=seed, until=_until(until), scheduler_config=override, progress=progress)
+    except ScenarioError as exc:
+        _fail(str(exc))
+        return
+    paths = result.write(out)
+    for line in _summary_lines(result):
+        typer.echo(line)
+    typer.echo(f"  report: {paths['report']}")
+
+
+def _config(path: Path | None) -> dict[str, Any] | None:
+    import yaml
+
+    from kubeplane.sim.scenario import ScenarioError
+
+    if path is None:
+        return None
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ScenarioError(f"cannot read {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{path}: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{path}: not a KubeSchedulerConfiguration")
+    return data
+
+
+def _run_one(scenario: str, seed: int | None, until: float | None, config: str, label: str) -> SimResult:
+    """One comparison run, in a worker process (must be importable: ProcessPoolExecutor pickles it)."""
+    from kubeplane.sim.runner import run as run_scenario
+
+    return run_scenario(scenario, seed=seed, until=until, scheduler_config=_config(Path(config)), label=label)
+
+
+@sim_app.command("compare")
+def compare(
+    scenario: ScenarioArg,
+    configs: Annotated[
+        list[Path], typer.Option("--config", help="A KubeSchedulerConfiguration; repeat for each to compare.")
+    ],
+    seed: SeedOpt = None,
+    out: Annotated[Path, typer.Option("--out", help="Output directory (created).")] = Path("sim-compare"),
+    until: UntilOpt = None,
+) -> None:
+    """Run the same scenario and seed under each scheduler configuration and write one side-by-side report."""
+    from kubeplane.sim.report import write_comparison
+    from kubeplane.sim.scenario import Scenario, ScenarioError
+
+    if len(configs) < 2:
+        _fail("give at least two --config files to compare")
+    labels = [c.stem for c in configs]
+    if len(set(labels)) != len(labels):
+        labels = [f"{i + 1}-{c.stem}" for i, c in enumerate(configs)]
+    try:
+        Scenario.load(scenario)  # fail early, with one line, before starting processes
+        for path in configs:
+            from kubeplane.sim.runner import scheduler_configuration
+
+            scheduler_configuration(_config(path))
+    except ScenarioError as exc:
+        _fail(str(exc))
+    limit = _until(until)
+    workers = max(1, min(len(configs), os.cpu_count() or 1))
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [
+            pool.submit(_run_one, str(scenario), seed, limit, str(path), label)
+            for path, label in zip(configs, labels, strict=True)
+        ]
+        results = [f.result() for f in futures]
+    paths = write_comparison(results, out)
+    for result in results:
+        for line in _summary_lines(result):
+            typer.echo(line)
+    typer.echo(f"report: {paths['report']}")

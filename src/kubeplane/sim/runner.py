@@ -1,0 +1,563 @@
+"""Run a scenario: the real components (API server registry on a memory store, controller manager, scheduler,
+kubelet fleet) over the in-process transport, on one :class:`~kubeplane.sim.clock.VirtualClock`.
+
+What a run records (:class:`SimResult`, plain "pandas-friendly" records):
+
+* ``pods``: one row per pod: when it was created, scheduled (bound), Running, finished (simulated seconds from
+  the start), its node, phase and reason; scheduling latency = scheduled - created, pending time = running -
+  created.
+* ``timeseries``: every ``sample_interval`` simulated seconds: pods by phase, Ready nodes, CPU/memory requested
+  by non-terminal bound pods against the allocatable of Ready nodes (and the same for extended resources),
+  cumulative scheduling attempts (the scheduler's own counter), preemptions and evictions.
+* ``summary``: totals and percentiles, and ``event_log_hash``: a SHA-256 of the ordered log of every pod and node
+  change the run observed (simulated time, type, object, node, phase). The same scenario and seed give the same
+  hash: that is the determinism check.
+
+Determinism comes from the clock (time moves only when everything is idle), from one seeded
+``random.Random`` per component derived from the run's seed, and from UIDs drawn from the registry's seeded RNG.
+Wall-clock figures (``wall_seconds``) are reported but never part of the hash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubeplane.api.pods import pod_requests
+from kubeplane.api.quantity import parse_quantity
+from kubeplane.client.errors import AlreadyExistsError, ClientError, NotFoundError
+from kubeplane.client.informer import SharedInformer
+from kubeplane.client.interface import Obj, PatchType
+from kubeplane.client.local import LocalClient
+from kubeplane.controllers.manager import ControllerManager
+from kubeplane.kubelet.config import parse_node_config
+from kubeplane.kubelet.fleet import DURATION_ANNOTATION, Fleet, FleetOptions
+from kubeplane.scheduler.config import ConfigError, KubeSchedulerConfiguration, default_config, parse_config
+from kubeplane.scheduler.scheduler import Scheduler
+
+from .clock import RealTimeClock, VirtualClock
+from .scenario import Action, Generator, Scenario, ScenarioError
+
+log = logging.getLogger(__name__)
+
+_TERMINAL = ("Succeeded", "Failed")
+
+
+@dataclass
+class Progress:
+    """What a progress display shows, reported at every sample."""
+
+    t: float
+    until: float
+    pods_created: int
+    pods_scheduled: int
+    pods_pending: int
+
+
+@dataclass
+class SimResult:
+    scenario: str
+    label: str
+    seed: int
+    summary: dict[str, Any]
+    timeseries: list[dict[str, Any]]
+    pods: list[dict[str, Any]]
+
+    def write(self, out_dir: str | Path) -> dict[str, Path]:
+        """summary.json, timeseries.csv, pods.csv and report.html in ``out_dir``."""
+        from .report import write_outputs
+
+        return write_outputs(self, Path(out_dir))
+
+
+@dataclass
+class _PodRecord:
+    namespace: str
+    name: str
+    created: float
+    scheduled: float | None = None
+    running: float | None = None
+    finished: float | None = None
+    node: str = ""
+    phase: str = "Pending"
+    reason: str = ""
+    requests: dict[str, int] = field(default_factory=dict)
+
+
+def scheduler_configuration(config: Mapping[str, Any] | None) -> KubeSchedulerConfiguration:
+    if config is None:
+        return default_config()
+    try:
+        return parse_config(config)
+    except ConfigError as exc:
+        raise ScenarioError("scheduler configuration: " + "; ".join(exc.errors)) from None
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return round(ordered[index], 6)
+
+
+class _Observer:
+    """Keeps the pod records, the node view, counters and the ordered event log from the informers."""
+
+    def __init__(self, clock: VirtualClock | RealTimeClock) -> None:
+        self.clock = clock
+        self.pods: dict[str, _PodRecord] = {}
+        self.nodes: dict[str, Obj] = {}
+        self.log = hashlib.sha256()
+        self.log_lines = 0
+        self.evictions = 0
+        self.events: dict[str, int] = {}
+
+    def _note(self, *fields: Any) -> None:
+        self.log.update(json.dumps([round(self.clock.monotonic(), 6), *fields]).encode() + b"\n")
+        self.log_lines += 1
+
+    def pod(self, _old: Obj | None, pod: Obj) -> None:
+        meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
+        key = f"{meta.get('namespace')}/{meta['name']}"
+        now = self.clock.monotonic()
+        record = self.pods.get(key)
+        if record is None:
+            record = self.pods[key] = _PodRecord(str(meta.get("namespace")), str(meta["name"]), now)
+            record.requests = pod_requests(pod)
+        node = str(spec.get("nodeName") or "")
+        phase = str(status.get("phase") or "Pending")
+        if node and record.scheduled is None:
+            record.scheduled = now
+        if phase == "Running" and record.running is None:
+            record.running = now
+        if phase in _TERMINAL and record.finished is None:
+            record.finished = now
+            if status.get("reason") == "Evicted":
+                self.evictions += 1
+        record.node, record.phase, record.reason = node, phase, str(status.get("reason") or "")
+        self._note("pod", key, node, phase, bool(meta.get("deletionTimestamp")))
+
+    def pod_deleted(self, pod: Obj) -> None:
+        meta = pod["metadata"]
+        key = f"{meta.get('namespace')}/{meta['name']}"
+        record = self.pods.get(key)
+        if record is not None and record.finished is None:
+            record.finished = self.clock.monotonic()
+            record.phase = record.phase if record.phase in _TERMINAL else "Deleted"
+        self._note("pod-deleted", key)
+
+    def node(self, _old: Obj | None, node: Obj) -> None:
+        name = str(node["metadata"]["name"])
+        self.nodes[name] = node
+        ready = _ready(node)
+        taints = sorted(str(t.get("key")) for t in (node.get("spec") or {}).get("taints") or [])
+        self._note("node", name, ready, taints, bool((node.get("spec") or {}).get("unschedulable")))
+
+    def node_deleted(self, node: Obj) -> None:
+        self.nodes.pop(str(node["metadata"]["name"]), None)
+        self._note("node-deleted", node["metadata"]["name"])
+
+    def event(self, _old: Obj | None, event: Obj) -> None:
+        if _old is None:
+            reason = str(event.get("reason") or "")
+            if reason == "TaintManagerEviction" and not str(event.get("message", "")).startswith("Marking for"):
+                return  # "Cancelling deletion" shares the reason
+            self.events[reason] = self.events.get(reason, 0) + 1
+
+
+def _ready(node: Obj) -> bool:
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (node.get("status") or {}).get("conditions") or []
+    )
+
+
+def _amount(name: str, value: Any) -> int:
+    quantity = parse_quantity(str(value))
+    return quantity.milli_value() if name == "cpu" else quantity.value()
+
+
+class _Run:
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        seed: int,
+        until: float,
+        label: str,
+        scheduler_config: KubeSchedulerConfiguration,
+        progress: Callable[[Progress], None] | None,
+        realtime: bool = False,
+    ) -> None:
+        self.scenario, self.seed, self.until, self.label = scenario, seed, until, label
+        self.scheduler_config = scheduler_config
+        self.progress = progress
+        self.clock: VirtualClock | RealTimeClock = RealTimeClock() if realtime else VirtualClock()
+        root = random.Random(seed)
+        self.rngs = {name: random.Random(root.getrandbits(64)) for name in
+                     ("registry", "fleet", "scheduler", "controllers", "informers", "workload")}  # fmt: skip
+        self.observer = _Observer(self.clock)
+        self.timeseries: list[dict[str, Any]] = []
+        self.metrics: Any = None
+
+    async def run(self) -> SimResult:
+        from prometheus_client import CollectorRegistry
+
+        started = time.perf_counter()
+        clock = self.clock
+        client = await LocalClient.in_memory(now=clock.now, rng=self.rngs["registry"], clock=clock)
+        self.client = client
+        fleet = Fleet(
+            client,
+            self.scenario.nodes,
+            clock=clock,
+            rng=self.rngs["fleet"],
+            options=FleetOptions(pull_delay=self.scenario.pull_delay, shutdown_delay=self.scenario.shutdown_delay),
+        )
+        self.fleet = fleet
+        self.metrics = CollectorRegistry()
+        scheduler = Scheduler(
+            client,
+            config=self.scheduler_config,
+            clock=clock,
+            rng=self.rngs["scheduler"],
+            metrics_registry=self.metrics,
+        )
+        manager = ControllerManager(client, clock=clock, rng=self.rngs["controllers"])
+        informers = [
+            SharedInformer(client, "pods", clock=clock, rng=self.rngs["informers"]),
+            SharedInformer(client, "nodes", clock=clock, rng=self.rngs["informers"]),
+            SharedInformer(client, "events", clock=clock, rng=self.rngs["informers"]),
+        ]
+        obs = self.observer
+        informers[0].add_event_handler(on_add=lambda p: obs.pod(None, p), on_update=obs.pod, on_delete=obs.pod_deleted)
+        informers[1].add_event_handler(
+            on_add=lambda n: obs.node(None, n), on_update=obs.node, on_delete=obs.node_deleted
+        )
+        informers[2].add_event_handler(on_add=lambda e: obs.event(None, e), on_update=obs.event)
+        driver = asyncio.ensure_future(clock.run(until=self.until))
+        tasks: list[asyncio.Future[Any]] = []
+        try:
+            for informer in informers:
+                informer.start()
+            await fleet.start()
+            await manager.start()
+            await scheduler.start()
+            tasks += [asyncio.ensure_future(c.run()) for c in (fleet, manager, scheduler)]
+            tasks += [asyncio.ensure_future(self._sampler())]
+            tasks += [asyncio.ensure_future(self._arrivals())]
+            tasks += [asyncio.ensure_future(self._generator(g, i)) for i, g in enumerate(self.scenario.generators)]
+            tasks += [asyncio.ensure_future(self._actions())]
+            await driver
+            self._sample()  # the state at the end
+        finally:
+            driver.cancel()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(driver, *tasks, return_exceptions=True)
+            await scheduler.stop()
+            await manager.stop()
+            await fleet.stop()
+            for informer in informers:
+                await informer.stop()
+            await client.close()
+        return self._result(time.perf_counter() - started)
+
+    # --- workload ------------------------------------------------------------------------------------------
+
+    async def _sleep_until(self, at: float) -> None:
+        await self.clock.sleep(at - self.clock.monotonic())
+
+    async def _create(self, obj: Mapping[str, Any]) -> None:
+        try:
+            info = self.client.resource(str(obj.get("kind")))
+        except KeyError:
+            log.warning("sim: unknown kind %s; skipped", obj.get("kind"))
+            return
+        body = dict(obj)
+        namespace = None
+        if info.namespaced:
+            namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
+            await self._ensure_namespace(namespace)
+        try:
+            await self.client.create(info, body, namespace=namespace)
+        except AlreadyExistsError:
+            log.info("sim: %s %s exists already", obj.get("kind"), (obj.get("metadata") or {}).get("name"))
+        except ClientError as exc:
+            log.warning("sim: creating %s %s failed: %s", obj.get("kind"), (obj.get("metadata") or {}).get("name"), exc)
+
+    async def _ensure_namespace(self, namespace: str) -> None:
+        if namespace in ("default", "kube-system", "kube-public", "kube-node-lease"):
+            return
+        with contextlib.suppress(AlreadyExistsError):
+            await self.client.create(
+                self.client.resource("namespaces"),
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+            )
+
+    async def _arrivals(self) -> None:
+        for arrival in self.scenario.arrivals:
+            await self._sleep_until(arrival.at)
+            for obj in arrival.objects:
+                await self._create(obj)
+
+    async def _generator(self, gen: Generator, number: int) -> None:
+        rng = random.Random(self.rngs["workload"].getrandbits(64) + number)
+        await self._sleep_until(gen.start)
+        for i in range(gen.count):
+            if i:
+                await self.clock.sleep(gen.interval if gen.interval is not None else rng.expovariate(gen.rate or 1.0))
+            pod = json.loads(json.dumps(gen.template))
+            meta = pod.setdefault("metadata", {})
+            meta["name"] = f"{gen.name_prefix}{i}" if "name" not in meta else f"{meta['name']}-{i}"
+            meta.pop("generateName", None)
+            pod.setdefault("apiVersion", "v1")
+            pod["kind"] = "Pod"
+            if gen.duration is not None:
+                low, high = gen.duration
+                meta.setdefault("annotations", {})[DURATION_ANNOTATION] = f"{rng.uniform(low, high):.3f}s"
+                pod.setdefault("spec", {}).setdefault("restartPolicy", "Never")
+            await self._create(pod)
+
+    async def _actions(self) -> None:
+        for action in self.scenario.actions:
+            await self._sleep_until(action.at)
+            try:
+                await self._act(action)
+            except (ClientError, KeyError) as exc:
+                log.warning("sim: action %s at %ss failed: %s", action.kind, action.at, exc)
+
+    async def _act(self, action: Action) -> None:
+        client, args = self.client, action.args
+        nodes = client.resource("nodes")
+        if action.kind in ("taint", "untaint"):
+            node = await client.get(nodes, str(args["node"]))
+            taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != args.get("key")]
+            if action.kind == "taint":
+                taint = {"key": str(args["key"]), "effect": str(args.get("effect", "NoSchedule"))}
+                if args.get("value"):
+                    taint["value"] = str(args["value"])
+                if taint["effect"] == "NoExecute":
+                    from kubeplane.api.meta import format_time
+
+                    taint["timeAdded"] = format_time(self.clock.now())
+                taints.append(taint)
+            await client.patch(nodes, str(args["node"]), {"spec": {"taints": taints}})
+        elif action.kind == "nodeFailure":
+            self.fleet.stop_node(str(args["node"]))
+        elif action.kind == "nodeRecovery":
+            self.fleet.resume_node(str(args["node"]))
+        elif action.kind in ("cordon", "uncordon", "drain"):
+            await client.patch(nodes, str(args["node"]), {"spec": {"unschedulable": action.kind != "uncordon"}})
+            if action.kind == "drain":
+                await self._drain(str(args["node"]))
+        elif action.kind == "scale":
+            info = client.resource(str(args.get("kind", "Deployment")))
+            await client.patch(info, str(args["name"]), {"spec": {"replicas": int(args["replicas"])}},
+                               namespace=str(args.get("namespace", "default")))  # fmt: skip
+        elif action.kind == "rollout":
+            info = client.resource(str(args.get("kind", "Deployment")))
+            namespace = str(args.get("namespace", "default"))
+            current = await client.get(info, str(args["name"]), namespace=namespace)
+            containers = current["spec"]["template"]["spec"]["containers"]
+            target = str(args.get("container") or containers[0]["name"])
+            patch = {"spec": {"template": {"spec": {"containers": [{"name": target, "image": str(args["image"])}]}}}}
+            await client.patch(info, str(args["name"]), patch, patch_type=PatchType.STRATEGIC, namespace=namespace)
+        elif action.kind == "addNodes":
+            specs = parse_node_config([dict(args)])
+            await self.fleet.add_nodes(specs)
+        elif action.kind == "removeNode":
+            name = str(args["node"])
+            self.fleet.stop_node(name)
+            with contextlib.suppress(NotFoundError):
+                await client.delete(nodes, name)
+
+    async def _drain(self, node: str) -> None:
+        pods = self.client.resource("pods")
+        listed = await self.client.list(pods, field_selector=f"spec.nodeName={node}")
+        for pod in listed["items"]:
+            owners = pod["metadata"].get("ownerReferences") or []
+            if any(o.get("kind") == "DaemonSet" for o in owners) or pod.get("status", {}).get("phase") in _TERMINAL:
+                continue
+            meta = pod["metadata"]
+            eviction = {
+                "apiVersion": "policy/v1",
+                "kind": "Eviction",
+                "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+            }
+            with contextlib.suppress(ClientError):  # a PDB refusing: kubectl would retry; the scenario goes on
+                await self.client.create(pods, eviction, namespace=pod["metadata"]["namespace"],
+                                         subresource="eviction", name=pod["metadata"]["name"])  # fmt: skip
+
+    # --- sampling ------------------------------------------------------------------------------------------
+
+    async def _sampler(self) -> None:
+        while True:
+            self._sample()
+            await self.clock.sleep(self.scenario.sample_interval)
+
+    def _counter(self, name: str) -> float:
+        """The sum over labels of one of the scheduler's counters (collecting only that metric family)."""
+        if self.metrics is None:
+            return 0.0
+        total = 0.0
+        for metric in self.metrics.restricted_registry([name]).collect():
+            for sample in metric.samples:
+                if sample.name == name:
+                    total += sample.value
+        return total
+
+    def _sample(self) -> None:
+        obs = self.observer
+        t = round(self.clock.monotonic(), 6)
+        if self.timeseries and self.timeseries[-1]["t"] == t:
+            self.timeseries.pop()
+        phases = {"Pending": 0, "Running": 0, "Succeeded": 0, "Failed": 0}
+        requested: dict[str, int] = {}
+        ready_nodes = {name for name, node in obs.nodes.items() if _ready(node)}
+        for record in obs.pods.values():
+            if record.phase in phases:
+                phases[record.phase] += 1
+            if record.node and record.phase not in _TERMINAL and record.phase != "Deleted":
+                for resource, amount in record.requests.items():
+                    requested[resource] = requested.get(resource, 0) + amount
+        allocatable: dict[str, int] = {}
+        for name in ready_nodes:
+            for resource, value in ((obs.nodes[name].get("status") or {}).get("allocatable") or {}).items():
+                allocatable[resource] = allocatable.get(resource, 0) + _amount(resource, value)
+        row: dict[str, Any] = {
+            "t": t,
+            "pods_pending": phases["Pending"],
+            "pods_running": phases["Running"],
+            "pods_succeeded": phases["Succeeded"],
+            "pods_failed": phases["Failed"],
+            "nodes_ready": len(ready_nodes),
+            "nodes_total": len(obs.nodes),
+            "cpu_requested_m": requested.get("cpu", 0),
+            "cpu_allocatable_m": allocatable.get("cpu", 0),
+            "memory_requested_bytes": requested.get("memory", 0),
+            "memory_allocatable_bytes": allocatable.get("memory", 0),
+            "cpu_allocation": _ratio(requested.get("cpu", 0), allocatable.get("cpu", 0)),
+            "memory_allocation": _ratio(requested.get("memory", 0), allocatable.get("memory", 0)),
+            "scheduling_attempts": int(self._counter("scheduler_schedule_attempts_total")),
+            "preemptions": int(self._counter("scheduler_preemption_attempts_total")),
+            "evictions": obs.evictions + obs.events.get("TaintManagerEviction", 0),
+        }
+        for resource, total in sorted(allocatable.items()):
+            if "/" in resource and total:  # extended resources, e.g. nvidia.com/gpu
+                row[f"{resource}_allocation"] = _ratio(requested.get(resource, 0), total)
+        self.timeseries.append(row)
+        if self.progress is not None:
+            scheduled = sum(1 for r in obs.pods.values() if r.scheduled is not None)
+            self.progress(Progress(t, self.until, len(obs.pods), scheduled, phases["Pending"]))
+
+    # --- result --------------------------------------------------------------------------------------------
+
+    def _result(self, wall: float) -> SimResult:
+        obs = self.observer
+        pods = []
+        latencies, pending = [], []
+        for record in sorted(obs.pods.values(), key=lambda r: (r.created, r.namespace, r.name)):
+            latency = None if record.scheduled is None else round(record.scheduled - record.created, 6)
+            waited = None if record.running is None else round(record.running - record.created, 6)
+            if latency is not None:
+                latencies.append(latency)
+            if waited is not None:
+                pending.append(waited)
+            pods.append(
+                {
+                    "namespace": record.namespace,
+                    "name": record.name,
+                    "node": record.node,
+                    "created": round(record.created, 6),
+                    "scheduled": None if record.scheduled is None else round(record.scheduled, 6),
+                    "running": None if record.running is None else round(record.running, 6),
+                    "finished": None if record.finished is None else round(record.finished, 6),
+                    "phase": record.phase,
+                    "scheduling_latency": latency,
+                    "pending_time": waited,
+                    "reason": record.reason,
+                }
+            )
+        rows = self.timeseries
+        summary: dict[str, Any] = {
+            "sim_seconds": round(self.clock.monotonic(), 6),
+            "wall_seconds": round(wall, 3),
+            "sim_seconds_per_wall_second": round(self.clock.monotonic() / wall, 1) if wall > 0 else None,
+            "nodes": len(obs.nodes),
+            "pods_created": len(obs.pods),
+            "pods_scheduled": sum(1 for r in obs.pods.values() if r.scheduled is not None),
+            "pods_pending_at_end": sum(1 for r in obs.pods.values() if r.phase == "Pending" and r.finished is None),
+            "pods_succeeded": sum(1 for r in obs.pods.values() if r.phase == "Succeeded"),
+            "pods_failed": sum(1 for r in obs.pods.values() if r.phase == "Failed"),
+            "pods_evicted": obs.evictions,
+            "taint_evictions": obs.events.get("TaintManagerEviction", 0),
+            "preemptions": rows[-1]["preemptions"] if rows else 0,
+            "scheduling_attempts": rows[-1]["scheduling_attempts"] if rows else 0,
+            "failed_scheduling_events": obs.events.get("FailedScheduling", 0),
+            "scheduling_latency_p50": _percentile(latencies, 0.5),
+            "scheduling_latency_p90": _percentile(latencies, 0.9),
+            "scheduling_latency_p99": _percentile(latencies, 0.99),
+            "pending_time_p50": _percentile(pending, 0.5),
+            "pending_time_p90": _percentile(pending, 0.9),
+            "pending_time_p99": _percentile(pending, 0.99),
+            "cpu_allocation_mean": _mean([r["cpu_allocation"] for r in rows]),
+            "memory_allocation_mean": _mean([r["memory_allocation"] for r in rows]),
+            "event_log_lines": obs.log_lines,
+            "event_log_hash": obs.log.hexdigest(),
+        }
+        return SimResult(self.scenario.name, self.label, self.seed, summary, rows, pods)
+
+
+def _ratio(used: int, total: int) -> float:
+    return round(used / total, 6) if total else 0.0
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 6) if values else None
+
+
+async def simulate(
+    scenario: Scenario,
+    *,
+    seed: int | None = None,
+    until: float | None = None,
+    label: str = "run",
+    scheduler_config: Mapping[str, Any] | None = None,
+    progress: Callable[[Progress], None] | None = None,
+    realtime: bool = False,
+) -> SimResult:
+    """Run ``scenario`` (its seed and duration unless given) and return what it recorded. Must run on the
+    default asyncio loop (see :mod:`kubeplane.sim.clock`). ``realtime``: on the real clock instead (the
+    scenario then takes its duration in wall time; for checking that simulation changes nothing)."""
+    config = scheduler_configuration(scheduler_config if scheduler_config is not None else scenario.scheduler_config)
+    run = _Run(
+        scenario,
+        seed=scenario.seed if seed is None else seed,
+        until=scenario.duration if until is None else until,
+        label=label,
+        scheduler_config=config,
+        progress=progress,
+        realtime=realtime,
+    )
+    return await run.run()
+
+
+def run(scenario: Scenario | str | Path, **kwargs: Any) -> SimResult:
+    """:func:`simulate` from synchronous code (scripts, notebooks): ``kubeplane.sim.run("s.yaml", seed=1)``."""
+    if not isinstance(scenario, Scenario):
+        scenario = Scenario.load(scenario)
+    return asyncio.run(simulate(scenario, **kwargs))
+
+
+__all__ = ["Progress", "SimResult", "run", "simulate"]
