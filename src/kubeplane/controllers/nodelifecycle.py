@@ -163,6 +163,24 @@ def no_schedule_taint_diff(node: Mapping[str, Any]) -> tuple[list[Taint], list[T
 # --- the rate-limited zone queue ------------------------------------------------------------------------
 
 
+
+def _working_copy(node: Mapping[str, Any]) -> Obj:
+    """A copy of a cached Node that :meth:`NodeLifecycleController.try_update_node_health` may change: its
+    metadata and its conditions are copied (what it writes), the rest (images, capacity...) is shared read-only.
+    A full deep copy of every node every monitor period is what upstream does; in Python it dominated a
+    5,000-node simulation."""
+    status = node.get("status") or {}
+    return {
+        **node,
+        "metadata": dict(node.get("metadata") or {}),
+        "status": {**status, "conditions": [dict(c) for c in status.get("conditions") or []]},
+    }
+
+
+def _conditions_copy(status: Mapping[str, Any]) -> Obj:
+    """What the health record keeps of a status: its conditions (the only part compared later)."""
+    return {"conditions": [dict(c) for c in status.get("conditions") or []]}
+
 class _Limiter:
     """Upstream's token bucket limiter with burst 1, or (qps <= 0) the never-accepting fake limiter."""
 
@@ -389,7 +407,7 @@ class NodeLifecycleController(Controller):
 
         zone_conditions: dict[str, list[Obj | None]] = {}
         for cached in nodes:
-            node: Obj | None = copy.deepcopy(cached)
+            node: Obj | None = _working_copy(cached)
             result: tuple[Obj, Obj | None] | None = None
             for _ in range(NODE_HEALTH_UPDATE_RETRY):
                 assert node is not None
@@ -444,23 +462,23 @@ class NodeLifecycleController(Controller):
             }
             grace = self.startup_grace_period
             if health is not None:
-                health.status = copy.deepcopy(status)
+                health.status = _conditions_copy(status)
             else:
-                health = _NodeHealth(created, created, copy.deepcopy(status))
+                health = _NodeHealth(created, created, _conditions_copy(status))
         else:
             observed = copy.deepcopy(current)
             grace = self.grace_period
         saved = node_condition({"status": health.status}, "Ready") if health is not None else None
         saved_lease = health.lease_renew if health is not None else None
         if health is None or (saved is None and current is not None) or (saved is not None and current is None):
-            health = _NodeHealth(now, now, copy.deepcopy(status))
+            health = _NodeHealth(now, now, _conditions_copy(status))
         elif (
             saved is not None
             and current is not None
             and saved.get("lastHeartbeatTime") != current.get("lastHeartbeatTime")
         ):
             moved = saved.get("lastTransitionTime") != current.get("lastTransitionTime")
-            health = _NodeHealth(now, now if moved else health.ready_transition, copy.deepcopy(status))
+            health = _NodeHealth(now, now if moved else health.ready_transition, _conditions_copy(status))
         health.lease_renew = saved_lease
         lease = self.lease_lister.get(NODE_LEASE_NAMESPACE, name)
         renew = parse_timestamp((lease or {}).get("spec", {}).get("renewTime")) if lease is not None else None
@@ -494,7 +512,7 @@ class NodeLifecycleController(Controller):
             if current != observed:
                 updated = await self.client.update(self.nodes_res, node, subresource="status")
                 node["metadata"]["resourceVersion"] = updated["metadata"].get("resourceVersion")
-                self.health[name] = _NodeHealth(health.probe, now, copy.deepcopy(status), health.lease_renew)
+                self.health[name] = _NodeHealth(health.probe, now, _conditions_copy(status), health.lease_renew)
         return observed, current
 
     async def process_taint_based_eviction(self, node: Obj, observed: Mapping[str, Any]) -> None:
