@@ -97,6 +97,13 @@ def run(
     config: Annotated[
         Path | None, typer.Option("--config", help="KubeSchedulerConfiguration (overrides the scenario's).")
     ] = None,
+    from_cluster: Annotated[
+        bool, typer.Option("--from-cluster", help="Start from the live cluster of --kubeconfig (read-only).")
+    ] = False,
+    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="With --from-cluster.")] = None,
+    from_data_dir: Annotated[
+        Path | None, typer.Option("--from-data-dir", help="Start from a kubeplane data dir's store.")
+    ] = None,
 ) -> None:
     """Run a scenario on the virtual clock and write its report."""
     from kubeplane.sim.runner import run as run_scenario
@@ -104,6 +111,8 @@ def run(
 
     try:
         loaded = Scenario.load(scenario)
+        if from_cluster or from_data_dir is not None:
+            loaded = _with_snapshot(loaded, kubeconfig if from_cluster else None, from_data_dir)
         override = _config(config)
         with _progress(loaded.name) as progress:
             result = run_scenario(loaded, seed=seed, until=_until(until), scheduler_config=override, progress=progress)
@@ -114,6 +123,61 @@ def run(
     for line in _summary_lines(result):
         typer.echo(line)
     typer.echo(f"  report: {paths['report']}")
+
+
+def _snapshot(kubeconfig: str | None, data_dir: Path | None) -> dict[str, Any]:
+    """The snapshot's objects, every failure a user can cause as a ScenarioError (one line)."""
+    from kubeplane.client.errors import ClientError
+    from kubeplane.sim.scenario import ScenarioError
+    from kubeplane.sim.snapshot import snapshot_from_data_dir, snapshot_from_kubeconfig
+    from kubeplane.store.interface import StoreError
+
+    try:
+        if data_dir is not None:
+            return snapshot_from_data_dir(data_dir)
+        return snapshot_from_kubeconfig(kubeconfig)
+    except (ClientError, StoreError) as exc:
+        raise ScenarioError(f"cannot read the cluster: {exc}") from None
+
+
+def _with_snapshot(scenario: Any, kubeconfig: str | None, data_dir: Path | None) -> Any:
+    """``scenario`` starting from a snapshot: its nodes, then its objects at t=0 before the scenario's own."""
+    import dataclasses
+
+    from kubeplane.sim.scenario import Scenario
+    from kubeplane.sim.snapshot import to_scenario
+
+    base = Scenario.parse(to_scenario(_snapshot(kubeconfig, data_dir)))
+    return dataclasses.replace(
+        scenario,
+        nodes=base.nodes,
+        arrivals=[*base.arrivals, *scenario.arrivals],
+    )
+
+
+@sim_app.command("snapshot")
+def snapshot(
+    out: Annotated[Path, typer.Option("--out", help="The scenario file to write.")] = Path("snapshot.yaml"),
+    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="The cluster (default: the lookup).")] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="Read a kubeplane data dir's store instead of a cluster.")
+    ] = None,
+    name: Annotated[str, typer.Option("--name", help="Scenario name.")] = "snapshot",
+) -> None:
+    """Write a scenario that starts from a cluster's current state (nodes, workloads, pods; read-only)."""
+    import yaml
+
+    from kubeplane.sim.scenario import ScenarioError
+    from kubeplane.sim.snapshot import to_scenario
+
+    try:
+        data = to_scenario(_snapshot(kubeconfig, data_dir), name=name)
+    except ScenarioError as exc:
+        _fail(str(exc))
+        return
+    out.write_text(yaml.safe_dump(data, sort_keys=False))
+    nodes = len(data.get("cluster", {}).get("nodes", []))
+    typer.echo(f"wrote {out}: {nodes} node(s), {len(data['workload'])} object(s) at t=0")
 
 
 def _config(path: Path | None) -> dict[str, Any] | None:
