@@ -111,3 +111,35 @@ def test_a_restart_on_the_same_data_dir_brings_the_cluster_back(tmp_path: Path) 
     finally:
         os.kill(second.pid, signal.SIGTERM)
         assert second.wait(timeout=30) == 0
+
+
+def test_up_on_etcd_keeps_the_objects_under_kube_apiservers_keys(tmp_path: Path) -> None:
+    from tests.store.etcd_cluster import EtcdCluster
+
+    cluster = EtcdCluster(tmp_path / "etcd").start()
+    data = tmp_path / "data"
+    process = subprocess.Popen(
+        [*KUBEPLANE, "up", "--data-dir", str(data), "--port", "0", "--store", "etcd",
+         "--etcd-servers", ",".join(cluster.endpoints), "--pull-delay", "0"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not (data / "kubeconfig").exists():
+            assert process.poll() is None
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        base = [str(KUBECTL), "--kubeconfig", str(data / "kubeconfig"), "--cache-dir", str(tmp_path / "cache")]
+        subprocess.run([*base, "run", "solo", "--image=nginx:1.27"], check=True, capture_output=True, timeout=60)
+        phase = [*base, "get", "pod", "solo", "-o", "jsonpath={.status.phase}"]
+        while "Running" not in subprocess.run(phase, capture_output=True, text=True, timeout=60, check=False).stdout:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        keys = cluster.etcdctl("get", "--prefix", "/registry/", "--keys-only").split()
+        assert "/registry/pods/default/solo" in keys
+        assert {"/registry/minions/master", "/registry/minions/node01", "/registry/minions/node02"} <= set(keys)
+    finally:
+        os.kill(process.pid, signal.SIGTERM)
+        code = process.wait(timeout=30)
+        cluster.stop()
+    assert code == 0
