@@ -170,8 +170,13 @@ class _Observer:
     def event(self, _old: Obj | None, event: Obj) -> None:
         if _old is None:
             reason = str(event.get("reason") or "")
-            if reason == "TaintManagerEviction" and not str(event.get("message", "")).startswith("Marking for"):
-                return  # "Cancelling deletion" shares the reason
+            if reason == "TaintManagerEviction":
+                if not str(event.get("message", "")).startswith("Marking for"):
+                    return  # "Cancelling deletion" shares the reason
+                involved = event.get("involvedObject") or {}
+                record = self.pods.get(f"{involved.get('namespace')}/{involved.get('name')}")
+                if record is not None and record.phase in _TERMINAL:
+                    return  # a finished pod marked for deletion was not running: not an eviction
             self.events[reason] = self.events.get(reason, 0) + 1
 
 
