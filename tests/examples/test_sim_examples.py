@@ -1,0 +1,214 @@
+"""The simulation examples (``examples/sim/``, docs/sim.md): every scenario loads, the seeds' story shows its
+NoExecute eviction and its node failure at upstream's timings, MostAllocated packs the bin-packing workload onto
+fewer nodes than LeastAllocated, and the 5000-node benchmark scenario is the size it claims (it is not run here:
+bench/sim_bench.py is where it runs). Also: ``import kubeplane.sim`` offers the Python API and stays light."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import kubeplane.sim
+from kubeplane.kubelet.fleet import DURATION_ANNOTATION
+from kubeplane.scheduler.config import parse_config
+from kubeplane.sim import Scenario, SimResult
+
+SIM = Path(__file__).resolve().parents[2] / "examples" / "sim"
+CONFIG_KIND = "KubeSchedulerConfiguration"
+
+TAINT_AT = 600.0  # seeds-story: node02 tainted check=mycheck:NoExecute at 10m
+UNTAINT_AT = 1200.0
+FAILURE_AT = 1800.0  # node01 stops heartbeating at 30m
+LEASE_RENEW = 10.0  # upstream kubelet: Lease renewed every 10 s (a quarter of its 40 s duration)
+GRACE = 50.0  # node-monitor-grace-period: Ready=Unknown once the Lease is older than this
+MONITOR = 5.0  # node-monitor-period: how often the node lifecycle controller looks
+TOLERATION = 300.0  # DefaultTolerationSeconds for not-ready / unreachable
+
+
+def _kind(path: Path) -> Any:
+    doc = yaml.safe_load(path.read_text())
+    return doc.get("kind") if isinstance(doc, Mapping) else None
+
+
+def _scenarios() -> list[Path]:
+    return [p for p in sorted(SIM.glob("*.yaml")) if _kind(p) != CONFIG_KIND]
+
+
+def _configs() -> list[Path]:
+    return [p for p in sorted(SIM.glob("*.yaml")) if _kind(p) == CONFIG_KIND]
+
+
+def test_the_examples_are_there() -> None:
+    names = {p.name for p in SIM.glob("*.yaml")}
+    assert {"seeds-story.yaml", "bin-packing.yaml", "scale-out.yaml"} <= {p.name for p in _scenarios()}
+    assert {"least-allocated.yaml", "most-allocated.yaml"} <= {p.name for p in _configs()}
+    assert names == {p.name for p in _scenarios()} | {p.name for p in _configs()}
+
+
+@pytest.mark.parametrize("path", _scenarios(), ids=lambda p: p.name)
+def test_every_scenario_loads(path: Path) -> None:
+    scenario = Scenario.load(path)
+    assert scenario.name == path.stem
+    assert scenario.nodes
+    assert scenario.arrivals or scenario.generators
+
+
+@pytest.mark.parametrize("path", _configs(), ids=lambda p: p.name)
+def test_every_scheduler_configuration_loads_with_its_scoring_strategy(path: Path) -> None:
+    config = parse_config(yaml.safe_load(path.read_text()))
+    (profile,) = config.profiles
+    fit = profile.plugin_config["NodeResourcesFit"]
+    expected = {"least-allocated": "LeastAllocated", "most-allocated": "MostAllocated"}[path.stem]
+    assert fit["scoringStrategy"]["type"] == expected
+
+
+# --- the seeds' story --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def story() -> SimResult:
+    return kubeplane.sim.run(SIM / "seeds-story.yaml", until=2400)  # to 40m: both evictions are over by then
+
+
+def _pods(result: SimResult, prefix: str) -> list[dict[str, Any]]:
+    return [p for p in result.pods if p["name"].startswith(prefix)]
+
+
+def test_story_the_noexecute_taint_evicts_node02_and_the_deployments_reschedule(story: SimResult) -> None:
+    summary = story.summary
+    assert summary["sim_seconds"] == 2400.0
+    assert summary["pods_pending_at_end"] == 0
+    assert summary["taint_evictions"] > 0
+    services = _pods(story, "myapp-deploy-") + _pods(story, "web-")
+    on_node02 = [p for p in services if p["node"] == "node02" and p["created"] < TAINT_AT]
+    assert on_node02, "the scheduler spread the Deployments over node01 and node02"
+    assert all(p["finished"] == pytest.approx(TAINT_AT, abs=5) for p in on_node02)  # evicted at once
+    replacements = [p for p in services if p["created"] == pytest.approx(TAINT_AT, abs=5)]
+    assert len(replacements) == len(on_node02)
+    assert {p["node"] for p in replacements} == {"node01"}  # node02 is tainted, master is control-plane only
+
+
+def test_story_the_node_failure_evicts_after_the_toleration(story: SimResult) -> None:
+    services = _pods(story, "myapp-deploy-") + _pods(story, "web-")
+    # 5 myapp-deploy (scaled at 5m) + 4 web running at the failure, all on node01 then
+    on_node01 = [p for p in services if p["node"] == "node01" and p["created"] < FAILURE_AT and not p["finished"]]
+    assert len(on_node01) == 9
+    replaced = [p for p in services if p["created"] > FAILURE_AT]
+    assert len(replaced) == 9
+    assert {p["node"] for p in replaced} == {"node02"}  # untainted at 20m
+    # Ready=Unknown and the unreachable:NoExecute taint come once the last Lease renewal is older than the grace
+    # period (seen at the next monitor pass); the pods' 300 s toleration then runs out and they are replaced
+    earliest = FAILURE_AT - LEASE_RENEW + GRACE + TOLERATION
+    latest = FAILURE_AT + GRACE + MONITOR + TOLERATION + 10
+    assert all(earliest < p["created"] <= latest for p in replaced), [p["created"] for p in replaced]
+    # the node stays Ready until the grace period is over, then is counted not Ready
+    ready = {row["t"]: row["nodes_ready"] for row in story.timeseries}
+    assert ready[FAILURE_AT] == 3
+    assert ready[FAILURE_AT + GRACE - LEASE_RENEW] == 3
+    assert ready[min(t for t in ready if t >= FAILURE_AT + GRACE + MONITOR)] == 2
+    assert ready[2400.0] == 2  # recovery comes at 45m
+    evictions = [row["evictions"] for row in story.timeseries]
+    assert evictions == sorted(evictions)
+    assert evictions[-1] > max(r["evictions"] for r in story.timeseries if r["t"] < FAILURE_AT)
+
+
+def test_story_jobs_run_for_their_durations(story: SimResult) -> None:
+    jobs = _pods(story, "job-")
+    assert len(jobs) == 20
+    finished = [p for p in jobs if p["finished"] and p["finished"] < TAINT_AT]  # not cut short by the taint
+    assert finished
+    for job in finished:
+        assert 120 <= job["finished"] - job["running"] <= 360 + 2  # duration 2m..6m (+ kubelet status delay)
+
+
+# --- LeastAllocated vs MostAllocated ---------------------------------------------------------------------------
+
+
+def peak_nodes_in_use(pods: Sequence[Mapping[str, Any]]) -> int:
+    """The most distinct nodes that run at least one pod at the same instant (pods.csv records)."""
+    starts = sorted({float(p["running"]) for p in pods if p["running"] is not None})
+    best = 0
+    for t in starts:
+        nodes = {
+            p["node"]
+            for p in pods
+            if p["running"] is not None and p["running"] <= t and (p["finished"] is None or p["finished"] > t)
+        }
+        best = max(best, len(nodes))
+    return best
+
+
+def test_peak_nodes_in_use_counts_overlaps_only() -> None:
+    pods: list[dict[str, Any]] = [
+        {"node": "a", "running": 0.0, "finished": 10.0},
+        {"node": "b", "running": 5.0, "finished": None},
+        {"node": "c", "running": 10.0, "finished": 20.0},  # a has finished by then
+        {"node": "d", "running": None, "finished": None},  # never ran
+    ]
+    assert peak_nodes_in_use(pods) == 2
+
+
+def test_most_allocated_packs_onto_fewer_nodes_than_least_allocated() -> None:
+    scenario = Scenario.load(SIM / "bin-packing.yaml")
+    assert len(scenario.nodes) == 21
+    peaks = {}
+    for name in ("least-allocated", "most-allocated"):
+        config = yaml.safe_load((SIM / f"{name}.yaml").read_text())
+        # 12m: every pod has arrived (150 at 0.25/s) and the first ones are finishing, past the peak
+        result = kubeplane.sim.run(scenario, until=720, scheduler_config=config, label=name)
+        assert result.label == name
+        assert result.summary["pods_pending_at_end"] == 0
+        assert result.summary["pods_created"] == 150
+        peaks[name] = peak_nodes_in_use(result.pods)
+    assert peaks["least-allocated"] == 20  # spreading puts work on every worker
+    assert peaks["most-allocated"] <= peaks["least-allocated"] - 5, peaks
+
+
+# --- the benchmark scenario ------------------------------------------------------------------------------------
+
+
+def test_scale_out_is_5000_nodes_and_50000_pods_with_churn() -> None:
+    scenario = Scenario.load(SIM / "scale-out.yaml")
+    assert len(scenario.nodes) == 5000
+    assert len({n.name for n in scenario.nodes}) == 5000
+    assert sum(g.count for g in scenario.generators) == 50_000
+    assert all(g.duration is not None and g.duration[1] < scenario.duration for g in scenario.generators)
+    assert DURATION_ANNOTATION == "sim.kubeplane.io/duration"
+
+
+# --- the package's API -----------------------------------------------------------------------------------------
+
+
+def test_import_kubeplane_sim_is_light_and_offers_the_api() -> None:
+    code = (
+        "import sys, kubeplane.sim as sim\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] == 'matplotlib' or m.startswith(("
+        "'kubeplane.scheduler', 'kubeplane.controllers', 'kubeplane.apiserver', 'kubeplane.sim.runner'))]\n"
+        "assert not heavy, heavy\n"
+        "names = ['Scenario', 'ScenarioError', 'SimResult', 'run', 'simulate', 'VirtualClock']\n"
+        "assert set(names) <= set(sim.__all__) and set(names) <= set(dir(sim))\n"
+        "assert sim.Scenario.__module__ == 'kubeplane.sim.scenario'\n"
+        "assert 'kubeplane.scheduler' not in sys.modules\n"
+        "assert sim.run.__module__ == 'kubeplane.sim.runner'\n"
+        "assert 'matplotlib' not in sys.modules\n"
+        "try:\n    sim.nothing\nexcept AttributeError:\n    pass\nelse:\n    raise SystemExit('no AttributeError')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_api_names_are_the_modules_own() -> None:
+    from kubeplane.sim import clock, runner, scenario
+
+    assert kubeplane.sim.Scenario is scenario.Scenario
+    assert kubeplane.sim.ScenarioError is scenario.ScenarioError
+    assert kubeplane.sim.VirtualClock is clock.VirtualClock
+    assert kubeplane.sim.SimResult is runner.SimResult
+    assert kubeplane.sim.run is runner.run
+    assert kubeplane.sim.simulate is runner.simulate
