@@ -163,7 +163,6 @@ def no_schedule_taint_diff(node: Mapping[str, Any]) -> tuple[list[Taint], list[T
 # --- the rate-limited zone queue ------------------------------------------------------------------------
 
 
-
 def _working_copy(node: Mapping[str, Any]) -> Obj:
     """A copy of a cached Node that :meth:`NodeLifecycleController.try_update_node_health` may change: its
     metadata and its conditions are copied (what it writes), the rest (images, capacity...) is shared read-only.
@@ -180,6 +179,7 @@ def _working_copy(node: Mapping[str, Any]) -> Obj:
 def _conditions_copy(status: Mapping[str, Any]) -> Obj:
     """What the health record keeps of a status: its conditions (the only part compared later)."""
     return {"conditions": [dict(c) for c in status.get("conditions") or []]}
+
 
 class _Limiter:
     """Upstream's token bucket limiter with burst 1, or (qps <= 0) the never-accepting fake limiter."""
