@@ -332,13 +332,29 @@ def explain(
     output: Annotated[str, typer.Option("-o", "--output", help="table (default) or json.")] = "table",
     kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help="Kubeconfig for the live cluster.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the tie-breaking RNG.")] = 0,
+    what_if: Annotated[
+        bool,
+        typer.Option(
+            "--what-if",
+            help="For a pod that fits nowhere: the smallest single changes that would let it fit, each verified "
+            "by re-running the filters on a modified copy of the cluster.",
+        ),
+    ] = False,
 ) -> None:
     """Explain where a pod would be scheduled and why every other node was rejected or ranked lower."""
     from kubeplane.cli.component import CLIError
     from kubeplane.cli.scheduling import run_explain
 
     try:
-        run_explain(pod_ref=pod, cluster=cluster, config=config, output=output, kubeconfig=kubeconfig, seed=seed)
+        run_explain(
+            pod_ref=pod,
+            cluster=cluster,
+            config=config,
+            output=output,
+            kubeconfig=kubeconfig,
+            seed=seed,
+            what_if=what_if,
+        )
     except CLIError as exc:
         _fail(str(exc))
 

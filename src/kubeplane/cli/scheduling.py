@@ -91,7 +91,14 @@ async def _live_objects(
 
 
 def run_explain(
-    *, pod_ref: str, cluster: Path | None, config: Path | None, output: str, kubeconfig: str | None, seed: int
+    *,
+    pod_ref: str,
+    cluster: Path | None,
+    config: Path | None,
+    output: str,
+    kubeconfig: str | None,
+    seed: int,
+    what_if: bool = False,
 ) -> None:
     from kubeplane.scheduler.config import ConfigError
     from kubeplane.scheduler.explain import ExplainError, explain, render_table
@@ -126,18 +133,25 @@ def run_explain(
         if ((p.get("metadata") or {}).get("namespace") or "default", (p.get("metadata") or {}).get("name")) != key
     ]
     try:
-        result = explain(pod, nodes=nodes, pods=placed, objects=others, config=cfg, seed=seed)
+        if what_if:
+            from kubeplane.scheduler import whatif
+
+            result = whatif.what_if(pod, nodes=nodes, pods=placed, objects=others, config=cfg, seed=seed)
+            printed: Any = whatif.changes_json(result)
+        else:
+            result = explain(pod, nodes=nodes, pods=placed, objects=others, config=cfg, seed=seed)
+            printed = result
     except (ExplainError, ConfigError) as exc:
         raise CLIError(str(exc)) from None
     if output == "json":
-        typer.echo(json.dumps(result, indent=2))
+        typer.echo(json.dumps(printed, indent=2))
     else:
         from rich.console import Console
 
         console = Console()
         if not console.is_terminal:  # piped: do not wrap the reasons at 80 columns
             console = Console(width=320)
-        console.print(render_table(result))
+        console.print(whatif.render_table(result) if what_if else render_table(result))
 
 
 def run_scheduler(

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kubeplane.api.priority import global_default_class
@@ -38,7 +39,7 @@ from kubeplane.scheduler.plugins.default_preemption import OUTCOME_KEY, Preempti
 from kubeplane.scheduler.profile import build_profiles
 from kubeplane.scheduler.schedule_one import NO_NODES_AVAILABLE, Diagnosis, fit_error_message
 
-__all__ = ["ExplainError", "explain", "render_table"]
+__all__ = ["ExplainError", "ExplainSetup", "explain", "prepare", "render_table"]
 
 _PLURALS = {
     "Namespace": "namespaces",
@@ -89,7 +90,24 @@ def _preemption(fwk: Framework, state: CycleState, pod: PodInfo, diagnosis: Diag
     return {"nominatedNode": nominated or None, "candidates": candidates, "message": diagnosis.post_filter_msg}
 
 
-def explain(
+@dataclass
+class ExplainSetup:
+    """What explain (and :mod:`kubeplane.scheduler.whatif`) evaluate a pod with: built from plain objects by
+    :func:`prepare`, so a modified copy of the cluster gets exactly the same treatment as the original.
+
+    ``pod`` has ``metadata.namespace`` defaulted and ``spec.priority`` filled; ``placed`` are the pods bound to a
+    node (``spec.nodeName`` set), priorities filled the same way; ``snapshot`` holds ``nodes`` with ``placed``.
+    """
+
+    pod: Mapping[str, Any]
+    pod_info: PodInfo
+    placed: list[Mapping[str, Any]]
+    snapshot: Snapshot
+    fwk: Framework
+    rng: random.Random
+
+
+def prepare(
     pod: Mapping[str, Any],
     *,
     nodes: Sequence[Mapping[str, Any]],
@@ -98,9 +116,8 @@ def explain(
     config: KubeSchedulerConfiguration | None = None,
     registry: Registry | None = None,
     seed: int = 0,
-) -> dict[str, Any]:
-    """Evaluate ``pod`` against ``nodes`` (with ``pods`` already placed by spec.nodeName); ``objects`` are the
-    other objects of the cluster (Namespaces, Services, ReplicaSets, ...) plugins may read."""
+) -> ExplainSetup:
+    """Snapshot, handle and the pod's profile for ``pod`` in the cluster of ``nodes``/``pods``/``objects``."""
     config = config if config is not None else default_config()
     meta = pod.get("metadata") or {}
     pod = {**pod, "metadata": {"namespace": "default", **meta}}
@@ -133,6 +150,23 @@ def explain(
             f"no profile for schedulerName {pod_info.scheduler_name!r}; the configuration has "
             + ", ".join(repr(n) for n in profiles)
         )
+    return ExplainSetup(pod, pod_info, placed, snapshot, fwk, rng)
+
+
+def explain(
+    pod: Mapping[str, Any],
+    *,
+    nodes: Sequence[Mapping[str, Any]],
+    pods: Sequence[Mapping[str, Any]] = (),
+    objects: Sequence[Mapping[str, Any]] = (),
+    config: KubeSchedulerConfiguration | None = None,
+    registry: Registry | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Evaluate ``pod`` against ``nodes`` (with ``pods`` already placed by spec.nodeName); ``objects`` are the
+    other objects of the cluster (Namespaces, Services, ReplicaSets, ...) plugins may read."""
+    setup = prepare(pod, nodes=nodes, pods=pods, objects=objects, config=config, registry=registry, seed=seed)
+    pod_info, snapshot, fwk, rng = setup.pod_info, setup.snapshot, setup.fwk, setup.rng
     node_infos = list(snapshot.list())
     out: dict[str, Any] = {"pod": pod_info.key, "selected": None, "preFilter": {}, "nodes": {}, "message": ""}
     if not node_infos:
