@@ -205,3 +205,41 @@ async def test_the_clock_jumps_only_when_the_loop_is_idle() -> None:
     assert seen == [("b", 10), ("a", 10), ("b", 20), ("a", 20)]
     assert clock.monotonic() == 100
     assert clock.now() == 1_800_000_100.0
+
+
+def test_the_scheduler_configuration_can_change_mid_run() -> None:
+    """kube-scheduler restarted at 2m with MostAllocated instead of the default LeastAllocated: the pods before
+    spread over the workers, the pods after pack onto the fewest nodes."""
+
+    def fit(strategy: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"schedulerName": "default-scheduler", "pluginConfig": [{"name": "NodeResourcesFit", "args": {
+                "scoringStrategy": {"type": strategy, "resources": [{"name": "cpu", "weight": 1}]}}}]}],
+        }  # fmt: skip
+
+    pods = [
+        {"at": 10 * i + (60 if i >= 6 else 0), "manifest": {"apiVersion": "v1", "kind": "Pod",
+         "metadata": {"name": f"p{i:02d}"}, "spec": {"containers": [{"name": "c", "image": "nginx:1.27",
+         "resources": {"requests": {"cpu": "500m"}}}]}}}
+        for i in range(12)
+    ]  # fmt: skip
+    scenario = Scenario.parse(
+        {
+            "name": "switch",
+            "seed": 2,
+            "duration": "5m",
+            "cluster": {"preset": "uniform", "workers": 6},
+            "scheduler": {"config": fit("LeastAllocated")},
+            "workload": pods,
+            "actions": [{"at": "2m", "schedulerConfig": {"config": fit("MostAllocated")}}],
+        }
+    )
+    result = run(scenario)
+    placed = {p["name"]: p["node"] for p in result.pods}
+    before = {placed[f"p{i:02d}"] for i in range(6)}
+    after = {placed[f"p{i:02d}"] for i in range(6, 12)}
+    assert len(before) == 6  # LeastAllocated: one per worker
+    assert len(after) == 1  # MostAllocated: all onto the most allocated node
+    assert result.summary["scheduling_attempts"] == 12  # counted across both scheduler incarnations

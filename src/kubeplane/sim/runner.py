@@ -213,11 +213,10 @@ class _Run:
                      ("registry", "fleet", "scheduler", "controllers", "informers", "workload")}  # fmt: skip
         self.observer = _Observer(self.clock)
         self.timeseries: list[dict[str, Any]] = []
-        self.metrics: Any = None
+        self.metrics: list[Any] = []  # one CollectorRegistry per scheduler incarnation (counters add up)
+        self._scheduler_task: asyncio.Future[None] | None = None
 
     async def run(self) -> SimResult:
-        from prometheus_client import CollectorRegistry
-
         started = time.perf_counter()
         clock = self.clock
         client = await LocalClient.in_memory(now=clock.now, rng=self.rngs["registry"], clock=clock)
@@ -230,14 +229,7 @@ class _Run:
             options=FleetOptions(pull_delay=self.scenario.pull_delay, shutdown_delay=self.scenario.shutdown_delay),
         )
         self.fleet = fleet
-        self.metrics = CollectorRegistry()
-        scheduler = Scheduler(
-            client,
-            config=self.scheduler_config,
-            clock=clock,
-            rng=self.rngs["scheduler"],
-            metrics_registry=self.metrics,
-        )
+        scheduler = self._new_scheduler(self.scheduler_config)
         manager = ControllerManager(client, clock=clock, rng=self.rngs["controllers"])
         informers = [
             SharedInformer(client, "pods", clock=clock, rng=self.rngs["informers"]),
@@ -258,7 +250,8 @@ class _Run:
             await fleet.start()
             await manager.start()
             await scheduler.start()
-            tasks += [asyncio.ensure_future(c.run()) for c in (fleet, manager, scheduler)]
+            tasks += [asyncio.ensure_future(c.run()) for c in (fleet, manager)]
+            self._scheduler_task = asyncio.ensure_future(scheduler.run())
             tasks += [asyncio.ensure_future(self._sampler())]
             tasks += [asyncio.ensure_future(self._arrivals())]
             tasks += [asyncio.ensure_future(self._generator(g, i)) for i, g in enumerate(self.scenario.generators)]
@@ -267,16 +260,39 @@ class _Run:
             self._sample()  # the state at the end
         finally:
             driver.cancel()
-            for task in tasks:
+            for task in [*tasks, *([self._scheduler_task] if self._scheduler_task else [])]:
                 task.cancel()
             await asyncio.gather(driver, *tasks, return_exceptions=True)
-            await scheduler.stop()
+            if self._scheduler_task is not None:
+                await asyncio.gather(self._scheduler_task, return_exceptions=True)
+            await self.scheduler.stop()
             await manager.stop()
             await fleet.stop()
             for informer in informers:
                 await informer.stop()
             await client.close()
         return self._result(time.perf_counter() - started)
+
+    def _new_scheduler(self, config: KubeSchedulerConfiguration) -> Scheduler:
+        from prometheus_client import CollectorRegistry
+
+        registry = CollectorRegistry()
+        self.metrics.append(registry)
+        self.scheduler = Scheduler(
+            self.client, config=config, clock=self.clock, rng=self.rngs["scheduler"], metrics_registry=registry
+        )
+        return self.scheduler
+
+    async def _restart_scheduler(self, config: Mapping[str, Any]) -> None:
+        """kube-scheduler restarted with another configuration: the old one stops (its queue is lost, as in a
+        real restart), the new one lists the cluster and schedules what is pending."""
+        if self._scheduler_task is not None:
+            self._scheduler_task.cancel()
+            await asyncio.gather(self._scheduler_task, return_exceptions=True)
+        await self.scheduler.stop()
+        scheduler = self._new_scheduler(scheduler_configuration(config))
+        await scheduler.start()
+        self._scheduler_task = asyncio.ensure_future(scheduler.run())
 
     # --- workload ------------------------------------------------------------------------------------------
 
@@ -381,6 +397,8 @@ class _Run:
         elif action.kind == "addNodes":
             specs = parse_node_config([dict(args)])
             await self.fleet.add_nodes(specs)
+        elif action.kind == "schedulerConfig":
+            await self._restart_scheduler(args.get("config") or {})
         elif action.kind == "removeNode":
             name = str(args["node"])
             self.fleet.stop_node(name)
@@ -413,13 +431,12 @@ class _Run:
 
     def _counter(self, name: str) -> float:
         """The sum over labels of one of the scheduler's counters (collecting only that metric family)."""
-        if self.metrics is None:
-            return 0.0
         total = 0.0
-        for metric in self.metrics.restricted_registry([name]).collect():
-            for sample in metric.samples:
-                if sample.name == name:
-                    total += sample.value
+        for registry in self.metrics:
+            for metric in registry.restricted_registry([name]).collect():
+                for sample in metric.samples:
+                    if sample.name == name:
+                        total += sample.value
         return total
 
     def _sample(self) -> None:

@@ -32,6 +32,8 @@ YAML (docs/sim.md has the full schema and examples)::
     - {at: 6m, rollout: {kind: Deployment, name: web, image: "nginx:1.28"}}
     - {at: 7m, cordon: {node: node01}}  /  uncordon  /  drain (cordon + evict every non-DaemonSet pod)
     - {at: 8m, addNodes: {...one node group...}}  /  {removeNode: {node: node03}}
+    - {at: 9m, schedulerConfig: {config: {...}}}  /  {schedulerConfig: {configFile: most-allocated.yaml}}
+                                  # kube-scheduler restarted with another configuration
 
 Invariants: every time is a number of simulated seconds from the start; errors are one line naming the place
 (:class:`ScenarioError`); loading never touches a cluster.
@@ -61,6 +63,7 @@ ACTIONS = (
     "drain",
     "addNodes",
     "removeNode",
+    "schedulerConfig",
 )
 
 
@@ -162,7 +165,7 @@ class Scenario:
             shutdown_delay=None if shutdown is None else seconds(shutdown, "kubelet.shutdownDelay"),
             arrivals=arrivals,
             generators=generators,
-            actions=_actions(data.get("actions") or []),
+            actions=_actions(data.get("actions") or [], base),
             source=source,
         )
 
@@ -282,7 +285,7 @@ def _generator(value: Any, where: str) -> Generator:
     )
 
 
-def _actions(entries: Any) -> list[Action]:
+def _actions(entries: Any, base: Path) -> list[Action]:
     if not isinstance(entries, list):
         raise ScenarioError("actions: expected a list")
     out: list[Action] = []
@@ -301,6 +304,8 @@ def _actions(entries: Any) -> list[Action]:
             raise ScenarioError(f"{where}.{kinds[0]}: needs node")
         if kinds[0] in ("scale", "rollout") and not args.get("name"):
             raise ScenarioError(f"{where}.{kinds[0]}: needs name")
+        if kinds[0] == "schedulerConfig":
+            args = {"config": _scheduler(args, base) or {}}
         out.append(Action(seconds(entry.get("at", 0), f"{where}.at"), kinds[0], dict(args)))
     out.sort(key=lambda a: a.at)
     return out
