@@ -218,7 +218,13 @@ def ident(value: Any) -> Any:
     return (go_type(value), value)
 
 
+_SCALARS = (str, int, float, bool)
+
+
 def same(a: Any, b: Any) -> bool:
+    kind = type(a)
+    if kind is type(b) and kind in _SCALARS:  # the common case (merge keys are strings): no identity to build
+        return bool(a == b)
     return bool(ident(a) == ident(b))
 
 
