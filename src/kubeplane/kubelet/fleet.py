@@ -781,9 +781,14 @@ class Fleet:
         threshold = next((t for t in sim.thresholds if t.signal == eviction.MEMORY_AVAILABLE), None)
         if threshold is None or sim.node is None:
             return
-        active = [r.pod for r in sim.pods.values() if r.holding and not r.terminating]
-        available = eviction.memory_available(sim.node, active)
+        runtimes = [r for r in sim.pods.values() if r.holding and not r.terminating]
+        active = [r.pod for r in runtimes]
         capacity = parse_quantity(str((sim.node.get("status") or {}).get("capacity", {}).get("memory", "0"))).value()
+        # eviction.memory_available, with each pod's usage computed once (a pod's simulated usage is fixed)
+        for r in runtimes:
+            if r.memory_usage is None:
+                r.memory_usage = eviction.pod_memory_usage(r.pod)
+        available = max(capacity - sum(r.memory_usage or 0 for r in runtimes), 0)
         now = self.clock.monotonic()
         crossed = available < threshold.value(capacity)
         if crossed:

@@ -163,6 +163,8 @@ class PodRuntime:
     extra_conditions: list[Obj] = field(default_factory=list)
     transitions: dict[str, tuple[str, str]] = field(default_factory=dict)  # type -> (status, lastTransitionTime)
     static_hash: str = ""
+    memory_usage: int | None = None
+    """The simulated memory usage (bytes), computed once by the eviction manager."""
     rejected: bool = False
     """Rejected at admission (or found terminal): the status is only phase, reason and message."""
 
