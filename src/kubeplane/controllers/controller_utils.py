@@ -505,9 +505,14 @@ def pod_condition_patch(pod: Mapping[str, Any], condition: Mapping[str, Any], no
 
 def parse_timestamp(value: Any) -> float | None:
     """An RFC 3339 timestamp (``metav1.Time`` or ``MicroTime``) as epoch seconds; None for absent or unparsable
-    (Go's zero time)."""
+    (Go's zero time). Memoised: controllers re-read the same timestamps every pass (node health every 5 s)."""
     if not value or not isinstance(value, str):
         return None
+    return _parse_timestamp(value)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _parse_timestamp(value: str) -> float | None:
     try:
         parsed: datetime = apimeta.parse_time(value)
     except ValueError:
