@@ -138,6 +138,9 @@ class _Server:
             lifespan="off",
             http="httptools",
             timeout_graceful_shutdown=3,
+            # longer than clients keep idle connections (kubeplane's: 30 s), so a client never writes a request
+            # on a connection the server has just closed (aiohttp would fail that write, unretried)
+            timeout_keep_alive=75,
             access_log=False,
             ssl_certfile=str(certs.cert) if certs else None,
             ssl_keyfile=str(certs.key) if certs else None,

@@ -134,7 +134,8 @@ class HTTPClient:
         headers = {"Accept": "application/json", "User-Agent": "kubeplane"}
         if config.token:
             headers["Authorization"] = f"Bearer {config.token}"
-        connector = aiohttp.TCPConnector(limit=connections, ssl=_ssl_context(config))
+        # idle connections are dropped after 30 s: before kubeplane's server (75 s) and kube-apiserver close them
+        connector = aiohttp.TCPConnector(limit=connections, ssl=_ssl_context(config), keepalive_timeout=30.0)
         self._session = aiohttp.ClientSession(
             connector=connector, headers=headers, json_serialize=lambda o: orjson.dumps(o).decode()
         )

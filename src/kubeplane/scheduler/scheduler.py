@@ -469,7 +469,10 @@ class Scheduler:
         start: float | None = None,
     ) -> None:
         fwk.run_reserve_plugins_unreserve(state, assumed, host)
-        self.cache.forget_pod(assumed)
+        try:
+            self.cache.forget_pod(assumed)
+        except CacheError as exc:  # upstream handleBindingCycleError logs it and carries on
+            log.error("scheduler cache ForgetPod failed: %s", exc)
         self.queue.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_DELETE, assumed.pod, None)
         self._failure(fwk, qpi, status, err, start=start)
 

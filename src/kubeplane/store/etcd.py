@@ -638,16 +638,18 @@ class EtcdStore:
         """
         await self._ready()
         stream = self._feed_stream
-        if stream is None:
+        if stream is None:  # the feed is reconnecting: give it time (a caller looping on us must not spin)
+            await asyncio.sleep(0.01)
             return self._revision
         if self._progress is None or self._progress.done():
+            # One request per pending notification, shielded: a caller's timeout cancelling a write on the
+            # shared watch stream would make grpc.aio cancel the whole watch call (every watcher's feed).
             self._progress = asyncio.get_running_loop().create_future()
+            with contextlib.suppress(Exception):
+                await asyncio.shield(stream.request_progress())
         progress = self._progress
-        try:
-            await stream.request_progress()
+        with contextlib.suppress(Exception):  # TimeoutError, the stream failing (the feed reconnects), ...
             await asyncio.wait_for(asyncio.shield(progress), timeout or self.options.progress_timeout)
-        except (TimeoutError, grpc.aio.AioRpcError, AttributeError):
-            pass
         return self._revision
 
     async def _catch_up_to(self, revision: int) -> None:
