@@ -23,42 +23,24 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-import itertools
 import time
 from collections.abc import Callable
 from typing import Any
 
+from kubeplane.client.clock import FakeClock
+
 DEFAULT_START = 1_800_000_000.0  # 2027-01-15T08:00:00Z: a fixed epoch, so timestamps are reproducible
 
 
-class VirtualClock:
-    """A :class:`~kubeplane.client.clock.Clock` whose time is moved by :meth:`run` when the loop is idle."""
+class VirtualClock(FakeClock):
+    """A :class:`~kubeplane.client.clock.Clock` whose time is moved by :meth:`run` when the loop is idle (the
+    tests' :class:`~kubeplane.client.clock.FakeClock`, whose sleepers it shares, driven by idleness instead of
+    by hand)."""
 
     def __init__(self, start: float = DEFAULT_START) -> None:
-        self._start = start
-        self._elapsed = 0.0
-        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
-        self._order = itertools.count()
+        super().__init__(start)
         self.wakeups = 0
         """How many timer deadlines :meth:`run` has jumped to (a progress measure)."""
-
-    def now(self) -> float:
-        return self._start + self._elapsed
-
-    def monotonic(self) -> float:
-        return self._elapsed
-
-    async def sleep(self, seconds: float) -> None:
-        if seconds <= 0:
-            await asyncio.sleep(0)
-            return
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._sleepers, (self._elapsed + seconds, next(self._order), future))
-        await future
-
-    @property
-    def pending(self) -> int:
-        return sum(1 for _, _, f in self._sleepers if not f.done())
 
     def next_deadline(self) -> float | None:
         """The earliest deadline of a live sleeper (cancelled ones are dropped), or None."""
