@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,9 +20,9 @@ import orjson
 import pytest
 
 from kubeplane.store.etcd import EtcdOptions, EtcdStore, EtcdUnavailable
-from kubeplane.store.interface import Compacted, Event, KeyValue, Store, Watch
+from kubeplane.store.interface import Compacted, Event, KeyValue, Store, StoreError, Watch
 
-from .etcd_cluster import EtcdCluster
+from .etcd_cluster import ETCD, ETCDCTL, EtcdCluster, free_port
 from .test_state_machine import _machine
 from .validators import collect, validate_all, validate_ordered, validate_unique
 
@@ -135,3 +139,81 @@ async def test_member_loss_loses_and_duplicates_no_event(tmp_path: Path) -> None
         await store.close()
     finally:
         cluster.stop()
+
+
+def _single_etcd(tmp_path: Path, *extra: str, scheme: str = "http") -> tuple[subprocess.Popen[bytes], str]:
+    """One etcd member (a process of this test) on a free loopback port; ``extra`` flags (TLS) as given."""
+    port, peer = free_port(), free_port()
+    url = f"{scheme}://127.0.0.1:{port}"
+    log = (tmp_path / "etcd.log").open("ab")
+    process = subprocess.Popen(
+        [str(ETCD), "--name", "solo", "--data-dir", str(tmp_path / "solo"), "--listen-client-urls", url,
+         "--advertise-client-urls", url, "--listen-peer-urls", f"http://127.0.0.1:{peer}",
+         "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
+         "--initial-cluster", f"solo=http://127.0.0.1:{peer}", "--unsafe-no-fsync", "--log-level", "warn", *extra],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    log.close()
+    return process, url
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+async def _round_trip(store: EtcdStore) -> None:
+    kv = await store.create("/registry/pods/default/tls", b"{}")
+    got = await store.get("/registry/pods/default/tls")
+    assert got is not None
+    assert got.mod_revision == kv.mod_revision
+
+
+async def test_tls_to_etcd_verifies_its_certificate(tmp_path: Path) -> None:
+    """``ca_file``: the store speaks TLS to etcd and verifies the server against that CA."""
+    from kubeplane.apiserver.tls import ensure_serving_certs
+
+    certs = ensure_serving_certs(tmp_path / "pki")
+    process, url = _single_etcd(tmp_path, "--cert-file", str(certs.cert), "--key-file", str(certs.key),
+                                scheme="https")  # fmt: skip
+    try:
+        store = EtcdStore(EtcdOptions(endpoints=[url], ca_file=certs.ca, dial_timeout=10.0))
+        try:
+            await _round_trip(store)
+        finally:
+            await store.close()
+        other = ensure_serving_certs(tmp_path / "other-pki")  # a CA that did not sign etcd's certificate
+        untrusting = EtcdStore(EtcdOptions(endpoints=[url], ca_file=other.ca, dial_timeout=2.0))
+        try:
+            with pytest.raises(StoreError):
+                await untrusting.get("/registry/pods/default/tls")
+        finally:
+            await untrusting.close()
+    finally:
+        _stop(process)
+
+
+async def test_username_and_password_when_etcd_enforces_auth(tmp_path: Path) -> None:
+    process, url = _single_etcd(tmp_path)
+    try:
+        env = {**os.environ, "ETCDCTL_API": "3"}
+        for args in (["user", "add", "root:s3cret", "--interactive=false"], ["auth", "enable"]):
+            deadline = time.monotonic() + 20
+            while subprocess.run([str(ETCDCTL), "--endpoints", url, *args], env=env, capture_output=True,
+                                 timeout=20, check=False).returncode != 0:  # fmt: skip
+                assert time.monotonic() < deadline, args
+                time.sleep(0.2)
+        store = EtcdStore(EtcdOptions(endpoints=[url], username="root", password="s3cret"))
+        try:
+            await _round_trip(store)
+        finally:
+            await store.close()
+        anonymous = EtcdStore(EtcdOptions(endpoints=[url], dial_timeout=2.0))
+        try:
+            with pytest.raises(StoreError):
+                await anonymous.create("/registry/pods/default/nope", b"{}")
+        finally:
+            await anonymous.close()
+    finally:
+        _stop(process)

@@ -97,6 +97,14 @@ ERR_BAD_TOKEN = "invalid auth token"
 DEFAULT_ENDPOINTS = ("http://127.0.0.1:2379",)
 
 
+class EtcdRequestError(StoreError):
+    """etcd refused a request (auth, permission, a bad argument): its gRPC error, as a StoreError."""
+
+    def __init__(self, error: grpc.aio.AioRpcError) -> None:
+        super().__init__(f"etcd: {error.details() or error.code().name}")
+        self.rpc_error = error
+
+
 class EtcdUnavailable(StoreError):
     """No etcd member answered, or a write's outcome is unknown because its member failed mid-request."""
 
@@ -238,7 +246,7 @@ class _Connection:
                     if idempotent or _not_sent(error):
                         continue
                     raise EtcdUnavailable(f"etcd {method} outcome unknown: {error.details()}") from error
-                raise
+                raise EtcdRequestError(error) from None
         raise EtcdUnavailable(f"no etcd endpoint of {list(self._options.endpoints)} answered: {last}") from last
 
     async def close(self) -> None:
@@ -724,8 +732,8 @@ class EtcdStore:
         )
         try:
             response = await self._connection.call("Range", request, idempotent=True)
-        except grpc.aio.AioRpcError as error:
-            mapped = self._revision_error(error, -1 if revision is None else revision)
+        except EtcdRequestError as error:
+            mapped = self._revision_error(error.rpc_error, -1 if revision is None else revision)
             if mapped is not None:
                 raise mapped from None
             raise
@@ -856,8 +864,8 @@ class EtcdStore:
         request = rpc.CompactionRequest(revision=revision + self._offset, physical=self.options.physical_compaction)
         try:
             await self._connection.call("Compact", request, idempotent=True)
-        except grpc.aio.AioRpcError as error:
-            details = error.details() or ""
+        except EtcdRequestError as error:
+            details = error.rpc_error.details() or ""
             if ERR_COMPACTED in details:
                 self._compacted = max(self._compacted, revision)
                 raise Compacted(revision, self._compacted) from None
