@@ -59,6 +59,8 @@ from kubeplane.api.quantity import Quantity
 from kubeplane.api.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, tolerations_tolerate_taint
 from kubeplane.api.validation import names
 
+from .static_pods import CONFIG_MIRROR, CONFIG_SOURCE, is_mirror_pod
+
 __all__ = [
     "CONFIG_MIRROR_ANNOTATION",
     "CONFIG_SOURCE_ANNOTATION",
@@ -102,8 +104,8 @@ not the scheduler Filter's own wording."""
 
 # --- kubelet types (pkg/kubelet/types) ------------------------------------------------------------------------
 
-CONFIG_SOURCE_ANNOTATION: Final = "kubernetes.io/config.source"
-CONFIG_MIRROR_ANNOTATION: Final = "kubernetes.io/config.mirror"
+CONFIG_SOURCE_ANNOTATION: Final = CONFIG_SOURCE
+CONFIG_MIRROR_ANNOTATION: Final = CONFIG_MIRROR
 API_SERVER_SOURCE: Final = "api"
 SYSTEM_CRITICAL_PRIORITY: Final = 2_000_000_000
 """``scheduling.SystemCriticalPriority`` (twice the highest user-definable priority): the value of the
@@ -152,11 +154,6 @@ def is_static_pod(pod: Pod) -> bool:
     (upstream ``IsStaticPod``; a pod without the annotation is not static)."""
     source = _annotations(pod).get(CONFIG_SOURCE_ANNOTATION)
     return source is not None and source != API_SERVER_SOURCE
-
-
-def is_mirror_pod(pod: Pod) -> bool:
-    """The API server's copy of a static pod: it carries the config-mirror annotation (``IsMirrorPod``)."""
-    return CONFIG_MIRROR_ANNOTATION in _annotations(pod)
 
 
 def pod_priority(pod: Pod) -> int:

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
@@ -355,16 +355,18 @@ def container_memory_usage(pod: Pod) -> list[tuple[str, int]]:
     return out
 
 
-def _node_memory_capacity(node: Mapping[str, Any]) -> int:
+def node_memory_capacity(node: Mapping[str, Any]) -> int:
     capacity: Mapping[str, Any] = (node.get("status") or {}).get("capacity") or {}
     return Quantity.parse(capacity["memory"]).value() if "memory" in capacity else 0
 
 
-def memory_available(node: Mapping[str, Any], pods: Iterable[Pod]) -> int:
+def memory_available(
+    node: Mapping[str, Any], pods: Iterable[Pod], *, usage: Callable[[Pod], int] = pod_memory_usage
+) -> int:
     """``memory.available``: the node's memory capacity minus the usage of ``pods`` (terminal ones skipped),
-    never below 0."""
-    used = sum(pod_memory_usage(pod) for pod in pods if not is_terminal(pod))
-    return max(_node_memory_capacity(node) - used, 0)
+    never below 0. ``usage`` gives a pod's usage (the fleet passes one that remembers it: it never changes)."""
+    used = sum(usage(pod) for pod in pods if not is_terminal(pod))
+    return max(node_memory_capacity(node) - used, 0)
 
 
 # --- ranking -------------------------------------------------------------------------------------------------------

@@ -40,7 +40,6 @@ from typing import Any
 
 from kubeplane.api.durations import format_duration, parse_duration
 from kubeplane.api.meta import format_time
-from kubeplane.api.quantity import parse_quantity
 from kubeplane.client.clock import Clock, SystemClock
 from kubeplane.client.errors import AlreadyExistsError, ConflictError, NotFoundError
 from kubeplane.client.events import EventRecorder
@@ -781,14 +780,17 @@ class Fleet:
         threshold = next((t for t in sim.thresholds if t.signal == eviction.MEMORY_AVAILABLE), None)
         if threshold is None or sim.node is None:
             return
-        runtimes = [r for r in sim.pods.values() if r.holding and not r.terminating]
-        active = [r.pod for r in runtimes]
-        capacity = parse_quantity(str((sim.node.get("status") or {}).get("capacity", {}).get("memory", "0"))).value()
-        # eviction.memory_available, with each pod's usage computed once (a pod's simulated usage is fixed)
-        for r in runtimes:
-            if r.memory_usage is None:
-                r.memory_usage = eviction.pod_memory_usage(r.pod)
-        available = max(capacity - sum(r.memory_usage or 0 for r in runtimes), 0)
+        runtimes = {r.uid: r for r in sim.pods.values() if r.holding and not r.terminating}
+        active = [r.pod for r in runtimes.values()]
+
+        def usage(pod: Mapping[str, Any]) -> int:  # a pod's simulated usage never changes: computed once
+            rt = runtimes[str(pod["metadata"].get("uid", ""))]
+            if rt.memory_usage is None:
+                rt.memory_usage = eviction.pod_memory_usage(pod)
+            return rt.memory_usage
+
+        available = eviction.memory_available(sim.node, active, usage=usage)
+        capacity = eviction.node_memory_capacity(sim.node)
         now = self.clock.monotonic()
         crossed = available < threshold.value(capacity)
         if crossed:

@@ -18,6 +18,7 @@ import copy
 import hashlib
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,8 @@ CONFIG_SOURCE = "kubernetes.io/config.source"
 CONFIG_SEEN = "kubernetes.io/config.seen"
 
 
-def is_mirror_pod(pod: Obj) -> bool:
+def is_mirror_pod(pod: Mapping[str, Any]) -> bool:
+    """The API server's copy of a static pod: it carries the config-mirror annotation (upstream ``IsMirrorPod``)."""
     return CONFIG_MIRROR in ((pod.get("metadata") or {}).get("annotations") or {})
 
 
