@@ -181,21 +181,9 @@ def snapshot(
 
 
 def _config(path: Path | None) -> dict[str, Any] | None:
-    import yaml
+    from kubeplane.sim.scenario import load_scheduler_config
 
-    from kubeplane.sim.scenario import ScenarioError
-
-    if path is None:
-        return None
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise ScenarioError(f"cannot read {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"{path}: {str(exc).splitlines()[0]}") from None
-    if not isinstance(data, dict):
-        raise ScenarioError(f"{path}: not a KubeSchedulerConfiguration")
-    return data
+    return None if path is None else load_scheduler_config(path)
 
 
 def _run_one(scenario: str, seed: int | None, until: float | None, config: str, label: str) -> SimResult:

@@ -186,20 +186,27 @@ def _cluster(value: Any) -> list[NodeSpec]:
         raise ScenarioError(f"cluster: {exc}") from None
 
 
+def load_scheduler_config(path: Path, *, where: str = "") -> dict[str, Any]:
+    """A KubeSchedulerConfiguration file as a mapping (parsed later by the scheduler's config loader); errors are
+    one line (a YAML error by its first line)."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ScenarioError(f"{where}cannot read {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{where}{path}: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{where}{path}: not a KubeSchedulerConfiguration")
+    return data
+
+
 def _scheduler(value: Any, base: Path) -> Mapping[str, Any] | None:
     if value is None:
         return None
     if not isinstance(value, Mapping):
         raise ScenarioError("scheduler: expected {config: {...}} or {configFile: PATH}")
     if "configFile" in value:
-        path = base / str(value["configFile"])
-        try:
-            loaded = yaml.safe_load(path.read_text())
-        except (OSError, yaml.YAMLError) as exc:
-            raise ScenarioError(f"scheduler.configFile {path}: {exc}") from None
-        if not isinstance(loaded, Mapping):
-            raise ScenarioError(f"scheduler.configFile {path}: not a KubeSchedulerConfiguration")
-        return loaded
+        return load_scheduler_config(base / str(value["configFile"]), where="scheduler.configFile ")
     config = value.get("config")
     if config is not None and not isinstance(config, Mapping):
         raise ScenarioError("scheduler.config: expected a KubeSchedulerConfiguration mapping")
