@@ -64,6 +64,16 @@ BindAddressOpt = Annotated[
     str, typer.Option("--bind-address", help="Address of the metrics port (default 127.0.0.1; 0.0.0.0 in a pod).")
 ]
 
+# Options of the commands that run simulated kubelets (kubelet, up) or choose a store (apiserver, up).
+PullDelayOpt = Annotated[
+    float | None, typer.Option("--pull-delay", help="Seconds a simulated image pull takes (default 0.5).")
+]
+ShutdownDelayOpt = Annotated[
+    str | None,
+    typer.Option("--shutdown-delay", help="Go duration a container takes to stop (default: the grace period)."),
+]
+EtcdServersOpt = Annotated[str, typer.Option("--etcd-servers", help="With --store etcd: etcd URLs, comma-separated.")]
+
 
 def _metrics_port_opt() -> Any:
     return typer.Option("--metrics-port", help="Port for /healthz and /metrics on 127.0.0.1 (0: a free port, logged).")
@@ -91,9 +101,7 @@ def apiserver(
         ),
     ] = True,
     kubeconfig_name: Annotated[str, typer.Option("--kubeconfig-name", hidden=True)] = "kubeconfig",
-    etcd_servers: Annotated[
-        str, typer.Option("--etcd-servers", help="With --store etcd: etcd URLs, comma-separated.")
-    ] = "",
+    etcd_servers: EtcdServersOpt = "",
     etcd_prefix: Annotated[str, typer.Option("--etcd-prefix", help="Key prefix in etcd.")] = "/registry",
     etcd_cafile: Annotated[Path | None, typer.Option("--etcd-cafile", help="CA of etcd's TLS.")] = None,
     etcd_certfile: Annotated[Path | None, typer.Option("--etcd-certfile", help="Client certificate.")] = None,
@@ -244,22 +252,15 @@ def up(
     store: Annotated[
         str, typer.Option("--store", help="sqlite (durable, default), memory, or etcd (with --etcd-servers).")
     ] = "sqlite",
-    etcd_servers: Annotated[
-        str, typer.Option("--etcd-servers", help="With --store etcd: etcd URLs, comma-separated.")
-    ] = "",
+    etcd_servers: EtcdServersOpt = "",
     scheduler_config: Annotated[
         Path | None, typer.Option("--scheduler-config", help="KubeSchedulerConfiguration file.")
     ] = None,
     processes: Annotated[
         bool, typer.Option("--processes", help="One process per component over HTTP (default: one process).")
     ] = False,
-    pull_delay: Annotated[
-        float | None, typer.Option("--pull-delay", help="Seconds a simulated image pull takes (default 0.5).")
-    ] = None,
-    shutdown_delay: Annotated[
-        str | None,
-        typer.Option("--shutdown-delay", help="Go duration a container takes to stop (default: the grace period)."),
-    ] = None,
+    pull_delay: PullDelayOpt = None,
+    shutdown_delay: ShutdownDelayOpt = None,
     verbosity: VerbosityOpt = 0,
 ) -> None:
     """Start a whole cluster: API server, controller manager, scheduler and simulated kubelets."""
@@ -288,13 +289,8 @@ def kubelet(
         typer.Option("--node-config", help="Node-config YAML (docs/kubelet.md); default: the demo cluster."),
     ] = None,
     nodes: Annotated[int | None, typer.Option("--nodes", help="The demo master plus N worker nodes.")] = None,
-    pull_delay: Annotated[
-        float | None, typer.Option("--pull-delay", help="Seconds an image pull takes (default 0.5).")
-    ] = None,
-    shutdown_delay: Annotated[
-        str | None,
-        typer.Option("--shutdown-delay", help="Go duration a container takes to stop (default: the grace period)."),
-    ] = None,
+    pull_delay: PullDelayOpt = None,
+    shutdown_delay: ShutdownDelayOpt = None,
     kube_api_qps: Annotated[
         float, typer.Option("--kube-api-qps", help="Client rate limit of the whole fleet (0: none).")
     ] = 0.0,
