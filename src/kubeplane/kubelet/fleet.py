@@ -140,7 +140,14 @@ class SimNode:
     thresholds: list[eviction.Threshold] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        """What follows from the spec: the IP pool, the images, the eviction thresholds, a configured stop."""
         self.ips = IPAllocator(self.spec.pod_cidr)
+        try:
+            self.thresholds = eviction.parse_thresholds(self.spec.eviction_hard or eviction.DEFAULT_EVICTION_HARD)
+        except ValueError as exc:
+            raise ValueError(f"node {self.spec.name}: evictionHard: {exc}") from None
+        if not self.spec.heartbeat:
+            self.stopped_by.add("config")
         for entry in self.spec.images:
             for name in entry["names"]:
                 self.images[normalize_image(name)] = dict(entry)
@@ -180,14 +187,7 @@ class Fleet:
         self.options = options or FleetOptions()
         self.nodes: dict[str, SimNode] = {}
         for spec in nodes:
-            sim = SimNode(spec)
-            if not spec.heartbeat:
-                sim.stopped_by.add("config")
-            try:
-                sim.thresholds = eviction.parse_thresholds(spec.eviction_hard or eviction.DEFAULT_EVICTION_HARD)
-            except ValueError as exc:
-                raise ValueError(f"node {spec.name}: evictionHard: {exc}") from None
-            self.nodes[spec.name] = sim
+            self.nodes[spec.name] = SimNode(spec)
         self._pods_res = client.resource("pods")
         self._nodes_res = client.resource("nodes")
         self._leases_res = client.resource("leases")
@@ -223,9 +223,14 @@ class Fleet:
         for _ in range(self.options.status_workers):
             self._tasks.append(loop.create_task(self._status_worker(), name="kubelet status"))
         for sim in self.nodes.values():
-            self._tasks.append(loop.create_task(self._node_loop(sim), name=f"kubelet {sim.name}"))
-            if sim.spec.static_pod_path:
-                self._tasks.append(loop.create_task(self._static_loop(sim), name=f"static pods {sim.name}"))
+            self._start_node(sim)
+
+    def _start_node(self, sim: SimNode) -> None:
+        """The node's heartbeat loop, and its static pod loop if it has a manifest directory."""
+        loop = asyncio.get_running_loop()
+        self._tasks.append(loop.create_task(self._node_loop(sim), name=f"kubelet {sim.name}"))
+        if sim.spec.static_pod_path:
+            self._tasks.append(loop.create_task(self._static_loop(sim), name=f"static pods {sim.name}"))
 
     async def add_nodes(self, specs: Sequence[NodeSpec]) -> None:
         """Register more nodes into a running fleet (a scale-out); names must be new."""
@@ -233,18 +238,11 @@ class Fleet:
         for spec in specs:
             if spec.name in self.nodes:
                 raise ValueError(f"node {spec.name} is already in the fleet")
-            sim = SimNode(spec)
-            sim.thresholds = eviction.parse_thresholds(spec.eviction_hard or eviction.DEFAULT_EVICTION_HARD)
-            if not spec.heartbeat:
-                sim.stopped_by.add("config")
-            self.nodes[spec.name] = sim
+            sim = self.nodes[spec.name] = SimNode(spec)
             added.append(sim)
         await asyncio.gather(*(self._register(sim) for sim in added))
-        loop = asyncio.get_running_loop()
         for sim in added:
-            self._tasks.append(loop.create_task(self._node_loop(sim), name=f"kubelet {sim.name}"))
-            if sim.spec.static_pod_path:
-                self._tasks.append(loop.create_task(self._static_loop(sim), name=f"static pods {sim.name}"))
+            self._start_node(sim)
 
     async def run(self) -> None:
         """Start, then run until cancelled (stopping cleanly)."""
@@ -983,12 +981,6 @@ class Fleet:
             await self._delete_pod(rt.namespace, rt.name, rt.uid)
 
     # --- introspection (tests, benchmarks) ---------------------------------------------------------------------
-
-    def runtime_of(self, namespace: str, name: str) -> PodRuntime | None:
-        for rt in self.runtimes.values():
-            if rt.namespace == namespace and rt.name == name:
-                return rt
-        return None
 
     def pods_on(self, node: str) -> Iterable[PodRuntime]:
         return list(self.nodes[node].pods.values())
