@@ -1,4 +1,4 @@
-"""``kubeplane sim run | compare``: simulations on a virtual clock (docs/sim.md).
+"""``kubeplane sim run | compare | snapshot | fgd-repro``: simulations on a virtual clock (docs/sim.md).
 
 ``run`` replays one scenario with one seed and writes summary.json, timeseries.csv, pods.csv and report.html to
 ``--out``; ``compare`` runs the same scenario and seed under several scheduler configurations, one process per
@@ -233,3 +233,49 @@ def compare(
         for line in _summary_lines(result):
             typer.echo(line)
     typer.echo(f"report: {paths['report']}")
+
+
+@sim_app.command("fgd-repro")
+def fgd_repro(
+    seeds: Annotated[str, typer.Option("--seeds", help="Seeds: a range 42..51, a list 42,43 or one seed.")] = "42..51",
+    policies: Annotated[
+        str | None,
+        typer.Option("--policies", help="Comma-separated policies (default: all six: FGD,BestFit,GpuPacking,...)."),
+    ] = None,
+    trace: Annotated[
+        str, typer.Option("--trace", help="Pod list: default, gpushare40, multigpu30 or cpu050.")
+    ] = "default",
+    ratio: Annotated[float, typer.Option("--ratio", help="Inflate the workload to this share of GPU capacity.")] = 1.3,
+    data: Annotated[
+        Path | None, typer.Option("--data", help="The openb directory (default: shared/data/openb found upwards).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write per-run CSVs, binned tables and checks here.")
+    ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", help="Processes (default: the number of cores).")] = 0,
+) -> None:
+    """Reproduce the FGD paper's openb experiment (ATC'23) and check it against the reference (docs/gpu.md).
+
+    Prints the GPU allocation table beside the artifact's medians and each check of FGD-EXPERIMENT.md §6.2 with
+    PASS/FAIL; exits 1 when a check fails.
+    """
+    from kubeplane.gpu import repro
+
+    try:
+        seed_list = repro.parse_seeds(seeds)
+        names = repro.policies_or_default([p.strip() for p in policies.split(",")] if policies else None)
+        directory = repro.find_data_dir(data)
+        if trace not in repro.TRACES:
+            raise ValueError(f"unknown trace {trace!r}; known: {', '.join(repro.TRACES)}")
+        if ratio <= 0:
+            raise ValueError(f"ratio must be positive, not {ratio}")
+    except (ValueError, FileNotFoundError) as exc:
+        _fail(str(exc))
+    workers = jobs if jobs > 0 else (os.cpu_count() or 1)
+    result = repro.experiment(directory, trace=trace, policies=names, seeds=seed_list, ratio=ratio, jobs=workers)
+    typer.echo(repro.render(result))
+    if out is not None:
+        repro.write_outputs(result, out)
+        typer.echo(f"written to {out}")
+    if not result.passed:
+        raise typer.Exit(1)

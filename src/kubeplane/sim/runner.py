@@ -45,7 +45,7 @@ from kubeplane.scheduler.config import ConfigError, KubeSchedulerConfiguration, 
 from kubeplane.scheduler.scheduler import Scheduler
 
 from .clock import RealTimeClock, VirtualClock
-from .scenario import Action, Generator, Scenario, ScenarioError
+from .scenario import Action, Arrival, Deletion, Generator, Scenario, ScenarioError
 
 log = logging.getLogger(__name__)
 
@@ -327,10 +327,34 @@ class _Run:
             )
 
     async def _arrivals(self) -> None:
-        for arrival in self.scenario.arrivals:
-            await self._sleep_until(arrival.at)
-            for obj in arrival.objects:
-                await self._create(obj)
+        """Arrivals (the scenario's, and its paper-order traces resolved with the run's seed) and deletions in
+        time order, one sleep per distinct time; at equal times arrivals go first (a trace pod created and deleted
+        in the same second exists for an instant) and each list keeps its order (sorts are stable)."""
+        arrivals = [*self.scenario.arrivals]
+        for trace in self.scenario.paper_traces:
+            arrivals.extend(trace.arrivals(self.seed))
+        timeline: list[tuple[float, int, Arrival | Deletion]] = [(a.at, 0, a) for a in arrivals]
+        timeline += [(d.at, 1, d) for d in self.scenario.deletions]
+        timeline.sort(key=lambda event: (event[0], event[1]))
+        for at, _, event in timeline:
+            await self._sleep_until(at)
+            if isinstance(event, Deletion):
+                await self._delete(event)
+            else:
+                for obj in event.objects:
+                    await self._create(obj)
+
+    async def _delete(self, deletion: Deletion) -> None:
+        """Delete with grace period 0: a trace's deletion_time is when the pod was gone, so its resources are free
+        from that simulated second (with the default 30 s grace the kubelet would hold them for the shutdown). A
+        pod already gone (deleted before, or never created) is fine."""
+        try:
+            info = self.client.resource(deletion.kind)
+            await self.client.delete(info, deletion.name, namespace=deletion.namespace, grace_period_seconds=0)
+        except (KeyError, NotFoundError):
+            return
+        except ClientError as exc:
+            log.warning("sim: deleting %s %s/%s failed: %s", deletion.kind, deletion.namespace, deletion.name, exc)
 
     async def _generator(self, gen: Generator, number: int) -> None:
         rng = random.Random(self.rngs["workload"].getrandbits(64) + number)

@@ -7,7 +7,7 @@ YAML (docs/sim.md has the full schema and examples)::
     duration: 1h                  # default of --until (Go durations, or seconds)
     sampleInterval: 10s           # time-series resolution
     cluster:                      # the kubelet node-config format (docs/kubelet.md), or {preset: demo} /
-      nodes: [...]                #   {preset: uniform, workers: N}
+      nodes: [...]                #   {preset: uniform, workers: N} / {trace: {format: openb, nodes: F.csv}}
     kubelet: {pullDelay: 1s, shutdownDelay: 2s}
     scheduler: {config: {...KubeSchedulerConfiguration...}} | {configFile: sched.yaml}
     workload:
@@ -23,6 +23,11 @@ YAML (docs/sim.md has the full schema and examples)::
         namePrefix: job-
         duration: {min: 1m, max: 10m}   # each pod's sim.kubeplane.io/duration, uniform in [min, max]
         template: {...a Pod manifest...}
+    - trace:                      # a pod-list trace (openb): by creation time with deletions, or the FGD paper's
+        format: openb             #   shuffled and inflated sequence (docs/sim.md, "Trace workloads")
+        pods: ../data/openb_pod_list_default.csv
+        order: times              # or paper
+        timeScale: 0.001
     actions:
     - {at: 10m, taint: {node: node02, key: check, value: mycheck, effect: NoExecute}}
     - {at: 20m, untaint: {node: node02, key: check}}
@@ -36,11 +41,14 @@ YAML (docs/sim.md has the full schema and examples)::
                                   # kube-scheduler restarted with another configuration
 
 Invariants: every time is a number of simulated seconds from the start; errors are one line naming the place
-(:class:`ScenarioError`); loading never touches a cluster.
+(:class:`ScenarioError`); loading never touches a cluster; a :class:`Scenario` is a value: what depends on the
+run's seed (a trace in the paper's order) is kept as a recipe (:class:`PaperTrace`) that the runner resolves with
+that seed, so ``sim run --seed`` changes it and the same seed gives the same pods.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +57,9 @@ from typing import Any
 import yaml
 
 from kubeplane.api.durations import parse_duration
+from kubeplane.api.quantity import QuantityError, parse_quantity
+from kubeplane.gpu import openb
+from kubeplane.gpu.model import GPU_RESOURCE, MILLI_PER_GPU
 from kubeplane.kubelet.config import NodeConfigError, NodeSpec, demo_cluster, parse_node_config, uniform_cluster
 
 ACTIONS = (
@@ -96,6 +107,49 @@ class Arrival:
 
 
 @dataclass(frozen=True)
+class Deletion:
+    """The object ``kind`` ``namespace/name`` deleted at simulated time ``at`` (grace period 0; gone already is
+    fine)."""
+
+    at: float
+    kind: str
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True)
+class PaperTrace:
+    """A trace workload in the FGD paper's order (:func:`kubeplane.gpu.openb.paper_sequence`), resolved by the
+    runner with ``seed``, or the run's seed when None: pod *i* of the sequence arrives at ``start + i *
+    interval`` and is never deleted. ``capacity_milli`` is the scenario's GPU capacity (the inflation target's
+    base)."""
+
+    pods: Sequence[openb.TracePod]
+    start: float
+    interval: float
+    ratio: float
+    capacity_milli: int
+    seed: int | None = None
+    limit: int | None = None
+    namespace: str = "default"
+    scheduler_name: str | None = None
+
+    def sequence(self, run_seed: int) -> list[openb.TracePod]:
+        rng = random.Random(run_seed if self.seed is None else self.seed)
+        pods = openb.paper_sequence(self.pods, rng, ratio=self.ratio, capacity_milli=self.capacity_milli)
+        return pods if self.limit is None else pods[: self.limit]
+
+    def arrivals(self, run_seed: int) -> list[Arrival]:
+        return [
+            Arrival(
+                round(self.start + i * self.interval, 6),
+                [openb.pod_manifest(pod, namespace=self.namespace, scheduler_name=self.scheduler_name)],
+            )
+            for i, pod in enumerate(self.sequence(run_seed))
+        ]
+
+
+@dataclass(frozen=True)
 class Generator:
     count: int
     start: float
@@ -124,6 +178,8 @@ class Scenario:
     pull_delay: float = 1.0
     shutdown_delay: float | None = None
     arrivals: Sequence[Arrival] = ()
+    deletions: Sequence[Deletion] = ()
+    paper_traces: Sequence[PaperTrace] = ()
     generators: Sequence[Generator] = ()
     actions: Sequence[Action] = ()
     source: Path | None = field(default=None, compare=False)
@@ -152,25 +208,28 @@ class Scenario:
             raise ScenarioError(f"scenario: unknown field(s) {', '.join(unknown)}")
         base = base or Path.cwd()
         kubelet = data.get("kubelet") or {}
-        arrivals, generators = _workload(data.get("workload") or [], base)
+        nodes = _cluster(data.get("cluster"), base)
+        workload = _workload(data.get("workload") or [], base, nodes)
         shutdown = kubelet.get("shutdownDelay")
         return cls(
             name=str(data.get("name") or default_name),
-            nodes=_cluster(data.get("cluster")),
+            nodes=nodes,
             seed=int(data.get("seed", 0)),
             duration=seconds(data.get("duration", 3600), "duration"),
             sample_interval=max(seconds(data.get("sampleInterval", 10), "sampleInterval"), 1.0),
             scheduler_config=_scheduler(data.get("scheduler"), base),
             pull_delay=seconds(kubelet.get("pullDelay", 1.0), "kubelet.pullDelay"),
             shutdown_delay=None if shutdown is None else seconds(shutdown, "kubelet.shutdownDelay"),
-            arrivals=arrivals,
-            generators=generators,
+            arrivals=workload.arrivals,
+            deletions=workload.deletions,
+            paper_traces=workload.paper_traces,
+            generators=workload.generators,
             actions=_actions(data.get("actions") or [], base),
             source=source,
         )
 
 
-def _cluster(value: Any) -> list[NodeSpec]:
+def _cluster(value: Any, base: Path) -> list[NodeSpec]:
     if value is None:
         return demo_cluster()
     if isinstance(value, Mapping) and "preset" in value:
@@ -180,10 +239,85 @@ def _cluster(value: Any) -> list[NodeSpec]:
         if preset == "uniform":
             return uniform_cluster(int(value.get("workers", 3)))
         raise ScenarioError(f"cluster.preset: unknown preset {preset!r} (demo or uniform)")
+    if isinstance(value, Mapping) and "trace" in value:
+        if len(value) != 1:
+            raise ScenarioError("cluster: give trace alone (or list it among the node groups)")
+        value = [value]
+    if isinstance(value, Mapping) and isinstance(value.get("nodes"), list):
+        value = {**value, "nodes": _trace_groups(value["nodes"], base, "cluster.nodes")}
+    elif isinstance(value, list):
+        value = _trace_groups(value, base, "cluster")
     try:
         return parse_node_config(value)
     except NodeConfigError as exc:
         raise ScenarioError(f"cluster: {exc}") from None
+
+
+def _trace_groups(groups: list[Any], base: Path, where: str) -> list[Any]:
+    """The node groups with every ``{trace: {format, nodes, limit}}`` element replaced by one group per trace
+    node (so defaults, positions, podCIDRs and addresses work as for any group)."""
+    out: list[Any] = []
+    for i, group in enumerate(groups):
+        if not (isinstance(group, Mapping) and "trace" in group):
+            out.append(group)
+            continue
+        place = f"{where}[{i}].trace" if where != "cluster" or len(groups) > 1 else "cluster.trace"
+        trace = group["trace"]
+        if len(group) != 1 or not isinstance(trace, Mapping):
+            raise ScenarioError(f"{place}: expected {{trace: {{format: openb, nodes: FILE.csv, limit: N}}}}")
+        _known(trace, {"format", "nodes", "limit"}, place)
+        _format(trace, place)
+        if not trace.get("nodes"):
+            raise ScenarioError(f"{place}.nodes: needs the node list (a CSV file, relative to the scenario)")
+        try:
+            nodes = openb.load_nodes(base / str(trace["nodes"]))
+        except openb.TraceError as exc:
+            raise ScenarioError(f"{place}.nodes: {exc}") from None
+        limit = _count(trace.get("limit"), f"{place}.limit")
+        out.extend(openb.node_groups(nodes if limit is None else nodes[:limit]))
+    return out
+
+
+def _known(value: Mapping[str, Any], known: set[str], where: str) -> None:
+    unknown = sorted(set(value) - known)
+    if unknown:
+        raise ScenarioError(f"{where}: unknown field(s) {', '.join(map(str, unknown))}")
+
+
+def _format(value: Mapping[str, Any], where: str) -> None:
+    fmt = value.get("format", "openb")
+    if fmt != "openb":
+        raise ScenarioError(f"{where}.format: unknown trace format {fmt!r} (openb)")
+
+
+def _count(value: Any, where: str) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ScenarioError(f"{where}: expected a non-negative integer")
+    return value
+
+
+def _number(value: Any, where: str, *, positive: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ScenarioError(f"{where}: expected a number, not {value!r}")
+    if positive and value <= 0:
+        raise ScenarioError(f"{where}: must be positive")
+    return float(value)
+
+
+def gpu_capacity_milli(nodes: Sequence[NodeSpec]) -> int:
+    """The nodes' whole GPUs (``nvidia.com/gpu`` capacity) in milli-GPU: the base of the paper order's
+    inflation target."""
+    total = 0
+    for spec in nodes:
+        value = spec.capacity.get(GPU_RESOURCE)
+        if value is not None:
+            try:
+                total += parse_quantity(str(value)).value()
+            except QuantityError:
+                continue
+    return total * MILLI_PER_GPU
 
 
 def load_scheduler_config(path: Path, *, where: str = "") -> dict[str, Any]:
@@ -229,30 +363,130 @@ def _documents(path: Path, where: str) -> list[Mapping[str, Any]]:
     return out
 
 
-def _workload(entries: Any, base: Path) -> tuple[list[Arrival], list[Generator]]:
+@dataclass
+class _Workload:
+    arrivals: list[Arrival] = field(default_factory=list)
+    deletions: list[Deletion] = field(default_factory=list)
+    paper_traces: list[PaperTrace] = field(default_factory=list)
+    generators: list[Generator] = field(default_factory=list)
+
+
+def _workload(entries: Any, base: Path, nodes: Sequence[NodeSpec]) -> _Workload:
     if not isinstance(entries, list):
         raise ScenarioError("workload: expected a list")
-    arrivals: list[Arrival] = []
-    generators: list[Generator] = []
+    out = _Workload()
     for i, entry in enumerate(entries):
         where = f"workload[{i}]"
         if not isinstance(entry, Mapping):
             raise ScenarioError(f"{where}: expected a mapping")
         if "generator" in entry:
-            generators.append(_generator(entry["generator"], f"{where}.generator"))
+            out.generators.append(_generator(entry["generator"], f"{where}.generator"))
+            continue
+        if "trace" in entry:
+            _trace(entry["trace"], f"{where}.trace", base, nodes, out)
             continue
         at = seconds(entry.get("at", 0), f"{where}.at")
         if "manifest" in entry:
             manifest = entry["manifest"]
             if not isinstance(manifest, Mapping) or not manifest.get("kind"):
                 raise ScenarioError(f"{where}.manifest: expected an object with a kind")
-            arrivals.append(Arrival(at, [manifest]))
+            out.arrivals.append(Arrival(at, [manifest]))
         elif "file" in entry:
-            arrivals.append(Arrival(at, _documents(base / str(entry["file"]), f"{where}.file")))
+            out.arrivals.append(Arrival(at, _documents(base / str(entry["file"]), f"{where}.file")))
         else:
-            raise ScenarioError(f"{where}: expected manifest, file or generator")
-    arrivals.sort(key=lambda a: a.at)
-    return arrivals, generators
+            raise ScenarioError(f"{where}: expected manifest, file, generator or trace")
+    out.arrivals.sort(key=lambda a: a.at)
+    out.deletions.sort(key=lambda d: d.at)
+    return out
+
+
+_TRACE_FIELDS = {"format", "pods", "order", "namespace", "schedulerName", "start", "limit"}
+_TIMES_FIELDS = {"deletions", "origin", "timeScale"}
+_PAPER_FIELDS = {"interval", "ratio", "seed"}
+
+
+def _trace(value: Any, where: str, base: Path, nodes: Sequence[NodeSpec], out: _Workload) -> None:
+    """A trace workload entry (docs/sim.md, "Trace workloads"): ``order: times`` becomes arrivals (one per
+    distinct simulated time) and deletions now; ``order: paper`` a :class:`PaperTrace` resolved by the runner."""
+    if not isinstance(value, Mapping):
+        raise ScenarioError(f"{where}: expected a mapping")
+    _known(value, _TRACE_FIELDS | _TIMES_FIELDS | _PAPER_FIELDS, where)
+    _format(value, where)
+    order = value.get("order", "times")
+    if order not in ("times", "paper"):
+        raise ScenarioError(f"{where}.order: expected times or paper, not {order!r}")
+    for name in sorted(_PAPER_FIELDS if order == "times" else _TIMES_FIELDS):
+        if name in value:
+            raise ScenarioError(f"{where}.{name}: only with order: {'paper' if order == 'times' else 'times'}")
+    if not value.get("pods"):
+        raise ScenarioError(f"{where}.pods: needs the pod list (a CSV file, relative to the scenario)")
+    try:
+        pods = openb.load_pods(base / str(value["pods"]))
+    except openb.TraceError as exc:
+        raise ScenarioError(f"{where}.pods: {exc}") from None
+    namespace = str(value.get("namespace") or "default")
+    scheduler = value.get("schedulerName")
+    scheduler_name = None if scheduler is None else str(scheduler)
+    start = seconds(value.get("start", 0), f"{where}.start")
+    limit = _count(value.get("limit"), f"{where}.limit")
+    try:
+        for pod in pods:  # every pod must make a manifest (a share of a GPU on several devices cannot)
+            openb.pod_manifest(pod)
+    except openb.TraceError as exc:
+        raise ScenarioError(f"{where}.pods: {exc}") from None
+    if order == "paper":
+        capacity = gpu_capacity_milli(nodes)
+        if capacity <= 0:
+            raise ScenarioError(f"{where}.order: paper inflates to a share of the cluster's GPUs, and it has none")
+        seed = value.get("seed")
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+            raise ScenarioError(f"{where}.seed: expected an integer")
+        out.paper_traces.append(
+            PaperTrace(
+                pods=pods,
+                start=start,
+                interval=seconds(value.get("interval", 1), f"{where}.interval"),
+                ratio=_number(value.get("ratio", 1.3), f"{where}.ratio"),
+                capacity_milli=capacity,
+                seed=seed,
+                limit=limit,
+                namespace=namespace,
+                scheduler_name=scheduler_name,
+            )
+        )
+        return
+    missing = next((p for p in pods if p.creation_time is None), None)
+    if missing is not None:
+        raise ScenarioError(f"{where}.pods: pod {missing.name} has no creation_time (order: times needs one)")
+    timed = sorted(pods, key=lambda p: (p.creation_time, p.name))  # the artifact's order without shuffling
+    if limit is not None:
+        timed = timed[:limit]
+    if not timed:
+        return
+    origin_value = value.get("origin")
+    origin = (
+        min(p.creation_time or 0 for p in timed)
+        if origin_value is None
+        else _number(origin_value, f"{where}.origin", positive=False)
+    )
+    scale = _number(value.get("timeScale", 1), f"{where}.timeScale")
+    deletions = value.get("deletions", True)
+    if not isinstance(deletions, bool):
+        raise ScenarioError(f"{where}.deletions: expected true or false")
+
+    def at(trace_time: int) -> float:  # times before the origin are clamped to start
+        return round(start + max(trace_time - origin, 0) * scale, 6)
+
+    groups: dict[float, list[Mapping[str, Any]]] = {}
+    for pod in timed:
+        if deletions and pod.deletion_time is not None and pod.deletion_time < origin:
+            continue  # gone before the window opens: it never exists in the run
+        groups.setdefault(at(pod.creation_time or 0), []).append(
+            openb.pod_manifest(pod, namespace=namespace, scheduler_name=scheduler_name)
+        )
+        if deletions and pod.deletion_time is not None:
+            out.deletions.append(Deletion(at(pod.deletion_time), "Pod", namespace, pod.name))
+    out.arrivals.extend(Arrival(t, objects) for t, objects in groups.items())
 
 
 def _generator(value: Any, where: str) -> Generator:

@@ -1,0 +1,186 @@
+"""How GPUs appear on Nodes and Pods, and the per-device state derived from the pods bound to a node.
+
+The model (documented in docs/gpu.md):
+
+* A node advertises its whole GPUs as the extended resource ``nvidia.com/gpu`` (capacity and allocatable) and
+  their model as the label :data:`GPU_MODEL_LABEL` (``nvidia.com/gpu.product``, the label NVIDIA's GPU feature
+  discovery sets). Every device has 1000 milli-GPU.
+* A pod asks for **whole GPUs** with ``nvidia.com/gpu: N`` in its container limits (extended resources are
+  limits = requests), or for a **share of one GPU** with the annotation :data:`GPU_MILLI_ANNOTATION`
+  (``gpu.kubeplane.io/milli: "460"``, 1–999) and no ``nvidia.com/gpu``. A share never spans devices; whole GPUs
+  are always fully free devices.
+* A pod restricts GPU models with a required node-affinity term on :data:`GPU_MODEL_LABEL` (``In`` a list), as the
+  trace's ``gpu_spec`` does; the NodeAffinity plugin enforces it, the GPU plugins read it to know the pod's type.
+* The device(s) a pod uses are the annotation :data:`GPU_DEVICES_ANNOTATION` (``gpu.kubeplane.io/devices:
+  "0,3"``): written by the scheduler's GPU plugin at PreBind, and by the simulated kubelet when it admits a pod
+  bound without it. Pods bound without one are placed first-fit in the order they are seen (as the kubelet does).
+
+Invariant: everything here is a pure function of the objects; nothing depends on the scheduler or the kubelet, so
+both (and the FGD replay) derive the same per-device state from the same pods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from kubeplane.api.pods import pod_limits, pod_requests
+from kubeplane.api.quantity import QuantityError, parse_value
+
+__all__ = [
+    "GPU_DEVICES_ANNOTATION",
+    "GPU_MILLI_ANNOTATION",
+    "GPU_MODEL_LABEL",
+    "GPU_RESOURCE",
+    "MILLI_PER_GPU",
+    "GpuError",
+    "GpuRequest",
+    "assign_devices",
+    "devices_of",
+    "fit_devices",
+    "format_devices",
+    "gpu_request",
+    "node_gpu_count",
+    "node_gpu_model",
+]
+
+GPU_RESOURCE: Final = "nvidia.com/gpu"
+GPU_MODEL_LABEL: Final = "nvidia.com/gpu.product"
+GPU_MILLI_ANNOTATION: Final = "gpu.kubeplane.io/milli"
+GPU_DEVICES_ANNOTATION: Final = "gpu.kubeplane.io/devices"
+MILLI_PER_GPU: Final = 1000
+
+
+class GpuError(ValueError):
+    """A pod's GPU request or device annotation that cannot be honoured; the message is one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuRequest:
+    """``count`` devices with ``milli`` each (``milli == 1000`` for whole GPUs; a share has ``count == 1``).
+
+    ``models`` is the set of acceptable GPU models, None for any.
+    """
+
+    count: int
+    milli: int
+    models: frozenset[str] | None = None
+
+    @property
+    def total_milli(self) -> int:
+        return self.count * self.milli
+
+    @property
+    def is_share(self) -> bool:
+        return self.count == 1 and self.milli < MILLI_PER_GPU
+
+    def accepts(self, model: str) -> bool:
+        return self.models is None or model in self.models
+
+
+def _annotations(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return (obj.get("metadata") or {}).get("annotations") or {}
+
+
+def _models(pod: Mapping[str, Any]) -> frozenset[str] | None:
+    """The models a pod's required node affinity allows: the union over its terms; None when a term allows any.
+
+    Node selector terms are ORed: a term without an ``In`` on the model label lets every model through.
+    """
+    affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    terms = required.get("nodeSelectorTerms") or []
+    if not terms:
+        selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+        model = selector.get(GPU_MODEL_LABEL)
+        return None if model is None else frozenset([str(model)])
+    allowed: set[str] = set()
+    for term in terms:
+        values: set[str] | None = None
+        for expr in (term or {}).get("matchExpressions") or []:
+            if expr.get("key") == GPU_MODEL_LABEL and expr.get("operator") == "In":
+                got = {str(v) for v in expr.get("values") or []}
+                values = got if values is None else values & got
+        if values is None:
+            return None
+        allowed |= values
+    return frozenset(allowed)
+
+
+def gpu_request(pod: Mapping[str, Any]) -> GpuRequest | None:
+    """The pod's GPU request, None for a pod without GPUs. Raises :class:`GpuError` for a malformed one."""
+    # Extended resources have requests = limits; an object not yet defaulted by the API may carry only limits.
+    whole = pod_requests(pod).get(GPU_RESOURCE, 0) or pod_limits(pod).get(GPU_RESOURCE, 0)
+    text = _annotations(pod).get(GPU_MILLI_ANNOTATION)
+    if text is not None:
+        try:
+            milli = int(str(text))
+        except ValueError:
+            raise GpuError(f"annotation {GPU_MILLI_ANNOTATION}: {text!r} is not an integer") from None
+        if not 0 < milli < MILLI_PER_GPU:
+            raise GpuError(f"annotation {GPU_MILLI_ANNOTATION}: {milli} must be between 1 and 999")
+        if whole:
+            raise GpuError(f"annotation {GPU_MILLI_ANNOTATION} asks for a share; the pod also requests {GPU_RESOURCE}")
+        return GpuRequest(1, milli, _models(pod))
+    if whole <= 0:
+        return None
+    return GpuRequest(int(whole), MILLI_PER_GPU, _models(pod))
+
+
+def devices_of(pod: Mapping[str, Any]) -> tuple[int, ...] | None:
+    """The device indices recorded on the pod, None when none are (or the annotation is malformed)."""
+    text = _annotations(pod).get(GPU_DEVICES_ANNOTATION)
+    if not text:
+        return None
+    try:
+        return tuple(int(part) for part in str(text).split(","))
+    except ValueError:
+        return None
+
+
+def format_devices(devices: Iterable[int]) -> str:
+    return ",".join(str(d) for d in devices)
+
+
+def node_gpu_count(node: Mapping[str, Any]) -> int:
+    """Whole GPUs the node advertises (``status.allocatable``, else capacity)."""
+    status = node.get("status") or {}
+    value = (status.get("allocatable") or {}).get(GPU_RESOURCE, (status.get("capacity") or {}).get(GPU_RESOURCE))
+    if value is None:
+        return 0
+    try:
+        return parse_value(value)
+    except (QuantityError, ValueError):
+        return 0
+
+
+def node_gpu_model(node: Mapping[str, Any]) -> str:
+    return str(((node.get("metadata") or {}).get("labels") or {}).get(GPU_MODEL_LABEL, ""))
+
+
+def fit_devices(idle: Sequence[int], request: GpuRequest) -> tuple[int, ...] | None:
+    """First fit: the lowest-index devices with ``idle >= milli``; None when fewer than ``count`` have it."""
+    chosen = tuple(i for i, free in enumerate(idle) if free >= request.milli)[: request.count]
+    return chosen if len(chosen) == request.count else None
+
+
+def assign_devices(
+    device_count: int, pods: Iterable[tuple[GpuRequest, tuple[int, ...] | None]]
+) -> tuple[list[int], list[tuple[int, ...] | None]]:
+    """Per-device idle milli after placing ``pods`` (request, recorded devices) in order, and each pod's devices.
+
+    A pod with valid recorded devices uses them (even past a device's capacity: the state is what it is, idle goes
+    negative and nothing more fits there); a pod without gets first fit, None when nothing fits (it uses no device).
+    """
+    idle = [MILLI_PER_GPU] * device_count
+    placed: list[tuple[int, ...] | None] = []
+    for request, recorded in pods:
+        devices = recorded
+        if devices is None or len(devices) != request.count or any(not 0 <= d < device_count for d in devices):
+            devices = fit_devices(idle, request)
+        if devices is not None:
+            for d in devices:
+                idle[d] -= request.milli
+        placed.append(devices)
+    return idle, placed

@@ -1,0 +1,213 @@
+"""GPU allocation and fragmentation of a simulated cluster, from the pods and nodes the informers deliver.
+
+The FGD paper's measures (FGD-EXPERIMENT.md §2) applied to the real control plane: the allocated milli-GPU of
+bound, unfinished pods; the fragmentation of each GPU node against the target workload M
+(:mod:`kubeplane.gpu.frag`); both recorded at every pod arrival (with the arrived milli-GPU, failures included)
+and on demand for the sampler. M comes from the scenario's declared workload (:func:`declared_pod_types`), the way
+the paper derives it from the trace before replaying it.
+
+Invariant: a node's fragmentation is recomputed only when one of its inputs changes (its allocatable CPU, its pods'
+requests, nodes or device annotations), memoised on the node state by :class:`FragModel`; the cluster figure is
+the running sum, so recording one arrival costs O(1) beyond the changed node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubeplane.api.pods import pod_limits, pod_requests
+from kubeplane.api.quantity import QuantityError, parse_milli
+from kubeplane.gpu.frag import FragModel, PodType, TargetWorkload, typical_pods
+from kubeplane.gpu.model import (
+    MILLI_PER_GPU,
+    GpuError,
+    GpuRequest,
+    assign_devices,
+    devices_of,
+    gpu_request,
+    node_gpu_count,
+    node_gpu_model,
+)
+
+__all__ = ["GpuTracker", "declared_pod_types", "pod_type_of"]
+
+Obj = Mapping[str, Any]
+_TERMINAL = ("Succeeded", "Failed")
+_WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController", "Job")
+
+
+def _request(pod: Obj) -> GpuRequest | None:
+    try:
+        return gpu_request(pod)
+    except GpuError:
+        return None  # the scheduler refuses such a pod; it holds no GPU
+
+
+def _cpu(pod: Obj) -> int:
+    """CPU request milli; limits stand for requests in a manifest the API has not defaulted yet."""
+    return pod_requests(pod).get("cpu", 0) or pod_limits(pod).get("cpu", 0)
+
+
+def pod_type_of(pod: Obj) -> PodType:
+    """The fragmentation key of a pod: CPU request milli and its GPU request (memory is ignored, as the paper)."""
+    cpu = _cpu(pod)
+    request = _request(pod)
+    if request is None:
+        return PodType(cpu, 0, 0)
+    return PodType(cpu, request.milli, request.count, request.models)
+
+
+def declared_pod_types(objects: Iterable[Obj], extra: Iterable[tuple[Obj, int]] = ()) -> list[PodType]:
+    """One PodType per pod a scenario declares: Pods, workload templates × replicas (Jobs × parallelism), plus
+    ``extra`` (template, count) pairs such as generators."""
+    out: list[PodType] = []
+    for obj in objects:
+        kind = obj.get("kind")
+        if kind == "Pod":
+            out.append(pod_type_of(obj))
+        elif kind in _WORKLOAD_KINDS:
+            spec = obj.get("spec") or {}
+            count = spec.get("parallelism", 1) if kind == "Job" else spec.get("replicas", 1)
+            template = spec.get("template") or {}
+            out.extend([pod_type_of(template)] * int(count if isinstance(count, int) else 1))
+    for template, count in extra:
+        out.extend([pod_type_of(template)] * count)
+    return out
+
+
+@dataclass
+class _Pod:
+    node: str
+    request: GpuRequest | None
+    devices: tuple[int, ...] | None
+    cpu: int
+    created: float
+
+
+class _Node:
+    __slots__ = ("cpu", "frag", "gpus", "model", "pods", "used")
+
+    def __init__(self) -> None:
+        self.cpu = 0
+        self.used = 0
+        self.gpus = 0
+        self.model = ""
+        self.frag = 0.0
+        self.pods: dict[str, _Pod] = {}
+
+
+class GpuTracker:
+    """Allocated milli-GPU and fragmentation of the cluster, kept current from pod and node updates."""
+
+    def __init__(self, workload: TargetWorkload) -> None:
+        self.frag_model = FragModel(workload)
+        self.workload = workload
+        self.nodes: dict[str, _Node] = {}
+        self.pods: dict[str, _Pod] = {}
+        self.capacity = 0
+        self.used = 0
+        self.frag = 0.0
+        self.arrived = 0
+        self.arrivals: list[dict[str, Any]] = []
+
+    @classmethod
+    def for_pod_types(cls, types: Iterable[PodType]) -> GpuTracker | None:
+        """A tracker against the typical pods of ``types``; None when no declared pod asks for a GPU."""
+        types = list(types)
+        if not any(t.count for t in types):
+            return None
+        return cls(typical_pods(types))
+
+    # --- updates -----------------------------------------------------------------------------------------
+
+    def node(self, node: Obj) -> None:
+        name = str(node["metadata"]["name"])
+        state = self.nodes.setdefault(name, _Node())
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        try:
+            cpu = parse_milli(allocatable.get("cpu", 0))
+        except (QuantityError, ValueError):
+            cpu = 0
+        gpus, model = node_gpu_count(node), node_gpu_model(node)
+        if (cpu, gpus, model) != (state.cpu, state.gpus, state.model):
+            self.capacity += (gpus - state.gpus) * MILLI_PER_GPU
+            state.cpu, state.gpus, state.model = cpu, gpus, model
+            self._refresh(name)
+
+    def node_deleted(self, node: Obj) -> None:
+        name = str(node["metadata"]["name"])
+        state = self.nodes.pop(name, None)
+        if state is not None:
+            self.capacity -= state.gpus * MILLI_PER_GPU
+            self.frag -= state.frag
+            self.used -= state.used
+
+    def pod(self, pod: Obj, now: float) -> None:
+        meta, status = pod["metadata"], pod.get("status") or {}
+        key = f"{meta.get('namespace')}/{meta['name']}"
+        old = self.pods.get(key)
+        if old is None:
+            request = _request(pod)
+            cpu = _cpu(pod)
+            old = self.pods[key] = _Pod("", request, None, cpu, now)
+            self.arrived += 0 if request is None else request.total_milli
+            self._arrival(now, key)
+        active = str(status.get("phase") or "Pending") not in _TERMINAL
+        node = str((pod.get("spec") or {}).get("nodeName") or "") if active else ""
+        devices = devices_of(pod)
+        if (node, devices) != (old.node, old.devices):
+            self._move(key, old, node, devices)
+
+    def pod_deleted(self, pod: Obj) -> None:
+        meta = pod["metadata"]
+        key = f"{meta.get('namespace')}/{meta['name']}"
+        old = self.pods.pop(key, None)
+        if old is not None and old.node:
+            self._move(key, old, "", None)
+
+    def _move(self, key: str, pod: _Pod, node: str, devices: tuple[int, ...] | None) -> None:
+        previous = pod.node
+        if previous and previous in self.nodes:
+            self.nodes[previous].pods.pop(key, None)
+        pod.node, pod.devices = node, devices
+        if node:
+            self.nodes.setdefault(node, _Node()).pods[key] = pod
+        for name in {previous, node} - {""}:
+            if name in self.nodes:
+                self._refresh(name)
+
+    def _refresh(self, name: str) -> None:
+        """Recompute one node's used milli-GPU and fragmentation; adjust the cluster totals by the difference."""
+        state = self.nodes[name]
+        pods = sorted(state.pods.values(), key=lambda p: p.created)
+        gpu_pods = [(p.request, p.devices) for p in pods if p.request is not None]
+        idle, placed = assign_devices(state.gpus, gpu_pods)
+        used = sum(req.total_milli for (req, _), devs in zip(gpu_pods, placed, strict=True) if devs is not None)
+        cpu_left = state.cpu - sum(p.cpu for p in pods)
+        frag = self.frag_model.node(cpu_left, [max(free, 0) for free in idle], state.model) if state.gpus else 0.0
+        self.used += used - state.used
+        self.frag += frag - state.frag
+        state.used, state.frag = used, frag
+
+    # --- readings ----------------------------------------------------------------------------------------
+
+    def _arrival(self, now: float, key: str) -> None:
+        self.arrivals.append(self.reading(now) | {"pod": key})
+
+    def reading(self, now: float) -> dict[str, Any]:
+        """The figures at ``now``: arrived, allocated, fragmented and idle milli-GPU, and their percentages."""
+        cap = self.capacity
+        idle = cap - self.used
+        return {
+            "t": round(now, 6),
+            "arrived_gpu_milli": self.arrived,
+            "used_gpu_milli": self.used,
+            "frag_milli": round(self.frag, 3),
+            "idle_milli": idle,
+            "gpu_alloc_pct": round(self.used / cap * 100, 4) if cap else 0.0,
+            "gpu_unallocated": round(idle / MILLI_PER_GPU, 3),
+            "gpu_frag_pct": round(self.frag / cap * 100, 4) if cap else 0.0,
+            "gpu_frag_ratio_pct": round(self.frag / idle * 100, 4) if idle > 0 else 0.0,
+        }
