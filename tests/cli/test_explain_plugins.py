@@ -101,7 +101,7 @@ def test_seed_002_verbatim_names_the_unshipped_plugins(tmp_path: Path) -> None:
 
     code, output = _explain(tmp_path, [_node("a")], SEED_002)
     assert code == 1
-    assert 'plugin "LvmVolumeCapacity" does not exist; available plugins: CheckPodCountLimit, ' in output
+    assert 'plugin "LvmVolumeCapacity" does not exist; available plugins: BestFit, CheckPodCountLimit, ' in output
 
 
 def test_seed_002_with_stand_ins_loads_without_default_preemption(tmp_path: Path) -> None:

@@ -47,7 +47,8 @@ def _configs() -> list[Path]:
 def test_the_examples_are_there() -> None:
     names = {p.name for p in SIM.glob("*.yaml")}
     assert {"seeds-story.yaml", "bin-packing.yaml", "scale-out.yaml"} <= {p.name for p in _scenarios()}
-    assert {"least-allocated.yaml", "most-allocated.yaml"} <= {p.name for p in _configs()}
+    assert {"least-allocated.yaml", "most-allocated.yaml", "default.yaml", "fgd.yaml"} <= {p.name for p in _configs()}
+    assert {"openb-arrivals.yaml", "openb-fgd.yaml"} <= {p.name for p in _scenarios()}
     assert names == {p.name for p in _scenarios()} | {p.name for p in _configs()}
 
 
@@ -64,8 +65,12 @@ def test_every_scheduler_configuration_loads_with_its_scoring_strategy(path: Pat
     config = parse_config(yaml.safe_load(path.read_text()))
     (profile,) = config.profiles
     fit = profile.plugin_config["NodeResourcesFit"]
-    expected = {"least-allocated": "LeastAllocated", "most-allocated": "MostAllocated"}[path.stem]
-    assert fit["scoringStrategy"]["type"] == expected
+    expected = {"least-allocated": "LeastAllocated", "most-allocated": "MostAllocated", "default": "LeastAllocated"}
+    if path.stem == "fgd":  # GpuShare + FGD only, with the openb default trace's 35 typical pod types
+        assert [p.name for p in profile.plugins.score.enabled] == ["FGD"]
+        assert len(profile.plugin_config["FGD"]["targetWorkload"]) == 35
+        return
+    assert fit["scoringStrategy"]["type"] == expected[path.stem]
 
 
 # --- the seeds' story --------------------------------------------------------------------------------------

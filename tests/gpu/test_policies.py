@@ -39,7 +39,7 @@ def test_pod_demand_of_a_request() -> None:
     assert PodDemand.of(100, 5, None) == PodDemand(100, 5)
     demand = PodDemand.of(100, 5, GpuRequest(1, 300, frozenset({"A10"})))
     assert (demand.count, demand.milli, demand.models, demand.tag) == (1, 300, frozenset({"A10"}), "share-gpu")
-    assert WHOLE2.tag == "2-gpu" and CPU_ONLY.tag == ""
+    assert (WHOLE2.tag, CPU_ONLY.tag) == ("2-gpu", "")
     assert demand.pod_type() == PodType(100, 300, 1, frozenset({"A10"}))
 
 
@@ -138,7 +138,7 @@ def test_fgd_scores_the_drop_of_fragmentation_and_picks_the_best_device() -> Non
 
 
 def test_fgd_quantisation_makes_small_differences_ties() -> None:
-    assert _sigmoid_score(-30) == 49 and _sigmoid_score(0) == 50 and _sigmoid_score(39) == 50
+    assert [_sigmoid_score(d) for d in (-30, 0, 39)] == [49, 50, 50]
 
 
 def test_make_policy() -> None:

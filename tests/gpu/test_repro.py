@@ -43,7 +43,7 @@ def test_replay_places_one_pod_at_a_time_drops_failures_and_records_each_arrival
     assert result.arrived == [1000, 2000, 3000, 3000]  # failures count as arrived
     assert result.used == [1000, 2000, 2000, 2000]
     assert result.failed == [False, False, True, False]
-    assert result.capacity == 2000 and result.failures == 1 and result.pods == 4
+    assert (result.capacity, result.failures, result.pods) == (2000, 1, 4)
     assert result.frag[-1] == 0.0  # nothing idle is left
 
 
@@ -74,7 +74,7 @@ def test_binning_means_per_rounded_arrived_percent_widening_to_neighbours() -> N
 def test_parse_seeds() -> None:
     assert parse_seeds("42..45") == [42, 43, 44, 45]
     assert parse_seeds("1, 3") == [1, 3]
-    with pytest.raises(ValueError, match="'9..1' is not a seed"):
+    with pytest.raises(ValueError, match=r"'9\.\.1' is not a seed"):
         parse_seeds("9..1")
 
 
@@ -136,4 +136,5 @@ def test_cli_prints_the_table_and_checks_and_fails_with_one_line_on_bad_input(tm
         f"error: no openb trace at {tmp_path}: openb_node_list_gpu_node.csv not found (pass --data DIR)"
     ]
     bad = runner.invoke(app, ["sim", "fgd-repro", "--data", str(OPENB), "--trace", "nope"])
-    assert bad.exit_code == 1 and "unknown trace 'nope'" in bad.output
+    assert bad.exit_code == 1
+    assert "unknown trace 'nope'" in bad.output

@@ -55,13 +55,13 @@ def test_tracker_follows_arrivals_bindings_devices_and_deletions() -> None:
     assert tracker.capacity == 2000
     assert tracker.frag == pytest.approx(model.node(16000, [1000, 1000], "T4"))
     tracker.pod(pod("a", share=700), now=1.0)
-    assert tracker.arrived == 700 and tracker.used == 0
-    assert tracker.arrivals[-1]["arrived_gpu_milli"] == 700 and tracker.arrivals[-1]["pod"] == "default/a"
+    assert (tracker.arrived, tracker.used) == (700, 0)
+    assert (tracker.arrivals[-1]["arrived_gpu_milli"], tracker.arrivals[-1]["pod"]) == (700, "default/a")
     tracker.pod(pod("a", share=700, node="n1", devices="1"), now=2.0)
     assert tracker.used == 700
     assert tracker.frag == pytest.approx(model.node(15000, [1000, 300], "T4"))
     reading = tracker.reading(3.0)
-    assert reading["gpu_alloc_pct"] == 35.0 and reading["gpu_unallocated"] == 1.3
+    assert (reading["gpu_alloc_pct"], reading["gpu_unallocated"]) == (35.0, 1.3)
     assert reading["idle_milli"] == 1300
     assert reading["gpu_frag_pct"] == pytest.approx(tracker.frag / 2000 * 100, abs=1e-3)
     # A whole-GPU pod bound without an annotation takes the first free device (0).

@@ -42,6 +42,17 @@ they are checked in name order; the node's OS is its ``kubernetes.io/os`` label 
 several pressures the condition list is in the fixed order MemoryPressure, DiskPressure, PIDPressure (e.g.
 ``[MemoryPressure DiskPressure]``) where upstream's follows a Go map.
 
+GPU devices (:mod:`kubeplane.gpu.model`): with ``gpu_idle`` given (the fleet always gives it: the free milli-GPU
+of each of the node's devices, from its own per-device accounting), the device manager's allocation runs where
+upstream's resource-allocation admit handler sits, after the eviction manager's handler and before the predicate
+handler. A pod whose ``gpu.kubeplane.io/devices`` annotation names valid devices (as many as it asks, distinct,
+on the node) gets exactly those, if each has room; any other GPU pod (bound by hand) gets first fit. Failure:
+reason ``UnexpectedAdmissionError``, message ``"Allocate failed due to requested number of devices unavailable
+for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected"``, where Available counts the devices with
+room among the recorded ones (annotated pods) or on the node (the others). A whole-GPU pod on a node that does
+not list ``nvidia.com/gpu`` at all is not a device-plugin resource there and is left alone (as upstream); a
+malformed GPU request fails with the same reason. :attr:`AdmitResult.devices` carries the devices allocated.
+
 Left out: the critical-pod admission failure handler that preempts running pods to make room for a critical
 pod (its side effects belong to the caller), device-plugin and DRA resource updates, and the kubelet-restart
 skip of ignorable checks (``NotEvictPodOnKubeletRestart``).
@@ -58,6 +69,7 @@ from kubeplane.api.pods import QOSClass, is_restartable_init_container, pod_qos_
 from kubeplane.api.quantity import Quantity
 from kubeplane.api.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, tolerations_tolerate_taint
 from kubeplane.api.validation import names
+from kubeplane.gpu.model import GPU_RESOURCE, GpuError, devices_of, fit_devices, gpu_request
 
 from .static_pods import CONFIG_MIRROR, CONFIG_SOURCE, is_mirror_pod
 
@@ -68,8 +80,10 @@ __all__ = [
     "NODE_CONDITION_MESSAGE_FMT",
     "SYSTEM_CRITICAL_PRIORITY",
     "TAINT_NODE_MEMORY_PRESSURE",
+    "UNEXPECTED_ADMISSION_ERROR",
     "AdmitResult",
     "admit_pod",
+    "allocate_gpus",
     "is_critical_pod",
     "is_mirror_pod",
     "is_static_pod",
@@ -94,6 +108,13 @@ SUPPLEMENTAL_GROUPS_POLICY_NOT_SUPPORTED: Final = "SupplementalGroupsPolicyNotSu
 SUPPLEMENTAL_GROUPS_POLICY_MESSAGE: Final = "SupplementalGroupsPolicy=Strict is not supported in this node"
 INSUFFICIENT_RESOURCE_PREFIX: Final = "OutOf"
 INSUFFICIENT_RESOURCE_MESSAGE_FMT: Final = "Node didn't have enough resource: {}, requested: {}, used: {}, capacity: {}"
+
+UNEXPECTED_ADMISSION_ERROR: Final = "UnexpectedAdmissionError"
+"""The reason of an allocation failure the scheduler should have prevented (upstream
+``lifecycle.UnexpectedAdmissionError``)."""
+ALLOCATE_FAILED_MESSAGE_FMT: Final = "Allocate failed due to {}, which is unexpected"
+DEVICES_UNAVAILABLE_FMT: Final = "requested number of devices unavailable for {}. Requested: {}, Available: {}"
+"""The device manager's error (``devicemanager.ManagerImpl.devicesToAllocate``)."""
 
 NODE_AFFINITY: Final = ("NodeAffinity", "node(s) didn't match Pod's node affinity/selector")
 NODE_NAME: Final = ("NodeName", "node(s) didn't match the requested node name")
@@ -122,11 +143,15 @@ _WILDCARD_IP: Final = "0.0.0.0"
 
 @dataclass(frozen=True, slots=True)
 class AdmitResult:
-    """Upstream ``PodAdmitResult``: ``reason``/``message`` are empty exactly when ``admit`` is True."""
+    """Upstream ``PodAdmitResult``: ``reason``/``message`` are empty exactly when ``admit`` is True.
+
+    ``devices``: the GPU device indices allocated to an admitted GPU pod (None when no allocation ran).
+    """
 
     admit: bool
     reason: str = ""
     message: str = ""
+    devices: tuple[int, ...] | None = None
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -337,6 +362,46 @@ def _ports_conflict(wanted: Sequence[tuple[str, str, int]], used: Sequence[tuple
     return False
 
 
+# --- GPU devices ------------------------------------------------------------------------------------------------
+
+
+def _allocate_failed(detail: str) -> AdmitResult:
+    return AdmitResult(False, UNEXPECTED_ADMISSION_ERROR, ALLOCATE_FAILED_MESSAGE_FMT.format(detail))
+
+
+def allocate_gpus(pod: Pod, node: Mapping[str, Any], gpu_idle: Sequence[int]) -> AdmitResult:
+    """The device manager's allocation for ``pod`` on ``node`` whose devices have ``gpu_idle`` milli free.
+
+    Admitted: ``devices`` is the allocation (None for a pod without GPUs, or a whole-GPU pod on a node that does
+    not list ``nvidia.com/gpu``). Rejected: ``UnexpectedAdmissionError`` (see the module docstring).
+    """
+    try:
+        request = gpu_request(pod)
+    except GpuError as exc:
+        return _allocate_failed(str(exc))
+    if request is None:
+        return AdmitResult(True)
+    if not gpu_idle and not request.is_share and GPU_RESOURCE not in (_status(node).get("allocatable") or {}):
+        return AdmitResult(True)
+    recorded = devices_of(pod)
+    valid = (
+        recorded is not None
+        and len(recorded) == request.count
+        and len(set(recorded)) == len(recorded)
+        and all(0 <= d < len(gpu_idle) for d in recorded)
+    )
+    if recorded is not None and valid:
+        available = sum(1 for d in recorded if gpu_idle[d] >= request.milli)
+        if available >= request.count:
+            return AdmitResult(True, devices=tuple(recorded))
+    else:
+        chosen = fit_devices(gpu_idle, request)
+        if chosen is not None:
+            return AdmitResult(True, devices=chosen)
+        available = sum(1 for free in gpu_idle if free >= request.milli)
+    return _allocate_failed(DEVICES_UNAVAILABLE_FMT.format(GPU_RESOURCE, request.count, available))
+
+
 # --- the handler -------------------------------------------------------------------------------------------------
 
 
@@ -395,16 +460,25 @@ def admit_pod(
     under_memory_pressure: bool = False,
     under_disk_pressure: bool = False,
     under_pid_pressure: bool = False,
+    gpu_idle: Sequence[int] | None = None,
 ) -> AdmitResult:
     """Whether the kubelet on ``node`` admits ``pod`` given the pods it already admitted.
 
     ``admitted`` may hold terminal pods and ``pod`` itself; both are ignored. The pressure flags are the
-    eviction manager's current node conditions. Never raises for a well-formed pod; an unparsable quantity
-    raises :class:`~kubeplane.api.quantity.QuantityError` (the API server rejects those at creation).
+    eviction manager's current node conditions. ``gpu_idle`` (free milli per GPU device of the node) turns on
+    the device allocation (:func:`allocate_gpus`); the result then carries the devices. Never raises for a
+    well-formed pod; an unparsable quantity raises :class:`~kubeplane.api.quantity.QuantityError` (the API
+    server rejects those at creation).
     """
     rejected = _admit_under_pressure(pod, _conditions(under_memory_pressure, under_disk_pressure, under_pid_pressure))
     if rejected is not None:
         return rejected
+    devices: tuple[int, ...] | None = None
+    if gpu_idle is not None:
+        allocated = allocate_gpus(pod, node, gpu_idle)
+        if not allocated.admit:
+            return allocated
+        devices = allocated.devices
     node_os = _node_os(node)
     if _reject_os_selector(pod, node_os):
         return AdmitResult(False, POD_OS_SELECTOR_MISMATCH, POD_OS_SELECTOR_MESSAGE)
@@ -414,4 +488,4 @@ def admit_pod(
         return AdmitResult(False, SUPPLEMENTAL_GROUPS_POLICY_NOT_SUPPORTED, SUPPLEMENTAL_GROUPS_POLICY_MESSAGE)
     others = [other for other in admitted if not is_terminal(other) and not _same_pod(other, pod)]
     reasons = _general_filter(pod, node, others)
-    return reasons[0] if reasons else AdmitResult(True)
+    return reasons[0] if reasons else AdmitResult(True, devices=devices)

@@ -25,6 +25,12 @@ Shape (one event loop, everything on the injected clock):
   :meth:`Fleet.resume_node` brings it back and it catches up from the informer's cache.
 * **Restart safety**: a pod already Running on one of the fleet's nodes when the fleet starts (a restarted
   ``kubeplane up``) is adopted as running (its IP reserved), without events or admission.
+* **GPU devices** (:mod:`kubeplane.gpu.model`): each node accounts its GPU devices per pod (``SimNode.gpus``: uid
+  -> milli per device and the device indices). Admission allocates from it (the pod's recorded devices, or
+  first fit for a pod bound without them; :func:`~kubeplane.kubelet.admission.allocate_gpus`) and a pod bound
+  without the ``gpu.kubeplane.io/devices`` annotation gets it written (a merge patch, as the scheduler's GPU
+  plugin would have); the devices are free again when the pod stops holding resources (terminal, deleted).
+  Adopted running pods keep their recorded devices (first fit when they have none).
 """
 
 from __future__ import annotations
@@ -46,6 +52,15 @@ from kubeplane.client.events import EventRecorder
 from kubeplane.client.informer import SharedInformer
 from kubeplane.client.interface import Client, PatchType
 from kubeplane.client.workqueue import QueueShutDown, RateLimitingQueue
+from kubeplane.gpu.model import (
+    GPU_DEVICES_ANNOTATION,
+    MILLI_PER_GPU,
+    GpuError,
+    devices_of,
+    format_devices,
+    gpu_request,
+    node_gpu_count,
+)
 
 from . import admission, eviction
 from .config import NodeSpec
@@ -138,6 +153,7 @@ class SimNode:
     static: dict[str, Obj] = field(default_factory=dict)  # config hash -> static pod
     static_runtimes: dict[str, PodRuntime] = field(default_factory=dict)  # config hash -> runtime
     thresholds: list[eviction.Threshold] = field(default_factory=list)
+    gpus: dict[str, tuple[int, tuple[int, ...]]] = field(default_factory=dict)  # uid -> (milli, devices)
 
     def __post_init__(self) -> None:
         """What follows from the spec: the IP pool, the images, the eviction thresholds, a configured stop."""
@@ -166,6 +182,16 @@ class SimNode:
     def image_list(self) -> list[Obj]:
         unique = {id(e): e for e in self.images.values()}
         return sorted_images(list(unique.values()))
+
+    def gpu_idle(self, node: Mapping[str, Any]) -> list[int]:
+        """Free milli per GPU device of ``node`` after the pods holding devices here (a device past its capacity,
+        e.g. after the node shrank, has negative idle: nothing more fits there)."""
+        idle = [MILLI_PER_GPU] * node_gpu_count(node)
+        for milli, devices in self.gpus.values():
+            for d in devices:
+                if 0 <= d < len(idle):
+                    idle[d] -= milli
+        return idle
 
 
 class Fleet:
@@ -543,10 +569,38 @@ class Fleet:
         return rt
 
     def _release(self, sim: SimNode, rt: PodRuntime) -> None:
-        """The pod stops counting against the node: its resources and IP are free again."""
+        """The pod stops counting against the node: its resources, GPU devices and IP are free again."""
         if sim.pods.pop(rt.uid, None) is not None and rt.pod_ip and rt.pod_ip != sim.spec.address:
             sim.ips.release(rt.pod_ip)
+        sim.gpus.pop(rt.uid, None)
         rt.holding = False
+
+    def _hold_gpus(self, sim: SimNode, pod: Obj, devices: tuple[int, ...] | None) -> None:
+        """Account ``devices`` to the pod on ``sim``; annotate the pod with them when it does not say so."""
+        if devices is None:
+            return
+        try:
+            request = gpu_request(pod)
+        except GpuError:
+            return
+        if request is None:
+            return
+        uid = str(pod["metadata"].get("uid", ""))
+        sim.gpus[uid] = (request.milli, devices)
+        if devices_of(pod) != devices:
+            meta = pod["metadata"]
+            self._spawn(
+                f"gpu {uid}", self._annotate_devices(str(meta.get("namespace", "")), str(meta["name"]), devices)
+            )
+
+    async def _annotate_devices(self, namespace: str, name: str, devices: tuple[int, ...]) -> None:
+        patch = {"metadata": {"annotations": {GPU_DEVICES_ANNOTATION: format_devices(devices)}}}
+        try:
+            await self.client.patch(self._pods_res, name, patch, patch_type=PatchType.MERGE, namespace=namespace)
+        except NotFoundError:
+            return
+        except Exception as exc:  # the accounting stands; the scheduler places an unannotated pod first fit
+            log.info("kubelet: annotating pod %s/%s with its GPUs failed: %s", namespace, name, exc)
 
     def _spawn(self, key: str, coro: Any) -> None:
         old = self._pod_tasks.get(key)
@@ -567,7 +621,9 @@ class Fleet:
     def _admit(self, sim: SimNode, pod: Obj) -> None:
         node = sim.node or registration_node(sim.spec, self.clock.now(), [])
         admitted = [r.pod for r in sim.pods.values() if r.holding]
-        result = admission.admit_pod(pod, node, admitted, under_memory_pressure=sim.memory_pressure)
+        result = admission.admit_pod(
+            pod, node, admitted, under_memory_pressure=sim.memory_pressure, gpu_idle=sim.gpu_idle(node)
+        )
         rt = self._new_runtime(sim, pod)
         if not result.admit:
             rt.phase, rt.reason, rt.message, rt.holding, rt.rejected = (
@@ -581,6 +637,7 @@ class Fleet:
             self._mark_dirty(rt)
             return
         sim.pods[rt.uid] = rt
+        self._hold_gpus(sim, pod, result.devices)
         self._mark_dirty(rt)
         self._spawn(rt.uid, self._run_pod(sim, rt))
 
@@ -727,6 +784,8 @@ class Fleet:
                 self._pull(sim, image)
         if rt.phase not in ("Succeeded", "Failed"):
             sim.pods[rt.uid] = rt
+            if sim.node is not None:
+                self._hold_gpus(sim, pod, admission.allocate_gpus(pod, sim.node, sim.gpu_idle(sim.node)).devices)
             if any(not c.running for c in rt.containers) and rt.phase != "Running":
                 self._spawn(rt.uid, self._run_pod(sim, rt))  # it never finished starting: start it again
         else:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from kubeplane.api.pods import pod_limits, pod_requests
 from kubeplane.api.quantity import QuantityError, parse_milli
@@ -30,8 +30,12 @@ from kubeplane.gpu.model import (
     node_gpu_count,
     node_gpu_model,
 )
+from kubeplane.gpu.repro import RunResult, curves
 
-__all__ = ["GpuTracker", "declared_pod_types", "pod_type_of"]
+__all__ = ["GPU_COLUMNS", "GpuTracker", "binned_by_arrival", "declared_pod_types", "pod_type_of"]
+
+GPU_COLUMNS: Final = ("gpu_alloc_pct", "gpu_unallocated", "gpu_frag_pct", "gpu_frag_ratio_pct")
+"""The time-series columns of a simulation with GPU pods (percentages of GPU capacity; unallocated in GPUs)."""
 
 Obj = Mapping[str, Any]
 _TERMINAL = ("Succeeded", "Failed")
@@ -211,3 +215,42 @@ class GpuTracker:
             "gpu_frag_pct": round(self.frag / cap * 100, 4) if cap else 0.0,
             "gpu_frag_ratio_pct": round(self.frag / idle * 100, 4) if idle > 0 else 0.0,
         }
+
+    def summary(self, now: float) -> dict[str, Any]:
+        """End-of-run figures for summary.json: the final reading and the allocation binned by arrived load."""
+        final = self.reading(now)
+        out: dict[str, Any] = {
+            "gpu_capacity": self.capacity // MILLI_PER_GPU,
+            "gpu_alloc_pct": final["gpu_alloc_pct"],
+            "gpu_unallocated": final["gpu_unallocated"],
+            "gpu_frag_pct": final["gpu_frag_pct"],
+            "gpu_frag_ratio_pct": final["gpu_frag_ratio_pct"],
+            "gpu_arrived_pct": round(self.arrived / self.capacity * 100, 4) if self.capacity else 0.0,
+        }
+        binned = binned_by_arrival(self.arrivals, self.capacity)
+        for r in (50, 80, 90, 100, 110, 120, 130):
+            if r in binned:
+                out[f"gpu_alloc_pct_at_arrived_{r}"] = binned[r]["gpu_alloc_pct"]
+        return out
+
+
+def binned_by_arrival(arrivals: list[dict[str, Any]], capacity: int) -> dict[int, dict[str, float]]:
+    """Per rounded arrived % (0..130): the mean allocation, fragmentation / capacity and / idle of the arrivals
+    there, as the FGD paper bins its curves (:func:`kubeplane.gpu.repro.binned`); ``capacity`` in milli-GPU."""
+    if not arrivals or capacity <= 0:
+        return {}
+    record = RunResult(
+        "sim",
+        0,
+        capacity,
+        arrived=[a["arrived_gpu_milli"] for a in arrivals],
+        used=[a["used_gpu_milli"] for a in arrivals],
+        frag=[a["frag_milli"] for a in arrivals],
+    )
+    by_curve = curves(record)
+    names = {"alloc": "gpu_alloc_pct", "frag_total": "gpu_frag_pct", "frag_ratio": "gpu_frag_ratio_pct"}
+    out: dict[int, dict[str, float]] = {}
+    for curve, name in names.items():
+        for r, value in by_curve[curve].items():
+            out.setdefault(r, {})[name] = round(value, 4)
+    return out

@@ -68,6 +68,7 @@ class SimResultLike(Protocol):
 SUMMARY_JSON = "summary.json"
 TIMESERIES_CSV = "timeseries.csv"
 PODS_CSV = "pods.csv"
+GPU_CSV = "gpu.csv"
 REPORT_HTML = "report.html"
 COMPARISON_JSON = "comparison.json"
 COMPARISON_CSV = "comparison.csv"
@@ -79,8 +80,20 @@ _NODE_COLUMNS = ("nodes_ready", "nodes_total")
 _COUNTER_COLUMNS = ("scheduling_attempts", "preemptions", "evictions")
 # Raw amounts behind cpu_allocation / memory_allocation: the fraction plot already shows them.
 _RAW_COLUMNS = ("cpu_requested_m", "cpu_allocatable_m", "memory_requested_bytes", "memory_allocatable_bytes")
+# GPU pods in the scenario (kubeplane.sim.gpu): the FGD paper's measures over time.
+_GPU_PCT_COLUMNS = ("gpu_alloc_pct", "gpu_frag_pct", "gpu_frag_ratio_pct")
+_GPU_COUNT_COLUMNS = ("gpu_unallocated",)
 _KNOWN_COLUMNS = frozenset(
-    ("t", *_PHASE_COLUMNS, *_ALLOCATION_COLUMNS, *_NODE_COLUMNS, *_COUNTER_COLUMNS, *_RAW_COLUMNS)
+    (
+        "t",
+        *_PHASE_COLUMNS,
+        *_ALLOCATION_COLUMNS,
+        *_NODE_COLUMNS,
+        *_COUNTER_COLUMNS,
+        *_RAW_COLUMNS,
+        *_GPU_PCT_COLUMNS,
+        *_GPU_COUNT_COLUMNS,
+    )
 )
 _DISTRIBUTION_COLUMNS = (("scheduling_latency", "scheduling latency"), ("pending_time", "pending time"))
 _MAX_EXTRA_PANELS = 12
@@ -224,7 +237,12 @@ def _write_run_data(result: SimResultLike, out_dir: Path) -> dict[str, Path]:
     write_csv(result.timeseries, timeseries)
     pods = out_dir / PODS_CSV
     write_csv(result.pods, pods)
-    return {"summary": summary, "timeseries": timeseries, "pods": pods}
+    paths = {"summary": summary, "timeseries": timeseries, "pods": pods}
+    gpu_rows: Sequence[Mapping[str, Any]] = getattr(result, "gpu", None) or []
+    if gpu_rows:  # one row per pod arrival (kubeplane.sim.gpu), only when the scenario has GPU pods
+        paths["gpu"] = out_dir / GPU_CSV
+        write_csv(gpu_rows, paths["gpu"])
+    return paths
 
 
 def _summary_record(result: SimResultLike, label: str) -> dict[str, Any]:
@@ -454,6 +472,13 @@ def _figures(runs: Sequence[_Run]) -> list[tuple[str, bytes]]:
         ("Nodes", list(_NODE_COLUMNS), not comparing, None),
         ("Cumulative scheduling attempts, preemptions and evictions", list(_COUNTER_COLUMNS), False, None),
         ("Extended resource allocation", extra_alloc, not comparing, (0, 1.05)),
+        (
+            "GPU allocation and fragmentation (% of GPU capacity; frag ratio: % of idle GPU)",
+            list(_GPU_PCT_COLUMNS),
+            not comparing,
+            None,
+        ),
+        ("Unallocated GPUs", list(_GPU_COUNT_COLUMNS), False, None),
         ("Other time series", numeric_extra[:_MAX_EXTRA_PANELS], False, None),
     ]
     out: list[tuple[str, bytes]] = []

@@ -39,12 +39,15 @@ from kubeplane.client.informer import SharedInformer
 from kubeplane.client.interface import Obj, PatchType
 from kubeplane.client.local import LocalClient
 from kubeplane.controllers.manager import ControllerManager
+from kubeplane.gpu.frag import PodType
+from kubeplane.gpu.repro import pod_type as trace_pod_type
 from kubeplane.kubelet.config import parse_node_config
 from kubeplane.kubelet.fleet import DURATION_ANNOTATION, Fleet, FleetOptions
 from kubeplane.scheduler.config import ConfigError, KubeSchedulerConfiguration, default_config, parse_config
 from kubeplane.scheduler.scheduler import Scheduler
 
 from .clock import RealTimeClock, VirtualClock
+from .gpu import GPU_COLUMNS, GpuTracker, declared_pod_types
 from .scenario import Action, Arrival, Deletion, Generator, Scenario, ScenarioError
 
 log = logging.getLogger(__name__)
@@ -71,6 +74,8 @@ class SimResult:
     summary: dict[str, Any]
     timeseries: list[dict[str, Any]]
     pods: list[dict[str, Any]]
+    gpu: list[dict[str, Any]] = field(default_factory=list)
+    """Per pod arrival, when the scenario declares GPU pods: arrived/used/fragmented/idle milli-GPU (sim.gpu)."""
 
     def write(self, out_dir: str | Path) -> dict[str, Path]:
         """summary.json, timeseries.csv, pods.csv and report.html in ``out_dir``."""
@@ -121,6 +126,7 @@ class _Observer:
         self.log_lines = 0
         self.evictions = 0
         self.events: dict[str, int] = {}
+        self.gpu: GpuTracker | None = None
 
     def _note(self, *fields: Any) -> None:
         self.log.update(json.dumps([round(self.clock.monotonic(), 6), *fields]).encode() + b"\n")
@@ -146,6 +152,8 @@ class _Observer:
                 self.evictions += 1
         record.node, record.phase, record.reason = node, phase, str(status.get("reason") or "")
         self._note("pod", key, node, phase, bool(meta.get("deletionTimestamp")))
+        if self.gpu is not None:
+            self.gpu.pod(pod, now)
 
     def pod_deleted(self, pod: Obj) -> None:
         meta = pod["metadata"]
@@ -155,6 +163,8 @@ class _Observer:
             record.finished = self.clock.monotonic()
             record.phase = record.phase if record.phase in _TERMINAL else "Deleted"
         self._note("pod-deleted", key)
+        if self.gpu is not None:
+            self.gpu.pod_deleted(pod)
 
     def node(self, _old: Obj | None, node: Obj) -> None:
         name = str(node["metadata"]["name"])
@@ -162,10 +172,14 @@ class _Observer:
         ready = _ready(node)
         taints = sorted(str(t.get("key")) for t in (node.get("spec") or {}).get("taints") or [])
         self._note("node", name, ready, taints, bool((node.get("spec") or {}).get("unschedulable")))
+        if self.gpu is not None:
+            self.gpu.node(node)
 
     def node_deleted(self, node: Obj) -> None:
         self.nodes.pop(str(node["metadata"]["name"]), None)
         self._note("node-deleted", node["metadata"]["name"])
+        if self.gpu is not None:
+            self.gpu.node_deleted(node)
 
     def event(self, _old: Obj | None, event: Obj) -> None:
         if _old is None:
@@ -212,6 +226,7 @@ class _Run:
         self.rngs = {name: random.Random(root.getrandbits(64)) for name in
                      ("registry", "fleet", "scheduler", "controllers", "informers", "workload")}  # fmt: skip
         self.observer = _Observer(self.clock)
+        self.observer.gpu = GpuTracker.for_pod_types(_declared_pod_types(scenario))
         self.timeseries: list[dict[str, Any]] = []
         self.metrics: list[Any] = []  # one CollectorRegistry per scheduler incarnation (counters add up)
         self._scheduler_task: asyncio.Future[None] | None = None
@@ -502,6 +517,9 @@ class _Run:
         for resource, total in sorted(allocatable.items()):
             if "/" in resource and total:  # extended resources, e.g. nvidia.com/gpu
                 row[f"{resource}_allocation"] = _ratio(requested.get(resource, 0), total)
+        if obs.gpu is not None:
+            reading = obs.gpu.reading(t)
+            row.update({k: reading[k] for k in GPU_COLUMNS})
         self.timeseries.append(row)
         if self.progress is not None:
             scheduled = sum(1 for r in obs.pods.values() if r.scheduled is not None)
@@ -562,7 +580,21 @@ class _Run:
             "event_log_lines": obs.log_lines,
             "event_log_hash": obs.log.hexdigest(),
         }
-        return SimResult(self.scenario.name, self.label, self.seed, summary, rows, pods)
+        gpu: list[dict[str, Any]] = []
+        if obs.gpu is not None:
+            gpu = obs.gpu.arrivals
+            summary.update(obs.gpu.summary(self.clock.monotonic()))
+        return SimResult(self.scenario.name, self.label, self.seed, summary, rows, pods, gpu)
+
+
+def _declared_pod_types(scenario: Scenario) -> list[PodType]:
+    """The pods the scenario declares (for the GPU target workload): manifests, generators and trace pods (the
+    paper-order traces' originals, before inflation, as the paper derives its target workload)."""
+    objects = [obj for arrival in scenario.arrivals for obj in arrival.objects]
+    types = declared_pod_types(objects, [(g.template, g.count) for g in scenario.generators])
+    for trace in scenario.paper_traces:
+        types += [trace_pod_type(pod) for pod in trace.pods]
+    return types
 
 
 def _ratio(used: int, total: int) -> float:
