@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kubeplane.gpu.frag import FragModel, PodType, typical_pods
-from kubeplane.sim.gpu import GpuTracker, declared_pod_types, pod_type_of
+from kubeplane.sim.gpu import GpuMetrics, declared_pod_types, pod_type_of
 
 
 def gpu_node(name: str, gpus: int, cpu: str = "16", model: str = "T4") -> dict[str, Any]:
@@ -43,12 +43,12 @@ def test_pod_types_of_pods_and_workloads() -> None:
     deployment = {"kind": "Deployment", "spec": {"replicas": 3, "template": pod("t", share=500)}}
     types = declared_pod_types([pod("a", share=300), deployment, {"kind": "Service"}], [(pod("g"), 2)])
     assert types == [PodType(1000, 300, 1)] + [PodType(1000, 500, 1)] * 3 + [PodType(1000, 0, 0)] * 2
-    assert GpuTracker.for_pod_types([PodType(1000, 0, 0)]) is None
+    assert GpuMetrics.for_pod_types([PodType(1000, 0, 0)]) is None
 
 
 def test_tracker_follows_arrivals_bindings_devices_and_deletions() -> None:
     types = [PodType(1000, 500, 1)] * 3 + [PodType(1000, 1000, 1)]
-    tracker = GpuTracker.for_pod_types(types)
+    tracker = GpuMetrics.for_pod_types(types)
     assert tracker is not None
     model = FragModel(typical_pods(types))
     tracker.node(gpu_node("n1", 2))

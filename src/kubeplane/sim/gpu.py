@@ -32,7 +32,7 @@ from kubeplane.gpu.model import (
 )
 from kubeplane.gpu.repro import RunResult, curves
 
-__all__ = ["GPU_COLUMNS", "GpuTracker", "binned_by_arrival", "declared_pod_types", "pod_type_of"]
+__all__ = ["GPU_COLUMNS", "GpuMetrics", "binned_by_arrival", "declared_pod_types", "pod_type_of"]
 
 GPU_COLUMNS: Final = ("gpu_alloc_pct", "gpu_unallocated", "gpu_frag_pct", "gpu_frag_ratio_pct")
 """The time-series columns of a simulation with GPU pods (percentages of GPU capacity; unallocated in GPUs)."""
@@ -102,7 +102,7 @@ class _Node:
         self.pods: dict[str, _Pod] = {}
 
 
-class GpuTracker:
+class GpuMetrics:
     """Allocated milli-GPU and fragmentation of the cluster, kept current from pod and node updates."""
 
     def __init__(self, workload: TargetWorkload) -> None:
@@ -117,7 +117,7 @@ class GpuTracker:
         self.arrivals: list[dict[str, Any]] = []
 
     @classmethod
-    def for_pod_types(cls, types: Iterable[PodType]) -> GpuTracker | None:
+    def for_pod_types(cls, types: Iterable[PodType]) -> GpuMetrics | None:
         """A tracker against the typical pods of ``types``; None when no declared pod asks for a GPU."""
         types = list(types)
         if not any(t.count for t in types):

@@ -47,7 +47,7 @@ from kubeplane.scheduler.config import ConfigError, KubeSchedulerConfiguration, 
 from kubeplane.scheduler.scheduler import Scheduler
 
 from .clock import RealTimeClock, VirtualClock
-from .gpu import GPU_COLUMNS, GpuTracker, declared_pod_types
+from .gpu import GPU_COLUMNS, GpuMetrics, declared_pod_types
 from .scenario import Action, Arrival, Deletion, Generator, Scenario, ScenarioError
 
 log = logging.getLogger(__name__)
@@ -126,7 +126,7 @@ class _Observer:
         self.log_lines = 0
         self.evictions = 0
         self.events: dict[str, int] = {}
-        self.gpu: GpuTracker | None = None
+        self.gpu: GpuMetrics | None = None
 
     def _note(self, *fields: Any) -> None:
         self.log.update(json.dumps([round(self.clock.monotonic(), 6), *fields]).encode() + b"\n")
@@ -226,7 +226,7 @@ class _Run:
         self.rngs = {name: random.Random(root.getrandbits(64)) for name in
                      ("registry", "fleet", "scheduler", "controllers", "informers", "workload")}  # fmt: skip
         self.observer = _Observer(self.clock)
-        self.observer.gpu = GpuTracker.for_pod_types(_declared_pod_types(scenario))
+        self.observer.gpu = GpuMetrics.for_pod_types(_declared_pod_types(scenario))
         self.timeseries: list[dict[str, Any]] = []
         self.metrics: list[Any] = []  # one CollectorRegistry per scheduler incarnation (counters add up)
         self._scheduler_task: asyncio.Future[None] | None = None
