@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from kubeplane.gpu.frag import FragModel, PodType, typical_pods
 from kubeplane.gpu.openb import load_nodes, load_pods
 from kubeplane.gpu.repro import target_workload
-
-OPENB = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "openb"
-needs_trace = pytest.mark.skipif(
-    not (OPENB / "openb_pod_list_default.csv").exists(), reason=f"the openb trace is not beside the project ({OPENB})"
-)
+from tests.gpu import OPENB, needs_trace
 
 SHARE = PodType(cpu=4000, milli=500, count=1)
 WHOLE = PodType(cpu=8000, milli=1000, count=1)

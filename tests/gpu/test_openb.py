@@ -25,11 +25,7 @@ from kubeplane.gpu.openb import (
     paper_sequence,
     pod_manifest,
 )
-
-OPENB = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "openb"
-needs_trace = pytest.mark.skipif(
-    not (OPENB / "openb_pod_list_default.csv").exists(), reason=f"the openb trace is not beside the project ({OPENB})"
-)
+from tests.gpu import OPENB, needs_trace
 
 HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
 

@@ -24,11 +24,8 @@ from kubeplane.gpu.repro import (
     run,
     write_outputs,
 )
+from tests.gpu import OPENB, needs_trace
 
-OPENB = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "openb"
-needs_trace = pytest.mark.skipif(
-    not (OPENB / "openb_pod_list_default.csv").exists(), reason=f"the openb trace is not beside the project ({OPENB})"
-)
 WORKLOAD = ((PodType(1000, 500, 1), 0.5), (PodType(1000, 1000, 1), 0.5))
 
 

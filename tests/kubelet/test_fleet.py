@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -23,55 +23,7 @@ from kubeplane.client.errors import NotFoundError
 from kubeplane.client.local import LocalClient
 from kubeplane.kubelet.config import parse_node_config
 from kubeplane.kubelet.fleet import Fleet, FleetOptions
-
-Obj = dict[str, Any]
-
-
-class Env:
-    def __init__(self, client: LocalClient, clock: FakeClock, fleet: Fleet) -> None:
-        self.client, self.clock, self.fleet = client, clock, fleet
-        self.pods = client.resource("pods")
-        self.nodes = client.resource("nodes")
-
-    async def until(
-        self, check: Callable[[], Awaitable[bool]], what: str, *, step: float = 0.0, tries: int = 400
-    ) -> None:
-        for _ in range(tries):
-            if await check():
-                return
-            await asyncio.sleep(0.002)
-            if step:
-                await self.clock.advance(step)
-        raise AssertionError(f"timed out waiting for {what}")
-
-    async def pod(self, name: str) -> Obj:
-        return await self.client.get(self.pods, name, namespace="default")
-
-    async def phase(self, name: str) -> str:
-        try:
-            return str((await self.pod(name)).get("status", {}).get("phase", ""))
-        except NotFoundError:
-            return "<gone>"
-
-    async def create_pod(self, name: str, *, node: str = "n1", **spec: Any) -> Obj:
-        annotations = spec.pop("annotations", {})
-        body: Obj = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "annotations": annotations},
-            "spec": {
-                "nodeName": node,
-                "containers": spec.pop("containers", [{"name": "app", "image": "nginx:1.27"}]),
-                **spec,
-            },
-        }
-        return await self.client.create(self.pods, body, namespace="default")
-
-    async def events(self, name: str) -> list[Obj]:
-        await self.fleet.flush_events()
-        items = (await self.client.list(self.client.resource("events"), namespace="default"))["items"]
-        return [e for e in items if e["involvedObject"].get("name") == name]
-
+from tests.kubelet.harness import Env, Obj, running_fleet
 
 NODES = [
     {"name": "n1", "capacity": {"cpu": "4", "memory": "4Gi", "pods": "10"}, "zone": "z1", "region": "r1",
@@ -82,21 +34,8 @@ NODES = [
 
 @pytest.fixture
 async def env(tmp_path: Path) -> AsyncIterator[Env]:
-    clock = FakeClock()
-    client = await LocalClient.in_memory(now=clock.now)
-    fleet = Fleet(
-        client,
-        parse_node_config(NODES),
-        clock=clock,
-        rng=random.Random(1),
-        options=FleetOptions(pull_delay=2.0, status_workers=2),
-    )
-    await fleet.start()
-    try:
-        yield Env(client, clock, fleet)
-    finally:
-        await fleet.stop()
-        await client.close()
+    async with running_fleet(NODES, FleetOptions(pull_delay=2.0, status_workers=2)) as started:
+        yield started
 
 
 async def test_registration_as_a_kubelet(env: Env) -> None:

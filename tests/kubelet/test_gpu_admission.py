@@ -4,22 +4,14 @@ pods bound without devices and frees devices when pods go."""
 
 from __future__ import annotations
 
-import asyncio
-import random
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator
 
 import pytest
 
-from kubeplane.client.clock import FakeClock
-from kubeplane.client.errors import NotFoundError
-from kubeplane.client.local import LocalClient
 from kubeplane.gpu.model import GPU_DEVICES_ANNOTATION, GPU_MILLI_ANNOTATION
 from kubeplane.kubelet.admission import AdmitResult, admit_pod, allocate_gpus
-from kubeplane.kubelet.config import parse_node_config
-from kubeplane.kubelet.fleet import Fleet, FleetOptions
-
-Obj = dict[str, Any]
+from kubeplane.kubelet.fleet import FleetOptions
+from tests.kubelet.harness import Env, Obj, running_fleet
 
 UNAVAILABLE = (
     "Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. "
@@ -109,76 +101,36 @@ def test_admit_pod_allocates_between_the_eviction_and_predicate_handlers() -> No
 NODES = [{"name": "n1", "capacity": {"cpu": "8", "memory": "16Gi", "pods": "20", "nvidia.com/gpu": "2"}}]
 
 
-class Env:
-    def __init__(self, client: LocalClient, clock: FakeClock, fleet: Fleet) -> None:
-        self.client, self.clock, self.fleet = client, clock, fleet
-        self.pods = client.resource("pods")
-
-    async def until(self, check: Callable[[], Awaitable[bool]], what: str) -> None:
-        for _ in range(500):
-            if await check():
-                return
-            await asyncio.sleep(0.002)
-            await self.clock.advance(0.5)
-        raise AssertionError(f"timed out waiting for {what}")
-
-    async def pod(self, name: str) -> Obj:
-        return await self.client.get(self.pods, name, namespace="default")
-
-    async def phase(self, name: str) -> str:
-        try:
-            return str((await self.pod(name)).get("status", {}).get("phase", ""))
-        except NotFoundError:
-            return "<gone>"
-
-    async def is_phase(self, name: str, phase: str) -> bool:
-        return await self.phase(name) == phase
-
-    async def create(self, body: Obj) -> Obj:
-        body = {**body, "apiVersion": "v1", "kind": "Pod"}
-        body["metadata"] = {k: v for k, v in body["metadata"].items() if k != "uid"}
-        return await self.client.create(self.pods, body, namespace="default")
-
-
 @pytest.fixture
 async def env() -> AsyncIterator[Env]:
-    clock = FakeClock()
-    client = await LocalClient.in_memory(now=clock.now)
-    fleet = Fleet(
-        client, parse_node_config(NODES), clock=clock, rng=random.Random(1), options=FleetOptions(status_workers=2)
-    )
-    await fleet.start()
-    try:
-        yield Env(client, clock, fleet)
-    finally:
-        await fleet.stop()
-        await client.close()
+    async with running_fleet(NODES, FleetOptions(status_workers=2)) as started:
+        yield started
 
 
 async def test_fleet_accounts_devices_per_pod(env: Env) -> None:
     await env.create(gpu_pod("a", milli=600, devices="0"))
-    await env.until(lambda: env.is_phase("a", "Running"), "a Running")
+    await env.until(lambda: env.is_phase("a", "Running"), "a Running", step=0.5, tries=500)
     assert env.fleet.nodes["n1"].gpus[(await env.pod("a"))["metadata"]["uid"]] == (600, (0,))
 
     await env.create(gpu_pod("b", milli=600, devices="0"))  # the scheduler would never: device 0 is full
-    await env.until(lambda: env.is_phase("b", "Failed"), "b rejected")
+    await env.until(lambda: env.is_phase("b", "Failed"), "b rejected", step=0.5, tries=500)
     status = (await env.pod("b"))["status"]
     assert (status["reason"], status["message"]) == ("UnexpectedAdmissionError", UNAVAILABLE.format(1, 0))
 
     await env.create(gpu_pod("c", milli=600))  # bound by hand: first fit, and the kubelet records it
-    await env.until(lambda: env.is_phase("c", "Running"), "c Running")
+    await env.until(lambda: env.is_phase("c", "Running"), "c Running", step=0.5, tries=500)
 
     async def annotated() -> bool:
         return bool((await env.pod("c"))["metadata"]["annotations"].get(GPU_DEVICES_ANNOTATION) == "1")
 
-    await env.until(annotated, "c annotated with device 1")
+    await env.until(annotated, "c annotated with device 1", step=0.5, tries=500)
 
     await env.create(gpu_pod("d", whole=1))  # both devices are partly used
-    await env.until(lambda: env.is_phase("d", "Failed"), "d rejected")
+    await env.until(lambda: env.is_phase("d", "Failed"), "d rejected", step=0.5, tries=500)
     assert (await env.pod("d"))["status"]["message"] == UNAVAILABLE.format(1, 0)
 
     await env.client.delete(env.pods, "a", namespace="default")
-    await env.until(lambda: env.is_phase("a", "<gone>"), "a gone")
+    await env.until(lambda: env.is_phase("a", "<gone>"), "a gone", step=0.5, tries=500)
     assert list(env.fleet.nodes["n1"].gpus.values()) == [(600, (1,))]
     await env.create(gpu_pod("e", milli=900, devices="0"))
-    await env.until(lambda: env.is_phase("e", "Running"), "e Running on the freed device")
+    await env.until(lambda: env.is_phase("e", "Running"), "e Running on the freed device", step=0.5, tries=500)

@@ -439,28 +439,16 @@ def checks(
         base_un = 100 - alloc(base, 100)
         return (base_un - fgd_un) / base_un * 100, (base_un - fgd_un) / 100 * gpus
 
-    if {"FGD", "DotProduct"} <= have:
-        pct, extra = reduction("DotProduct")
-        rows.append(
-            Check(
-                "FGD's reduction of unallocated GPUs vs DotProd at 100",
-                f"{pct:.1f} % ({extra:.0f} GPUs)",
-                "49.5 % (290 GPUs)",
-                "≥ 40 % and 230–350 GPUs",
-                pct >= 40 and 230 <= extra <= 350,
-            )
-        )
-    if {"FGD", "BestFit"} <= have:
-        pct, extra = reduction("BestFit")
-        rows.append(
-            Check(
-                "FGD's reduction vs BestFit at 100",
-                f"{pct:.1f} % ({extra:.0f} GPUs)",
-                "32.7 % (144)",
-                "≥ 20 %",
-                pct >= 20,
-            )
-        )
+    # (baseline, what, reference, accepted range, test on (reduction %, extra GPUs))
+    reductions: list[tuple[str, str, str, str, Callable[[float, float], bool]]] = [
+        ("DotProduct", "FGD's reduction of unallocated GPUs vs DotProd at 100", "49.5 % (290 GPUs)",
+         "≥ 40 % and 230–350 GPUs", lambda pct, extra: pct >= 40 and 230 <= extra <= 350),
+        ("BestFit", "FGD's reduction vs BestFit at 100", "32.7 % (144)", "≥ 20 %", lambda pct, _: pct >= 20),
+    ]  # fmt: skip
+    for base, what, quoted, accept, test in reductions:
+        if {"FGD", base} <= have:
+            pct, extra = reduction(base)
+            rows.append(Check(what, f"{pct:.1f} % ({extra:.0f} GPUs)", quoted, accept, test(pct, extra)))
     for policy in sorted(have - {"RandomFit"}):
         # "alloc = arrived": the bin's mean allocation against its mean arrived load (bin 0 holds ~0.25 %).
         worst = max(abs(alloc(policy, r) - ours[policy]["arrived"].get(r, math.nan)) for r in range(91))
