@@ -40,7 +40,6 @@ grants every node a fresh grace period), the known-node set, zone states and que
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -466,7 +465,7 @@ class NodeLifecycleController(Controller):
             else:
                 health = _NodeHealth(created, created, _conditions_copy(status))
         else:
-            observed = copy.deepcopy(current)
+            observed = dict(current)  # a condition is flat (strings): a shallow copy is a deep one
             grace = self.grace_period
         saved = node_condition({"status": health.status}, "Ready") if health is not None else None
         saved_lease = health.lease_renew if health is not None else None
