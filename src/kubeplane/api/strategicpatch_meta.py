@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Final, NamedTuple
 
+import orjson
+
 from kubeplane.api.patch import PatchError
 
 __all__ = ["BUILTIN_SCHEMA", "Field", "Schema"]
@@ -275,10 +277,25 @@ def go_str(value: Any) -> str:
 
 
 def copy(value: Any) -> Any:
+    """A deep copy of a decoded JSON document (the patch functions mutate their working copies).
+
+    An orjson round trip when the document is plain JSON (C speed: a pod's status patch copies the whole pod, and
+    the recursion was a tenth of a simulation's time), else the recursion (values orjson cannot encode, such as
+    ``Decimal`` or integers beyond 64 bits).
+    """
+    if isinstance(value, dict | list):
+        try:
+            return orjson.loads(orjson.dumps(value))
+        except (TypeError, orjson.JSONEncodeError):
+            return _copy(value)
+    return value
+
+
+def _copy(value: Any) -> Any:
     if isinstance(value, dict):
-        return {key: copy(item) for key, item in value.items()}
+        return {key: _copy(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [copy(item) for item in value]
+        return [_copy(item) for item in value]
     return value
 
 

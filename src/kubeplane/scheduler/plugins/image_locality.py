@@ -141,10 +141,21 @@ class ImageLocality:
         infos = table.node_infos
         hits = np.flatnonzero(table.has_images[rows])
         if len(hits):
+            # Nodes holding the pod's images in the same states score alike: one computation per distinct state.
+            memo: dict[tuple[tuple[int, int] | None, ...], int] = {}
             for j, r in zip(hits.tolist(), rows[hits].tolist(), strict=True):
                 node = infos[r]
-                if node.image_states:
-                    out[j] = calculate_priority(sum_image_scores(node, images, total_num_nodes), len(images))
+                states = node.image_states
+                if states:
+                    key = tuple(
+                        None if (st := states.get(image)) is None else (st.size, st.num_nodes) for image in images
+                    )
+                    score = memo.get(key)
+                    if score is None:
+                        score = memo[key] = calculate_priority(
+                            sum_image_scores(node, images, total_num_nodes), len(images)
+                        )
+                    out[j] = score
         return out
 
     def score_extensions(self) -> ScoreExtensions | None:
