@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import hashlib
 import json
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -232,6 +233,10 @@ class _Run:
         self._scheduler_task: asyncio.Future[None] | None = None
 
     async def run(self) -> SimResult:
+        with _young_gc_only():
+            return await self._run()
+
+    async def _run(self) -> SimResult:
         started = time.perf_counter()
         clock = self.clock
         client = await LocalClient.in_memory(now=clock.now, rng=self.rngs["registry"], clock=clock)
@@ -479,6 +484,7 @@ class _Run:
         return total
 
     def _sample(self) -> None:
+        gc.collect(1)  # the young generations only (see _young_gc_only)
         obs = self.observer
         t = round(self.clock.monotonic(), 6)
         if self.timeseries and self.timeseries[-1]["t"] == t:
@@ -595,6 +601,28 @@ def _declared_pod_types(scenario: Scenario) -> list[PodType]:
     for trace in scenario.paper_traces:
         types += [trace_pod_type(pod) for pod in trace.pods]
     return types
+
+
+@contextlib.contextmanager
+def _young_gc_only() -> Iterator[None]:
+    """Run without CPython's automatic cyclic garbage collector; the sampler collects the young generations.
+
+    A simulation builds a large, long-lived heap (every object of the cluster, several times: store, watch
+    cache, informers), and the automatic collector's full passes over it grew to a fifth of a large run's time.
+    Reference counting still frees everything acyclic at once; ``gc.collect(1)`` at every sample frees young
+    cycles (asyncio futures and exceptions make most of them) scanning only what was allocated since the last
+    sample. Objects alive before the run are frozen out of every pass. The collector's state is restored after.
+    Collection never changes what a run does, so determinism is unaffected.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        if enabled:
+            gc.enable()
 
 
 def _ratio(used: int, total: int) -> float:
