@@ -328,14 +328,20 @@ def element_kind(*lists: Sequence[Any]) -> str:
     return "map" if kind.startswith("map") else kind
 
 
-def index(items: Sequence[Any], value: Any, merge_key: str, kind: str) -> int:
-    def key(item: Any) -> Any:
-        if kind == "map":
-            return ident(item.get(merge_key)) if isinstance(item, dict) else ident(None)
-        return ident(item)
+def _order_key(item: Any, merge_key: str, kind: str) -> Any:
+    """What element order compares: the merge key's identity for map elements, the element's for primitives."""
+    if kind == "map":
+        return ident(item.get(merge_key)) if isinstance(item, dict) else ident(None)
+    return ident(item)
 
-    wanted = key(value)
-    return next((i for i, item in enumerate(items) if key(item) == wanted), -1)
+
+def positions(order: Sequence[Any], merge_key: str, kind: str) -> dict[Any, int]:
+    """Each element's first position in ``order``, keyed by :func:`_order_key`: built once per sort or merge
+    (looking every element up in ``order`` was quadratic in identity computations)."""
+    out: dict[Any, int] = {}
+    for i, item in enumerate(order):
+        out.setdefault(_order_key(item, merge_key, kind), i)
+    return out
 
 
 def split_deletes(items: Sequence[Any]) -> tuple[list[Any], list[Any]]:
@@ -358,8 +364,9 @@ def normalize_slice_order(items: list[Any], order: Sequence[Any], merge_key: str
             if merge_key not in item:
                 raise no_merge_key(item, merge_key)
         items, deletes = split_deletes(items)
-    positions = [index(order, item, merge_key, kind) for item in items]
-    ranked = sorted(range(len(items)), key=lambda i: positions[i] if positions[i] >= 0 else len(order))
+    where = positions(order, merge_key, kind)
+    found = [where.get(_order_key(item, merge_key, kind), -1) for item in items]
+    ranked = sorted(range(len(items)), key=lambda i: found[i] if found[i] >= 0 else len(order))
     return [items[i] for i in ranked] + deletes
 
 
@@ -367,6 +374,7 @@ def merge_sorted(left: list[Any], right: list[Any], order: Sequence[Any], merge_
     """``mergeSortedSlice``: interleave two sorted lists, taking ``left`` first only when ``order`` places it
     before the ``right`` element (both must be found there)."""
     result: list[Any] = []
+    where = positions(order, merge_key, kind)
     i = j = 0
     while i < len(left) or j < len(right):
         if i >= len(left):
@@ -374,7 +382,8 @@ def merge_sorted(left: list[Any], right: list[Any], order: Sequence[Any], merge_
         elif j >= len(right):
             take_left = True
         else:
-            li, ri = index(order, left[i], merge_key, kind), index(order, right[j], merge_key, kind)
+            li = where.get(_order_key(left[i], merge_key, kind), -1)
+            ri = where.get(_order_key(right[j], merge_key, kind), -1)
             take_left = 0 <= li < ri and ri >= 0
         if take_left:
             result.append(left[i])
