@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -69,16 +70,22 @@ class EtcdCluster:
     start_seconds: float = 0.0
 
     def __post_init__(self) -> None:
-        token = f"kubeplane-test-{uuid.uuid4().hex[:12]}"
-        self._token = token
+        self._new_members()
+
+    def _new_members(self) -> None:
+        """Members on fresh free ports, with a fresh cluster token and empty data directories."""
+        self._token = f"kubeplane-test-{uuid.uuid4().hex[:12]}"
+        self.members.clear()
         for i in range(self.size):
             name = f"m{i}"
+            data_dir = self.directory / f"{name}.etcd"
+            shutil.rmtree(data_dir, ignore_errors=True)
             self.members.append(
                 Member(
                     name=name,
                     client_port=free_port(),
                     peer_port=free_port(),
-                    data_dir=self.directory / f"{name}.etcd",
+                    data_dir=data_dir,
                     log=self.directory / f"{name}.log",
                 )
             )
@@ -129,12 +136,25 @@ class EtcdCluster:
                 stdin=subprocess.DEVNULL,
             )
 
-    def start(self, *, timeout: float = 30.0) -> EtcdCluster:
+    def start(self, *, timeout: float = 30.0, attempts: int = 3) -> EtcdCluster:
+        """Start every member and wait until all are healthy. A port picked by :func:`free_port` can be taken
+        by another socket before etcd binds it (an outgoing connection's ephemeral port): then the members are
+        stopped and the cluster starts again on fresh ports, up to ``attempts`` times. On failure nothing is
+        left running."""
         begin = time.monotonic()
         self.directory.mkdir(parents=True, exist_ok=True)
-        for member in self.members:
-            self._spawn(member, "new")
-        self.wait_healthy(timeout=timeout)
+        for attempt in range(attempts):
+            for member in self.members:
+                self._spawn(member, "new")
+            try:
+                self.wait_healthy(timeout=timeout)
+            except (RuntimeError, TimeoutError) as exc:
+                self.stop()
+                if "address already in use" not in str(exc) or attempt == attempts - 1:
+                    raise
+                self._new_members()
+                continue
+            break
         self.start_seconds = time.monotonic() - begin
         return self
 

@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -217,3 +218,20 @@ async def test_username_and_password_when_etcd_enforces_auth(tmp_path: Path) -> 
             await anonymous.close()
     finally:
         _stop(process)
+
+
+def test_cluster_start_retries_on_a_port_taken_before_etcd_binds_it(tmp_path: Path) -> None:
+    """The harness picks free ports before etcd binds them; one taken in between restarts on fresh ports."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        cluster = EtcdCluster(tmp_path / "etcd", size=1)
+        cluster.members[0].client_port = int(taken.getsockname()[1])
+        try:
+            cluster.start()
+            assert cluster.members[0].client_port != taken.getsockname()[1]
+            assert "address already in use" in (tmp_path / "etcd" / "m0.log").read_text()
+            assert cluster.etcdctl("put", "k", "v").strip() == "OK"
+        finally:
+            cluster.stop()
+        assert not any(m.running for m in cluster.members)
