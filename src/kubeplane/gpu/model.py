@@ -37,12 +37,15 @@ __all__ = [
     "GpuError",
     "GpuRequest",
     "assign_devices",
+    "devices_fit",
     "devices_of",
     "fit_devices",
     "format_devices",
     "gpu_request",
+    "gpu_request_or_none",
     "node_gpu_count",
     "node_gpu_model",
+    "valid_devices",
 ]
 
 GPU_RESOURCE: Final = "nvidia.com/gpu"
@@ -128,6 +131,15 @@ def gpu_request(pod: Mapping[str, Any]) -> GpuRequest | None:
     return GpuRequest(int(whole), MILLI_PER_GPU, _models(pod))
 
 
+def gpu_request_or_none(pod: Mapping[str, Any]) -> GpuRequest | None:
+    """:func:`gpu_request`, a malformed one counting as none: the pod is in (the API server let it in) and uses
+    no device. For the readers of the cluster's state; admission and PreFilter reject it instead."""
+    try:
+        return gpu_request(pod)
+    except GpuError:
+        return None
+
+
 def devices_of(pod: Mapping[str, Any]) -> tuple[int, ...] | None:
     """The device indices recorded on the pod, None when none are (or the annotation is malformed)."""
     text = _annotations(pod).get(GPU_DEVICES_ANNOTATION)
@@ -159,6 +171,21 @@ def node_gpu_model(node: Mapping[str, Any]) -> str:
     return str(((node.get("metadata") or {}).get("labels") or {}).get(GPU_MODEL_LABEL, ""))
 
 
+def valid_devices(devices: Sequence[int], request: GpuRequest, device_count: int) -> bool:
+    """Whether recorded ``devices`` can hold ``request`` on a node of ``device_count`` devices: as many as it asks,
+    distinct, each on the node. The scheduler, the kubelet and the simulation's metrics all judge by this."""
+    return (
+        len(devices) == request.count
+        and len(set(devices)) == len(devices)
+        and all(0 <= d < device_count for d in devices)
+    )
+
+
+def devices_fit(idle: Sequence[int], request: GpuRequest, devices: Sequence[int]) -> bool:
+    """Whether ``devices`` are valid for ``request`` and each has ``request.milli`` free in ``idle``."""
+    return valid_devices(devices, request, len(idle)) and all(idle[d] >= request.milli for d in devices)
+
+
 def fit_devices(idle: Sequence[int], request: GpuRequest) -> tuple[int, ...] | None:
     """First fit: the lowest-index devices with ``idle >= milli``; None when fewer than ``count`` have it."""
     chosen = tuple(i for i, free in enumerate(idle) if free >= request.milli)[: request.count]
@@ -170,14 +197,15 @@ def assign_devices(
 ) -> tuple[list[int], list[tuple[int, ...] | None]]:
     """Per-device idle milli after placing ``pods`` (request, recorded devices) in order, and each pod's devices.
 
-    A pod with valid recorded devices uses them (even past a device's capacity: the state is what it is, idle goes
-    negative and nothing more fits there); a pod without gets first fit, None when nothing fits (it uses no device).
+    A pod with valid recorded devices (:func:`valid_devices`) uses them (even past a device's capacity: the state is
+    what it is, idle goes negative and nothing more fits there); a pod without gets first fit, None when nothing
+    fits (it uses no device).
     """
     idle = [MILLI_PER_GPU] * device_count
     placed: list[tuple[int, ...] | None] = []
     for request, recorded in pods:
         devices = recorded
-        if devices is None or len(devices) != request.count or any(not 0 <= d < device_count for d in devices):
+        if devices is None or not valid_devices(devices, request, device_count):
             devices = fit_devices(idle, request)
         if devices is not None:
             for d in devices:

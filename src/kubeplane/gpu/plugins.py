@@ -44,9 +44,12 @@ from kubeplane.gpu.model import (
     GpuError,
     GpuRequest,
     assign_devices,
+    devices_fit,
     devices_of,
+    fit_devices,
     format_devices,
     gpu_request,
+    gpu_request_or_none,
     node_gpu_count,
     node_gpu_model,
 )
@@ -144,10 +147,7 @@ class _Reservation:
 
 def _request_of(pod: PodInfo) -> GpuRequest | None:
     """The pod's request; a malformed one counts as none (the API server let the pod in; it uses no device)."""
-    try:
-        return gpu_request(pod.pod)
-    except GpuError:
-        return None
+    return gpu_request_or_none(pod.pod)
 
 
 class GpuTracker:
@@ -292,14 +292,6 @@ def _demand(state: CycleState, pod: PodInfo) -> PodDemand:
     return PodDemand.of(pod.requests.milli_cpu, pod.requests.memory, _request(state, pod))
 
 
-def _fits(idle: Sequence[int], request: GpuRequest, devices: Sequence[int]) -> bool:
-    return (
-        len(devices) == request.count
-        and len(set(devices)) == len(devices)
-        and all(0 <= d < len(idle) and idle[d] >= request.milli for d in devices)
-    )
-
-
 # --- GpuShare ------------------------------------------------------------------------------------------------------
 
 
@@ -361,7 +353,7 @@ class GpuShare:
             return Status.unresolvable(reason_model(request.models))
         if len(gpus.idle) < request.count:
             return Status.unresolvable(reason_too_few(request.count))
-        if sum(1 for free in gpus.idle if free >= request.milli) >= request.count:
+        if fit_devices(gpus.idle, request) is not None:
             return None
         if request.is_share:
             return Status.unschedulable(reason_share(request.milli))
@@ -380,10 +372,10 @@ class GpuShare:
         choices = state.get(DEVICES_STATE_KEY)
         if isinstance(choices, Mapping):
             wanted = choices.get(node_name)
-            if wanted is not None and _fits(idle, request, wanted):
+            if wanted is not None and devices_fit(idle, request, wanted):
                 return tuple(wanted)
         chosen = devices_best(idle, PodDemand.of(0, 0, request))
-        if not _fits(idle, request, chosen):
+        if not devices_fit(idle, request, chosen):
             return Status.unschedulable(
                 reason_share(request.milli) if request.is_share else reason_whole(request.count)
             )

@@ -69,7 +69,7 @@ from kubeplane.api.pods import QOSClass, is_restartable_init_container, pod_qos_
 from kubeplane.api.quantity import Quantity
 from kubeplane.api.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, tolerations_tolerate_taint
 from kubeplane.api.validation import names
-from kubeplane.gpu.model import GPU_RESOURCE, GpuError, devices_of, fit_devices, gpu_request
+from kubeplane.gpu.model import GPU_RESOURCE, GpuError, devices_of, fit_devices, gpu_request, valid_devices
 
 from .static_pods import CONFIG_MIRROR, CONFIG_SOURCE, is_mirror_pod
 
@@ -384,13 +384,7 @@ def allocate_gpus(pod: Pod, node: Mapping[str, Any], gpu_idle: Sequence[int]) ->
     if not gpu_idle and not request.is_share and GPU_RESOURCE not in (_status(node).get("allocatable") or {}):
         return AdmitResult(True)
     recorded = devices_of(pod)
-    valid = (
-        recorded is not None
-        and len(recorded) == request.count
-        and len(set(recorded)) == len(recorded)
-        and all(0 <= d < len(gpu_idle) for d in recorded)
-    )
-    if recorded is not None and valid:
+    if recorded is not None and valid_devices(recorded, request, len(gpu_idle)):
         available = sum(1 for d in recorded if gpu_idle[d] >= request.milli)
         if available >= request.count:
             return AdmitResult(True, devices=tuple(recorded))

@@ -55,10 +55,9 @@ from kubeplane.client.workqueue import QueueShutDown, RateLimitingQueue
 from kubeplane.gpu.model import (
     GPU_DEVICES_ANNOTATION,
     MILLI_PER_GPU,
-    GpuError,
     devices_of,
     format_devices,
-    gpu_request,
+    gpu_request_or_none,
     node_gpu_count,
 )
 
@@ -579,10 +578,7 @@ class Fleet:
         """Account ``devices`` to the pod on ``sim``; annotate the pod with them when it does not say so."""
         if devices is None:
             return
-        try:
-            request = gpu_request(pod)
-        except GpuError:
-            return
+        request = gpu_request_or_none(pod)
         if request is None:
             return
         uid = str(pod["metadata"].get("uid", ""))

@@ -22,14 +22,14 @@ from kubeplane.api.quantity import QuantityError, parse_milli
 from kubeplane.gpu.frag import FragModel, PodType, TargetWorkload, typical_pods
 from kubeplane.gpu.model import (
     MILLI_PER_GPU,
-    GpuError,
     GpuRequest,
     assign_devices,
     devices_of,
-    gpu_request,
+    gpu_request_or_none,
     node_gpu_count,
     node_gpu_model,
 )
+from kubeplane.gpu.policies import PodDemand
 from kubeplane.gpu.repro import RunResult, curves
 
 __all__ = ["GPU_COLUMNS", "GpuMetrics", "binned_by_arrival", "declared_pod_types", "pod_type_of"]
@@ -42,13 +42,6 @@ _TERMINAL = ("Succeeded", "Failed")
 _WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController", "Job")
 
 
-def _request(pod: Obj) -> GpuRequest | None:
-    try:
-        return gpu_request(pod)
-    except GpuError:
-        return None  # the scheduler refuses such a pod; it holds no GPU
-
-
 def _cpu(pod: Obj) -> int:
     """CPU request milli; limits stand for requests in a manifest the API has not defaulted yet."""
     return pod_requests(pod).get("cpu", 0) or pod_limits(pod).get("cpu", 0)
@@ -56,11 +49,7 @@ def _cpu(pod: Obj) -> int:
 
 def pod_type_of(pod: Obj) -> PodType:
     """The fragmentation key of a pod: CPU request milli and its GPU request (memory is ignored, as the paper)."""
-    cpu = _cpu(pod)
-    request = _request(pod)
-    if request is None:
-        return PodType(cpu, 0, 0)
-    return PodType(cpu, request.milli, request.count, request.models)
+    return PodDemand.of(_cpu(pod), 0, gpu_request_or_none(pod)).pod_type()
 
 
 def declared_pod_types(objects: Iterable[Obj], extra: Iterable[tuple[Obj, int]] = ()) -> list[PodType]:
@@ -153,7 +142,7 @@ class GpuMetrics:
         key = f"{meta.get('namespace')}/{meta['name']}"
         old = self.pods.get(key)
         if old is None:
-            request = _request(pod)
+            request = gpu_request_or_none(pod)
             cpu = _cpu(pod)
             old = self.pods[key] = _Pod("", request, None, cpu, now)
             self.arrived += 0 if request is None else request.total_milli
