@@ -265,8 +265,7 @@ def fgd_repro(
         seed_list = repro.parse_seeds(seeds)
         names = repro.policies_or_default([p.strip() for p in policies.split(",")] if policies else None)
         directory = repro.find_data_dir(data)
-        if trace not in repro.TRACES:
-            raise ValueError(f"unknown trace {trace!r}; known: {', '.join(repro.TRACES)}")
+        repro.check_trace(trace)  # before any process starts
         if ratio <= 0:
             raise ValueError(f"ratio must be positive, not {ratio}")
     except (ValueError, FileNotFoundError) as exc:

@@ -59,6 +59,7 @@ __all__ = [
     "RunResult",
     "Trace",
     "binned",
+    "check_trace",
     "checks",
     "curves",
     "experiment",
@@ -561,6 +562,12 @@ class Experiment:
         return all(row.passed for row in self.rows)
 
 
+def check_trace(trace: str) -> None:
+    """Raise ValueError (one line) for a trace that is not one of :data:`TRACES`."""
+    if trace not in TRACES:
+        raise ValueError(f"unknown trace {trace!r}; known: {', '.join(TRACES)}")
+
+
 def experiment(
     data: Path,
     *,
@@ -571,8 +578,7 @@ def experiment(
     jobs: int = 1,
 ) -> Experiment:
     """Run every policy × seed (in ``jobs`` processes when > 1) and check the medians against the reference."""
-    if trace not in TRACES:
-        raise ValueError(f"unknown trace {trace!r}; known: {', '.join(TRACES)}")
+    check_trace(trace)
     tasks = [(str(data), trace, p, s, ratio) for p in policies for s in seeds]
     if jobs > 1 and len(tasks) > 1:
         import concurrent.futures
