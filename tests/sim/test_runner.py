@@ -31,6 +31,17 @@ def _deployment(name: str, replicas: int, cpu: str = "500m") -> dict[str, Any]:
     }
 
 
+def _pod_arrival(at: float, name: str, cpu: str) -> dict[str, Any]:
+    """A workload entry: one nginx Pod requesting ``cpu``, created at ``at``."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "c", "image": "nginx:1.27", "resources": {"requests": {"cpu": cpu}}}]},
+    }
+    return {"at": at, "manifest": pod}
+
+
 STORY: dict[str, Any] = {
     "name": "story",
     "seed": 3,
@@ -145,12 +156,7 @@ def test_node_failure_timings_are_upstreams_to_the_second() -> None:
 
 def test_simulated_and_real_time_runs_reach_the_same_placements() -> None:
     """Pods arriving one by one, each placed before the next comes: the same nodes in both runs."""
-    pods = [
-        {"at": 0.5 * i, "manifest": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"},
-                                     "spec": {"containers": [{"name": "c", "image": "nginx:1.27",
-                                                              "resources": {"requests": {"cpu": "300m"}}}]}}}
-        for i in range(8)
-    ]  # fmt: skip
+    pods = [_pod_arrival(0.5 * i, f"p{i}", "300m") for i in range(8)]
     scenario = Scenario.parse(
         {
             "name": "equal",
@@ -219,12 +225,7 @@ def test_the_scheduler_configuration_can_change_mid_run() -> None:
                 "scoringStrategy": {"type": strategy, "resources": [{"name": "cpu", "weight": 1}]}}}]}],
         }  # fmt: skip
 
-    pods = [
-        {"at": 10 * i + (60 if i >= 6 else 0), "manifest": {"apiVersion": "v1", "kind": "Pod",
-         "metadata": {"name": f"p{i:02d}"}, "spec": {"containers": [{"name": "c", "image": "nginx:1.27",
-         "resources": {"requests": {"cpu": "500m"}}}]}}}
-        for i in range(12)
-    ]  # fmt: skip
+    pods = [_pod_arrival(10 * i + (60 if i >= 6 else 0), f"p{i:02d}", "500m") for i in range(12)]
     scenario = Scenario.parse(
         {
             "name": "switch",
