@@ -190,3 +190,25 @@ async def test_cache_key_index_matches_its_objects_through_random_writes(registr
         prefix = configmaps.collection_key(ns)
         assert [k for k, _ in cache.items(prefix)] == sorted(configmaps.key(n, s) for s, n in live if s == ns)
     assert [k for k, _ in cache.items("/registry/configmaps/")] == sorted(cache.objects)
+
+
+async def test_a_namespace_newer_than_the_cache_is_found_by_a_live_read(
+    registry: tuple[Registry, Clock], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An etcd store feeds the cache through a watch, so a create may reach it after the next request: admission
+    then reads the store, as upstream's NamespaceLifecycle does, instead of answering 404."""
+    reg, _ = registry
+    namespaces, pods = reg.resource("", "namespaces"), reg.resource("", "pods")
+    await reg.create(namespaces, None, {"metadata": {"name": "fresh"}})
+    cached = reg.get_cached
+
+    def lagging(info: object, namespace: str | None, name: str) -> object:
+        return None if info is namespaces else cached(info, namespace, name)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(reg, "get_cached", lagging)
+    pod = {"metadata": {"name": "p", "namespace": "fresh"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    created = await reg.create(pods, "fresh", pod)
+    assert created["metadata"]["namespace"] == "fresh"
+    with pytest.raises(APIError) as missing:
+        await reg.create(pods, "absent", {**pod, "metadata": {"name": "p", "namespace": "absent"}})
+    assert missing.value.code == 404

@@ -1,6 +1,7 @@
 """Admission on create, in upstream's order for the plugins kubeplane implements.
 
-* NamespaceLifecycle: the namespace must exist (404) and not be terminating (403).
+* NamespaceLifecycle: the namespace must exist (404; looked up in the store when the cache does not have it, as
+  upstream's live lookup) and not be terminating (403).
 * Priority: a pod's ``priorityClassName`` resolves to ``spec.priority`` and ``spec.preemptionPolicy``; an
   unknown class is 403; without a class the globalDefault class applies, else priority 0 and
   PreemptLowerPriority. A pod that gives a priority or preemptionPolicy other than the computed one is 403.
@@ -30,6 +31,10 @@ async def admit_create(registry: Registry, info: ResourceInfo, obj: dict[str, An
         namespace = obj["metadata"]["namespace"]
         namespaces = registry.resource("", "namespaces")
         ns = registry.get_cached(namespaces, None, namespace)
+        if ns is None:
+            # upstream's last resort, a live read: a namespace newer than the cache is not missing (the cache of
+            # an etcd store is fed by a watch, so it can lag a create that already returned)
+            ns = await registry.get_live(namespaces, None, namespace)
         if ns is None:
             raise errors.not_found("", "namespaces", namespace)
         if ns["metadata"].get("deletionTimestamp") or (ns.get("status") or {}).get("phase") == "Terminating":

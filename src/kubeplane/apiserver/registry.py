@@ -103,6 +103,11 @@ class Registry:
         cache.sync()
         return cache.objects.get(info.key(name, namespace))
 
+    async def get_live(self, info: ResourceInfo, namespace: str | None, name: str) -> Obj | None:
+        """The object as the store has it now, bypassing the watch cache (which may lag behind the store)."""
+        kv = await self.store.get(info.key(name, namespace))
+        return None if kv is None else decode(kv)
+
     async def get(self, info: ResourceInfo, namespace: str | None, name: str) -> Obj:
         obj = self.get_cached(info, namespace, name)
         if obj is None:
