@@ -8,8 +8,9 @@ import random
 import numpy as np
 import pytest
 
+from kubeplane.scheduler.framework.diagnosis import Diagnosis, fit_error_message
 from kubeplane.scheduler.framework.interface import Code, Status
-from kubeplane.scheduler.schedule_one import Diagnosis, ScheduleAlgorithm, fit_error_message
+from kubeplane.scheduler.schedule_one import SchedulingCycle
 
 
 @pytest.mark.parametrize(
@@ -28,7 +29,7 @@ from kubeplane.scheduler.schedule_one import Diagnosis, ScheduleAlgorithm, fit_e
     ],
 )
 def test_num_feasible_nodes_to_find(global_pct: int | None, profile_pct: int | None, nodes: int, want: int) -> None:
-    algo = ScheduleAlgorithm(rng=random.Random(0), percentage_of_nodes_to_score=global_pct)
+    algo = SchedulingCycle(rng=random.Random(0), percentage_of_nodes_to_score=global_pct)
     assert algo.num_feasible_nodes_to_find(profile_pct, nodes) == want
 
 
@@ -87,7 +88,7 @@ def test_fit_error_message(num_nodes: int, diagnosis: Diagnosis, want: str) -> N
 
 def test_select_index_breaks_ties_with_the_seeded_rng() -> None:
     totals = np.array([5, 9, 9, 1, 9], np.int64)
-    picks = {ScheduleAlgorithm(rng=random.Random(seed)).select_index(totals) for seed in range(50)}
+    picks = {SchedulingCycle(rng=random.Random(seed)).select_index(totals) for seed in range(50)}
     assert picks == {1, 2, 4}
-    again = [ScheduleAlgorithm(rng=random.Random(7)).select_index(totals) for _ in range(3)]
+    again = [SchedulingCycle(rng=random.Random(7)).select_index(totals) for _ in range(3)]
     assert len(set(again)) == 1

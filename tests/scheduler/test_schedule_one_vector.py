@@ -5,7 +5,7 @@ message, on random clusters, including the rotating start index across consecuti
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -18,7 +18,7 @@ from kubeplane.scheduler.framework.interface import CycleState, Status
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
 from kubeplane.scheduler.plugins.registry import new_in_tree_registry
 from kubeplane.scheduler.profile import build_profiles
-from kubeplane.scheduler.schedule_one import FitError, ScheduleAlgorithm
+from kubeplane.scheduler.schedule_one import FitError, SchedulingCycle
 
 ZONES = ["a", "b", "c"]
 
@@ -103,6 +103,19 @@ class OddOut:
         return Status.unschedulable("odd node") if int(node.name[1:]) % 2 else None
 
 
+class _Nominations:
+    """Pods nominated to nodes, as the scheduling queue's nominator hands them to the cycle."""
+
+    def __init__(self, by_node: Mapping[str, list[PodInfo]]) -> None:
+        self.by_node = by_node
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        return list(self.by_node.get(node_name, ()))
+
+    def nominated_node_names(self) -> Collection[str]:
+        return self.by_node.keys()
+
+
 def _decide(
     nodes: list[dict[str, Any]],
     existing: list[dict[str, Any]],
@@ -126,19 +139,15 @@ def _decide(
                 ],
             }
         )
-    fwk = build_profiles(config, Handle(snapshot_lister=snapshot), registry)["default-scheduler"]
+    nominator = _Nominations(dict(nominated or {}))
+    handle = Handle(snapshot_lister=snapshot, nominator=nominator)
+    fwk = build_profiles(config, handle, registry)["default-scheduler"]
     assert snapshot.node_table is not None
-    nominations = dict(nominated or {})
-    algo = ScheduleAlgorithm(
-        rng=random.Random(5),
-        percentage_of_nodes_to_score=None,
-        nominated_pods_for_node=lambda name: nominations.get(name, []),
-        nominated_nodes=nominations.keys,
-    )
+    cycle = SchedulingCycle(rng=random.Random(5), percentage_of_nodes_to_score=None)
     out: list[tuple[str, int] | str] = []
     for pod in pods:
         try:
-            result = algo.schedule_pod(
+            result = cycle.schedule(
                 fwk, CycleState(), PodInfo(pod), snapshot.list(), snapshot.node_table if vector else None
             )
             out.append((result.suggested_host, result.evaluated_nodes))

@@ -1,45 +1,52 @@
 """``kubeplane explain``: why a pod lands where it lands, or why it stays Pending.
 
-Unlike the scheduler, explain evaluates **every** node (no percentageOfNodesToScore sampling) and runs
-**every** Filter plugin on each node without stopping at the first failure, then scores every node that
-passes. What it reports is still exactly the scheduler's decision procedure:
+Explain runs the scheduler's own :class:`~kubeplane.scheduler.schedule_one.SchedulingCycle` with a recorder
+switched on, so its decision is the scheduler's decision (same PreFilter, same rotation and sampling of nodes,
+same vector paths, same seeded tie-break) and its table shows what each plugin said on the way:
 
-* ``message`` is the FailedScheduling message the scheduler would record: for each node the *first* failing
-  Filter plugin in profile order counts (:func:`kubeplane.scheduler.schedule_one.fit_error_message`); a
-  PreFilter rejection is reported under ``preFilter`` and in the message; nodes outside a PreFilterResult
-  count with upstream's "node(s) didn't satisfy plugin(s) [...]" status. Empty when the pod fits.
-* ``preemption`` (only when the pod fits nowhere and the profile has PostFilter plugins) is what preemption
-  would do: ``nominatedNode`` (or null), ``candidates`` (node -> ``victims`` as namespace/name, most important
-  first, and ``pdbViolations``) and ``message`` (the ``preemption: ...`` suffix of the FailedScheduling message,
-  empty when preemption would succeed). Nothing is evicted; pods' priorities come from ``spec.priority`` or,
-  when absent, from the PriorityClass objects given (as the API server's Priority admission would).
-* ``selected`` is the feasible node with the highest total (Σ weight × normalized score), ties broken by the
-  seeded RNG as the scheduler does. Because explain scores all feasible nodes, on clusters of 100+ nodes the
-  scheduler (which scores a sample) may pick another node of equal standing.
+* ``selected`` is the node the scheduler would bind the pod to (None when it fits nowhere).
+* ``message`` is the FailedScheduling message the scheduler would record (empty when the pod fits).
+* ``nodes``: for each node every Filter plugin's own verdict (not only the first failing one), the raw,
+  normalised and weighted score of each Score plugin and the total, for the nodes the cycle scored.
+  ``examined`` is false for nodes the cycle did not reach (it stops once it has found numFeasibleNodesToFind
+  feasible nodes, and at the first feasible node when the profile has no Score plugin); their filter verdicts
+  are computed for the record only. A TaintToleration rejection carries a ``detail`` naming the untolerated
+  taint of that node (the message keeps upstream's wording).
+* ``preFilter``: each PreFilter plugin's status, for the plugins the framework ran.
+* ``preemption`` (only when the pod fits nowhere and the profile has PostFilter plugins): what preemption would
+  do -- ``nominatedNode`` (or null), ``candidates`` (node -> ``victims`` as namespace/name, most important
+  first, and ``pdbViolations``) and ``message``. Nothing is evicted: explain's handle has no client.
+* ``boundTo``: for a pod already bound (``spec.nodeName`` with PodScheduled=True), the node it is bound to;
+  the rest of the answer is where the scheduler would place it now among all nodes.
 
-The result is a plain JSON-able dict (``-o json`` prints it); :func:`render_table` renders it for people.
+Pods' priorities come from ``spec.priority`` or, when absent, from the PriorityClass objects given (as the API
+server's Priority admission would). The result is a plain JSON-able dict (``-o json`` prints it);
+:func:`render_table` renders it for people.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kubeplane.api.priority import global_default_class
 from kubeplane.scheduler.backend.snapshot import Snapshot
 from kubeplane.scheduler.config import KubeSchedulerConfiguration, default_config
+from kubeplane.scheduler.framework.diagnosis import FitError, NoNodesAvailableError, SchedulingError
 from kubeplane.scheduler.framework.handle import Handle
-from kubeplane.scheduler.framework.interface import Code, CycleState, NodeScore, NodeToStatus, Status
+from kubeplane.scheduler.framework.interface import CycleState, Status
+from kubeplane.scheduler.framework.recorder import CycleRecorder
 from kubeplane.scheduler.framework.registry import Registry
 from kubeplane.scheduler.framework.runtime import Framework
-from kubeplane.scheduler.framework.types import PodInfo
+from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
 from kubeplane.scheduler.plugins.default_preemption import OUTCOME_KEY, PreemptionOutcome
+from kubeplane.scheduler.plugins.taint_toleration import find_untolerated_do_not_schedule_taint
 from kubeplane.scheduler.profile import build_profiles
-from kubeplane.scheduler.schedule_one import NO_NODES_AVAILABLE, Diagnosis, fit_error_message
+from kubeplane.scheduler.schedule_one import SchedulingCycle
 
-__all__ = ["ExplainError", "ExplainSetup", "explain", "prepare", "render_table"]
+__all__ = ["ExplainError", "ExplainSetup", "explain", "is_bound", "prepare", "render_table"]
 
 _PLURALS = {
     "Namespace": "namespaces",
@@ -74,22 +81,6 @@ def _with_priority(pod: Mapping[str, Any], classes: Mapping[str, int], default: 
     return {**pod, "spec": {**spec, "priority": priority}}
 
 
-def _preemption(fwk: Framework, state: CycleState, pod: PodInfo, diagnosis: Diagnosis) -> dict[str, Any]:
-    """Run the PostFilter plugins (dry: the handle has no client) and report what preemption would do."""
-    statuses = NodeToStatus(diagnosis.node_to_status, diagnosis.absent_nodes_status)
-    result, status = fwk.run_post_filter_plugins(state, pod, statuses)
-    if status is not None and status.code == Code.ERROR:
-        raise ExplainError(status.message())
-    diagnosis.post_filter_msg = status.message() if status is not None else ""
-    outcome = state.get(OUTCOME_KEY)
-    candidates: dict[str, Any] = {}
-    if isinstance(outcome, PreemptionOutcome):
-        for c in outcome.candidates:
-            candidates[c.name] = {"victims": [v.key for v in c.victims], "pdbViolations": c.num_pdb_violations}
-    nominated = result.nominated_node_name if result is not None else None
-    return {"nominatedNode": nominated or None, "candidates": candidates, "message": diagnosis.post_filter_msg}
-
-
 @dataclass
 class ExplainSetup:
     """What explain (and :mod:`kubeplane.scheduler.whatif`) evaluate a pod with: built from plain objects by
@@ -105,6 +96,8 @@ class ExplainSetup:
     snapshot: Snapshot
     fwk: Framework
     rng: random.Random
+    percentage_of_nodes_to_score: int | None = None
+    """The configuration's global percentageOfNodesToScore (a profile's own wins, as in the scheduler)."""
 
 
 def prepare(
@@ -150,7 +143,33 @@ def prepare(
             f"no profile for schedulerName {pod_info.scheduler_name!r}; the configuration has "
             + ", ".join(repr(n) for n in profiles)
         )
-    return ExplainSetup(pod, pod_info, placed, snapshot, fwk, rng)
+    return ExplainSetup(pod, pod_info, placed, snapshot, fwk, rng, config.percentage_of_nodes_to_score)
+
+
+def is_bound(pod: Mapping[str, Any]) -> bool:
+    """The pod was bound by a scheduler (or by hand): ``spec.nodeName`` set and PodScheduled=True (the binding
+    subresource sets both). A pod file that merely names a node is not bound: NodeName decides on it."""
+    if not (pod.get("spec") or {}).get("nodeName"):
+        return False
+    conditions = (pod.get("status") or {}).get("conditions") or ()
+    return any(c.get("type") == "PodScheduled" and c.get("status") == "True" for c in conditions)
+
+
+def _unbound(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The pod as it was before binding: no nodeName, no PodScheduled condition."""
+    spec = {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}
+    status = dict(pod.get("status") or {})
+    status["conditions"] = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
+    return {**pod, "spec": spec, "status": status}
+
+
+def _taint_detail(pod: PodInfo, node: NodeInfo) -> str:
+    taint = find_untolerated_do_not_schedule_taint(node.taints, pod.tolerations)
+    return f"untolerated taint {taint}" if taint is not None else ""
+
+
+_DETAILS: dict[str, Callable[[PodInfo, NodeInfo], str]] = {"TaintToleration": _taint_detail}
+"""Per-node details for the table where upstream's reason is deliberately generic."""
 
 
 def explain(
@@ -165,113 +184,104 @@ def explain(
 ) -> dict[str, Any]:
     """Evaluate ``pod`` against ``nodes`` (with ``pods`` already placed by spec.nodeName); ``objects`` are the
     other objects of the cluster (Namespaces, Services, ReplicaSets, ...) plugins may read."""
+    bound_to = str(pod["spec"]["nodeName"]) if is_bound(pod) else None
+    if bound_to is not None:
+        pod = _unbound(pod)
     setup = prepare(pod, nodes=nodes, pods=pods, objects=objects, config=config, registry=registry, seed=seed)
-    pod_info, snapshot, fwk, rng = setup.pod_info, setup.snapshot, setup.fwk, setup.rng
+    pod_info, snapshot, fwk = setup.pod_info, setup.snapshot, setup.fwk
     node_infos = list(snapshot.list())
     out: dict[str, Any] = {"pod": pod_info.key, "selected": None, "preFilter": {}, "nodes": {}, "message": ""}
-    if not node_infos:
-        out["message"] = NO_NODES_AVAILABLE
-        return out
-
+    if bound_to is not None:
+        out["boundTo"] = bound_to
+    cycle = SchedulingCycle(rng=setup.rng, percentage_of_nodes_to_score=setup.percentage_of_nodes_to_score)
+    recorder = CycleRecorder()
     state = CycleState()
-    for plugin in fwk.pre_filter_plugins:  # each plugin's own verdict, on a scratch state
-        _r, s = plugin.pre_filter(CycleState(), pod_info, node_infos)
-        out["preFilter"][plugin.name()] = _status_json(s if s is None or s.code != Code.SUCCESS else None)
-    result, status, rejected = fwk.run_pre_filter_plugins(state, pod_info, node_infos)
-    diagnosis = Diagnosis(unschedulable_plugins=set(rejected))
-    if status is not None and status.code != Code.SUCCESS:
-        if not status.is_rejected():
-            raise ExplainError(status.message())
-        diagnosis.pre_filter_msg = status.message()
-        diagnosis.absent_nodes_status = status
-        if fwk.has_post_filter_plugins():
-            out["preemption"] = _preemption(fwk, state, pod_info, diagnosis)
-        out["message"] = fit_error_message(len(node_infos), diagnosis)
-        for ni in node_infos:
-            out["nodes"][ni.name] = {"filters": {}, "scores": {}, "total": 0}
+    try:
+        cycle.schedule(fwk, state, pod_info, node_infos, snapshot.node_table, recorder=recorder)
+    except NoNodesAvailableError as exc:
+        out["message"] = str(exc)
         return out
-    allowed = result.node_names if result is not None else None
-    if allowed is not None:
-        diagnosis.absent_nodes_status = Status(
-            Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(rejected))}]",)
-        )
-
-    feasible = []
+    except FitError as exc:
+        out["message"] = str(exc)
+        if recorder.post_filter_ran:
+            out["preemption"] = _preemption(state, recorder, exc.diagnosis.post_filter_msg)
+    except SchedulingError as exc:
+        raise ExplainError(exc.status.message()) from None
+    cycle.record_unexamined(fwk, state, pod_info, node_infos, recorder)
+    out["selected"] = recorder.selected
+    out["preFilter"] = {name: _status_json(s) for name, s in recorder.pre_filter.items()}
+    if recorder.mismatches:
+        out["mismatches"] = list(recorder.mismatches)
     for ni in node_infos:
-        verdicts = fwk.run_all_filter_plugins(state, pod_info, ni)
-        entry: dict[str, Any] = {"filters": {name: _status_json(s) for name, s in verdicts.items()}}
-        out["nodes"][ni.name] = entry
-        if allowed is not None and ni.name not in allowed:
+        record = recorder.nodes.get(ni.name)
+        if record is None:  # PreFilter rejected the pod: no node was filtered
+            out["nodes"][ni.name] = {"filters": {}, "scores": {}, "total": 0, "examined": False}
             continue
-        first = next((s for s in verdicts.values() if s is not None and s.code != Code.SKIP), None)
-        if first is None:
-            feasible.append(ni)
-        else:
-            if first.code == Code.ERROR:
-                raise ExplainError(first.message())
-            diagnosis.node_to_status[ni.name] = first
-            diagnosis.add_plugin_status(first)
-
-    if not feasible:
-        if fwk.has_post_filter_plugins():
-            out["preemption"] = _preemption(fwk, state, pod_info, diagnosis)
-        out["message"] = fit_error_message(len(node_infos), diagnosis)
-        for ni in node_infos:
-            out["nodes"][ni.name].update(scores={}, total=0)
-        return out
-
-    pre_score = fwk.run_pre_score_plugins(state, pod_info, feasible)
-    if pre_score is not None:
-        raise ExplainError(pre_score.message())
-    totals = {ni.name: 0 for ni in feasible}
-    scores_out: dict[str, dict[str, Any]] = {ni.name: {} for ni in feasible}
-    for scorer in fwk.score_plugins:
-        name = scorer.name()
-        weight = fwk.score_weights.get(name, 1)
-        if name in state.skip_score_plugins:
-            for ni in feasible:
-                scores_out[ni.name][name] = {"raw": 0, "normalized": 0, "weight": weight, "skipped": True}
-            continue
-        raw = fwk.raw_scores(state, pod_info, scorer, feasible)
-        if isinstance(raw, Status):
-            raise ExplainError(raw.message())
-        normalized = [NodeScore(s.name, s.score) for s in raw]
-        bad = fwk.normalize(state, pod_info, scorer, normalized)
-        if bad is not None:
-            raise ExplainError(bad.message())
-        for r, n in zip(raw, normalized, strict=True):
-            scores_out[r.name][name] = {"raw": r.score, "normalized": n.score, "weight": weight}
-            totals[r.name] += weight * n.score
-    for ni in node_infos:
-        entry = out["nodes"][ni.name]
-        entry["scores"] = scores_out.get(ni.name, {})
-        entry["total"] = totals.get(ni.name, 0)
-    best = max(totals.values())
-    tied = [ni.name for ni in feasible if totals[ni.name] == best]
-    out["selected"] = tied[0] if len(tied) == 1 else tied[rng.randrange(len(tied))]
+        filters = {}
+        for name, status in record.filters.items():
+            entry = _status_json(status)
+            detail = _DETAILS.get(name)
+            if detail is not None and status is not None and status.is_rejected():
+                text = detail(pod_info, ni)
+                if text:
+                    entry["detail"] = text
+            filters[name] = entry
+        scores = {
+            name: {
+                "raw": r.raw,
+                "normalized": r.normalized,
+                "weight": r.weight,
+                **({"skipped": True} if r.skipped else {}),
+            }
+            for name, r in record.scores.items()
+        }
+        out["nodes"][ni.name] = {
+            "filters": filters,
+            "scores": scores,
+            "total": record.total or 0,
+            "examined": record.examined,
+        }
+    out["scorePlugins"] = [{"name": n, "weight": w} for n, w in recorder.score_plugins]
     return out
 
 
+def _preemption(state: CycleState, recorder: CycleRecorder, message: str) -> dict[str, Any]:
+    """What the PostFilter plugins would do (dry: explain's handle has no client)."""
+    outcome = state.get(OUTCOME_KEY)
+    candidates: dict[str, Any] = {}
+    if isinstance(outcome, PreemptionOutcome):
+        for c in outcome.candidates:
+            candidates[c.name] = {"victims": [v.key for v in c.victims], "pdbViolations": c.num_pdb_violations}
+    result = recorder.post_filter_result
+    nominated = result.nominated_node_name if result is not None else None
+    return {"nominatedNode": nominated or None, "candidates": candidates, "message": message}
+
+
 def render_table(result: Mapping[str, Any]) -> Any:
-    """A rich Table: one row per node, its verdict (failing plugins and reasons), score columns, the total."""
+    """A rich Table: one row per node (the selected one marked ``*``), its verdict (each failing Filter plugin
+    with its reasons, or the per-node detail where upstream's reason is generic), every Score plugin's
+    ``normalised×weight`` and the total; a last row counts the nodes that fit. Nodes the cycle did not examine
+    are marked ``-`` in the first column."""
     from rich.table import Table
 
     nodes: Mapping[str, Any] = result.get("nodes") or {}
-    score_plugins: list[str] = []
+    score_plugins = [str(p["name"]) for p in result.get("scorePlugins") or ()]
     for entry in nodes.values():
         for name in entry.get("scores") or {}:
             if name not in score_plugins:
                 score_plugins.append(name)
-    title = f"pod {result.get('pod')}: " + (
-        f"selected {result['selected']}" if result.get("selected") else "unschedulable"
-    )
+    bound = result.get("boundTo")
+    verdict = f"selected {result['selected']}" if result.get("selected") else "unschedulable"
+    title = f"pod {result.get('pod')}: " + (f"bound to {bound}; the scheduler now: {verdict}" if bound else verdict)
     caption = str(result.get("message") or "")
     preemption = result.get("preemption") or {}
     nominated = preemption.get("nominatedNode")
     if nominated:
         victims = (preemption.get("candidates") or {}).get(nominated, {}).get("victims") or []
         caption += f"\npreemption would nominate {nominated}, evicting {', '.join(victims)}"
-    table = Table(title=title, caption=caption or None)
+    if any(not entry.get("examined", True) for entry in nodes.values()):
+        caption += "\n- : not examined by the scheduler (it had found enough feasible nodes); verdicts for the record"
+    table = Table(title=title, caption=caption.strip() or None)
     table.add_column("")
     table.add_column("NODE")
     table.add_column("FILTERS")
@@ -281,18 +291,21 @@ def render_table(result: Mapping[str, Any]) -> Any:
     for prefilter, status in (result.get("preFilter") or {}).items():
         if status.get("code") not in ("Success", "Skip"):
             table.add_row("", "(all)", f"PreFilter {prefilter}: {', '.join(status.get('reasons') or [])}")
+    fit = 0
     for node, entry in sorted(nodes.items(), key=lambda kv: (-int(kv[1].get("total") or 0), kv[0])):
         failing = [
-            f"{plugin}: {', '.join(s.get('reasons') or [s['code']])}"
+            f"{plugin}: {s.get('detail') or ', '.join(s.get('reasons') or [s['code']])}"
             for plugin, s in (entry.get("filters") or {}).items()
             if s.get("code") not in ("Success", "Skip")
         ]
-        verdict = "; ".join(failing) if failing else "fits"
+        fit += 0 if failing else 1
         scores = entry.get("scores") or {}
         cells = []
         for name in score_plugins:
             s = scores.get(name)
-            cells.append("" if s is None else f"{s['normalized']}×{s['weight']}")
-        mark = "*" if node == result.get("selected") else ""
-        table.add_row(mark, node, verdict, *cells, str(entry.get("total", 0)) if not failing else "")
+            cells.append("-" if s is None else f"{s['normalized']}×{s['weight']}")
+        mark = "*" if node == result.get("selected") else ("" if entry.get("examined", True) else "-")
+        total = str(entry.get("total", 0)) if scores else "-"
+        table.add_row(mark, node, "; ".join(failing) if failing else "fits", *cells, total)
+    table.add_row("", "TOTAL", f"{fit} of {len(nodes)} node(s) fit", *([""] * len(score_plugins)), "")
     return table

@@ -1,118 +1,74 @@
-"""The scheduling algorithm of one pod (upstream ``schedule_one.go``: schedulePod, findNodesThatFitPod,
-findNodesThatPassFilters, numFeasibleNodesToFind, prioritizeNodes, selectHost) and the FitError message.
+"""One scheduling cycle, for everything that schedules (upstream ``schedule_one.go``: schedulePod,
+findNodesThatFitPod, numFeasibleNodesToFind, prioritizeNodes, selectHost, and the PostFilter call of
+handleSchedulingFailure's caller).
+
+:class:`SchedulingCycle` owns PreFilter → windowed Filter (:mod:`kubeplane.scheduler.node_search`) →
+PreScore/Score/NormalizeScore → select, and PostFilter (preemption) when no node fits. The scheduler runs it with
+no recorder; ``kubeplane explain``, ``--what-if`` and the upstream conformance suite run the very same object with a
+:class:`~kubeplane.scheduler.framework.recorder.CycleRecorder`, which captures each extension point's status and
+each node's per-plugin verdicts and raw, normalised and weighted scores without changing the decision.
 
 Node search follows upstream: nodes are examined in snapshot order starting at a rotating index
 (``next_start_node_index``, advanced by the number of nodes processed) until ``num_feasible_nodes_to_find``
-feasible nodes are found (adaptive percentageOfNodesToScore: ``50 - nodes/125`` %, at least 5 % and 100 nodes).
-Upstream examines nodes in parallel and stops "about" there; we examine them in order and stop exactly there.
+feasible nodes are found (adaptive percentageOfNodesToScore: ``50 - nodes/125`` %, at least 5 % and 100 nodes;
+one node when the profile has no Score plugin). Upstream examines nodes in parallel and stops "about" there; we
+examine them in order and stop exactly there, so a seed makes every decision reproducible.
 
-Fast path (DESIGN decision 6): the rotation is scanned in windows with numpy masks over the snapshot's
-NodeTable (a plugin without ``filter_vector`` is asked node by node for the rows still passing, so out-of-tree
-plugins keep working). Nodes with nominated pods are the exception: a row the masks pass is checked again by
-``run_filter_plugins_with_nominated_pods`` (a node the masks reject fails that check too, since it requires the
-pod to fit without the nominated pods as well). The per-node reference filters run only on rejected nodes, and
-only when their reasons are needed (the pod did not fit), so the statuses and the FailedScheduling message are
-the reference's.
+A disagreement between a plugin's vector path and its reference is never silently trusted: with
+``strict_vectors`` (the test suite sets ``KUBEPLANE_STRICT_VECTORS=1``) it raises :class:`VectorMismatchError`;
+otherwise it is logged at error level once per plugin and the reference's verdict is used.
 """
 
 from __future__ import annotations
 
-import functools
+import logging
+import os
 import random
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
-from typing import cast
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from kubeplane.scheduler.backend.node_table import BoolArray, IntArray, NodeTable
-from kubeplane.scheduler.framework.interface import Code, CycleState, FilterPlugin, Status, VectorFilterPlugin
+from kubeplane.scheduler.backend.node_table import IntArray, NodeTable
+from kubeplane.scheduler.framework.diagnosis import (
+    NO_NODES_AVAILABLE,
+    Diagnosis,
+    FitError,
+    NoNodesAvailableError,
+    SchedulingError,
+    fit_error_message,
+)
+from kubeplane.scheduler.framework.interface import Code, CycleState, NodeScore, NodeToStatus, Status
+from kubeplane.scheduler.framework.recorder import CycleRecorder, ScoreRecord
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
+from kubeplane.scheduler.node_search import MismatchReporter, NodeSearch, SearchResult
 
 __all__ = [
     "MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND",
     "MIN_FEASIBLE_NODES_TO_FIND",
     "NO_NODES_AVAILABLE",
+    "STRICT_VECTORS_ENV",
     "Diagnosis",
     "FitError",
     "NoNodesAvailableError",
-    "ScheduleAlgorithm",
     "ScheduleResult",
+    "SchedulingCycle",
+    "SchedulingError",
+    "VectorMismatchError",
     "fit_error_message",
 ]
 
+log = logging.getLogger("kubeplane.scheduler")
+
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
-NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+STRICT_VECTORS_ENV = "KUBEPLANE_STRICT_VECTORS"
+"""``1``: a vector/reference disagreement raises instead of being logged (the test suite sets it)."""
 
 
-@dataclass
-class Diagnosis:
-    """Why a pod did not fit (upstream ``framework.Diagnosis``)."""
-
-    node_to_status: dict[str, Status] = field(default_factory=dict)
-    absent_nodes_status: Status | None = None
-    unschedulable_plugins: set[str] = field(default_factory=set)
-    pending_plugins: set[str] = field(default_factory=set)
-    pre_filter_msg: str = ""
-    post_filter_msg: str = ""
-
-    def add_plugin_status(self, status: Status) -> None:
-        if not status.plugin:
-            return
-        if status.code == Code.PENDING:
-            self.pending_plugins.add(status.plugin)
-        elif status.is_rejected():
-            self.unschedulable_plugins.add(status.plugin)
-
-
-def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
-    """Upstream ``FitError.Error()``: ``0/N nodes are available: <sorted "count reason" list>.``"""
-    msg = f"0/{num_all_nodes} nodes are available:"
-    if diagnosis.pre_filter_msg:
-        msg += f" {diagnosis.pre_filter_msg}."
-    else:
-        counts: dict[str, int] = {}
-        for status in diagnosis.node_to_status.values():
-            for reason in status.reasons:
-                counts[reason] = counts.get(reason, 0) + 1
-        absent = num_all_nodes - len(diagnosis.node_to_status)
-        if absent > 0 and diagnosis.absent_nodes_status is not None:
-            for reason in diagnosis.absent_nodes_status.reasons:
-                counts[reason] = counts.get(reason, 0) + absent
-        histogram = sorted(f"{count} {reason}" for reason, count in counts.items())
-        if histogram:
-            msg += f" {', '.join(histogram)}."
-    if diagnosis.post_filter_msg:
-        msg += f" {diagnosis.post_filter_msg}."
-    return msg
-
-
-class FitError(Exception):
-    """No node fits the pod; ``str`` is the FailedScheduling message."""
-
-    def __init__(self, pod: PodInfo, num_all_nodes: int, diagnosis: Diagnosis) -> None:
-        super().__init__()
-        self.pod = pod
-        self.num_all_nodes = num_all_nodes
-        self.diagnosis = diagnosis
-
-    def __str__(self) -> str:
-        return fit_error_message(self.num_all_nodes, self.diagnosis)
-
-
-class NoNodesAvailableError(Exception):
-    def __str__(self) -> str:
-        return NO_NODES_AVAILABLE
-
-
-class SchedulingError(Exception):
-    """A plugin returned an error: the pod is retried with backoff."""
-
-    def __init__(self, status: Status) -> None:
-        super().__init__(status.message())
-        self.status = status
+class VectorMismatchError(AssertionError):
+    """A plugin's vector path disagreed with its reference implementation (strict mode only)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,28 +78,24 @@ class ScheduleResult:
     feasible_nodes: int
 
 
-NominatedPodsFn = Callable[[str], Sequence[PodInfo]]
-
-
-class ScheduleAlgorithm:
-    """Scheduler-wide search state: the rotating start index, the global percentage, the tie-break RNG."""
+class SchedulingCycle:
+    """Scheduler-wide search state (the rotating start index, the global percentage, the tie-break RNG) and the
+    cycle that uses it. One object per scheduler; explain and what-if make their own."""
 
     def __init__(
         self,
         *,
         rng: random.Random,
         percentage_of_nodes_to_score: int | None = None,
-        nominated_pods_for_node: NominatedPodsFn | None = None,
-        nominated_nodes: Callable[[], Collection[str]] | None = None,
+        strict_vectors: bool | None = None,
     ) -> None:
         self.rng = rng
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score or 0
         self.next_start_node_index = 0
-        self.nominated_pods_for_node = nominated_pods_for_node
-        self.nominated_nodes = nominated_nodes
-        # The rows of the last feasible list the vector filter path produced, so that scoring need not look
-        # them up again; only used when prioritize_and_select receives that very list.
-        self._feasible_rows: tuple[list[NodeInfo], IntArray] | None = None
+        self.strict_vectors = (
+            strict_vectors if strict_vectors is not None else os.environ.get(STRICT_VECTORS_ENV) == "1"
+        )
+        self._reported: set[str] = set()
 
     def num_feasible_nodes_to_find(self, profile_percentage: int | None, num_all_nodes: int) -> int:
         if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
@@ -154,27 +106,95 @@ class ScheduleAlgorithm:
         num = num_all_nodes * percentage // 100
         return max(num, MIN_FEASIBLE_NODES_TO_FIND)
 
-    # --- schedulePod ----------------------------------------------------------------------------------------
+    def _mismatch(self, recorder: CycleRecorder | None) -> MismatchReporter:
+        def report(plugin: str, what: str) -> None:
+            message = f"plugin {plugin!r}: vector path and reference disagree: {what}"
+            if recorder is not None:
+                recorder.mismatches.append(message)
+            if self.strict_vectors:
+                raise VectorMismatchError(message)
+            if plugin not in self._reported:
+                self._reported.add(plugin)
+                log.error("%s (reported once per plugin; the reference's verdict is used)", message)
 
-    def schedule_pod(
-        self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], table: NodeTable | None
+        return report
+
+    # --- the cycle ---------------------------------------------------------------------------------------
+
+    def schedule(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: Sequence[NodeInfo],
+        table: NodeTable | None,
+        *,
+        recorder: CycleRecorder | None = None,
     ) -> ScheduleResult:
-        """Raises NoNodesAvailableError, FitError or SchedulingError (upstream ``schedulePod``)."""
+        """schedulePod, then PostFilter when no node fits. Raises NoNodesAvailableError, FitError (with
+        PostFilter's ``nominating`` result and message) or SchedulingError."""
+        state.recorder = recorder
+        if recorder is not None:
+            recorder.score_plugins = [(p.name(), fwk.score_weights.get(p.name(), 1)) for p in fwk.score_plugins]
         if not nodes:
             raise NoNodesAvailableError()
-        feasible, diagnosis = self.find_nodes_that_fit_pod(fwk, state, pod, nodes, table)
+        try:
+            return self._schedule_pod(fwk, state, pod, nodes, table, recorder)
+        except FitError as exc:
+            if fwk.has_post_filter_plugins():
+                self._post_filter(fwk, state, pod, exc, recorder)
+            raise
+
+    def _schedule_pod(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: Sequence[NodeInfo],
+        table: NodeTable | None,
+        recorder: CycleRecorder | None,
+    ) -> ScheduleResult:
+        found, diagnosis = self.find_nodes_that_fit_pod(fwk, state, pod, nodes, table, recorder=recorder)
+        feasible = found.feasible
         if not feasible:
             raise FitError(pod, len(nodes), diagnosis)
         evaluated = len(feasible) + len(diagnosis.node_to_status)
-        if len(feasible) == 1:
+        if len(feasible) == 1 and recorder is None:
             return ScheduleResult(feasible[0].name, evaluated, 1)
-        host = self.prioritize_and_select(fwk, state, pod, feasible, table)
+        host = self.prioritize_and_select(fwk, state, pod, found, table, recorder=recorder)
         return ScheduleResult(host, evaluated, len(feasible))
 
+    def _post_filter(
+        self, fwk: Framework, state: CycleState, pod: PodInfo, exc: FitError, recorder: CycleRecorder | None
+    ) -> None:
+        diagnosis = exc.diagnosis
+        statuses = NodeToStatus(diagnosis.node_to_status, diagnosis.absent_nodes_status)
+        nominating, status = fwk.run_post_filter_plugins(state, pod, statuses)
+        diagnosis.post_filter_msg = status.message() if status is not None else ""
+        exc.nominating = nominating
+        if recorder is not None:
+            recorder.post_filter_ran = True
+            recorder.post_filter, recorder.post_filter_result = status, nominating
+        if status is not None and status.code == Code.ERROR:
+            log.error("running PostFilter plugins for %s: %s", pod.key, status.message())
+
+    # --- PreFilter and Filter (findNodesThatFitPod) -----------------------------------------------------
+
     def find_nodes_that_fit_pod(
-        self, fwk: Framework, state: CycleState, pod: PodInfo, all_nodes: Sequence[NodeInfo], table: NodeTable | None
-    ) -> tuple[list[NodeInfo], Diagnosis]:
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: PodInfo,
+        all_nodes: Sequence[NodeInfo],
+        table: NodeTable | None,
+        *,
+        recorder: CycleRecorder | None = None,
+        exhaustive: bool = False,
+    ) -> tuple[SearchResult, Diagnosis]:
+        """PreFilter, the nominated node first, then Filter over the rotation. ``exhaustive`` (what-if) examines
+        every node from the first, looking for all feasible ones, and leaves the rotation alone."""
         diagnosis = Diagnosis()
+        none = SearchResult([], None, 0)
         result, status, rejected = fwk.run_pre_filter_plugins(state, pod, all_nodes)
         diagnosis.unschedulable_plugins = set(rejected)
         if status is not None and status.code != Code.SUCCESS:
@@ -183,14 +203,20 @@ class ScheduleAlgorithm:
             diagnosis.absent_nodes_status = status
             diagnosis.pre_filter_msg = status.message()
             diagnosis.add_plugin_status(status)
-            return [], diagnosis
-        nominated = str(((pod.pod.get("status") or {}).get("nominatedNodeName")) or "")
-        if nominated:
+            return none, diagnosis
+        search = NodeSearch(
+            fwk, state, pod, diagnosis=diagnosis, on_mismatch=self._mismatch(recorder), recorder=recorder
+        )
+        nominated = str(pod.status.get("nominatedNodeName") or "")
+        if nominated and not exhaustive:
             node = _find(all_nodes, table, nominated)
             if node is not None:
-                feasible = self._filter_sequential(fwk, state, pod, diagnosis, [node], num_to_find=1, start=0)[0]
-                if feasible:
-                    return feasible, diagnosis
+                found = search.sequential([node], num_to_find=1, start=0)
+                if found.feasible:
+                    if recorder is not None:
+                        recorder.nominated_node = nominated
+                        recorder.feasible = [nominated]
+                    return found, diagnosis
         nodes: Sequence[NodeInfo] = all_nodes
         rows: IntArray | None = None
         if result is not None and result.node_names is not None:
@@ -200,198 +226,89 @@ class ScheduleAlgorithm:
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                 (f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(rejected))}]",),
             )
+            if recorder is not None:
+                recorder.pre_filter_nodes = frozenset(result.node_names)
             if table is not None:
                 rows = np.fromiter((table.index[ni.name] for ni in picked), np.int64, len(picked))
         elif table is not None:
             rows = np.arange(table.size, dtype=np.int64)
-        feasible, processed = self.find_nodes_that_pass_filters(fwk, state, pod, diagnosis, nodes, rows, table)
-        if all_nodes:
-            self.next_start_node_index = (self.next_start_node_index + processed) % len(all_nodes)
-        return feasible, diagnosis
+        found = self._pass_filters(fwk, search, nodes, rows, table, recorder=recorder, exhaustive=exhaustive)
+        if all_nodes and not exhaustive:
+            self.next_start_node_index = (self.next_start_node_index + found.processed) % len(all_nodes)
+        if recorder is not None:
+            recorder.feasible = [ni.name for ni in found.feasible]
+        return found, diagnosis
 
-    def find_nodes_that_pass_filters(
+    def _pass_filters(
         self,
         fwk: Framework,
-        state: CycleState,
-        pod: PodInfo,
-        diagnosis: Diagnosis,
+        search: NodeSearch,
         nodes: Sequence[NodeInfo],
         rows: IntArray | None,
         table: NodeTable | None,
-    ) -> tuple[list[NodeInfo], int]:
-        """Feasible nodes and how many nodes were processed (feasible + rejected)."""
+        *,
+        recorder: CycleRecorder | None,
+        exhaustive: bool,
+    ) -> SearchResult:
+        """Upstream ``findNodesThatPassFilters``: feasible nodes and how many nodes were processed."""
         n = len(nodes)
         if n == 0:
-            return [], 0
-        num_to_find = self.num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, n)
-        if not fwk.has_score_plugins():
-            num_to_find = 1
-        start = self.next_start_node_index % n
+            return SearchResult([], None, 0)
+        if exhaustive:
+            num_to_find, start = n, 0
+        else:
+            num_to_find = self.num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, n)
+            if not fwk.has_score_plugins():
+                num_to_find = 1
+            start = self.next_start_node_index % n
+        if recorder is not None:
+            recorder.num_to_find = num_to_find
         if not fwk.has_filter_plugins():
             picked = [nodes[(start + i) % n] for i in range(min(num_to_find, n))]
-            return picked, len(picked)
+            if recorder is not None:
+                for ni in picked:
+                    recorder.node(ni.name, examined=True)
+            return SearchResult(picked, None, len(picked))
         if table is not None and rows is not None:
-            return self._filter_vector(fwk, state, pod, diagnosis, nodes, rows, table, num_to_find, start)
-        return self._filter_sequential(fwk, state, pod, diagnosis, nodes, num_to_find=num_to_find, start=start)
+            return search.vector(rows, table, num_to_find=num_to_find, start=start)
+        return search.sequential(nodes, num_to_find=num_to_find, start=start)
 
-    def _filter_sequential(
-        self,
-        fwk: Framework,
-        state: CycleState,
-        pod: PodInfo,
-        diagnosis: Diagnosis,
-        nodes: Sequence[NodeInfo],
-        *,
-        num_to_find: int,
-        start: int,
-    ) -> tuple[list[NodeInfo], int]:
-        n = len(nodes)
-        feasible: list[NodeInfo] = []
-        processed = 0
-        for i in range(n):
-            node = nodes[(start + i) % n]
-            processed += 1
-            status = self._filter_node(fwk, state, pod, node)
-            if status is None:
-                feasible.append(node)
-                if len(feasible) >= num_to_find:
-                    break
-                continue
-            if status.code == Code.ERROR:
-                raise SchedulingError(status)
-            diagnosis.node_to_status[node.name] = status
-            diagnosis.add_plugin_status(status)
-        return feasible, processed
-
-    def _filter_node(self, fwk: Framework, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
-        """The reference verdict on one node, nominated pods included (upstream
-        ``RunFilterPluginsWithNominatedPods``)."""
-        nominated = self.nominated_pods_for_node(node.name) if self.nominated_pods_for_node is not None else ()
-        if nominated:
-            return fwk.run_filter_plugins_with_nominated_pods(state, pod, node, nominated)
-        return fwk.run_filter_plugins(state, pod, node)
-
-    def _nominated_rows(self, table: NodeTable) -> IntArray | None:
-        """Rows of nodes that have nominated pods, None when there are none."""
-        names = self.nominated_nodes() if self.nominated_nodes is not None else ()
-        if not names:
-            return None
-        index = table.index
-        found = [index[name] for name in names if name in index]
-        return np.array(found, np.int64) if found else None
-
-    def _filter_vector(
-        self,
-        fwk: Framework,
-        state: CycleState,
-        pod: PodInfo,
-        diagnosis: Diagnosis,
-        nodes: Sequence[NodeInfo],
-        rows: IntArray,
-        table: NodeTable,
-        num_to_find: int,
-        start: int,
-    ) -> tuple[list[NodeInfo], int]:
-        n = len(nodes)
-        order = np.concatenate((rows[start:], rows[:start])) if start else rows
-        skip = state.skip_filter_plugins
-        vector = fwk.has_filter_vector
-        masks = [_mask_fn(p, vector[p.name()], state, pod, table) for p in fwk.filter_plugins if p.name() not in skip]
-        nominated_rows = self._nominated_rows(table)
-        if nominated_rows is not None:
-            infos = table.node_infos
-
-            def with_nominated(rows: IntArray) -> BoolArray:
-                out = np.ones(len(rows), np.bool_)
-                for i in np.flatnonzero(np.isin(rows, nominated_rows)).tolist():
-                    out[i] = self._filter_node(fwk, state, pod, infos[int(rows[i])]) is None
-                return out
-
-            masks.append(with_nominated)
-        window = max(256, num_to_find + num_to_find // 4)
-        found: list[IntArray] = []
-        found_count = 0
-        processed = 0
-        rejected_rows: list[IntArray] = []
-        for offset in range(0, n, window):
-            chunk = order[offset : offset + window]
-            passing = chunk
-            for mask_of in masks:
-                passing = passing[mask_of(passing)]
-                if len(passing) == 0:
-                    break
-            need = num_to_find - found_count
-            if len(passing) >= need:
-                passing = passing[:need]
-                last = int(passing[-1])
-                upto = int(np.flatnonzero(chunk == last)[0]) + 1
-                processed += upto
-                found.append(passing)
-                found_count += need
-                if upto != need:
-                    rejected_rows.append(np.setdiff1d(chunk[:upto], passing, assume_unique=True))
-                break
-            processed += len(chunk)
-            found.append(passing)
-            found_count += len(passing)
-            if len(passing) != len(chunk):
-                rejected_rows.append(np.setdiff1d(chunk, passing, assume_unique=True))
-        if len(found) == 1:
-            feasible_rows = found[0]
-        else:
-            feasible_rows = np.concatenate(found) if found else np.zeros(0, np.int64)
-        feasible = list(map(table.node_infos.__getitem__, feasible_rows.tolist()))
-        self._feasible_rows = (feasible, feasible_rows)
-        if len(rejected_rows) == 1:
-            rejected = rejected_rows[0]
-        else:
-            rejected = np.concatenate(rejected_rows) if rejected_rows else np.zeros(0, np.int64)
-        if len(rejected):
-            # Reasons come from the reference filters; a pod that fits somewhere needs only their count.
-            if not feasible:
-                for r in rejected:
-                    node = table.node_infos[int(r)]
-                    status = self._filter_node(fwk, state, pod, node)
-                    if status is None:  # the vector path and the reference disagree: trust the reference
-                        feasible.append(node)
-                        continue
-                    if status.code == Code.ERROR:
-                        raise SchedulingError(status)
-                    diagnosis.node_to_status[node.name] = status
-                    diagnosis.add_plugin_status(status)
-            else:
-                placeholder = Status(Code.UNSCHEDULABLE, ())
-                for r in rejected:
-                    diagnosis.node_to_status[table.names[int(r)]] = placeholder
-        return feasible, processed
-
-    # --- prioritizeNodes / selectHost ----------------------------------------------------------------------
+    # --- PreScore, Score, selectHost (prioritizeNodes) ------------------------------------------------------
 
     def prioritize_and_select(
-        self, fwk: Framework, state: CycleState, pod: PodInfo, feasible: Sequence[NodeInfo], table: NodeTable | None
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: PodInfo,
+        found: SearchResult,
+        table: NodeTable | None,
+        *,
+        recorder: CycleRecorder | None = None,
     ) -> str:
+        feasible = found.feasible
         if not fwk.has_score_plugins():
-            return feasible[0].name
-        status = fwk.run_pre_score_plugins(state, pod, feasible)
-        if status is not None:
-            raise SchedulingError(status)
-        if table is not None:
-            cached = self._feasible_rows
-            self._feasible_rows = None
-            if cached is not None and cached[0] is feasible and len(cached[1]) == len(feasible):
-                rows = cached[1]
-            else:
-                index = table.index
-                rows = np.fromiter((index[ni.name] for ni in feasible), np.int64, len(feasible))
-            totals, status = fwk.vector_scores(state, pod, rows, feasible, table)
+            host = feasible[0].name
+        else:
+            status = fwk.run_pre_score_plugins(state, pod, feasible)
             if status is not None:
                 raise SchedulingError(status)
-            return feasible[self.select_index(totals)].name
-        scores, status = fwk.run_score_plugins(state, pod, feasible)
-        if status is not None:
-            raise SchedulingError(status)
-        totals = np.fromiter((s.total for s in scores), np.int64, len(scores))
-        return feasible[self.select_index(totals)].name
+            if table is not None:
+                rows = found.rows
+                if rows is None or len(rows) != len(feasible):
+                    index = table.index
+                    rows = np.fromiter((index[ni.name] for ni in feasible), np.int64, len(feasible))
+                totals, status = fwk.vector_scores(state, pod, rows, feasible, table)
+            else:
+                scores, status = fwk.run_score_plugins(state, pod, feasible)
+                totals = np.fromiter((s.total for s in scores), np.int64, len(scores))
+            if status is not None:
+                raise SchedulingError(status)
+            if recorder is not None:
+                self._record_scores(fwk, state, pod, found, table, totals, recorder)
+            host = feasible[self.select_index(totals)].name
+        if recorder is not None:
+            recorder.selected = host
+        return host
 
     def select_index(self, totals: IntArray) -> int:
         """The index of the highest total; ties broken uniformly by the seeded RNG."""
@@ -401,21 +318,63 @@ class ScheduleAlgorithm:
             return int(candidates[0])
         return int(candidates[self.rng.randrange(len(candidates))])
 
+    def _record_scores(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: PodInfo,
+        found: SearchResult,
+        table: NodeTable | None,
+        totals: IntArray,
+        recorder: CycleRecorder,
+    ) -> None:
+        """Each plugin's reference raw and normalised score per feasible node, held against the totals the
+        decision used (and against the plugin's own vector raw scores where it has them)."""
+        feasible = found.feasible
+        report = self._mismatch(recorder)
+        reference = np.zeros(len(feasible), np.int64)
+        for plugin in fwk.score_plugins:
+            name = plugin.name()
+            weight = fwk.score_weights.get(name, 1)
+            if name in state.skip_score_plugins:
+                for ni in feasible:
+                    recorder.node(ni.name, examined=True).scores[name] = ScoreRecord(0, 0, weight, skipped=True)
+                continue
+            raw = fwk.raw_scores(state, pod, plugin, feasible)
+            if isinstance(raw, Status):
+                raise SchedulingError(raw)
+            normalized = [NodeScore(s.name, s.score) for s in raw]
+            bad = fwk.normalize(state, pod, plugin, normalized)
+            if bad is not None:
+                raise SchedulingError(bad)
+            vector = fwk.score_vector_path(name)
+            if vector is not None and table is not None and found.rows is not None:
+                got = vector[0](state, pod, table, found.rows).tolist()
+                for ni, r, v in zip(feasible, raw, got, strict=True):
+                    if int(v) != r.score:
+                        report(name, f"score_vector gave node {ni.name} {int(v)}, score gives {r.score}")
+            for i, (r, s) in enumerate(zip(raw, normalized, strict=True)):
+                recorder.node(r.name, examined=True).scores[name] = ScoreRecord(r.score, s.score, weight)
+                reference[i] += s.score * weight
+        for ni, total, want in zip(feasible, totals.tolist(), reference.tolist(), strict=True):
+            recorder.node(ni.name, examined=True).total = int(total)
+            if int(total) != int(want):
+                report("(score totals)", f"node {ni.name}: vector total {total}, reference total {want}")
 
-def _mask_fn(
-    plugin: FilterPlugin, vector: bool, state: CycleState, pod: PodInfo, table: NodeTable
-) -> Callable[[IntArray], BoolArray]:
-    """The plugin's verdict over rows: its ``filter_vector``, or its per-node ``filter`` for plugins without one
-    (out-of-tree plugins, or in-tree ones that only have a reference implementation)."""
-    if vector:
-        return functools.partial(cast(VectorFilterPlugin, plugin).filter_vector, state, pod, table)
-    infos = table.node_infos
+    # --- the record of the nodes the cycle did not examine ---------------------------------------------------
 
-    def per_node(rows: IntArray) -> BoolArray:
-        verdicts = (plugin.filter(state, pod, infos[r]) is None for r in rows.tolist())
-        return np.fromiter(verdicts, np.bool_, len(rows))
-
-    return per_node
+    def record_unexamined(
+        self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], recorder: CycleRecorder
+    ) -> None:
+        """Every Filter plugin's verdict on the nodes the cycle did not reach (after it found enough feasible
+        nodes), for explain's full picture; marked unexamined, they change nothing about the decision."""
+        if recorder.pre_filter and any(
+            s is not None and s.code not in (Code.SUCCESS, Code.SKIP) for s in recorder.pre_filter.values()
+        ):
+            return  # PreFilter rejected the pod: no node was filtered
+        for ni in nodes:
+            if ni.name not in recorder.nodes:
+                recorder.node(ni.name, examined=False).filters = fwk.run_all_filter_plugins(state, pod, ni)
 
 
 def _find(nodes: Sequence[NodeInfo], table: NodeTable | None, name: str) -> NodeInfo | None:

@@ -38,7 +38,6 @@ from kubeplane.scheduler.framework.interface import (
     ClusterEvent,
     Code,
     CycleState,
-    NodeToStatus,
     PostFilterResult,
     Status,
 )
@@ -50,8 +49,8 @@ from kubeplane.scheduler.profile import build_profiles
 from kubeplane.scheduler.schedule_one import (
     FitError,
     NoNodesAvailableError,
-    ScheduleAlgorithm,
     ScheduleResult,
+    SchedulingCycle,
     SchedulingError,
 )
 
@@ -189,11 +188,10 @@ class Scheduler:
                 fwk.handle.event_recorder = EventRecorder(client, component=name, clock=self.clock)
             self._recorders[name] = fwk.handle.event_recorder or self.recorder
             fwk.metrics = self.metrics
-        self.algorithm = ScheduleAlgorithm(
-            rng=self.rng,
-            percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score,
-            nominated_pods_for_node=self.queue.nominated_pods_for_node,
-            nominated_nodes=self.queue.nominated_node_names,
+        # The one scheduling cycle (explain and what-if run the same class with a recorder); nominated pods
+        # reach it through each profile's handle.nominator, the queue.
+        self.cycle = SchedulingCycle(
+            rng=self.rng, percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score
         )
         self.pod_informer = self.informers.informer_for("pods")
         self.node_informer = self.informers.informer_for("nodes")
@@ -367,20 +365,12 @@ class Scheduler:
         start = time.perf_counter()  # scheduling_attempt_duration_seconds: real time, whatever the clock
         try:
             self.cache.update_snapshot(self.snapshot)
-            result = self.algorithm.schedule_pod(fwk, state, pod, self.snapshot.list(), self.snapshot.node_table)
+            result = self.cycle.schedule(fwk, state, pod, self.snapshot.list(), self.snapshot.node_table)
         except NoNodesAvailableError as exc:
             self._failure(fwk, qpi, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (str(exc),)), None, start=start)
             return
-        except FitError as exc:
-            nominating: PostFilterResult | None = None
-            if fwk.has_post_filter_plugins():
-                diagnosis = exc.diagnosis
-                statuses = NodeToStatus(diagnosis.node_to_status, diagnosis.absent_nodes_status)
-                nominating, post = fwk.run_post_filter_plugins(state, pod, statuses)
-                diagnosis.post_filter_msg = post.message() if post is not None else ""
-                if post is not None and post.code == Code.ERROR:
-                    log.error("running PostFilter plugins for %s: %s", pod.key, post.message())
-            self._failure(fwk, qpi, Status(Code.UNSCHEDULABLE, (str(exc),)), exc, nominating, start=start)
+        except FitError as exc:  # the cycle ran PostFilter (preemption): exc.nominating is its decision
+            self._failure(fwk, qpi, Status(Code.UNSCHEDULABLE, (str(exc),)), exc, exc.nominating, start=start)
             return
         except SchedulingError as exc:
             self._failure(fwk, qpi, exc.status, None, start=start)
@@ -395,13 +385,13 @@ class Scheduler:
         if reserved is not None:
             fwk.run_reserve_plugins_unreserve(state, assumed, host)
             self.cache.forget_pod(assumed)
-            self._failure(fwk, qpi, reserved, self._single_node_fit_error(pod, host, reserved), start=start)
+            self._failure(fwk, qpi, reserved, FitError.on_one_node(pod, host, reserved), start=start)
             return
         permit = fwk.run_permit_plugins(state, assumed, host)
         if permit is not None and permit.code != Code.WAIT:
             fwk.run_reserve_plugins_unreserve(state, assumed, host)
             self.cache.forget_pod(assumed)
-            self._failure(fwk, qpi, permit, self._single_node_fit_error(pod, host, permit), start=start)
+            self._failure(fwk, qpi, permit, FitError.on_one_node(pod, host, permit), start=start)
             return
         task = asyncio.ensure_future(self._binding_cycle(fwk, state, qpi, assumed, result, start))
         self._binding_tasks.add(task)
@@ -412,15 +402,6 @@ class Scheduler:
         self.cache.assume_pod(assumed)
         self.queue.delete_nominated_pod_if_exists(pod)
         return assumed
-
-    def _single_node_fit_error(self, pod: PodInfo, host: str, status: Status) -> FitError | None:
-        if not status.is_rejected():
-            return None
-        from kubeplane.scheduler.schedule_one import Diagnosis
-
-        diagnosis = Diagnosis(node_to_status={host: status})
-        diagnosis.add_plugin_status(status)
-        return FitError(pod, 1, diagnosis)
 
     async def _binding_cycle(
         self,
@@ -435,7 +416,7 @@ class Scheduler:
         try:
             status = await fwk.wait_on_permit(assumed)
             if status is not None:
-                err = self._single_node_fit_error(qpi.pod_info, host, status)
+                err = FitError.on_one_node(qpi.pod_info, host, status)
                 if err is not None:
                     err.diagnosis.unschedulable_plugins = {status.plugin} if status.plugin else set()
                 self._binding_failed(fwk, state, qpi, assumed, host, status, err, start=start)

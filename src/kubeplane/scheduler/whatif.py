@@ -52,12 +52,15 @@ from kubeplane.api.quantity import Format, Quantity
 from kubeplane.api.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, tolerations_tolerate_taint
 from kubeplane.scheduler.config import KubeSchedulerConfiguration
 from kubeplane.scheduler.explain import ExplainError, ExplainSetup, prepare
+from kubeplane.scheduler.framework.diagnosis import SchedulingError
 from kubeplane.scheduler.framework.interface import Code, CycleState, Status
+from kubeplane.scheduler.framework.recorder import CycleRecorder
 from kubeplane.scheduler.framework.registry import Registry
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
 from kubeplane.scheduler.plugins.node_affinity import ERR_REASON_POD
 from kubeplane.scheduler.plugins.node_resources_fit import InsufficientResource, fits_request
 from kubeplane.scheduler.plugins.node_unschedulable import UNSCHEDULABLE_TAINT
+from kubeplane.scheduler.schedule_one import SchedulingCycle
 
 __all__ = ["KINDS", "changes_json", "render_table", "what_if"]
 
@@ -80,39 +83,45 @@ class _Evaluation:
 
 
 def _evaluate(setup: ExplainSetup, *, full: bool) -> _Evaluation:
-    """PreFilter then Filter on every node, as explain does; ``full`` runs every Filter plugin on every node
-    (for proposing changes), otherwise a node stops at its first failing plugin (for verifying them)."""
+    """PreFilter then Filter on every node, through the scheduler's own cycle in its exhaustive mode (every
+    node examined, every feasible one found). ``full`` switches the recorder on to collect every Filter plugin's
+    verdict on every node (for proposing changes); without it only the feasible nodes are wanted (verifying)."""
     fwk, pod_info = setup.fwk, setup.pod_info
     node_infos = list(setup.snapshot.list())
     out = _Evaluation(fit=[])
     if not node_infos:
         return out
+    cycle = SchedulingCycle(rng=setup.rng, percentage_of_nodes_to_score=setup.percentage_of_nodes_to_score)
+    recorder = CycleRecorder() if full else None
     state = CycleState()
-    result, status, rejected = fwk.run_pre_filter_plugins(state, pod_info, node_infos)
-    if status is not None and status.code != Code.SUCCESS:
-        if not status.is_rejected():
-            raise ExplainError(status.message())
-        if full:
-            for ni in node_infos:
-                out.failing[ni.name] = dict.fromkeys(sorted(rejected), status)
+    state.recorder = recorder
+    try:
+        found, diagnosis = cycle.find_nodes_that_fit_pod(
+            fwk, state, pod_info, node_infos, setup.snapshot.node_table, recorder=recorder, exhaustive=True
+        )
+    except SchedulingError as exc:
+        raise ExplainError(exc.status.message()) from None
+    position = {ni.name: i for i, ni in enumerate(node_infos)}
+    out.fit = sorted((ni.name for ni in found.feasible), key=position.__getitem__)
+    if recorder is None:
         return out
-    allowed = result.node_names if result is not None else None
+    if diagnosis.pre_filter_msg:  # PreFilter rejected the pod on every node
+        rejected = sorted(diagnosis.unschedulable_plugins)
+        status = diagnosis.absent_nodes_status
+        assert status is not None
+        for ni in node_infos:
+            out.failing[ni.name] = dict.fromkeys(rejected, status)
+        return out
+    cycle.record_unexamined(fwk, state, pod_info, node_infos, recorder)
+    absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't satisfy plugin(s)",))
+    allowed = recorder.pre_filter_nodes
+    outside = sorted(diagnosis.unschedulable_plugins)
     for ni in node_infos:
         if allowed is not None and ni.name not in allowed:
-            if full:
-                absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't satisfy plugin(s)",))
-                out.failing[ni.name] = dict.fromkeys(sorted(rejected), absent)
+            out.failing[ni.name] = dict.fromkeys(outside, absent)
             continue
-        if full:
-            verdicts = fwk.run_all_filter_plugins(state, pod_info, ni)
-            failing = {n: s for n, s in verdicts.items() if s is not None and s.code != Code.SKIP}
-            out.failing[ni.name] = failing
-            if not failing:
-                out.fit.append(ni.name)
-        else:
-            first = fwk.run_filter_plugins(state, pod_info, ni)
-            if first is None or first.code in (Code.SUCCESS, Code.SKIP):
-                out.fit.append(ni.name)
+        verdicts = recorder.nodes[ni.name].filters
+        out.failing[ni.name] = {n: st for n, st in verdicts.items() if st is not None and st.code != Code.SKIP}
     return out
 
 

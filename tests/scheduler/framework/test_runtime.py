@@ -303,6 +303,9 @@ class _Nominations:
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         return list(self.pods)
 
+    def nominated_node_names(self) -> list[str]:
+        return ["n1"] if self.pods else []
+
 
 def test_filter_with_nominated_pods_reads_the_handles_nominator_by_default() -> None:
     """Upstream's RunFilterPluginsWithNominatedPods takes no pod list: pods nominated to the node (from the

@@ -386,6 +386,9 @@ class _Nominated:
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         return list(self.pods) if node_name == "node1" else []
 
+    def nominated_node_names(self) -> list[str]:
+        return ["node1"] if self.pods else []
+
 
 async def test_execution_clears_lower_nominations_marks_and_deletes_victims_and_gates_meanwhile() -> None:
     client = RecordingClient()

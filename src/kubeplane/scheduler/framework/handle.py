@@ -7,7 +7,7 @@ v1 dict with upstream's defaults applied (``{}`` for plugins without args).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -29,10 +29,17 @@ class PodNominator(Protocol):
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]: ...
 
+    def nominated_node_names(self) -> Collection[str]:
+        """The nodes with at least one nominated pod (the cycle re-checks only those with them)."""
+        ...
+
 
 class _NoNominations:
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         return []
+
+    def nominated_node_names(self) -> Collection[str]:
+        return ()
 
 
 def _no_activation(pods: Iterable[PodInfo]) -> None:

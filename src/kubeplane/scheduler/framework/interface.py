@@ -12,12 +12,13 @@ Mirrors ``pkg/scheduler/framework/interface.go`` (kube-scheduler v1.37). Convent
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from kubeplane.scheduler.backend.node_table import BoolArray, IntArray, NodeTable
+    from kubeplane.scheduler.framework.recorder import CycleRecorder
     from kubeplane.scheduler.framework.types import NodeInfo, PodInfo, QueuedPodInfo
 
 __all__ = [
@@ -192,7 +193,14 @@ class CycleState:
     only reads it. ``clone`` copies values that have a ``clone`` method (preemption runs filters on copies).
     """
 
-    __slots__ = ("_data", "record_metrics", "skip_filter_plugins", "skip_pre_bind_plugins", "skip_score_plugins")
+    __slots__ = (
+        "_data",
+        "record_metrics",
+        "recorder",
+        "skip_filter_plugins",
+        "skip_pre_bind_plugins",
+        "skip_score_plugins",
+    )
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
@@ -200,6 +208,9 @@ class CycleState:
         self.skip_score_plugins: set[str] = set()
         self.skip_pre_bind_plugins: set[str] = set()
         self.record_metrics = False
+        self.recorder: CycleRecorder | None = None
+        """Set for a recorded cycle (explain, what-if): the framework writes each PreFilter and PreScore
+        plugin's status into it. Clones (preemption's what-ifs) do not record."""
 
     def read(self, key: str) -> Any:
         """The value under ``key``; raises ``KeyError`` (upstream ``ErrNotFound``) when absent."""
@@ -463,26 +474,6 @@ class BindPlugin(Plugin, Protocol):
 @runtime_checkable
 class PostBindPlugin(Plugin, Protocol):
     def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None: ...
-
-
-@dataclass
-class Diagnosis:
-    """Why a pod did not fit: per-node statuses, the plugins that rejected it, a PreFilter message."""
-
-    node_to_status: dict[str, Status] = field(default_factory=dict)
-    unschedulable_plugins: set[str] = field(default_factory=set)
-    pending_plugins: set[str] = field(default_factory=set)
-    pre_filter_msg: str = ""
-    post_filter_msg: str = ""
-    absent_nodes_status: Status | None = None
-
-
-def reasons_histogram(statuses: Iterable[Status]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for status in statuses:
-        for reason in status.reasons:
-            counts[reason] = counts.get(reason, 0) + 1
-    return counts
 
 
 @runtime_checkable

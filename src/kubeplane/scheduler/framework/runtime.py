@@ -259,6 +259,8 @@ class Framework:
                 return None, _wrap("PreFilter", name, Status.from_error(exc)), rejected
             if t0:
                 self._plugin_done(name, "PreFilter", status, t0)
+            if state.recorder is not None:
+                state.recorder.pre_filter[name] = status
             if status is not None and status.code == Code.SKIP:
                 state.skip_filter_plugins.add(name)
                 continue
@@ -421,6 +423,8 @@ class Framework:
             status = plugin.pre_score(state, pod, nodes)
             if t0:
                 self._plugin_done(plugin.name(), "PreScore", status, t0)
+            if state.recorder is not None:
+                state.recorder.pre_score[plugin.name()] = status
             if status is None or status.code == Code.SUCCESS:
                 continue
             if status.code == Code.SKIP:
@@ -488,6 +492,10 @@ class Framework:
                 entry.scores[name] = weighted
                 entry.total += weighted
         return result, None
+
+    def score_vector_path(self, name: str) -> tuple[Any, Any] | None:
+        """The plugin's ``(score_vector, normalize_vector or None)`` when it scores rows of a NodeTable."""
+        return self._vector_score.get(name)
 
     def vector_scores(
         self, state: CycleState, pod: PodInfo, rows: Any, nodes: Sequence[NodeInfo], table: Any

@@ -38,6 +38,7 @@ from kubeplane.api.labels import SelectorError, label_selector_as_selector
 from kubeplane.api.meta import format_time, parse_time
 from kubeplane.client.errors import ClientError, NotFoundError
 from kubeplane.client.interface import PatchType
+from kubeplane.scheduler.framework.diagnosis import Diagnosis, fit_error_message
 from kubeplane.scheduler.framework.handle import Handle
 from kubeplane.scheduler.framework.interface import (
     ActionType,
@@ -52,7 +53,6 @@ from kubeplane.scheduler.framework.interface import (
 )
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
-from kubeplane.scheduler.schedule_one import Diagnosis, fit_error_message
 
 __all__ = ["NAME", "OUTCOME_KEY", "Candidate", "DefaultPreemption", "PreemptionOutcome", "new"]
 

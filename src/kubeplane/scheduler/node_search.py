@@ -1,0 +1,271 @@
+"""The Filter stage of one cycle (upstream ``findNodesThatPassFilters``): nodes are examined from a start index in
+rotation until ``num_to_find`` are feasible; both the vector path and the per-node reference live here.
+
+Fast path (DESIGN decision 6): the rotation is scanned in windows with numpy masks over the snapshot's
+NodeTable (a plugin without ``filter_vector`` is asked node by node for the rows still passing, so out-of-tree
+plugins keep working). Nodes with nominated pods are the exception: a row the masks pass is checked again with
+the nominated pods (upstream ``RunFilterPluginsWithNominatedPods``; a node the masks reject fails that check
+too, since the pod must also fit without them). The reference filters run on rejected nodes only when their
+reasons are needed (the pod fit nowhere), so statuses and the FailedScheduling message are the reference's.
+
+Vector paths are held to their reference: wherever both ran on a node (rejected nodes of a pod that fit nowhere;
+every examined node when a recorder is on) a disagreement is reported through ``on_mismatch`` — an error in
+tests, logged once per plugin in production — and the reference's verdict is the one used.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+import numpy as np
+
+from kubeplane.scheduler.backend.node_table import BoolArray, IntArray, NodeTable
+from kubeplane.scheduler.framework.diagnosis import Diagnosis, SchedulingError
+from kubeplane.scheduler.framework.interface import Code, CycleState, FilterPlugin, Status, VectorFilterPlugin
+from kubeplane.scheduler.framework.recorder import CycleRecorder
+from kubeplane.scheduler.framework.runtime import Framework
+from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
+
+__all__ = ["MismatchReporter", "NodeSearch", "SearchResult"]
+
+MismatchReporter = Callable[[str, str], None]
+"""``(plugin, what happened)``: called for each disagreement between a vector path and its reference."""
+
+_EMPTY_ROWS = np.zeros(0, np.int64)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    feasible: list[NodeInfo]
+    rows: IntArray | None
+    """The NodeTable rows of ``feasible`` (same order) when the vector path ran: scoring reuses them."""
+    processed: int
+    """How many nodes were examined (feasible + rejected): the rotation advances by this much."""
+
+
+class NodeSearch:
+    """One pod's Filter stage: the framework, the cycle's state, the pod and where verdicts go."""
+
+    __slots__ = ("diagnosis", "fwk", "on_mismatch", "pod", "recorder", "state")
+
+    def __init__(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: PodInfo,
+        *,
+        diagnosis: Diagnosis,
+        on_mismatch: MismatchReporter,
+        recorder: CycleRecorder | None = None,
+    ) -> None:
+        self.fwk = fwk
+        self.state = state
+        self.pod = pod
+        self.diagnosis = diagnosis
+        self.on_mismatch = on_mismatch
+        self.recorder = recorder
+
+    # --- the verdict on one node ---------------------------------------------------------------------
+
+    def filter_node(self, node: NodeInfo) -> Status | None:
+        """The reference verdict on one node, nominated pods included (upstream
+        ``RunFilterPluginsWithNominatedPods``, through the handle's nominator, the one route to them)."""
+        fwk = self.fwk
+        nominated = fwk.nominated_pods_for_node(node.name)
+        if nominated:
+            return fwk.run_filter_plugins_with_nominated_pods(self.state, self.pod, node, nominated)
+        return fwk.run_filter_plugins(self.state, self.pod, node)
+
+    def _reject(self, node: NodeInfo, status: Status) -> None:
+        if status.code == Code.ERROR:
+            raise SchedulingError(status)
+        self.diagnosis.node_to_status[node.name] = status
+        self.diagnosis.add_plugin_status(status)
+        if self.recorder is not None:
+            self.recorder.node(node.name, examined=True).rejected = status
+
+    def _record(self, node: NodeInfo) -> dict[str, Status | None]:
+        """Every Filter plugin's verdict on an examined node, into the recorder."""
+        assert self.recorder is not None
+        verdicts = self.fwk.run_all_filter_plugins(self.state, self.pod, node)
+        self.recorder.node(node.name, examined=True).filters = verdicts
+        return verdicts
+
+    # --- per-node reference path ---------------------------------------------------------------------
+
+    def sequential(self, nodes: Sequence[NodeInfo], *, num_to_find: int, start: int) -> SearchResult:
+        n = len(nodes)
+        feasible: list[NodeInfo] = []
+        processed = 0
+        for i in range(n):
+            node = nodes[(start + i) % n]
+            processed += 1
+            if self.recorder is not None:
+                self._record(node)
+            status = self.filter_node(node)
+            if status is None:
+                feasible.append(node)
+                if len(feasible) >= num_to_find:
+                    break
+                continue
+            self._reject(node, status)
+        return SearchResult(feasible, None, processed)
+
+    # --- vector path -----------------------------------------------------------------------------------
+
+    def _masks(self, table: NodeTable) -> list[tuple[FilterPlugin, Callable[[IntArray], BoolArray]]]:
+        skip = self.state.skip_filter_plugins
+        vector = self.fwk.has_filter_vector
+        return [
+            (p, _mask_fn(p, vector[p.name()], self.state, self.pod, table))
+            for p in self.fwk.filter_plugins
+            if p.name() not in skip
+        ]
+
+    def _nominated_mask(self, table: NodeTable) -> Callable[[IntArray], BoolArray] | None:
+        """The mask that re-checks rows of nodes with nominated pods, None when no node has any."""
+        names = self.fwk.handle.nominator.nominated_node_names()
+        if not names:
+            return None
+        index = table.index
+        found = [index[name] for name in names if name in index]
+        if not found:
+            return None
+        nominated_rows = np.array(found, np.int64)
+        infos = table.node_infos
+
+        def with_nominated(rows: IntArray) -> BoolArray:
+            out = np.ones(len(rows), np.bool_)
+            for i in np.flatnonzero(np.isin(rows, nominated_rows)).tolist():
+                out[i] = self.filter_node(infos[int(rows[i])]) is None
+            return out
+
+        return with_nominated
+
+    def vector(self, rows: IntArray, table: NodeTable, *, num_to_find: int, start: int) -> SearchResult:
+        """Scan ``rows`` (in snapshot order) from ``start`` in windows until ``num_to_find`` rows pass."""
+        n = len(rows)
+        order = np.concatenate((rows[start:], rows[:start])) if start else rows
+        plugin_masks = self._masks(table)
+        masks = [mask for _p, mask in plugin_masks]
+        nominated = self._nominated_mask(table)
+        if nominated is not None:
+            masks.append(nominated)
+        window = max(256, num_to_find + num_to_find // 4)
+        found: list[IntArray] = []
+        found_count = 0
+        processed = 0
+        rejected_rows: list[IntArray] = []
+        for offset in range(0, n, window):
+            chunk = order[offset : offset + window]
+            passing = chunk
+            for mask_of in masks:
+                passing = passing[mask_of(passing)]
+                if len(passing) == 0:
+                    break
+            need = num_to_find - found_count
+            if len(passing) >= need:
+                passing = passing[:need]
+                last = int(passing[-1])
+                upto = int(np.flatnonzero(chunk == last)[0]) + 1
+                processed += upto
+                found.append(passing)
+                found_count += need
+                if upto != need:
+                    rejected_rows.append(np.setdiff1d(chunk[:upto], passing, assume_unique=True))
+                break
+            processed += len(chunk)
+            found.append(passing)
+            found_count += len(passing)
+            if len(passing) != len(chunk):
+                rejected_rows.append(np.setdiff1d(chunk, passing, assume_unique=True))
+        feasible_rows = _concat(found)
+        rejected = _concat(rejected_rows)
+        if self.recorder is not None:
+            self._check_rows(order[:processed], plugin_masks, table)
+        infos = table.node_infos
+        feasible = list(map(infos.__getitem__, feasible_rows.tolist()))
+        if len(rejected):
+            if not feasible:  # reasons come from the reference filters
+                trusted: list[int] = []
+                for r in rejected.tolist():
+                    node = infos[r]
+                    status = self.filter_node(node)
+                    if status is None:
+                        self._blame(node, plugin_masks, table, r)
+                        trusted.append(r)
+                        continue
+                    self._reject(node, status)
+                if trusted:
+                    feasible_rows = np.array(trusted, np.int64)
+                    feasible = [infos[r] for r in trusted]
+            else:  # a pod that fits somewhere needs only the number of rejected nodes
+                placeholder = Status(Code.UNSCHEDULABLE, ())
+                names = table.names
+                for r in rejected.tolist():
+                    self.diagnosis.node_to_status[names[r]] = placeholder
+                    if self.recorder is not None:
+                        self.recorder.node(names[r], examined=True).rejected = self.filter_node(infos[r])
+        return SearchResult(feasible, feasible_rows, processed)
+
+    def _blame(
+        self,
+        node: NodeInfo,
+        plugin_masks: Sequence[tuple[FilterPlugin, Callable[[IntArray], BoolArray]]],
+        table: NodeTable,
+        row: int,
+    ) -> None:
+        """The masks rejected a node its reference passes: name the vector path(s) that did."""
+        one = np.array([row], np.int64)
+        for plugin, mask in plugin_masks:
+            if self.fwk.has_filter_vector[plugin.name()] and not bool(mask(one)[0]):
+                self.on_mismatch(plugin.name(), f"filter_vector rejected node {node.name}, filter passes it")
+
+    def _check_rows(
+        self,
+        examined: IntArray,
+        plugin_masks: Sequence[tuple[FilterPlugin, Callable[[IntArray], BoolArray]]],
+        table: NodeTable,
+    ) -> None:
+        """Recorded cycle: every plugin's reference verdict on every examined row, held against its vector mask."""
+        rows = examined.tolist()
+        verdicts = [self._record(table.node_infos[r]) for r in rows]
+        for plugin, mask in plugin_masks:
+            name = plugin.name()
+            if not self.fwk.has_filter_vector[name]:
+                continue
+            got = mask(examined).tolist()
+            for r, passed, by_plugin in zip(rows, got, verdicts, strict=True):
+                verdict = by_plugin.get(name)
+                reference = verdict is None or verdict.code in (Code.SUCCESS, Code.SKIP)
+                if bool(passed) != reference:
+                    self.on_mismatch(
+                        name,
+                        f"filter_vector {'passed' if passed else 'rejected'} node {table.names[r]}, "
+                        f"filter {'passes' if reference else 'rejects'} it",
+                    )
+
+
+def _concat(parts: list[IntArray]) -> IntArray:
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else _EMPTY_ROWS
+
+
+def _mask_fn(
+    plugin: FilterPlugin, vector: bool, state: CycleState, pod: PodInfo, table: NodeTable
+) -> Callable[[IntArray], BoolArray]:
+    """The plugin's verdict over rows: its ``filter_vector``, or its per-node ``filter`` for plugins without one
+    (out-of-tree plugins, or in-tree ones that only have a reference implementation)."""
+    if vector:
+        return functools.partial(cast(VectorFilterPlugin, plugin).filter_vector, state, pod, table)
+    infos = table.node_infos
+
+    def per_node(rows: IntArray) -> BoolArray:
+        verdicts = (plugin.filter(state, pod, infos[r]) is None for r in rows.tolist())
+        return np.fromiter(verdicts, np.bool_, len(rows))
+
+    return per_node
