@@ -144,7 +144,12 @@ class Scheduler:
         self.config = config if config is not None else default_config()
         self.clock = clock if clock is not None else SystemClock()
         self.rng = rng if rng is not None else random.Random()
-        self.informers = informer_factory or SharedInformerFactory(client, clock=self.clock, rng=self.rng)
+        # The informers' watch-timeout jitter draws from a copy of the seed's sequence, so that how often a
+        # watch restarts never shifts the draws of scheduling decisions (tie-breaks, preemption's offset):
+        # explain with the same seed makes the same first decision.
+        informer_rng = random.Random()
+        informer_rng.setstate(self.rng.getstate())
+        self.informers = informer_factory or SharedInformerFactory(client, clock=self.clock, rng=informer_rng)
         self._own_recorder = event_recorder is None
         self.recorder = event_recorder or EventRecorder(client, component="default-scheduler", clock=self.clock)
         self.cache = Cache(self.clock)
