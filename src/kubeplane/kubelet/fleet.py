@@ -37,89 +37,46 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from kubeplane.api.durations import format_duration, parse_duration
+from kubeplane.api.durations import format_duration
 from kubeplane.api.meta import format_time
 from kubeplane.client.clock import Clock, SystemClock
 from kubeplane.client.errors import AlreadyExistsError, ConflictError, NotFoundError
-from kubeplane.client.events import EventRecorder
 from kubeplane.client.informer import SharedInformer
 from kubeplane.client.interface import Client, PatchType
 from kubeplane.client.workqueue import QueueShutDown, RateLimitingQueue
-from kubeplane.gpu.model import (
-    GPU_DEVICES_ANNOTATION,
-    MILLI_PER_GPU,
-    devices_of,
-    format_devices,
-    gpu_request_or_none,
-    node_gpu_count,
-)
 
 from . import admission, eviction
 from .config import NodeSpec
-from .node import (
-    CONDITION_ORDER,
-    NODE_LEASE_NAMESPACE,
-    condition,
-    node_info,
-    node_lease,
-    registration_node,
-    sorted_images,
+from .device_manager import DeviceManager
+from .node import CONDITION_ORDER, NODE_LEASE_NAMESPACE, condition, node_info, node_lease, registration_node
+from .runtime import ContainerRuntime, PodRuntime, normalize_image
+from .state import (
+    DURATION_ANNOTATION,
+    EXIT_CODE_ANNOTATION,
+    HEARTBEAT_ANNOTATION,
+    SHUTDOWN_ANNOTATION,
+    FleetOptions,
+    NodeEvents,
+    Obj,
+    PodTasks,
+    SimNode,
+    annotation,
+    delay,
+    delete_pod,
+    seconds,
 )
-from .runtime import ContainerRuntime, IPAllocator, PodRuntime, normalize_image
 from .static_pods import is_mirror_pod, load_static_pods, mirror_hash, mirror_pod
+
+__all__ = ["DURATION_ANNOTATION", "Fleet", "FleetOptions", "SimNode"]
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
-
-DURATION_ANNOTATION = "sim.kubeplane.io/duration"
-EXIT_CODE_ANNOTATION = "sim.kubeplane.io/exit-code"
-SHUTDOWN_ANNOTATION = "sim.kubeplane.io/shutdown-duration"
-HEARTBEAT_ANNOTATION = "sim.kubeplane.io/heartbeat"
 BACKOFF_INITIAL, BACKOFF_MAX = 10.0, 300.0  # upstream container restart back-off
-
-
-@dataclass
-class FleetOptions:
-    """Timings (upstream defaults) and the simulated delays of container start-up."""
-
-    status_update_frequency: float = 10.0
-    status_report_frequency: float = 300.0
-    lease_renew_interval: float = 10.0
-    eviction_monitoring_period: float = 10.0
-    pressure_transition_period: float = eviction.PRESSURE_TRANSITION_PERIOD
-    file_check_frequency: float = 20.0
-    sandbox_delay: float = 0.0
-    pull_delay: float = 0.5
-    create_delay: float = 0.0
-    start_delay: float = 0.0
-    shutdown_delay: float | None = None
-    """Seconds a container takes to exit after SIGTERM; None: it uses the whole grace period (then SIGKILL)."""
-    pulled_image_size: int = 100 * 2**20
-    status_workers: int = 16
-    register_concurrency: int = 16
-
-
-def _seconds(text: str) -> float | None:
-    try:
-        return parse_duration(text.strip()) / 1e9
-    except ValueError:
-        try:
-            return float(text)
-        except ValueError:
-            return None
-
-
-def _annotation(pod: Mapping[str, Any], key: str) -> str | None:
-    value = ((pod.get("metadata") or {}).get("annotations") or {}).get(key)
-    return None if value is None else str(value)
 
 
 def _default_pull_policy(image: str) -> str:
@@ -128,69 +85,6 @@ def _default_pull_policy(image: str) -> str:
         return "IfNotPresent"
     tag = image.rsplit("/", 1)[-1].partition(":")[2]
     return "Always" if tag in ("", "latest") else "IfNotPresent"
-
-
-@dataclass(eq=False)
-class SimNode:
-    """One simulated kubelet's state."""
-
-    spec: NodeSpec
-    node: Obj | None = None
-    uid: str = ""
-    ips: IPAllocator = field(init=False)
-    images: dict[str, Obj] = field(default_factory=dict)  # normalized name -> node.status.images entry
-    pods: dict[str, PodRuntime] = field(default_factory=dict)  # uid -> runtime holding resources
-    stopped_by: set[str] = field(default_factory=set)  # "api", "annotation", "config"
-    memory_pressure: bool = False
-    pressure_seen_at: float = float("-inf")
-    last_report: float = float("-inf")
-    reported: tuple[Any, ...] = ()
-    full_report_due: bool = True
-    lease: Obj | None = None
-    recorder: EventRecorder | None = None
-    held: set[str] = field(default_factory=set)  # uids whose writes wait for the node to come back
-    static: dict[str, Obj] = field(default_factory=dict)  # config hash -> static pod
-    static_runtimes: dict[str, PodRuntime] = field(default_factory=dict)  # config hash -> runtime
-    thresholds: list[eviction.Threshold] = field(default_factory=list)
-    gpus: dict[str, tuple[int, tuple[int, ...]]] = field(default_factory=dict)  # uid -> (milli, devices)
-
-    def __post_init__(self) -> None:
-        """What follows from the spec: the IP pool, the images, the eviction thresholds, a configured stop."""
-        self.ips = IPAllocator(self.spec.pod_cidr)
-        try:
-            self.thresholds = eviction.parse_thresholds(self.spec.eviction_hard or eviction.DEFAULT_EVICTION_HARD)
-        except ValueError as exc:
-            raise ValueError(f"node {self.spec.name}: evictionHard: {exc}") from None
-        if not self.spec.heartbeat:
-            self.stopped_by.add("config")
-        for entry in self.spec.images:
-            for name in entry["names"]:
-                self.images[normalize_image(name)] = dict(entry)
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def running(self) -> bool:
-        return not self.stopped_by
-
-    def has_image(self, image: str) -> bool:
-        return normalize_image(image) in self.images
-
-    def image_list(self) -> list[Obj]:
-        unique = {id(e): e for e in self.images.values()}
-        return sorted_images(list(unique.values()))
-
-    def gpu_idle(self, node: Mapping[str, Any]) -> list[int]:
-        """Free milli per GPU device of ``node`` after the pods holding devices here (a device past its capacity,
-        e.g. after the node shrank, has negative idle: nothing more fits there)."""
-        idle = [MILLI_PER_GPU] * node_gpu_count(node)
-        for milli, devices in self.gpus.values():
-            for d in devices:
-                if 0 <= d < len(idle):
-                    idle[d] -= milli
-        return idle
 
 
 class Fleet:
@@ -221,7 +115,9 @@ class Fleet:
         )
         self.node_informer = SharedInformer(client, self._nodes_res, clock=self.clock, rng=self.rng)
         self.runtimes: dict[str, PodRuntime] = {}  # uid -> runtime, until the pod is gone from the API
-        self._pod_tasks: dict[str, asyncio.Task[None]] = {}
+        self.pod_tasks = PodTasks()
+        self.events = NodeEvents(client, clock=self.clock, rng=self.rng)
+        self.devices = DeviceManager(client, tasks=self.pod_tasks)
         self._tasks: list[asyncio.Task[None]] = []
         self._writes: RateLimitingQueue[str] = RateLimitingQueue(clock=self.clock)
         self._dirty: set[str] = set()
@@ -282,13 +178,13 @@ class Fleet:
         if self._stopped:
             return
         self._stopped = True
-        for task in [*self._tasks, *self._pod_tasks.values()]:
+        for task in [*self._tasks, *self.pod_tasks.all()]:
             task.cancel()
-        for task in [*self._tasks, *self._pod_tasks.values()]:
+        for task in [*self._tasks, *self.pod_tasks.all()]:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
-        self._pod_tasks.clear()
+        self.pod_tasks.clear()
         self._writes.shut_down()
         await self.pod_informer.stop()
         await self.node_informer.stop()
@@ -370,17 +266,12 @@ class Fleet:
                 log.warning("kubelet %s: unable to register node: %s", sim.name, exc)
                 await self.clock.sleep(7.0)
 
-    def _node_event(self, sim: SimNode, type_: str, reason: str, message: str) -> None:
-        """An Event about the Node (upstream's node reference uses the node name as its UID)."""
-        self._event(sim, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": sim.name, "uid": sim.name}},
-                    type_, reason, message)  # fmt: skip
-
     def _started_events(self, sim: SimNode) -> None:
         """What ``kubectl describe node`` shows of a kubelet's start (``kubelet.go`` and ``setters.go``)."""
-        self._node_event(sim, "Normal", "Starting", "Starting kubelet.")
+        self.events.node(sim, "Normal", "Starting", "Starting kubelet.")
         for event in ("NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID"):
-            self._node_event(sim, "Normal", event, f"Node {sim.name} status is now: {event}")
-        self._node_event(sim, "Normal", "NodeAllocatableEnforced", "Updated Node Allocatable limit across pods")
+            self.events.node(sim, "Normal", event, f"Node {sim.name} status is now: {event}")
+        self.events.node(sim, "Normal", "NodeAllocatableEnforced", "Updated Node Allocatable limit across pods")
 
     async def _node_loop(self, sim: SimNode) -> None:
         period = min(self.options.lease_renew_interval, self.options.status_update_frequency)
@@ -480,7 +371,7 @@ class Fleet:
             return
         sim.node = node
         sim.uid = str(node["metadata"].get("uid", sim.uid))
-        value = _annotation(node, HEARTBEAT_ANNOTATION)
+        value = annotation(node, HEARTBEAT_ANNOTATION)
         stop = value == "false"
         if value == "true" and sim.stopped_by - {"annotation"}:  # "true" also revives a node stopped otherwise
             sim.stopped_by.clear()
@@ -513,7 +404,7 @@ class Fleet:
         if rt is not None:
             if rt.static_hash and deleting:
                 # deleting a mirror pod does not stop its static pod: it is deleted for good and created again
-                self._spawn(f"mirror {rt.static_hash}", self._replace_mirror(sim, pod, rt.static_hash))
+                self.pod_tasks.spawn(f"mirror {rt.static_hash}", self._replace_mirror(sim, pod, rt.static_hash))
                 return
             rt.pod = pod
             if deleting and not rt.terminating:
@@ -546,19 +437,17 @@ class Fleet:
             sim = self.nodes.get(rt.node)
             if sim is not None and rt.static_hash in sim.static:
                 self.runtimes.pop(uid, None)
-                self._spawn(f"mirror {uid}", self._ensure_mirror(sim, rt.static_hash))
+                self.pod_tasks.spawn(f"mirror {uid}", self._ensure_mirror(sim, rt.static_hash))
                 return
         self._forget(uid)
 
     def _forget(self, uid: str) -> None:
         rt = self.runtimes.pop(uid, None)
-        task = self._pod_tasks.pop(uid, None)
-        if task is not None:
-            task.cancel()
+        self.pod_tasks.cancel(uid)
         if rt is not None:
             sim = self.nodes.get(rt.node)
             if sim is not None:
-                self._release(sim, rt)
+                sim.release(rt)
                 if rt.static_hash and sim.static_runtimes.get(rt.static_hash) is rt:
                     del sim.static_runtimes[rt.static_hash]
 
@@ -567,58 +456,13 @@ class Fleet:
         self.runtimes[rt.uid] = rt
         return rt
 
-    def _release(self, sim: SimNode, rt: PodRuntime) -> None:
-        """The pod stops counting against the node: its resources, GPU devices and IP are free again."""
-        if sim.pods.pop(rt.uid, None) is not None and rt.pod_ip and rt.pod_ip != sim.spec.address:
-            sim.ips.release(rt.pod_ip)
-        sim.gpus.pop(rt.uid, None)
-        rt.holding = False
-
-    def _hold_gpus(self, sim: SimNode, pod: Obj, devices: tuple[int, ...] | None) -> None:
-        """Account ``devices`` to the pod on ``sim``; annotate the pod with them when it does not say so."""
-        if devices is None:
-            return
-        request = gpu_request_or_none(pod)
-        if request is None:
-            return
-        uid = str(pod["metadata"].get("uid", ""))
-        sim.gpus[uid] = (request.milli, devices)
-        if devices_of(pod) != devices:
-            meta = pod["metadata"]
-            self._spawn(
-                f"gpu {uid}", self._annotate_devices(str(meta.get("namespace", "")), str(meta["name"]), devices)
-            )
-
-    async def _annotate_devices(self, namespace: str, name: str, devices: tuple[int, ...]) -> None:
-        patch = {"metadata": {"annotations": {GPU_DEVICES_ANNOTATION: format_devices(devices)}}}
-        try:
-            await self.client.patch(self._pods_res, name, patch, patch_type=PatchType.MERGE, namespace=namespace)
-        except NotFoundError:
-            return
-        except Exception as exc:  # the accounting stands; the scheduler places an unannotated pod first fit
-            log.info("kubelet: annotating pod %s/%s with its GPUs failed: %s", namespace, name, exc)
-
-    def _spawn(self, key: str, coro: Any) -> None:
-        old = self._pod_tasks.get(key)
-        if old is not None and not old.done():
-            old.cancel()
-        task = asyncio.get_running_loop().create_task(coro, name=f"kubelet pod {key}")
-        self._pod_tasks[key] = task
-        task.add_done_callback(functools.partial(self._task_done, key))
-
-    def _task_done(self, key: str, task: asyncio.Task[None]) -> None:
-        if self._pod_tasks.get(key) is task:
-            del self._pod_tasks[key]
-        if not task.cancelled() and task.exception() is not None:
-            log.error("kubelet pod task %s failed", key, exc_info=task.exception())
-
     # --- admission and the lifecycle ----------------------------------------------------------------------------
 
     def _admit(self, sim: SimNode, pod: Obj) -> None:
         node = sim.node or registration_node(sim.spec, self.clock.now(), [])
         admitted = [r.pod for r in sim.pods.values() if r.holding]
         result = admission.admit_pod(
-            pod, node, admitted, under_memory_pressure=sim.memory_pressure, gpu_idle=sim.gpu_idle(node)
+            pod, node, admitted, under_memory_pressure=sim.memory_pressure, gpu_idle=self.devices.idle(sim, node)
         )
         rt = self._new_runtime(sim, pod)
         if not result.admit:
@@ -629,31 +473,18 @@ class Fleet:
                 False,
                 True,
             )
-            self._event(sim, pod, "Warning", result.reason, result.message)
+            self.events.pod(sim, pod, "Warning", result.reason, result.message)
             self._mark_dirty(rt)
             return
         sim.pods[rt.uid] = rt
-        self._hold_gpus(sim, pod, result.devices)
+        self.devices.hold(sim, pod, result.devices)
         self._mark_dirty(rt)
-        self._spawn(rt.uid, self._run_pod(sim, rt))
-
-    async def _delay(self, seconds: float) -> None:
-        if seconds > 0:
-            await self.clock.sleep(seconds)
-
-    def _event(self, sim: SimNode, obj: Obj, type_: str, reason: str, message: str, field_path: str = "") -> None:
-        """Record an Event about a pod (or, with ``kind`` set, another object) through the node's recorder."""
-        if sim.recorder is None:
-            sim.recorder = EventRecorder(
-                self.client, component="kubelet", host=sim.name, clock=self.clock, rng=self.rng
-            )
-        ref = obj if obj.get("kind") == "Node" else {"apiVersion": "v1", "kind": "Pod", "metadata": obj["metadata"]}
-        sim.recorder.record(ref, type_, reason, message, field_path=field_path)
+        self.pod_tasks.spawn(rt.uid, self._run_pod(sim, rt))
 
     async def _run_pod(self, sim: SimNode, rt: PodRuntime) -> None:
         pod = rt.pod
         spec = pod.get("spec") or {}
-        await self._delay(self.options.sandbox_delay)
+        await delay(self.clock, self.options.sandbox_delay)
         rt.pod_ip = sim.spec.address if spec.get("hostNetwork") else sim.ips.allocate()
         rt.sandbox_ready = True
         containers = {c["name"]: c for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]}
@@ -666,14 +497,14 @@ class Fleet:
             await self._start_container(sim, rt, c, containers[c.name], "containers")
         rt.phase = "Running"
         self._mark_dirty(rt)
-        duration = _annotation(pod, DURATION_ANNOTATION)
+        duration = annotation(pod, DURATION_ANNOTATION)
         if duration is None:
             return
-        seconds = _seconds(duration)
-        if seconds is None:
+        run_for = seconds(duration)
+        if run_for is None:
             log.warning("pod %s: ignoring bad %s %r", rt.key, DURATION_ANNOTATION, duration)
             return
-        await self._run_to_completion(sim, rt, seconds, containers)
+        await self._run_to_completion(sim, rt, run_for, containers)
 
     async def _start_container(
         self, sim: SimNode, rt: PodRuntime, c: ContainerRuntime, container: Mapping[str, Any], kind: str
@@ -683,23 +514,23 @@ class Fleet:
         policy = container.get("imagePullPolicy") or _default_pull_policy(c.image)
         present = sim.has_image(c.image)
         if policy == "Always" or (policy == "IfNotPresent" and not present):
-            self._event(sim, pod, "Normal", "Pulling", f'Pulling image "{c.image}"', path)
+            self.events.pod(sim, pod, "Normal", "Pulling", f'Pulling image "{c.image}"', path)
             started = self.clock.monotonic()
-            await self._delay(0.0 if present else self.options.pull_delay)
+            await delay(self.clock, 0.0 if present else self.options.pull_delay)
             took = format_duration(round((self.clock.monotonic() - started) * 1000) * 1_000_000)
             size = self._pull(sim, c.image)
             message = (
                 f'Successfully pulled image "{c.image}" in {took} ({took} including waiting). Image size: {size} bytes.'
             )
-            self._event(sim, pod, "Normal", "Pulled", message, path)
+            self.events.pod(sim, pod, "Normal", "Pulled", message, path)
         else:
             message = f'Container image "{c.image}" already present on machine and can be accessed by the pod'
-            self._event(sim, pod, "Normal", "Pulled", message, path)
-        await self._delay(self.options.create_delay)
-        self._event(sim, pod, "Normal", "Created", f"Created container: {c.name}", path)
-        await self._delay(self.options.start_delay)
+            self.events.pod(sim, pod, "Normal", "Pulled", message, path)
+        await delay(self.clock, self.options.create_delay)
+        self.events.pod(sim, pod, "Normal", "Created", f"Created container: {c.name}", path)
+        await delay(self.clock, self.options.start_delay)
         c.start(rt.uid, self.clock.now())
-        self._event(sim, pod, "Normal", "Started", f"Started container {c.name}", path)
+        self.events.pod(sim, pod, "Normal", "Started", f"Started container {c.name}", path)
 
     def _pull(self, sim: SimNode, image: str) -> int:
         """The image is on the node from now on (and in ``status.images`` from the next report)."""
@@ -715,14 +546,14 @@ class Fleet:
     ) -> None:
         pod = rt.pod
         policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
-        code_text = _annotation(pod, EXIT_CODE_ANNOTATION) or "0"
+        code_text = annotation(pod, EXIT_CODE_ANNOTATION) or "0"
         try:
             code = int(code_text)
         except ValueError:
             log.warning("pod %s: ignoring bad %s %r", rt.key, EXIT_CODE_ANNOTATION, code_text)
             code = 0
         while True:
-            await self._delay(seconds)
+            await delay(self.clock, seconds)
             now = self.clock.now()
             for c in rt.containers:
                 c.terminate(code, now)
@@ -731,7 +562,7 @@ class Fleet:
                 for sidecar in rt.init_containers:
                     if sidecar.running:
                         sidecar.terminate(0, now)
-                self._release(sim, rt)
+                sim.release(rt)
                 self._mark_dirty(rt)
                 return
             restarts = rt.containers[0].restart_count if rt.containers else 0
@@ -744,9 +575,9 @@ class Fleet:
                 )
                 if backoff:
                     message = f"Back-off restarting failed container {c.name} in pod {pod_ref}"
-                    self._event(sim, pod, "Warning", "BackOff", message, f"spec.containers{{{c.name}}}")
+                    self.events.pod(sim, pod, "Warning", "BackOff", message, f"spec.containers{{{c.name}}}")
             self._mark_dirty(rt)
-            await self._delay(backoff)
+            await delay(self.clock, backoff)
             for c in rt.containers:
                 await self._start_container(sim, rt, c, containers[c.name], "containers")
             self._mark_dirty(rt)
@@ -780,10 +611,9 @@ class Fleet:
                 self._pull(sim, image)
         if rt.phase not in ("Succeeded", "Failed"):
             sim.pods[rt.uid] = rt
-            if sim.node is not None:
-                self._hold_gpus(sim, pod, admission.allocate_gpus(pod, sim.node, sim.gpu_idle(sim.node)).devices)
+            self.devices.adopt(sim, pod)
             if any(not c.running for c in rt.containers) and rt.phase != "Running":
-                self._spawn(rt.uid, self._run_pod(sim, rt))  # it never finished starting: start it again
+                self.pod_tasks.spawn(rt.uid, self._run_pod(sim, rt))  # it never finished starting: start it again
         else:
             rt.holding = False
         return rt
@@ -792,10 +622,8 @@ class Fleet:
 
     def _begin_termination(self, sim: SimNode, rt: PodRuntime) -> None:
         rt.terminating = True
-        task = self._pod_tasks.pop(rt.uid, None)
-        if task is not None:
-            task.cancel()
-        self._spawn(rt.uid, self._terminate(sim, rt))
+        self.pod_tasks.cancel(rt.uid)
+        self.pod_tasks.spawn(rt.uid, self._terminate(sim, rt))
 
     async def _terminate(self, sim: SimNode, rt: PodRuntime) -> None:
         """Graceful termination (upstream ``killPod``): Killing, wait for the containers to exit within the
@@ -807,12 +635,12 @@ class Fleet:
         if running:
             for c in running:
                 path = f"spec.{'initContainers' if c.init else 'containers'}{{{c.name}}}"
-                self._event(sim, pod, "Normal", "Killing", f"Stopping container {c.name}", path)
-            shutdown = _seconds(_annotation(pod, SHUTDOWN_ANNOTATION) or "")
+                self.events.pod(sim, pod, "Normal", "Killing", f"Stopping container {c.name}", path)
+            shutdown = seconds(annotation(pod, SHUTDOWN_ANNOTATION) or "")
             if shutdown is None:
                 shutdown = self.options.shutdown_delay
             exits_in_time = shutdown is not None and shutdown < grace
-            await self._delay(shutdown if exits_in_time and shutdown is not None else grace)
+            await delay(self.clock, shutdown if exits_in_time and shutdown is not None else grace)
             now = self.clock.now()
             for c in running:
                 c.terminate(0 if exits_in_time else 137, now)
@@ -821,7 +649,7 @@ class Fleet:
                 c.terminated for c in rt.containers
             )
             rt.phase = "Succeeded" if exited_zero and running else "Failed"
-        self._release(sim, rt)
+        sim.release(rt)
         rt.delete_requested = True
         self._mark_dirty(rt)
 
@@ -852,7 +680,7 @@ class Fleet:
         if pressure != sim.memory_pressure:
             sim.memory_pressure = pressure
             event = eviction.pressure_condition("MemoryPressure", pressure).event_reason
-            self._node_event(sim, "Normal", event, f"Node {sim.name} status is now: {event}")
+            self.events.node(sim, "Normal", event, f"Node {sim.name} status is now: {event}")
             await self._maybe_report(sim, force=True)
         if not crossed or not active:
             return
@@ -865,9 +693,7 @@ class Fleet:
 
     def _evict(self, sim: SimNode, rt: PodRuntime, message: str) -> None:
         """Kill the pod at once (hard threshold: grace 0), phase Failed, reason Evicted, DisruptionTarget."""
-        task = self._pod_tasks.pop(rt.uid, None)
-        if task is not None:
-            task.cancel()
+        self.pod_tasks.cancel(rt.uid)
         now = self.clock.now()
         for c in rt.all_containers():
             if c.running:
@@ -883,8 +709,8 @@ class Fleet:
                 "message": message,
             }
         ]
-        self._event(sim, rt.pod, "Warning", "Evicted", message)
-        self._release(sim, rt)
+        self.events.pod(sim, rt.pod, "Warning", "Evicted", message)
+        sim.release(rt)
         self._mark_dirty(rt)
 
     # --- static pods -------------------------------------------------------------------------------------------
@@ -907,8 +733,8 @@ class Fleet:
                 del sim.static[digest]
                 rt = sim.static_runtimes.pop(digest, None)
                 if rt is not None:
-                    self._release(sim, rt)
-                    await self._delete_pod(rt.namespace, rt.name, rt.uid)
+                    sim.release(rt)
+                    await delete_pod(self.client, self._pods_res, namespace=rt.namespace, name=rt.name, uid=rt.uid)
         for digest, pod in wanted.items():
             if digest not in sim.static:
                 sim.static[digest] = pod
@@ -926,7 +752,9 @@ class Fleet:
             if em.get("name") == meta["name"] and em.get("namespace") == meta["namespace"]:
                 if mirror_hash(existing) == digest and not em.get("deletionTimestamp"):
                     return
-                await self._delete_pod(em["namespace"], em["name"], str(em.get("uid", "")))
+                await delete_pod(
+                    self.client, self._pods_res, namespace=em["namespace"], name=em["name"], uid=str(em.get("uid", ""))
+                )
         with contextlib.suppress(AlreadyExistsError):  # the informer shows it soon; the next scan checks it
             await self.client.create(
                 self._pods_res, mirror_pod(pod, sim.name, sim.uid, self.clock.now()), namespace=meta["namespace"]
@@ -938,12 +766,18 @@ class Fleet:
         if digest not in sim.static:
             if not pod["metadata"].get("deletionTimestamp"):
                 meta = pod["metadata"]
-                orphan = self._delete_pod(meta["namespace"], meta["name"], str(meta.get("uid", "")))
-                self._spawn(f"orphan {meta.get('uid')}", orphan)
+                orphan = delete_pod(
+                    self.client,
+                    self._pods_res,
+                    namespace=meta["namespace"],
+                    name=meta["name"],
+                    uid=str(meta.get("uid", "")),
+                )
+                self.pod_tasks.spawn(f"orphan {meta.get('uid')}", orphan)
             return None
         if pod["metadata"].get("deletionTimestamp"):
             # deleting a mirror pod does not stop its static pod: delete it for good and create it again
-            self._spawn(f"mirror {digest}", self._replace_mirror(sim, pod, digest))
+            self.pod_tasks.spawn(f"mirror {digest}", self._replace_mirror(sim, pod, digest))
             return None
         rt = sim.static_runtimes.get(digest)
         uid = str(pod["metadata"].get("uid", ""))
@@ -952,35 +786,27 @@ class Fleet:
             rt.static_hash = digest
             sim.static_runtimes[digest] = rt
             sim.pods[rt.uid] = rt
-            self._spawn(rt.uid, self._run_pod(sim, rt))  # static pods are critical: admitted as is
+            self.pod_tasks.spawn(rt.uid, self._run_pod(sim, rt))  # static pods are critical: admitted as is
             return rt
         old_uid = rt.uid
         self.runtimes.pop(old_uid, None)
         sim.pods.pop(old_uid, None)
-        task = self._pod_tasks.pop(old_uid, None)
+        task = self.pod_tasks.pop(old_uid)
         rt.uid, rt.pod = uid, pod
         self.runtimes[uid] = rt
         if rt.holding:
             sim.pods[uid] = rt
         if task is not None and not task.done():
-            self._pod_tasks[uid] = task
+            self.pod_tasks.adopt(uid, task)
         self._mark_dirty(rt)
         return rt
 
     async def _replace_mirror(self, sim: SimNode, pod: Obj, digest: str) -> None:
         meta = pod["metadata"]
-        await self._delete_pod(meta["namespace"], meta["name"], str(meta.get("uid", "")))
+        await delete_pod(
+            self.client, self._pods_res, namespace=meta["namespace"], name=meta["name"], uid=str(meta.get("uid", ""))
+        )
         await self._ensure_mirror(sim, digest)
-
-    async def _delete_pod(self, namespace: str, name: str, uid: str) -> None:
-        with contextlib.suppress(NotFoundError, ConflictError):
-            await self.client.delete(
-                self._pods_res,
-                name,
-                namespace=namespace,
-                grace_period_seconds=0,
-                preconditions={"uid": uid} if uid else None,
-            )
 
     # --- status writes -----------------------------------------------------------------------------------------
 
@@ -1033,7 +859,7 @@ class Fleet:
         except NotFoundError:
             return
         if rt.delete_requested and self.runtimes.get(uid) is rt:
-            await self._delete_pod(rt.namespace, rt.name, rt.uid)
+            await delete_pod(self.client, self._pods_res, namespace=rt.namespace, name=rt.name, uid=rt.uid)
 
     # --- introspection (tests, benchmarks) ---------------------------------------------------------------------
 
