@@ -48,7 +48,6 @@ from kubeplane.client.clock import Clock, SystemClock
 from kubeplane.client.errors import AlreadyExistsError, ConflictError, NotFoundError
 from kubeplane.client.informer import SharedInformer
 from kubeplane.client.interface import Client, PatchType
-from kubeplane.client.workqueue import QueueShutDown, RateLimitingQueue
 
 from . import admission, eviction
 from .config import NodeSpec
@@ -71,6 +70,7 @@ from .state import (
     seconds,
 )
 from .static_pods import is_mirror_pod, load_static_pods, mirror_hash, mirror_pod
+from .status_manager import StatusManager
 
 __all__ = ["DURATION_ANNOTATION", "Fleet", "FleetOptions", "SimNode"]
 
@@ -119,8 +119,7 @@ class Fleet:
         self.events = NodeEvents(client, clock=self.clock, rng=self.rng)
         self.devices = DeviceManager(client, tasks=self.pod_tasks)
         self._tasks: list[asyncio.Task[None]] = []
-        self._writes: RateLimitingQueue[str] = RateLimitingQueue(clock=self.clock)
-        self._dirty: set[str] = set()
+        self.status = StatusManager(client, clock=self.clock, runtimes=self.runtimes, nodes=self.nodes)
         self._started = self._stopped = False
         self.on_registered: Callable[[int, int], None] | None = None
         """Called with (registered, total) as nodes register during :meth:`start` (progress displays)."""
@@ -140,9 +139,7 @@ class Fleet:
         await self.node_informer.wait_for_sync()
         self.pod_informer.start()
         await self.pod_informer.wait_for_sync()
-        loop = asyncio.get_running_loop()
-        for _ in range(self.options.status_workers):
-            self._tasks.append(loop.create_task(self._status_worker(), name="kubelet status"))
+        self._tasks.extend(self.status.start(self.options.status_workers))
         for sim in self.nodes.values():
             self._start_node(sim)
 
@@ -185,7 +182,7 @@ class Fleet:
                 await task
         self._tasks.clear()
         self.pod_tasks.clear()
-        self._writes.shut_down()
+        self.status.shut_down()
         await self.pod_informer.stop()
         await self.node_informer.stop()
         for sim in self.nodes.values():
@@ -215,9 +212,7 @@ class Fleet:
             return
         sim.full_report_due = True
         sim.last_report = float("-inf")
-        for uid in sim.held:
-            self._mark_dirty_uid(uid)
-        sim.held.clear()
+        self.status.resume(sim)
         current = {
             str(p["metadata"].get("uid")): p for p in self.pod_informer.indexer.by_index("spec.nodeName", sim.name)
         }
@@ -416,7 +411,7 @@ class Fleet:
                 rt = self._new_runtime(sim, pod)
                 rt.phase, rt.holding, rt.terminating, rt.delete_requested = phase, False, True, True
                 rt.rejected = True
-                self._mark_dirty(rt)
+                self.status.mark_dirty(rt)
             return
         if phase == "Running" or (pod.get("status") or {}).get("containerStatuses"):
             rt = self._adopt_running(sim, pod)
@@ -474,11 +469,11 @@ class Fleet:
                 True,
             )
             self.events.pod(sim, pod, "Warning", result.reason, result.message)
-            self._mark_dirty(rt)
+            self.status.mark_dirty(rt)
             return
         sim.pods[rt.uid] = rt
         self.devices.hold(sim, pod, result.devices)
-        self._mark_dirty(rt)
+        self.status.mark_dirty(rt)
         self.pod_tasks.spawn(rt.uid, self._run_pod(sim, rt))
 
     async def _run_pod(self, sim: SimNode, rt: PodRuntime) -> None:
@@ -492,11 +487,11 @@ class Fleet:
             await self._start_container(sim, rt, c, containers[c.name], "initContainers")
             if not c.sidecar:
                 c.terminate(0, self.clock.now())
-            self._mark_dirty(rt)
+            self.status.mark_dirty(rt)
         for c in rt.containers:
             await self._start_container(sim, rt, c, containers[c.name], "containers")
         rt.phase = "Running"
-        self._mark_dirty(rt)
+        self.status.mark_dirty(rt)
         duration = annotation(pod, DURATION_ANNOTATION)
         if duration is None:
             return
@@ -563,7 +558,7 @@ class Fleet:
                     if sidecar.running:
                         sidecar.terminate(0, now)
                 sim.release(rt)
-                self._mark_dirty(rt)
+                self.status.mark_dirty(rt)
                 return
             restarts = rt.containers[0].restart_count if rt.containers else 0
             backoff = 0.0 if restarts == 0 else min(BACKOFF_INITIAL * 2 ** (restarts - 1), BACKOFF_MAX)
@@ -576,11 +571,11 @@ class Fleet:
                 if backoff:
                     message = f"Back-off restarting failed container {c.name} in pod {pod_ref}"
                     self.events.pod(sim, pod, "Warning", "BackOff", message, f"spec.containers{{{c.name}}}")
-            self._mark_dirty(rt)
+            self.status.mark_dirty(rt)
             await delay(self.clock, backoff)
             for c in rt.containers:
                 await self._start_container(sim, rt, c, containers[c.name], "containers")
-            self._mark_dirty(rt)
+            self.status.mark_dirty(rt)
 
     def _adopt_running(self, sim: SimNode, pod: Obj) -> PodRuntime:
         """A pod this node ran before the fleet (re)started: take its reported state as the truth."""
@@ -651,7 +646,7 @@ class Fleet:
             rt.phase = "Succeeded" if exited_zero and running else "Failed"
         sim.release(rt)
         rt.delete_requested = True
-        self._mark_dirty(rt)
+        self.status.mark_dirty(rt)
 
     # --- eviction ----------------------------------------------------------------------------------------------
 
@@ -711,7 +706,7 @@ class Fleet:
         ]
         self.events.pod(sim, rt.pod, "Warning", "Evicted", message)
         sim.release(rt)
-        self._mark_dirty(rt)
+        self.status.mark_dirty(rt)
 
     # --- static pods -------------------------------------------------------------------------------------------
 
@@ -798,7 +793,7 @@ class Fleet:
             sim.pods[uid] = rt
         if task is not None and not task.done():
             self.pod_tasks.adopt(uid, task)
-        self._mark_dirty(rt)
+        self.status.mark_dirty(rt)
         return rt
 
     async def _replace_mirror(self, sim: SimNode, pod: Obj, digest: str) -> None:
@@ -807,59 +802,6 @@ class Fleet:
             self.client, self._pods_res, namespace=meta["namespace"], name=meta["name"], uid=str(meta.get("uid", ""))
         )
         await self._ensure_mirror(sim, digest)
-
-    # --- status writes -----------------------------------------------------------------------------------------
-
-    def _mark_dirty(self, rt: PodRuntime) -> None:
-        self._dirty.add(rt.uid)
-        self._mark_dirty_uid(rt.uid)
-
-    def _mark_dirty_uid(self, uid: str) -> None:
-        self._dirty.add(uid)
-        self._writes.add(uid)
-
-    async def _status_worker(self) -> None:
-        while True:
-            try:
-                uid = await self._writes.get()
-            except QueueShutDown:
-                return
-            try:
-                await self._write(uid)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.info("kubelet: writing status of pod %s failed (retrying): %s", uid, exc)
-                self._dirty.add(uid)
-                self._writes.add_rate_limited(uid)
-            else:
-                self._writes.forget(uid)
-            finally:
-                self._writes.done(uid)
-
-    async def _write(self, uid: str) -> None:
-        rt = self.runtimes.get(uid)
-        if rt is None or uid not in self._dirty:
-            return
-        sim = self.nodes.get(rt.node)
-        if sim is not None and not sim.running:
-            sim.held.add(uid)
-            return
-        self._dirty.discard(uid)
-        patch = rt.rejected_patch() if rt.rejected else rt.status_patch(self.clock.now())
-        try:
-            await self.client.patch(
-                self._pods_res,
-                rt.name,
-                patch,
-                patch_type=PatchType.STRATEGIC,
-                namespace=rt.namespace,
-                subresource="status",
-            )
-        except NotFoundError:
-            return
-        if rt.delete_requested and self.runtimes.get(uid) is rt:
-            await delete_pod(self.client, self._pods_res, namespace=rt.namespace, name=rt.name, uid=rt.uid)
 
     # --- introspection (tests, benchmarks) ---------------------------------------------------------------------
 
