@@ -45,14 +45,15 @@ from typing import Any
 from kubeplane.api.durations import format_duration
 from kubeplane.api.meta import format_time
 from kubeplane.client.clock import Clock, SystemClock
-from kubeplane.client.errors import AlreadyExistsError, ConflictError, NotFoundError
+from kubeplane.client.errors import AlreadyExistsError
 from kubeplane.client.informer import SharedInformer
-from kubeplane.client.interface import Client, PatchType
+from kubeplane.client.interface import Client
 
 from . import admission, eviction
 from .config import NodeSpec
 from .device_manager import DeviceManager
-from .node import CONDITION_ORDER, NODE_LEASE_NAMESPACE, condition, node_info, node_lease, registration_node
+from .node import registration_node
+from .node_status import NodeStatus
 from .runtime import ContainerRuntime, PodRuntime, normalize_image
 from .state import (
     DURATION_ANNOTATION,
@@ -118,6 +119,7 @@ class Fleet:
         self.pod_tasks = PodTasks()
         self.events = NodeEvents(client, clock=self.clock, rng=self.rng)
         self.devices = DeviceManager(client, tasks=self.pod_tasks)
+        self.node_status = NodeStatus(client, clock=self.clock, options=self.options, events=self.events)
         self._tasks: list[asyncio.Task[None]] = []
         self.status = StatusManager(client, clock=self.clock, runtimes=self.runtimes, nodes=self.nodes)
         self._started = self._stopped = False
@@ -134,7 +136,7 @@ class Fleet:
         self.pod_informer.add_event_handler(
             on_add=self._on_pod, on_update=self._on_pod_update, on_delete=self._on_pod_deleted
         )
-        await self._register_all()
+        await self.node_status.register_all(self.nodes.values(), on_registered=self.on_registered)
         self.node_informer.start()
         await self.node_informer.wait_for_sync()
         self.pod_informer.start()
@@ -158,7 +160,7 @@ class Fleet:
                 raise ValueError(f"node {spec.name} is already in the fleet")
             sim = self.nodes[spec.name] = SimNode(spec)
             added.append(sim)
-        await asyncio.gather(*(self._register(sim) for sim in added))
+        await asyncio.gather(*(self.node_status.register(sim) for sim in added))
         for sim in added:
             self._start_node(sim)
 
@@ -222,51 +224,7 @@ class Fleet:
         for pod in current.values():
             self._on_pod(pod)
 
-    # --- registration and heartbeats ------------------------------------------------------------------------
-
-    async def _register_all(self) -> None:
-        semaphore = asyncio.Semaphore(self.options.register_concurrency)
-        done = 0
-
-        async def register(sim: SimNode) -> None:
-            nonlocal done
-            async with semaphore:
-                await self._register(sim)
-            done += 1
-            if self.on_registered is not None:
-                self.on_registered(done, len(self.nodes))
-
-        await asyncio.gather(*(register(sim) for sim in self.nodes.values()))
-
-    async def _register(self, sim: SimNode) -> None:
-        """Create the Node (upstream ``registerWithAPIServer``); an existing one is kept (its labels, taints
-        and spec are the cluster's now) and only its status is refreshed by the first report."""
-        while True:
-            try:
-                created = await self.client.create(
-                    self._nodes_res, registration_node(sim.spec, self.clock.now(), sim.image_list())
-                )
-                sim.node, sim.uid = created, str(created["metadata"].get("uid", ""))
-                sim.full_report_due = False
-                sim.last_report = self.clock.monotonic()
-                sim.reported = self._fingerprint(sim)
-                self._started_events(sim)
-                return
-            except AlreadyExistsError:
-                existing = await self.client.get(self._nodes_res, sim.name)
-                sim.node, sim.uid = existing, str(existing["metadata"].get("uid", ""))
-                self._started_events(sim)
-                return
-            except Exception as exc:  # API server not ready yet: retry as the kubelet does
-                log.warning("kubelet %s: unable to register node: %s", sim.name, exc)
-                await self.clock.sleep(7.0)
-
-    def _started_events(self, sim: SimNode) -> None:
-        """What ``kubectl describe node`` shows of a kubelet's start (``kubelet.go`` and ``setters.go``)."""
-        self.events.node(sim, "Normal", "Starting", "Starting kubelet.")
-        for event in ("NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID"):
-            self.events.node(sim, "Normal", event, f"Node {sim.name} status is now: {event}")
-        self.events.node(sim, "Normal", "NodeAllocatableEnforced", "Updated Node Allocatable limit across pods")
+    # --- the heartbeat: lease, eviction pass, status ---------------------------------------------------------
 
     async def _node_loop(self, sim: SimNode) -> None:
         period = min(self.options.lease_renew_interval, self.options.status_update_frequency)
@@ -275,85 +233,17 @@ class Fleet:
         while True:
             if sim.running:
                 try:
-                    await self._renew_lease(sim)
+                    await self.node_status.renew_lease(sim)
                     now = self.clock.monotonic()
                     if now - last_eviction >= self.options.eviction_monitoring_period - 1e-9:
                         last_eviction = now
                         await self._eviction_pass(sim)
-                    await self._maybe_report(sim)
+                    await self.node_status.maybe_report(sim)
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
                     log.warning("kubelet %s: heartbeat failed: %s", sim.name, exc)
             await self.clock.sleep(period)
-
-    async def _renew_lease(self, sim: SimNode) -> None:
-        now = self.clock.now()
-        if sim.lease is None:
-            try:
-                sim.lease = await self.client.get(self._leases_res, sim.name, namespace=NODE_LEASE_NAMESPACE)
-            except NotFoundError:
-                try:
-                    sim.lease = await self.client.create(
-                        self._leases_res, node_lease(sim.name, sim.uid, now), namespace=NODE_LEASE_NAMESPACE
-                    )
-                    return
-                except AlreadyExistsError:
-                    return  # read it next time
-        lease = {**sim.lease, "spec": {**sim.lease.get("spec", {}), **node_lease(sim.name, sim.uid, now)["spec"]}}
-        try:
-            sim.lease = await self.client.update(self._leases_res, lease, namespace=NODE_LEASE_NAMESPACE)
-        except (ConflictError, NotFoundError):
-            sim.lease = None
-
-    def _fingerprint(self, sim: SimNode) -> tuple[Any, ...]:
-        return (sim.memory_pressure, tuple(sorted(sim.images)))
-
-    def _conditions(self, sim: SimNode) -> list[Obj]:
-        stamp = format_time(self.clock.now())
-        current = {c.get("type"): c for c in ((sim.node or {}).get("status") or {}).get("conditions") or []}
-        wanted = {"MemoryPressure": sim.memory_pressure, "DiskPressure": False, "PIDPressure": False, "Ready": True}
-        out = []
-        for type_ in CONDITION_ORDER:
-            status = "True" if wanted[type_] else "False"
-            old = current.get(type_)
-            transition = old["lastTransitionTime"] if old and old.get("status") == status else stamp
-            out.append(condition(type_, wanted[type_], stamp, transition or stamp))
-        return out
-
-    async def _maybe_report(self, sim: SimNode, *, force: bool = False) -> None:
-        """Patch node status when it changed or the report period passed (upstream ``tryUpdateNodeStatus``)."""
-        now = self.clock.monotonic()
-        fingerprint = self._fingerprint(sim)
-        node_ready = any(
-            c.get("type") == "Ready" and c.get("status") == "True"
-            for c in ((sim.node or {}).get("status") or {}).get("conditions") or []
-        )
-        if (
-            not force
-            and fingerprint == sim.reported
-            and node_ready
-            and now - sim.last_report < self.options.status_report_frequency
-        ):
-            return
-        status: Obj = {"conditions": self._conditions(sim)}
-        if fingerprint[1] != (sim.reported[1] if sim.reported else None) or sim.full_report_due:
-            status["images"] = sim.image_list()
-        if sim.full_report_due:
-            status.update(
-                capacity=dict(sim.spec.capacity),
-                allocatable=dict(sim.spec.allocatable),
-                nodeInfo=node_info(sim.spec),
-                addresses=[
-                    {"type": "InternalIP", "address": sim.spec.address},
-                    {"type": "Hostname", "address": sim.name},
-                ],
-                daemonEndpoints={"kubeletEndpoint": {"Port": 10250}},
-            )
-        sim.node = await self.client.patch(
-            self._nodes_res, sim.name, {"status": status}, patch_type=PatchType.STRATEGIC, subresource="status"
-        )
-        sim.last_report, sim.reported, sim.full_report_due = now, fingerprint, False
 
     # --- the node informer ------------------------------------------------------------------------------------
 
@@ -676,7 +566,7 @@ class Fleet:
             sim.memory_pressure = pressure
             event = eviction.pressure_condition("MemoryPressure", pressure).event_reason
             self.events.node(sim, "Normal", event, f"Node {sim.name} status is now: {event}")
-            await self._maybe_report(sim, force=True)
+            await self.node_status.maybe_report(sim, force=True)
         if not crossed or not active:
             return
         victim = eviction.pick_pod_to_evict(eviction.rank_for_memory_eviction(active))
