@@ -37,21 +37,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kubeplane.api.durations import format_duration
-from kubeplane.api.meta import format_time
 from kubeplane.client.clock import Clock, SystemClock
 from kubeplane.client.errors import AlreadyExistsError
 from kubeplane.client.informer import SharedInformer
 from kubeplane.client.interface import Client
 
-from . import admission, eviction
+from . import admission
 from .config import NodeSpec
 from .device_manager import DeviceManager
+from .eviction_manager import EvictionManager
 from .node import registration_node
 from .node_status import NodeStatus
 from .runtime import ContainerRuntime, PodRuntime, normalize_image
@@ -122,6 +123,15 @@ class Fleet:
         self.node_status = NodeStatus(client, clock=self.clock, options=self.options, events=self.events)
         self._tasks: list[asyncio.Task[None]] = []
         self.status = StatusManager(client, clock=self.clock, runtimes=self.runtimes, nodes=self.nodes)
+        self.eviction = EvictionManager(
+            clock=self.clock,
+            options=self.options,
+            runtimes=self.runtimes,
+            tasks=self.pod_tasks,
+            status=self.status,
+            events=self.events,
+            report=functools.partial(self.node_status.maybe_report, force=True),
+        )
         self._started = self._stopped = False
         self.on_registered: Callable[[int, int], None] | None = None
         """Called with (registered, total) as nodes register during :meth:`start` (progress displays)."""
@@ -237,7 +247,7 @@ class Fleet:
                     now = self.clock.monotonic()
                     if now - last_eviction >= self.options.eviction_monitoring_period - 1e-9:
                         last_eviction = now
-                        await self._eviction_pass(sim)
+                        await self.eviction.synchronize(sim)
                     await self.node_status.maybe_report(sim)
                 except asyncio.CancelledError:
                     raise
@@ -536,66 +546,6 @@ class Fleet:
             rt.phase = "Succeeded" if exited_zero and running else "Failed"
         sim.release(rt)
         rt.delete_requested = True
-        self.status.mark_dirty(rt)
-
-    # --- eviction ----------------------------------------------------------------------------------------------
-
-    async def _eviction_pass(self, sim: SimNode) -> None:
-        """Upstream eviction manager ``synchronize``: observe memory.available, keep the MemoryPressure
-        condition (with its transition period), and evict at most one pod per pass in rank order."""
-        threshold = next((t for t in sim.thresholds if t.signal == eviction.MEMORY_AVAILABLE), None)
-        if threshold is None or sim.node is None:
-            return
-        runtimes = {r.uid: r for r in sim.pods.values() if r.holding and not r.terminating}
-        active = [r.pod for r in runtimes.values()]
-
-        def usage(pod: Mapping[str, Any]) -> int:  # a pod's simulated usage never changes: computed once
-            rt = runtimes[str(pod["metadata"].get("uid", ""))]
-            if rt.memory_usage is None:
-                rt.memory_usage = eviction.pod_memory_usage(pod)
-            return rt.memory_usage
-
-        available = eviction.memory_available(sim.node, active, usage=usage)
-        capacity = eviction.node_memory_capacity(sim.node)
-        now = self.clock.monotonic()
-        crossed = available < threshold.value(capacity)
-        if crossed:
-            sim.pressure_seen_at = now
-        pressure = crossed or now - sim.pressure_seen_at < self.options.pressure_transition_period
-        if pressure != sim.memory_pressure:
-            sim.memory_pressure = pressure
-            event = eviction.pressure_condition("MemoryPressure", pressure).event_reason
-            self.events.node(sim, "Normal", event, f"Node {sim.name} status is now: {event}")
-            await self.node_status.maybe_report(sim, force=True)
-        if not crossed or not active:
-            return
-        victim = eviction.pick_pod_to_evict(eviction.rank_for_memory_eviction(active))
-        rt = None if victim is None else self.runtimes.get(str(victim["metadata"].get("uid")))
-        if victim is None or rt is None:
-            return
-        message = eviction.eviction_message("memory", threshold, available, victim, capacity=capacity)
-        self._evict(sim, rt, message)
-
-    def _evict(self, sim: SimNode, rt: PodRuntime, message: str) -> None:
-        """Kill the pod at once (hard threshold: grace 0), phase Failed, reason Evicted, DisruptionTarget."""
-        self.pod_tasks.cancel(rt.uid)
-        now = self.clock.now()
-        for c in rt.all_containers():
-            if c.running:
-                c.terminate(137, now)
-        rt.phase, rt.reason, rt.message = "Failed", "Evicted", message
-        rt.extra_conditions = [
-            {
-                "type": "DisruptionTarget",
-                "status": "True",
-                "lastProbeTime": None,
-                "lastTransitionTime": format_time(now),
-                "reason": "TerminationByKubelet",
-                "message": message,
-            }
-        ]
-        self.events.pod(sim, rt.pod, "Warning", "Evicted", message)
-        sim.release(rt)
         self.status.mark_dirty(rt)
 
     # --- static pods -------------------------------------------------------------------------------------------
