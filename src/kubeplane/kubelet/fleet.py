@@ -40,36 +40,29 @@ import contextlib
 import functools
 import logging
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
 
-from kubeplane.api.durations import format_duration
 from kubeplane.client.clock import Clock, SystemClock
 from kubeplane.client.errors import AlreadyExistsError
 from kubeplane.client.informer import SharedInformer
 from kubeplane.client.interface import Client
 
-from . import admission
 from .config import NodeSpec
 from .device_manager import DeviceManager
 from .eviction_manager import EvictionManager
-from .node import registration_node
 from .node_status import NodeStatus
-from .runtime import ContainerRuntime, PodRuntime, normalize_image
+from .pod_workers import PodWorkers
+from .runtime import PodRuntime
 from .state import (
     DURATION_ANNOTATION,
-    EXIT_CODE_ANNOTATION,
     HEARTBEAT_ANNOTATION,
-    SHUTDOWN_ANNOTATION,
     FleetOptions,
     NodeEvents,
     Obj,
     PodTasks,
     SimNode,
     annotation,
-    delay,
     delete_pod,
-    seconds,
 )
 from .static_pods import is_mirror_pod, load_static_pods, mirror_hash, mirror_pod
 from .status_manager import StatusManager
@@ -77,16 +70,6 @@ from .status_manager import StatusManager
 __all__ = ["DURATION_ANNOTATION", "Fleet", "FleetOptions", "SimNode"]
 
 log = logging.getLogger(__name__)
-
-BACKOFF_INITIAL, BACKOFF_MAX = 10.0, 300.0  # upstream container restart back-off
-
-
-def _default_pull_policy(image: str) -> str:
-    """The API server's default: Always for ``:latest`` or no tag, else IfNotPresent."""
-    if "@" in image:
-        return "IfNotPresent"
-    tag = image.rsplit("/", 1)[-1].partition(":")[2]
-    return "Always" if tag in ("", "latest") else "IfNotPresent"
 
 
 class Fleet:
@@ -123,6 +106,15 @@ class Fleet:
         self.node_status = NodeStatus(client, clock=self.clock, options=self.options, events=self.events)
         self._tasks: list[asyncio.Task[None]] = []
         self.status = StatusManager(client, clock=self.clock, runtimes=self.runtimes, nodes=self.nodes)
+        self.workers = PodWorkers(
+            clock=self.clock,
+            options=self.options,
+            runtimes=self.runtimes,
+            tasks=self.pod_tasks,
+            status=self.status,
+            devices=self.devices,
+            events=self.events,
+        )
         self.eviction = EvictionManager(
             clock=self.clock,
             options=self.options,
@@ -303,27 +295,27 @@ class Fleet:
                 return
             rt.pod = pod
             if deleting and not rt.terminating:
-                self._begin_termination(sim, rt)
+                self.workers.begin_termination(sim, rt)
             return
         phase = (pod.get("status") or {}).get("phase")
         if phase in ("Succeeded", "Failed"):
             if deleting:  # nothing runs: finish the deletion
-                rt = self._new_runtime(sim, pod)
+                rt = self.workers.new_runtime(sim, pod)
                 rt.phase, rt.holding, rt.terminating, rt.delete_requested = phase, False, True, True
                 rt.rejected = True
                 self.status.mark_dirty(rt)
             return
         if phase == "Running" or (pod.get("status") or {}).get("containerStatuses"):
-            rt = self._adopt_running(sim, pod)
+            rt = self.workers.adopt_running(sim, pod)
             if deleting:
-                self._begin_termination(sim, rt)
+                self.workers.begin_termination(sim, rt)
             return
         if deleting:
-            rt = self._new_runtime(sim, pod)
+            rt = self.workers.new_runtime(sim, pod)
             rt.holding = False
-            self._begin_termination(sim, rt)
+            self.workers.begin_termination(sim, rt)
             return
-        self._admit(sim, pod)
+        self.workers.admit(sim, pod)
 
     def _on_pod_deleted(self, pod: Obj) -> None:
         uid = str(pod["metadata"].get("uid", ""))
@@ -345,208 +337,6 @@ class Fleet:
                 sim.release(rt)
                 if rt.static_hash and sim.static_runtimes.get(rt.static_hash) is rt:
                     del sim.static_runtimes[rt.static_hash]
-
-    def _new_runtime(self, sim: SimNode, pod: Obj) -> PodRuntime:
-        rt = PodRuntime.for_pod(pod, sim.spec.address, self.clock.now())
-        self.runtimes[rt.uid] = rt
-        return rt
-
-    # --- admission and the lifecycle ----------------------------------------------------------------------------
-
-    def _admit(self, sim: SimNode, pod: Obj) -> None:
-        node = sim.node or registration_node(sim.spec, self.clock.now(), [])
-        admitted = [r.pod for r in sim.pods.values() if r.holding]
-        result = admission.admit_pod(
-            pod, node, admitted, under_memory_pressure=sim.memory_pressure, gpu_idle=self.devices.idle(sim, node)
-        )
-        rt = self._new_runtime(sim, pod)
-        if not result.admit:
-            rt.phase, rt.reason, rt.message, rt.holding, rt.rejected = (
-                "Failed",
-                result.reason,
-                result.message,
-                False,
-                True,
-            )
-            self.events.pod(sim, pod, "Warning", result.reason, result.message)
-            self.status.mark_dirty(rt)
-            return
-        sim.pods[rt.uid] = rt
-        self.devices.hold(sim, pod, result.devices)
-        self.status.mark_dirty(rt)
-        self.pod_tasks.spawn(rt.uid, self._run_pod(sim, rt))
-
-    async def _run_pod(self, sim: SimNode, rt: PodRuntime) -> None:
-        pod = rt.pod
-        spec = pod.get("spec") or {}
-        await delay(self.clock, self.options.sandbox_delay)
-        rt.pod_ip = sim.spec.address if spec.get("hostNetwork") else sim.ips.allocate()
-        rt.sandbox_ready = True
-        containers = {c["name"]: c for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]}
-        for c in rt.init_containers:
-            await self._start_container(sim, rt, c, containers[c.name], "initContainers")
-            if not c.sidecar:
-                c.terminate(0, self.clock.now())
-            self.status.mark_dirty(rt)
-        for c in rt.containers:
-            await self._start_container(sim, rt, c, containers[c.name], "containers")
-        rt.phase = "Running"
-        self.status.mark_dirty(rt)
-        duration = annotation(pod, DURATION_ANNOTATION)
-        if duration is None:
-            return
-        run_for = seconds(duration)
-        if run_for is None:
-            log.warning("pod %s: ignoring bad %s %r", rt.key, DURATION_ANNOTATION, duration)
-            return
-        await self._run_to_completion(sim, rt, run_for, containers)
-
-    async def _start_container(
-        self, sim: SimNode, rt: PodRuntime, c: ContainerRuntime, container: Mapping[str, Any], kind: str
-    ) -> None:
-        pod = rt.pod
-        path = f"spec.{kind}{{{c.name}}}"
-        policy = container.get("imagePullPolicy") or _default_pull_policy(c.image)
-        present = sim.has_image(c.image)
-        if policy == "Always" or (policy == "IfNotPresent" and not present):
-            self.events.pod(sim, pod, "Normal", "Pulling", f'Pulling image "{c.image}"', path)
-            started = self.clock.monotonic()
-            await delay(self.clock, 0.0 if present else self.options.pull_delay)
-            took = format_duration(round((self.clock.monotonic() - started) * 1000) * 1_000_000)
-            size = self._pull(sim, c.image)
-            message = (
-                f'Successfully pulled image "{c.image}" in {took} ({took} including waiting). Image size: {size} bytes.'
-            )
-            self.events.pod(sim, pod, "Normal", "Pulled", message, path)
-        else:
-            message = f'Container image "{c.image}" already present on machine and can be accessed by the pod'
-            self.events.pod(sim, pod, "Normal", "Pulled", message, path)
-        await delay(self.clock, self.options.create_delay)
-        self.events.pod(sim, pod, "Normal", "Created", f"Created container: {c.name}", path)
-        await delay(self.clock, self.options.start_delay)
-        c.start(rt.uid, self.clock.now())
-        self.events.pod(sim, pod, "Normal", "Started", f"Started container {c.name}", path)
-
-    def _pull(self, sim: SimNode, image: str) -> int:
-        """The image is on the node from now on (and in ``status.images`` from the next report)."""
-        key = normalize_image(image)
-        entry = sim.images.get(key)
-        if entry is None:
-            names = [key.split("@")[0]]
-            entry = sim.images[key] = {"names": names, "sizeBytes": self.options.pulled_image_size}
-        return int(entry.get("sizeBytes", 0))
-
-    async def _run_to_completion(
-        self, sim: SimNode, rt: PodRuntime, seconds: float, containers: Mapping[str, Mapping[str, Any]]
-    ) -> None:
-        pod = rt.pod
-        policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
-        code_text = annotation(pod, EXIT_CODE_ANNOTATION) or "0"
-        try:
-            code = int(code_text)
-        except ValueError:
-            log.warning("pod %s: ignoring bad %s %r", rt.key, EXIT_CODE_ANNOTATION, code_text)
-            code = 0
-        while True:
-            await delay(self.clock, seconds)
-            now = self.clock.now()
-            for c in rt.containers:
-                c.terminate(code, now)
-            if policy == "Never" or (policy == "OnFailure" and code == 0):
-                rt.phase = "Succeeded" if code == 0 else "Failed"
-                for sidecar in rt.init_containers:
-                    if sidecar.running:
-                        sidecar.terminate(0, now)
-                sim.release(rt)
-                self.status.mark_dirty(rt)
-                return
-            restarts = rt.containers[0].restart_count if rt.containers else 0
-            backoff = 0.0 if restarts == 0 else min(BACKOFF_INITIAL * 2 ** (restarts - 1), BACKOFF_MAX)
-            pod_ref = f"{rt.name}_{rt.namespace}({rt.uid})"
-            for c in rt.containers:
-                wait = format_duration(int(backoff * 1e9))
-                c.wait_restart(
-                    "CrashLoopBackOff", f"back-off {wait} restarting failed container={c.name} pod={pod_ref}"
-                )
-                if backoff:
-                    message = f"Back-off restarting failed container {c.name} in pod {pod_ref}"
-                    self.events.pod(sim, pod, "Warning", "BackOff", message, f"spec.containers{{{c.name}}}")
-            self.status.mark_dirty(rt)
-            await delay(self.clock, backoff)
-            for c in rt.containers:
-                await self._start_container(sim, rt, c, containers[c.name], "containers")
-            self.status.mark_dirty(rt)
-
-    def _adopt_running(self, sim: SimNode, pod: Obj) -> PodRuntime:
-        """A pod this node ran before the fleet (re)started: take its reported state as the truth."""
-        rt = self._new_runtime(sim, pod)
-        status = pod.get("status") or {}
-        rt.start_time = status.get("startTime") or rt.start_time
-        rt.pod_ip = status.get("podIP") or ""
-        if rt.pod_ip and rt.pod_ip != sim.spec.address:
-            sim.ips.reserve(rt.pod_ip)
-        rt.sandbox_ready = bool(rt.pod_ip)
-        rt.phase = status.get("phase") or "Pending"
-        by_name = {
-            s.get("name"): s for s in [*status.get("initContainerStatuses", []), *status.get("containerStatuses", [])]
-        }
-        for c in rt.all_containers():
-            found = by_name.get(c.name) or {}
-            if found.get("state"):
-                c.state = {k: v for k, v in found["state"].items() if v is not None}
-            c.last_state = found.get("lastState") or {}
-            c.restart_count = int(found.get("restartCount") or 0)
-            c.container_id = found.get("containerID") or ""
-            c.started = bool(found.get("started"))
-        for cond in status.get("conditions") or []:
-            if cond.get("type") and cond.get("lastTransitionTime"):
-                rt.transitions[cond["type"]] = (cond.get("status", ""), cond["lastTransitionTime"])
-        for c in rt.all_containers():
-            if (image := c.image) and c.container_id:
-                self._pull(sim, image)
-        if rt.phase not in ("Succeeded", "Failed"):
-            sim.pods[rt.uid] = rt
-            self.devices.adopt(sim, pod)
-            if any(not c.running for c in rt.containers) and rt.phase != "Running":
-                self.pod_tasks.spawn(rt.uid, self._run_pod(sim, rt))  # it never finished starting: start it again
-        else:
-            rt.holding = False
-        return rt
-
-    # --- termination -------------------------------------------------------------------------------------------
-
-    def _begin_termination(self, sim: SimNode, rt: PodRuntime) -> None:
-        rt.terminating = True
-        self.pod_tasks.cancel(rt.uid)
-        self.pod_tasks.spawn(rt.uid, self._terminate(sim, rt))
-
-    async def _terminate(self, sim: SimNode, rt: PodRuntime) -> None:
-        """Graceful termination (upstream ``killPod``): Killing, wait for the containers to exit within the
-        grace period, write the terminal status, then delete the pod for good (grace 0, UID precondition)."""
-        pod = rt.pod
-        meta = pod["metadata"]
-        grace = float(meta.get("deletionGracePeriodSeconds", 30) or 0)
-        running = [c for c in rt.all_containers() if c.running]
-        if running:
-            for c in running:
-                path = f"spec.{'initContainers' if c.init else 'containers'}{{{c.name}}}"
-                self.events.pod(sim, pod, "Normal", "Killing", f"Stopping container {c.name}", path)
-            shutdown = seconds(annotation(pod, SHUTDOWN_ANNOTATION) or "")
-            if shutdown is None:
-                shutdown = self.options.shutdown_delay
-            exits_in_time = shutdown is not None and shutdown < grace
-            await delay(self.clock, shutdown if exits_in_time and shutdown is not None else grace)
-            now = self.clock.now()
-            for c in running:
-                c.terminate(0 if exits_in_time else 137, now)
-        if not rt.terminal:
-            exited_zero = all(c.exit_code == 0 for c in rt.containers if c.terminated) and all(
-                c.terminated for c in rt.containers
-            )
-            rt.phase = "Succeeded" if exited_zero and running else "Failed"
-        sim.release(rt)
-        rt.delete_requested = True
-        self.status.mark_dirty(rt)
 
     # --- static pods -------------------------------------------------------------------------------------------
 
@@ -617,11 +407,11 @@ class Fleet:
         rt = sim.static_runtimes.get(digest)
         uid = str(pod["metadata"].get("uid", ""))
         if rt is None:
-            rt = self._new_runtime(sim, pod)
+            rt = self.workers.new_runtime(sim, pod)
             rt.static_hash = digest
             sim.static_runtimes[digest] = rt
             sim.pods[rt.uid] = rt
-            self.pod_tasks.spawn(rt.uid, self._run_pod(sim, rt))  # static pods are critical: admitted as is
+            self.pod_tasks.spawn(rt.uid, self.workers.run_pod(sim, rt))  # static pods are critical: admitted as is
             return rt
         old_uid = rt.uid
         self.runtimes.pop(old_uid, None)
