@@ -43,13 +43,13 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 
 from kubeplane.client.clock import Clock, SystemClock
-from kubeplane.client.errors import AlreadyExistsError
 from kubeplane.client.informer import SharedInformer
 from kubeplane.client.interface import Client
 
 from .config import NodeSpec
 from .device_manager import DeviceManager
 from .eviction_manager import EvictionManager
+from .mirror_pods import MirrorPods
 from .node_status import NodeStatus
 from .pod_workers import PodWorkers
 from .runtime import PodRuntime
@@ -62,9 +62,8 @@ from .state import (
     PodTasks,
     SimNode,
     annotation,
-    delete_pod,
 )
-from .static_pods import is_mirror_pod, load_static_pods, mirror_hash, mirror_pod
+from .static_pods import is_mirror_pod
 from .status_manager import StatusManager
 
 __all__ = ["DURATION_ANNOTATION", "Fleet", "FleetOptions", "SimNode"]
@@ -124,6 +123,16 @@ class Fleet:
             events=self.events,
             report=functools.partial(self.node_status.maybe_report, force=True),
         )
+        self.mirror_pods = MirrorPods(
+            client,
+            clock=self.clock,
+            options=self.options,
+            runtimes=self.runtimes,
+            tasks=self.pod_tasks,
+            workers=self.workers,
+            status=self.status,
+            pods_on_node=functools.partial(self.pod_informer.indexer.by_index, "spec.nodeName"),
+        )
         self._started = self._stopped = False
         self.on_registered: Callable[[int, int], None] | None = None
         """Called with (registered, total) as nodes register during :meth:`start` (progress displays)."""
@@ -152,7 +161,7 @@ class Fleet:
         loop = asyncio.get_running_loop()
         self._tasks.append(loop.create_task(self._node_loop(sim), name=f"kubelet {sim.name}"))
         if sim.spec.static_pod_path:
-            self._tasks.append(loop.create_task(self._static_loop(sim), name=f"static pods {sim.name}"))
+            self._tasks.append(loop.create_task(self.mirror_pods.run(sim), name=f"static pods {sim.name}"))
 
     async def add_nodes(self, specs: Sequence[NodeSpec]) -> None:
         """Register more nodes into a running fleet (a scale-out); names must be new."""
@@ -285,13 +294,13 @@ class Fleet:
         rt = self.runtimes.get(uid)
         deleting = bool(meta.get("deletionTimestamp"))
         if rt is None and is_mirror_pod(pod):
-            rt = self._adopt_mirror(sim, pod)
+            rt = self.mirror_pods.adopt_mirror(sim, pod)
             if rt is None:
                 return
         if rt is not None:
             if rt.static_hash and deleting:
                 # deleting a mirror pod does not stop its static pod: it is deleted for good and created again
-                self.pod_tasks.spawn(f"mirror {rt.static_hash}", self._replace_mirror(sim, pod, rt.static_hash))
+                self.mirror_pods.replace_mirror(sim, pod, rt.static_hash)
                 return
             rt.pod = pod
             if deleting and not rt.terminating:
@@ -324,7 +333,7 @@ class Fleet:
             sim = self.nodes.get(rt.node)
             if sim is not None and rt.static_hash in sim.static:
                 self.runtimes.pop(uid, None)
-                self.pod_tasks.spawn(f"mirror {uid}", self._ensure_mirror(sim, rt.static_hash))
+                self.mirror_pods.recreate_mirror(sim, uid, rt.static_hash)
                 return
         self._forget(uid)
 
@@ -337,101 +346,6 @@ class Fleet:
                 sim.release(rt)
                 if rt.static_hash and sim.static_runtimes.get(rt.static_hash) is rt:
                     del sim.static_runtimes[rt.static_hash]
-
-    # --- static pods -------------------------------------------------------------------------------------------
-
-    async def _static_loop(self, sim: SimNode) -> None:
-        while True:
-            if sim.running and sim.uid:
-                try:
-                    await self._sync_static(sim)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    log.warning("kubelet %s: static pods: %s", sim.name, exc)
-            await self.clock.sleep(self.options.file_check_frequency)
-
-    async def _sync_static(self, sim: SimNode) -> None:
-        wanted = load_static_pods(sim.spec.static_pod_path, sim.name)
-        for digest in list(sim.static):
-            if digest not in wanted:
-                del sim.static[digest]
-                rt = sim.static_runtimes.pop(digest, None)
-                if rt is not None:
-                    sim.release(rt)
-                    await delete_pod(self.client, self._pods_res, namespace=rt.namespace, name=rt.name, uid=rt.uid)
-        for digest, pod in wanted.items():
-            if digest not in sim.static:
-                sim.static[digest] = pod
-                await self._ensure_mirror(sim, digest)
-
-    async def _ensure_mirror(self, sim: SimNode, digest: str) -> None:
-        """Create the mirror pod of a static pod unless the API already shows a current one (upstream
-        ``syncPod``: a mirror pod that is terminating or outdated is deleted and created again)."""
-        pod = sim.static.get(digest)
-        if pod is None:
-            return
-        meta = pod["metadata"]
-        for existing in self.pod_informer.indexer.by_index("spec.nodeName", sim.name):
-            em = existing["metadata"]
-            if em.get("name") == meta["name"] and em.get("namespace") == meta["namespace"]:
-                if mirror_hash(existing) == digest and not em.get("deletionTimestamp"):
-                    return
-                await delete_pod(
-                    self.client, self._pods_res, namespace=em["namespace"], name=em["name"], uid=str(em.get("uid", ""))
-                )
-        with contextlib.suppress(AlreadyExistsError):  # the informer shows it soon; the next scan checks it
-            await self.client.create(
-                self._pods_res, mirror_pod(pod, sim.name, sim.uid, self.clock.now()), namespace=meta["namespace"]
-            )
-
-    def _adopt_mirror(self, sim: SimNode, pod: Obj) -> PodRuntime | None:
-        """A mirror pod appeared: run its static pod (once; a re-created mirror pod takes over the runtime)."""
-        digest = mirror_hash(pod)
-        if digest not in sim.static:
-            if not pod["metadata"].get("deletionTimestamp"):
-                meta = pod["metadata"]
-                orphan = delete_pod(
-                    self.client,
-                    self._pods_res,
-                    namespace=meta["namespace"],
-                    name=meta["name"],
-                    uid=str(meta.get("uid", "")),
-                )
-                self.pod_tasks.spawn(f"orphan {meta.get('uid')}", orphan)
-            return None
-        if pod["metadata"].get("deletionTimestamp"):
-            # deleting a mirror pod does not stop its static pod: delete it for good and create it again
-            self.pod_tasks.spawn(f"mirror {digest}", self._replace_mirror(sim, pod, digest))
-            return None
-        rt = sim.static_runtimes.get(digest)
-        uid = str(pod["metadata"].get("uid", ""))
-        if rt is None:
-            rt = self.workers.new_runtime(sim, pod)
-            rt.static_hash = digest
-            sim.static_runtimes[digest] = rt
-            sim.pods[rt.uid] = rt
-            self.pod_tasks.spawn(rt.uid, self.workers.run_pod(sim, rt))  # static pods are critical: admitted as is
-            return rt
-        old_uid = rt.uid
-        self.runtimes.pop(old_uid, None)
-        sim.pods.pop(old_uid, None)
-        task = self.pod_tasks.pop(old_uid)
-        rt.uid, rt.pod = uid, pod
-        self.runtimes[uid] = rt
-        if rt.holding:
-            sim.pods[uid] = rt
-        if task is not None and not task.done():
-            self.pod_tasks.adopt(uid, task)
-        self.status.mark_dirty(rt)
-        return rt
-
-    async def _replace_mirror(self, sim: SimNode, pod: Obj, digest: str) -> None:
-        meta = pod["metadata"]
-        await delete_pod(
-            self.client, self._pods_res, namespace=meta["namespace"], name=meta["name"], uid=str(meta.get("uid", ""))
-        )
-        await self._ensure_mirror(sim, digest)
 
     # --- introspection (tests, benchmarks) ---------------------------------------------------------------------
 
