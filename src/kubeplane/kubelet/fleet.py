@@ -1,36 +1,46 @@
 """A fleet of simulated kubelets in one process: what the API sees is kubelet's behaviour; containers are simulated.
 
+:class:`Fleet` is the public entry point (upstream's ``Kubelet`` in ``pkg/kubelet/kubelet.go``, times the number of
+nodes): it owns the informers, routes each informer event to the node it concerns and composes the managers, each
+one job of upstream's kubelet, each given what it needs explicitly:
+
+=============================================  =================================================================
+module                                         upstream (``pkg/kubelet``) and job
+=============================================  =================================================================
+:mod:`~kubeplane.kubelet.node_status`          ``kubelet_node_status.go``, ``nodestatus``, ``nodelease``:
+                                               registration, node status reports, the node Lease
+:mod:`~kubeplane.kubelet.pod_workers`          ``pod_workers.go`` with ``kuberuntime``: admit, start, run to
+                                               completion, restart with back-off, terminate
+:mod:`~kubeplane.kubelet.status_manager`       ``status/status_manager.go``: the batched pod-status patch writer
+                                               and the final delete
+:mod:`~kubeplane.kubelet.eviction_manager`     ``eviction/eviction_manager.go``: the eviction pass (the pure part
+                                               is :mod:`~kubeplane.kubelet.eviction`)
+:mod:`~kubeplane.kubelet.device_manager`       ``cm/devicemanager``: GPU accounting per device
+:mod:`~kubeplane.kubelet.mirror_pods`          ``config/file.go`` and ``pod/mirror_client.go``: static pods and
+                                               their mirror pods
+:mod:`~kubeplane.kubelet.state`                what they share: options, ``SimNode``, pod tasks, events
+=============================================  =================================================================
+
 Shape (one event loop, everything on the injected clock):
 
 * **One pod informer for the whole fleet** (field selector ``spec.nodeName!=``, indexed by node name) and one
   node informer; a pod event is routed to its node's kubelet by ``spec.nodeName``. Never one watch per node.
-* **Per node** one task ticks every 10 s: renew the Lease in ``kube-node-lease``, run the eviction manager,
-  compute node status and patch it when it changed or 5 minutes after the last report (upstream's cadence;
-  :mod:`kubeplane.kubelet.node`). Ticks start at a random offset so a thousand nodes spread their writes.
-* **Per pod** one task walks the lifecycle: admission (:mod:`~kubeplane.kubelet.admission`; a rejected pod
-  becomes Failed with upstream's reason), sandbox (pod IP from the node's podCIDR), for each init container
-  and then each container Pulling/Pulled (skipped when the image is on the node), Created, Started, then
-  Running; a pod annotated ``sim.kubeplane.io/duration`` exits after that long with
-  ``sim.kubeplane.io/exit-code`` and, by restartPolicy, ends Succeeded/Failed or restarts with back-off.
-  Graceful deletion: Killing, then after the grace period (or ``sim.kubeplane.io/shutdown-duration``, or the
-  fleet's ``shutdown_delay``) the containers exit, the terminal status is written and the pod deleted with
-  grace 0 and a UID precondition.
-* **Status writes** go through one work queue keyed by pod UID with a few workers: a pod whose state changed
-  several times before its turn is written once, with its latest state (upstream's status manager).
-  Strategic merge patches touch only what the kubelet owns.
+* **Per node** one task ticks every 10 s: renew the Lease in ``kube-node-lease``, run the eviction manager
+  (every ``eviction_monitoring_period``), compute node status and patch it when it changed or 5 minutes after
+  the last report (upstream's cadence). Ticks start at a random offset so a thousand nodes spread their writes.
+  A node with ``staticPodPath`` has a second task reading its manifests.
+* **Per pod** one task (the pod workers) walks the lifecycle; status writes go through the status manager.
 * **Events** are written by one recorder per node (source ``kubelet``/node name, as each real kubelet has its
   own), with ``involvedObject.fieldPath`` naming the container.
 * **A stopped node** (:meth:`Fleet.stop_node`, the node annotation ``sim.kubeplane.io/heartbeat: "false"``, or
   ``heartbeat: false`` in the node config) behaves as a dead kubelet: no Lease, no status, no pod progress;
-  :meth:`Fleet.resume_node` brings it back and it catches up from the informer's cache.
+  :meth:`Fleet.resume_node` brings it back and it catches up from the informer's cache (pods gone meanwhile are
+  forgotten, the others routed again, held status writes re-queued, the full status reported).
 * **Restart safety**: a pod already Running on one of the fleet's nodes when the fleet starts (a restarted
-  ``kubeplane up``) is adopted as running (its IP reserved), without events or admission.
-* **GPU devices** (:mod:`kubeplane.gpu.model`): each node accounts its GPU devices per pod (``SimNode.gpus``: uid
-  -> milli per device and the device indices). Admission allocates from it (the pod's recorded devices, or
-  first fit for a pod bound without them; :func:`~kubeplane.kubelet.admission.allocate_gpus`) and a pod bound
-  without the ``gpu.kubeplane.io/devices`` annotation gets it written (a merge patch, as the scheduler's GPU
-  plugin would have); the devices are free again when the pod stops holding resources (terminal, deleted).
-  Adopted running pods keep their recorded devices (first fit when they have none).
+  ``kubeplane up``) is adopted as running (its IP reserved, its GPU devices kept), without events or admission.
+
+Invariants: ``Fleet.runtimes`` (uid -> runtime) holds every pod the fleet knows until the API no longer shows it;
+it is the one map every manager shares. A node's informer events reach nothing while the node is stopped.
 """
 
 from __future__ import annotations
@@ -91,13 +101,10 @@ class Fleet:
         self.nodes: dict[str, SimNode] = {}
         for spec in nodes:
             self.nodes[spec.name] = SimNode(spec)
-        self._pods_res = client.resource("pods")
-        self._nodes_res = client.resource("nodes")
-        self._leases_res = client.resource("leases")
         self.pod_informer = SharedInformer(
-            client, self._pods_res, clock=self.clock, rng=self.rng, field_selector="spec.nodeName!="
+            client, client.resource("pods"), clock=self.clock, rng=self.rng, field_selector="spec.nodeName!="
         )
-        self.node_informer = SharedInformer(client, self._nodes_res, clock=self.clock, rng=self.rng)
+        self.node_informer = SharedInformer(client, client.resource("nodes"), clock=self.clock, rng=self.rng)
         self.runtimes: dict[str, PodRuntime] = {}  # uid -> runtime, until the pod is gone from the API
         self.pod_tasks = PodTasks()
         self.events = NodeEvents(client, clock=self.clock, rng=self.rng)
