@@ -30,7 +30,7 @@ from typing import Any
 from kubeplane.api.durations import format_duration
 from kubeplane.client.clock import Clock
 
-from . import admission
+from . import admission, termination
 from .device_manager import DeviceManager
 from .node import registration_node
 from .runtime import ContainerRuntime, PodRuntime, normalize_image
@@ -258,24 +258,26 @@ class PodWorkers:
         self._tasks.spawn(rt.uid, self._terminate(sim, rt))
 
     async def _terminate(self, sim: SimNode, rt: PodRuntime) -> None:
-        """Graceful termination (upstream ``killPod``): Killing, wait for the containers to exit within the
-        grace period, write the terminal status, then delete the pod for good (grace 0, UID precondition)."""
+        """Graceful termination (upstream ``killPod``): Killing, each container exits its stop time after SIGTERM
+        (after its preStop hook) or is killed at the end of the grace period (:mod:`~kubeplane.kubelet.termination`),
+        then the terminal status is written and the status manager deletes the pod for good."""
         pod = rt.pod
-        meta = pod["metadata"]
-        grace = float(meta.get("deletionGracePeriodSeconds", 30) or 0)
         running = [c for c in rt.all_containers() if c.running]
         if running:
             for c in running:
                 path = f"spec.{'initContainers' if c.init else 'containers'}{{{c.name}}}"
                 self._events.pod(sim, pod, "Normal", "Killing", f"Stopping container {c.name}", path)
-            shutdown = seconds(annotation(pod, SHUTDOWN_ANNOTATION) or "")
-            if shutdown is None:
-                shutdown = self._options.shutdown_delay
-            exits_in_time = shutdown is not None and shutdown < grace
-            await delay(self._clock, shutdown if exits_in_time and shutdown is not None else grace)
-            now = self._clock.now()
-            for c in running:
-                c.terminate(0 if exits_in_time else 137, now)
+            stops = self._stops(sim, rt, running)
+            started = self._clock.monotonic()
+            times = sorted({s.at for s in stops.values()})
+            for at in times:  # containers stop in parallel: each at its own time
+                await delay(self._clock, started + at - self._clock.monotonic())
+                now = self._clock.now()
+                for c in running:
+                    if stops[c.name].at == at:
+                        c.terminate(stops[c.name].exit_code, now)
+                if at != times[-1]:
+                    self._status.mark_dirty(rt)
         if not rt.terminal:
             exited_zero = all(c.exit_code == 0 for c in rt.containers if c.terminated) and all(
                 c.terminated for c in rt.containers
@@ -284,3 +286,25 @@ class PodWorkers:
         sim.release(rt)
         rt.delete_requested = True
         self._status.mark_dirty(rt)
+
+    def _stops(
+        self, sim: SimNode, rt: PodRuntime, running: list[ContainerRuntime]
+    ) -> dict[str, termination.ContainerStop]:
+        """When and how each running container ends (see :mod:`~kubeplane.kubelet.termination`)."""
+        pod = rt.pod
+        text = annotation(pod, SHUTDOWN_ANNOTATION)
+        pod_setting = None if text is None else seconds(text)
+        if text is not None and pod_setting is None:
+            log.warning("pod %s: ignoring bad %s %r", rt.key, SHUTDOWN_ANNOTATION, text)
+        stop = termination.stop_time(
+            pod_setting=pod_setting, node_setting=sim.spec.shutdown_delay, fleet_setting=self._options.shutdown_delay
+        )
+        grace = termination.grace_period(pod)
+        spec = pod.get("spec") or {}
+        specs = {c.get("name"): c for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]}
+        return {
+            c.name: termination.container_stop(
+                grace=grace, pre_stop=termination.pre_stop_sleep(specs.get(c.name) or {}), stop=stop
+            )
+            for c in running
+        }

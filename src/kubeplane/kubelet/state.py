@@ -63,7 +63,8 @@ class FleetOptions:
     create_delay: float = 0.0
     start_delay: float = 0.0
     shutdown_delay: float | None = None
-    """Seconds a container takes to exit after SIGTERM; None: it uses the whole grace period (then SIGKILL)."""
+    """Seconds a container takes to exit after SIGTERM, for nodes whose config does not say; None:
+    :data:`~kubeplane.kubelet.termination.DEFAULT_STOP_TIME`. The grace period bounds it (then SIGKILL)."""
     pulled_image_size: int = 100 * 2**20
     status_workers: int = 16
     register_concurrency: int = 16
