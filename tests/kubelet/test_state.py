@@ -16,7 +16,7 @@ async def _forever(log: list[str], name: str) -> None:
 
 
 async def test_spawning_under_a_key_cancels_the_task_it_replaces() -> None:
-    tasks, log = PodTasks(), []
+    tasks, log = PodTasks(), list[str]()
     tasks.spawn("uid", _forever(log, "start"))
     await asyncio.sleep(0)
     tasks.spawn("uid", _forever(log, "terminate"))  # a deletion replaces the start-up task
@@ -30,7 +30,7 @@ async def test_spawning_under_a_key_cancels_the_task_it_replaces() -> None:
 
 
 async def test_a_finished_task_removes_itself_only_if_still_registered() -> None:
-    tasks, log = PodTasks(), []
+    tasks, log = PodTasks(), list[str]()
     done = asyncio.Event()
 
     async def quick() -> None:
