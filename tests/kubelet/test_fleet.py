@@ -189,7 +189,8 @@ async def test_run_to_completion_and_restarts(env: Env) -> None:
 
 
 async def test_graceful_termination_waits_for_the_grace_period(env: Env) -> None:
-    await env.create_pod("slow")
+    # "slow" never exits on SIGTERM (a stop time far above its grace period): it is killed after 30 s of grace
+    await env.create_pod("slow", annotations={"sim.kubeplane.io/shutdown-duration": "1h"})
     await env.create_pod("quick", annotations={"sim.kubeplane.io/shutdown-duration": "2s"})
     await env.until(lambda: _is(env.phase("slow"), "Running"), "Running", step=0.5)
     await env.until(lambda: _is(env.phase("quick"), "Running"), "Running", step=0.5)

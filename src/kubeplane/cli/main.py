@@ -70,7 +70,9 @@ PullDelayOpt = Annotated[
 ]
 ShutdownDelayOpt = Annotated[
     str | None,
-    typer.Option("--shutdown-delay", help="Go duration a container takes to stop (default: the grace period)."),
+    typer.Option(
+        "--shutdown-delay", help="Go duration a container takes to exit after SIGTERM (default 500ms; grace bounds it)."
+    ),
 ]
 EtcdServersOpt = Annotated[str, typer.Option("--etcd-servers", help="With --store etcd: etcd URLs, comma-separated.")]
 

@@ -21,6 +21,7 @@ format string over ``index``, default ``node-{index}``, indices from ``startInde
       staticPodPath: /etc/kubeplane/manifests/{name}
       evictionHard: {memory.available: 200Mi}
       heartbeat: true                     # false: registered but never heartbeating (a failed node)
+      shutdownDelay: 500ms                # a container exits this long after SIGTERM (Go duration or seconds)
 
 Invariants: node names are unique across the file; every quantity parses; errors are one line naming the group
 (:class:`NodeConfigError`). Labels always include what a real kubelet registers (``kubernetes.io/hostname``,
@@ -38,6 +39,7 @@ from typing import Any
 
 import yaml
 
+from kubeplane.api.durations import parse_duration
 from kubeplane.api.quantity import QuantityError, parse_quantity
 from kubeplane.api.taints import parse_taint
 
@@ -70,6 +72,7 @@ _GROUP_KEYS = {
     "staticPodPath",
     "evictionHard",
     "heartbeat",
+    "shutdownDelay",
 }
 
 
@@ -96,6 +99,29 @@ class NodeSpec:
     static_pod_path: str = ""
     eviction_hard: Mapping[str, str] = field(default_factory=dict)
     heartbeat: bool = True
+    shutdown_delay: float | None = None
+    """Seconds a container of this node takes to exit after SIGTERM; None: the fleet's setting
+    (:mod:`kubeplane.kubelet.termination`)."""
+
+
+def _shutdown_delay(group: str, value: Any) -> float | None:
+    """``shutdownDelay``: a Go duration (``"1.5s"``) or a number of seconds, not negative; None when absent."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise NodeConfigError(f"node group {group}: shutdownDelay must be a duration such as 500ms or 2s")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    else:
+        try:
+            seconds = parse_duration(str(value).strip()) / 1e9
+        except ValueError:
+            raise NodeConfigError(
+                f"node group {group}: shutdownDelay {value!r} is not a duration (use e.g. 500ms, 2s or 1m)"
+            ) from None
+    if seconds < 0:
+        raise NodeConfigError(f"node group {group}: shutdownDelay must not be negative")
+    return seconds
 
 
 def _quantities(group: str, what: str, value: Any) -> dict[str, str]:
@@ -203,6 +229,7 @@ def _expand(group: Mapping[str, Any], number: int, start: int) -> list[NodeSpec]
     images = _images(label, group.get("images"))
     eviction = {str(k): str(v) for k, v in (group.get("evictionHard") or {}).items()}
     os_name, arch = str(group.get("os", "linux")), str(group.get("arch", "amd64"))
+    shutdown_delay = _shutdown_delay(label, group.get("shutdownDelay"))
     specs = []
     for i, (name, index) in enumerate(names):
         labels = {
@@ -235,6 +262,7 @@ def _expand(group: Mapping[str, Any], number: int, start: int) -> list[NodeSpec]
                 static_pod_path=_format(label, str(group.get("staticPodPath") or ""), name=name, index=index),
                 eviction_hard=eviction,
                 heartbeat=bool(group.get("heartbeat", True)),
+                shutdown_delay=shutdown_delay,
             )
         )
     return specs

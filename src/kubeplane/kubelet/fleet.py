@@ -1,36 +1,46 @@
 """A fleet of simulated kubelets in one process: what the API sees is kubelet's behaviour; containers are simulated.
 
+:class:`Fleet` is the public entry point (upstream's ``Kubelet`` in ``pkg/kubelet/kubelet.go``, times the number of
+nodes): it owns the informers, routes each informer event to the node it concerns and composes the managers, each
+one job of upstream's kubelet, each given what it needs explicitly:
+
+=============================================  =================================================================
+module                                         upstream (``pkg/kubelet``) and job
+=============================================  =================================================================
+:mod:`~kubeplane.kubelet.node_status`          ``kubelet_node_status.go``, ``nodestatus``, ``nodelease``:
+                                               registration, node status reports, the node Lease
+:mod:`~kubeplane.kubelet.pod_workers`          ``pod_workers.go`` with ``kuberuntime``: admit, start, run to
+                                               completion, restart with back-off, terminate
+:mod:`~kubeplane.kubelet.status_manager`       ``status/status_manager.go``: the batched pod-status patch writer
+                                               and the final delete
+:mod:`~kubeplane.kubelet.eviction_manager`     ``eviction/eviction_manager.go``: the eviction pass (the pure part
+                                               is :mod:`~kubeplane.kubelet.eviction`)
+:mod:`~kubeplane.kubelet.device_manager`       ``cm/devicemanager``: GPU accounting per device
+:mod:`~kubeplane.kubelet.mirror_pods`          ``config/file.go`` and ``pod/mirror_client.go``: static pods and
+                                               their mirror pods
+:mod:`~kubeplane.kubelet.state`                what they share: options, ``SimNode``, pod tasks, events
+=============================================  =================================================================
+
 Shape (one event loop, everything on the injected clock):
 
 * **One pod informer for the whole fleet** (field selector ``spec.nodeName!=``, indexed by node name) and one
   node informer; a pod event is routed to its node's kubelet by ``spec.nodeName``. Never one watch per node.
-* **Per node** one task ticks every 10 s: renew the Lease in ``kube-node-lease``, run the eviction manager,
-  compute node status and patch it when it changed or 5 minutes after the last report (upstream's cadence;
-  :mod:`kubeplane.kubelet.node`). Ticks start at a random offset so a thousand nodes spread their writes.
-* **Per pod** one task walks the lifecycle: admission (:mod:`~kubeplane.kubelet.admission`; a rejected pod
-  becomes Failed with upstream's reason), sandbox (pod IP from the node's podCIDR), for each init container
-  and then each container Pulling/Pulled (skipped when the image is on the node), Created, Started, then
-  Running; a pod annotated ``sim.kubeplane.io/duration`` exits after that long with
-  ``sim.kubeplane.io/exit-code`` and, by restartPolicy, ends Succeeded/Failed or restarts with back-off.
-  Graceful deletion: Killing, then after the grace period (or ``sim.kubeplane.io/shutdown-duration``, or the
-  fleet's ``shutdown_delay``) the containers exit, the terminal status is written and the pod deleted with
-  grace 0 and a UID precondition.
-* **Status writes** go through one work queue keyed by pod UID with a few workers: a pod whose state changed
-  several times before its turn is written once, with its latest state (upstream's status manager).
-  Strategic merge patches touch only what the kubelet owns.
+* **Per node** one task ticks every 10 s: renew the Lease in ``kube-node-lease``, run the eviction manager
+  (every ``eviction_monitoring_period``), compute node status and patch it when it changed or 5 minutes after
+  the last report (upstream's cadence). Ticks start at a random offset so a thousand nodes spread their writes.
+  A node with ``staticPodPath`` has a second task reading its manifests.
+* **Per pod** one task (the pod workers) walks the lifecycle; status writes go through the status manager.
 * **Events** are written by one recorder per node (source ``kubelet``/node name, as each real kubelet has its
   own), with ``involvedObject.fieldPath`` naming the container.
 * **A stopped node** (:meth:`Fleet.stop_node`, the node annotation ``sim.kubeplane.io/heartbeat: "false"``, or
   ``heartbeat: false`` in the node config) behaves as a dead kubelet: no Lease, no status, no pod progress;
-  :meth:`Fleet.resume_node` brings it back and it catches up from the informer's cache.
+  :meth:`Fleet.resume_node` brings it back and it catches up from the informer's cache (pods gone meanwhile are
+  forgotten, the others routed again, held status writes re-queued, the full status reported).
 * **Restart safety**: a pod already Running on one of the fleet's nodes when the fleet starts (a restarted
-  ``kubeplane up``) is adopted as running (its IP reserved), without events or admission.
-* **GPU devices** (:mod:`kubeplane.gpu.model`): each node accounts its GPU devices per pod (``SimNode.gpus``: uid
-  -> milli per device and the device indices). Admission allocates from it (the pod's recorded devices, or
-  first fit for a pod bound without them; :func:`~kubeplane.kubelet.admission.allocate_gpus`) and a pod bound
-  without the ``gpu.kubeplane.io/devices`` annotation gets it written (a merge patch, as the scheduler's GPU
-  plugin would have); the devices are free again when the pod stops holding resources (terminal, deleted).
-  Adopted running pods keep their recorded devices (first fit when they have none).
+  ``kubeplane up``) is adopted as running (its IP reserved, its GPU devices kept), without events or admission.
+
+Invariants: ``Fleet.runtimes`` (uid -> runtime) holds every pod the fleet knows until the API no longer shows it;
+it is the one map every manager shares. A node's informer events reach nothing while the node is stopped.
 """
 
 from __future__ import annotations
@@ -40,157 +50,35 @@ import contextlib
 import functools
 import logging
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
 
-from kubeplane.api.durations import format_duration, parse_duration
-from kubeplane.api.meta import format_time
 from kubeplane.client.clock import Clock, SystemClock
-from kubeplane.client.errors import AlreadyExistsError, ConflictError, NotFoundError
-from kubeplane.client.events import EventRecorder
 from kubeplane.client.informer import SharedInformer
-from kubeplane.client.interface import Client, PatchType
-from kubeplane.client.workqueue import QueueShutDown, RateLimitingQueue
-from kubeplane.gpu.model import (
-    GPU_DEVICES_ANNOTATION,
-    MILLI_PER_GPU,
-    devices_of,
-    format_devices,
-    gpu_request_or_none,
-    node_gpu_count,
-)
+from kubeplane.client.interface import Client
 
-from . import admission, eviction
 from .config import NodeSpec
-from .node import (
-    CONDITION_ORDER,
-    NODE_LEASE_NAMESPACE,
-    condition,
-    node_info,
-    node_lease,
-    registration_node,
-    sorted_images,
+from .device_manager import DeviceManager
+from .eviction_manager import EvictionManager
+from .mirror_pods import MirrorPods
+from .node_status import NodeStatus
+from .pod_workers import PodWorkers
+from .runtime import PodRuntime
+from .state import (
+    DURATION_ANNOTATION,
+    HEARTBEAT_ANNOTATION,
+    FleetOptions,
+    NodeEvents,
+    Obj,
+    PodTasks,
+    SimNode,
+    annotation,
 )
-from .runtime import ContainerRuntime, IPAllocator, PodRuntime, normalize_image
-from .static_pods import is_mirror_pod, load_static_pods, mirror_hash, mirror_pod
+from .static_pods import is_mirror_pod
+from .status_manager import StatusManager
+
+__all__ = ["DURATION_ANNOTATION", "Fleet", "FleetOptions", "SimNode"]
 
 log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
-
-DURATION_ANNOTATION = "sim.kubeplane.io/duration"
-EXIT_CODE_ANNOTATION = "sim.kubeplane.io/exit-code"
-SHUTDOWN_ANNOTATION = "sim.kubeplane.io/shutdown-duration"
-HEARTBEAT_ANNOTATION = "sim.kubeplane.io/heartbeat"
-BACKOFF_INITIAL, BACKOFF_MAX = 10.0, 300.0  # upstream container restart back-off
-
-
-@dataclass
-class FleetOptions:
-    """Timings (upstream defaults) and the simulated delays of container start-up."""
-
-    status_update_frequency: float = 10.0
-    status_report_frequency: float = 300.0
-    lease_renew_interval: float = 10.0
-    eviction_monitoring_period: float = 10.0
-    pressure_transition_period: float = eviction.PRESSURE_TRANSITION_PERIOD
-    file_check_frequency: float = 20.0
-    sandbox_delay: float = 0.0
-    pull_delay: float = 0.5
-    create_delay: float = 0.0
-    start_delay: float = 0.0
-    shutdown_delay: float | None = None
-    """Seconds a container takes to exit after SIGTERM; None: it uses the whole grace period (then SIGKILL)."""
-    pulled_image_size: int = 100 * 2**20
-    status_workers: int = 16
-    register_concurrency: int = 16
-
-
-def _seconds(text: str) -> float | None:
-    try:
-        return parse_duration(text.strip()) / 1e9
-    except ValueError:
-        try:
-            return float(text)
-        except ValueError:
-            return None
-
-
-def _annotation(pod: Mapping[str, Any], key: str) -> str | None:
-    value = ((pod.get("metadata") or {}).get("annotations") or {}).get(key)
-    return None if value is None else str(value)
-
-
-def _default_pull_policy(image: str) -> str:
-    """The API server's default: Always for ``:latest`` or no tag, else IfNotPresent."""
-    if "@" in image:
-        return "IfNotPresent"
-    tag = image.rsplit("/", 1)[-1].partition(":")[2]
-    return "Always" if tag in ("", "latest") else "IfNotPresent"
-
-
-@dataclass(eq=False)
-class SimNode:
-    """One simulated kubelet's state."""
-
-    spec: NodeSpec
-    node: Obj | None = None
-    uid: str = ""
-    ips: IPAllocator = field(init=False)
-    images: dict[str, Obj] = field(default_factory=dict)  # normalized name -> node.status.images entry
-    pods: dict[str, PodRuntime] = field(default_factory=dict)  # uid -> runtime holding resources
-    stopped_by: set[str] = field(default_factory=set)  # "api", "annotation", "config"
-    memory_pressure: bool = False
-    pressure_seen_at: float = float("-inf")
-    last_report: float = float("-inf")
-    reported: tuple[Any, ...] = ()
-    full_report_due: bool = True
-    lease: Obj | None = None
-    recorder: EventRecorder | None = None
-    held: set[str] = field(default_factory=set)  # uids whose writes wait for the node to come back
-    static: dict[str, Obj] = field(default_factory=dict)  # config hash -> static pod
-    static_runtimes: dict[str, PodRuntime] = field(default_factory=dict)  # config hash -> runtime
-    thresholds: list[eviction.Threshold] = field(default_factory=list)
-    gpus: dict[str, tuple[int, tuple[int, ...]]] = field(default_factory=dict)  # uid -> (milli, devices)
-
-    def __post_init__(self) -> None:
-        """What follows from the spec: the IP pool, the images, the eviction thresholds, a configured stop."""
-        self.ips = IPAllocator(self.spec.pod_cidr)
-        try:
-            self.thresholds = eviction.parse_thresholds(self.spec.eviction_hard or eviction.DEFAULT_EVICTION_HARD)
-        except ValueError as exc:
-            raise ValueError(f"node {self.spec.name}: evictionHard: {exc}") from None
-        if not self.spec.heartbeat:
-            self.stopped_by.add("config")
-        for entry in self.spec.images:
-            for name in entry["names"]:
-                self.images[normalize_image(name)] = dict(entry)
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def running(self) -> bool:
-        return not self.stopped_by
-
-    def has_image(self, image: str) -> bool:
-        return normalize_image(image) in self.images
-
-    def image_list(self) -> list[Obj]:
-        unique = {id(e): e for e in self.images.values()}
-        return sorted_images(list(unique.values()))
-
-    def gpu_idle(self, node: Mapping[str, Any]) -> list[int]:
-        """Free milli per GPU device of ``node`` after the pods holding devices here (a device past its capacity,
-        e.g. after the node shrank, has negative idle: nothing more fits there)."""
-        idle = [MILLI_PER_GPU] * node_gpu_count(node)
-        for milli, devices in self.gpus.values():
-            for d in devices:
-                if 0 <= d < len(idle):
-                    idle[d] -= milli
-        return idle
 
 
 class Fleet:
@@ -213,18 +101,45 @@ class Fleet:
         self.nodes: dict[str, SimNode] = {}
         for spec in nodes:
             self.nodes[spec.name] = SimNode(spec)
-        self._pods_res = client.resource("pods")
-        self._nodes_res = client.resource("nodes")
-        self._leases_res = client.resource("leases")
         self.pod_informer = SharedInformer(
-            client, self._pods_res, clock=self.clock, rng=self.rng, field_selector="spec.nodeName!="
+            client, client.resource("pods"), clock=self.clock, rng=self.rng, field_selector="spec.nodeName!="
         )
-        self.node_informer = SharedInformer(client, self._nodes_res, clock=self.clock, rng=self.rng)
+        self.node_informer = SharedInformer(client, client.resource("nodes"), clock=self.clock, rng=self.rng)
         self.runtimes: dict[str, PodRuntime] = {}  # uid -> runtime, until the pod is gone from the API
-        self._pod_tasks: dict[str, asyncio.Task[None]] = {}
+        self.pod_tasks = PodTasks()
+        self.events = NodeEvents(client, clock=self.clock, rng=self.rng)
+        self.devices = DeviceManager(client, tasks=self.pod_tasks)
+        self.node_status = NodeStatus(client, clock=self.clock, options=self.options, events=self.events)
         self._tasks: list[asyncio.Task[None]] = []
-        self._writes: RateLimitingQueue[str] = RateLimitingQueue(clock=self.clock)
-        self._dirty: set[str] = set()
+        self.status = StatusManager(client, clock=self.clock, runtimes=self.runtimes, nodes=self.nodes)
+        self.workers = PodWorkers(
+            clock=self.clock,
+            options=self.options,
+            runtimes=self.runtimes,
+            tasks=self.pod_tasks,
+            status=self.status,
+            devices=self.devices,
+            events=self.events,
+        )
+        self.eviction = EvictionManager(
+            clock=self.clock,
+            options=self.options,
+            runtimes=self.runtimes,
+            tasks=self.pod_tasks,
+            status=self.status,
+            events=self.events,
+            report=functools.partial(self.node_status.maybe_report, force=True),
+        )
+        self.mirror_pods = MirrorPods(
+            client,
+            clock=self.clock,
+            options=self.options,
+            runtimes=self.runtimes,
+            tasks=self.pod_tasks,
+            workers=self.workers,
+            status=self.status,
+            pods_on_node=functools.partial(self.pod_informer.indexer.by_index, "spec.nodeName"),
+        )
         self._started = self._stopped = False
         self.on_registered: Callable[[int, int], None] | None = None
         """Called with (registered, total) as nodes register during :meth:`start` (progress displays)."""
@@ -239,14 +154,12 @@ class Fleet:
         self.pod_informer.add_event_handler(
             on_add=self._on_pod, on_update=self._on_pod_update, on_delete=self._on_pod_deleted
         )
-        await self._register_all()
+        await self.node_status.register_all(self.nodes.values(), on_registered=self.on_registered)
         self.node_informer.start()
         await self.node_informer.wait_for_sync()
         self.pod_informer.start()
         await self.pod_informer.wait_for_sync()
-        loop = asyncio.get_running_loop()
-        for _ in range(self.options.status_workers):
-            self._tasks.append(loop.create_task(self._status_worker(), name="kubelet status"))
+        self._tasks.extend(self.status.start(self.options.status_workers))
         for sim in self.nodes.values():
             self._start_node(sim)
 
@@ -255,7 +168,7 @@ class Fleet:
         loop = asyncio.get_running_loop()
         self._tasks.append(loop.create_task(self._node_loop(sim), name=f"kubelet {sim.name}"))
         if sim.spec.static_pod_path:
-            self._tasks.append(loop.create_task(self._static_loop(sim), name=f"static pods {sim.name}"))
+            self._tasks.append(loop.create_task(self.mirror_pods.run(sim), name=f"static pods {sim.name}"))
 
     async def add_nodes(self, specs: Sequence[NodeSpec]) -> None:
         """Register more nodes into a running fleet (a scale-out); names must be new."""
@@ -265,7 +178,7 @@ class Fleet:
                 raise ValueError(f"node {spec.name} is already in the fleet")
             sim = self.nodes[spec.name] = SimNode(spec)
             added.append(sim)
-        await asyncio.gather(*(self._register(sim) for sim in added))
+        await asyncio.gather(*(self.node_status.register(sim) for sim in added))
         for sim in added:
             self._start_node(sim)
 
@@ -282,14 +195,14 @@ class Fleet:
         if self._stopped:
             return
         self._stopped = True
-        for task in [*self._tasks, *self._pod_tasks.values()]:
+        for task in [*self._tasks, *self.pod_tasks.all()]:
             task.cancel()
-        for task in [*self._tasks, *self._pod_tasks.values()]:
+        for task in [*self._tasks, *self.pod_tasks.all()]:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
-        self._pod_tasks.clear()
-        self._writes.shut_down()
+        self.pod_tasks.clear()
+        self.status.shut_down()
         await self.pod_informer.stop()
         await self.node_informer.stop()
         for sim in self.nodes.values():
@@ -319,9 +232,7 @@ class Fleet:
             return
         sim.full_report_due = True
         sim.last_report = float("-inf")
-        for uid in sim.held:
-            self._mark_dirty_uid(uid)
-        sim.held.clear()
+        self.status.resume(sim)
         current = {
             str(p["metadata"].get("uid")): p for p in self.pod_informer.indexer.by_index("spec.nodeName", sim.name)
         }
@@ -331,56 +242,7 @@ class Fleet:
         for pod in current.values():
             self._on_pod(pod)
 
-    # --- registration and heartbeats ------------------------------------------------------------------------
-
-    async def _register_all(self) -> None:
-        semaphore = asyncio.Semaphore(self.options.register_concurrency)
-        done = 0
-
-        async def register(sim: SimNode) -> None:
-            nonlocal done
-            async with semaphore:
-                await self._register(sim)
-            done += 1
-            if self.on_registered is not None:
-                self.on_registered(done, len(self.nodes))
-
-        await asyncio.gather(*(register(sim) for sim in self.nodes.values()))
-
-    async def _register(self, sim: SimNode) -> None:
-        """Create the Node (upstream ``registerWithAPIServer``); an existing one is kept (its labels, taints
-        and spec are the cluster's now) and only its status is refreshed by the first report."""
-        while True:
-            try:
-                created = await self.client.create(
-                    self._nodes_res, registration_node(sim.spec, self.clock.now(), sim.image_list())
-                )
-                sim.node, sim.uid = created, str(created["metadata"].get("uid", ""))
-                sim.full_report_due = False
-                sim.last_report = self.clock.monotonic()
-                sim.reported = self._fingerprint(sim)
-                self._started_events(sim)
-                return
-            except AlreadyExistsError:
-                existing = await self.client.get(self._nodes_res, sim.name)
-                sim.node, sim.uid = existing, str(existing["metadata"].get("uid", ""))
-                self._started_events(sim)
-                return
-            except Exception as exc:  # API server not ready yet: retry as the kubelet does
-                log.warning("kubelet %s: unable to register node: %s", sim.name, exc)
-                await self.clock.sleep(7.0)
-
-    def _node_event(self, sim: SimNode, type_: str, reason: str, message: str) -> None:
-        """An Event about the Node (upstream's node reference uses the node name as its UID)."""
-        self._event(sim, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": sim.name, "uid": sim.name}},
-                    type_, reason, message)  # fmt: skip
-
-    def _started_events(self, sim: SimNode) -> None:
-        """What ``kubectl describe node`` shows of a kubelet's start (``kubelet.go`` and ``setters.go``)."""
-        self._node_event(sim, "Normal", "Starting", "Starting kubelet.")
-        for event in ("NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID"):
-            self._node_event(sim, "Normal", event, f"Node {sim.name} status is now: {event}")
-        self._node_event(sim, "Normal", "NodeAllocatableEnforced", "Updated Node Allocatable limit across pods")
+    # --- the heartbeat: lease, eviction pass, status ---------------------------------------------------------
 
     async def _node_loop(self, sim: SimNode) -> None:
         period = min(self.options.lease_renew_interval, self.options.status_update_frequency)
@@ -389,85 +251,17 @@ class Fleet:
         while True:
             if sim.running:
                 try:
-                    await self._renew_lease(sim)
+                    await self.node_status.renew_lease(sim)
                     now = self.clock.monotonic()
                     if now - last_eviction >= self.options.eviction_monitoring_period - 1e-9:
                         last_eviction = now
-                        await self._eviction_pass(sim)
-                    await self._maybe_report(sim)
+                        await self.eviction.synchronize(sim)
+                    await self.node_status.maybe_report(sim)
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
                     log.warning("kubelet %s: heartbeat failed: %s", sim.name, exc)
             await self.clock.sleep(period)
-
-    async def _renew_lease(self, sim: SimNode) -> None:
-        now = self.clock.now()
-        if sim.lease is None:
-            try:
-                sim.lease = await self.client.get(self._leases_res, sim.name, namespace=NODE_LEASE_NAMESPACE)
-            except NotFoundError:
-                try:
-                    sim.lease = await self.client.create(
-                        self._leases_res, node_lease(sim.name, sim.uid, now), namespace=NODE_LEASE_NAMESPACE
-                    )
-                    return
-                except AlreadyExistsError:
-                    return  # read it next time
-        lease = {**sim.lease, "spec": {**sim.lease.get("spec", {}), **node_lease(sim.name, sim.uid, now)["spec"]}}
-        try:
-            sim.lease = await self.client.update(self._leases_res, lease, namespace=NODE_LEASE_NAMESPACE)
-        except (ConflictError, NotFoundError):
-            sim.lease = None
-
-    def _fingerprint(self, sim: SimNode) -> tuple[Any, ...]:
-        return (sim.memory_pressure, tuple(sorted(sim.images)))
-
-    def _conditions(self, sim: SimNode) -> list[Obj]:
-        stamp = format_time(self.clock.now())
-        current = {c.get("type"): c for c in ((sim.node or {}).get("status") or {}).get("conditions") or []}
-        wanted = {"MemoryPressure": sim.memory_pressure, "DiskPressure": False, "PIDPressure": False, "Ready": True}
-        out = []
-        for type_ in CONDITION_ORDER:
-            status = "True" if wanted[type_] else "False"
-            old = current.get(type_)
-            transition = old["lastTransitionTime"] if old and old.get("status") == status else stamp
-            out.append(condition(type_, wanted[type_], stamp, transition or stamp))
-        return out
-
-    async def _maybe_report(self, sim: SimNode, *, force: bool = False) -> None:
-        """Patch node status when it changed or the report period passed (upstream ``tryUpdateNodeStatus``)."""
-        now = self.clock.monotonic()
-        fingerprint = self._fingerprint(sim)
-        node_ready = any(
-            c.get("type") == "Ready" and c.get("status") == "True"
-            for c in ((sim.node or {}).get("status") or {}).get("conditions") or []
-        )
-        if (
-            not force
-            and fingerprint == sim.reported
-            and node_ready
-            and now - sim.last_report < self.options.status_report_frequency
-        ):
-            return
-        status: Obj = {"conditions": self._conditions(sim)}
-        if fingerprint[1] != (sim.reported[1] if sim.reported else None) or sim.full_report_due:
-            status["images"] = sim.image_list()
-        if sim.full_report_due:
-            status.update(
-                capacity=dict(sim.spec.capacity),
-                allocatable=dict(sim.spec.allocatable),
-                nodeInfo=node_info(sim.spec),
-                addresses=[
-                    {"type": "InternalIP", "address": sim.spec.address},
-                    {"type": "Hostname", "address": sim.name},
-                ],
-                daemonEndpoints={"kubeletEndpoint": {"Port": 10250}},
-            )
-        sim.node = await self.client.patch(
-            self._nodes_res, sim.name, {"status": status}, patch_type=PatchType.STRATEGIC, subresource="status"
-        )
-        sim.last_report, sim.reported, sim.full_report_due = now, fingerprint, False
 
     # --- the node informer ------------------------------------------------------------------------------------
 
@@ -480,7 +274,7 @@ class Fleet:
             return
         sim.node = node
         sim.uid = str(node["metadata"].get("uid", sim.uid))
-        value = _annotation(node, HEARTBEAT_ANNOTATION)
+        value = annotation(node, HEARTBEAT_ANNOTATION)
         stop = value == "false"
         if value == "true" and sim.stopped_by - {"annotation"}:  # "true" also revives a node stopped otherwise
             sim.stopped_by.clear()
@@ -507,37 +301,37 @@ class Fleet:
         rt = self.runtimes.get(uid)
         deleting = bool(meta.get("deletionTimestamp"))
         if rt is None and is_mirror_pod(pod):
-            rt = self._adopt_mirror(sim, pod)
+            rt = self.mirror_pods.adopt_mirror(sim, pod)
             if rt is None:
                 return
         if rt is not None:
             if rt.static_hash and deleting:
                 # deleting a mirror pod does not stop its static pod: it is deleted for good and created again
-                self._spawn(f"mirror {rt.static_hash}", self._replace_mirror(sim, pod, rt.static_hash))
+                self.mirror_pods.replace_mirror(sim, pod, rt.static_hash)
                 return
             rt.pod = pod
             if deleting and not rt.terminating:
-                self._begin_termination(sim, rt)
+                self.workers.begin_termination(sim, rt)
             return
         phase = (pod.get("status") or {}).get("phase")
         if phase in ("Succeeded", "Failed"):
             if deleting:  # nothing runs: finish the deletion
-                rt = self._new_runtime(sim, pod)
+                rt = self.workers.new_runtime(sim, pod)
                 rt.phase, rt.holding, rt.terminating, rt.delete_requested = phase, False, True, True
                 rt.rejected = True
-                self._mark_dirty(rt)
+                self.status.mark_dirty(rt)
             return
         if phase == "Running" or (pod.get("status") or {}).get("containerStatuses"):
-            rt = self._adopt_running(sim, pod)
+            rt = self.workers.adopt_running(sim, pod)
             if deleting:
-                self._begin_termination(sim, rt)
+                self.workers.begin_termination(sim, rt)
             return
         if deleting:
-            rt = self._new_runtime(sim, pod)
+            rt = self.workers.new_runtime(sim, pod)
             rt.holding = False
-            self._begin_termination(sim, rt)
+            self.workers.begin_termination(sim, rt)
             return
-        self._admit(sim, pod)
+        self.workers.admit(sim, pod)
 
     def _on_pod_deleted(self, pod: Obj) -> None:
         uid = str(pod["metadata"].get("uid", ""))
@@ -546,494 +340,19 @@ class Fleet:
             sim = self.nodes.get(rt.node)
             if sim is not None and rt.static_hash in sim.static:
                 self.runtimes.pop(uid, None)
-                self._spawn(f"mirror {uid}", self._ensure_mirror(sim, rt.static_hash))
+                self.mirror_pods.recreate_mirror(sim, uid, rt.static_hash)
                 return
         self._forget(uid)
 
     def _forget(self, uid: str) -> None:
         rt = self.runtimes.pop(uid, None)
-        task = self._pod_tasks.pop(uid, None)
-        if task is not None:
-            task.cancel()
+        self.pod_tasks.cancel(uid)
         if rt is not None:
             sim = self.nodes.get(rt.node)
             if sim is not None:
-                self._release(sim, rt)
+                sim.release(rt)
                 if rt.static_hash and sim.static_runtimes.get(rt.static_hash) is rt:
                     del sim.static_runtimes[rt.static_hash]
-
-    def _new_runtime(self, sim: SimNode, pod: Obj) -> PodRuntime:
-        rt = PodRuntime.for_pod(pod, sim.spec.address, self.clock.now())
-        self.runtimes[rt.uid] = rt
-        return rt
-
-    def _release(self, sim: SimNode, rt: PodRuntime) -> None:
-        """The pod stops counting against the node: its resources, GPU devices and IP are free again."""
-        if sim.pods.pop(rt.uid, None) is not None and rt.pod_ip and rt.pod_ip != sim.spec.address:
-            sim.ips.release(rt.pod_ip)
-        sim.gpus.pop(rt.uid, None)
-        rt.holding = False
-
-    def _hold_gpus(self, sim: SimNode, pod: Obj, devices: tuple[int, ...] | None) -> None:
-        """Account ``devices`` to the pod on ``sim``; annotate the pod with them when it does not say so."""
-        if devices is None:
-            return
-        request = gpu_request_or_none(pod)
-        if request is None:
-            return
-        uid = str(pod["metadata"].get("uid", ""))
-        sim.gpus[uid] = (request.milli, devices)
-        if devices_of(pod) != devices:
-            meta = pod["metadata"]
-            self._spawn(
-                f"gpu {uid}", self._annotate_devices(str(meta.get("namespace", "")), str(meta["name"]), devices)
-            )
-
-    async def _annotate_devices(self, namespace: str, name: str, devices: tuple[int, ...]) -> None:
-        patch = {"metadata": {"annotations": {GPU_DEVICES_ANNOTATION: format_devices(devices)}}}
-        try:
-            await self.client.patch(self._pods_res, name, patch, patch_type=PatchType.MERGE, namespace=namespace)
-        except NotFoundError:
-            return
-        except Exception as exc:  # the accounting stands; the scheduler places an unannotated pod first fit
-            log.info("kubelet: annotating pod %s/%s with its GPUs failed: %s", namespace, name, exc)
-
-    def _spawn(self, key: str, coro: Any) -> None:
-        old = self._pod_tasks.get(key)
-        if old is not None and not old.done():
-            old.cancel()
-        task = asyncio.get_running_loop().create_task(coro, name=f"kubelet pod {key}")
-        self._pod_tasks[key] = task
-        task.add_done_callback(functools.partial(self._task_done, key))
-
-    def _task_done(self, key: str, task: asyncio.Task[None]) -> None:
-        if self._pod_tasks.get(key) is task:
-            del self._pod_tasks[key]
-        if not task.cancelled() and task.exception() is not None:
-            log.error("kubelet pod task %s failed", key, exc_info=task.exception())
-
-    # --- admission and the lifecycle ----------------------------------------------------------------------------
-
-    def _admit(self, sim: SimNode, pod: Obj) -> None:
-        node = sim.node or registration_node(sim.spec, self.clock.now(), [])
-        admitted = [r.pod for r in sim.pods.values() if r.holding]
-        result = admission.admit_pod(
-            pod, node, admitted, under_memory_pressure=sim.memory_pressure, gpu_idle=sim.gpu_idle(node)
-        )
-        rt = self._new_runtime(sim, pod)
-        if not result.admit:
-            rt.phase, rt.reason, rt.message, rt.holding, rt.rejected = (
-                "Failed",
-                result.reason,
-                result.message,
-                False,
-                True,
-            )
-            self._event(sim, pod, "Warning", result.reason, result.message)
-            self._mark_dirty(rt)
-            return
-        sim.pods[rt.uid] = rt
-        self._hold_gpus(sim, pod, result.devices)
-        self._mark_dirty(rt)
-        self._spawn(rt.uid, self._run_pod(sim, rt))
-
-    async def _delay(self, seconds: float) -> None:
-        if seconds > 0:
-            await self.clock.sleep(seconds)
-
-    def _event(self, sim: SimNode, obj: Obj, type_: str, reason: str, message: str, field_path: str = "") -> None:
-        """Record an Event about a pod (or, with ``kind`` set, another object) through the node's recorder."""
-        if sim.recorder is None:
-            sim.recorder = EventRecorder(
-                self.client, component="kubelet", host=sim.name, clock=self.clock, rng=self.rng
-            )
-        ref = obj if obj.get("kind") == "Node" else {"apiVersion": "v1", "kind": "Pod", "metadata": obj["metadata"]}
-        sim.recorder.record(ref, type_, reason, message, field_path=field_path)
-
-    async def _run_pod(self, sim: SimNode, rt: PodRuntime) -> None:
-        pod = rt.pod
-        spec = pod.get("spec") or {}
-        await self._delay(self.options.sandbox_delay)
-        rt.pod_ip = sim.spec.address if spec.get("hostNetwork") else sim.ips.allocate()
-        rt.sandbox_ready = True
-        containers = {c["name"]: c for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]}
-        for c in rt.init_containers:
-            await self._start_container(sim, rt, c, containers[c.name], "initContainers")
-            if not c.sidecar:
-                c.terminate(0, self.clock.now())
-            self._mark_dirty(rt)
-        for c in rt.containers:
-            await self._start_container(sim, rt, c, containers[c.name], "containers")
-        rt.phase = "Running"
-        self._mark_dirty(rt)
-        duration = _annotation(pod, DURATION_ANNOTATION)
-        if duration is None:
-            return
-        seconds = _seconds(duration)
-        if seconds is None:
-            log.warning("pod %s: ignoring bad %s %r", rt.key, DURATION_ANNOTATION, duration)
-            return
-        await self._run_to_completion(sim, rt, seconds, containers)
-
-    async def _start_container(
-        self, sim: SimNode, rt: PodRuntime, c: ContainerRuntime, container: Mapping[str, Any], kind: str
-    ) -> None:
-        pod = rt.pod
-        path = f"spec.{kind}{{{c.name}}}"
-        policy = container.get("imagePullPolicy") or _default_pull_policy(c.image)
-        present = sim.has_image(c.image)
-        if policy == "Always" or (policy == "IfNotPresent" and not present):
-            self._event(sim, pod, "Normal", "Pulling", f'Pulling image "{c.image}"', path)
-            started = self.clock.monotonic()
-            await self._delay(0.0 if present else self.options.pull_delay)
-            took = format_duration(round((self.clock.monotonic() - started) * 1000) * 1_000_000)
-            size = self._pull(sim, c.image)
-            message = (
-                f'Successfully pulled image "{c.image}" in {took} ({took} including waiting). Image size: {size} bytes.'
-            )
-            self._event(sim, pod, "Normal", "Pulled", message, path)
-        else:
-            message = f'Container image "{c.image}" already present on machine and can be accessed by the pod'
-            self._event(sim, pod, "Normal", "Pulled", message, path)
-        await self._delay(self.options.create_delay)
-        self._event(sim, pod, "Normal", "Created", f"Created container: {c.name}", path)
-        await self._delay(self.options.start_delay)
-        c.start(rt.uid, self.clock.now())
-        self._event(sim, pod, "Normal", "Started", f"Started container {c.name}", path)
-
-    def _pull(self, sim: SimNode, image: str) -> int:
-        """The image is on the node from now on (and in ``status.images`` from the next report)."""
-        key = normalize_image(image)
-        entry = sim.images.get(key)
-        if entry is None:
-            names = [key.split("@")[0]]
-            entry = sim.images[key] = {"names": names, "sizeBytes": self.options.pulled_image_size}
-        return int(entry.get("sizeBytes", 0))
-
-    async def _run_to_completion(
-        self, sim: SimNode, rt: PodRuntime, seconds: float, containers: Mapping[str, Mapping[str, Any]]
-    ) -> None:
-        pod = rt.pod
-        policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
-        code_text = _annotation(pod, EXIT_CODE_ANNOTATION) or "0"
-        try:
-            code = int(code_text)
-        except ValueError:
-            log.warning("pod %s: ignoring bad %s %r", rt.key, EXIT_CODE_ANNOTATION, code_text)
-            code = 0
-        while True:
-            await self._delay(seconds)
-            now = self.clock.now()
-            for c in rt.containers:
-                c.terminate(code, now)
-            if policy == "Never" or (policy == "OnFailure" and code == 0):
-                rt.phase = "Succeeded" if code == 0 else "Failed"
-                for sidecar in rt.init_containers:
-                    if sidecar.running:
-                        sidecar.terminate(0, now)
-                self._release(sim, rt)
-                self._mark_dirty(rt)
-                return
-            restarts = rt.containers[0].restart_count if rt.containers else 0
-            backoff = 0.0 if restarts == 0 else min(BACKOFF_INITIAL * 2 ** (restarts - 1), BACKOFF_MAX)
-            pod_ref = f"{rt.name}_{rt.namespace}({rt.uid})"
-            for c in rt.containers:
-                wait = format_duration(int(backoff * 1e9))
-                c.wait_restart(
-                    "CrashLoopBackOff", f"back-off {wait} restarting failed container={c.name} pod={pod_ref}"
-                )
-                if backoff:
-                    message = f"Back-off restarting failed container {c.name} in pod {pod_ref}"
-                    self._event(sim, pod, "Warning", "BackOff", message, f"spec.containers{{{c.name}}}")
-            self._mark_dirty(rt)
-            await self._delay(backoff)
-            for c in rt.containers:
-                await self._start_container(sim, rt, c, containers[c.name], "containers")
-            self._mark_dirty(rt)
-
-    def _adopt_running(self, sim: SimNode, pod: Obj) -> PodRuntime:
-        """A pod this node ran before the fleet (re)started: take its reported state as the truth."""
-        rt = self._new_runtime(sim, pod)
-        status = pod.get("status") or {}
-        rt.start_time = status.get("startTime") or rt.start_time
-        rt.pod_ip = status.get("podIP") or ""
-        if rt.pod_ip and rt.pod_ip != sim.spec.address:
-            sim.ips.reserve(rt.pod_ip)
-        rt.sandbox_ready = bool(rt.pod_ip)
-        rt.phase = status.get("phase") or "Pending"
-        by_name = {
-            s.get("name"): s for s in [*status.get("initContainerStatuses", []), *status.get("containerStatuses", [])]
-        }
-        for c in rt.all_containers():
-            found = by_name.get(c.name) or {}
-            if found.get("state"):
-                c.state = {k: v for k, v in found["state"].items() if v is not None}
-            c.last_state = found.get("lastState") or {}
-            c.restart_count = int(found.get("restartCount") or 0)
-            c.container_id = found.get("containerID") or ""
-            c.started = bool(found.get("started"))
-        for cond in status.get("conditions") or []:
-            if cond.get("type") and cond.get("lastTransitionTime"):
-                rt.transitions[cond["type"]] = (cond.get("status", ""), cond["lastTransitionTime"])
-        for c in rt.all_containers():
-            if (image := c.image) and c.container_id:
-                self._pull(sim, image)
-        if rt.phase not in ("Succeeded", "Failed"):
-            sim.pods[rt.uid] = rt
-            if sim.node is not None:
-                self._hold_gpus(sim, pod, admission.allocate_gpus(pod, sim.node, sim.gpu_idle(sim.node)).devices)
-            if any(not c.running for c in rt.containers) and rt.phase != "Running":
-                self._spawn(rt.uid, self._run_pod(sim, rt))  # it never finished starting: start it again
-        else:
-            rt.holding = False
-        return rt
-
-    # --- termination -------------------------------------------------------------------------------------------
-
-    def _begin_termination(self, sim: SimNode, rt: PodRuntime) -> None:
-        rt.terminating = True
-        task = self._pod_tasks.pop(rt.uid, None)
-        if task is not None:
-            task.cancel()
-        self._spawn(rt.uid, self._terminate(sim, rt))
-
-    async def _terminate(self, sim: SimNode, rt: PodRuntime) -> None:
-        """Graceful termination (upstream ``killPod``): Killing, wait for the containers to exit within the
-        grace period, write the terminal status, then delete the pod for good (grace 0, UID precondition)."""
-        pod = rt.pod
-        meta = pod["metadata"]
-        grace = float(meta.get("deletionGracePeriodSeconds", 30) or 0)
-        running = [c for c in rt.all_containers() if c.running]
-        if running:
-            for c in running:
-                path = f"spec.{'initContainers' if c.init else 'containers'}{{{c.name}}}"
-                self._event(sim, pod, "Normal", "Killing", f"Stopping container {c.name}", path)
-            shutdown = _seconds(_annotation(pod, SHUTDOWN_ANNOTATION) or "")
-            if shutdown is None:
-                shutdown = self.options.shutdown_delay
-            exits_in_time = shutdown is not None and shutdown < grace
-            await self._delay(shutdown if exits_in_time and shutdown is not None else grace)
-            now = self.clock.now()
-            for c in running:
-                c.terminate(0 if exits_in_time else 137, now)
-        if not rt.terminal:
-            exited_zero = all(c.exit_code == 0 for c in rt.containers if c.terminated) and all(
-                c.terminated for c in rt.containers
-            )
-            rt.phase = "Succeeded" if exited_zero and running else "Failed"
-        self._release(sim, rt)
-        rt.delete_requested = True
-        self._mark_dirty(rt)
-
-    # --- eviction ----------------------------------------------------------------------------------------------
-
-    async def _eviction_pass(self, sim: SimNode) -> None:
-        """Upstream eviction manager ``synchronize``: observe memory.available, keep the MemoryPressure
-        condition (with its transition period), and evict at most one pod per pass in rank order."""
-        threshold = next((t for t in sim.thresholds if t.signal == eviction.MEMORY_AVAILABLE), None)
-        if threshold is None or sim.node is None:
-            return
-        runtimes = {r.uid: r for r in sim.pods.values() if r.holding and not r.terminating}
-        active = [r.pod for r in runtimes.values()]
-
-        def usage(pod: Mapping[str, Any]) -> int:  # a pod's simulated usage never changes: computed once
-            rt = runtimes[str(pod["metadata"].get("uid", ""))]
-            if rt.memory_usage is None:
-                rt.memory_usage = eviction.pod_memory_usage(pod)
-            return rt.memory_usage
-
-        available = eviction.memory_available(sim.node, active, usage=usage)
-        capacity = eviction.node_memory_capacity(sim.node)
-        now = self.clock.monotonic()
-        crossed = available < threshold.value(capacity)
-        if crossed:
-            sim.pressure_seen_at = now
-        pressure = crossed or now - sim.pressure_seen_at < self.options.pressure_transition_period
-        if pressure != sim.memory_pressure:
-            sim.memory_pressure = pressure
-            event = eviction.pressure_condition("MemoryPressure", pressure).event_reason
-            self._node_event(sim, "Normal", event, f"Node {sim.name} status is now: {event}")
-            await self._maybe_report(sim, force=True)
-        if not crossed or not active:
-            return
-        victim = eviction.pick_pod_to_evict(eviction.rank_for_memory_eviction(active))
-        rt = None if victim is None else self.runtimes.get(str(victim["metadata"].get("uid")))
-        if victim is None or rt is None:
-            return
-        message = eviction.eviction_message("memory", threshold, available, victim, capacity=capacity)
-        self._evict(sim, rt, message)
-
-    def _evict(self, sim: SimNode, rt: PodRuntime, message: str) -> None:
-        """Kill the pod at once (hard threshold: grace 0), phase Failed, reason Evicted, DisruptionTarget."""
-        task = self._pod_tasks.pop(rt.uid, None)
-        if task is not None:
-            task.cancel()
-        now = self.clock.now()
-        for c in rt.all_containers():
-            if c.running:
-                c.terminate(137, now)
-        rt.phase, rt.reason, rt.message = "Failed", "Evicted", message
-        rt.extra_conditions = [
-            {
-                "type": "DisruptionTarget",
-                "status": "True",
-                "lastProbeTime": None,
-                "lastTransitionTime": format_time(now),
-                "reason": "TerminationByKubelet",
-                "message": message,
-            }
-        ]
-        self._event(sim, rt.pod, "Warning", "Evicted", message)
-        self._release(sim, rt)
-        self._mark_dirty(rt)
-
-    # --- static pods -------------------------------------------------------------------------------------------
-
-    async def _static_loop(self, sim: SimNode) -> None:
-        while True:
-            if sim.running and sim.uid:
-                try:
-                    await self._sync_static(sim)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    log.warning("kubelet %s: static pods: %s", sim.name, exc)
-            await self.clock.sleep(self.options.file_check_frequency)
-
-    async def _sync_static(self, sim: SimNode) -> None:
-        wanted = load_static_pods(sim.spec.static_pod_path, sim.name)
-        for digest in list(sim.static):
-            if digest not in wanted:
-                del sim.static[digest]
-                rt = sim.static_runtimes.pop(digest, None)
-                if rt is not None:
-                    self._release(sim, rt)
-                    await self._delete_pod(rt.namespace, rt.name, rt.uid)
-        for digest, pod in wanted.items():
-            if digest not in sim.static:
-                sim.static[digest] = pod
-                await self._ensure_mirror(sim, digest)
-
-    async def _ensure_mirror(self, sim: SimNode, digest: str) -> None:
-        """Create the mirror pod of a static pod unless the API already shows a current one (upstream
-        ``syncPod``: a mirror pod that is terminating or outdated is deleted and created again)."""
-        pod = sim.static.get(digest)
-        if pod is None:
-            return
-        meta = pod["metadata"]
-        for existing in self.pod_informer.indexer.by_index("spec.nodeName", sim.name):
-            em = existing["metadata"]
-            if em.get("name") == meta["name"] and em.get("namespace") == meta["namespace"]:
-                if mirror_hash(existing) == digest and not em.get("deletionTimestamp"):
-                    return
-                await self._delete_pod(em["namespace"], em["name"], str(em.get("uid", "")))
-        with contextlib.suppress(AlreadyExistsError):  # the informer shows it soon; the next scan checks it
-            await self.client.create(
-                self._pods_res, mirror_pod(pod, sim.name, sim.uid, self.clock.now()), namespace=meta["namespace"]
-            )
-
-    def _adopt_mirror(self, sim: SimNode, pod: Obj) -> PodRuntime | None:
-        """A mirror pod appeared: run its static pod (once; a re-created mirror pod takes over the runtime)."""
-        digest = mirror_hash(pod)
-        if digest not in sim.static:
-            if not pod["metadata"].get("deletionTimestamp"):
-                meta = pod["metadata"]
-                orphan = self._delete_pod(meta["namespace"], meta["name"], str(meta.get("uid", "")))
-                self._spawn(f"orphan {meta.get('uid')}", orphan)
-            return None
-        if pod["metadata"].get("deletionTimestamp"):
-            # deleting a mirror pod does not stop its static pod: delete it for good and create it again
-            self._spawn(f"mirror {digest}", self._replace_mirror(sim, pod, digest))
-            return None
-        rt = sim.static_runtimes.get(digest)
-        uid = str(pod["metadata"].get("uid", ""))
-        if rt is None:
-            rt = self._new_runtime(sim, pod)
-            rt.static_hash = digest
-            sim.static_runtimes[digest] = rt
-            sim.pods[rt.uid] = rt
-            self._spawn(rt.uid, self._run_pod(sim, rt))  # static pods are critical: admitted as is
-            return rt
-        old_uid = rt.uid
-        self.runtimes.pop(old_uid, None)
-        sim.pods.pop(old_uid, None)
-        task = self._pod_tasks.pop(old_uid, None)
-        rt.uid, rt.pod = uid, pod
-        self.runtimes[uid] = rt
-        if rt.holding:
-            sim.pods[uid] = rt
-        if task is not None and not task.done():
-            self._pod_tasks[uid] = task
-        self._mark_dirty(rt)
-        return rt
-
-    async def _replace_mirror(self, sim: SimNode, pod: Obj, digest: str) -> None:
-        meta = pod["metadata"]
-        await self._delete_pod(meta["namespace"], meta["name"], str(meta.get("uid", "")))
-        await self._ensure_mirror(sim, digest)
-
-    async def _delete_pod(self, namespace: str, name: str, uid: str) -> None:
-        with contextlib.suppress(NotFoundError, ConflictError):
-            await self.client.delete(
-                self._pods_res,
-                name,
-                namespace=namespace,
-                grace_period_seconds=0,
-                preconditions={"uid": uid} if uid else None,
-            )
-
-    # --- status writes -----------------------------------------------------------------------------------------
-
-    def _mark_dirty(self, rt: PodRuntime) -> None:
-        self._dirty.add(rt.uid)
-        self._mark_dirty_uid(rt.uid)
-
-    def _mark_dirty_uid(self, uid: str) -> None:
-        self._dirty.add(uid)
-        self._writes.add(uid)
-
-    async def _status_worker(self) -> None:
-        while True:
-            try:
-                uid = await self._writes.get()
-            except QueueShutDown:
-                return
-            try:
-                await self._write(uid)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.info("kubelet: writing status of pod %s failed (retrying): %s", uid, exc)
-                self._dirty.add(uid)
-                self._writes.add_rate_limited(uid)
-            else:
-                self._writes.forget(uid)
-            finally:
-                self._writes.done(uid)
-
-    async def _write(self, uid: str) -> None:
-        rt = self.runtimes.get(uid)
-        if rt is None or uid not in self._dirty:
-            return
-        sim = self.nodes.get(rt.node)
-        if sim is not None and not sim.running:
-            sim.held.add(uid)
-            return
-        self._dirty.discard(uid)
-        patch = rt.rejected_patch() if rt.rejected else rt.status_patch(self.clock.now())
-        try:
-            await self.client.patch(
-                self._pods_res,
-                rt.name,
-                patch,
-                patch_type=PatchType.STRATEGIC,
-                namespace=rt.namespace,
-                subresource="status",
-            )
-        except NotFoundError:
-            return
-        if rt.delete_requested and self.runtimes.get(uid) is rt:
-            await self._delete_pod(rt.namespace, rt.name, rt.uid)
 
     # --- introspection (tests, benchmarks) ---------------------------------------------------------------------
 

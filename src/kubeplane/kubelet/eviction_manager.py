@@ -1,0 +1,107 @@
+"""The eviction pass of each node: upstream's eviction manager (``pkg/kubelet/eviction/eviction_manager.go``).
+
+The pure part (signals, thresholds, the usage model, ranking, messages) is :mod:`kubeplane.kubelet.eviction`;
+this module runs it against a node's pods every ``eviction_monitoring_period`` (the fleet's heartbeat calls
+:meth:`EvictionManager.synchronize`), as upstream's ``synchronize``:
+
+* observe ``memory.available`` (capacity minus the running pods' simulated usage);
+* keep the ``MemoryPressure`` condition: true while the threshold is crossed and for
+  ``pressure_transition_period`` after it was last crossed; a change records ``NodeHasInsufficientMemory`` /
+  ``NodeHasSufficientMemory`` and reports the node's status at once;
+* while the threshold is crossed, evict at most one pod per pass, in ``rankMemoryPressure`` order (critical pods
+  never).
+
+Invariants: an evicted pod's containers are killed at once (hard threshold: grace 0, exit 137); it ends
+``Failed``/``Evicted`` with a ``DisruptionTarget`` condition and is not deleted (its controller replaces it); it
+stops holding resources on the node. A pod's simulated usage never changes, so it is computed once per runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from kubeplane.api.meta import format_time
+from kubeplane.client.clock import Clock
+
+from . import eviction
+from .runtime import PodRuntime
+from .state import FleetOptions, NodeEvents, PodTasks, SimNode
+from .status_manager import StatusManager
+
+
+class EvictionManager:
+    """Observes memory.available on each node, keeps MemoryPressure and evicts (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        options: FleetOptions,
+        runtimes: Mapping[str, PodRuntime],
+        tasks: PodTasks,
+        status: StatusManager,
+        events: NodeEvents,
+        report: Callable[[SimNode], Awaitable[None]],
+    ) -> None:
+        """``report(sim)`` writes the node's status at once (a pressure transition)."""
+        self._clock, self._options, self._runtimes = clock, options, runtimes
+        self._tasks, self._status, self._events, self._report = tasks, status, events, report
+
+    async def synchronize(self, sim: SimNode) -> None:
+        """Upstream eviction manager ``synchronize``: observe memory.available, keep the MemoryPressure
+        condition (with its transition period), and evict at most one pod per pass in rank order."""
+        threshold = next((t for t in sim.thresholds if t.signal == eviction.MEMORY_AVAILABLE), None)
+        if threshold is None or sim.node is None:
+            return
+        runtimes = {r.uid: r for r in sim.pods.values() if r.holding and not r.terminating}
+        active = [r.pod for r in runtimes.values()]
+
+        def usage(pod: Mapping[str, Any]) -> int:  # a pod's simulated usage never changes: computed once
+            rt = runtimes[str(pod["metadata"].get("uid", ""))]
+            if rt.memory_usage is None:
+                rt.memory_usage = eviction.pod_memory_usage(pod)
+            return rt.memory_usage
+
+        available = eviction.memory_available(sim.node, active, usage=usage)
+        capacity = eviction.node_memory_capacity(sim.node)
+        now = self._clock.monotonic()
+        crossed = available < threshold.value(capacity)
+        if crossed:
+            sim.pressure_seen_at = now
+        pressure = crossed or now - sim.pressure_seen_at < self._options.pressure_transition_period
+        if pressure != sim.memory_pressure:
+            sim.memory_pressure = pressure
+            event = eviction.pressure_condition("MemoryPressure", pressure).event_reason
+            self._events.node(sim, "Normal", event, f"Node {sim.name} status is now: {event}")
+            await self._report(sim)
+        if not crossed or not active:
+            return
+        victim = eviction.pick_pod_to_evict(eviction.rank_for_memory_eviction(active))
+        rt = None if victim is None else self._runtimes.get(str(victim["metadata"].get("uid")))
+        if victim is None or rt is None:
+            return
+        message = eviction.eviction_message("memory", threshold, available, victim, capacity=capacity)
+        self.evict(sim, rt, message)
+
+    def evict(self, sim: SimNode, rt: PodRuntime, message: str) -> None:
+        """Kill the pod at once (hard threshold: grace 0), phase Failed, reason Evicted, DisruptionTarget."""
+        self._tasks.cancel(rt.uid)
+        now = self._clock.now()
+        for c in rt.all_containers():
+            if c.running:
+                c.terminate(137, now)
+        rt.phase, rt.reason, rt.message = "Failed", "Evicted", message
+        rt.extra_conditions = [
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "lastProbeTime": None,
+                "lastTransitionTime": format_time(now),
+                "reason": "TerminationByKubelet",
+                "message": message,
+            }
+        ]
+        self._events.pod(sim, rt.pod, "Warning", "Evicted", message)
+        sim.release(rt)
+        self._status.mark_dirty(rt)

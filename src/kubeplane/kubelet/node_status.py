@@ -1,0 +1,162 @@
+"""Registration, node status and the node Lease: upstream's ``kubelet_node_status.go`` with ``nodestatus``
+(``pkg/kubelet/nodestatus/setters.go``) and ``nodelease`` (``pkg/kubelet/nodelease``).
+
+* **Registration** (``registerWithAPIServer``): each node creates its Node; an existing Node is kept (its labels,
+  taints and spec are the cluster's now) and only its status is refreshed by the first report. While the API
+  server does not answer, registration is retried every 7 s.
+* **Lease** (``nodelease``): :meth:`NodeStatus.renew_lease` renews ``kube-node-lease/<node>``; a conflict or a
+  missing Lease drops the cached copy, so the next renewal reads (or creates) it again.
+* **Status** (``tryUpdateNodeStatus``): :meth:`NodeStatus.maybe_report` patches the node's status when what it
+  reports changed (memory pressure, images), when the node is not Ready in the API, or
+  ``status_report_frequency`` after the last report; ``force`` reports at once (a pressure transition).
+
+Invariants: ``SimNode.reported`` is the fingerprint of the last status written, ``SimNode.last_report`` its
+monotonic time; ``full_report_due`` (a fresh node or a resumed kubelet) sends capacity, allocatable, nodeInfo,
+addresses and images with the next report. A condition's ``lastTransitionTime`` moves only when its status
+changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kubeplane.api.meta import format_time
+from kubeplane.client.clock import Clock
+from kubeplane.client.errors import AlreadyExistsError, ConflictError, NotFoundError
+from kubeplane.client.interface import Client, PatchType
+
+from .node import CONDITION_ORDER, NODE_LEASE_NAMESPACE, condition, node_info, node_lease, registration_node
+from .state import FleetOptions, NodeEvents, Obj, SimNode
+
+log = logging.getLogger("kubeplane.kubelet.fleet")
+
+REGISTER_RETRY_PERIOD = 7.0  # upstream: the kubelet's registration back-off caps at 7 s
+
+
+class NodeStatus:
+    """Registers nodes and keeps their Lease and status current (see the module docstring)."""
+
+    def __init__(self, client: Client, *, clock: Clock, options: FleetOptions, events: NodeEvents) -> None:
+        self._client, self._clock, self._options, self._events = client, clock, options, events
+        self._nodes_res = client.resource("nodes")
+        self._leases_res = client.resource("leases")
+
+    async def register_all(
+        self, sims: Iterable[SimNode], *, on_registered: Callable[[int, int], None] | None = None
+    ) -> None:
+        """Register ``sims``, at most ``register_concurrency`` at a time, calling ``on_registered(done, total)``
+        after each."""
+        todo = list(sims)
+        semaphore = asyncio.Semaphore(self._options.register_concurrency)
+        done = 0
+
+        async def register(sim: SimNode) -> None:
+            nonlocal done
+            async with semaphore:
+                await self.register(sim)
+            done += 1
+            if on_registered is not None:
+                on_registered(done, len(todo))
+
+        await asyncio.gather(*(register(sim) for sim in todo))
+
+    async def register(self, sim: SimNode) -> None:
+        """Create the Node (upstream ``registerWithAPIServer``), or take the existing one."""
+        while True:
+            try:
+                created = await self._client.create(
+                    self._nodes_res, registration_node(sim.spec, self._clock.now(), sim.image_list())
+                )
+                sim.node, sim.uid = created, str(created["metadata"].get("uid", ""))
+                sim.full_report_due = False
+                sim.last_report = self._clock.monotonic()
+                sim.reported = self._fingerprint(sim)
+                self._started_events(sim)
+                return
+            except AlreadyExistsError:
+                existing = await self._client.get(self._nodes_res, sim.name)
+                sim.node, sim.uid = existing, str(existing["metadata"].get("uid", ""))
+                self._started_events(sim)
+                return
+            except Exception as exc:  # API server not ready yet: retry as the kubelet does
+                log.warning("kubelet %s: unable to register node: %s", sim.name, exc)
+                await self._clock.sleep(REGISTER_RETRY_PERIOD)
+
+    def _started_events(self, sim: SimNode) -> None:
+        """What ``kubectl describe node`` shows of a kubelet's start (``kubelet.go`` and ``setters.go``)."""
+        self._events.node(sim, "Normal", "Starting", "Starting kubelet.")
+        for event in ("NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID"):
+            self._events.node(sim, "Normal", event, f"Node {sim.name} status is now: {event}")
+        self._events.node(sim, "Normal", "NodeAllocatableEnforced", "Updated Node Allocatable limit across pods")
+
+    async def renew_lease(self, sim: SimNode) -> None:
+        now = self._clock.now()
+        if sim.lease is None:
+            try:
+                sim.lease = await self._client.get(self._leases_res, sim.name, namespace=NODE_LEASE_NAMESPACE)
+            except NotFoundError:
+                try:
+                    sim.lease = await self._client.create(
+                        self._leases_res, node_lease(sim.name, sim.uid, now), namespace=NODE_LEASE_NAMESPACE
+                    )
+                    return
+                except AlreadyExistsError:
+                    return  # read it next time
+        lease = {**sim.lease, "spec": {**sim.lease.get("spec", {}), **node_lease(sim.name, sim.uid, now)["spec"]}}
+        try:
+            sim.lease = await self._client.update(self._leases_res, lease, namespace=NODE_LEASE_NAMESPACE)
+        except (ConflictError, NotFoundError):
+            sim.lease = None
+
+    @staticmethod
+    def _fingerprint(sim: SimNode) -> tuple[Any, ...]:
+        return (sim.memory_pressure, tuple(sorted(sim.images)))
+
+    def _conditions(self, sim: SimNode) -> list[Obj]:
+        stamp = format_time(self._clock.now())
+        current = {c.get("type"): c for c in ((sim.node or {}).get("status") or {}).get("conditions") or []}
+        wanted = {"MemoryPressure": sim.memory_pressure, "DiskPressure": False, "PIDPressure": False, "Ready": True}
+        out = []
+        for type_ in CONDITION_ORDER:
+            status = "True" if wanted[type_] else "False"
+            old = current.get(type_)
+            transition = old["lastTransitionTime"] if old and old.get("status") == status else stamp
+            out.append(condition(type_, wanted[type_], stamp, transition or stamp))
+        return out
+
+    async def maybe_report(self, sim: SimNode, *, force: bool = False) -> None:
+        """Patch node status when it changed or the report period passed (upstream ``tryUpdateNodeStatus``)."""
+        now = self._clock.monotonic()
+        fingerprint = self._fingerprint(sim)
+        node_ready = any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in ((sim.node or {}).get("status") or {}).get("conditions") or []
+        )
+        if (
+            not force
+            and fingerprint == sim.reported
+            and node_ready
+            and now - sim.last_report < self._options.status_report_frequency
+        ):
+            return
+        status: Obj = {"conditions": self._conditions(sim)}
+        if fingerprint[1] != (sim.reported[1] if sim.reported else None) or sim.full_report_due:
+            status["images"] = sim.image_list()
+        if sim.full_report_due:
+            status.update(
+                capacity=dict(sim.spec.capacity),
+                allocatable=dict(sim.spec.allocatable),
+                nodeInfo=node_info(sim.spec),
+                addresses=[
+                    {"type": "InternalIP", "address": sim.spec.address},
+                    {"type": "Hostname", "address": sim.name},
+                ],
+                daemonEndpoints={"kubeletEndpoint": {"Port": 10250}},
+            )
+        sim.node = await self._client.patch(
+            self._nodes_res, sim.name, {"status": status}, patch_type=PatchType.STRATEGIC, subresource="status"
+        )
+        sim.last_report, sim.reported, sim.full_report_due = now, fingerprint, False

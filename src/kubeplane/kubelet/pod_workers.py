@@ -1,0 +1,310 @@
+"""Pod lifecycle on a node: upstream's pod workers (``pkg/kubelet/pod_workers.go``) with the parts of
+``kubelet.go``/``kuberuntime`` they drive: admit, start the sandbox and the containers, run to completion or
+restart, and terminate.
+
+* **Admission** (:mod:`~kubeplane.kubelet.admission`): a rejected pod becomes Failed with upstream's reason and a
+  Warning event; an admitted pod holds its resources (and GPU devices) on the node from then on.
+* **Start** (``SyncPod``): the sandbox (pod IP from the node's podCIDR, the node's address for hostNetwork), then
+  each init container and each container: Pulling/Pulled (skipped when the image is on the node and the policy
+  allows), Created, Started; then Running.
+* **Run to completion**: a pod annotated ``sim.kubeplane.io/duration`` exits after that long with
+  ``sim.kubeplane.io/exit-code`` and, by restartPolicy, ends Succeeded/Failed or restarts with upstream's
+  back-off (immediately, then 10 s doubling to 5 min; ``CrashLoopBackOff``).
+* **Termination** (``killPod``): Killing, wait for the containers to exit within the grace period, write the
+  terminal status, then the status manager deletes the pod for good.
+* **Adoption**: a pod already running on the node when the fleet starts (a restarted ``kubeplane up``) is taken
+  as running (its IP reserved, its devices kept), without events or admission.
+
+Invariants: one task per pod UID at a time (:class:`~kubeplane.kubelet.state.PodTasks`; termination cancels the
+start-up or run task it replaces); every change of a runtime is followed by ``StatusManager.mark_dirty``; a pod
+stops holding resources (``SimNode.release``) exactly when it is terminal or its termination finished. All waiting
+is on the injected clock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, MutableMapping
+from typing import Any
+
+from kubeplane.api.durations import format_duration
+from kubeplane.client.clock import Clock
+
+from . import admission, termination
+from .device_manager import DeviceManager
+from .node import registration_node
+from .runtime import ContainerRuntime, PodRuntime, normalize_image
+from .state import (
+    DURATION_ANNOTATION,
+    EXIT_CODE_ANNOTATION,
+    SHUTDOWN_ANNOTATION,
+    FleetOptions,
+    NodeEvents,
+    Obj,
+    PodTasks,
+    SimNode,
+    annotation,
+    delay,
+    seconds,
+)
+from .status_manager import StatusManager
+
+log = logging.getLogger("kubeplane.kubelet.fleet")
+
+BACKOFF_INITIAL, BACKOFF_MAX = 10.0, 300.0  # upstream container restart back-off
+
+
+def _default_pull_policy(image: str) -> str:
+    """The API server's default: Always for ``:latest`` or no tag, else IfNotPresent."""
+    if "@" in image:
+        return "IfNotPresent"
+    tag = image.rsplit("/", 1)[-1].partition(":")[2]
+    return "Always" if tag in ("", "latest") else "IfNotPresent"
+
+
+class PodWorkers:
+    """Admits, runs and terminates the fleet's pods (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        options: FleetOptions,
+        runtimes: MutableMapping[str, PodRuntime],
+        tasks: PodTasks,
+        status: StatusManager,
+        devices: DeviceManager,
+        events: NodeEvents,
+    ) -> None:
+        self._clock, self._options, self._runtimes = clock, options, runtimes
+        self._tasks, self._status, self._devices, self._events = tasks, status, devices, events
+
+    def new_runtime(self, sim: SimNode, pod: Obj) -> PodRuntime:
+        """A fresh runtime for ``pod`` on ``sim``, known to the fleet (and the status manager) from now on."""
+        rt = PodRuntime.for_pod(pod, sim.spec.address, self._clock.now())
+        self._runtimes[rt.uid] = rt
+        return rt
+
+    # --- admission and the lifecycle ----------------------------------------------------------------------------
+
+    def admit(self, sim: SimNode, pod: Obj) -> None:
+        """Admit ``pod`` against what the node runs (upstream ``canAdmitPod``) and start it, or reject it."""
+        node = sim.node or registration_node(sim.spec, self._clock.now(), [])
+        admitted = [r.pod for r in sim.pods.values() if r.holding]
+        result = admission.admit_pod(
+            pod, node, admitted, under_memory_pressure=sim.memory_pressure, gpu_idle=self._devices.idle(sim, node)
+        )
+        rt = self.new_runtime(sim, pod)
+        if not result.admit:
+            rt.phase, rt.reason, rt.message, rt.holding, rt.rejected = (
+                "Failed",
+                result.reason,
+                result.message,
+                False,
+                True,
+            )
+            self._events.pod(sim, pod, "Warning", result.reason, result.message)
+            self._status.mark_dirty(rt)
+            return
+        sim.pods[rt.uid] = rt
+        self._devices.hold(sim, pod, result.devices)
+        self._status.mark_dirty(rt)
+        self._tasks.spawn(rt.uid, self.run_pod(sim, rt))
+
+    async def run_pod(self, sim: SimNode, rt: PodRuntime) -> None:
+        """Sandbox, init containers, containers, Running; then run to completion if the pod says how long."""
+        pod = rt.pod
+        spec = pod.get("spec") or {}
+        await delay(self._clock, self._options.sandbox_delay)
+        rt.pod_ip = sim.spec.address if spec.get("hostNetwork") else sim.ips.allocate()
+        rt.sandbox_ready = True
+        containers = {c["name"]: c for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]}
+        for c in rt.init_containers:
+            await self._start_container(sim, rt, c, containers[c.name], "initContainers")
+            if not c.sidecar:
+                c.terminate(0, self._clock.now())
+            self._status.mark_dirty(rt)
+        for c in rt.containers:
+            await self._start_container(sim, rt, c, containers[c.name], "containers")
+        rt.phase = "Running"
+        self._status.mark_dirty(rt)
+        duration = annotation(pod, DURATION_ANNOTATION)
+        if duration is None:
+            return
+        run_for = seconds(duration)
+        if run_for is None:
+            log.warning("pod %s: ignoring bad %s %r", rt.key, DURATION_ANNOTATION, duration)
+            return
+        await self._run_to_completion(sim, rt, run_for, containers)
+
+    async def _start_container(
+        self, sim: SimNode, rt: PodRuntime, c: ContainerRuntime, container: Mapping[str, Any], kind: str
+    ) -> None:
+        pod = rt.pod
+        path = f"spec.{kind}{{{c.name}}}"
+        policy = container.get("imagePullPolicy") or _default_pull_policy(c.image)
+        present = sim.has_image(c.image)
+        if policy == "Always" or (policy == "IfNotPresent" and not present):
+            self._events.pod(sim, pod, "Normal", "Pulling", f'Pulling image "{c.image}"', path)
+            started = self._clock.monotonic()
+            await delay(self._clock, 0.0 if present else self._options.pull_delay)
+            took = format_duration(round((self._clock.monotonic() - started) * 1000) * 1_000_000)
+            size = self._pull(sim, c.image)
+            message = (
+                f'Successfully pulled image "{c.image}" in {took} ({took} including waiting). Image size: {size} bytes.'
+            )
+            self._events.pod(sim, pod, "Normal", "Pulled", message, path)
+        else:
+            message = f'Container image "{c.image}" already present on machine and can be accessed by the pod'
+            self._events.pod(sim, pod, "Normal", "Pulled", message, path)
+        await delay(self._clock, self._options.create_delay)
+        self._events.pod(sim, pod, "Normal", "Created", f"Created container: {c.name}", path)
+        await delay(self._clock, self._options.start_delay)
+        c.start(rt.uid, self._clock.now())
+        self._events.pod(sim, pod, "Normal", "Started", f"Started container {c.name}", path)
+
+    def _pull(self, sim: SimNode, image: str) -> int:
+        """The image is on the node from now on (and in ``status.images`` from the next report)."""
+        key = normalize_image(image)
+        entry = sim.images.get(key)
+        if entry is None:
+            names = [key.split("@")[0]]
+            entry = sim.images[key] = {"names": names, "sizeBytes": self._options.pulled_image_size}
+        return int(entry.get("sizeBytes", 0))
+
+    async def _run_to_completion(
+        self, sim: SimNode, rt: PodRuntime, seconds: float, containers: Mapping[str, Mapping[str, Any]]
+    ) -> None:
+        pod = rt.pod
+        policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
+        code_text = annotation(pod, EXIT_CODE_ANNOTATION) or "0"
+        try:
+            code = int(code_text)
+        except ValueError:
+            log.warning("pod %s: ignoring bad %s %r", rt.key, EXIT_CODE_ANNOTATION, code_text)
+            code = 0
+        while True:
+            await delay(self._clock, seconds)
+            now = self._clock.now()
+            for c in rt.containers:
+                c.terminate(code, now)
+            if policy == "Never" or (policy == "OnFailure" and code == 0):
+                rt.phase = "Succeeded" if code == 0 else "Failed"
+                for sidecar in rt.init_containers:
+                    if sidecar.running:
+                        sidecar.terminate(0, now)
+                sim.release(rt)
+                self._status.mark_dirty(rt)
+                return
+            restarts = rt.containers[0].restart_count if rt.containers else 0
+            backoff = 0.0 if restarts == 0 else min(BACKOFF_INITIAL * 2 ** (restarts - 1), BACKOFF_MAX)
+            pod_ref = f"{rt.name}_{rt.namespace}({rt.uid})"
+            for c in rt.containers:
+                wait = format_duration(int(backoff * 1e9))
+                c.wait_restart(
+                    "CrashLoopBackOff", f"back-off {wait} restarting failed container={c.name} pod={pod_ref}"
+                )
+                if backoff:
+                    message = f"Back-off restarting failed container {c.name} in pod {pod_ref}"
+                    self._events.pod(sim, pod, "Warning", "BackOff", message, f"spec.containers{{{c.name}}}")
+            self._status.mark_dirty(rt)
+            await delay(self._clock, backoff)
+            for c in rt.containers:
+                await self._start_container(sim, rt, c, containers[c.name], "containers")
+            self._status.mark_dirty(rt)
+
+    def adopt_running(self, sim: SimNode, pod: Obj) -> PodRuntime:
+        """A pod this node ran before the fleet (re)started: take its reported state as the truth."""
+        rt = self.new_runtime(sim, pod)
+        status = pod.get("status") or {}
+        rt.start_time = status.get("startTime") or rt.start_time
+        rt.pod_ip = status.get("podIP") or ""
+        if rt.pod_ip and rt.pod_ip != sim.spec.address:
+            sim.ips.reserve(rt.pod_ip)
+        rt.sandbox_ready = bool(rt.pod_ip)
+        rt.phase = status.get("phase") or "Pending"
+        by_name = {
+            s.get("name"): s for s in [*status.get("initContainerStatuses", []), *status.get("containerStatuses", [])]
+        }
+        for c in rt.all_containers():
+            found = by_name.get(c.name) or {}
+            if found.get("state"):
+                c.state = {k: v for k, v in found["state"].items() if v is not None}
+            c.last_state = found.get("lastState") or {}
+            c.restart_count = int(found.get("restartCount") or 0)
+            c.container_id = found.get("containerID") or ""
+            c.started = bool(found.get("started"))
+        for cond in status.get("conditions") or []:
+            if cond.get("type") and cond.get("lastTransitionTime"):
+                rt.transitions[cond["type"]] = (cond.get("status", ""), cond["lastTransitionTime"])
+        for c in rt.all_containers():
+            if (image := c.image) and c.container_id:
+                self._pull(sim, image)
+        if rt.phase not in ("Succeeded", "Failed"):
+            sim.pods[rt.uid] = rt
+            self._devices.adopt(sim, pod)
+            if any(not c.running for c in rt.containers) and rt.phase != "Running":
+                self._tasks.spawn(rt.uid, self.run_pod(sim, rt))  # it never finished starting: start it again
+        else:
+            rt.holding = False
+        return rt
+
+    # --- termination -------------------------------------------------------------------------------------------
+
+    def begin_termination(self, sim: SimNode, rt: PodRuntime) -> None:
+        """The pod got a deletionTimestamp: stop whatever its task does and kill it gracefully."""
+        rt.terminating = True
+        self._tasks.cancel(rt.uid)
+        self._tasks.spawn(rt.uid, self._terminate(sim, rt))
+
+    async def _terminate(self, sim: SimNode, rt: PodRuntime) -> None:
+        """Graceful termination (upstream ``killPod``): Killing, each container exits its stop time after SIGTERM
+        (after its preStop hook) or is killed at the end of the grace period (:mod:`~kubeplane.kubelet.termination`),
+        then the terminal status is written and the status manager deletes the pod for good."""
+        pod = rt.pod
+        running = [c for c in rt.all_containers() if c.running]
+        if running:
+            for c in running:
+                path = f"spec.{'initContainers' if c.init else 'containers'}{{{c.name}}}"
+                self._events.pod(sim, pod, "Normal", "Killing", f"Stopping container {c.name}", path)
+            stops = self._stops(sim, rt, running)
+            started = self._clock.monotonic()
+            times = sorted({s.at for s in stops.values()})
+            for at in times:  # containers stop in parallel: each at its own time
+                await delay(self._clock, started + at - self._clock.monotonic())
+                now = self._clock.now()
+                for c in running:
+                    if stops[c.name].at == at:
+                        c.terminate(stops[c.name].exit_code, now)
+                if at != times[-1]:
+                    self._status.mark_dirty(rt)
+        if not rt.terminal:
+            exited_zero = all(c.exit_code == 0 for c in rt.containers if c.terminated) and all(
+                c.terminated for c in rt.containers
+            )
+            rt.phase = "Succeeded" if exited_zero and running else "Failed"
+        sim.release(rt)
+        rt.delete_requested = True
+        self._status.mark_dirty(rt)
+
+    def _stops(
+        self, sim: SimNode, rt: PodRuntime, running: list[ContainerRuntime]
+    ) -> dict[str, termination.ContainerStop]:
+        """When and how each running container ends (see :mod:`~kubeplane.kubelet.termination`)."""
+        pod = rt.pod
+        text = annotation(pod, SHUTDOWN_ANNOTATION)
+        pod_setting = None if text is None else seconds(text)
+        if text is not None and pod_setting is None:
+            log.warning("pod %s: ignoring bad %s %r", rt.key, SHUTDOWN_ANNOTATION, text)
+        stop = termination.stop_time(
+            pod_setting=pod_setting, node_setting=sim.spec.shutdown_delay, fleet_setting=self._options.shutdown_delay
+        )
+        grace = termination.grace_period(pod)
+        spec = pod.get("spec") or {}
+        specs = {c.get("name"): c for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]}
+        return {
+            c.name: termination.container_stop(
+                grace=grace, pre_stop=termination.pre_stop_sleep(specs.get(c.name) or {}), stop=stop
+            )
+            for c in running
+        }
