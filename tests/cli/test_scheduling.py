@@ -196,3 +196,62 @@ def test_scheduler_process_over_http_and_live_explain(tmp_path: Path) -> None:
         assert scheduler.wait(timeout=30) == 0
         log.close()
         server.stop()
+
+
+def _explain_json(files: Path, pod: dict[str, Any]) -> dict[str, Any]:
+    (files / "pod.json").write_text(json.dumps(pod))
+    args = ["explain", "--cluster", str(files / "cluster.json"), "--pod", str(files / "pod.json"), "-o", "json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    out: dict[str, Any] = json.loads(result.output)
+    return out
+
+
+def test_explain_bound_pod_is_placed_among_all_nodes(files: Path) -> None:
+    """A bound pod (nodeName and PodScheduled=True, as the binding subresource leaves it) is explained as the
+    scheduler would place it now, among all nodes: NodeName does not reject every other node."""
+    bound = _pod("small", "500m", "node01")
+    bound["status"] = {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}]}
+    out = _explain_json(files, bound)
+    assert out["boundTo"] == "node01"
+    assert out["selected"] == "node02"
+    assert out["nodes"]["node02"]["filters"]["NodeName"] == {"code": "Success"}
+    # A pod file that only names a node (never bound) is still judged by NodeName, as the scheduler would.
+    named = _explain_json(files, _pod("small", "500m", "node01"))
+    assert "boundTo" not in named
+    assert named["nodes"]["node02"]["filters"]["NodeName"]["reasons"] == [
+        "node(s) didn't match the requested node name"
+    ]
+
+
+def test_explain_names_the_untolerated_taint_per_node(files: Path) -> None:
+    """Upstream's TaintToleration reason is generic ("untolerated taint(s)"); explain's detail names the taint
+    of each node while the message keeps upstream's wording."""
+    out = _explain_json(files, _pod("small", "500m"))
+    assert out["nodes"]["master"]["details"] == {"TaintToleration": "node-role.kubernetes.io/control-plane:NoSchedule"}
+    table = runner.invoke(
+        app, ["explain", "--cluster", str(files / "cluster.json"), "--pod", str(files / "pod.json")]
+    ).output
+    assert "untolerated taint(s) (node-role.kubernetes.io/control-plane:NoSchedule)" in table
+
+
+def test_explain_pod_that_fits_nowhere_shows_every_column_and_a_total(files: Path) -> None:
+    result = runner.invoke(app, ["explain", "--cluster", str(files / "cluster.json"), "--pod", str(files / "big.yaml")])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    for column in ("NODE", "FILTERS", "TaintToleration", "NodeResourcesFit", "TOTAL"):
+        assert column in out, column
+    assert "0 of 3 node(s) fit" in out
+
+
+def test_explain_follows_the_scheduler_sampling_on_large_clusters(tmp_path: Path) -> None:
+    """At 150 nodes the scheduler looks for numFeasibleNodesToFind = 100 feasible nodes and scores those only
+    (upstream findNodesThatPassFilters); explain reports the same: 100 examined and scored, 50 unexamined."""
+    items = [_node(f"n{i:03d}") for i in range(150)]
+    (tmp_path / "cluster.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    out = _explain_json(tmp_path, _pod("small", "500m"))
+    examined = [n for n, e in out["nodes"].items() if e["examined"]]
+    assert len(examined) == 100
+    assert all(out["nodes"][n]["scores"] for n in examined)
+    assert out["selected"] in examined
+    assert all(not e["scores"] and e["filters"] for e in out["nodes"].values() if not e["examined"])

@@ -10,8 +10,8 @@ same vector paths, same seeded tie-break) and its table shows what each plugin s
   normalised and weighted score of each Score plugin and the total, for the nodes the cycle scored.
   ``examined`` is false for nodes the cycle did not reach (it stops once it has found numFeasibleNodesToFind
   feasible nodes, and at the first feasible node when the profile has no Score plugin); their filter verdicts
-  are computed for the record only. A TaintToleration rejection carries a ``detail`` naming the untolerated
-  taint of that node (the message keeps upstream's wording).
+  are computed for the record only. ``details`` (plugin -> text) names what upstream's reason keeps generic:
+  the untolerated taint of a node TaintToleration rejects (the message keeps upstream's wording).
 * ``preFilter``: each PreFilter plugin's status, for the plugins the framework ran.
 * ``preemption`` (only when the pod fits nowhere and the profile has PostFilter plugins): what preemption would
   do -- ``nominatedNode`` (or null), ``candidates`` (node -> ``victims`` as namespace/name, most important
@@ -165,7 +165,7 @@ def _unbound(pod: Mapping[str, Any]) -> dict[str, Any]:
 
 def _taint_detail(pod: PodInfo, node: NodeInfo) -> str:
     taint = find_untolerated_do_not_schedule_taint(node.taints, pod.tolerations)
-    return f"untolerated taint {taint}" if taint is not None else ""
+    return str(taint) if taint is not None else ""
 
 
 _DETAILS: dict[str, Callable[[PodInfo, NodeInfo], str]] = {"TaintToleration": _taint_detail}
@@ -217,15 +217,13 @@ def explain(
         if record is None:  # PreFilter rejected the pod: no node was filtered
             out["nodes"][ni.name] = {"filters": {}, "scores": {}, "total": 0, "examined": False}
             continue
-        filters = {}
+        filters = {name: _status_json(status) for name, status in record.filters.items()}
+        details = {}
         for name, status in record.filters.items():
-            entry = _status_json(status)
             detail = _DETAILS.get(name)
-            if detail is not None and status is not None and status.is_rejected():
-                text = detail(pod_info, ni)
-                if text:
-                    entry["detail"] = text
-            filters[name] = entry
+            text = detail(pod_info, ni) if detail is not None and status is not None and status.is_rejected() else ""
+            if text:
+                details[name] = text
         scores = {
             name: {
                 "raw": r.raw,
@@ -241,6 +239,8 @@ def explain(
             "total": record.total or 0,
             "examined": record.examined,
         }
+        if details:
+            out["nodes"][ni.name]["details"] = details
     out["scorePlugins"] = [{"name": n, "weight": w} for n, w in recorder.score_plugins]
     return out
 
@@ -293,8 +293,10 @@ def render_table(result: Mapping[str, Any]) -> Any:
             table.add_row("", "(all)", f"PreFilter {prefilter}: {', '.join(status.get('reasons') or [])}")
     fit = 0
     for node, entry in sorted(nodes.items(), key=lambda kv: (-int(kv[1].get("total") or 0), kv[0])):
+        details = entry.get("details") or {}
         failing = [
-            f"{plugin}: {s.get('detail') or ', '.join(s.get('reasons') or [s['code']])}"
+            f"{plugin}: {', '.join(s.get('reasons') or [s['code']])}"
+            + (f" ({details[plugin]})" if plugin in details else "")
             for plugin, s in (entry.get("filters") or {}).items()
             if s.get("code") not in ("Success", "Skip")
         ]
