@@ -36,7 +36,9 @@ ALLOWED: dict[str, frozenset[str]] = {
 SHARED_MODULES: dict[str, frozenset[str]] = {
     "kubeplane.gpu.model": frozenset({"kubelet"}),  # the kubelet accounts GPUs by device as the scheduler does
 }
-# single modules with a wider allowance than their package (DESIGN.md: "local.py alone may import apiserver").
+# single modules with a wider allowance than their package (DESIGN.md: "local.py alone may import apiserver";
+# and store, for the in-memory store of LocalClient.in_memory). docs/architecture.md states the same; a test
+# below holds the two together.
 MODULE_EXCEPTIONS: dict[str, frozenset[str]] = {
     "kubeplane.client.local": frozenset({"api", "apiserver", "store"}),
 }
@@ -44,7 +46,10 @@ MODULE_EXCEPTIONS: dict[str, frozenset[str]] = {
 THIRD_PARTY: dict[str, frozenset[str]] = {
     "api": frozenset({"orjson", "msgspec"}),
     "store": frozenset({"orjson", "aetcd", "grpc"}),  # grpc: the channel under aetcd's etcd v3 stubs
+    "metrics": frozenset({"prometheus_client", "aiohttp"}),  # aiohttp: the /metrics endpoint's server
 }
+MAX_MODULE_LINES = 800
+"""No module in src/ is longer (STYLE.md: split by responsibility); generated tables are data files, not code."""
 
 
 def _module_name(path: Path) -> str:
@@ -123,8 +128,9 @@ def test_shared_modules_depend_on_api_alone() -> None:
         ("store", "from kubeplane.api import quantity\n", "store may not import kubeplane.api"),
         ("api", "from ..store import interface\n", "api may not import kubeplane.store"),
         ("api", "import numpy\n", "api may not depend on 'numpy'"),
+        ("metrics", "import numpy\n", "metrics may not depend on 'numpy'"),
     ],
-    ids=["store-imports-api", "api-imports-store-relative", "api-imports-numpy"],
+    ids=["store-imports-api", "api-imports-store-relative", "api-imports-numpy", "metrics-imports-numpy"],
 )
 def test_checker_catches_violations(
     package: str, source: str, expect: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
@@ -136,3 +142,26 @@ def test_checker_catches_violations(
     (fake / package / "bad.py").write_text(source)
     monkeypatch.setattr(sys.modules[__name__], "SRC", fake)
     assert any(expect in p for p in _violations())
+
+
+def test_metrics_third_party_imports_are_checked() -> None:
+    """metrics/ sits below every component: it may use prometheus-client and aiohttp, nothing else."""
+    assert "metrics" in THIRD_PARTY
+
+
+def test_architecture_doc_states_what_client_local_may_import() -> None:
+    """docs/architecture.md's layering table and MODULE_EXCEPTIONS say the same about client/local.py."""
+    doc = (SRC.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    row = next(line for line in doc.splitlines() if line.startswith("| `client/`"))
+    allowed = MODULE_EXCEPTIONS["kubeplane.client.local"] - ALLOWED["client"]
+    assert allowed == {"apiserver", "store"}
+    assert "`client/local.py` alone may import apiserver and store" in row, row
+
+
+def test_no_module_is_longer_than_the_limit() -> None:
+    long = {
+        str(path.relative_to(SRC.parent)): n
+        for path in SRC.rglob("*.py")
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}

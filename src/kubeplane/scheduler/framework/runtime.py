@@ -148,7 +148,6 @@ class Framework:
         self.bind_plugins: list[BindPlugin] = get("bind")
         self.post_bind_plugins: list[PostBindPlugin] = get("postBind")
         self.waiting_pods: dict[str, WaitingPod] = {}
-        self.vector_filters = all(isinstance(p, VectorFilterPlugin) for p in self.filter_plugins)
         self.has_filter_vector: dict[str, bool] = {
             p.name(): isinstance(p, VectorFilterPlugin) for p in self.filter_plugins
         }
@@ -186,22 +185,6 @@ class Framework:
 
     def has_post_filter_plugins(self) -> bool:
         return bool(self.post_filter_plugins)
-
-    def list_plugins(self) -> dict[str, list[str]]:
-        return {
-            "preEnqueue": [p.name() for p in self.pre_enqueue_plugins],
-            "queueSort": [self.queue_sort.name()] if self.queue_sort else [],
-            "preFilter": [p.name() for p in self.pre_filter_plugins],
-            "filter": [p.name() for p in self.filter_plugins],
-            "postFilter": [p.name() for p in self.post_filter_plugins],
-            "preScore": [p.name() for p in self.pre_score_plugins],
-            "score": [p.name() for p in self.score_plugins],
-            "reserve": [p.name() for p in self.reserve_plugins],
-            "permit": [p.name() for p in self.permit_plugins],
-            "preBind": [p.name() for p in self.pre_bind_plugins],
-            "bind": [p.name() for p in self.bind_plugins],
-            "postBind": [p.name() for p in self.post_bind_plugins],
-        }
 
     def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
         """Plugin name -> the cluster events that may make a pod it rejected schedulable (EnqueueExtensions).
