@@ -26,6 +26,7 @@ import aiohttp
 import orjson
 
 from kubeplane.api.resources import ResourceInfo, ResourceTable, default_table
+from kubeplane.api.views import name_of
 
 from .clock import Clock, SystemClock
 from .errors import ClientError, error_for
@@ -312,7 +313,7 @@ class HTTPClient:
     async def update(
         self, resource: ResourceInfo, obj: Obj, *, namespace: str | None = None, subresource: str | None = None
     ) -> Obj:
-        name = str((obj.get("metadata") or {}).get("name") or "")
+        name = name_of(obj)
         path = self._path(resource, namespace=namespace, name=name, subresource=subresource)
         return await self._request("PUT", path, body=obj)
 

@@ -40,6 +40,17 @@ from typing import Any, ClassVar, Final
 from kubeplane.api import labels as apilabels
 from kubeplane.api.nodeaffinity import get_required_node_affinity
 from kubeplane.api.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, find_matching_untolerated_taint
+from kubeplane.api.views import (
+    annotations_of,
+    controller_ref_of,
+    is_being_deleted,
+    is_pod_terminal,
+    labels_of,
+    meta_of,
+    name_of,
+    spec_of,
+    status_of,
+)
 from kubeplane.client.errors import APIStatusError, NotFoundError
 from kubeplane.client.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
 from kubeplane.client.interface import Obj
@@ -47,20 +58,16 @@ from kubeplane.controllers.base import Controller, ControllerContext, key_of, sp
 from kubeplane.controllers.controller_utils import (
     NAMESPACE_TERMINATING_CAUSE,
     SLOW_START_INITIAL_BATCH_SIZE,
-    ControllerExpectations,
     PodControl,
     compute_hash,
-    get_controller_of,
     has_status_cause,
-    is_being_deleted,
-    is_pod_available,
-    is_pod_ready,
-    is_pod_terminal,
     new_controller_ref,
     scaled_value_from_int_or_percent,
     slow_start_batch,
     with_type_meta,
 )
+from kubeplane.controllers.expectations import ControllerExpectations
+from kubeplane.controllers.podutil import is_pod_available, is_pod_ready
 
 __all__ = [
     "DaemonSetController",
@@ -174,25 +181,25 @@ def target_node_name(pod: Mapping[str, Any]) -> str:
 
 def template_generation(ds: Mapping[str, Any]) -> int | None:
     """Upstream ``GetTemplateGeneration``: the deprecated annotation as an int (None when absent or bad)."""
-    raw = ((ds.get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_GENERATION_ANNOTATION)
+    raw = annotations_of(ds).get(TEMPLATE_GENERATION_ANNOTATION)
     return apilabels.parse_int64(raw) if isinstance(raw, str) else None
 
 
 def is_pod_updated(pod: Mapping[str, Any], hash_: str, generation: int | None) -> bool:
     """Upstream ``IsPodUpdated``: the pod carries the current hash (or the deprecated template generation)."""
-    pod_labels = (pod.get("metadata") or {}).get("labels") or {}
+    pod_labels = labels_of(pod)
     template_matches = generation is not None and pod_labels.get(TEMPLATE_GENERATION_LABEL) == str(generation)
     return (bool(hash_) and pod_labels.get(HASH_LABEL) == hash_) or template_matches
 
 
 def new_daemon_pod(ds: Mapping[str, Any], node_name: str) -> Obj:
     """Upstream ``NewPod``: the template as it would run on ``node_name`` (for the placement predicates)."""
-    template = (ds.get("spec") or {}).get("template") or {}
+    template = spec_of(ds).get("template") or {}
     spec = copy.deepcopy(template.get("spec") or {})
     spec["nodeName"] = node_name
     add_daemon_pod_tolerations(spec)
     meta = copy.deepcopy(template.get("metadata") or {})
-    meta["namespace"] = (ds.get("metadata") or {}).get("namespace", "")
+    meta["namespace"] = meta_of(ds).get("namespace", "")
     return {"metadata": meta, "spec": spec}
 
 
@@ -201,15 +208,15 @@ _SCHEDULE_EFFECTS: Final = frozenset({EFFECT_NO_SCHEDULE, EFFECT_NO_EXECUTE})
 
 def node_should_run_daemon_pod(node: Mapping[str, Any], ds: Mapping[str, Any]) -> tuple[bool, bool]:
     """Upstream ``NodeShouldRunDaemonPod``: (shouldRun, shouldContinueRunning) for ``ds`` on ``node``."""
-    node_name = str((node.get("metadata") or {}).get("name") or "")
+    node_name = name_of(node)
     pod = new_daemon_pod(ds, node_name)
-    template_node = (((ds.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeName") or ""
+    template_node = ((spec_of(ds).get("template") or {}).get("spec") or {}).get("nodeName") or ""
     if template_node not in ("", node_name):
         return False, False
     fits_affinity, _ = get_required_node_affinity(pod).match(node)  # parse errors ignored, as upstream
     if not fits_affinity:
         return False, False
-    taints = (node.get("spec") or {}).get("taints") or []
+    taints = spec_of(node).get("taints") or []
     tolerations = pod["spec"].get("tolerations") or []
     untolerated = find_matching_untolerated_taint(
         taints, tolerations, include=lambda t: t.get("effect") in _SCHEDULE_EFFECTS
@@ -225,16 +232,16 @@ def node_should_run_daemon_pod(node: Mapping[str, Any], ds: Mapping[str, Any]) -
 def pod_sort_key(pod: Mapping[str, Any]) -> tuple[bool, str, str]:
     """Upstream ``podByCreationTimestampAndPhase``: bound pods first, then oldest, then by name."""
     meta = pod.get("metadata") or {}
-    bound = bool((pod.get("spec") or {}).get("nodeName"))
+    bound = bool(spec_of(pod).get("nodeName"))
     return (not bound, str(meta.get("creationTimestamp") or ""), str(meta.get("name") or ""))
 
 
 def _name(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
+    return name_of(obj)
 
 
 def _rolling(ds: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    strategy = (ds.get("spec") or {}).get("updateStrategy") or {}
+    strategy = spec_of(ds).get("updateStrategy") or {}
     if strategy.get("type", "RollingUpdate") != "RollingUpdate":
         return None
     rolling: Mapping[str, Any] | None = strategy.get("rollingUpdate")
@@ -368,7 +375,7 @@ class DaemonSetController(Controller):
         out = []
         for ds in self.daemonsets.lister().list(str(meta.get("namespace") or "")):
             try:
-                selector = apilabels.label_selector_as_selector((ds.get("spec") or {}).get("selector"))
+                selector = apilabels.label_selector_as_selector(spec_of(ds).get("selector"))
             except ValueError:
                 continue
             if not selector.empty() and selector.matches(pod_labels):
@@ -379,7 +386,7 @@ class DaemonSetController(Controller):
         if is_being_deleted(pod):
             self._delete_pod(pod)  # a restart can show a pod already going: not a creation observation
             return
-        ref = get_controller_of(pod)
+        ref = controller_ref_of(pod)
         if ref is not None:
             ds = self._resolve(str(pod["metadata"].get("namespace") or ""), ref)
             if ds is not None:
@@ -396,7 +403,7 @@ class DaemonSetController(Controller):
             self._delete_pod(new)
             return
         namespace = str(new["metadata"].get("namespace") or "")
-        cur_ref, old_ref = get_controller_of(new), get_controller_of(old)
+        cur_ref, old_ref = controller_ref_of(new), controller_ref_of(old)
         ref_changed = cur_ref != old_ref
         if ref_changed and old_ref is not None:
             old_ds = self._resolve(namespace, old_ref)
@@ -407,7 +414,7 @@ class DaemonSetController(Controller):
             if ds is None:
                 return
             self.enqueue(ds)
-            min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+            min_ready = int(spec_of(ds).get("minReadySeconds") or 0)
             if not is_pod_ready(old) and is_pod_ready(new) and min_ready > 0:
                 self.enqueue_after(ds, min_ready + 1)  # a second of slack against clock skew, as upstream
             return
@@ -416,7 +423,7 @@ class DaemonSetController(Controller):
                 self.enqueue(ds)
 
     def _delete_pod(self, pod: Obj) -> None:
-        ref = get_controller_of(pod)
+        ref = controller_ref_of(pod)
         if ref is None:
             return
         ds = self._resolve(str(pod["metadata"].get("namespace") or ""), ref)
@@ -442,8 +449,8 @@ class DaemonSetController(Controller):
         # it an unbound pod aimed at a vanished node would wait for an unrelated event to be cleaned up.
         name = _name(node)
         for pod in self.pods.lister().list():
-            ref = get_controller_of(pod)
-            if ref is None or (pod.get("spec") or {}).get("nodeName"):
+            ref = controller_ref_of(pod)
+            if ref is None or spec_of(pod).get("nodeName"):
                 continue
             try:
                 if target_node_name(pod) != name:
@@ -459,11 +466,11 @@ class DaemonSetController(Controller):
     def _daemon_pods(self, ds: Mapping[str, Any]) -> list[Obj]:
         """Pods in the set's namespace that it controls and that still match its selector (upstream's
         ClaimPods without adoption or release: see the report)."""
-        selector = apilabels.label_selector_as_selector((ds.get("spec") or {}).get("selector"))
+        selector = apilabels.label_selector_as_selector(spec_of(ds).get("selector"))
         uid = ds["metadata"].get("uid")
         out = []
         for pod in self.pods.lister().list(str(ds["metadata"].get("namespace") or "")):
-            ref = get_controller_of(pod)
+            ref = controller_ref_of(pod)
             if ref is not None and ref.get("uid") == uid and selector.matches(pod["metadata"].get("labels") or {}):
                 out.append(pod)
         return out
@@ -492,7 +499,7 @@ class DaemonSetController(Controller):
             self.expectations.delete_expectations(key)
             return
         nodes = self.nodes.lister().list()
-        selector = (ds.get("spec") or {}).get("selector")
+        selector = spec_of(ds).get("selector")
         if isinstance(selector, Mapping) and not selector.get("matchLabels") and not selector.get("matchExpressions"):
             await self.recorder.event(
                 _typed_ds(ds),
@@ -503,7 +510,7 @@ class DaemonSetController(Controller):
             return
         if ds["metadata"].get("deletionTimestamp"):
             return
-        hash_ = compute_hash(ds["spec"].get("template") or {}, (ds.get("status") or {}).get("collisionCount"))
+        hash_ = compute_hash(ds["spec"].get("template") or {}, status_of(ds).get("collisionCount"))
         if not self.expectations.satisfied_expectations(key):
             await self._update_status(ds, nodes, hash_, update_observed_generation=False)
             return
@@ -540,10 +547,10 @@ class DaemonSetController(Controller):
             for pod in pods or ():
                 if is_being_deleted(pod):
                     continue
-                phase = (pod.get("status") or {}).get("phase")
+                phase = status_of(pod).get("phase")
                 pod_ref = f"{pod['metadata'].get('namespace', '')}/{_name(pod)}"
                 if phase == "Failed":
-                    observed = (ds.get("status") or {}).get("observedGeneration", 0)
+                    observed = status_of(ds).get("observedGeneration", 0)
                     backoff_key = f"{ds['metadata'].get('uid')}/{observed}/{node_name}"
                     now = self.clock.monotonic()
                     if self.failed_pods_backoff.in_backoff_since_update(backoff_key, now):
@@ -600,7 +607,7 @@ class DaemonSetController(Controller):
         existing = {_name(n) for n in nodes}
         for node_name, pods in by_node.items():
             if node_name not in existing:
-                delete.extend(_name(p) for p in pods if not (p.get("spec") or {}).get("nodeName"))
+                delete.extend(_name(p) for p in pods if not spec_of(p).get("nodeName"))
         await self._sync_nodes(ds, delete, create, hash_)
 
     def _pod_template(self, ds: Obj, hash_: str) -> Obj:
@@ -842,7 +849,7 @@ def _should_ignore_node_update(old: Mapping[str, Any], new: Mapping[str, Any]) -
     def true_conditions(node: Mapping[str, Any]) -> set[str]:
         return {
             str(c.get("type"))
-            for c in (node.get("status") or {}).get("conditions") or ()
+            for c in status_of(node).get("conditions") or ()
             if isinstance(c, Mapping) and c.get("status") == "True"
         }
 

@@ -42,20 +42,19 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
 
 from kubeplane.api import labels as apilabels
+from kubeplane.api.views import controller_ref_of, meta_of, namespace_of, spec_of, status_of
 from kubeplane.client.errors import AlreadyExistsError, NotFoundError
 from kubeplane.client.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
 from kubeplane.client.interface import Obj
 from kubeplane.controllers import deployment_util as du
 from kubeplane.controllers.base import Controller, ControllerContext, key_of, split_key
+from kubeplane.controllers.controller_ref_manager import ReplicaSetControllerRefManager, recheck_deletion_timestamp
 from kubeplane.controllers.controller_utils import (
     NAMESPACE_TERMINATING_CAUSE,
-    ReplicaSetControllerRefManager,
     compute_hash,
     error_message,
-    get_controller_of,
     has_status_cause,
     new_controller_ref,
-    recheck_deletion_timestamp,
 )
 
 __all__ = ["DeploymentController", "calculate_status"]
@@ -101,7 +100,7 @@ def calculate_status(
     total = du.replica_count(all_rss)
     stored = deployment.get("status") or {}
     status: Obj = {
-        "observedGeneration": int((deployment.get("metadata") or {}).get("generation") or 0),
+        "observedGeneration": int(meta_of(deployment).get("generation") or 0),
         "replicas": du.status_count(all_rss, "replicas"),
         "updatedReplicas": du.status_count([new_rs], "replicas"),
         "readyReplicas": du.status_count(all_rss, "readyReplicas"),
@@ -172,7 +171,7 @@ class DeploymentController(Controller):
         out = []
         for d in self.d_lister.list(meta.get("namespace") or ""):
             try:
-                selector = apilabels.label_selector_as_selector((d.get("spec") or {}).get("selector"))
+                selector = apilabels.label_selector_as_selector(spec_of(d).get("selector"))
             except apilabels.SelectorError:
                 continue
             if selector.empty() or not selector.matches(labels):
@@ -185,7 +184,7 @@ class DeploymentController(Controller):
         if meta.get("deletionTimestamp"):
             self._delete_replica_set(rs)
             return
-        ref = get_controller_of(rs)
+        ref = controller_ref_of(rs)
         if ref is not None:
             d = self._resolve_controller_ref(meta.get("namespace") or "", ref)
             if d is not None:
@@ -198,7 +197,7 @@ class DeploymentController(Controller):
         old_meta, cur_meta = old.get("metadata") or {}, cur.get("metadata") or {}
         if old_meta.get("resourceVersion") == cur_meta.get("resourceVersion"):
             return
-        old_ref, cur_ref = get_controller_of(old), get_controller_of(cur)
+        old_ref, cur_ref = controller_ref_of(old), controller_ref_of(cur)
         ref_changed = old_ref != cur_ref
         if ref_changed and old_ref is not None:
             d = self._resolve_controller_ref(old_meta.get("namespace") or "", old_ref)
@@ -214,29 +213,29 @@ class DeploymentController(Controller):
                 self.enqueue(d)
 
     def _delete_replica_set(self, rs: Obj) -> None:
-        ref = get_controller_of(rs)
+        ref = controller_ref_of(rs)
         if ref is None:
             return
-        d = self._resolve_controller_ref((rs.get("metadata") or {}).get("namespace") or "", ref)
+        d = self._resolve_controller_ref(namespace_of(rs), ref)
         if d is not None:
             self.enqueue(d)
 
     def _delete_pod(self, pod: Obj) -> None:
         """A Recreate Deployment waits for its old pods to be gone: sync it when its last pod goes."""
-        namespace = (pod.get("metadata") or {}).get("namespace") or ""
-        ref = get_controller_of(pod)
+        namespace = namespace_of(pod)
+        ref = controller_ref_of(pod)
         if ref is None or ref.get("kind") != "ReplicaSet":
             return
         rs = self.rs_lister.get(namespace, str(ref.get("name") or ""))
         if rs is None or du.uid_of(rs) != ref.get("uid"):
             return
-        rs_ref = get_controller_of(rs)
+        rs_ref = controller_ref_of(rs)
         if rs_ref is None:
             return
         d = self._resolve_controller_ref(namespace, rs_ref)
-        if d is None or ((d.get("spec") or {}).get("strategy") or {}).get("type") != du.RECREATE:
+        if d is None or (spec_of(d).get("strategy") or {}).get("type") != du.RECREATE:
             return
-        rs_list = [r for r in self.rs_lister.list(namespace) if (get_controller_of(r) or {}).get("uid") == du.uid_of(d)]
+        rs_list = [r for r in self.rs_lister.list(namespace) if (controller_ref_of(r) or {}).get("uid") == du.uid_of(d)]
         if not any(self._pod_map(d, rs_list).values()):
             self.enqueue(d)
 
@@ -249,7 +248,7 @@ class DeploymentController(Controller):
             log.debug("deployment %s has been deleted", key)
             return
         d = copy.deepcopy(cached)
-        if du.prune_empty((d.get("spec") or {}).get("selector") or {}) == {}:
+        if du.prune_empty(spec_of(d).get("selector") or {}) == {}:
             await self.recorder.event(
                 d,
                 EVENT_TYPE_WARNING,
@@ -289,7 +288,7 @@ class DeploymentController(Controller):
         meta = d["metadata"]
         namespace = meta.get("namespace") or ""
         try:
-            selector = apilabels.label_selector_as_selector((d.get("spec") or {}).get("selector"))
+            selector = apilabels.label_selector_as_selector(spec_of(d).get("selector"))
         except apilabels.SelectorError as exc:
             raise ValueError(f"deployment {namespace}/{meta.get('name')} has invalid label selector: {exc}") from exc
 
@@ -316,12 +315,12 @@ class DeploymentController(Controller):
         """ReplicaSet UID -> the Deployment-selected pods it controls (every claimed ReplicaSet has an entry)."""
         out: dict[str, list[Obj]] = {du.uid_of(rs): [] for rs in rs_list}
         try:
-            selector = apilabels.label_selector_as_selector((d.get("spec") or {}).get("selector"))
+            selector = apilabels.label_selector_as_selector(spec_of(d).get("selector"))
         except apilabels.SelectorError:
             return out
-        namespace = (d.get("metadata") or {}).get("namespace") or ""
+        namespace = namespace_of(d)
         for pod in self.pod_lister.list(namespace, selector):
-            ref = get_controller_of(pod)
+            ref = controller_ref_of(pod)
             if ref is not None and ref.get("uid") in out:
                 out[str(ref["uid"])].append(pod)
         return out
@@ -390,7 +389,7 @@ class DeploymentController(Controller):
         if existing is not None:
             rs_copy = copy.deepcopy(existing)
             annotations_updated = du.set_new_replica_set_annotations(d, rs_copy, new_revision, True)
-            if annotations_updated or int((rs_copy.get("spec") or {}).get("minReadySeconds") or 0) != min_ready:
+            if annotations_updated or int(spec_of(rs_copy).get("minReadySeconds") or 0) != min_ready:
                 rs_spec = rs_copy.setdefault("spec", {})
                 if min_ready:
                     rs_spec["minReadySeconds"] = min_ready
@@ -421,7 +420,7 @@ class DeploymentController(Controller):
         status = d.setdefault("status", {})
         pod_hash = compute_hash(template, status.get("collisionCount"))
         template.setdefault("metadata", {})["labels"] = du.clone_and_add_label(
-            (template.get("metadata") or {}).get("labels"), du.DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY, pod_hash
+            meta_of(template).get("labels"), du.DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY, pod_hash
         )
         new_rs: Obj = {
             "apiVersion": "apps/v1",
@@ -453,11 +452,11 @@ class DeploymentController(Controller):
             found = self.rs_lister.get(namespace, du.name_of(new_rs))
             if found is None:
                 raise
-            ref = get_controller_of(found)
+            ref = controller_ref_of(found)
             if (
                 ref is not None
                 and ref.get("uid") == du.uid_of(d)
-                and du.equal_ignore_hash(spec.get("template"), (found.get("spec") or {}).get("template"))
+                and du.equal_ignore_hash(spec.get("template"), spec_of(found).get("template"))
             ):
                 created, already_exists = found, True
             else:
@@ -525,7 +524,7 @@ class DeploymentController(Controller):
         """Scaling events and paused Deployments: scale, clean up (paused only), refresh status."""
         new_rs, old_rss = await self._get_all_replica_sets_and_sync_revision(d, rs_list, False)
         await self._scale(d, new_rs, old_rss)
-        if (d.get("spec") or {}).get("paused"):
+        if spec_of(d).get("paused"):
             await self._cleanup_deployment(old_rss, d)
         await self._sync_deployment_status([*old_rss, new_rs], new_rs, d)
 
@@ -539,7 +538,7 @@ class DeploymentController(Controller):
         if cond is not None and cond.get("reason") == du.TIMED_OUT_REASON:
             return
         paused_exists = cond is not None and cond.get("reason") == du.PAUSED_DEPLOY_REASON
-        paused = bool((d.get("spec") or {}).get("paused"))
+        paused = bool(spec_of(d).get("paused"))
         if paused and not paused_exists:
             reason, msg = du.PAUSED_DEPLOY_REASON, "Deployment is paused"
         elif not paused and paused_exists:
@@ -742,7 +741,7 @@ class DeploymentController(Controller):
             if rs_uid == new_uid:
                 continue
             for pod in pods:
-                if (pod.get("status") or {}).get("phase") not in ("Failed", "Succeeded"):
+                if status_of(pod).get("phase") not in ("Failed", "Succeeded"):
                     return True
         return False
 
@@ -816,7 +815,7 @@ class DeploymentController(Controller):
                 du.replica_set_to_deployment_condition(c)
                 for rs in rss
                 if rs is not None
-                for c in (rs.get("status") or {}).get("conditions") or ()
+                for c in status_of(rs).get("conditions") or ()
                 if c.get("type") == du.REPLICA_FAILURE
             ]
 

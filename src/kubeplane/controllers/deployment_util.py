@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from kubeplane.api import meta as apimeta
+from kubeplane.api.views import meta_of
 from kubeplane.client.interface import Obj
 from kubeplane.controllers.controller_utils import scaled_value_from_int_or_percent
 
@@ -176,7 +177,7 @@ def equal_ignore_hash(template1: Mapping[str, Any] | None, template2: Mapping[st
     copies = []
     for template in (template1 or {}, template2 or {}):
         t = copy.deepcopy(dict(template))
-        labels = (t.get("metadata") or {}).get("labels")
+        labels = meta_of(t).get("labels")
         if isinstance(labels, dict):
             labels.pop(DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY, None)
         copies.append(prune_empty(t))

@@ -44,18 +44,17 @@ from typing import Any, ClassVar, Final
 from kubeplane.api import labels as apilabels
 from kubeplane.api import meta as apimeta
 from kubeplane.api.resources import ResourceInfo
+from kubeplane.api.views import controller_ref_of, meta_of, spec_of
 from kubeplane.client.errors import ConflictError, NotFoundError
 from kubeplane.client.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
 from kubeplane.client.interface import Obj
 from kubeplane.controllers.base import Controller, ControllerContext, key_of, split_key
 from kubeplane.controllers.controller_utils import (
-    get_controller_of,
-    is_pod_ready,
-    parse_timestamp,
     scaled_value_from_int_or_percent,
     set_status_condition,
     with_type_meta,
 )
+from kubeplane.controllers.podutil import is_pod_ready, parse_timestamp
 
 __all__ = [
     "DELETION_TIMEOUT",
@@ -194,7 +193,7 @@ class DisruptionController(Controller):
         matching: list[Obj] = []
         for pdb in self.pdbs.lister().list(namespace):
             try:
-                selector = apilabels.label_selector_as_selector((pdb.get("spec") or {}).get("selector"))
+                selector = apilabels.label_selector_as_selector(spec_of(pdb).get("selector"))
             except ValueError:
                 continue
             if selector.matches(pod_labels):
@@ -251,7 +250,7 @@ class DisruptionController(Controller):
             )
             raise
         if counts.unmanaged:
-            selector = (pdb.get("spec") or {}).get("selector")
+            selector = spec_of(pdb).get("selector")
             await self.recorder.event(
                 typed,
                 EVENT_TYPE_WARNING,
@@ -279,7 +278,7 @@ class DisruptionController(Controller):
             self.enqueue_after(key_of(pdb), recheck - now)
 
     def _pods_for_pdb(self, pdb: Mapping[str, Any]) -> list[Obj]:
-        selector = apilabels.label_selector_as_selector((pdb.get("spec") or {}).get("selector"))
+        selector = apilabels.label_selector_as_selector(spec_of(pdb).get("selector"))
         return self.pods.lister().list(pdb["metadata"].get("namespace") or "", selector)
 
     async def expected_pod_count(self, pdb: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> ExpectedCount:
@@ -306,7 +305,7 @@ class DisruptionController(Controller):
         unmanaged: list[str] = []
         for pod in pods:
             meta = pod.get("metadata") or {}
-            ref = get_controller_of(pod)
+            ref = controller_ref_of(pod)
             if ref is None:
                 unmanaged.append(str(meta.get("name") or ""))
                 continue
@@ -331,7 +330,7 @@ class DisruptionController(Controller):
             rs = self.rss.lister().get(namespace, name)
             if rs is None or rs["metadata"].get("uid") != uid:
                 return None
-            owner = get_controller_of(rs)
+            owner = controller_ref_of(rs)
             if owner is not None and owner.get("kind") == "Deployment":
                 if _group_of(str(owner.get("apiVersion") or "")) not in ("apps", "extensions"):
                     return None
@@ -358,9 +357,9 @@ class DisruptionController(Controller):
             scale = await self.client.get(info, str(ref.get("name") or ""), namespace=namespace, subresource="scale")
         except NotFoundError:
             return None
-        if (scale.get("metadata") or {}).get("uid") != ref.get("uid"):
+        if meta_of(scale).get("uid") != ref.get("uid"):
             return None
-        return str(ref.get("uid")), int((scale.get("spec") or {}).get("replicas") or 0)
+        return str(ref.get("uid")), int(spec_of(scale).get("replicas") or 0)
 
     def _resource_for(self, group: str, version: str, kind: str) -> ResourceInfo | None:
         name = f"{kind}.{version}.{group}" if group else kind
@@ -448,7 +447,7 @@ class DisruptionController(Controller):
 
     def _has_stale_disruption_condition(self, pod: Mapping[str, Any]) -> tuple[bool, float]:
         """Upstream ``nonTerminatingPodHasStaleDisruptionCondition``: (stale?, seconds until it may be reset)."""
-        if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        if meta_of(pod).get("deletionTimestamp"):
             return False, 0.0
         status = pod.get("status") or {}
         condition = next(
@@ -494,9 +493,9 @@ class DisruptionController(Controller):
 
 def _scale_if(obj: Mapping[str, Any] | None, uid: Any) -> tuple[str, int] | None:
     """(uid, spec.replicas) of a controller found by name, if it is the one the reference means."""
-    if obj is None or (obj.get("metadata") or {}).get("uid") != uid:
+    if obj is None or meta_of(obj).get("uid") != uid:
         return None
-    replicas = (obj.get("spec") or {}).get("replicas")
+    replicas = spec_of(obj).get("replicas")
     return str(uid), int(replicas if replicas is not None else 1)
 
 

@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 
 from kubeplane.api import meta as apimeta
 from kubeplane.api.resources import ResourceInfo
+from kubeplane.api.views import meta_of, spec_of, status_of
 from kubeplane.client.errors import APIStatusError, ConflictError, NotFoundError
 from kubeplane.client.interface import Obj
 from kubeplane.client.workqueue import (
@@ -198,7 +199,7 @@ class NamespaceController(Controller):
         informer.add_event_handler(on_add=self._on_namespace, on_update=lambda _old, new: self._on_namespace(new))
 
     def _on_namespace(self, ns: Mapping[str, Any]) -> None:
-        if (ns.get("metadata") or {}).get("deletionTimestamp"):
+        if meta_of(ns).get("deletionTimestamp"):
             self.enqueue_after(ns, self.grace)
 
     def deletable_resources(self) -> list[ResourceInfo]:
@@ -230,7 +231,7 @@ class NamespaceController(Controller):
             return
         if not ns["metadata"].get("deletionTimestamp"):
             return
-        if not (ns.get("spec") or {}).get("finalizers"):
+        if not spec_of(ns).get("finalizers"):
             return  # finalized already
         estimate = await self.delete_all_content(ns)
         if estimate > 0:
@@ -254,14 +255,14 @@ class NamespaceController(Controller):
                     raise RuntimeError("namespace uid has changed across retries") from None
 
     async def _ensure_terminating(self, ns: Obj) -> Obj:
-        if (ns.get("status") or {}).get("phase") == "Terminating":
+        if status_of(ns).get("phase") == "Terminating":
             return ns
         updated = {**ns, "status": {**(ns.get("status") or {}), "phase": "Terminating"}}
         return await self.client.update(self.namespaces, updated, subresource="status")
 
     async def _finalize(self, ns: Obj) -> Obj:
         """Remove our token from ``spec.finalizers`` through ``namespaces/<name>/finalize``."""
-        remaining = sorted({f for f in (ns.get("spec") or {}).get("finalizers") or [] if f != FINALIZER_KUBERNETES})
+        remaining = sorted({f for f in spec_of(ns).get("finalizers") or [] if f != FINALIZER_KUBERNETES})
         body = {**ns, "spec": {**(ns.get("spec") or {}), "finalizers": remaining}}
         try:
             return await self.client.update(self.namespaces, body, subresource="finalize")
@@ -359,9 +360,9 @@ class NamespaceController(Controller):
             return 0
         estimate = 0
         for pod in (await self.client.list(self.pods, namespace=namespace)).get("items") or []:
-            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            if status_of(pod).get("phase") in ("Succeeded", "Failed"):
                 continue
-            grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+            grace = spec_of(pod).get("terminationGracePeriodSeconds")
             if isinstance(grace, int) and grace > estimate:
                 estimate = grace
         return 0 if self.clock.now() - deleted_at >= estimate else estimate

@@ -47,14 +47,15 @@ from typing import Any
 
 from kubeplane.api.meta import format_time
 from kubeplane.api.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, Taint, match_taint
+from kubeplane.api.views import labels_of, meta_of, spec_of, status_of, zone_key
 from kubeplane.client.cache import NODE_NAME_INDEX
 from kubeplane.client.errors import ConflictError, NotFoundError
 from kubeplane.client.interface import Obj, PatchType
 from kubeplane.client.workqueue import TokenBucket, TokenBucketConfig
 from kubeplane.controllers.base import Controller, ControllerContext, split_key
-from kubeplane.controllers.controller_utils import parse_timestamp, pod_condition_patch
+from kubeplane.controllers.podutil import parse_timestamp, pod_condition_patch
 
-__all__ = ["NodeLifecycleController", "RateLimitedTimedQueue", "compute_zone_state", "zone_key"]
+__all__ = ["NodeLifecycleController", "RateLimitedTimedQueue", "compute_zone_state"]
 
 log = logging.getLogger(__name__)
 
@@ -101,18 +102,8 @@ DEFAULTS: Mapping[str, float] = {
 # --- pure helpers ----------------------------------------------------------------------------------------
 
 
-def zone_key(node: Mapping[str, Any]) -> str:
-    """Upstream ``GetZoneKey``: ``region:\\x00:zone`` from the topology (or beta failure-domain) labels."""
-    labels = (node.get("metadata") or {}).get("labels") or {}
-    zone = labels.get("topology.kubernetes.io/zone", labels.get("failure-domain.beta.kubernetes.io/zone", ""))
-    region = labels.get("topology.kubernetes.io/region", labels.get("failure-domain.beta.kubernetes.io/region", ""))
-    if not region and not zone:
-        return ""
-    return f"{region}:\x00:{zone}"
-
-
 def node_condition(node: Mapping[str, Any], condition_type: str) -> Obj | None:
-    for condition in (node.get("status") or {}).get("conditions") or ():
+    for condition in status_of(node).get("conditions") or ():
         if condition.get("type") == condition_type:
             return condition  # type: ignore[no-any-return]
     return None
@@ -132,7 +123,7 @@ def compute_zone_state(
 
 
 def _taints(node: Mapping[str, Any]) -> list[Taint]:
-    return [Taint.from_dict(t) for t in (node.get("spec") or {}).get("taints") or ()]
+    return [Taint.from_dict(t) for t in spec_of(node).get("taints") or ()]
 
 
 def _has_taint(node: Mapping[str, Any], taint: Taint) -> bool:
@@ -143,11 +134,11 @@ def no_schedule_taint_diff(node: Mapping[str, Any]) -> tuple[list[Taint], list[T
     """``(to add, to remove)`` so the node's condition and unschedulable NoSchedule taints match its state
     (upstream ``doNoScheduleTaintingPass`` with ``TaintSetDiff``: matching by key and effect)."""
     wanted: list[Taint] = []
-    for condition in (node.get("status") or {}).get("conditions") or ():
+    for condition in status_of(node).get("conditions") or ():
         key = NODE_CONDITION_TO_TAINT.get(str(condition.get("type")), {}).get(str(condition.get("status")))
         if key:
             wanted.append(Taint(key, EFFECT_NO_SCHEDULE))
-    if (node.get("spec") or {}).get("unschedulable"):
+    if spec_of(node).get("unschedulable"):
         wanted.append(Taint(TAINT_UNSCHEDULABLE, EFFECT_NO_SCHEDULE))
     current = [
         t
@@ -309,8 +300,8 @@ class NodeLifecycleController(Controller):
         )
 
     def _pod_updated(self, old: Obj | None, new: Obj) -> None:
-        node_name = (new.get("spec") or {}).get("nodeName")
-        if node_name and (old is None or (old.get("spec") or {}).get("nodeName") != node_name):
+        node_name = spec_of(new).get("nodeName")
+        if node_name and (old is None or spec_of(old).get("nodeName") != node_name):
             self.enqueue(new)
 
     # --- running -------------------------------------------------------------------------------------------
@@ -363,7 +354,7 @@ class NodeLifecycleController(Controller):
         await self._reconcile_labels(node)
 
     async def _reconcile_labels(self, node: Obj) -> None:
-        labels = (node.get("metadata") or {}).get("labels")
+        labels = meta_of(node).get("labels")
         if not labels:
             return
         update = {beta: labels[ga] for ga, beta in LABEL_RECONCILE if ga in labels and labels.get(beta) != labels[ga]}
@@ -376,7 +367,7 @@ class NodeLifecycleController(Controller):
         pod = self.pod_lister.get(namespace, name)
         if pod is None:
             return
-        node_name = str((pod.get("spec") or {}).get("nodeName") or "")
+        node_name = str(spec_of(pod).get("nodeName") or "")
         health = self.health.get(node_name)
         if health is None:
             return
@@ -424,7 +415,7 @@ class NodeLifecycleController(Controller):
                 continue
             observed, current = result
             name = node["metadata"]["name"]
-            labels = (node.get("metadata") or {}).get("labels") or {}
+            labels = labels_of(node)
             if LABEL_DISRUPTION_EXCLUSION not in labels:
                 zone_conditions.setdefault(zone_key(node), []).append(current)
             if current is not None:
@@ -536,11 +527,9 @@ class NodeLifecycleController(Controller):
         raises after trying them all if any write failed."""
         errors: list[Exception] = []
         for pod in pods:
-            if (pod.get("spec") or {}).get("nodeName") != node_name:
+            if spec_of(pod).get("nodeName") != node_name:
                 continue
-            ready = next(
-                (c for c in (pod.get("status") or {}).get("conditions") or () if c.get("type") == "Ready"), None
-            )
+            ready = next((c for c in status_of(pod).get("conditions") or () if c.get("type") == "Ready"), None)
             if ready is None:
                 continue
             patch = pod_condition_patch(pod, {**ready, "status": "False"}, self.clock.now())

@@ -30,11 +30,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubeplane.api.meta import parse_time
+from kubeplane.api.views import meta_of, name_of, spec_of, status_of
 from kubeplane.client.cache import NODE_NAME_INDEX
 from kubeplane.client.errors import NotFoundError
 from kubeplane.client.interface import Obj, PatchType
 from kubeplane.controllers.base import Controller, ControllerContext
-from kubeplane.controllers.controller_utils import DISRUPTION_TARGET, pod_condition_patch
+from kubeplane.controllers.controller_utils import DISRUPTION_TARGET
+from kubeplane.controllers.podutil import pod_condition_patch
 
 __all__ = ["PodGCController", "is_pod_terminated", "terminated_pods_to_delete"]
 
@@ -51,7 +53,7 @@ ORPHAN_CONDITION: Mapping[str, str] = {
 
 
 def _phase(pod: Mapping[str, Any]) -> str:
-    return str((pod.get("status") or {}).get("phase") or "")
+    return str(status_of(pod).get("phase") or "")
 
 
 def is_pod_terminated(pod: Mapping[str, Any]) -> bool:
@@ -61,11 +63,11 @@ def is_pod_terminated(pod: Mapping[str, Any]) -> bool:
 
 def _is_evicted(pod: Mapping[str, Any]) -> bool:
     """Upstream ``eviction.PodIsEvicted``: Failed with reason ``Evicted`` (the kubelet's node-pressure kind)."""
-    return _phase(pod) == "Failed" and (pod.get("status") or {}).get("reason") == "Evicted"
+    return _phase(pod) == "Failed" and status_of(pod).get("reason") == "Evicted"
 
 
 def _created(pod: Mapping[str, Any]) -> float:
-    value = (pod.get("metadata") or {}).get("creationTimestamp")
+    value = meta_of(pod).get("creationTimestamp")
     try:
         return parse_time(value).timestamp() if isinstance(value, str) else 0.0
     except ValueError:
@@ -74,7 +76,7 @@ def _created(pod: Mapping[str, Any]) -> float:
 
 def _gc_order(pod: Mapping[str, Any]) -> tuple[bool, float, str]:
     """Upstream ``byEvictionAndCreationTimestamp``: evicted first, then oldest, then by name."""
-    return (not _is_evicted(pod), _created(pod), str((pod.get("metadata") or {}).get("name") or ""))
+    return (not _is_evicted(pod), _created(pod), name_of(pod))
 
 
 def terminated_pods_to_delete(pods: Sequence[Obj], threshold: int) -> list[Obj]:
@@ -87,12 +89,12 @@ def terminated_pods_to_delete(pods: Sequence[Obj], threshold: int) -> list[Obj]:
 
 
 def _is_node_ready(node: Mapping[str, Any]) -> bool:
-    conditions = (node.get("status") or {}).get("conditions") or ()
+    conditions = status_of(node).get("conditions") or ()
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
 def _terminating(pod: Mapping[str, Any]) -> bool:
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+    return bool(meta_of(pod).get("deletionTimestamp"))
 
 
 class PodGCController(Controller):
@@ -141,20 +143,20 @@ class PodGCController(Controller):
         await self._gc_terminating(pods)
         nodes = {n["metadata"]["name"] for n in self.node_lister.list()}
         for pod in pods:
-            node_name = (pod.get("spec") or {}).get("nodeName")
+            node_name = spec_of(pod).get("nodeName")
             if node_name and node_name not in nodes:
                 self.enqueue_after(str(node_name), self.quarantine)
-        await self._delete_all([p for p in pods if _terminating(p) and not (p.get("spec") or {}).get("nodeName")])
+        await self._delete_all([p for p in pods if _terminating(p) and not spec_of(p).get("nodeName")])
 
     async def _gc_terminating(self, pods: Sequence[Obj]) -> None:
         doomed: list[Obj] = []
         for pod in pods:
             if not _terminating(pod):
                 continue
-            node = self.node_lister.get(None, str((pod.get("spec") or {}).get("nodeName") or ""))
+            node = self.node_lister.get(None, str(spec_of(pod).get("nodeName") or ""))
             if node is None:
                 continue
-            taints = (node.get("spec") or {}).get("taints") or ()
+            taints = spec_of(node).get("taints") or ()
             if not _is_node_ready(node) and any(t.get("key") == TAINT_OUT_OF_SERVICE for t in taints):
                 doomed.append(pod)
         await self._delete_all(sorted(doomed, key=_gc_order))

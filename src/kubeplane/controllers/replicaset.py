@@ -30,11 +30,11 @@ from typing import Any, ClassVar
 
 from kubeplane.api import labels as apilabels
 from kubeplane.api.meta import format_time
+from kubeplane.api.views import controller_ref_of, meta_of
 from kubeplane.client.errors import NotFoundError
 from kubeplane.client.interface import Obj
-
-from .base import Controller, ControllerContext, key_of, split_key
-from .controller_utils import (
+from kubeplane.controllers.controller_ref_manager import PodControllerRefManager, recheck_deletion_timestamp
+from kubeplane.controllers.controller_utils import (
     CONTROLLER_UID_INDEX,
     FAILED_CREATE_POD_REASON,
     FAILED_DELETE_POD_REASON,
@@ -42,28 +42,28 @@ from .controller_utils import (
     POD_CONTROLLER_UID_INDEX,
     SLOW_START_INITIAL_BATCH_SIZE,
     PodControl,
-    PodControllerRefManager,
-    UIDTrackingControllerExpectations,
     controller_uid_index,
     error_message,
-    filter_active_pods,
     filter_claimed_pods,
     filter_pods_by_owner,
-    filter_terminating_pods,
-    find_min_next_pod_availability_check,
-    get_controller_of,
     has_status_cause,
-    is_pod_active,
-    is_pod_available,
-    is_pod_ready,
-    meta_of,
     new_controller_ref,
     pod_controller_uid_index,
     pod_key,
-    recheck_deletion_timestamp,
     slow_start_batch,
     sort_active_pods_with_ranks,
 )
+from kubeplane.controllers.expectations import UIDTrackingControllerExpectations
+from kubeplane.controllers.podutil import (
+    filter_active_pods,
+    filter_terminating_pods,
+    find_min_next_pod_availability_check,
+    is_pod_active,
+    is_pod_available,
+    is_pod_ready,
+)
+
+from .base import Controller, ControllerContext, key_of, split_key
 
 __all__ = [
     "BURST_REPLICAS",
@@ -270,7 +270,7 @@ class ReplicaSetController(Controller):
             # After a restart a pod may first show up already being deleted: not a creation observation.
             self._delete_pod(pod)
             return
-        ref = get_controller_of(pod)
+        ref = controller_ref_of(pod)
         if ref is not None:
             rs = self._resolve_controller_ref(str(meta_of(pod).get("namespace") or ""), ref)
             if rs is None:
@@ -294,7 +294,7 @@ class ReplicaSetController(Controller):
             if label_changed:
                 self._delete_pod(old)
             return
-        cur_ref, old_ref = get_controller_of(cur), get_controller_of(old)
+        cur_ref, old_ref = controller_ref_of(cur), controller_ref_of(old)
         ref_changed = cur_ref != old_ref
         if ref_changed and old_ref is not None:
             old_rs = self._resolve_controller_ref(namespace, old_ref)
@@ -315,7 +315,7 @@ class ReplicaSetController(Controller):
                 self.enqueue(rs)
 
     def _delete_pod(self, pod: Obj) -> None:
-        ref = get_controller_of(pod)
+        ref = controller_ref_of(pod)
         if ref is None:
             return  # no controller cares about an orphan going away
         rs = self._resolve_controller_ref(str(meta_of(pod).get("namespace") or ""), ref)
@@ -438,7 +438,7 @@ class ReplicaSetController(Controller):
     def _get_indirectly_related_pods(self, rs: Obj) -> list[Obj]:
         """Pods selected by any ReplicaSet with the same controller as ``rs`` (e.g. every ReplicaSet of one
         Deployment), each once. A ReplicaSet without a controller has none, as upstream."""
-        ref = get_controller_of(rs)
+        ref = controller_ref_of(rs)
         if ref is None:
             log.debug("%s %s has no controller: no related pods", KIND, key_of(rs))
             return []

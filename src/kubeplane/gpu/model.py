@@ -27,6 +27,7 @@ from typing import Any, Final
 
 from kubeplane.api.pods import pod_limits, pod_requests
 from kubeplane.api.quantity import QuantityError, parse_value
+from kubeplane.api.views import annotations_of, labels_of, spec_of
 
 __all__ = [
     "GPU_DEVICES_ANNOTATION",
@@ -83,7 +84,7 @@ class GpuRequest:
 
 
 def _annotations(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    return (obj.get("metadata") or {}).get("annotations") or {}
+    return annotations_of(obj)
 
 
 def _models(pod: Mapping[str, Any]) -> frozenset[str] | None:
@@ -91,11 +92,11 @@ def _models(pod: Mapping[str, Any]) -> frozenset[str] | None:
 
     Node selector terms are ORed: a term without an ``In`` on the model label lets every model through.
     """
-    affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
+    affinity = (spec_of(pod).get("affinity") or {}).get("nodeAffinity") or {}
     required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
     terms = required.get("nodeSelectorTerms") or []
     if not terms:
-        selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+        selector = spec_of(pod).get("nodeSelector") or {}
         model = selector.get(GPU_MODEL_LABEL)
         return None if model is None else frozenset([str(model)])
     allowed: set[str] = set()
@@ -168,7 +169,7 @@ def node_gpu_count(node: Mapping[str, Any]) -> int:
 
 
 def node_gpu_model(node: Mapping[str, Any]) -> str:
-    return str(((node.get("metadata") or {}).get("labels") or {}).get(GPU_MODEL_LABEL, ""))
+    return str(labels_of(node).get(GPU_MODEL_LABEL, ""))
 
 
 def valid_devices(devices: Sequence[int], request: GpuRequest, device_count: int) -> bool:
