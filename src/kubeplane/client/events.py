@@ -46,8 +46,8 @@ from kubeplane.api.meta import format_time
 
 from .clock import Clock
 from .errors import AlreadyExistsError, APIStatusError, NotFoundError
+from .flowcontrol import TokenBucket, TokenBucketConfig
 from .interface import Client, Obj
-from .workqueue import TokenBucket, TokenBucketConfig
 
 log = logging.getLogger(__name__)
 

@@ -35,6 +35,7 @@ from kubeplane.api import meta as apimeta
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.views import meta_of, spec_of, status_of
 from kubeplane.client.errors import APIStatusError, ConflictError, NotFoundError
+from kubeplane.client.flowcontrol import TokenBucketConfig
 from kubeplane.client.interface import Obj
 from kubeplane.client.workqueue import (
     BucketRateLimiter,
@@ -42,7 +43,6 @@ from kubeplane.client.workqueue import (
     ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter,
     RateLimitingQueue,
-    TokenBucketConfig,
 )
 from kubeplane.controllers.base import Controller, ControllerContext
 from kubeplane.controllers.garbagecollector import resource_table

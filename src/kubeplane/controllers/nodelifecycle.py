@@ -50,8 +50,8 @@ from kubeplane.api.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, Taint, m
 from kubeplane.api.views import labels_of, meta_of, spec_of, status_of, zone_key
 from kubeplane.client.cache import NODE_NAME_INDEX
 from kubeplane.client.errors import ConflictError, NotFoundError
+from kubeplane.client.flowcontrol import TokenBucket, TokenBucketConfig
 from kubeplane.client.interface import Obj, PatchType
-from kubeplane.client.workqueue import TokenBucket, TokenBucketConfig
 from kubeplane.controllers.base import Controller, ControllerContext, split_key
 from kubeplane.controllers.podutil import parse_timestamp, pod_condition_patch
 
