@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from kubeplane.api import labels as apilabels
 from kubeplane.api.resources import ResourceInfo
-from kubeplane.api.views import labels_of, meta_of, namespace_of, spec_of
+from kubeplane.api.views import annotations_of, labels_of, meta_of, namespace_of, spec_of
 
 from .clock import Clock
 from .errors import APIStatusError, ClientError, GoneError
@@ -54,7 +54,7 @@ OWNER_UID_INDEX = "ownerReferences.uid"
 
 def meta_namespace_key(obj: Obj) -> str:
     """Upstream ``MetaNamespaceKeyFunc``: ``namespace/name``, or ``name`` for cluster-scoped objects."""
-    meta = obj.get("metadata") or {}
+    meta = meta_of(obj)
     namespace, name = meta.get("namespace") or "", meta.get("name") or ""
     return f"{namespace}/{name}" if namespace else str(name)
 
@@ -354,7 +354,7 @@ class Reflector:
                     field_selector=self._field_selector,
                 )
             items.extend(page.get("items") or [])
-            meta = page.get("metadata") or {}
+            meta = meta_of(page)
             token = str(meta.get("continue") or "")
             if not token:
                 break
@@ -393,12 +393,12 @@ class Reflector:
         try:
             async for event in stream:
                 event_type, obj = event.get("type"), event.get("object") or {}
-                meta = obj.get("metadata") or {}
+                meta = meta_of(obj)
                 if initial is not None:
                     if event_type == "ADDED":
                         initial.append(obj)
                         continue
-                    if event_type == "BOOKMARK" and (meta.get("annotations") or {}).get(INITIAL_EVENTS_END) == "true":
+                    if event_type == "BOOKMARK" and annotations_of(obj).get(INITIAL_EVENTS_END) == "true":
                         resource_version = str(meta.get("resourceVersion") or "")
                         self._store.replace(initial, resource_version)
                         self.last_sync_resource_version = resource_version

@@ -34,7 +34,7 @@ from typing import Any
 from kubeplane.api import labels as apilabels
 from kubeplane.api import meta as apimeta
 from kubeplane.api.meta import NAME_ALPHABET
-from kubeplane.api.views import controller_ref_of, meta_of, spec_of, status_of
+from kubeplane.api.views import annotations_of, controller_ref_of, meta_of, section, spec_of, status_of
 from kubeplane.client.cache import Indexer
 from kubeplane.client.errors import APIStatusError, NotFoundError
 from kubeplane.client.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
@@ -195,7 +195,7 @@ def has_status_cause(exc: BaseException, cause: str) -> bool:
     """Whether a server failure lists ``cause`` in ``details.causes`` (upstream ``apierrors.HasStatusCause``)."""
     if not isinstance(exc, APIStatusError):
         return False
-    causes = (exc.status.get("details") or {}).get("causes") or []
+    causes = section(exc.status, "details").get("causes") or []
     return any(isinstance(c, Mapping) and c.get("type") == cause for c in causes)
 
 
@@ -308,7 +308,7 @@ _PHASE_ORDINAL = {"Pending": 0, "Unknown": 1, "Running": 2}
 
 def _deletion_cost(pod: Mapping[str, Any]) -> int:
     """The pod-deletion-cost annotation as an int32; 0 when absent or invalid (upstream ignores the error)."""
-    value = (meta_of(pod).get("annotations") or {}).get(DELETION_COST_ANNOTATION)
+    value = annotations_of(pod).get(DELETION_COST_ANNOTATION)
     if value is None:
         return 0
     try:
@@ -474,7 +474,7 @@ def get_pod_from_template(
 ) -> Obj:
     """The pod a controller creates (upstream ``GetPodFromTemplate``): the template's labels, annotations,
     finalizers and spec (copied), ``generateName`` from the owner's name, the controller reference."""
-    tmeta: Mapping[str, Any] = template.get("metadata") or {}
+    tmeta: Mapping[str, Any] = meta_of(template)
     metadata: Obj = {"generateName": get_pods_prefix(str(meta_of(owner).get("name") or ""))}
     for name in ("labels", "annotations"):
         if tmeta.get(name):

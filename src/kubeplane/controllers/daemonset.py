@@ -48,6 +48,7 @@ from kubeplane.api.views import (
     labels_of,
     meta_of,
     name_of,
+    section,
     spec_of,
     status_of,
 )
@@ -154,14 +155,12 @@ class TargetNodeError(ValueError):
 def target_node_name(pod: Mapping[str, Any]) -> str:
     """Upstream ``GetTargetNodeName``: ``spec.nodeName``, or before binding the node named by the required
     affinity's ``metadata.name In`` field term. Raises :class:`TargetNodeError` with upstream's messages."""
-    spec = pod.get("spec") or {}
+    spec = spec_of(pod)
     if spec.get("nodeName"):
         return str(spec["nodeName"])
-    meta = pod.get("metadata") or {}
+    meta = meta_of(pod)
     who = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    )
+    required = section(spec, "affinity", "nodeAffinity").get("requiredDuringSchedulingIgnoredDuringExecution")
     if required is None:
         raise TargetNodeError(
             f"no spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution for pod {who}"
@@ -210,7 +209,7 @@ def node_should_run_daemon_pod(node: Mapping[str, Any], ds: Mapping[str, Any]) -
     """Upstream ``NodeShouldRunDaemonPod``: (shouldRun, shouldContinueRunning) for ``ds`` on ``node``."""
     node_name = name_of(node)
     pod = new_daemon_pod(ds, node_name)
-    template_node = ((spec_of(ds).get("template") or {}).get("spec") or {}).get("nodeName") or ""
+    template_node = section(ds, "spec", "template", "spec").get("nodeName") or ""
     if template_node not in ("", node_name):
         return False, False
     fits_affinity, _ = get_required_node_affinity(pod).match(node)  # parse errors ignored, as upstream
@@ -231,7 +230,7 @@ def node_should_run_daemon_pod(node: Mapping[str, Any], ds: Mapping[str, Any]) -
 
 def pod_sort_key(pod: Mapping[str, Any]) -> tuple[bool, str, str]:
     """Upstream ``podByCreationTimestampAndPhase``: bound pods first, then oldest, then by name."""
-    meta = pod.get("metadata") or {}
+    meta = meta_of(pod)
     bound = bool(spec_of(pod).get("nodeName"))
     return (not bound, str(meta.get("creationTimestamp") or ""), str(meta.get("name") or ""))
 
@@ -370,7 +369,7 @@ class DaemonSetController(Controller):
         return ds
 
     def _daemonsets_for_pod(self, pod: Mapping[str, Any]) -> list[Obj]:
-        meta = pod.get("metadata") or {}
+        meta = meta_of(pod)
         pod_labels = meta.get("labels") or {}
         out = []
         for ds in self.daemonsets.lister().list(str(meta.get("namespace") or "")):
@@ -576,7 +575,7 @@ class DaemonSetController(Controller):
                 oldest_new: Obj | None = None
                 oldest_old: Obj | None = None
                 for pod in running:
-                    if (pod["metadata"].get("labels") or {}).get(HASH_LABEL) == hash_:
+                    if labels_of(pod).get(HASH_LABEL) == hash_:
                         if oldest_new is None:
                             oldest_new = pod
                             continue
@@ -815,7 +814,7 @@ class DaemonSetController(Controller):
             "numberAvailable": available,
             "numberUnavailable": desired - available,
         }
-        status = ds.get("status") or {}
+        status = status_of(ds)
         ds_generation = int(ds["metadata"].get("generation") or 0)
         unchanged = all(int(status.get(k) or 0) == v for k, v in counts.items())
         if not (unchanged and int(status.get("observedGeneration") or 0) >= ds_generation):

@@ -42,7 +42,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
 
 from kubeplane.api import labels as apilabels
-from kubeplane.api.views import controller_ref_of, meta_of, namespace_of, spec_of, status_of
+from kubeplane.api.views import (
+    annotations_of,
+    controller_ref_of,
+    meta_of,
+    name_of,
+    namespace_of,
+    section,
+    spec_of,
+    status_of,
+    uid_of,
+)
 from kubeplane.client.errors import AlreadyExistsError, NotFoundError
 from kubeplane.client.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
 from kubeplane.client.interface import Obj
@@ -54,6 +64,7 @@ from kubeplane.controllers.controller_utils import (
     compute_hash,
     error_message,
     has_status_cause,
+    is_controlled_by,
     new_controller_ref,
 )
 
@@ -98,7 +109,7 @@ def calculate_status(
     available)."""
     available = du.status_count(all_rss, "availableReplicas")
     total = du.replica_count(all_rss)
-    stored = deployment.get("status") or {}
+    stored = status_of(deployment)
     status: Obj = {
         "observedGeneration": int(meta_of(deployment).get("generation") or 0),
         "replicas": du.status_count(all_rss, "replicas"),
@@ -157,14 +168,14 @@ class DeploymentController(Controller):
         if ref.get("kind") != _KIND:
             return None
         d = self.d_lister.get(namespace, str(ref.get("name") or ""))
-        if d is None or du.uid_of(d) != ref.get("uid"):
+        if d is None or uid_of(d) != ref.get("uid"):
             return None
         return d
 
     def _deployments_for_replica_set(self, rs: Mapping[str, Any]) -> list[Obj]:
         """Deployments whose selector matches the ReplicaSet's labels (for orphans); a nil or empty selector
         matches nothing here."""
-        meta = rs.get("metadata") or {}
+        meta = meta_of(rs)
         labels = meta.get("labels") or {}
         if not labels:
             return []
@@ -180,7 +191,7 @@ class DeploymentController(Controller):
         return out
 
     def _add_replica_set(self, rs: Obj) -> None:
-        meta = rs.get("metadata") or {}
+        meta = meta_of(rs)
         if meta.get("deletionTimestamp"):
             self._delete_replica_set(rs)
             return
@@ -194,7 +205,7 @@ class DeploymentController(Controller):
             self.enqueue(d)
 
     def _update_replica_set(self, old: Obj, cur: Obj) -> None:
-        old_meta, cur_meta = old.get("metadata") or {}, cur.get("metadata") or {}
+        old_meta, cur_meta = meta_of(old), meta_of(cur)
         if old_meta.get("resourceVersion") == cur_meta.get("resourceVersion"):
             return
         old_ref, cur_ref = controller_ref_of(old), controller_ref_of(cur)
@@ -227,15 +238,15 @@ class DeploymentController(Controller):
         if ref is None or ref.get("kind") != "ReplicaSet":
             return
         rs = self.rs_lister.get(namespace, str(ref.get("name") or ""))
-        if rs is None or du.uid_of(rs) != ref.get("uid"):
+        if rs is None or uid_of(rs) != ref.get("uid"):
             return
         rs_ref = controller_ref_of(rs)
         if rs_ref is None:
             return
         d = self._resolve_controller_ref(namespace, rs_ref)
-        if d is None or (spec_of(d).get("strategy") or {}).get("type") != du.RECREATE:
+        if d is None or section(d, "spec", "strategy").get("type") != du.RECREATE:
             return
-        rs_list = [r for r in self.rs_lister.list(namespace) if (controller_ref_of(r) or {}).get("uid") == du.uid_of(d)]
+        rs_list = [r for r in self.rs_lister.list(namespace) if is_controlled_by(r, d)]
         if not any(self._pod_map(d, rs_list).values()):
             self.enqueue(d)
 
@@ -267,14 +278,14 @@ class DeploymentController(Controller):
             await self._sync_status_only(d, rs_list)
             return
         await self._check_paused_conditions(d)
-        spec = d.get("spec") or {}
+        spec = spec_of(d)
         if spec.get("paused"):
             await self._sync(d, rs_list)
             return
         if await self._is_scaling_event(d, rs_list):
             await self._sync(d, rs_list)
             return
-        strategy = (spec.get("strategy") or {}).get("type")
+        strategy = section(spec, "strategy").get("type")
         if strategy == du.RECREATE:
             await self._rollout_recreate(d, rs_list, pod_map)
         elif strategy == du.ROLLING_UPDATE:
@@ -294,10 +305,10 @@ class DeploymentController(Controller):
 
         async def fresh() -> Obj:
             got = await self.client.get(self._deployments, str(meta.get("name")), namespace=namespace)
-            if du.uid_of(got) != du.uid_of(d):
+            if uid_of(got) != uid_of(d):
                 raise RuntimeError(
-                    f"original Deployment {namespace}/{meta.get('name')} is gone: got uid {du.uid_of(got)}, "
-                    f"wanted {du.uid_of(d)}"
+                    f"original Deployment {namespace}/{meta.get('name')} is gone: got uid {uid_of(got)}, "
+                    f"wanted {uid_of(d)}"
                 )
             return got
 
@@ -313,7 +324,7 @@ class DeploymentController(Controller):
 
     def _pod_map(self, d: Mapping[str, Any], rs_list: Sequence[Obj]) -> dict[str, list[Obj]]:
         """ReplicaSet UID -> the Deployment-selected pods it controls (every claimed ReplicaSet has an entry)."""
-        out: dict[str, list[Obj]] = {du.uid_of(rs): [] for rs in rs_list}
+        out: dict[str, list[Obj]] = {uid_of(rs): [] for rs in rs_list}
         try:
             selector = apilabels.label_selector_as_selector(spec_of(d).get("selector"))
         except apilabels.SelectorError:
@@ -356,7 +367,7 @@ class DeploymentController(Controller):
                 d,
                 EVENT_TYPE_NORMAL,
                 "ScalingReplicaSet",
-                f"Scaled {operation} replica set {du.name_of(updated)} from {old_scale} to {new_scale}",
+                f"Scaled {operation} replica set {name_of(updated)} from {old_scale} to {new_scale}",
             )
         return size_changed, updated
 
@@ -383,7 +394,7 @@ class DeploymentController(Controller):
         Deployment's revision annotation synced to it; created when missing and asked to."""
         existing = du.find_new_replica_set(d, rs_list)
         new_revision = str(du.max_revision(old_rss) + 1)
-        spec = d.get("spec") or {}
+        spec = spec_of(d)
         min_ready = int(spec.get("minReadySeconds") or 0)
         namespace = d["metadata"].get("namespace") or ""
         if existing is not None:
@@ -396,7 +407,7 @@ class DeploymentController(Controller):
                 else:
                     rs_spec.pop("minReadySeconds", None)
                 return await self.client.update(self._replicasets, rs_copy, namespace=namespace)
-            needs_update = du.set_deployment_revision(d, du.annotations_of(rs_copy).get(du.REVISION_ANNOTATION, ""))
+            needs_update = du.set_deployment_revision(d, annotations_of(rs_copy).get(du.REVISION_ANNOTATION, ""))
             status = d.setdefault("status", {})
             if du.has_progress_deadline(d) and du.get_deployment_condition(status, du.PROGRESSING) is None:
                 du.set_deployment_condition(
@@ -405,7 +416,7 @@ class DeploymentController(Controller):
                         du.PROGRESSING,
                         "True",
                         du.FOUND_NEW_RS_REASON,
-                        f"Found new replica set {_q(du.name_of(rs_copy))}",
+                        f"Found new replica set {_q(name_of(rs_copy))}",
                         self.clock.now(),
                     ),
                 )
@@ -449,13 +460,13 @@ class DeploymentController(Controller):
         try:
             created = await self.client.create(self._replicasets, new_rs, namespace=namespace)
         except AlreadyExistsError:
-            found = self.rs_lister.get(namespace, du.name_of(new_rs))
+            found = self.rs_lister.get(namespace, name_of(new_rs))
             if found is None:
                 raise
             ref = controller_ref_of(found)
             if (
                 ref is not None
-                and ref.get("uid") == du.uid_of(d)
+                and ref.get("uid") == uid_of(d)
                 and du.equal_ignore_hash(spec.get("template"), spec_of(found).get("template"))
             ):
                 created, already_exists = found, True
@@ -476,7 +487,7 @@ class DeploymentController(Controller):
         except Exception as exc:
             if has_status_cause(exc, NAMESPACE_TERMINATING_CAUSE):
                 raise
-            msg = f"Failed to create new replica set {_q(du.name_of(new_rs))}: {error_message(exc)}"
+            msg = f"Failed to create new replica set {_q(name_of(new_rs))}: {error_message(exc)}"
             if du.has_progress_deadline(d):
                 du.set_deployment_condition(
                     status,
@@ -495,7 +506,7 @@ class DeploymentController(Controller):
                 d,
                 EVENT_TYPE_NORMAL,
                 "ScalingReplicaSet",
-                f"Scaled up replica set {du.name_of(created)} from 0 to {new_replicas}",
+                f"Scaled up replica set {name_of(created)} from 0 to {new_replicas}",
             )
         needs_update = du.set_deployment_revision(d, new_revision)
         if not already_exists and du.has_progress_deadline(d):
@@ -505,7 +516,7 @@ class DeploymentController(Controller):
                     du.PROGRESSING,
                     "True",
                     du.NEW_REPLICA_SET_REASON,
-                    f"Created new replica set {_q(du.name_of(created))}",
+                    f"Created new replica set {_q(name_of(created))}",
                     self.clock.now(),
                 ),
             )
@@ -590,12 +601,12 @@ class DeploymentController(Controller):
         for rs in all_rss:
             if to_add != 0:
                 proportion = du.get_proportion(rs, d, to_add, added)
-                sizes[du.name_of(rs)] = du.spec_replicas(rs) + proportion
+                sizes[name_of(rs)] = du.spec_replicas(rs) + proportion
                 added += proportion
             else:
-                sizes[du.name_of(rs)] = du.spec_replicas(rs)
+                sizes[name_of(rs)] = du.spec_replicas(rs)
         for i, rs in enumerate(all_rss):
-            name = du.name_of(rs)
+            name = name_of(rs)
             if i == 0 and to_add != 0:
                 sizes[name] = max(sizes[name] + to_add - added, 0)
             await self._scale_replica_set(rs, sizes[name], d, operation)
@@ -736,7 +747,7 @@ class DeploymentController(Controller):
         running: it may be)."""
         if du.status_count(old_rss, "replicas") > 0:
             return True
-        new_uid = du.uid_of(new_rs) if new_rs is not None else None
+        new_uid = uid_of(new_rs) if new_rs is not None else None
         for rs_uid, pods in pod_map.items():
             if rs_uid == new_uid:
                 continue
@@ -766,7 +777,7 @@ class DeploymentController(Controller):
             and current is not None
             and current.get("reason") == du.NEW_RS_AVAILABLE_REASON
         )
-        subject = f"ReplicaSet {_q(du.name_of(new_rs))}" if new_rs is not None else f"Deployment {_q(du.name_of(d))}"
+        subject = f"ReplicaSet {_q(name_of(new_rs))}" if new_rs is not None else f"Deployment {_q(name_of(d))}"
         if du.has_progress_deadline(d) and not complete_already:
             if du.deployment_complete(d, new_status):
                 du.set_deployment_condition(

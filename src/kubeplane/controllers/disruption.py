@@ -44,7 +44,7 @@ from typing import Any, ClassVar, Final
 from kubeplane.api import labels as apilabels
 from kubeplane.api import meta as apimeta
 from kubeplane.api.resources import ResourceInfo
-from kubeplane.api.views import controller_ref_of, meta_of, spec_of
+from kubeplane.api.views import controller_ref_of, meta_of, spec_of, status_of
 from kubeplane.client.errors import ConflictError, NotFoundError
 from kubeplane.client.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
 from kubeplane.client.interface import Obj
@@ -90,7 +90,7 @@ def build_disrupted_pod_map(
     if not disrupted:
         return result, recheck, expired
     for pod in pods:
-        meta = pod.get("metadata") or {}
+        meta = meta_of(pod)
         if meta.get("deletionTimestamp"):
             continue  # already being deleted: the record has done its job
         name = str(meta.get("name") or "")
@@ -110,7 +110,7 @@ def count_healthy_pods(pods: Sequence[Mapping[str, Any]], disrupted: Mapping[str
     """Upstream ``countHealthyPods``: Ready pods that are neither terminating nor recently evicted."""
     healthy = 0
     for pod in pods:
-        meta = pod.get("metadata") or {}
+        meta = meta_of(pod)
         if meta.get("deletionTimestamp"):
             continue
         since = disrupted.get(str(meta.get("name") or ""))
@@ -187,7 +187,7 @@ class DisruptionController(Controller):
     async def _pdb_for_pod(self, pod: Mapping[str, Any]) -> Obj | None:
         """Upstream ``getPdbForPod``: the first budget whose selector matches (an empty selector matches every
         pod, as policy/v1's lister); a pod matching several gets a ``MultiplePodDisruptionBudgets`` event."""
-        meta = pod.get("metadata") or {}
+        meta = meta_of(pod)
         namespace = str(meta.get("namespace") or "")
         pod_labels = meta.get("labels") or {}
         matching: list[Obj] = []
@@ -261,7 +261,7 @@ class DisruptionController(Controller):
                 '".spec.minAvailable" field of the PDB to an integer value.',
             )
         now = self.clock.now()
-        status = pdb.get("status") or {}
+        status = status_of(pdb)
         disrupted, recheck, expired = build_disrupted_pod_map(pods, status.get("disruptedPods"), now)
         for pod in expired:
             # Upstream formats the budget's namespace twice here; kept verbatim.
@@ -283,7 +283,7 @@ class DisruptionController(Controller):
 
     async def expected_pod_count(self, pdb: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> ExpectedCount:
         """Upstream ``getExpectedPodCount``: (expectedPods, desiredHealthy, unmanaged pod names)."""
-        spec = pdb.get("spec") or {}
+        spec = spec_of(pdb)
         max_unavailable = spec.get("maxUnavailable")
         min_available = spec.get("minAvailable")
         if max_unavailable is not None:
@@ -304,7 +304,7 @@ class DisruptionController(Controller):
         scales: dict[str, int] = {}
         unmanaged: list[str] = []
         for pod in pods:
-            meta = pod.get("metadata") or {}
+            meta = meta_of(pod)
             ref = controller_ref_of(pod)
             if ref is None:
                 unmanaged.append(str(meta.get("name") or ""))
@@ -379,7 +379,7 @@ class DisruptionController(Controller):
         """Upstream ``updatePdbStatus``: write only when something (counts, records, generation or the
         condition) differs, so an unchanged budget costs no write."""
         allowed = disruptions_allowed(healthy, desired, expected)
-        status = pdb.get("status") or {}
+        status = status_of(pdb)
         generation = int(pdb["metadata"].get("generation") or 0)
         if (
             status.get("currentHealthy", 0) == healthy
@@ -449,7 +449,7 @@ class DisruptionController(Controller):
         """Upstream ``nonTerminatingPodHasStaleDisruptionCondition``: (stale?, seconds until it may be reset)."""
         if meta_of(pod).get("deletionTimestamp"):
             return False, 0.0
-        status = pod.get("status") or {}
+        status = status_of(pod)
         condition = next(
             (
                 c
@@ -501,7 +501,7 @@ def _scale_if(obj: Mapping[str, Any] | None, uid: Any) -> tuple[str, int] | None
 
 def _conditions_up_to_date(pdb: Mapping[str, Any]) -> bool:
     """Upstream ``pdbhelper.ConditionsAreUpToDate``."""
-    status = pdb.get("status") or {}
+    status = status_of(pdb)
     condition = next(
         (c for c in status.get("conditions") or () if isinstance(c, Mapping) and c.get("type") == "DisruptionAllowed"),
         None,

@@ -158,7 +158,7 @@ def _working_copy(node: Mapping[str, Any]) -> Obj:
     metadata and its conditions are copied (what it writes), the rest (images, capacity...) is shared read-only.
     A full deep copy of every node every monitor period is what upstream does; in Python it dominated a
     5,000-node simulation."""
-    status = node.get("status") or {}
+    status = status_of(node)
     return {
         **node,
         "metadata": dict(node.get("metadata") or {}),
@@ -335,7 +335,7 @@ class NodeLifecycleController(Controller):
         task.add_done_callback(self._events.discard)
 
     def _node_event(self, node: Mapping[str, Any], reason: str, message: str) -> None:
-        meta = node.get("metadata") or {}
+        meta = meta_of(node)
         ref = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": meta.get("name"), "uid": meta.get("uid")}}
         self._event(ref, "Normal", reason, message)
 
@@ -471,7 +471,7 @@ class NodeLifecycleController(Controller):
             health = _NodeHealth(now, now if moved else health.ready_transition, _conditions_copy(status))
         health.lease_renew = saved_lease
         lease = self.lease_lister.get(NODE_LEASE_NAMESPACE, name)
-        renew = parse_timestamp((lease or {}).get("spec", {}).get("renewTime")) if lease is not None else None
+        renew = parse_timestamp(spec_of(lease).get("renewTime")) if lease is not None else None
         if renew is not None and (saved_lease is None or saved_lease < renew):
             health.lease_renew = renew
             health.probe = now

@@ -132,7 +132,7 @@ class TaintEvictionController(Controller):
         self.enqueue(pod)
 
     def _pod_updated(self, old: Obj, new: Obj) -> None:
-        o, n = old.get("spec") or {}, new.get("spec") or {}
+        o, n = spec_of(old), spec_of(new)
         if o.get("tolerations") == n.get("tolerations") and o.get("nodeName") == n.get("nodeName"):
             return
         self.enqueue(new)
