@@ -12,9 +12,9 @@ import pytest
 from kubeplane.api import meta as apimeta
 from kubeplane.client.errors import NotFoundError
 from kubeplane.controllers.controller_utils import compute_hash
-from kubeplane.controllers.daemonset import (
+from kubeplane.controllers.daemonset import DaemonSetController
+from kubeplane.controllers.daemonset_util import (
     HASH_LABEL,
-    DaemonSetController,
     add_daemon_pod_tolerations,
     find_updated_pods_on_node,
     node_should_run_daemon_pod,

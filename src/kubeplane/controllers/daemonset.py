@@ -27,6 +27,11 @@ status; otherwise ``manage`` (create missing pods, delete pods on nodes that no 
 succeeded pods with a per-node backoff, surplus pods, and unbound pods aimed at nodes that no longer exist),
 then for RollingUpdate replace old pods within ``maxUnavailable`` / ``maxSurge`` (OnDelete waits for the user
 to delete them), then write the status counts and ``observedGeneration``.
+
+This module holds the controller (upstream ``daemon_controller.go``): handlers, sync, manage, status. The pure
+parts live beside it as upstream splits them: placement, tolerations and revision checks in
+:mod:`.daemonset_util` (upstream ``daemon/util``), the RollingUpdate plan in :mod:`.daemonset_update`
+(upstream ``update.go``).
 """
 
 from __future__ import annotations
@@ -34,21 +39,17 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, ClassVar, Final
 
 from kubeplane.api import labels as apilabels
-from kubeplane.api.nodeaffinity import get_required_node_affinity
-from kubeplane.api.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, find_matching_untolerated_taint
 from kubeplane.api.views import (
-    annotations_of,
     controller_ref_of,
     is_being_deleted,
     is_pod_terminal,
     labels_of,
     meta_of,
     name_of,
-    section,
     spec_of,
     status_of,
 )
@@ -63,20 +64,28 @@ from kubeplane.controllers.controller_utils import (
     compute_hash,
     has_status_cause,
     new_controller_ref,
-    scaled_value_from_int_or_percent,
     slow_start_batch,
     with_type_meta,
+)
+from kubeplane.controllers.daemonset_update import rolling_update_plan, updated_desired_node_counts
+from kubeplane.controllers.daemonset_util import (
+    HASH_LABEL,
+    TEMPLATE_GENERATION_LABEL,
+    TargetNodeError,
+    add_daemon_pod_tolerations,
+    allows_surge,
+    is_pod_updated,
+    node_should_run_daemon_pod,
+    pod_sort_key,
+    replace_node_name_affinity,
+    rolling_update_params,
+    target_node_name,
+    template_generation,
 )
 from kubeplane.controllers.expectations import ControllerExpectations
 from kubeplane.controllers.podutil import is_pod_available, is_pod_ready
 
-__all__ = [
-    "DaemonSetController",
-    "add_daemon_pod_tolerations",
-    "node_should_run_daemon_pod",
-    "replace_node_name_affinity",
-    "target_node_name",
-]
+__all__ = ["DaemonSetController"]
 
 log = logging.getLogger("kubeplane.controllers.daemonset")
 
@@ -86,209 +95,8 @@ FAILED_POD_BACKOFF_INITIAL: Final = 1.0
 FAILED_POD_BACKOFF_MAX: Final = 15 * 60.0
 STATUS_UPDATE_RETRIES: Final = 1
 
-HASH_LABEL: Final = "controller-revision-hash"
-TEMPLATE_GENERATION_LABEL: Final = "pod-template-generation"
-TEMPLATE_GENERATION_ANNOTATION: Final = "deprecated.daemonset.template.generation"
 
 _COMPONENT: Final = "daemonset-controller"
-_NODE_NAME_FIELD: Final = "metadata.name"
-
-
-# --- pure helpers (upstream daemon/util and the placement predicates) ----------------------------------------
-
-_DAEMON_TOLERATIONS: Final = (
-    ("node.kubernetes.io/not-ready", EFFECT_NO_EXECUTE),
-    ("node.kubernetes.io/unreachable", EFFECT_NO_EXECUTE),
-    ("node.kubernetes.io/disk-pressure", EFFECT_NO_SCHEDULE),
-    ("node.kubernetes.io/memory-pressure", EFFECT_NO_SCHEDULE),
-    ("node.kubernetes.io/pid-pressure", EFFECT_NO_SCHEDULE),
-    ("node.kubernetes.io/unschedulable", EFFECT_NO_SCHEDULE),
-)
-_NETWORK_UNAVAILABLE: Final = ("node.kubernetes.io/network-unavailable", EFFECT_NO_SCHEDULE)
-
-
-def _add_or_update_toleration(spec: Obj, toleration: Obj) -> None:
-    """Upstream ``AddOrUpdateTolerationInPodSpec``: replace tolerations matching on key, effect, operator and
-    value, else append."""
-    existing: list[Obj] = list(spec.get("tolerations") or [])
-    out: list[Obj] = []
-    updated = False
-    for current in existing:
-        if all(current.get(k, "") == toleration.get(k, "") for k in ("key", "effect", "operator", "value")):
-            out.append(toleration)
-            updated = True
-        else:
-            out.append(current)
-    if not updated:
-        out.append(toleration)
-    spec["tolerations"] = out
-
-
-def add_daemon_pod_tolerations(spec: Obj) -> None:
-    """Upstream ``AddOrUpdateDaemonPodTolerations`` on a pod spec dict, in place (no tolerationSeconds: the
-    NoExecute ones are forever)."""
-    wanted = list(_DAEMON_TOLERATIONS)
-    if spec.get("hostNetwork"):
-        wanted.append(_NETWORK_UNAVAILABLE)
-    for key, effect in wanted:
-        _add_or_update_toleration(spec, {"key": key, "operator": "Exists", "effect": effect})
-
-
-def replace_node_name_affinity(affinity: Obj | None, node_name: str) -> Obj:
-    """Upstream ``ReplaceDaemonSetPodNodeNameNodeAffinity``: the required node affinity becomes the single term
-    ``matchFields metadata.name In [node_name]``; preferred terms and pod (anti-)affinity are kept."""
-    term = {"matchFields": [{"key": _NODE_NAME_FIELD, "operator": "In", "values": [node_name]}]}
-    out: Obj = copy.deepcopy(affinity) if affinity else {}
-    node_affinity = out.setdefault("nodeAffinity", {})
-    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-    if required is None:
-        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": [term]}
-    else:
-        required["nodeSelectorTerms"] = [term]
-    return out
-
-
-class TargetNodeError(ValueError):
-    pass
-
-
-def target_node_name(pod: Mapping[str, Any]) -> str:
-    """Upstream ``GetTargetNodeName``: ``spec.nodeName``, or before binding the node named by the required
-    affinity's ``metadata.name In`` field term. Raises :class:`TargetNodeError` with upstream's messages."""
-    spec = spec_of(pod)
-    if spec.get("nodeName"):
-        return str(spec["nodeName"])
-    meta = meta_of(pod)
-    who = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-    required = section(spec, "affinity", "nodeAffinity").get("requiredDuringSchedulingIgnoredDuringExecution")
-    if required is None:
-        raise TargetNodeError(
-            f"no spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution for pod {who}"
-        )
-    terms = required.get("nodeSelectorTerms") or []
-    if not terms:
-        raise TargetNodeError(f"no nodeSelectorTerms in requiredDuringSchedulingIgnoredDuringExecution of pod {who}")
-    for term in terms:
-        for expr in term.get("matchFields") or ():
-            if expr.get("key") == _NODE_NAME_FIELD and expr.get("operator") == "In":
-                values = expr.get("values") or []
-                if len(values) != 1:
-                    raise TargetNodeError(f"the matchFields value of '{_NODE_NAME_FIELD}' is not unique for pod {who}")
-                return str(values[0])
-    raise TargetNodeError(f"no node name found for pod {who}")
-
-
-def template_generation(ds: Mapping[str, Any]) -> int | None:
-    """Upstream ``GetTemplateGeneration``: the deprecated annotation as an int (None when absent or bad)."""
-    raw = annotations_of(ds).get(TEMPLATE_GENERATION_ANNOTATION)
-    return apilabels.parse_int64(raw) if isinstance(raw, str) else None
-
-
-def is_pod_updated(pod: Mapping[str, Any], hash_: str, generation: int | None) -> bool:
-    """Upstream ``IsPodUpdated``: the pod carries the current hash (or the deprecated template generation)."""
-    pod_labels = labels_of(pod)
-    template_matches = generation is not None and pod_labels.get(TEMPLATE_GENERATION_LABEL) == str(generation)
-    return (bool(hash_) and pod_labels.get(HASH_LABEL) == hash_) or template_matches
-
-
-def new_daemon_pod(ds: Mapping[str, Any], node_name: str) -> Obj:
-    """Upstream ``NewPod``: the template as it would run on ``node_name`` (for the placement predicates)."""
-    template = spec_of(ds).get("template") or {}
-    spec = copy.deepcopy(template.get("spec") or {})
-    spec["nodeName"] = node_name
-    add_daemon_pod_tolerations(spec)
-    meta = copy.deepcopy(template.get("metadata") or {})
-    meta["namespace"] = meta_of(ds).get("namespace", "")
-    return {"metadata": meta, "spec": spec}
-
-
-_SCHEDULE_EFFECTS: Final = frozenset({EFFECT_NO_SCHEDULE, EFFECT_NO_EXECUTE})
-
-
-def node_should_run_daemon_pod(node: Mapping[str, Any], ds: Mapping[str, Any]) -> tuple[bool, bool]:
-    """Upstream ``NodeShouldRunDaemonPod``: (shouldRun, shouldContinueRunning) for ``ds`` on ``node``."""
-    node_name = name_of(node)
-    pod = new_daemon_pod(ds, node_name)
-    template_node = section(ds, "spec", "template", "spec").get("nodeName") or ""
-    if template_node not in ("", node_name):
-        return False, False
-    fits_affinity, _ = get_required_node_affinity(pod).match(node)  # parse errors ignored, as upstream
-    if not fits_affinity:
-        return False, False
-    taints = spec_of(node).get("taints") or []
-    tolerations = pod["spec"].get("tolerations") or []
-    untolerated = find_matching_untolerated_taint(
-        taints, tolerations, include=lambda t: t.get("effect") in _SCHEDULE_EFFECTS
-    )
-    if untolerated is not None:
-        no_execute = find_matching_untolerated_taint(
-            taints, tolerations, include=lambda t: t.get("effect") == EFFECT_NO_EXECUTE
-        )
-        return False, no_execute is None
-    return True, True
-
-
-def pod_sort_key(pod: Mapping[str, Any]) -> tuple[bool, str, str]:
-    """Upstream ``podByCreationTimestampAndPhase``: bound pods first, then oldest, then by name."""
-    meta = meta_of(pod)
-    bound = bool(spec_of(pod).get("nodeName"))
-    return (not bound, str(meta.get("creationTimestamp") or ""), str(meta.get("name") or ""))
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    return name_of(obj)
-
-
-def _rolling(ds: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    strategy = spec_of(ds).get("updateStrategy") or {}
-    if strategy.get("type", "RollingUpdate") != "RollingUpdate":
-        return None
-    rolling: Mapping[str, Any] | None = strategy.get("rollingUpdate")
-    return rolling
-
-
-def surge_count(ds: Mapping[str, Any], number_to_schedule: int) -> int:
-    """Upstream ``SurgeCount`` (the DaemonSetUpdateSurge gate is GA)."""
-    rolling = _rolling(ds)
-    if rolling is None or rolling.get("maxSurge") is None:
-        return 0
-    return scaled_value_from_int_or_percent(rolling["maxSurge"], number_to_schedule, True)
-
-
-def unavailable_count(ds: Mapping[str, Any], number_to_schedule: int) -> int:
-    """Upstream ``UnavailableCount``."""
-    rolling = _rolling(ds)
-    if rolling is None:
-        return 0
-    return scaled_value_from_int_or_percent(rolling.get("maxUnavailable"), number_to_schedule, True)
-
-
-def allows_surge(ds: Mapping[str, Any]) -> bool:
-    try:
-        return surge_count(ds, 1) > 0
-    except ValueError:
-        return False
-
-
-def find_updated_pods_on_node(
-    pods: Iterable[Mapping[str, Any]], hash_: str, generation: int | None
-) -> tuple[Mapping[str, Any] | None, Mapping[str, Any] | None, bool]:
-    """Upstream ``findUpdatedPodsOnNode``: (new pod, old pod, ok) among non-deleting pods; not ok when there
-    are two of either kind (the manage loop prunes those first)."""
-    new_pod: Mapping[str, Any] | None = None
-    old_pod: Mapping[str, Any] | None = None
-    for pod in pods:
-        if is_being_deleted(pod):
-            continue
-        if is_pod_updated(pod, hash_, generation):
-            if new_pod is not None:
-                return None, None, False
-            new_pod = pod
-        else:
-            if old_pod is not None:
-                return None, None, False
-            old_pod = pod
-    return new_pod, old_pod, True
 
 
 # --- bookkeeping -----------------------------------------------------------------------------------------------
@@ -446,7 +254,7 @@ class DaemonSetController(Controller):
     def _delete_node(self, node: Obj) -> None:
         # Not in upstream (which waits for PodGC's pod deletions or the scheduler's status updates): without
         # it an unbound pod aimed at a vanished node would wait for an unrelated event to be cleaned up.
-        name = _name(node)
+        name = name_of(node)
         for pod in self.pods.lister().list():
             ref = controller_ref_of(pod)
             if ref is None or spec_of(pod).get("nodeName"):
@@ -516,7 +324,7 @@ class DaemonSetController(Controller):
         error: Exception | None = None
         try:
             await self._manage(ds, nodes, hash_)
-            if self.expectations.satisfied_expectations(key) and _rolling(ds) is not None:
+            if self.expectations.satisfied_expectations(key) and rolling_update_params(ds) is not None:
                 await self._rolling_update(ds, nodes, hash_)
         except Exception as exc:
             error = exc
@@ -534,7 +342,7 @@ class DaemonSetController(Controller):
     ) -> tuple[list[str], list[str], list[tuple[str, str, str]]]:
         """Upstream ``podsShouldBeOnNode``: (nodes needing a pod, pods to delete, events to record)."""
         should_run, should_continue = node_should_run_daemon_pod(node, ds)
-        node_name = _name(node)
+        node_name = name_of(node)
         pods = by_node.get(node_name)
         create: list[str] = []
         delete: list[str] = []
@@ -547,7 +355,7 @@ class DaemonSetController(Controller):
                 if is_being_deleted(pod):
                     continue
                 phase = status_of(pod).get("phase")
-                pod_ref = f"{pod['metadata'].get('namespace', '')}/{_name(pod)}"
+                pod_ref = f"{pod['metadata'].get('namespace', '')}/{name_of(pod)}"
                 if phase == "Failed":
                     observed = status_of(ds).get("observedGeneration", 0)
                     backoff_key = f"{ds['metadata'].get('uid')}/{observed}/{node_name}"
@@ -558,16 +366,16 @@ class DaemonSetController(Controller):
                     self.failed_pods_backoff.next(backoff_key, now)
                     msg = f"Found failed daemon pod {pod_ref} on node {node_name}, will try to kill it"
                     events.append((EVENT_TYPE_WARNING, "FailedDaemonPod", msg))
-                    delete.append(_name(pod))
+                    delete.append(name_of(pod))
                 elif phase == "Succeeded":
                     msg = f"Found succeeded daemon pod {pod_ref} on node {node_name}, will try to delete it"
                     events.append((EVENT_TYPE_NORMAL, "SucceededDaemonPod", msg))
-                    delete.append(_name(pod))
+                    delete.append(name_of(pod))
                 else:
                     running.append(pod)
             running.sort(key=pod_sort_key)
             if not allows_surge(ds):
-                delete.extend(_name(p) for p in running[1:])  # keep only the oldest
+                delete.extend(name_of(p) for p in running[1:])  # keep only the oldest
             elif not running:
                 if should_run:
                     create.append(node_name)  # surging: at least one live pod per node
@@ -582,13 +390,13 @@ class DaemonSetController(Controller):
                     elif oldest_old is None:
                         oldest_old = pod
                         continue
-                    delete.append(_name(pod))
+                    delete.append(name_of(pod))
                 if oldest_new is not None and oldest_old is not None:
                     min_ready = int(ds["spec"].get("minReadySeconds") or 0)
                     if not is_pod_ready(oldest_old) or is_pod_available(oldest_new, min_ready, self.clock.now()):
-                        delete.append(_name(oldest_old))
+                        delete.append(name_of(oldest_old))
         elif pods is not None:
-            delete.extend(_name(p) for p in pods if not is_being_deleted(p))
+            delete.extend(name_of(p) for p in pods if not is_being_deleted(p))
         return create, delete, events
 
     async def _manage(self, ds: Obj, nodes: Sequence[Obj], hash_: str) -> None:
@@ -603,10 +411,10 @@ class DaemonSetController(Controller):
                 await self.recorder.event(_typed_ds(ds), event_type, reason, message)
         # Unbound pods aimed at nodes that no longer exist: PodGC never sees them (upstream
         # getUnscheduledPodsWithoutNode).
-        existing = {_name(n) for n in nodes}
+        existing = {name_of(n) for n in nodes}
         for node_name, pods in by_node.items():
             if node_name not in existing:
-                delete.extend(_name(p) for p in pods if not spec_of(p).get("nodeName"))
+                delete.extend(name_of(p) for p in pods if not spec_of(p).get("nodeName"))
         await self._sync_nodes(ds, delete, create, hash_)
 
     def _pod_template(self, ds: Obj, hash_: str) -> Obj:
@@ -681,99 +489,18 @@ class DaemonSetController(Controller):
 
     # --- rolling update ------------------------------------------------------------------------------------
 
-    def updated_desired_node_counts(
-        self, ds: Obj, nodes: Sequence[Obj], by_node: dict[str, list[Obj]]
-    ) -> tuple[int, int, int]:
-        """Upstream ``updatedDesiredNodeCounts``: (maxSurge, maxUnavailable, desiredNumberScheduled); every
-        eligible node without pods gets an empty entry in ``by_node``. Both limits 0 fall back to 1 unavailable."""
-        desired = 0
-        for node in nodes:
-            if not node_should_run_daemon_pod(node, ds)[0]:
-                continue
-            desired += 1
-            by_node.setdefault(_name(node), [])
-        max_unavailable = unavailable_count(ds, desired)
-        max_surge = surge_count(ds, desired)
-        if desired > 0 and max_unavailable == 0 and max_surge == 0:
-            max_unavailable = 1
-        return max_surge, max_unavailable, desired
-
     async def _rolling_update(self, ds: Obj, nodes: Sequence[Obj], hash_: str) -> None:
-        """Upstream ``rollingUpdate``: without surge, delete old pods (unavailable ones always, available ones
-        while fewer than maxUnavailable nodes are unavailable) and let ``manage`` recreate them; with surge,
-        create new pods beside old ones (up to maxSurge at a time) and delete each old pod once its
-        replacement is available."""
+        """Upstream ``rollingUpdate``: the plan of :func:`~.daemonset_update.rolling_update_plan`, carried out by
+        ``syncNodes`` (deletions, then creations on the nodes the plan names)."""
         by_node = self.nodes_to_daemon_pods(ds)
-        max_surge, max_unavailable, desired = self.updated_desired_node_counts(ds, nodes, by_node)
-        now = self.clock.now()
-        min_ready = int(ds["spec"].get("minReadySeconds") or 0)
-        generation = template_generation(ds)
+        counts = updated_desired_node_counts(ds, nodes, by_node)
+        to_delete, to_create = rolling_update_plan(
+            ds, by_node, counts, hash_=hash_, now=self.clock.now(), get_node=self._node_named
+        )
+        await self._sync_nodes(ds, to_delete, to_create, hash_)
 
-        def available(pod: Mapping[str, Any]) -> bool:
-            return is_pod_available(pod, min_ready, now)
-
-        if max_surge == 0:
-            num_unavailable = 0
-            replacements: list[str] = []
-            candidates: list[str] = []
-            for pods in by_node.values():
-                new_pod, old_pod, ok = find_updated_pods_on_node(pods, hash_, generation)
-                if not ok or (old_pod is None) == (new_pod is None):
-                    num_unavailable += 1  # manage handles these nodes; count them as unavailable
-                elif new_pod is not None:
-                    if not available(new_pod):
-                        num_unavailable += 1
-                elif old_pod is not None:
-                    if not available(old_pod):
-                        replacements.append(_name(old_pod))
-                        num_unavailable += 1
-                    elif num_unavailable < max_unavailable:
-                        candidates.append(_name(old_pod))
-            remaining = min(max(max_unavailable - num_unavailable, 0), len(candidates))
-            await self._sync_nodes(ds, replacements + candidates[:remaining], [], hash_)
-            return
-
-        old_to_delete: list[str] = []
-        should_not_run: list[str] = []
-        candidate_nodes: list[str] = []
-        allowed_nodes: list[str] = []
-        num_surge = num_available = 0
-        for node_name, pods in by_node.items():
-            new_pod, old_pod, ok = find_updated_pods_on_node(pods, hash_, generation)
-            if not ok:
-                num_surge += 1
-                continue
-            if old_pod is not None:
-                num_available += int(available(old_pod))
-            elif new_pod is not None:
-                num_available += int(available(new_pod))
-            if old_pod is None:
-                continue
-            if new_pod is None:
-                node = self.nodes.lister().get(None, node_name)
-                if node is None:
-                    raise LookupError(f'couldn\'t get node for nodeName "{node_name}"')
-                should_run = node_should_run_daemon_pod(node, ds)[0]
-                if not available(old_pod):
-                    if not should_run:
-                        old_to_delete.append(_name(old_pod))
-                    else:
-                        allowed_nodes.append(node_name)
-                elif not should_run:
-                    should_not_run.append(_name(old_pod))
-                elif num_surge < max_surge:
-                    candidate_nodes.append(node_name)
-            elif not available(new_pod):
-                num_surge += 1
-            else:
-                old_to_delete.append(_name(old_pod))
-        # With surge the owner expects full availability: pods on nodes that no longer want them go only as
-        # pods elsewhere become available.
-        deletable = min(num_available - desired, len(should_not_run))
-        if deletable > 0:
-            old_to_delete.extend(should_not_run[:deletable])
-        remaining = min(max(max_surge - num_surge, 0), len(candidate_nodes))
-        await self._sync_nodes(ds, old_to_delete, allowed_nodes + candidate_nodes[:remaining], hash_)
+    def _node_named(self, name: str) -> Obj | None:
+        return self.nodes.lister().get(None, name)
 
     # --- status --------------------------------------------------------------------------------------------
 
@@ -790,7 +517,7 @@ class DaemonSetController(Controller):
         desired = current = misscheduled = ready = updated = available = 0
         for node in nodes:
             should_run = node_should_run_daemon_pod(node, ds)[0]
-            pods = by_node.get(_name(node)) or []
+            pods = by_node.get(name_of(node)) or []
             if should_run:
                 desired += 1
                 if not pods:
@@ -838,7 +565,7 @@ class DaemonSetController(Controller):
                 if attempt >= STATUS_UPDATE_RETRIES:
                     raise
             attempt += 1
-            to_update = await self.client.get(self.ds_resource, _name(ds), namespace=namespace)
+            to_update = await self.client.get(self.ds_resource, name_of(ds), namespace=namespace)
 
 
 def _should_ignore_node_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
