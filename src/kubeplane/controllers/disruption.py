@@ -44,7 +44,15 @@ from typing import Any, ClassVar, Final
 from kubeplane.api import labels as apilabels
 from kubeplane.api import meta as apimeta
 from kubeplane.api.resources import ResourceInfo
-from kubeplane.api.views import controller_ref_of, meta_of, spec_of, status_of
+from kubeplane.api.views import (
+    PodView,
+    controller_ref_of,
+    is_being_deleted,
+    is_pod_terminal,
+    meta_of,
+    spec_of,
+    status_of,
+)
 from kubeplane.client.errors import ConflictError, NotFoundError
 from kubeplane.client.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
 from kubeplane.client.interface import Obj
@@ -447,22 +455,14 @@ class DisruptionController(Controller):
 
     def _has_stale_disruption_condition(self, pod: Mapping[str, Any]) -> tuple[bool, float]:
         """Upstream ``nonTerminatingPodHasStaleDisruptionCondition``: (stale?, seconds until it may be reset)."""
-        if meta_of(pod).get("deletionTimestamp"):
+        if is_being_deleted(pod):
             return False, 0.0
-        status = status_of(pod)
-        condition = next(
-            (
-                c
-                for c in status.get("conditions") or ()
-                if isinstance(c, Mapping) and c.get("type") == "DisruptionTarget"
-            ),
-            None,
-        )
+        condition = PodView(pod).condition("DisruptionTarget")
         if (
             condition is None
             or condition.get("status") != "True"
             or condition.get("reason") == "TerminationByKubelet"
-            or status.get("phase") in ("Succeeded", "Failed")
+            or is_pod_terminal(pod)
         ):
             return False, 0.0
         since = parse_timestamp(condition.get("lastTransitionTime")) or 0.0

@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 from kubeplane.api import meta as apimeta
 from kubeplane.api.resources import ResourceInfo
-from kubeplane.api.views import meta_of, spec_of, status_of
+from kubeplane.api.views import is_pod_terminal, meta_of, spec_of, status_of
 from kubeplane.client.errors import APIStatusError, ConflictError, NotFoundError
 from kubeplane.client.flowcontrol import TokenBucketConfig
 from kubeplane.client.interface import Obj
@@ -360,7 +360,7 @@ class NamespaceController(Controller):
             return 0
         estimate = 0
         for pod in (await self.client.list(self.pods, namespace=namespace)).get("items") or []:
-            if status_of(pod).get("phase") in ("Succeeded", "Failed"):
+            if is_pod_terminal(pod):
                 continue
             grace = spec_of(pod).get("terminationGracePeriodSeconds")
             if isinstance(grace, int) and grace > estimate:

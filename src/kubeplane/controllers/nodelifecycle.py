@@ -47,7 +47,7 @@ from typing import Any
 
 from kubeplane.api.meta import format_time
 from kubeplane.api.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, Taint, match_taint
-from kubeplane.api.views import labels_of, meta_of, spec_of, status_of, zone_key
+from kubeplane.api.views import NodeView, PodView, find_condition, labels_of, meta_of, spec_of, status_of, zone_key
 from kubeplane.client.cache import NODE_NAME_INDEX
 from kubeplane.client.errors import ConflictError, NotFoundError
 from kubeplane.client.flowcontrol import TokenBucket, TokenBucketConfig
@@ -102,13 +102,6 @@ DEFAULTS: Mapping[str, float] = {
 # --- pure helpers ----------------------------------------------------------------------------------------
 
 
-def node_condition(node: Mapping[str, Any], condition_type: str) -> Obj | None:
-    for condition in status_of(node).get("conditions") or ():
-        if condition.get("type") == condition_type:
-            return condition  # type: ignore[no-any-return]
-    return None
-
-
 def compute_zone_state(
     ready_conditions: Sequence[Mapping[str, Any] | None], unhealthy_threshold: float
 ) -> tuple[int, str]:
@@ -123,7 +116,7 @@ def compute_zone_state(
 
 
 def _taints(node: Mapping[str, Any]) -> list[Taint]:
-    return [Taint.from_dict(t) for t in spec_of(node).get("taints") or ()]
+    return [Taint.from_dict(t) for t in NodeView(node).taints]
 
 
 def _has_taint(node: Mapping[str, Any], taint: Taint) -> bool:
@@ -133,12 +126,13 @@ def _has_taint(node: Mapping[str, Any], taint: Taint) -> bool:
 def no_schedule_taint_diff(node: Mapping[str, Any]) -> tuple[list[Taint], list[Taint]]:
     """``(to add, to remove)`` so the node's condition and unschedulable NoSchedule taints match its state
     (upstream ``doNoScheduleTaintingPass`` with ``TaintSetDiff``: matching by key and effect)."""
+    view = NodeView(node)
     wanted: list[Taint] = []
-    for condition in status_of(node).get("conditions") or ():
+    for condition in view.conditions:
         key = NODE_CONDITION_TO_TAINT.get(str(condition.get("type")), {}).get(str(condition.get("status")))
         if key:
             wanted.append(Taint(key, EFFECT_NO_SCHEDULE))
-    if spec_of(node).get("unschedulable"):
+    if view.unschedulable:
         wanted.append(Taint(TAINT_UNSCHEDULABLE, EFFECT_NO_SCHEDULE))
     current = [
         t
@@ -148,6 +142,14 @@ def no_schedule_taint_diff(node: Mapping[str, Any]) -> tuple[list[Taint], list[T
     add = [w for w in wanted if not any(match_taint(w.to_dict(), c.to_dict()) for c in current)]
     remove = [c for c in current if not any(match_taint(w.to_dict(), c.to_dict()) for w in wanted)]
     return add, remove
+
+
+def _working_condition(node: Obj, condition_type: str) -> Obj | None:
+    """The condition of ``condition_type`` in a working copy (:func:`_working_copy`), to change in place; reads
+    of shared nodes go through :class:`~kubeplane.api.views.NodeView`, which never hands out a writable one."""
+    status: Obj = node.get("status") or {}
+    conditions: list[Obj] = status.get("conditions") or []
+    return next((c for c in conditions if c.get("type") == condition_type), None)
 
 
 # --- the rate-limited zone queue ------------------------------------------------------------------------
@@ -373,7 +375,7 @@ class NodeLifecycleController(Controller):
             return
         if self.node_lister.get(None, node_name) is None:
             raise RuntimeError(f"node {node_name} of pod {key} is not in the cache yet")
-        ready = node_condition({"status": health.status}, "Ready")
+        ready = find_condition(health.status.get("conditions"), "Ready")
         if ready is not None and ready.get("status") != "True":
             await self.mark_pods_not_ready([pod], node_name)
 
@@ -440,7 +442,7 @@ class NodeLifecycleController(Controller):
         name = node["metadata"]["name"]
         now = self.clock.now()
         health = self.health.get(name)
-        current = node_condition(node, "Ready")
+        current = _working_condition(node, "Ready")
         status = node.setdefault("status", {})
         created = parse_timestamp(node["metadata"].get("creationTimestamp")) or now
         if current is None:
@@ -458,7 +460,7 @@ class NodeLifecycleController(Controller):
         else:
             observed = dict(current)  # a condition is flat (strings): a shallow copy is a deep one
             grace = self.grace_period
-        saved = node_condition({"status": health.status}, "Ready") if health is not None else None
+        saved = find_condition(health.status.get("conditions"), "Ready") if health is not None else None
         saved_lease = health.lease_renew if health is not None else None
         if health is None or (saved is None and current is not None) or (saved is not None and current is None):
             health = _NodeHealth(now, now, _conditions_copy(status))
@@ -481,7 +483,7 @@ class NodeLifecycleController(Controller):
             stamp = format_time(now)
             conditions = status.setdefault("conditions", [])
             for condition_type in UNKNOWN_CONDITION_TYPES:
-                condition = node_condition(node, condition_type)
+                condition = _working_condition(node, condition_type)
                 if condition is None:
                     conditions.append(
                         {
@@ -498,7 +500,7 @@ class NodeLifecycleController(Controller):
                     condition["reason"] = "NodeStatusUnknown"
                     condition["message"] = "Kubelet stopped posting node status."
                     condition["lastTransitionTime"] = stamp
-            current = node_condition(node, "Ready")
+            current = _working_condition(node, "Ready")
             if current != observed:
                 updated = await self.client.update(self.nodes_res, node, subresource="status")
                 node["metadata"]["resourceVersion"] = updated["metadata"].get("resourceVersion")
@@ -529,7 +531,7 @@ class NodeLifecycleController(Controller):
         for pod in pods:
             if spec_of(pod).get("nodeName") != node_name:
                 continue
-            ready = next((c for c in status_of(pod).get("conditions") or () if c.get("type") == "Ready"), None)
+            ready = PodView(pod).ready_condition
             if ready is None:
                 continue
             patch = pod_condition_patch(pod, {**ready, "status": "False"}, self.clock.now())
@@ -585,7 +587,7 @@ class NodeLifecycleController(Controller):
         node = self.node_lister.get(None, value.value)
         if node is None:
             return True, 0.0
-        ready = node_condition(node, "Ready")
+        ready = NodeView(node).condition("Ready")
         if ready is None:
             return False, 0.05
         if ready.get("status") == "False":

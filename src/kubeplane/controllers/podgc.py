@@ -30,7 +30,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubeplane.api.meta import parse_time
-from kubeplane.api.views import meta_of, name_of, spec_of, status_of
+from kubeplane.api.views import (
+    NodeView,
+    PodView,
+    is_being_deleted,
+    is_pod_terminal,
+    meta_of,
+    name_of,
+    spec_of,
+)
 from kubeplane.client.cache import NODE_NAME_INDEX
 from kubeplane.client.errors import NotFoundError
 from kubeplane.client.interface import Obj, PatchType
@@ -52,18 +60,15 @@ ORPHAN_CONDITION: Mapping[str, str] = {
 }
 
 
-def _phase(pod: Mapping[str, Any]) -> str:
-    return str(status_of(pod).get("phase") or "")
-
-
 def is_pod_terminated(pod: Mapping[str, Any]) -> bool:
     """Upstream ``isPodTerminated``: any phase but Pending, Running and Unknown (so also a missing phase)."""
-    return _phase(pod) not in ("Pending", "Running", "Unknown")
+    return PodView(pod).phase not in ("Pending", "Running", "Unknown")
 
 
 def _is_evicted(pod: Mapping[str, Any]) -> bool:
     """Upstream ``eviction.PodIsEvicted``: Failed with reason ``Evicted`` (the kubelet's node-pressure kind)."""
-    return _phase(pod) == "Failed" and status_of(pod).get("reason") == "Evicted"
+    view = PodView(pod)
+    return view.phase == "Failed" and view.reason == "Evicted"
 
 
 def _created(pod: Mapping[str, Any]) -> float:
@@ -86,15 +91,6 @@ def terminated_pods_to_delete(pods: Sequence[Obj], threshold: int) -> list[Obj]:
     if threshold <= 0 or excess <= 0:
         return []
     return sorted(terminated, key=_gc_order)[:excess]
-
-
-def _is_node_ready(node: Mapping[str, Any]) -> bool:
-    conditions = status_of(node).get("conditions") or ()
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
-def _terminating(pod: Mapping[str, Any]) -> bool:
-    return bool(meta_of(pod).get("deletionTimestamp"))
 
 
 class PodGCController(Controller):
@@ -146,18 +142,18 @@ class PodGCController(Controller):
             node_name = spec_of(pod).get("nodeName")
             if node_name and node_name not in nodes:
                 self.enqueue_after(str(node_name), self.quarantine)
-        await self._delete_all([p for p in pods if _terminating(p) and not spec_of(p).get("nodeName")])
+        await self._delete_all([p for p in pods if is_being_deleted(p) and not spec_of(p).get("nodeName")])
 
     async def _gc_terminating(self, pods: Sequence[Obj]) -> None:
         doomed: list[Obj] = []
         for pod in pods:
-            if not _terminating(pod):
+            if not is_being_deleted(pod):
                 continue
             node = self.node_lister.get(None, str(spec_of(pod).get("nodeName") or ""))
             if node is None:
                 continue
             taints = spec_of(node).get("taints") or ()
-            if not _is_node_ready(node) and any(t.get("key") == TAINT_OUT_OF_SERVICE for t in taints):
+            if not NodeView(node).is_ready and any(t.get("key") == TAINT_OUT_OF_SERVICE for t in taints):
                 doomed.append(pod)
         await self._delete_all(sorted(doomed, key=_gc_order))
 
@@ -187,7 +183,7 @@ class PodGCController(Controller):
         """Upstream ``markFailedAndDeletePodWithCondition``: phase Failed (plus ``condition``) unless already
         terminal, then delete with grace period 0."""
         meta = pod["metadata"]
-        if _phase(pod) not in ("Succeeded", "Failed"):
+        if not is_pod_terminal(pod):
             status: Obj = {"phase": "Failed"}
             if condition is not None:
                 patch = pod_condition_patch(pod, condition, self.clock.now())

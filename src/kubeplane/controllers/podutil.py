@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from kubeplane.api import meta as apimeta
-from kubeplane.api.views import is_being_deleted, is_pod_terminal, status_of
+from kubeplane.api.views import PodView, is_being_deleted, is_pod_terminal, status_of
 from kubeplane.client.clock import Clock
 from kubeplane.client.interface import Obj
 
@@ -95,16 +95,13 @@ def filter_terminating_pods(pods: Iterable[Obj]) -> list[Obj]:
 
 
 def get_pod_ready_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for cond in status_of(pod).get("conditions") or ():
-        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
-            return cond
-    return None
+    """The first ``Ready`` condition (upstream ``podutil.GetPodReadyCondition``), or None."""
+    return PodView(pod).ready_condition
 
 
 def is_pod_ready(pod: Mapping[str, Any]) -> bool:
     """The Ready condition is True (upstream ``podutil.IsPodReady``)."""
-    cond = get_pod_ready_condition(pod)
-    return cond is not None and cond.get("status") == "True"
+    return PodView(pod).is_ready
 
 
 def is_pod_available(pod: Mapping[str, Any], min_ready_seconds: int, now: float) -> bool:
