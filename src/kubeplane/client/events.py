@@ -267,7 +267,7 @@ class EventCorrelator:
                 count=int(event["count"]),
                 first_timestamp=str(event["firstTimestamp"]),
                 name=str(event["metadata"]["name"]),
-                resource_version=str(event["metadata"].get("resourceVersion") or ""),
+                resource_version=str(meta_of(event).get("resourceVersion") or ""),
             ),
         )
         return event, patch

@@ -526,7 +526,7 @@ class PodControl:
         pod = get_pod_from_template(template, owner, controller_ref)
         if generate_name:
             pod["metadata"]["generateName"] = generate_name
-        if not pod["metadata"].get("labels"):
+        if not meta_of(pod).get("labels"):
             raise ValueError("unable to create pods, no labels")
         try:
             created = await self.client.create(self._pods, pod, namespace=namespace)

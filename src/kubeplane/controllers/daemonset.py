@@ -50,6 +50,7 @@ from kubeplane.api.views import (
     labels_of,
     meta_of,
     name_of,
+    namespace_of,
     spec_of,
     status_of,
 )
@@ -160,7 +161,7 @@ class DaemonSetController(Controller):
     # --- handlers ------------------------------------------------------------------------------------------
 
     def _update_daemonset(self, old: Obj, new: Obj) -> None:
-        if old["metadata"].get("uid") != new["metadata"].get("uid"):
+        if meta_of(old).get("uid") != meta_of(new).get("uid"):
             self._delete_daemonset(old)
         self.enqueue(new)
 
@@ -172,7 +173,7 @@ class DaemonSetController(Controller):
         if ref.get("kind") != "DaemonSet":
             return None
         ds = self.daemonsets.lister().get(namespace, str(ref.get("name") or ""))
-        if ds is None or ds["metadata"].get("uid") != ref.get("uid"):
+        if ds is None or meta_of(ds).get("uid") != ref.get("uid"):
             return None
         return ds
 
@@ -195,7 +196,7 @@ class DaemonSetController(Controller):
             return
         ref = controller_ref_of(pod)
         if ref is not None:
-            ds = self._resolve(str(pod["metadata"].get("namespace") or ""), ref)
+            ds = self._resolve(namespace_of(pod), ref)
             if ds is not None:
                 self.expectations.creation_observed(key_of(ds))
                 self.enqueue(ds)
@@ -204,12 +205,12 @@ class DaemonSetController(Controller):
             self.enqueue(ds)
 
     def _update_pod(self, old: Obj, new: Obj) -> None:
-        if old["metadata"].get("resourceVersion") == new["metadata"].get("resourceVersion"):
+        if meta_of(old).get("resourceVersion") == meta_of(new).get("resourceVersion"):
             return
         if is_being_deleted(new):
             self._delete_pod(new)
             return
-        namespace = str(new["metadata"].get("namespace") or "")
+        namespace = namespace_of(new)
         cur_ref, old_ref = controller_ref_of(new), controller_ref_of(old)
         ref_changed = cur_ref != old_ref
         if ref_changed and old_ref is not None:
@@ -225,7 +226,7 @@ class DaemonSetController(Controller):
             if not is_pod_ready(old) and is_pod_ready(new) and min_ready > 0:
                 self.enqueue_after(ds, min_ready + 1)  # a second of slack against clock skew, as upstream
             return
-        if ref_changed or (old["metadata"].get("labels") != new["metadata"].get("labels")):
+        if ref_changed or (meta_of(old).get("labels") != meta_of(new).get("labels")):
             for ds in self._daemonsets_for_pod(new):
                 self.enqueue(ds)
 
@@ -233,7 +234,7 @@ class DaemonSetController(Controller):
         ref = controller_ref_of(pod)
         if ref is None:
             return
-        ds = self._resolve(str(pod["metadata"].get("namespace") or ""), ref)
+        ds = self._resolve(namespace_of(pod), ref)
         if ds is None:
             return
         self.expectations.deletion_observed(key_of(ds))
@@ -264,7 +265,7 @@ class DaemonSetController(Controller):
                     continue
             except TargetNodeError:
                 continue
-            ds = self._resolve(str(pod["metadata"].get("namespace") or ""), ref)
+            ds = self._resolve(namespace_of(pod), ref)
             if ds is not None:
                 self.enqueue(ds)
 
@@ -274,11 +275,11 @@ class DaemonSetController(Controller):
         """Pods in the set's namespace that it controls and that still match its selector (upstream's
         ClaimPods without adoption or release: see the report)."""
         selector = apilabels.label_selector_as_selector(spec_of(ds).get("selector"))
-        uid = ds["metadata"].get("uid")
+        uid = meta_of(ds).get("uid")
         out = []
-        for pod in self.pods.lister().list(str(ds["metadata"].get("namespace") or "")):
+        for pod in self.pods.lister().list(namespace_of(ds)):
             ref = controller_ref_of(pod)
-            if ref is not None and ref.get("uid") == uid and selector.matches(pod["metadata"].get("labels") or {}):
+            if ref is not None and ref.get("uid") == uid and selector.matches(labels_of(pod)):
                 out.append(pod)
         return out
 
@@ -315,9 +316,9 @@ class DaemonSetController(Controller):
                 "This daemon set is selecting all pods. A non-empty selector is required.",
             )
             return
-        if ds["metadata"].get("deletionTimestamp"):
+        if is_being_deleted(ds):
             return
-        hash_ = compute_hash(ds["spec"].get("template") or {}, status_of(ds).get("collisionCount"))
+        hash_ = compute_hash(spec_of(ds).get("template") or {}, status_of(ds).get("collisionCount"))
         if not self.expectations.satisfied_expectations(key):
             await self._update_status(ds, nodes, hash_, update_observed_generation=False)
             return
@@ -392,7 +393,7 @@ class DaemonSetController(Controller):
                         continue
                     delete.append(name_of(pod))
                 if oldest_new is not None and oldest_old is not None:
-                    min_ready = int(ds["spec"].get("minReadySeconds") or 0)
+                    min_ready = int(spec_of(ds).get("minReadySeconds") or 0)
                     if not is_pod_ready(oldest_old) or is_pod_available(oldest_new, min_ready, self.clock.now()):
                         delete.append(name_of(oldest_old))
         elif pods is not None:
@@ -419,7 +420,7 @@ class DaemonSetController(Controller):
 
     def _pod_template(self, ds: Obj, hash_: str) -> Obj:
         """Upstream ``CreatePodTemplate``: the template with the daemon tolerations and the revision labels."""
-        template = copy.deepcopy(ds["spec"].get("template") or {})
+        template = copy.deepcopy(spec_of(ds).get("template") or {})
         add_daemon_pod_tolerations(template.setdefault("spec", {}))
         labels = template.setdefault("metadata", {}).setdefault("labels", {})
         generation = template_generation(ds)
@@ -473,7 +474,7 @@ class DaemonSetController(Controller):
         spec["affinity"] = replace_node_name_affinity(spec.get("affinity"), node_name)
         try:
             await self.pod_control.create_pods(
-                str(ds["metadata"].get("namespace") or ""),
+                namespace_of(ds),
                 {**template, "spec": spec},
                 _typed_ds(ds),
                 new_controller_ref(ds, api_version="apps/v1", kind="DaemonSet"),
@@ -485,7 +486,7 @@ class DaemonSetController(Controller):
 
     async def _delete_pod_named(self, ds: Obj, name: str) -> None:
         """Delete one daemon pod through :class:`PodControl` (its events); NotFound is raised for the caller."""
-        await self.pod_control.delete_pod(str(ds["metadata"].get("namespace") or ""), name, _typed_ds(ds))
+        await self.pod_control.delete_pod(namespace_of(ds), name, _typed_ds(ds))
 
     # --- rolling update ------------------------------------------------------------------------------------
 
@@ -511,7 +512,7 @@ class DaemonSetController(Controller):
         judged by its oldest pod), written only when they or the generation changed, with one retry on a
         fresh copy; requeued after minReadySeconds while ready pods are not yet available."""
         by_node = self.nodes_to_daemon_pods(ds)
-        min_ready = int(ds["spec"].get("minReadySeconds") or 0)
+        min_ready = int(spec_of(ds).get("minReadySeconds") or 0)
         now = self.clock.now()
         generation = template_generation(ds)
         desired = current = misscheduled = ready = updated = available = 0
@@ -542,7 +543,7 @@ class DaemonSetController(Controller):
             "numberUnavailable": desired - available,
         }
         status = status_of(ds)
-        ds_generation = int(ds["metadata"].get("generation") or 0)
+        ds_generation = int(meta_of(ds).get("generation") or 0)
         unchanged = all(int(status.get(k) or 0) == v for k, v in counts.items())
         if not (unchanged and int(status.get("observedGeneration") or 0) >= ds_generation):
             await self._store_status(ds, counts, ds_generation if update_observed_generation else None)
@@ -551,7 +552,7 @@ class DaemonSetController(Controller):
 
     async def _store_status(self, ds: Obj, counts: Mapping[str, int], observed_generation: int | None) -> None:
         to_update = copy.deepcopy(ds)
-        namespace = ds["metadata"].get("namespace")
+        namespace = meta_of(ds).get("namespace")
         attempt = 0
         while True:
             status = to_update.setdefault("status", {})

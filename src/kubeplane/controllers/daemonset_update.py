@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kubeplane.api.views import name_of
+from kubeplane.api.views import name_of, spec_of
 from kubeplane.client.interface import Obj
 from kubeplane.controllers.daemonset_util import (
     find_updated_pods_on_node,
@@ -59,7 +59,7 @@ def rolling_update_plan(
     gone raises LookupError, as upstream returns the error and retries the sync).
     """
     max_surge, max_unavailable, desired = counts
-    min_ready = int(ds["spec"].get("minReadySeconds") or 0)
+    min_ready = int(spec_of(ds).get("minReadySeconds") or 0)
     generation = template_generation(ds)
 
     def available(pod: Mapping[str, Any]) -> bool:

@@ -165,7 +165,7 @@ def node_should_run_daemon_pod(node: Mapping[str, Any], ds: Mapping[str, Any]) -
     if not fits_affinity:
         return False, False
     taints = spec_of(node).get("taints") or []
-    tolerations = pod["spec"].get("tolerations") or []
+    tolerations = spec_of(pod).get("tolerations") or []
     untolerated = find_matching_untolerated_taint(
         taints, tolerations, include=lambda t: t.get("effect") in _SCHEDULE_EFFECTS
     )

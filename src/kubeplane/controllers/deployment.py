@@ -48,6 +48,7 @@ from typing import Any, ClassVar
 from kubeplane.api import labels as apilabels
 from kubeplane.api.views import (
     controller_ref_of,
+    is_being_deleted,
     meta_of,
     namespace_of,
     section,
@@ -195,14 +196,14 @@ class DeploymentController(DeploymentRolling, DeploymentRecreate):
                 "This deployment is selecting all pods. A non-empty selector is required.",
             )
             status = d.setdefault("status", {})
-            generation = int(d["metadata"].get("generation") or 0)
+            generation = int(meta_of(d).get("generation") or 0)
             if int(status.get("observedGeneration") or 0) < generation:
                 status["observedGeneration"] = generation
                 await self._update_status(d)
             return
         rs_list = await self._get_replica_sets_for_deployment(d)
         pod_map = self._pod_map(d, rs_list)
-        if d["metadata"].get("deletionTimestamp"):
+        if is_being_deleted(d):
             await self._sync_status_only(d, rs_list)
             return
         await self._check_paused_conditions(d)

@@ -15,7 +15,16 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from kubeplane.api.views import annotations_of, controller_ref_of, meta_of, name_of, spec_of, status_of, uid_of
+from kubeplane.api.views import (
+    annotations_of,
+    controller_ref_of,
+    meta_of,
+    name_of,
+    namespace_of,
+    spec_of,
+    status_of,
+    uid_of,
+)
 from kubeplane.client.errors import AlreadyExistsError, NotFoundError
 from kubeplane.client.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
 from kubeplane.client.interface import Obj
@@ -115,7 +124,7 @@ class DeploymentSync(Controller):
     async def _update_status(self, d: Obj) -> None:
         """Write ``d``'s status (and annotations) through the status subresource; ``d`` then carries the new
         resourceVersion so a later write in the same sync does not conflict with this one."""
-        namespace = d["metadata"].get("namespace") or ""
+        namespace = namespace_of(d)
         d["status"] = _omit_empty(d.get("status") or {})
         updated = await self.client.update(self._deployments, d, namespace=namespace, subresource="status")
         d["metadata"] = updated.get("metadata") or d["metadata"]
@@ -133,9 +142,7 @@ class DeploymentSync(Controller):
         rs_copy = copy.deepcopy(rs)
         rs_copy.setdefault("spec", {})["replicas"] = new_scale
         du.set_replicas_annotations(rs_copy, replicas, maximum)
-        updated = await self.client.update(
-            self._replicasets, rs_copy, namespace=rs_copy["metadata"].get("namespace") or ""
-        )
+        updated = await self.client.update(self._replicasets, rs_copy, namespace=namespace_of(rs_copy))
         if size_changed:
             await self.recorder.event(
                 d,
@@ -170,7 +177,7 @@ class DeploymentSync(Controller):
         new_revision = str(du.max_revision(old_rss) + 1)
         spec = spec_of(d)
         min_ready = int(spec.get("minReadySeconds") or 0)
-        namespace = d["metadata"].get("namespace") or ""
+        namespace = namespace_of(d)
         if existing is not None:
             rs_copy = copy.deepcopy(existing)
             annotations_updated = du.set_new_replica_set_annotations(d, rs_copy, new_revision, True)
@@ -390,7 +397,7 @@ class DeploymentSync(Controller):
         replicas, being deleted, or whose latest spec its controller has not observed yet)."""
         if not du.has_revision_history_limit(d):
             return
-        cleanable = [rs for rs in old_rss if rs is not None and not rs["metadata"].get("deletionTimestamp")]
+        cleanable = [rs for rs in old_rss if rs is not None and not meta_of(rs).get("deletionTimestamp")]
         diff = len(cleanable) - int(d["spec"]["revisionHistoryLimit"])
         if diff <= 0:
             return

@@ -50,6 +50,7 @@ from kubeplane.api.views import (
     is_being_deleted,
     is_pod_terminal,
     meta_of,
+    namespace_of,
     spec_of,
     status_of,
 )
@@ -273,7 +274,7 @@ class DisruptionController(Controller):
         disrupted, recheck, expired = build_disrupted_pod_map(pods, status.get("disruptedPods"), now)
         for pod in expired:
             # Upstream formats the budget's namespace twice here; kept verbatim.
-            ns = pdb["metadata"].get("namespace", "")
+            ns = meta_of(pdb).get("namespace", "")
             await self.recorder.event(
                 with_type_meta(pod, "v1", "Pod"),
                 EVENT_TYPE_WARNING,
@@ -287,7 +288,7 @@ class DisruptionController(Controller):
 
     def _pods_for_pdb(self, pdb: Mapping[str, Any]) -> list[Obj]:
         selector = apilabels.label_selector_as_selector(spec_of(pdb).get("selector"))
-        return self.pods.lister().list(pdb["metadata"].get("namespace") or "", selector)
+        return self.pods.lister().list(namespace_of(pdb), selector)
 
     async def expected_pod_count(self, pdb: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> ExpectedCount:
         """Upstream ``getExpectedPodCount``: (expectedPods, desiredHealthy, unmanaged pod names)."""
@@ -336,7 +337,7 @@ class DisruptionController(Controller):
             return _scale_if(rc, uid)
         if kind == "ReplicaSet" and group in ("apps", "extensions"):
             rs = self.rss.lister().get(namespace, name)
-            if rs is None or rs["metadata"].get("uid") != uid:
+            if rs is None or meta_of(rs).get("uid") != uid:
                 return None
             owner = controller_ref_of(rs)
             if owner is not None and owner.get("kind") == "Deployment":
@@ -388,7 +389,7 @@ class DisruptionController(Controller):
         condition) differs, so an unchanged budget costs no write."""
         allowed = disruptions_allowed(healthy, desired, expected)
         status = status_of(pdb)
-        generation = int(pdb["metadata"].get("generation") or 0)
+        generation = int(meta_of(pdb).get("generation") or 0)
         if (
             status.get("currentHealthy", 0) == healthy
             and status.get("desiredHealthy", 0) == desired
@@ -424,9 +425,7 @@ class DisruptionController(Controller):
         )
         new_status["conditions"] = conditions
         new["status"] = new_status
-        await self.client.update(
-            self.pdb_resource, new, namespace=new["metadata"].get("namespace"), subresource="status"
-        )
+        await self.client.update(self.pdb_resource, new, namespace=meta_of(new).get("namespace"), subresource="status")
 
     async def _fail_safe(self, pdb: Obj, err: Exception) -> None:
         """Upstream ``failSafe``: at least stop evictions (``disruptionsAllowed`` 0, reason ``SyncFailed``).
@@ -447,9 +446,7 @@ class DisruptionController(Controller):
             self.clock.now(),
         )
         status["conditions"] = conditions
-        await self.client.update(
-            self.pdb_resource, new, namespace=new["metadata"].get("namespace"), subresource="status"
-        )
+        await self.client.update(self.pdb_resource, new, namespace=meta_of(new).get("namespace"), subresource="status")
 
     # --- stale DisruptionTarget conditions -------------------------------------------------------------------
 
@@ -480,7 +477,7 @@ class DisruptionController(Controller):
             self.enqueue_after(_STALE_POD_PREFIX + pod_key, clean_after)
             return
         new = copy.deepcopy(pod)
-        conditions = list(new["status"].get("conditions") or [])
+        conditions = list(status_of(new).get("conditions") or [])
         now = apimeta.format_time(self.clock.now())
         for i, condition in enumerate(conditions):
             if condition.get("type") == "DisruptionTarget":
@@ -508,7 +505,7 @@ def _conditions_up_to_date(pdb: Mapping[str, Any]) -> bool:
     )
     if condition is None:
         return False
-    if status.get("observedGeneration", 0) != int(pdb["metadata"].get("generation") or 0):
+    if status.get("observedGeneration", 0) != int(meta_of(pdb).get("generation") or 0):
         return False
     if int(status.get("disruptionsAllowed") or 0) > 0:
         return bool(condition.get("status") == "True" and condition.get("reason") == "SufficientPods")

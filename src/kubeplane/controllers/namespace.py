@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 from kubeplane.api import meta as apimeta
 from kubeplane.api.resources import ResourceInfo
-from kubeplane.api.views import is_pod_terminal, meta_of, spec_of, status_of
+from kubeplane.api.views import is_being_deleted, is_pod_terminal, meta_of, spec_of, status_of
 from kubeplane.client.errors import APIStatusError, ConflictError, NotFoundError
 from kubeplane.client.flowcontrol import TokenBucketConfig
 from kubeplane.client.interface import Obj
@@ -223,13 +223,13 @@ class NamespaceController(Controller):
             ns = await self.client.get(self.namespaces, name)
         except NotFoundError:
             return
-        if not ns["metadata"].get("deletionTimestamp"):
+        if not is_being_deleted(ns):
             return
         try:
             ns = await self._retry_on_conflict(ns, self._ensure_terminating)
         except NotFoundError:
             return
-        if not ns["metadata"].get("deletionTimestamp"):
+        if not is_being_deleted(ns):
             return
         if not spec_of(ns).get("finalizers"):
             return  # finalized already
@@ -251,7 +251,7 @@ class NamespaceController(Controller):
             except ConflictError:
                 previous = latest
                 latest = await self.client.get(self.namespaces, previous["metadata"]["name"])
-                if latest["metadata"].get("uid") != previous["metadata"].get("uid"):
+                if meta_of(latest).get("uid") != meta_of(previous).get("uid"):
                     raise RuntimeError("namespace uid has changed across retries") from None
 
     async def _ensure_terminating(self, ns: Obj) -> Obj:
@@ -320,7 +320,7 @@ class NamespaceController(Controller):
             return 0, 0, {}
         finalizers: dict[str, int] = {}
         for item in items:
-            for finalizer in item["metadata"].get("finalizers") or []:
+            for finalizer in meta_of(item).get("finalizers") or []:
                 finalizers[finalizer] = finalizers.get(finalizer, 0) + 1
         if estimate:
             return estimate, len(items), finalizers

@@ -47,7 +47,17 @@ from typing import Any
 
 from kubeplane.api.meta import format_time
 from kubeplane.api.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, Taint, match_taint
-from kubeplane.api.views import NodeView, PodView, find_condition, labels_of, meta_of, spec_of, status_of, zone_key
+from kubeplane.api.views import (
+    NodeView,
+    PodView,
+    find_condition,
+    labels_of,
+    meta_of,
+    spec_of,
+    status_of,
+    uid_of,
+    zone_key,
+)
 from kubeplane.client.cache import NODE_NAME_INDEX
 from kubeplane.client.errors import ConflictError, NotFoundError
 from kubeplane.client.flowcontrol import TokenBucket, TokenBucketConfig
@@ -444,13 +454,13 @@ class NodeLifecycleController(Controller):
         health = self.health.get(name)
         current = _working_condition(node, "Ready")
         status = node.setdefault("status", {})
-        created = parse_timestamp(node["metadata"].get("creationTimestamp")) or now
+        created = parse_timestamp(meta_of(node).get("creationTimestamp")) or now
         if current is None:
             observed: Obj = {
                 "type": "Ready",
                 "status": "Unknown",
-                "lastHeartbeatTime": node["metadata"].get("creationTimestamp"),
-                "lastTransitionTime": node["metadata"].get("creationTimestamp"),
+                "lastHeartbeatTime": meta_of(node).get("creationTimestamp"),
+                "lastTransitionTime": meta_of(node).get("creationTimestamp"),
             }
             grace = self.startup_grace_period
             if health is not None:
@@ -489,7 +499,7 @@ class NodeLifecycleController(Controller):
                         {
                             "type": condition_type,
                             "status": "Unknown",
-                            "lastHeartbeatTime": node["metadata"].get("creationTimestamp"),
+                            "lastHeartbeatTime": meta_of(node).get("creationTimestamp"),
                             "lastTransitionTime": stamp,
                             "reason": "NodeStatusNeverUpdated",
                             "message": "Kubelet never posted node status.",
@@ -503,7 +513,7 @@ class NodeLifecycleController(Controller):
             current = _working_condition(node, "Ready")
             if current != observed:
                 updated = await self.client.update(self.nodes_res, node, subresource="status")
-                node["metadata"]["resourceVersion"] = updated["metadata"].get("resourceVersion")
+                node["metadata"]["resourceVersion"] = meta_of(updated).get("resourceVersion")
                 self.health[name] = _NodeHealth(health.probe, now, _conditions_copy(status), health.lease_renew)
         return observed, current
 
@@ -570,7 +580,7 @@ class NodeLifecycleController(Controller):
         taint = NOT_READY_TAINT if status == "False" else UNREACHABLE_TAINT
         if not _has_taint(node, taint):
             queue.remove(name)
-        return queue.add(name, str(node["metadata"].get("uid") or ""))
+        return queue.add(name, uid_of(node))
 
     async def mark_node_as_reachable(self, node: Obj) -> bool:
         name = node["metadata"]["name"]

@@ -167,7 +167,7 @@ class PodGCController(Controller):
         except NotFoundError:
             pass
         for pod in self.pod_indexer.by_index(NODE_NAME_INDEX, key):
-            log.info("found orphaned pod %s on node %s; deleting", pod["metadata"].get("name"), key)
+            log.info("found orphaned pod %s on node %s; deleting", meta_of(pod).get("name"), key)
             try:
                 await self.mark_failed_and_delete(pod, ORPHAN_CONDITION)
             except NotFoundError:
@@ -177,7 +177,7 @@ class PodGCController(Controller):
         results = await asyncio.gather(*(self.mark_failed_and_delete(p) for p in pods), return_exceptions=True)
         for pod, result in zip(pods, results, strict=True):
             if isinstance(result, BaseException) and not isinstance(result, NotFoundError):
-                log.info("pod GC failed to delete %s: %s", pod["metadata"].get("name"), result)
+                log.info("pod GC failed to delete %s: %s", meta_of(pod).get("name"), result)
 
     async def mark_failed_and_delete(self, pod: Obj, condition: Mapping[str, Any] | None = None) -> None:
         """Upstream ``markFailedAndDeletePodWithCondition``: phase Failed (plus ``condition``) unless already
