@@ -355,12 +355,19 @@ class Body:
 
     def condition(self, condition_type: str) -> Obj | None:
         """The first condition of ``condition_type``, or None."""
-        return find_condition(self.conditions, condition_type)
+        condition: Obj
+        for condition in (self.raw.get("status") or EMPTY).get("conditions") or ():
+            if condition.get("type") == condition_type:
+                return condition
+        return None
 
     def condition_is_true(self, condition_type: str) -> bool:
-        """Whether the condition of ``condition_type`` exists with ``status: "True"``."""
-        condition = find_condition(self.conditions, condition_type)
-        return condition is not None and condition.get("status") == "True"
+        """Whether the first condition of ``condition_type`` has ``status: "True"`` (False when there is none)."""
+        condition: Obj
+        for condition in (self.raw.get("status") or EMPTY).get("conditions") or ():
+            if condition.get("type") == condition_type:
+                return condition.get("status") == "True"
+        return False
 
 
 class PodView(Body):
