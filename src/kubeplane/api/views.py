@@ -38,6 +38,7 @@ from typing import Any, Final
 
 __all__ = [
     "EMPTY",
+    "TERMINAL_PHASES",
     "Body",
     "Meta",
     "NodeView",
@@ -67,6 +68,7 @@ EMPTY: Final[Mapping[str, Any]] = MappingProxyType({})
 """The shared empty mapping absent levels read as; read-only, so no caller can fill it by mistake."""
 
 TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
+"""The pod phases after which no container runs again (upstream ``podutil.IsPodTerminal``)."""
 
 LABEL_TOPOLOGY_ZONE: Final = "topology.kubernetes.io/zone"
 LABEL_TOPOLOGY_REGION: Final = "topology.kubernetes.io/region"

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from kubeplane.api.labels import SelectorError, format_label_selector, label_selector_as_selector, selector_from_set
 from kubeplane.api.meta import parse_time
-from kubeplane.api.views import int_field, items, mappings, meta_of, name_of, section
+from kubeplane.api.views import TERMINAL_PHASES, int_field, items, mappings, meta_of, name_of, section
 
 Obj = Mapping[str, Any]
 RowFunc = Callable[[Obj, float], list[Any]]
@@ -195,7 +195,6 @@ POD_COLUMNS: Final = (
 )
 
 _NODE_UNREACHABLE_POD_REASON: Final = "NodeLost"  # upstream pkg/util/node.NodeUnreachablePodReason
-_TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
 _POD_ROW_CONDITIONS: Final[Mapping[str, dict[str, str]]] = {
     "Succeeded": {
         "type": "Completed",
@@ -322,7 +321,7 @@ def pod_row(pod: Obj, now: float) -> list[Any]:
     if metadata.get("deletionTimestamp") is not None:
         if status.get("reason") == _NODE_UNREACHABLE_POD_REASON:
             reason = "Unknown"
-        elif phase not in _TERMINAL_PHASES:
+        elif phase not in TERMINAL_PHASES:
             reason = "Terminating"
 
     restarts_cell = str(restarts)
