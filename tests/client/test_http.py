@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kubeplane.client.clock import FakeClock
 from kubeplane.client.errors import ClientError, GoneError, NotFoundError
-from kubeplane.client.http import HTTPClient, TokenBucket
+from kubeplane.client.http import HTTPClient
 from tests.apiserver.conftest import start_server
 
 
@@ -59,26 +58,6 @@ async def test_connection_refused_is_a_client_error() -> None:
             await client.get(client.resource("pods"), "x", namespace="default")
     finally:
         await client.close()
-
-
-async def test_token_bucket_allows_burst_then_qps() -> None:
-    clock = FakeClock()
-    bucket = TokenBucket(qps=10, burst=3, clock=clock)
-    taken: list[float] = []
-
-    async def take(n: int) -> None:
-        for _ in range(n):
-            await bucket.take()
-            taken.append(clock.monotonic())
-
-    task = asyncio.create_task(take(5))
-    await asyncio.sleep(0)  # the burst goes at once
-    for _ in range(10):
-        await clock.advance(0.05)
-    await task
-    assert taken[:3] == [0.0, 0.0, 0.0]
-    assert taken[3] == pytest.approx(0.1, abs=0.051)
-    assert taken[4] - taken[3] == pytest.approx(0.1, abs=0.051)
 
 
 async def test_a_broken_watch_stream_is_an_error_not_a_clean_end(tmp_path: Path) -> None:

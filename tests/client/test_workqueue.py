@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubeplane.client.clock import FakeClock
+from kubeplane.client.flowcontrol import TokenBucketConfig
 from kubeplane.client.workqueue import (
     BucketRateLimiter,
     DelayingQueue,
@@ -23,8 +24,6 @@ from kubeplane.client.workqueue import (
     MaxOfRateLimiter,
     QueueShutDown,
     RateLimitingQueue,
-    TokenBucket,
-    TokenBucketConfig,
     WorkQueue,
     default_controller_rate_limiter,
 )
@@ -317,17 +316,6 @@ async def test_bucket_rate_limiter_burst_then_qps() -> None:
     await clock.advance(1.0)  # -2 + 10 tokens
     assert all(limiter.when(i) == 0.0 for i in range(8))
     assert limiter.when("z") == pytest.approx(0.1)
-
-
-async def test_token_bucket_try_accept() -> None:
-    """flowcontrol's passive limiter (TryAccept): takes a token only if one is there; starts full."""
-    clock = FakeClock()
-    bucket = TokenBucket(TokenBucketConfig(qps=1.0, burst=2), clock=clock)
-    assert [bucket.try_accept() for _ in range(3)] == [True, True, False]
-    await clock.advance(1.0)
-    assert [bucket.try_accept() for _ in range(2)] == [True, False]
-    await clock.advance(100.0)  # never more than burst
-    assert [bucket.try_accept() for _ in range(3)] == [True, True, False]
 
 
 async def test_default_controller_rate_limiter_is_max_of_item_and_bucket() -> None:

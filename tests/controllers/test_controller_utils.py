@@ -12,21 +12,20 @@ import pytest
 
 from kubeplane.api import labels as apilabels
 from kubeplane.api import meta as apimeta
+from kubeplane.api.views import is_being_deleted
 from kubeplane.client.errors import InvalidError, NotFoundError
 from kubeplane.client.interface import Obj
+from kubeplane.controllers.controller_ref_manager import ReplicaSetControllerRefManager
 from kubeplane.controllers.controller_utils import (
     AggregateError,
     IntOrPercentError,
-    ReplicaSetControllerRefManager,
     compute_hash,
     fnv32a,
-    is_being_deleted,
-    is_pod_available,
-    is_pod_terminating,
     safe_encode_string,
     scaled_value_from_int_or_percent,
     set_status_condition,
 )
+from kubeplane.controllers.podutil import is_pod_available, is_pod_terminating
 
 NOW = 1_800_000_000.0
 

@@ -12,9 +12,10 @@ import pytest
 from kubeplane.api import meta as apimeta
 from kubeplane.client.errors import NotFoundError
 from kubeplane.controllers.controller_utils import compute_hash
-from kubeplane.controllers.daemonset import (
+from kubeplane.controllers.daemonset import DaemonSetController
+from kubeplane.controllers.daemonset_update import rolling_update_plan, updated_desired_node_counts
+from kubeplane.controllers.daemonset_util import (
     HASH_LABEL,
-    DaemonSetController,
     add_daemon_pod_tolerations,
     find_updated_pods_on_node,
     node_should_run_daemon_pod,
@@ -424,3 +425,64 @@ async def test_min_ready_seconds_on_the_clock(env: Env) -> None:
     # check at exactly +10 s is not yet "more than 10 s", so the one at +20 s is what flips it)
     await env.clock.advance(16)
     await wait_status(env, numberReady=1, numberAvailable=1, numberUnavailable=0)
+
+
+NOW_TS = 1_800_000_000.0
+
+
+# --- the RollingUpdate plan (pure) -------------------------------------------------------------------------
+
+
+def _rolling_ds(rolling: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"name": "ds"}, "spec": {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": rolling}}}
+
+
+def _daemon_pod(name: str, hash_: str, *, ready: bool) -> dict[str, Any]:
+    status = "True" if ready else "False"
+    return {
+        "metadata": {"name": name, "labels": {HASH_LABEL: hash_}},
+        "status": {"conditions": [{"type": "Ready", "status": status}]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("rolling", "pods", "want"),
+    [
+        pytest.param(
+            {"maxUnavailable": 1},
+            {"n1": [_daemon_pod("a", "old", ready=True)], "n2": [_daemon_pod("b", "old", ready=True)]},
+            (["a"], []),
+            id="maxUnavailable-1-replaces-one-available-old-pod-at-a-time",
+        ),
+        pytest.param(
+            {"maxUnavailable": 1},
+            {"n1": [_daemon_pod("a", "old", ready=True)], "n2": [_daemon_pod("b", "old", ready=False)]},
+            (["b"], []),
+            id="an-unavailable-old-pod-is-replaced-first-and-uses-the-budget",
+        ),
+        pytest.param(
+            {"maxUnavailable": 0, "maxSurge": 1},
+            {"n1": [_daemon_pod("a", "old", ready=True)], "n2": [_daemon_pod("b", "old", ready=True)]},
+            ([], ["n1"]),
+            id="maxSurge-1-creates-beside-one-old-pod",
+        ),
+        pytest.param(
+            {"maxUnavailable": 0, "maxSurge": 1},
+            {"n1": [_daemon_pod("a", "old", ready=True), _daemon_pod("a2", "new", ready=True)]},
+            (["a"], []),
+            id="surge-deletes-the-old-pod-once-its-replacement-is-available",
+        ),
+    ],
+)
+def test_rolling_update_plan(
+    rolling: dict[str, Any], pods: dict[str, list[dict[str, Any]]], want: tuple[list[str], list[str]]
+) -> None:
+    """Upstream ``rollingUpdate`` (daemon/update.go): without surge, old pods go within maxUnavailable
+    (unavailable ones always); with surge, new pods are created beside old ones within maxSurge and an old pod is
+    deleted once the new one on its node is available."""
+    ds = _rolling_ds(rolling)
+    nodes = {name: _node(name) for name in pods}
+    by_node: dict[str, list[dict[str, Any]]] = {name: list(p) for name, p in pods.items()}
+    counts = updated_desired_node_counts(ds, list(nodes.values()), by_node)
+    plan = rolling_update_plan(ds, by_node, counts, hash_="new", now=NOW_TS, get_node=nodes.get)
+    assert plan == want

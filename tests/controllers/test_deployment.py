@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from kubeplane.api.resources import ResourceInfo
+from kubeplane.api.views import name_of, uid_of
 from kubeplane.client.errors import ConflictError
 from kubeplane.client.interface import Obj
 from kubeplane.controllers import deployment_util as du
@@ -117,11 +118,11 @@ def test_sorting_orders() -> None:
     a = _rs("a", 3, created="2026-01-01T00:00:00Z")
     b = _rs("b", 3, created="2026-01-02T00:00:00Z")
     c = _rs("c", 5, created="2026-01-03T00:00:00Z")
-    assert [du.name_of(r) for r in du.by_size_older([b, c, a])] == ["c", "a", "b"]
-    assert [du.name_of(r) for r in du.by_size_newer([a, c, b])] == ["c", "b", "a"]
+    assert [name_of(r) for r in du.by_size_older([b, c, a])] == ["c", "a", "b"]
+    assert [name_of(r) for r in du.by_size_newer([a, c, b])] == ["c", "b", "a"]
     r1 = _rs("x", 0, **{du.REVISION_ANNOTATION: "10"})
     r2 = _rs("y", 0, **{du.REVISION_ANNOTATION: "9"})
-    assert [du.name_of(r) for r in du.by_revision([r1, r2])] == ["y", "x"]  # numerically, not as strings
+    assert [name_of(r) for r in du.by_revision([r1, r2])] == ["y", "x"]  # numerically, not as strings
 
 
 def test_set_new_replica_set_annotations_rollback_history() -> None:
@@ -214,7 +215,7 @@ class Env(harness.Env[DeploymentController]):
         for rs in await self.rss():
             replicas = du.spec_replicas(rs)
             available = replicas
-            if new is not None and du.uid_of(rs) == du.uid_of(new) and available_new is not None:
+            if new is not None and uid_of(rs) == uid_of(new) and available_new is not None:
                 available = min(replicas, available_new)
             status = {
                 "replicas": replicas,
@@ -347,8 +348,8 @@ async def _check_rollout_step(env: Env, d: Obj, surge: int, unavailable: int) ->
     replicas = d["spec"]["replicas"]
     total = sum(du.spec_replicas(rs) for rs in rss)
     surviving = sum(min(du.spec_replicas(rs), du.status_int(rs, "availableReplicas")) for rs in rss)
-    assert total <= replicas + surge, [(du.name_of(r), du.spec_replicas(r), r.get("status")) for r in rss]
-    assert surviving >= replicas - unavailable, [(du.name_of(r), du.spec_replicas(r), r.get("status")) for r in rss]
+    assert total <= replicas + surge, [(name_of(r), du.spec_replicas(r), r.get("status")) for r in rss]
+    assert surviving >= replicas - unavailable, [(name_of(r), du.spec_replicas(r), r.get("status")) for r in rss]
 
 
 @pytest.mark.parametrize(
@@ -391,8 +392,8 @@ async def test_rolling_update_respects_surge_and_unavailable(
         assert step > 0
         rss = await env.rss()
         assert len(rss) == 2
-        old = next(r for r in rss if du.uid_of(r) == du.uid_of(first))
-        new = next(r for r in rss if du.uid_of(r) != du.uid_of(first))
+        old = next(r for r in rss if uid_of(r) == uid_of(first))
+        new = next(r for r in rss if uid_of(r) != uid_of(first))
         assert old["spec"]["replicas"] == 0
         assert new["spec"]["replicas"] == replicas
         assert new["metadata"]["annotations"][du.REVISION_ANNOTATION] == "2"
@@ -414,7 +415,7 @@ async def test_recreate_scales_old_down_before_creating_new() -> None:
         await env.settle()
         rss = await env.rss()
         assert len(rss) == 2
-        new = next(r for r in rss if du.uid_of(r) != du.uid_of(old))
+        new = next(r for r in rss if uid_of(r) != uid_of(old))
         assert new["spec"]["replicas"] == 3
         await env.catch_up()
         d = await env.deployment()
@@ -423,8 +424,8 @@ async def test_recreate_scales_old_down_before_creating_new() -> None:
         assert progressing["reason"] == "NewReplicaSetAvailable"
         messages = await env.event_messages()
         assert messages[-2:] == [
-            f"Scaled down replica set {du.name_of(old)} from 3 to 0",
-            f"Scaled up replica set {du.name_of(new)} from 0 to 3",
+            f"Scaled down replica set {name_of(old)} from 3 to 0",
+            f"Scaled up replica set {name_of(new)} from 0 to 3",
         ]
 
 
@@ -453,7 +454,7 @@ async def test_rollback_reuses_old_replica_set_and_bumps_revision() -> None:
         await _roll_to(env, "nginx:1")  # what `kubectl rollout undo` does: the old template again
         rss = await env.rss()
         assert len(rss) == 2  # reused, not a third ReplicaSet
-        reused = next(r for r in rss if du.uid_of(r) == du.uid_of(first))
+        reused = next(r for r in rss if uid_of(r) == uid_of(first))
         assert reused["spec"]["replicas"] == 2
         assert reused["metadata"]["annotations"][du.REVISION_ANNOTATION] == "3"
         assert reused["metadata"]["annotations"][du.REVISION_HISTORY_ANNOTATION] == "1"
@@ -521,14 +522,14 @@ async def test_proportional_scaling_mid_rollout() -> None:
         (old,) = await env.rss()
         await env.patch({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}}})
         await env.catch_up(available_new=0)  # new pods never become available: the rollout is stuck
-        sizes = {du.name_of(r): du.spec_replicas(r) for r in await env.rss()}
-        new_name = next(n for n in sizes if n != du.name_of(old))
-        assert sizes == {du.name_of(old): 8, new_name: 5}  # 13 = 10 + surge; old down by maxUnavailable
+        sizes = {name_of(r): du.spec_replicas(r) for r in await env.rss()}
+        new_name = next(n for n in sizes if n != name_of(old))
+        assert sizes == {name_of(old): 8, new_name: 5}  # 13 = 10 + surge; old down by maxUnavailable
         await env.patch({"spec": {"replicas": 20}})
-        sizes = {du.name_of(r): du.spec_replicas(r) for r in await env.rss()}
+        sizes = {name_of(r): du.spec_replicas(r) for r in await env.rss()}
         # 23 allowed (20 + 3): 10 more split 8:5 -> old +6 (8*23/13=14.15 -> 14), new +4 (leftover)
         assert sum(sizes.values()) == 23
-        assert sizes[du.name_of(old)] == 14
+        assert sizes[name_of(old)] == 14
         assert sizes[new_name] == 9
         for rs in await env.rss():
             assert rs["metadata"]["annotations"][du.DESIRED_REPLICAS_ANNOTATION] == "20"
@@ -554,7 +555,7 @@ async def test_progress_deadline_exceeded() -> None:
         assert new is not None
         assert progressing is not None
         assert (progressing["status"], progressing["reason"]) == ("False", "ProgressDeadlineExceeded")
-        assert progressing["message"] == f'ReplicaSet "{du.name_of(new)}" has timed out progressing.'
+        assert progressing["message"] == f'ReplicaSet "{name_of(new)}" has timed out progressing.'
 
 
 async def test_adopts_matching_orphan_replica_set() -> None:
@@ -580,7 +581,7 @@ async def test_adopts_matching_orphan_replica_set() -> None:
         await env.client.create(env.deployments, obj, namespace=NS)
         await env.settle()
         rss = await env.rss()
-        assert [du.name_of(r) for r in rss] == ["web-orphan"]  # adopted and used as the new RS
+        assert [name_of(r) for r in rss] == ["web-orphan"]  # adopted and used as the new RS
         d = await env.deployment()
         assert rss[0]["metadata"]["ownerReferences"][0]["uid"] == d["metadata"]["uid"]
         assert rss[0]["metadata"]["annotations"][du.REVISION_ANNOTATION] == "1"
@@ -595,13 +596,13 @@ async def test_restart_mid_rollout_changes_nothing_correct() -> None:
         await env.catch_up()
         await env.patch({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}}})
         await env.catch_up()
-        before = {du.name_of(r): (du.spec_replicas(r), r["metadata"]["resourceVersion"]) for r in await env.rss()}
+        before = {name_of(r): (du.spec_replicas(r), r["metadata"]["resourceVersion"]) for r in await env.rss()}
         d_before = await env.deployment()
         events_before = await env.event_messages()
 
         async with running(client=env.client, clock=env.clock, seed=1) as env2:
             await env2.settle()
-            after = {du.name_of(r): (du.spec_replicas(r), r["metadata"]["resourceVersion"]) for r in await env.rss()}
+            after = {name_of(r): (du.spec_replicas(r), r["metadata"]["resourceVersion"]) for r in await env.rss()}
             assert after == before
             d_after = await env.deployment()
             assert d_after["status"] == d_before["status"]

@@ -14,6 +14,7 @@ import pytest
 
 from kubeplane.api.meta import format_micro_time, format_time
 from kubeplane.api.resources import ResourceInfo
+from kubeplane.api.views import zone_key
 from kubeplane.client.clock import FakeClock
 from kubeplane.client.interface import Obj
 from kubeplane.controllers.nodelifecycle import (
@@ -24,7 +25,6 @@ from kubeplane.controllers.nodelifecycle import (
     RateLimitedTimedQueue,
     compute_zone_state,
     no_schedule_taint_diff,
-    zone_key,
 )
 from kubeplane.controllers.taint_eviction import TaintEvictionController
 from tests.controllers import harness

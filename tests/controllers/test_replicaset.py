@@ -25,18 +25,18 @@ from kubeplane.client.interface import Obj
 from kubeplane.client.local import LocalClient
 from kubeplane.controllers.controller_utils import (
     DELETION_COST_ANNOTATION,
-    EXPECTATIONS_TIMEOUT,
-    ControllerExpectations,
-    UIDTrackingControllerExpectations,
     active_pods_with_ranks_less,
-    find_min_next_pod_availability_check,
     get_pod_from_template,
     get_pods_prefix,
-    is_pod_active,
-    is_pod_available,
     slow_start_batch,
     sort_active_pods_with_ranks,
 )
+from kubeplane.controllers.expectations import (
+    EXPECTATIONS_TIMEOUT,
+    ControllerExpectations,
+    UIDTrackingControllerExpectations,
+)
+from kubeplane.controllers.podutil import find_min_next_pod_availability_check, is_pod_active, is_pod_available
 from kubeplane.controllers.replicaset import ReplicaSetController, calculate_status, get_pods_to_delete
 from tests.controllers import harness
 from tests.controllers.harness import eventually, ready_status, settle

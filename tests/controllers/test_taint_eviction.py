@@ -13,7 +13,7 @@ import pytest
 
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.client.interface import Obj
-from kubeplane.controllers.controller_utils import pod_condition_patch
+from kubeplane.controllers.podutil import pod_condition_patch
 from kubeplane.controllers.taint_eviction import (
     TaintEvictionController,
     get_matching_tolerations,

@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from kubeplane.api.meta import format_time
 from kubeplane.api.validation.field import go_quote
+from kubeplane.api.views import int_field, items, mappings, meta_of, name_of, section
 from kubeplane.apiserver.conversion import events_v1_fields_to_core
 from kubeplane.apiserver.printers_workloads import (
     AGE_COLUMN,
@@ -38,12 +39,6 @@ from kubeplane.apiserver.printers_workloads import (
     epoch,
     format_labels,
     human_duration,
-    int_field,
-    items,
-    mappings,
-    meta,
-    name,
-    section,
     since,
 )
 
@@ -118,7 +113,7 @@ def node_row(node: Obj, now: float) -> list[Any]:
     if section(node, "spec").get("unschedulable") is True:
         states.append("SchedulingDisabled")
     return [
-        name(node),
+        name_of(node),
         ",".join(states),
         ",".join(node_roles(node)) or "<none>",
         age(node, now),
@@ -198,7 +193,7 @@ def event_row(event: Obj, now: float) -> list[Any]:
         str(event.get("message") or "").strip(),
         first,
         count,
-        name(event),
+        name_of(event),
     ]
 
 
@@ -263,7 +258,7 @@ def service_row(service: Obj, now: float) -> list[Any]:
     cluster_ips = items(spec, "clusterIPs") or ([spec["clusterIP"]] if spec.get("clusterIP") else [])
     selector = spec.get("selector")
     return [
-        name(service),
+        name_of(service),
         str(spec.get("type") or ""),
         str(cluster_ips[0]) if cluster_ips else "<none>",
         _external_ip(spec, status),
@@ -331,31 +326,31 @@ PDB_COLUMNS: Final = (
 
 
 def namespace_row(obj: Obj, now: float) -> list[Any]:
-    return [name(obj), str(section(obj, "status").get("phase") or ""), age(obj, now)]
+    return [name_of(obj), str(section(obj, "status").get("phase") or ""), age(obj, now)]
 
 
 def configmap_row(obj: Obj, now: float) -> list[Any]:
     """DATA counts ``data`` and ``binaryData`` keys."""
-    return [name(obj), _count(obj.get("data")) + _count(obj.get("binaryData")), age(obj, now)]
+    return [name_of(obj), _count(obj.get("data")) + _count(obj.get("binaryData")), age(obj, now)]
 
 
 def secret_row(obj: Obj, now: float) -> list[Any]:
     """DATA counts keys after upstream's conversion merges write-only ``stringData`` into ``data``."""
     keys = {*(obj.get("data") or {}), *(obj.get("stringData") or {})}
-    return [name(obj), str(obj.get("type") or ""), len(keys), age(obj, now)]
+    return [name_of(obj), str(obj.get("type") or ""), len(keys), age(obj, now)]
 
 
 def service_account_row(obj: Obj, now: float) -> list[Any]:
-    return [name(obj), _count(obj.get("secrets")), age(obj, now)]
+    return [name_of(obj), _count(obj.get("secrets")), age(obj, now)]
 
 
 def lease_row(obj: Obj, now: float) -> list[Any]:
-    return [name(obj), str(section(obj, "spec").get("holderIdentity") or ""), age(obj, now)]
+    return [name_of(obj), str(section(obj, "spec").get("holderIdentity") or ""), age(obj, now)]
 
 
 def priority_class_row(obj: Obj, now: float) -> list[Any]:
     return [
-        name(obj),
+        name_of(obj),
         int_field(obj, "value"),
         obj.get("globalDefault") is True,
         age(obj, now),
@@ -367,7 +362,7 @@ def pdb_row(obj: Obj, now: float) -> list[Any]:
     """MIN AVAILABLE and MAX UNAVAILABLE print as set (``2`` or ``50%``), ``N/A`` when unset."""
     spec = section(obj, "spec")
     return [
-        name(obj),
+        name_of(obj),
         _int_or_string(spec.get("minAvailable")),
         _int_or_string(spec.get("maxUnavailable")),
         int_field(section(obj, "status"), "disruptionsAllowed"),
@@ -383,8 +378,8 @@ DEFAULT_COLUMNS: Final = (NAME_COLUMN, Column("Created At", "date", CREATED_DOC)
 def default_row(obj: Obj, now: float) -> list[Any]:
     """Upstream's ``defaultTableConvertor``: the name and the creation time in RFC 3339, UTC (Go's zero time
     when unset), for every kind without a printer."""
-    created = epoch(meta(obj).get("creationTimestamp"))
-    return [name(obj), "0001-01-01T00:00:00Z" if created is None else format_time(created)]
+    created = epoch(meta_of(obj).get("creationTimestamp"))
+    return [name_of(obj), "0001-01-01T00:00:00Z" if created is None else format_time(created)]
 
 
 DEFAULT_PRINTER: Final = Printer(DEFAULT_COLUMNS, default_row)
@@ -446,7 +441,7 @@ def to_table(
         if include_object == "Object":
             row["object"] = obj
         elif include_object != "None":
-            row["object"] = {"kind": "PartialObjectMetadata", "apiVersion": api_version, "metadata": dict(meta(obj))}
+            row["object"] = {"kind": "PartialObjectMetadata", "apiVersion": api_version, "metadata": dict(meta_of(obj))}
         rows.append(row)
     return {
         "kind": "Table",

@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from kubeplane.api.labels import SelectorError, format_label_selector, label_selector_as_selector, selector_from_set
 from kubeplane.api.meta import parse_time
+from kubeplane.api.views import TERMINAL_PHASES, int_field, items, mappings, meta_of, name_of, section
 
 Obj = Mapping[str, Any]
 RowFunc = Callable[[Obj, float], list[Any]]
@@ -143,40 +144,7 @@ def since(timestamp: float | None, now: float) -> str:
 
 def age(obj: Obj, now: float) -> str:
     """The AGE cell: time since ``metadata.creationTimestamp``."""
-    return since(epoch(meta(obj).get("creationTimestamp")), now)
-
-
-def meta(obj: Obj) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
-def name(obj: Obj) -> str:
-    return str(meta(obj).get("name") or "")
-
-
-def section(obj: Mapping[str, Any], *path: str) -> Mapping[str, Any]:
-    """``obj[path0][path1]...``, with absent or null levels read as ``{}`` (Go's zero struct)."""
-    current: Mapping[str, Any] = obj
-    for key in path:
-        value = current.get(key)
-        current = value if isinstance(value, Mapping) else {}
-    return current
-
-
-def items(obj: Mapping[str, Any], key: str) -> Sequence[Any]:
-    """A list field, with absent or null read as ``[]``."""
-    value = obj.get(key)
-    return value if isinstance(value, list) else []
-
-
-def mappings(obj: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    """A list of objects, with absent or null read as ``[]`` and a non-object entry as ``{}`` (keeps indexes)."""
-    return [entry if isinstance(entry, Mapping) else {} for entry in items(obj, key)]
-
-
-def int_field(obj: Mapping[str, Any], key: str, default: int = 0) -> int:
-    value = obj.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
+    return since(epoch(meta_of(obj).get("creationTimestamp")), now)
 
 
 def format_labels(labels: Mapping[str, str] | None) -> str:
@@ -227,7 +195,6 @@ POD_COLUMNS: Final = (
 )
 
 _NODE_UNREACHABLE_POD_REASON: Final = "NodeLost"  # upstream pkg/util/node.NodeUnreachablePodReason
-_TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
 _POD_ROW_CONDITIONS: Final[Mapping[str, dict[str, str]]] = {
     "Succeeded": {
         "type": "Completed",
@@ -280,7 +247,7 @@ def pod_row(pod: Obj, now: float) -> list[Any]:
     ``Terminating`` unless its phase is terminal. Started sidecars (restartable init containers) count towards
     READY and their restarts always count; RESTARTS adds ``(<age> ago)`` of the latest termination.
     """
-    spec, status, metadata = section(pod, "spec"), section(pod, "status"), meta(pod)
+    spec, status, metadata = section(pod, "spec"), section(pod, "status"), meta_of(pod)
     conditions = items(status, "conditions")
     init_specs = items(spec, "initContainers")
     phase = str(status.get("phase") or "")
@@ -354,14 +321,14 @@ def pod_row(pod: Obj, now: float) -> list[Any]:
     if metadata.get("deletionTimestamp") is not None:
         if status.get("reason") == _NODE_UNREACHABLE_POD_REASON:
             reason = "Unknown"
-        elif phase not in _TERMINAL_PHASES:
+        elif phase not in TERMINAL_PHASES:
             reason = "Terminating"
 
     restarts_cell = str(restarts)
     if restarts != 0 and last_restart is not None:
         restarts_cell = f"{restarts} ({since(last_restart, now)} ago)"
     return [
-        name(pod),
+        name_of(pod),
         f"{ready}/{total}",
         reason,
         restarts_cell,
@@ -427,7 +394,7 @@ def deployment_row(obj: Obj, now: float) -> list[Any]:
         selector = "<invalid>"
     ready = f"{int_field(status, 'readyReplicas')}/{int_field(spec, 'replicas', 1)}"
     return [
-        name(obj),
+        name_of(obj),
         ready,
         int_field(status, "updatedReplicas"),
         int_field(status, "availableReplicas"),
@@ -452,7 +419,7 @@ def replicaset_row(obj: Obj, now: float) -> list[Any]:
     """Upstream ``printReplicaSet``: desired, current and ready counts as integers."""
     spec, status = section(obj, "spec"), section(obj, "status")
     return [
-        name(obj),
+        name_of(obj),
         int_field(spec, "replicas", 1),
         int_field(status, "replicas"),
         int_field(status, "readyReplicas"),
@@ -489,7 +456,7 @@ def daemonset_row(obj: Obj, now: float) -> list[Any]:
     status = section(obj, "status")
     node_selector = section(obj, "spec", "template", "spec").get("nodeSelector")
     return [
-        name(obj),
+        name_of(obj),
         int_field(status, "desiredNumberScheduled"),
         int_field(status, "currentNumberScheduled"),
         int_field(status, "numberReady"),
@@ -513,7 +480,7 @@ STATEFULSET_COLUMNS: Final = (
 def statefulset_row(obj: Obj, now: float) -> list[Any]:
     """Upstream ``printStatefulSet``: READY is ``ready/desired``; no selector column."""
     ready = f"{int_field(section(obj, 'status'), 'readyReplicas')}/{int_field(section(obj, 'spec'), 'replicas', 1)}"
-    return [name(obj), ready, age(obj, now), *_template_cells(obj)]
+    return [name_of(obj), ready, age(obj, now), *_template_cells(obj)]
 
 
 WORKLOAD_PRINTERS: Final[Mapping[tuple[str, str], Printer]] = {

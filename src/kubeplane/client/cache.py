@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 from kubeplane.api import labels as apilabels
 from kubeplane.api.resources import ResourceInfo
+from kubeplane.api.views import annotations_of, labels_of, meta_of, namespace_of, spec_of
 
 from .clock import Clock
 from .errors import APIStatusError, ClientError, GoneError
@@ -53,7 +54,7 @@ OWNER_UID_INDEX = "ownerReferences.uid"
 
 def meta_namespace_key(obj: Obj) -> str:
     """Upstream ``MetaNamespaceKeyFunc``: ``namespace/name``, or ``name`` for cluster-scoped objects."""
-    meta = obj.get("metadata") or {}
+    meta = meta_of(obj)
     namespace, name = meta.get("namespace") or "", meta.get("name") or ""
     return f"{namespace}/{name}" if namespace else str(name)
 
@@ -64,18 +65,18 @@ def object_key(namespace: str | None, name: str) -> str:
 
 def namespace_index(obj: Obj) -> list[str]:
     """Upstream ``MetaNamespaceIndexFunc``: the object's namespace (``""`` for cluster-scoped objects)."""
-    return [str((obj.get("metadata") or {}).get("namespace") or "")]
+    return [namespace_of(obj)]
 
 
 def node_name_index(obj: Obj) -> list[str]:
     """A pod's ``spec.nodeName``; unbound pods are in no bucket (as the DaemonSet controller's index)."""
-    node = (obj.get("spec") or {}).get("nodeName")
+    node = spec_of(obj).get("nodeName")
     return [str(node)] if node else []
 
 
 def owner_uid_index(obj: Obj) -> list[str]:
     """The UID of every ``metadata.ownerReferences`` entry (controllers find their dependents by it)."""
-    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+    refs = meta_of(obj).get("ownerReferences") or []
     return [str(ref["uid"]) for ref in refs if isinstance(ref, dict) and ref.get("uid")]
 
 
@@ -220,13 +221,13 @@ class Lister:
             if self.indexer.has_index(NAMESPACE_INDEX):
                 objs = self.indexer.by_index(NAMESPACE_INDEX, namespace)
             else:
-                objs = [o for o in self.indexer.list() if (o.get("metadata") or {}).get("namespace") == namespace]
+                objs = [o for o in self.indexer.list() if meta_of(o).get("namespace") == namespace]
         else:
             objs = self.indexer.list()
         selector = apilabels.parse(label_selector) if isinstance(label_selector, str) else label_selector
         if selector is None or selector.empty():
             return objs
-        return [o for o in objs if selector.matches((o.get("metadata") or {}).get("labels") or {})]
+        return [o for o in objs if selector.matches(labels_of(o))]
 
     def get(self, namespace: str | None, name: str) -> Obj | None:
         """The cached object, or None (upstream returns a NotFound error; a None is the Python spelling)."""
@@ -353,7 +354,7 @@ class Reflector:
                     field_selector=self._field_selector,
                 )
             items.extend(page.get("items") or [])
-            meta = page.get("metadata") or {}
+            meta = meta_of(page)
             token = str(meta.get("continue") or "")
             if not token:
                 break
@@ -392,12 +393,12 @@ class Reflector:
         try:
             async for event in stream:
                 event_type, obj = event.get("type"), event.get("object") or {}
-                meta = obj.get("metadata") or {}
+                meta = meta_of(obj)
                 if initial is not None:
                     if event_type == "ADDED":
                         initial.append(obj)
                         continue
-                    if event_type == "BOOKMARK" and (meta.get("annotations") or {}).get(INITIAL_EVENTS_END) == "true":
+                    if event_type == "BOOKMARK" and annotations_of(obj).get(INITIAL_EVENTS_END) == "true":
                         resource_version = str(meta.get("resourceVersion") or "")
                         self._store.replace(initial, resource_version)
                         self.last_sync_resource_version = resource_version
@@ -422,7 +423,7 @@ class Reflector:
             self._store.apply(str(event_type), obj)
         elif event_type != "BOOKMARK":
             raise ClientError(f"unexpected watch event type {event_type!r}")
-        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        rv = meta_of(obj).get("resourceVersion")
         if rv:
             self.last_sync_resource_version = str(rv)
 

@@ -43,11 +43,12 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar
 
 from kubeplane.api.meta import format_time
+from kubeplane.api.views import meta_of, section
 
 from .clock import Clock
 from .errors import AlreadyExistsError, APIStatusError, NotFoundError
+from .flowcontrol import TokenBucket, TokenBucketConfig
 from .interface import Client, Obj
-from .workqueue import TokenBucket, TokenBucketConfig
 
 log = logging.getLogger(__name__)
 
@@ -202,7 +203,7 @@ class EventCorrelator:
 
     def update_state(self, event: Mapping[str, Any]) -> None:
         """Remember an Event the server returned, so the next repeat patches it (upstream ``UpdateState``)."""
-        metadata = event.get("metadata") or {}
+        metadata = meta_of(event)
         self._logs.add(
             event_key(event),
             _EventLog(
@@ -266,7 +267,7 @@ class EventCorrelator:
                 count=int(event["count"]),
                 first_timestamp=str(event["firstTimestamp"]),
                 name=str(event["metadata"]["name"]),
-                resource_version=str(event["metadata"].get("resourceVersion") or ""),
+                resource_version=str(meta_of(event).get("resourceVersion") or ""),
             ),
         )
         return event, patch
@@ -283,7 +284,7 @@ class EventCorrelator:
 
 def object_reference(obj: Mapping[str, Any]) -> Obj:
     """An ``ObjectReference`` to ``obj`` (upstream ``ref.GetReference``), empty fields omitted as Go does."""
-    metadata = obj.get("metadata") or {}
+    metadata = meta_of(obj)
     ref: Obj = {}
     for key, value in (
         ("kind", obj.get("kind")),
@@ -475,7 +476,7 @@ class EventRecorder:
 
 
 def _has_cause(exc: APIStatusError, cause: str) -> bool:
-    causes = (exc.status.get("details") or {}).get("causes") or []
+    causes = section(exc.status, "details").get("causes") or []
     return any(isinstance(c, Mapping) and c.get("type") == cause for c in causes)
 
 

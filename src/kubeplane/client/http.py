@@ -26,36 +26,17 @@ import aiohttp
 import orjson
 
 from kubeplane.api.resources import ResourceInfo, ResourceTable, default_table
+from kubeplane.api.views import name_of
 
 from .clock import Clock, SystemClock
 from .errors import ClientError, error_for
+from .flowcontrol import TokenBucket, TokenBucketConfig
 from .interface import Obj, PatchType
 from .kubeconfig import ClientConfig, find_kubeconfig, load_kubeconfig
 from .resolve import resolve_resource
 
 READ_RETRIES = 3
 MAX_RETRY_AFTER = 10.0
-
-
-class TokenBucket:
-    """``qps`` tokens per second up to ``burst``; :meth:`take` waits for one (client-go's token bucket)."""
-
-    def __init__(self, *, qps: float, burst: int, clock: Clock) -> None:
-        self.qps, self.burst, self.clock = qps, max(burst, 1), clock
-        self._tokens = float(self.burst)
-        self._last = clock.monotonic()
-
-    async def take(self) -> None:
-        if self.qps <= 0:
-            return
-        while True:
-            now = self.clock.monotonic()
-            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
-            self._last = now
-            if self._tokens >= 1:
-                self._tokens -= 1
-                return
-            await self.clock.sleep((1 - self._tokens) / self.qps)
 
 
 def _ssl_context(config: ClientConfig) -> ssl.SSLContext | bool:
@@ -128,7 +109,11 @@ class HTTPClient:
         self.config = config
         self.table = table or default_table()
         self.clock = clock or SystemClock()
-        self._bucket = TokenBucket(qps=config.qps, burst=config.burst, clock=self.clock)
+        self._bucket = (
+            TokenBucket(TokenBucketConfig(qps=config.qps, burst=max(config.burst, 1)), clock=self.clock)
+            if config.qps > 0
+            else None
+        )
         self._servers = config.servers
         self._active = 0
         headers = {"Accept": "application/json", "User-Agent": "kubeplane"}
@@ -189,7 +174,8 @@ class HTTPClient:
         data = None if body is None else orjson.dumps(body)
         attempts = unsent = 0
         while True:
-            await self._bucket.take()
+            if self._bucket is not None:
+                await self._bucket.wait()
             attempts += 1
             server = self.server
             url = server + suffix
@@ -278,7 +264,8 @@ class HTTPClient:
         suffix = self._path(resource, namespace=namespace) + "?" + urlencode(query)
         url = self.server + suffix
         for attempt in range(1, READ_RETRIES + len(self._servers)):
-            await self._bucket.take()
+            if self._bucket is not None:
+                await self._bucket.wait()
             server = self.server
             url = server + suffix
             try:
@@ -312,7 +299,7 @@ class HTTPClient:
     async def update(
         self, resource: ResourceInfo, obj: Obj, *, namespace: str | None = None, subresource: str | None = None
     ) -> Obj:
-        name = str((obj.get("metadata") or {}).get("name") or "")
+        name = name_of(obj)
         path = self._path(resource, namespace=namespace, name=name, subresource=subresource)
         return await self._request("PUT", path, body=obj)
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from kubeplane.api.views import section
+
 from .errors import ClientError
 
 DEFAULT_KUBECONFIG = Path(".kubeplane") / "kubeconfig"
@@ -110,7 +112,7 @@ def load_kubeconfig(path: Path, *, context: str | None = None) -> ClientConfig:
     failover: list[str] = []
     for extension in cluster.get("extensions") or []:
         if isinstance(extension, dict) and extension.get("name") == FAILOVER_EXTENSION:
-            failover += [str(u).rstrip("/") for u in (extension.get("extension") or {}).get("servers") or []]
+            failover += [str(u).rstrip("/") for u in section(extension, "extension").get("servers") or []]
     return ClientConfig(
         server=str(server).rstrip("/"),
         failover=tuple(failover),

@@ -42,6 +42,7 @@ from datetime import datetime
 from typing import Any, Final, TypeVar
 
 from kubeplane.api.meta import format_micro_time, parse_micro_time, parse_time
+from kubeplane.api.views import spec_of
 
 from .clock import Clock
 from .errors import ClientError, NotFoundError
@@ -139,7 +140,7 @@ def _parse_lease_time(value: object) -> datetime | None:
 
 def record_from_lease(lease: Mapping[str, Any]) -> LeaderElectionRecord:
     """Upstream ``LeaseSpecToLeaderElectionRecord``: absent fields are zero values."""
-    spec = lease.get("spec") or {}
+    spec = spec_of(lease)
     return LeaderElectionRecord(
         holder_identity=str(spec.get("holderIdentity") or ""),
         lease_duration_seconds=int(spec.get("leaseDurationSeconds") or 0),

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from .clock import Clock
+from .flowcontrol import TokenBucket, TokenBucketConfig
 
 T = TypeVar("T", bound=Hashable)
 T_contra = TypeVar("T_contra", bound=Hashable, contravariant=True)
@@ -255,52 +256,6 @@ class ExponentialBackoffConfig:
             raise ValueError(f"backoff delays must not be negative: {self}")
 
 
-@dataclass(frozen=True, slots=True)
-class TokenBucketConfig:
-    """A bucket of ``burst`` tokens refilled at ``qps`` per second (upstream's default: 10 qps, burst 100)."""
-
-    qps: float = 10.0
-    burst: int = 100
-
-    def __post_init__(self) -> None:
-        if not (self.qps > 0 and math.isfinite(self.qps)) or self.burst < 1:
-            raise ValueError(f"a token bucket needs a finite qps > 0 and burst >= 1: {self}")
-
-
-class TokenBucket:
-    """A token bucket on the injected clock with ``golang.org/x/time/rate`` semantics.
-
-    It starts full. :meth:`reserve` always takes a token, letting the count go negative, and returns how long
-    the caller must wait for it (``rate.Limiter.Reserve().Delay()``); :meth:`try_accept` takes one only if one
-    is there (``Allow``, used by flowcontrol's passive limiter, e.g. the event spam filter).
-    """
-
-    def __init__(self, config: TokenBucketConfig, *, clock: Clock) -> None:
-        self.config = config
-        self._clock = clock
-        self._tokens = float(config.burst)
-        self._last = clock.monotonic()
-
-    def _advance(self) -> tuple[float, float]:
-        now = self._clock.monotonic()
-        elapsed = max(now - self._last, 0.0)
-        return now, min(float(self.config.burst), self._tokens + elapsed * self.config.qps)
-
-    def reserve(self) -> float:
-        now, tokens = self._advance()
-        tokens -= 1.0
-        self._last, self._tokens = now, tokens
-        return -tokens / self.config.qps if tokens < 0 else 0.0
-
-    def try_accept(self) -> bool:
-        now, tokens = self._advance()
-        self._last, self._tokens = now, tokens
-        if tokens < 1.0:
-            return False
-        self._tokens = tokens - 1.0
-        return True
-
-
 class ItemExponentialFailureRateLimiter(Generic[T]):
     """Per-item ``base_delay * 2**failures``, capped (upstream ``ItemExponentialFailureRateLimiter``).
 
@@ -398,8 +353,6 @@ __all__ = [
     "QueueShutDown",
     "RateLimiter",
     "RateLimitingQueue",
-    "TokenBucket",
-    "TokenBucketConfig",
     "WorkQueue",
     "default_controller_rate_limiter",
 ]

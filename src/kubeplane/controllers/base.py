@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from kubeplane.api.views import meta_of
 from kubeplane.client.clock import Clock, SystemClock
 from kubeplane.client.events import EventRecorder
 from kubeplane.client.informer import SharedInformerFactory
@@ -40,7 +41,7 @@ log = logging.getLogger("kubeplane.controllers")
 
 def key_of(obj: Mapping[str, Any]) -> str:
     """``namespace/name``, or ``name`` for a cluster-scoped object (upstream ``MetaNamespaceKeyFunc``)."""
-    meta = obj.get("metadata") or {}
+    meta = meta_of(obj)
     namespace = meta.get("namespace") or ""
     name = meta.get("name") or ""
     return f"{namespace}/{name}" if namespace else str(name)

@@ -27,6 +27,11 @@ status; otherwise ``manage`` (create missing pods, delete pods on nodes that no 
 succeeded pods with a per-node backoff, surplus pods, and unbound pods aimed at nodes that no longer exist),
 then for RollingUpdate replace old pods within ``maxUnavailable`` / ``maxSurge`` (OnDelete waits for the user
 to delete them), then write the status counts and ``observedGeneration``.
+
+This module holds the controller (upstream ``daemon_controller.go``): handlers, sync, manage, status. The pure
+parts live beside it as upstream splits them: placement, tolerations and revision checks in
+:mod:`.daemonset_util` (upstream ``daemon/util``), the RollingUpdate plan in :mod:`.daemonset_update`
+(upstream ``update.go``).
 """
 
 from __future__ import annotations
@@ -34,12 +39,21 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, ClassVar, Final
 
 from kubeplane.api import labels as apilabels
-from kubeplane.api.nodeaffinity import get_required_node_affinity
-from kubeplane.api.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, find_matching_untolerated_taint
+from kubeplane.api.views import (
+    controller_ref_of,
+    is_being_deleted,
+    is_pod_terminal,
+    labels_of,
+    meta_of,
+    name_of,
+    namespace_of,
+    spec_of,
+    status_of,
+)
 from kubeplane.client.errors import APIStatusError, NotFoundError
 from kubeplane.client.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
 from kubeplane.client.interface import Obj
@@ -47,28 +61,32 @@ from kubeplane.controllers.base import Controller, ControllerContext, key_of, sp
 from kubeplane.controllers.controller_utils import (
     NAMESPACE_TERMINATING_CAUSE,
     SLOW_START_INITIAL_BATCH_SIZE,
-    ControllerExpectations,
     PodControl,
     compute_hash,
-    get_controller_of,
     has_status_cause,
-    is_being_deleted,
-    is_pod_available,
-    is_pod_ready,
-    is_pod_terminal,
     new_controller_ref,
-    scaled_value_from_int_or_percent,
     slow_start_batch,
     with_type_meta,
 )
+from kubeplane.controllers.daemonset_update import rolling_update_plan, updated_desired_node_counts
+from kubeplane.controllers.daemonset_util import (
+    HASH_LABEL,
+    TEMPLATE_GENERATION_LABEL,
+    TargetNodeError,
+    add_daemon_pod_tolerations,
+    allows_surge,
+    is_pod_updated,
+    node_should_run_daemon_pod,
+    pod_sort_key,
+    replace_node_name_affinity,
+    rolling_update_params,
+    target_node_name,
+    template_generation,
+)
+from kubeplane.controllers.expectations import ControllerExpectations
+from kubeplane.controllers.podutil import is_pod_available, is_pod_ready
 
-__all__ = [
-    "DaemonSetController",
-    "add_daemon_pod_tolerations",
-    "node_should_run_daemon_pod",
-    "replace_node_name_affinity",
-    "target_node_name",
-]
+__all__ = ["DaemonSetController"]
 
 log = logging.getLogger("kubeplane.controllers.daemonset")
 
@@ -78,211 +96,8 @@ FAILED_POD_BACKOFF_INITIAL: Final = 1.0
 FAILED_POD_BACKOFF_MAX: Final = 15 * 60.0
 STATUS_UPDATE_RETRIES: Final = 1
 
-HASH_LABEL: Final = "controller-revision-hash"
-TEMPLATE_GENERATION_LABEL: Final = "pod-template-generation"
-TEMPLATE_GENERATION_ANNOTATION: Final = "deprecated.daemonset.template.generation"
 
 _COMPONENT: Final = "daemonset-controller"
-_NODE_NAME_FIELD: Final = "metadata.name"
-
-
-# --- pure helpers (upstream daemon/util and the placement predicates) ----------------------------------------
-
-_DAEMON_TOLERATIONS: Final = (
-    ("node.kubernetes.io/not-ready", EFFECT_NO_EXECUTE),
-    ("node.kubernetes.io/unreachable", EFFECT_NO_EXECUTE),
-    ("node.kubernetes.io/disk-pressure", EFFECT_NO_SCHEDULE),
-    ("node.kubernetes.io/memory-pressure", EFFECT_NO_SCHEDULE),
-    ("node.kubernetes.io/pid-pressure", EFFECT_NO_SCHEDULE),
-    ("node.kubernetes.io/unschedulable", EFFECT_NO_SCHEDULE),
-)
-_NETWORK_UNAVAILABLE: Final = ("node.kubernetes.io/network-unavailable", EFFECT_NO_SCHEDULE)
-
-
-def _add_or_update_toleration(spec: Obj, toleration: Obj) -> None:
-    """Upstream ``AddOrUpdateTolerationInPodSpec``: replace tolerations matching on key, effect, operator and
-    value, else append."""
-    existing: list[Obj] = list(spec.get("tolerations") or [])
-    out: list[Obj] = []
-    updated = False
-    for current in existing:
-        if all(current.get(k, "") == toleration.get(k, "") for k in ("key", "effect", "operator", "value")):
-            out.append(toleration)
-            updated = True
-        else:
-            out.append(current)
-    if not updated:
-        out.append(toleration)
-    spec["tolerations"] = out
-
-
-def add_daemon_pod_tolerations(spec: Obj) -> None:
-    """Upstream ``AddOrUpdateDaemonPodTolerations`` on a pod spec dict, in place (no tolerationSeconds: the
-    NoExecute ones are forever)."""
-    wanted = list(_DAEMON_TOLERATIONS)
-    if spec.get("hostNetwork"):
-        wanted.append(_NETWORK_UNAVAILABLE)
-    for key, effect in wanted:
-        _add_or_update_toleration(spec, {"key": key, "operator": "Exists", "effect": effect})
-
-
-def replace_node_name_affinity(affinity: Obj | None, node_name: str) -> Obj:
-    """Upstream ``ReplaceDaemonSetPodNodeNameNodeAffinity``: the required node affinity becomes the single term
-    ``matchFields metadata.name In [node_name]``; preferred terms and pod (anti-)affinity are kept."""
-    term = {"matchFields": [{"key": _NODE_NAME_FIELD, "operator": "In", "values": [node_name]}]}
-    out: Obj = copy.deepcopy(affinity) if affinity else {}
-    node_affinity = out.setdefault("nodeAffinity", {})
-    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-    if required is None:
-        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": [term]}
-    else:
-        required["nodeSelectorTerms"] = [term]
-    return out
-
-
-class TargetNodeError(ValueError):
-    pass
-
-
-def target_node_name(pod: Mapping[str, Any]) -> str:
-    """Upstream ``GetTargetNodeName``: ``spec.nodeName``, or before binding the node named by the required
-    affinity's ``metadata.name In`` field term. Raises :class:`TargetNodeError` with upstream's messages."""
-    spec = pod.get("spec") or {}
-    if spec.get("nodeName"):
-        return str(spec["nodeName"])
-    meta = pod.get("metadata") or {}
-    who = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    )
-    if required is None:
-        raise TargetNodeError(
-            f"no spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution for pod {who}"
-        )
-    terms = required.get("nodeSelectorTerms") or []
-    if not terms:
-        raise TargetNodeError(f"no nodeSelectorTerms in requiredDuringSchedulingIgnoredDuringExecution of pod {who}")
-    for term in terms:
-        for expr in term.get("matchFields") or ():
-            if expr.get("key") == _NODE_NAME_FIELD and expr.get("operator") == "In":
-                values = expr.get("values") or []
-                if len(values) != 1:
-                    raise TargetNodeError(f"the matchFields value of '{_NODE_NAME_FIELD}' is not unique for pod {who}")
-                return str(values[0])
-    raise TargetNodeError(f"no node name found for pod {who}")
-
-
-def template_generation(ds: Mapping[str, Any]) -> int | None:
-    """Upstream ``GetTemplateGeneration``: the deprecated annotation as an int (None when absent or bad)."""
-    raw = ((ds.get("metadata") or {}).get("annotations") or {}).get(TEMPLATE_GENERATION_ANNOTATION)
-    return apilabels.parse_int64(raw) if isinstance(raw, str) else None
-
-
-def is_pod_updated(pod: Mapping[str, Any], hash_: str, generation: int | None) -> bool:
-    """Upstream ``IsPodUpdated``: the pod carries the current hash (or the deprecated template generation)."""
-    pod_labels = (pod.get("metadata") or {}).get("labels") or {}
-    template_matches = generation is not None and pod_labels.get(TEMPLATE_GENERATION_LABEL) == str(generation)
-    return (bool(hash_) and pod_labels.get(HASH_LABEL) == hash_) or template_matches
-
-
-def new_daemon_pod(ds: Mapping[str, Any], node_name: str) -> Obj:
-    """Upstream ``NewPod``: the template as it would run on ``node_name`` (for the placement predicates)."""
-    template = (ds.get("spec") or {}).get("template") or {}
-    spec = copy.deepcopy(template.get("spec") or {})
-    spec["nodeName"] = node_name
-    add_daemon_pod_tolerations(spec)
-    meta = copy.deepcopy(template.get("metadata") or {})
-    meta["namespace"] = (ds.get("metadata") or {}).get("namespace", "")
-    return {"metadata": meta, "spec": spec}
-
-
-_SCHEDULE_EFFECTS: Final = frozenset({EFFECT_NO_SCHEDULE, EFFECT_NO_EXECUTE})
-
-
-def node_should_run_daemon_pod(node: Mapping[str, Any], ds: Mapping[str, Any]) -> tuple[bool, bool]:
-    """Upstream ``NodeShouldRunDaemonPod``: (shouldRun, shouldContinueRunning) for ``ds`` on ``node``."""
-    node_name = str((node.get("metadata") or {}).get("name") or "")
-    pod = new_daemon_pod(ds, node_name)
-    template_node = (((ds.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeName") or ""
-    if template_node not in ("", node_name):
-        return False, False
-    fits_affinity, _ = get_required_node_affinity(pod).match(node)  # parse errors ignored, as upstream
-    if not fits_affinity:
-        return False, False
-    taints = (node.get("spec") or {}).get("taints") or []
-    tolerations = pod["spec"].get("tolerations") or []
-    untolerated = find_matching_untolerated_taint(
-        taints, tolerations, include=lambda t: t.get("effect") in _SCHEDULE_EFFECTS
-    )
-    if untolerated is not None:
-        no_execute = find_matching_untolerated_taint(
-            taints, tolerations, include=lambda t: t.get("effect") == EFFECT_NO_EXECUTE
-        )
-        return False, no_execute is None
-    return True, True
-
-
-def pod_sort_key(pod: Mapping[str, Any]) -> tuple[bool, str, str]:
-    """Upstream ``podByCreationTimestampAndPhase``: bound pods first, then oldest, then by name."""
-    meta = pod.get("metadata") or {}
-    bound = bool((pod.get("spec") or {}).get("nodeName"))
-    return (not bound, str(meta.get("creationTimestamp") or ""), str(meta.get("name") or ""))
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
-
-
-def _rolling(ds: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    strategy = (ds.get("spec") or {}).get("updateStrategy") or {}
-    if strategy.get("type", "RollingUpdate") != "RollingUpdate":
-        return None
-    rolling: Mapping[str, Any] | None = strategy.get("rollingUpdate")
-    return rolling
-
-
-def surge_count(ds: Mapping[str, Any], number_to_schedule: int) -> int:
-    """Upstream ``SurgeCount`` (the DaemonSetUpdateSurge gate is GA)."""
-    rolling = _rolling(ds)
-    if rolling is None or rolling.get("maxSurge") is None:
-        return 0
-    return scaled_value_from_int_or_percent(rolling["maxSurge"], number_to_schedule, True)
-
-
-def unavailable_count(ds: Mapping[str, Any], number_to_schedule: int) -> int:
-    """Upstream ``UnavailableCount``."""
-    rolling = _rolling(ds)
-    if rolling is None:
-        return 0
-    return scaled_value_from_int_or_percent(rolling.get("maxUnavailable"), number_to_schedule, True)
-
-
-def allows_surge(ds: Mapping[str, Any]) -> bool:
-    try:
-        return surge_count(ds, 1) > 0
-    except ValueError:
-        return False
-
-
-def find_updated_pods_on_node(
-    pods: Iterable[Mapping[str, Any]], hash_: str, generation: int | None
-) -> tuple[Mapping[str, Any] | None, Mapping[str, Any] | None, bool]:
-    """Upstream ``findUpdatedPodsOnNode``: (new pod, old pod, ok) among non-deleting pods; not ok when there
-    are two of either kind (the manage loop prunes those first)."""
-    new_pod: Mapping[str, Any] | None = None
-    old_pod: Mapping[str, Any] | None = None
-    for pod in pods:
-        if is_being_deleted(pod):
-            continue
-        if is_pod_updated(pod, hash_, generation):
-            if new_pod is not None:
-                return None, None, False
-            new_pod = pod
-        else:
-            if old_pod is not None:
-                return None, None, False
-            old_pod = pod
-    return new_pod, old_pod, True
 
 
 # --- bookkeeping -----------------------------------------------------------------------------------------------
@@ -346,7 +161,7 @@ class DaemonSetController(Controller):
     # --- handlers ------------------------------------------------------------------------------------------
 
     def _update_daemonset(self, old: Obj, new: Obj) -> None:
-        if old["metadata"].get("uid") != new["metadata"].get("uid"):
+        if meta_of(old).get("uid") != meta_of(new).get("uid"):
             self._delete_daemonset(old)
         self.enqueue(new)
 
@@ -358,17 +173,17 @@ class DaemonSetController(Controller):
         if ref.get("kind") != "DaemonSet":
             return None
         ds = self.daemonsets.lister().get(namespace, str(ref.get("name") or ""))
-        if ds is None or ds["metadata"].get("uid") != ref.get("uid"):
+        if ds is None or meta_of(ds).get("uid") != ref.get("uid"):
             return None
         return ds
 
     def _daemonsets_for_pod(self, pod: Mapping[str, Any]) -> list[Obj]:
-        meta = pod.get("metadata") or {}
+        meta = meta_of(pod)
         pod_labels = meta.get("labels") or {}
         out = []
         for ds in self.daemonsets.lister().list(str(meta.get("namespace") or "")):
             try:
-                selector = apilabels.label_selector_as_selector((ds.get("spec") or {}).get("selector"))
+                selector = apilabels.label_selector_as_selector(spec_of(ds).get("selector"))
             except ValueError:
                 continue
             if not selector.empty() and selector.matches(pod_labels):
@@ -379,9 +194,9 @@ class DaemonSetController(Controller):
         if is_being_deleted(pod):
             self._delete_pod(pod)  # a restart can show a pod already going: not a creation observation
             return
-        ref = get_controller_of(pod)
+        ref = controller_ref_of(pod)
         if ref is not None:
-            ds = self._resolve(str(pod["metadata"].get("namespace") or ""), ref)
+            ds = self._resolve(namespace_of(pod), ref)
             if ds is not None:
                 self.expectations.creation_observed(key_of(ds))
                 self.enqueue(ds)
@@ -390,13 +205,13 @@ class DaemonSetController(Controller):
             self.enqueue(ds)
 
     def _update_pod(self, old: Obj, new: Obj) -> None:
-        if old["metadata"].get("resourceVersion") == new["metadata"].get("resourceVersion"):
+        if meta_of(old).get("resourceVersion") == meta_of(new).get("resourceVersion"):
             return
         if is_being_deleted(new):
             self._delete_pod(new)
             return
-        namespace = str(new["metadata"].get("namespace") or "")
-        cur_ref, old_ref = get_controller_of(new), get_controller_of(old)
+        namespace = namespace_of(new)
+        cur_ref, old_ref = controller_ref_of(new), controller_ref_of(old)
         ref_changed = cur_ref != old_ref
         if ref_changed and old_ref is not None:
             old_ds = self._resolve(namespace, old_ref)
@@ -407,19 +222,19 @@ class DaemonSetController(Controller):
             if ds is None:
                 return
             self.enqueue(ds)
-            min_ready = int((ds.get("spec") or {}).get("minReadySeconds") or 0)
+            min_ready = int(spec_of(ds).get("minReadySeconds") or 0)
             if not is_pod_ready(old) and is_pod_ready(new) and min_ready > 0:
                 self.enqueue_after(ds, min_ready + 1)  # a second of slack against clock skew, as upstream
             return
-        if ref_changed or (old["metadata"].get("labels") != new["metadata"].get("labels")):
+        if ref_changed or (meta_of(old).get("labels") != meta_of(new).get("labels")):
             for ds in self._daemonsets_for_pod(new):
                 self.enqueue(ds)
 
     def _delete_pod(self, pod: Obj) -> None:
-        ref = get_controller_of(pod)
+        ref = controller_ref_of(pod)
         if ref is None:
             return
-        ds = self._resolve(str(pod["metadata"].get("namespace") or ""), ref)
+        ds = self._resolve(namespace_of(pod), ref)
         if ds is None:
             return
         self.expectations.deletion_observed(key_of(ds))
@@ -440,17 +255,17 @@ class DaemonSetController(Controller):
     def _delete_node(self, node: Obj) -> None:
         # Not in upstream (which waits for PodGC's pod deletions or the scheduler's status updates): without
         # it an unbound pod aimed at a vanished node would wait for an unrelated event to be cleaned up.
-        name = _name(node)
+        name = name_of(node)
         for pod in self.pods.lister().list():
-            ref = get_controller_of(pod)
-            if ref is None or (pod.get("spec") or {}).get("nodeName"):
+            ref = controller_ref_of(pod)
+            if ref is None or spec_of(pod).get("nodeName"):
                 continue
             try:
                 if target_node_name(pod) != name:
                     continue
             except TargetNodeError:
                 continue
-            ds = self._resolve(str(pod["metadata"].get("namespace") or ""), ref)
+            ds = self._resolve(namespace_of(pod), ref)
             if ds is not None:
                 self.enqueue(ds)
 
@@ -459,12 +274,12 @@ class DaemonSetController(Controller):
     def _daemon_pods(self, ds: Mapping[str, Any]) -> list[Obj]:
         """Pods in the set's namespace that it controls and that still match its selector (upstream's
         ClaimPods without adoption or release: see the report)."""
-        selector = apilabels.label_selector_as_selector((ds.get("spec") or {}).get("selector"))
-        uid = ds["metadata"].get("uid")
+        selector = apilabels.label_selector_as_selector(spec_of(ds).get("selector"))
+        uid = meta_of(ds).get("uid")
         out = []
-        for pod in self.pods.lister().list(str(ds["metadata"].get("namespace") or "")):
-            ref = get_controller_of(pod)
-            if ref is not None and ref.get("uid") == uid and selector.matches(pod["metadata"].get("labels") or {}):
+        for pod in self.pods.lister().list(namespace_of(ds)):
+            ref = controller_ref_of(pod)
+            if ref is not None and ref.get("uid") == uid and selector.matches(labels_of(pod)):
                 out.append(pod)
         return out
 
@@ -492,7 +307,7 @@ class DaemonSetController(Controller):
             self.expectations.delete_expectations(key)
             return
         nodes = self.nodes.lister().list()
-        selector = (ds.get("spec") or {}).get("selector")
+        selector = spec_of(ds).get("selector")
         if isinstance(selector, Mapping) and not selector.get("matchLabels") and not selector.get("matchExpressions"):
             await self.recorder.event(
                 _typed_ds(ds),
@@ -501,16 +316,16 @@ class DaemonSetController(Controller):
                 "This daemon set is selecting all pods. A non-empty selector is required.",
             )
             return
-        if ds["metadata"].get("deletionTimestamp"):
+        if is_being_deleted(ds):
             return
-        hash_ = compute_hash(ds["spec"].get("template") or {}, (ds.get("status") or {}).get("collisionCount"))
+        hash_ = compute_hash(spec_of(ds).get("template") or {}, status_of(ds).get("collisionCount"))
         if not self.expectations.satisfied_expectations(key):
             await self._update_status(ds, nodes, hash_, update_observed_generation=False)
             return
         error: Exception | None = None
         try:
             await self._manage(ds, nodes, hash_)
-            if self.expectations.satisfied_expectations(key) and _rolling(ds) is not None:
+            if self.expectations.satisfied_expectations(key) and rolling_update_params(ds) is not None:
                 await self._rolling_update(ds, nodes, hash_)
         except Exception as exc:
             error = exc
@@ -528,7 +343,7 @@ class DaemonSetController(Controller):
     ) -> tuple[list[str], list[str], list[tuple[str, str, str]]]:
         """Upstream ``podsShouldBeOnNode``: (nodes needing a pod, pods to delete, events to record)."""
         should_run, should_continue = node_should_run_daemon_pod(node, ds)
-        node_name = _name(node)
+        node_name = name_of(node)
         pods = by_node.get(node_name)
         create: list[str] = []
         delete: list[str] = []
@@ -540,10 +355,10 @@ class DaemonSetController(Controller):
             for pod in pods or ():
                 if is_being_deleted(pod):
                     continue
-                phase = (pod.get("status") or {}).get("phase")
-                pod_ref = f"{pod['metadata'].get('namespace', '')}/{_name(pod)}"
+                phase = status_of(pod).get("phase")
+                pod_ref = f"{pod['metadata'].get('namespace', '')}/{name_of(pod)}"
                 if phase == "Failed":
-                    observed = (ds.get("status") or {}).get("observedGeneration", 0)
+                    observed = status_of(ds).get("observedGeneration", 0)
                     backoff_key = f"{ds['metadata'].get('uid')}/{observed}/{node_name}"
                     now = self.clock.monotonic()
                     if self.failed_pods_backoff.in_backoff_since_update(backoff_key, now):
@@ -552,16 +367,16 @@ class DaemonSetController(Controller):
                     self.failed_pods_backoff.next(backoff_key, now)
                     msg = f"Found failed daemon pod {pod_ref} on node {node_name}, will try to kill it"
                     events.append((EVENT_TYPE_WARNING, "FailedDaemonPod", msg))
-                    delete.append(_name(pod))
+                    delete.append(name_of(pod))
                 elif phase == "Succeeded":
                     msg = f"Found succeeded daemon pod {pod_ref} on node {node_name}, will try to delete it"
                     events.append((EVENT_TYPE_NORMAL, "SucceededDaemonPod", msg))
-                    delete.append(_name(pod))
+                    delete.append(name_of(pod))
                 else:
                     running.append(pod)
             running.sort(key=pod_sort_key)
             if not allows_surge(ds):
-                delete.extend(_name(p) for p in running[1:])  # keep only the oldest
+                delete.extend(name_of(p) for p in running[1:])  # keep only the oldest
             elif not running:
                 if should_run:
                     create.append(node_name)  # surging: at least one live pod per node
@@ -569,20 +384,20 @@ class DaemonSetController(Controller):
                 oldest_new: Obj | None = None
                 oldest_old: Obj | None = None
                 for pod in running:
-                    if (pod["metadata"].get("labels") or {}).get(HASH_LABEL) == hash_:
+                    if labels_of(pod).get(HASH_LABEL) == hash_:
                         if oldest_new is None:
                             oldest_new = pod
                             continue
                     elif oldest_old is None:
                         oldest_old = pod
                         continue
-                    delete.append(_name(pod))
+                    delete.append(name_of(pod))
                 if oldest_new is not None and oldest_old is not None:
-                    min_ready = int(ds["spec"].get("minReadySeconds") or 0)
+                    min_ready = int(spec_of(ds).get("minReadySeconds") or 0)
                     if not is_pod_ready(oldest_old) or is_pod_available(oldest_new, min_ready, self.clock.now()):
-                        delete.append(_name(oldest_old))
+                        delete.append(name_of(oldest_old))
         elif pods is not None:
-            delete.extend(_name(p) for p in pods if not is_being_deleted(p))
+            delete.extend(name_of(p) for p in pods if not is_being_deleted(p))
         return create, delete, events
 
     async def _manage(self, ds: Obj, nodes: Sequence[Obj], hash_: str) -> None:
@@ -597,15 +412,15 @@ class DaemonSetController(Controller):
                 await self.recorder.event(_typed_ds(ds), event_type, reason, message)
         # Unbound pods aimed at nodes that no longer exist: PodGC never sees them (upstream
         # getUnscheduledPodsWithoutNode).
-        existing = {_name(n) for n in nodes}
+        existing = {name_of(n) for n in nodes}
         for node_name, pods in by_node.items():
             if node_name not in existing:
-                delete.extend(_name(p) for p in pods if not (p.get("spec") or {}).get("nodeName"))
+                delete.extend(name_of(p) for p in pods if not spec_of(p).get("nodeName"))
         await self._sync_nodes(ds, delete, create, hash_)
 
     def _pod_template(self, ds: Obj, hash_: str) -> Obj:
         """Upstream ``CreatePodTemplate``: the template with the daemon tolerations and the revision labels."""
-        template = copy.deepcopy(ds["spec"].get("template") or {})
+        template = copy.deepcopy(spec_of(ds).get("template") or {})
         add_daemon_pod_tolerations(template.setdefault("spec", {}))
         labels = template.setdefault("metadata", {}).setdefault("labels", {})
         generation = template_generation(ds)
@@ -659,7 +474,7 @@ class DaemonSetController(Controller):
         spec["affinity"] = replace_node_name_affinity(spec.get("affinity"), node_name)
         try:
             await self.pod_control.create_pods(
-                str(ds["metadata"].get("namespace") or ""),
+                namespace_of(ds),
                 {**template, "spec": spec},
                 _typed_ds(ds),
                 new_controller_ref(ds, api_version="apps/v1", kind="DaemonSet"),
@@ -671,103 +486,22 @@ class DaemonSetController(Controller):
 
     async def _delete_pod_named(self, ds: Obj, name: str) -> None:
         """Delete one daemon pod through :class:`PodControl` (its events); NotFound is raised for the caller."""
-        await self.pod_control.delete_pod(str(ds["metadata"].get("namespace") or ""), name, _typed_ds(ds))
+        await self.pod_control.delete_pod(namespace_of(ds), name, _typed_ds(ds))
 
     # --- rolling update ------------------------------------------------------------------------------------
 
-    def updated_desired_node_counts(
-        self, ds: Obj, nodes: Sequence[Obj], by_node: dict[str, list[Obj]]
-    ) -> tuple[int, int, int]:
-        """Upstream ``updatedDesiredNodeCounts``: (maxSurge, maxUnavailable, desiredNumberScheduled); every
-        eligible node without pods gets an empty entry in ``by_node``. Both limits 0 fall back to 1 unavailable."""
-        desired = 0
-        for node in nodes:
-            if not node_should_run_daemon_pod(node, ds)[0]:
-                continue
-            desired += 1
-            by_node.setdefault(_name(node), [])
-        max_unavailable = unavailable_count(ds, desired)
-        max_surge = surge_count(ds, desired)
-        if desired > 0 and max_unavailable == 0 and max_surge == 0:
-            max_unavailable = 1
-        return max_surge, max_unavailable, desired
-
     async def _rolling_update(self, ds: Obj, nodes: Sequence[Obj], hash_: str) -> None:
-        """Upstream ``rollingUpdate``: without surge, delete old pods (unavailable ones always, available ones
-        while fewer than maxUnavailable nodes are unavailable) and let ``manage`` recreate them; with surge,
-        create new pods beside old ones (up to maxSurge at a time) and delete each old pod once its
-        replacement is available."""
+        """Upstream ``rollingUpdate``: the plan of :func:`~.daemonset_update.rolling_update_plan`, carried out by
+        ``syncNodes`` (deletions, then creations on the nodes the plan names)."""
         by_node = self.nodes_to_daemon_pods(ds)
-        max_surge, max_unavailable, desired = self.updated_desired_node_counts(ds, nodes, by_node)
-        now = self.clock.now()
-        min_ready = int(ds["spec"].get("minReadySeconds") or 0)
-        generation = template_generation(ds)
+        counts = updated_desired_node_counts(ds, nodes, by_node)
+        to_delete, to_create = rolling_update_plan(
+            ds, by_node, counts, hash_=hash_, now=self.clock.now(), get_node=self._node_named
+        )
+        await self._sync_nodes(ds, to_delete, to_create, hash_)
 
-        def available(pod: Mapping[str, Any]) -> bool:
-            return is_pod_available(pod, min_ready, now)
-
-        if max_surge == 0:
-            num_unavailable = 0
-            replacements: list[str] = []
-            candidates: list[str] = []
-            for pods in by_node.values():
-                new_pod, old_pod, ok = find_updated_pods_on_node(pods, hash_, generation)
-                if not ok or (old_pod is None) == (new_pod is None):
-                    num_unavailable += 1  # manage handles these nodes; count them as unavailable
-                elif new_pod is not None:
-                    if not available(new_pod):
-                        num_unavailable += 1
-                elif old_pod is not None:
-                    if not available(old_pod):
-                        replacements.append(_name(old_pod))
-                        num_unavailable += 1
-                    elif num_unavailable < max_unavailable:
-                        candidates.append(_name(old_pod))
-            remaining = min(max(max_unavailable - num_unavailable, 0), len(candidates))
-            await self._sync_nodes(ds, replacements + candidates[:remaining], [], hash_)
-            return
-
-        old_to_delete: list[str] = []
-        should_not_run: list[str] = []
-        candidate_nodes: list[str] = []
-        allowed_nodes: list[str] = []
-        num_surge = num_available = 0
-        for node_name, pods in by_node.items():
-            new_pod, old_pod, ok = find_updated_pods_on_node(pods, hash_, generation)
-            if not ok:
-                num_surge += 1
-                continue
-            if old_pod is not None:
-                num_available += int(available(old_pod))
-            elif new_pod is not None:
-                num_available += int(available(new_pod))
-            if old_pod is None:
-                continue
-            if new_pod is None:
-                node = self.nodes.lister().get(None, node_name)
-                if node is None:
-                    raise LookupError(f'couldn\'t get node for nodeName "{node_name}"')
-                should_run = node_should_run_daemon_pod(node, ds)[0]
-                if not available(old_pod):
-                    if not should_run:
-                        old_to_delete.append(_name(old_pod))
-                    else:
-                        allowed_nodes.append(node_name)
-                elif not should_run:
-                    should_not_run.append(_name(old_pod))
-                elif num_surge < max_surge:
-                    candidate_nodes.append(node_name)
-            elif not available(new_pod):
-                num_surge += 1
-            else:
-                old_to_delete.append(_name(old_pod))
-        # With surge the owner expects full availability: pods on nodes that no longer want them go only as
-        # pods elsewhere become available.
-        deletable = min(num_available - desired, len(should_not_run))
-        if deletable > 0:
-            old_to_delete.extend(should_not_run[:deletable])
-        remaining = min(max(max_surge - num_surge, 0), len(candidate_nodes))
-        await self._sync_nodes(ds, old_to_delete, allowed_nodes + candidate_nodes[:remaining], hash_)
+    def _node_named(self, name: str) -> Obj | None:
+        return self.nodes.lister().get(None, name)
 
     # --- status --------------------------------------------------------------------------------------------
 
@@ -778,13 +512,13 @@ class DaemonSetController(Controller):
         judged by its oldest pod), written only when they or the generation changed, with one retry on a
         fresh copy; requeued after minReadySeconds while ready pods are not yet available."""
         by_node = self.nodes_to_daemon_pods(ds)
-        min_ready = int(ds["spec"].get("minReadySeconds") or 0)
+        min_ready = int(spec_of(ds).get("minReadySeconds") or 0)
         now = self.clock.now()
         generation = template_generation(ds)
         desired = current = misscheduled = ready = updated = available = 0
         for node in nodes:
             should_run = node_should_run_daemon_pod(node, ds)[0]
-            pods = by_node.get(_name(node)) or []
+            pods = by_node.get(name_of(node)) or []
             if should_run:
                 desired += 1
                 if not pods:
@@ -808,8 +542,8 @@ class DaemonSetController(Controller):
             "numberAvailable": available,
             "numberUnavailable": desired - available,
         }
-        status = ds.get("status") or {}
-        ds_generation = int(ds["metadata"].get("generation") or 0)
+        status = status_of(ds)
+        ds_generation = int(meta_of(ds).get("generation") or 0)
         unchanged = all(int(status.get(k) or 0) == v for k, v in counts.items())
         if not (unchanged and int(status.get("observedGeneration") or 0) >= ds_generation):
             await self._store_status(ds, counts, ds_generation if update_observed_generation else None)
@@ -818,7 +552,7 @@ class DaemonSetController(Controller):
 
     async def _store_status(self, ds: Obj, counts: Mapping[str, int], observed_generation: int | None) -> None:
         to_update = copy.deepcopy(ds)
-        namespace = ds["metadata"].get("namespace")
+        namespace = meta_of(ds).get("namespace")
         attempt = 0
         while True:
             status = to_update.setdefault("status", {})
@@ -832,7 +566,7 @@ class DaemonSetController(Controller):
                 if attempt >= STATUS_UPDATE_RETRIES:
                     raise
             attempt += 1
-            to_update = await self.client.get(self.ds_resource, _name(ds), namespace=namespace)
+            to_update = await self.client.get(self.ds_resource, name_of(ds), namespace=namespace)
 
 
 def _should_ignore_node_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -842,7 +576,7 @@ def _should_ignore_node_update(old: Mapping[str, Any], new: Mapping[str, Any]) -
     def true_conditions(node: Mapping[str, Any]) -> set[str]:
         return {
             str(c.get("type"))
-            for c in (node.get("status") or {}).get("conditions") or ()
+            for c in status_of(node).get("conditions") or ()
             if isinstance(c, Mapping) and c.get("status") == "True"
         }
 

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from kubeplane.api import meta as apimeta
+from kubeplane.api.views import annotations_of, meta_of, name_of, section, spec_of, status_of, uid_of
 from kubeplane.client.interface import Obj
 from kubeplane.controllers.controller_utils import scaled_value_from_int_or_percent
 
@@ -110,52 +111,28 @@ MINIMUM_REPLICAS_UNAVAILABLE: Final = "MinimumReplicasUnavailable"
 # --- small accessors ---------------------------------------------------------------------------------------
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("spec") or {}
-
-
-def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("status") or {}
-
-
 def spec_replicas(obj: Mapping[str, Any]) -> int:
     """``spec.replicas`` (apps/v1 defaults an absent value to 1, as the API server does on write)."""
-    value = _spec(obj).get("replicas")
+    value = spec_of(obj).get("replicas")
     return 1 if value is None else int(value)
 
 
 def status_int(obj: Mapping[str, Any], field: str) -> int:
-    return int(_status(obj).get(field) or 0)
-
-
-def uid_of(obj: Mapping[str, Any]) -> str:
-    return str(_meta(obj).get("uid") or "")
-
-
-def name_of(obj: Mapping[str, Any]) -> str:
-    return str(_meta(obj).get("name") or "")
-
-
-def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    return _meta(obj).get("annotations") or {}
+    return int(status_of(obj).get(field) or 0)
 
 
 def is_rolling_update(deployment: Mapping[str, Any]) -> bool:
-    return bool((_spec(deployment).get("strategy") or {}).get("type", ROLLING_UPDATE) == ROLLING_UPDATE)
+    return bool(section(deployment, "spec", "strategy").get("type", ROLLING_UPDATE) == ROLLING_UPDATE)
 
 
 def has_progress_deadline(deployment: Mapping[str, Any]) -> bool:
     """Upstream ``HasProgressDeadline``: set and not MaxInt32 (kubectl's way of saying "no deadline")."""
-    value = _spec(deployment).get("progressDeadlineSeconds")
+    value = spec_of(deployment).get("progressDeadlineSeconds")
     return value is not None and int(value) != MAX_INT32
 
 
 def has_revision_history_limit(deployment: Mapping[str, Any]) -> bool:
-    value = _spec(deployment).get("revisionHistoryLimit")
+    value = spec_of(deployment).get("revisionHistoryLimit")
     return value is not None and int(value) != MAX_INT32
 
 
@@ -176,7 +153,7 @@ def equal_ignore_hash(template1: Mapping[str, Any] | None, template2: Mapping[st
     copies = []
     for template in (template1 or {}, template2 or {}):
         t = copy.deepcopy(dict(template))
-        labels = (t.get("metadata") or {}).get("labels")
+        labels = meta_of(t).get("labels")
         if isinstance(labels, dict):
             labels.pop(DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY, None)
         copies.append(prune_empty(t))
@@ -202,7 +179,7 @@ def clone_selector_and_add_label(selector: Mapping[str, Any] | None, key: str, v
 
 
 def _creation_key(rs: Mapping[str, Any]) -> tuple[float, str]:
-    stamp = _meta(rs).get("creationTimestamp")
+    stamp = meta_of(rs).get("creationTimestamp")
     try:
         when = apimeta.parse_time(str(stamp)).timestamp() if stamp else 0.0
     except ValueError:
@@ -264,9 +241,9 @@ def max_revision(rss: Iterable[Obj | None]) -> int:
 def find_new_replica_set(deployment: Mapping[str, Any], rs_list: Iterable[Obj]) -> Obj | None:
     """The oldest ReplicaSet whose template equals the Deployment's (ignoring the hash label); with several
     (possible after a hash collision) the oldest wins so the choice is stable."""
-    template = _spec(deployment).get("template")
+    template = spec_of(deployment).get("template")
     for rs in by_creation_timestamp(rs_list):
-        if equal_ignore_hash(_spec(rs).get("template"), template):
+        if equal_ignore_hash(spec_of(rs).get("template"), template):
             return rs
     return None
 
@@ -322,7 +299,7 @@ def terminating_count(rss: Iterable[Obj | None]) -> int | None:
     for rs in rss:
         if rs is None:
             continue
-        value = _status(rs).get("terminatingReplicas")
+        value = status_of(rs).get("terminatingReplicas")
         if value is None:
             return None
         total += int(value)
@@ -344,7 +321,7 @@ def resolve_fenceposts(surge: int | str | None, unavailable: int | str | None, d
 
 
 def _rolling_params(deployment: Mapping[str, Any]) -> Mapping[str, Any]:
-    return (_spec(deployment).get("strategy") or {}).get("rollingUpdate") or {}
+    return section(deployment, "spec", "strategy").get("rollingUpdate") or {}
 
 
 def max_surge(deployment: Mapping[str, Any]) -> int:
@@ -377,9 +354,9 @@ def new_rs_new_replicas(deployment: Mapping[str, Any], all_rss: Sequence[Obj | N
             return spec_replicas(new_rs)
         scale_up = min(max_total - current, replicas - spec_replicas(new_rs))
         return spec_replicas(new_rs) + scale_up
-    if (_spec(deployment).get("strategy") or {}).get("type") == RECREATE:
+    if section(deployment, "spec", "strategy").get("type") == RECREATE:
         return replicas
-    raise ValueError(f"deployment type {(_spec(deployment).get('strategy') or {}).get('type')} isn't supported")
+    raise ValueError(f"deployment type {section(deployment, 'spec', 'strategy').get('type')} isn't supported")
 
 
 def is_saturated(deployment: Mapping[str, Any], rs: Obj | None) -> bool:
@@ -588,13 +565,13 @@ def deployment_complete(deployment: Mapping[str, Any], new_status: Mapping[str, 
         int(new_status.get("updatedReplicas") or 0) == replicas
         and int(new_status.get("replicas") or 0) == replicas
         and int(new_status.get("availableReplicas") or 0) == replicas
-        and int(new_status.get("observedGeneration") or 0) >= int(_meta(deployment).get("generation") or 0)
+        and int(new_status.get("observedGeneration") or 0) >= int(meta_of(deployment).get("generation") or 0)
     )
 
 
 def deployment_progressing(deployment: Mapping[str, Any], new_status: Mapping[str, Any]) -> bool:
     """More updated/ready/available replicas or fewer old ones than the stored status says."""
-    old = _status(deployment)
+    old = status_of(deployment)
 
     def get(status: Mapping[str, Any], field: str) -> int:
         return int(status.get(field) or 0)
@@ -634,4 +611,4 @@ def deployment_timed_out(deployment: Mapping[str, Any], new_status: Mapping[str,
     since = condition_time(condition, "lastUpdateTime")
     if since is None:
         return False
-    return since + int(_spec(deployment)["progressDeadlineSeconds"]) < now
+    return since + int(spec_of(deployment)["progressDeadlineSeconds"]) < now

@@ -44,18 +44,26 @@ from typing import Any, ClassVar, Final
 from kubeplane.api import labels as apilabels
 from kubeplane.api import meta as apimeta
 from kubeplane.api.resources import ResourceInfo
+from kubeplane.api.views import (
+    PodView,
+    controller_ref_of,
+    is_being_deleted,
+    is_pod_terminal,
+    meta_of,
+    namespace_of,
+    spec_of,
+    status_of,
+)
 from kubeplane.client.errors import ConflictError, NotFoundError
 from kubeplane.client.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
 from kubeplane.client.interface import Obj
 from kubeplane.controllers.base import Controller, ControllerContext, key_of, split_key
 from kubeplane.controllers.controller_utils import (
-    get_controller_of,
-    is_pod_ready,
-    parse_timestamp,
     scaled_value_from_int_or_percent,
     set_status_condition,
     with_type_meta,
 )
+from kubeplane.controllers.podutil import is_pod_ready, parse_timestamp
 
 __all__ = [
     "DELETION_TIMEOUT",
@@ -91,7 +99,7 @@ def build_disrupted_pod_map(
     if not disrupted:
         return result, recheck, expired
     for pod in pods:
-        meta = pod.get("metadata") or {}
+        meta = meta_of(pod)
         if meta.get("deletionTimestamp"):
             continue  # already being deleted: the record has done its job
         name = str(meta.get("name") or "")
@@ -111,7 +119,7 @@ def count_healthy_pods(pods: Sequence[Mapping[str, Any]], disrupted: Mapping[str
     """Upstream ``countHealthyPods``: Ready pods that are neither terminating nor recently evicted."""
     healthy = 0
     for pod in pods:
-        meta = pod.get("metadata") or {}
+        meta = meta_of(pod)
         if meta.get("deletionTimestamp"):
             continue
         since = disrupted.get(str(meta.get("name") or ""))
@@ -188,13 +196,13 @@ class DisruptionController(Controller):
     async def _pdb_for_pod(self, pod: Mapping[str, Any]) -> Obj | None:
         """Upstream ``getPdbForPod``: the first budget whose selector matches (an empty selector matches every
         pod, as policy/v1's lister); a pod matching several gets a ``MultiplePodDisruptionBudgets`` event."""
-        meta = pod.get("metadata") or {}
+        meta = meta_of(pod)
         namespace = str(meta.get("namespace") or "")
         pod_labels = meta.get("labels") or {}
         matching: list[Obj] = []
         for pdb in self.pdbs.lister().list(namespace):
             try:
-                selector = apilabels.label_selector_as_selector((pdb.get("spec") or {}).get("selector"))
+                selector = apilabels.label_selector_as_selector(spec_of(pdb).get("selector"))
             except ValueError:
                 continue
             if selector.matches(pod_labels):
@@ -251,7 +259,7 @@ class DisruptionController(Controller):
             )
             raise
         if counts.unmanaged:
-            selector = (pdb.get("spec") or {}).get("selector")
+            selector = spec_of(pdb).get("selector")
             await self.recorder.event(
                 typed,
                 EVENT_TYPE_WARNING,
@@ -262,11 +270,11 @@ class DisruptionController(Controller):
                 '".spec.minAvailable" field of the PDB to an integer value.',
             )
         now = self.clock.now()
-        status = pdb.get("status") or {}
+        status = status_of(pdb)
         disrupted, recheck, expired = build_disrupted_pod_map(pods, status.get("disruptedPods"), now)
         for pod in expired:
             # Upstream formats the budget's namespace twice here; kept verbatim.
-            ns = pdb["metadata"].get("namespace", "")
+            ns = meta_of(pdb).get("namespace", "")
             await self.recorder.event(
                 with_type_meta(pod, "v1", "Pod"),
                 EVENT_TYPE_WARNING,
@@ -279,12 +287,12 @@ class DisruptionController(Controller):
             self.enqueue_after(key_of(pdb), recheck - now)
 
     def _pods_for_pdb(self, pdb: Mapping[str, Any]) -> list[Obj]:
-        selector = apilabels.label_selector_as_selector((pdb.get("spec") or {}).get("selector"))
-        return self.pods.lister().list(pdb["metadata"].get("namespace") or "", selector)
+        selector = apilabels.label_selector_as_selector(spec_of(pdb).get("selector"))
+        return self.pods.lister().list(namespace_of(pdb), selector)
 
     async def expected_pod_count(self, pdb: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> ExpectedCount:
         """Upstream ``getExpectedPodCount``: (expectedPods, desiredHealthy, unmanaged pod names)."""
-        spec = pdb.get("spec") or {}
+        spec = spec_of(pdb)
         max_unavailable = spec.get("maxUnavailable")
         min_available = spec.get("minAvailable")
         if max_unavailable is not None:
@@ -305,8 +313,8 @@ class DisruptionController(Controller):
         scales: dict[str, int] = {}
         unmanaged: list[str] = []
         for pod in pods:
-            meta = pod.get("metadata") or {}
-            ref = get_controller_of(pod)
+            meta = meta_of(pod)
+            ref = controller_ref_of(pod)
             if ref is None:
                 unmanaged.append(str(meta.get("name") or ""))
                 continue
@@ -329,9 +337,9 @@ class DisruptionController(Controller):
             return _scale_if(rc, uid)
         if kind == "ReplicaSet" and group in ("apps", "extensions"):
             rs = self.rss.lister().get(namespace, name)
-            if rs is None or rs["metadata"].get("uid") != uid:
+            if rs is None or meta_of(rs).get("uid") != uid:
                 return None
-            owner = get_controller_of(rs)
+            owner = controller_ref_of(rs)
             if owner is not None and owner.get("kind") == "Deployment":
                 if _group_of(str(owner.get("apiVersion") or "")) not in ("apps", "extensions"):
                     return None
@@ -358,9 +366,9 @@ class DisruptionController(Controller):
             scale = await self.client.get(info, str(ref.get("name") or ""), namespace=namespace, subresource="scale")
         except NotFoundError:
             return None
-        if (scale.get("metadata") or {}).get("uid") != ref.get("uid"):
+        if meta_of(scale).get("uid") != ref.get("uid"):
             return None
-        return str(ref.get("uid")), int((scale.get("spec") or {}).get("replicas") or 0)
+        return str(ref.get("uid")), int(spec_of(scale).get("replicas") or 0)
 
     def _resource_for(self, group: str, version: str, kind: str) -> ResourceInfo | None:
         name = f"{kind}.{version}.{group}" if group else kind
@@ -380,8 +388,8 @@ class DisruptionController(Controller):
         """Upstream ``updatePdbStatus``: write only when something (counts, records, generation or the
         condition) differs, so an unchanged budget costs no write."""
         allowed = disruptions_allowed(healthy, desired, expected)
-        status = pdb.get("status") or {}
-        generation = int(pdb["metadata"].get("generation") or 0)
+        status = status_of(pdb)
+        generation = int(meta_of(pdb).get("generation") or 0)
         if (
             status.get("currentHealthy", 0) == healthy
             and status.get("desiredHealthy", 0) == desired
@@ -417,9 +425,7 @@ class DisruptionController(Controller):
         )
         new_status["conditions"] = conditions
         new["status"] = new_status
-        await self.client.update(
-            self.pdb_resource, new, namespace=new["metadata"].get("namespace"), subresource="status"
-        )
+        await self.client.update(self.pdb_resource, new, namespace=meta_of(new).get("namespace"), subresource="status")
 
     async def _fail_safe(self, pdb: Obj, err: Exception) -> None:
         """Upstream ``failSafe``: at least stop evictions (``disruptionsAllowed`` 0, reason ``SyncFailed``).
@@ -440,30 +446,20 @@ class DisruptionController(Controller):
             self.clock.now(),
         )
         status["conditions"] = conditions
-        await self.client.update(
-            self.pdb_resource, new, namespace=new["metadata"].get("namespace"), subresource="status"
-        )
+        await self.client.update(self.pdb_resource, new, namespace=meta_of(new).get("namespace"), subresource="status")
 
     # --- stale DisruptionTarget conditions -------------------------------------------------------------------
 
     def _has_stale_disruption_condition(self, pod: Mapping[str, Any]) -> tuple[bool, float]:
         """Upstream ``nonTerminatingPodHasStaleDisruptionCondition``: (stale?, seconds until it may be reset)."""
-        if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        if is_being_deleted(pod):
             return False, 0.0
-        status = pod.get("status") or {}
-        condition = next(
-            (
-                c
-                for c in status.get("conditions") or ()
-                if isinstance(c, Mapping) and c.get("type") == "DisruptionTarget"
-            ),
-            None,
-        )
+        condition = PodView(pod).condition("DisruptionTarget")
         if (
             condition is None
             or condition.get("status") != "True"
             or condition.get("reason") == "TerminationByKubelet"
-            or status.get("phase") in ("Succeeded", "Failed")
+            or is_pod_terminal(pod)
         ):
             return False, 0.0
         since = parse_timestamp(condition.get("lastTransitionTime")) or 0.0
@@ -481,7 +477,7 @@ class DisruptionController(Controller):
             self.enqueue_after(_STALE_POD_PREFIX + pod_key, clean_after)
             return
         new = copy.deepcopy(pod)
-        conditions = list(new["status"].get("conditions") or [])
+        conditions = list(status_of(new).get("conditions") or [])
         now = apimeta.format_time(self.clock.now())
         for i, condition in enumerate(conditions):
             if condition.get("type") == "DisruptionTarget":
@@ -494,22 +490,22 @@ class DisruptionController(Controller):
 
 def _scale_if(obj: Mapping[str, Any] | None, uid: Any) -> tuple[str, int] | None:
     """(uid, spec.replicas) of a controller found by name, if it is the one the reference means."""
-    if obj is None or (obj.get("metadata") or {}).get("uid") != uid:
+    if obj is None or meta_of(obj).get("uid") != uid:
         return None
-    replicas = (obj.get("spec") or {}).get("replicas")
+    replicas = spec_of(obj).get("replicas")
     return str(uid), int(replicas if replicas is not None else 1)
 
 
 def _conditions_up_to_date(pdb: Mapping[str, Any]) -> bool:
     """Upstream ``pdbhelper.ConditionsAreUpToDate``."""
-    status = pdb.get("status") or {}
+    status = status_of(pdb)
     condition = next(
         (c for c in status.get("conditions") or () if isinstance(c, Mapping) and c.get("type") == "DisruptionAllowed"),
         None,
     )
     if condition is None:
         return False
-    if status.get("observedGeneration", 0) != int(pdb["metadata"].get("generation") or 0):
+    if status.get("observedGeneration", 0) != int(meta_of(pdb).get("generation") or 0):
         return False
     if int(status.get("disruptionsAllowed") or 0) > 0:
         return bool(condition.get("status") == "True" and condition.get("reason") == "SufficientPods")

@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from kubeplane.api.resources import ResourceInfo, ResourceTable, default_table
+from kubeplane.api.views import section
 from kubeplane.client.errors import ConflictError, NotFoundError
 from kubeplane.client.interface import Client, Obj, PatchType
 from kubeplane.controllers.base import Controller, ControllerContext
@@ -165,22 +166,17 @@ class _Node:
         return out
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def _owner_refs(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    refs = _meta(obj).get("ownerReferences") or []
+    refs = section(obj, "metadata").get("ownerReferences") or []
     return [r for r in refs if isinstance(r, Mapping) and r.get("uid")]
 
 
 def _being_deleted(obj: Mapping[str, Any] | None) -> bool:
-    return obj is not None and bool(_meta(obj).get("deletionTimestamp"))
+    return obj is not None and bool(section(obj, "metadata").get("deletionTimestamp"))
 
 
 def _has_finalizer(obj: Mapping[str, Any] | None, finalizer: str) -> bool:
-    return obj is not None and finalizer in (_meta(obj).get("finalizers") or [])
+    return obj is not None and finalizer in (section(obj, "metadata").get("finalizers") or [])
 
 
 def starts_waiting_for_dependents(old: Mapping[str, Any] | None, new: Mapping[str, Any], finalizer: str) -> bool:
@@ -244,7 +240,7 @@ class GarbageCollector(Controller):
 
     @staticmethod
     def _identity(info: ResourceInfo, obj: Mapping[str, Any]) -> ObjectIdentity:
-        meta = _meta(obj)
+        meta = section(obj, "metadata")
         return ObjectIdentity(
             info.api_version, info.kind, str(meta.get("name") or ""), str(meta.get("uid") or ""),
             str(meta.get("namespace") or ""),
@@ -430,7 +426,7 @@ class GarbageCollector(Controller):
             latest = await self._get(info, node.identity)
         except NotFoundError:
             return None
-        return latest if _meta(latest).get("uid") == node.identity.uid else None
+        return latest if section(latest, "metadata").get("uid") == node.identity.uid else None
 
     async def _patch_refs(self, node: _Node, remove_uids: set[str]) -> None:
         """Remove the references to ``remove_uids`` from ``node``'s object (a JSON merge patch pinned to the
@@ -439,10 +435,15 @@ class GarbageCollector(Controller):
         latest = await self._latest(info, node)
         if latest is None:
             return
-        refs = [r for r in _meta(latest).get("ownerReferences") or [] if r.get("uid") not in remove_uids]
-        if len(refs) == len(_meta(latest).get("ownerReferences") or []):
+        refs = [r for r in section(latest, "metadata").get("ownerReferences") or [] if r.get("uid") not in remove_uids]
+        if len(refs) == len(section(latest, "metadata").get("ownerReferences") or []):
             return
-        patch = {"metadata": {"ownerReferences": refs or None, "resourceVersion": _meta(latest)["resourceVersion"]}}
+        patch = {
+            "metadata": {
+                "ownerReferences": refs or None,
+                "resourceVersion": section(latest, "metadata")["resourceVersion"],
+            }
+        }
         namespace = node.identity.namespace if info.namespaced else None
         try:
             await self.client.patch(info, node.identity.name, patch, patch_type=PatchType.MERGE, namespace=namespace)
@@ -457,11 +458,16 @@ class GarbageCollector(Controller):
             latest = await self._latest(info, node)
             if latest is None:
                 return
-            finalizers = list(_meta(latest).get("finalizers") or [])
+            finalizers = list(section(latest, "metadata").get("finalizers") or [])
             if finalizer not in finalizers:
                 return
             remaining = [f for f in finalizers if f != finalizer]
-            patch = {"metadata": {"finalizers": remaining or None, "resourceVersion": _meta(latest)["resourceVersion"]}}
+            patch = {
+                "metadata": {
+                    "finalizers": remaining or None,
+                    "resourceVersion": section(latest, "metadata")["resourceVersion"],
+                }
+            }
             try:
                 await self.client.patch(info, node.identity.name, patch, namespace=namespace)
                 return
@@ -573,9 +579,11 @@ class GarbageCollector(Controller):
         latest = await self._get(info, item.identity)
         refs = [
             {**r, "blockOwnerDeletion": False} if r.get("blockOwnerDeletion") is True else dict(r)
-            for r in _meta(latest).get("ownerReferences") or []
+            for r in section(latest, "metadata").get("ownerReferences") or []
         ]
-        patch = {"metadata": {"ownerReferences": refs, "resourceVersion": _meta(latest)["resourceVersion"]}}
+        patch = {
+            "metadata": {"ownerReferences": refs, "resourceVersion": section(latest, "metadata")["resourceVersion"]}
+        }
         namespace = item.identity.namespace if info.namespaced else None
         await self.client.patch(info, item.identity.name, patch, namespace=namespace)
 
@@ -619,7 +627,7 @@ class GarbageCollector(Controller):
         except NotFoundError:
             self._mark_absent(key)
             return None
-        if _meta(owner).get("uid") != key.uid:
+        if section(owner, "metadata").get("uid") != key.uid:
             self._mark_absent(key)
             return None
         return owner

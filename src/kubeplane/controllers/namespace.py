@@ -33,7 +33,9 @@ from typing import Any, ClassVar
 
 from kubeplane.api import meta as apimeta
 from kubeplane.api.resources import ResourceInfo
+from kubeplane.api.views import is_being_deleted, is_pod_terminal, meta_of, spec_of, status_of
 from kubeplane.client.errors import APIStatusError, ConflictError, NotFoundError
+from kubeplane.client.flowcontrol import TokenBucketConfig
 from kubeplane.client.interface import Obj
 from kubeplane.client.workqueue import (
     BucketRateLimiter,
@@ -41,7 +43,6 @@ from kubeplane.client.workqueue import (
     ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter,
     RateLimitingQueue,
-    TokenBucketConfig,
 )
 from kubeplane.controllers.base import Controller, ControllerContext
 from kubeplane.controllers.garbagecollector import resource_table
@@ -198,7 +199,7 @@ class NamespaceController(Controller):
         informer.add_event_handler(on_add=self._on_namespace, on_update=lambda _old, new: self._on_namespace(new))
 
     def _on_namespace(self, ns: Mapping[str, Any]) -> None:
-        if (ns.get("metadata") or {}).get("deletionTimestamp"):
+        if meta_of(ns).get("deletionTimestamp"):
             self.enqueue_after(ns, self.grace)
 
     def deletable_resources(self) -> list[ResourceInfo]:
@@ -222,15 +223,15 @@ class NamespaceController(Controller):
             ns = await self.client.get(self.namespaces, name)
         except NotFoundError:
             return
-        if not ns["metadata"].get("deletionTimestamp"):
+        if not is_being_deleted(ns):
             return
         try:
             ns = await self._retry_on_conflict(ns, self._ensure_terminating)
         except NotFoundError:
             return
-        if not ns["metadata"].get("deletionTimestamp"):
+        if not is_being_deleted(ns):
             return
-        if not (ns.get("spec") or {}).get("finalizers"):
+        if not spec_of(ns).get("finalizers"):
             return  # finalized already
         estimate = await self.delete_all_content(ns)
         if estimate > 0:
@@ -250,18 +251,18 @@ class NamespaceController(Controller):
             except ConflictError:
                 previous = latest
                 latest = await self.client.get(self.namespaces, previous["metadata"]["name"])
-                if latest["metadata"].get("uid") != previous["metadata"].get("uid"):
+                if meta_of(latest).get("uid") != meta_of(previous).get("uid"):
                     raise RuntimeError("namespace uid has changed across retries") from None
 
     async def _ensure_terminating(self, ns: Obj) -> Obj:
-        if (ns.get("status") or {}).get("phase") == "Terminating":
+        if status_of(ns).get("phase") == "Terminating":
             return ns
         updated = {**ns, "status": {**(ns.get("status") or {}), "phase": "Terminating"}}
         return await self.client.update(self.namespaces, updated, subresource="status")
 
     async def _finalize(self, ns: Obj) -> Obj:
         """Remove our token from ``spec.finalizers`` through ``namespaces/<name>/finalize``."""
-        remaining = sorted({f for f in (ns.get("spec") or {}).get("finalizers") or [] if f != FINALIZER_KUBERNETES})
+        remaining = sorted({f for f in spec_of(ns).get("finalizers") or [] if f != FINALIZER_KUBERNETES})
         body = {**ns, "spec": {**(ns.get("spec") or {}), "finalizers": remaining}}
         try:
             return await self.client.update(self.namespaces, body, subresource="finalize")
@@ -319,7 +320,7 @@ class NamespaceController(Controller):
             return 0, 0, {}
         finalizers: dict[str, int] = {}
         for item in items:
-            for finalizer in item["metadata"].get("finalizers") or []:
+            for finalizer in meta_of(item).get("finalizers") or []:
                 finalizers[finalizer] = finalizers.get(finalizer, 0) + 1
         if estimate:
             return estimate, len(items), finalizers
@@ -359,9 +360,9 @@ class NamespaceController(Controller):
             return 0
         estimate = 0
         for pod in (await self.client.list(self.pods, namespace=namespace)).get("items") or []:
-            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            if is_pod_terminal(pod):
                 continue
-            grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+            grace = spec_of(pod).get("terminationGracePeriodSeconds")
             if isinstance(grace, int) and grace > estimate:
                 estimate = grace
         return 0 if self.clock.now() - deleted_at >= estimate else estimate

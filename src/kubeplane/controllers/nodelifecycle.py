@@ -47,14 +47,25 @@ from typing import Any
 
 from kubeplane.api.meta import format_time
 from kubeplane.api.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, Taint, match_taint
+from kubeplane.api.views import (
+    NodeView,
+    PodView,
+    find_condition,
+    labels_of,
+    meta_of,
+    spec_of,
+    status_of,
+    uid_of,
+    zone_key,
+)
 from kubeplane.client.cache import NODE_NAME_INDEX
 from kubeplane.client.errors import ConflictError, NotFoundError
+from kubeplane.client.flowcontrol import TokenBucket, TokenBucketConfig
 from kubeplane.client.interface import Obj, PatchType
-from kubeplane.client.workqueue import TokenBucket, TokenBucketConfig
 from kubeplane.controllers.base import Controller, ControllerContext, split_key
-from kubeplane.controllers.controller_utils import parse_timestamp, pod_condition_patch
+from kubeplane.controllers.podutil import parse_timestamp, pod_condition_patch
 
-__all__ = ["NodeLifecycleController", "RateLimitedTimedQueue", "compute_zone_state", "zone_key"]
+__all__ = ["NodeLifecycleController", "RateLimitedTimedQueue", "compute_zone_state"]
 
 log = logging.getLogger(__name__)
 
@@ -101,23 +112,6 @@ DEFAULTS: Mapping[str, float] = {
 # --- pure helpers ----------------------------------------------------------------------------------------
 
 
-def zone_key(node: Mapping[str, Any]) -> str:
-    """Upstream ``GetZoneKey``: ``region:\\x00:zone`` from the topology (or beta failure-domain) labels."""
-    labels = (node.get("metadata") or {}).get("labels") or {}
-    zone = labels.get("topology.kubernetes.io/zone", labels.get("failure-domain.beta.kubernetes.io/zone", ""))
-    region = labels.get("topology.kubernetes.io/region", labels.get("failure-domain.beta.kubernetes.io/region", ""))
-    if not region and not zone:
-        return ""
-    return f"{region}:\x00:{zone}"
-
-
-def node_condition(node: Mapping[str, Any], condition_type: str) -> Obj | None:
-    for condition in (node.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == condition_type:
-            return condition  # type: ignore[no-any-return]
-    return None
-
-
 def compute_zone_state(
     ready_conditions: Sequence[Mapping[str, Any] | None], unhealthy_threshold: float
 ) -> tuple[int, str]:
@@ -132,7 +126,7 @@ def compute_zone_state(
 
 
 def _taints(node: Mapping[str, Any]) -> list[Taint]:
-    return [Taint.from_dict(t) for t in (node.get("spec") or {}).get("taints") or ()]
+    return [Taint.from_dict(t) for t in NodeView(node).taints]
 
 
 def _has_taint(node: Mapping[str, Any], taint: Taint) -> bool:
@@ -142,12 +136,13 @@ def _has_taint(node: Mapping[str, Any], taint: Taint) -> bool:
 def no_schedule_taint_diff(node: Mapping[str, Any]) -> tuple[list[Taint], list[Taint]]:
     """``(to add, to remove)`` so the node's condition and unschedulable NoSchedule taints match its state
     (upstream ``doNoScheduleTaintingPass`` with ``TaintSetDiff``: matching by key and effect)."""
+    view = NodeView(node)
     wanted: list[Taint] = []
-    for condition in (node.get("status") or {}).get("conditions") or ():
+    for condition in view.conditions:
         key = NODE_CONDITION_TO_TAINT.get(str(condition.get("type")), {}).get(str(condition.get("status")))
         if key:
             wanted.append(Taint(key, EFFECT_NO_SCHEDULE))
-    if (node.get("spec") or {}).get("unschedulable"):
+    if view.unschedulable:
         wanted.append(Taint(TAINT_UNSCHEDULABLE, EFFECT_NO_SCHEDULE))
     current = [
         t
@@ -159,6 +154,14 @@ def no_schedule_taint_diff(node: Mapping[str, Any]) -> tuple[list[Taint], list[T
     return add, remove
 
 
+def _working_condition(node: Obj, condition_type: str) -> Obj | None:
+    """The condition of ``condition_type`` in a working copy (:func:`_working_copy`), to change in place; reads
+    of shared nodes go through :class:`~kubeplane.api.views.NodeView`, which never hands out a writable one."""
+    status: Obj = node.get("status") or {}
+    conditions: list[Obj] = status.get("conditions") or []
+    return next((c for c in conditions if c.get("type") == condition_type), None)
+
+
 # --- the rate-limited zone queue ------------------------------------------------------------------------
 
 
@@ -167,7 +170,7 @@ def _working_copy(node: Mapping[str, Any]) -> Obj:
     metadata and its conditions are copied (what it writes), the rest (images, capacity...) is shared read-only.
     A full deep copy of every node every monitor period is what upstream does; in Python it dominated a
     5,000-node simulation."""
-    status = node.get("status") or {}
+    status = status_of(node)
     return {
         **node,
         "metadata": dict(node.get("metadata") or {}),
@@ -309,8 +312,8 @@ class NodeLifecycleController(Controller):
         )
 
     def _pod_updated(self, old: Obj | None, new: Obj) -> None:
-        node_name = (new.get("spec") or {}).get("nodeName")
-        if node_name and (old is None or (old.get("spec") or {}).get("nodeName") != node_name):
+        node_name = spec_of(new).get("nodeName")
+        if node_name and (old is None or spec_of(old).get("nodeName") != node_name):
             self.enqueue(new)
 
     # --- running -------------------------------------------------------------------------------------------
@@ -344,7 +347,7 @@ class NodeLifecycleController(Controller):
         task.add_done_callback(self._events.discard)
 
     def _node_event(self, node: Mapping[str, Any], reason: str, message: str) -> None:
-        meta = node.get("metadata") or {}
+        meta = meta_of(node)
         ref = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": meta.get("name"), "uid": meta.get("uid")}}
         self._event(ref, "Normal", reason, message)
 
@@ -363,7 +366,7 @@ class NodeLifecycleController(Controller):
         await self._reconcile_labels(node)
 
     async def _reconcile_labels(self, node: Obj) -> None:
-        labels = (node.get("metadata") or {}).get("labels")
+        labels = meta_of(node).get("labels")
         if not labels:
             return
         update = {beta: labels[ga] for ga, beta in LABEL_RECONCILE if ga in labels and labels.get(beta) != labels[ga]}
@@ -376,13 +379,13 @@ class NodeLifecycleController(Controller):
         pod = self.pod_lister.get(namespace, name)
         if pod is None:
             return
-        node_name = str((pod.get("spec") or {}).get("nodeName") or "")
+        node_name = str(spec_of(pod).get("nodeName") or "")
         health = self.health.get(node_name)
         if health is None:
             return
         if self.node_lister.get(None, node_name) is None:
             raise RuntimeError(f"node {node_name} of pod {key} is not in the cache yet")
-        ready = node_condition({"status": health.status}, "Ready")
+        ready = find_condition(health.status.get("conditions"), "Ready")
         if ready is not None and ready.get("status") != "True":
             await self.mark_pods_not_ready([pod], node_name)
 
@@ -424,7 +427,7 @@ class NodeLifecycleController(Controller):
                 continue
             observed, current = result
             name = node["metadata"]["name"]
-            labels = (node.get("metadata") or {}).get("labels") or {}
+            labels = labels_of(node)
             if LABEL_DISRUPTION_EXCLUSION not in labels:
                 zone_conditions.setdefault(zone_key(node), []).append(current)
             if current is not None:
@@ -449,15 +452,15 @@ class NodeLifecycleController(Controller):
         name = node["metadata"]["name"]
         now = self.clock.now()
         health = self.health.get(name)
-        current = node_condition(node, "Ready")
+        current = _working_condition(node, "Ready")
         status = node.setdefault("status", {})
-        created = parse_timestamp(node["metadata"].get("creationTimestamp")) or now
+        created = parse_timestamp(meta_of(node).get("creationTimestamp")) or now
         if current is None:
             observed: Obj = {
                 "type": "Ready",
                 "status": "Unknown",
-                "lastHeartbeatTime": node["metadata"].get("creationTimestamp"),
-                "lastTransitionTime": node["metadata"].get("creationTimestamp"),
+                "lastHeartbeatTime": meta_of(node).get("creationTimestamp"),
+                "lastTransitionTime": meta_of(node).get("creationTimestamp"),
             }
             grace = self.startup_grace_period
             if health is not None:
@@ -467,7 +470,7 @@ class NodeLifecycleController(Controller):
         else:
             observed = dict(current)  # a condition is flat (strings): a shallow copy is a deep one
             grace = self.grace_period
-        saved = node_condition({"status": health.status}, "Ready") if health is not None else None
+        saved = find_condition(health.status.get("conditions"), "Ready") if health is not None else None
         saved_lease = health.lease_renew if health is not None else None
         if health is None or (saved is None and current is not None) or (saved is not None and current is None):
             health = _NodeHealth(now, now, _conditions_copy(status))
@@ -480,7 +483,7 @@ class NodeLifecycleController(Controller):
             health = _NodeHealth(now, now if moved else health.ready_transition, _conditions_copy(status))
         health.lease_renew = saved_lease
         lease = self.lease_lister.get(NODE_LEASE_NAMESPACE, name)
-        renew = parse_timestamp((lease or {}).get("spec", {}).get("renewTime")) if lease is not None else None
+        renew = parse_timestamp(spec_of(lease).get("renewTime")) if lease is not None else None
         if renew is not None and (saved_lease is None or saved_lease < renew):
             health.lease_renew = renew
             health.probe = now
@@ -490,13 +493,13 @@ class NodeLifecycleController(Controller):
             stamp = format_time(now)
             conditions = status.setdefault("conditions", [])
             for condition_type in UNKNOWN_CONDITION_TYPES:
-                condition = node_condition(node, condition_type)
+                condition = _working_condition(node, condition_type)
                 if condition is None:
                     conditions.append(
                         {
                             "type": condition_type,
                             "status": "Unknown",
-                            "lastHeartbeatTime": node["metadata"].get("creationTimestamp"),
+                            "lastHeartbeatTime": meta_of(node).get("creationTimestamp"),
                             "lastTransitionTime": stamp,
                             "reason": "NodeStatusNeverUpdated",
                             "message": "Kubelet never posted node status.",
@@ -507,10 +510,10 @@ class NodeLifecycleController(Controller):
                     condition["reason"] = "NodeStatusUnknown"
                     condition["message"] = "Kubelet stopped posting node status."
                     condition["lastTransitionTime"] = stamp
-            current = node_condition(node, "Ready")
+            current = _working_condition(node, "Ready")
             if current != observed:
                 updated = await self.client.update(self.nodes_res, node, subresource="status")
-                node["metadata"]["resourceVersion"] = updated["metadata"].get("resourceVersion")
+                node["metadata"]["resourceVersion"] = meta_of(updated).get("resourceVersion")
                 self.health[name] = _NodeHealth(health.probe, now, _conditions_copy(status), health.lease_renew)
         return observed, current
 
@@ -536,11 +539,9 @@ class NodeLifecycleController(Controller):
         raises after trying them all if any write failed."""
         errors: list[Exception] = []
         for pod in pods:
-            if (pod.get("spec") or {}).get("nodeName") != node_name:
+            if spec_of(pod).get("nodeName") != node_name:
                 continue
-            ready = next(
-                (c for c in (pod.get("status") or {}).get("conditions") or () if c.get("type") == "Ready"), None
-            )
+            ready = PodView(pod).ready_condition
             if ready is None:
                 continue
             patch = pod_condition_patch(pod, {**ready, "status": "False"}, self.clock.now())
@@ -579,7 +580,7 @@ class NodeLifecycleController(Controller):
         taint = NOT_READY_TAINT if status == "False" else UNREACHABLE_TAINT
         if not _has_taint(node, taint):
             queue.remove(name)
-        return queue.add(name, str(node["metadata"].get("uid") or ""))
+        return queue.add(name, uid_of(node))
 
     async def mark_node_as_reachable(self, node: Obj) -> bool:
         name = node["metadata"]["name"]
@@ -596,7 +597,7 @@ class NodeLifecycleController(Controller):
         node = self.node_lister.get(None, value.value)
         if node is None:
             return True, 0.0
-        ready = node_condition(node, "Ready")
+        ready = NodeView(node).condition("Ready")
         if ready is None:
             return False, 0.05
         if ready.get("status") == "False":

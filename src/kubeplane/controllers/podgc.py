@@ -30,11 +30,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubeplane.api.meta import parse_time
+from kubeplane.api.views import (
+    NodeView,
+    PodView,
+    is_being_deleted,
+    is_pod_terminal,
+    meta_of,
+    name_of,
+    spec_of,
+)
 from kubeplane.client.cache import NODE_NAME_INDEX
 from kubeplane.client.errors import NotFoundError
 from kubeplane.client.interface import Obj, PatchType
 from kubeplane.controllers.base import Controller, ControllerContext
-from kubeplane.controllers.controller_utils import DISRUPTION_TARGET, pod_condition_patch
+from kubeplane.controllers.controller_utils import DISRUPTION_TARGET
+from kubeplane.controllers.podutil import pod_condition_patch
 
 __all__ = ["PodGCController", "is_pod_terminated", "terminated_pods_to_delete"]
 
@@ -50,22 +60,19 @@ ORPHAN_CONDITION: Mapping[str, str] = {
 }
 
 
-def _phase(pod: Mapping[str, Any]) -> str:
-    return str((pod.get("status") or {}).get("phase") or "")
-
-
 def is_pod_terminated(pod: Mapping[str, Any]) -> bool:
     """Upstream ``isPodTerminated``: any phase but Pending, Running and Unknown (so also a missing phase)."""
-    return _phase(pod) not in ("Pending", "Running", "Unknown")
+    return PodView(pod).phase not in ("Pending", "Running", "Unknown")
 
 
 def _is_evicted(pod: Mapping[str, Any]) -> bool:
     """Upstream ``eviction.PodIsEvicted``: Failed with reason ``Evicted`` (the kubelet's node-pressure kind)."""
-    return _phase(pod) == "Failed" and (pod.get("status") or {}).get("reason") == "Evicted"
+    view = PodView(pod)
+    return view.phase == "Failed" and view.reason == "Evicted"
 
 
 def _created(pod: Mapping[str, Any]) -> float:
-    value = (pod.get("metadata") or {}).get("creationTimestamp")
+    value = meta_of(pod).get("creationTimestamp")
     try:
         return parse_time(value).timestamp() if isinstance(value, str) else 0.0
     except ValueError:
@@ -74,7 +81,7 @@ def _created(pod: Mapping[str, Any]) -> float:
 
 def _gc_order(pod: Mapping[str, Any]) -> tuple[bool, float, str]:
     """Upstream ``byEvictionAndCreationTimestamp``: evicted first, then oldest, then by name."""
-    return (not _is_evicted(pod), _created(pod), str((pod.get("metadata") or {}).get("name") or ""))
+    return (not _is_evicted(pod), _created(pod), name_of(pod))
 
 
 def terminated_pods_to_delete(pods: Sequence[Obj], threshold: int) -> list[Obj]:
@@ -84,15 +91,6 @@ def terminated_pods_to_delete(pods: Sequence[Obj], threshold: int) -> list[Obj]:
     if threshold <= 0 or excess <= 0:
         return []
     return sorted(terminated, key=_gc_order)[:excess]
-
-
-def _is_node_ready(node: Mapping[str, Any]) -> bool:
-    conditions = (node.get("status") or {}).get("conditions") or ()
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
-def _terminating(pod: Mapping[str, Any]) -> bool:
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
 
 
 class PodGCController(Controller):
@@ -141,21 +139,21 @@ class PodGCController(Controller):
         await self._gc_terminating(pods)
         nodes = {n["metadata"]["name"] for n in self.node_lister.list()}
         for pod in pods:
-            node_name = (pod.get("spec") or {}).get("nodeName")
+            node_name = spec_of(pod).get("nodeName")
             if node_name and node_name not in nodes:
                 self.enqueue_after(str(node_name), self.quarantine)
-        await self._delete_all([p for p in pods if _terminating(p) and not (p.get("spec") or {}).get("nodeName")])
+        await self._delete_all([p for p in pods if is_being_deleted(p) and not spec_of(p).get("nodeName")])
 
     async def _gc_terminating(self, pods: Sequence[Obj]) -> None:
         doomed: list[Obj] = []
         for pod in pods:
-            if not _terminating(pod):
+            if not is_being_deleted(pod):
                 continue
-            node = self.node_lister.get(None, str((pod.get("spec") or {}).get("nodeName") or ""))
+            node = self.node_lister.get(None, str(spec_of(pod).get("nodeName") or ""))
             if node is None:
                 continue
-            taints = (node.get("spec") or {}).get("taints") or ()
-            if not _is_node_ready(node) and any(t.get("key") == TAINT_OUT_OF_SERVICE for t in taints):
+            taints = spec_of(node).get("taints") or ()
+            if not NodeView(node).is_ready and any(t.get("key") == TAINT_OUT_OF_SERVICE for t in taints):
                 doomed.append(pod)
         await self._delete_all(sorted(doomed, key=_gc_order))
 
@@ -169,7 +167,7 @@ class PodGCController(Controller):
         except NotFoundError:
             pass
         for pod in self.pod_indexer.by_index(NODE_NAME_INDEX, key):
-            log.info("found orphaned pod %s on node %s; deleting", pod["metadata"].get("name"), key)
+            log.info("found orphaned pod %s on node %s; deleting", meta_of(pod).get("name"), key)
             try:
                 await self.mark_failed_and_delete(pod, ORPHAN_CONDITION)
             except NotFoundError:
@@ -179,13 +177,13 @@ class PodGCController(Controller):
         results = await asyncio.gather(*(self.mark_failed_and_delete(p) for p in pods), return_exceptions=True)
         for pod, result in zip(pods, results, strict=True):
             if isinstance(result, BaseException) and not isinstance(result, NotFoundError):
-                log.info("pod GC failed to delete %s: %s", pod["metadata"].get("name"), result)
+                log.info("pod GC failed to delete %s: %s", meta_of(pod).get("name"), result)
 
     async def mark_failed_and_delete(self, pod: Obj, condition: Mapping[str, Any] | None = None) -> None:
         """Upstream ``markFailedAndDeletePodWithCondition``: phase Failed (plus ``condition``) unless already
         terminal, then delete with grace period 0."""
         meta = pod["metadata"]
-        if _phase(pod) not in ("Succeeded", "Failed"):
+        if not is_pod_terminal(pod):
             status: Obj = {"phase": "Failed"}
             if condition is not None:
                 patch = pod_condition_patch(pod, condition, self.clock.now())

@@ -30,11 +30,11 @@ from typing import Any, ClassVar
 
 from kubeplane.api import labels as apilabels
 from kubeplane.api.meta import format_time
+from kubeplane.api.views import controller_ref_of, meta_of, section, spec_of, status_of
 from kubeplane.client.errors import NotFoundError
 from kubeplane.client.interface import Obj
-
-from .base import Controller, ControllerContext, key_of, split_key
-from .controller_utils import (
+from kubeplane.controllers.controller_ref_manager import PodControllerRefManager, recheck_deletion_timestamp
+from kubeplane.controllers.controller_utils import (
     CONTROLLER_UID_INDEX,
     FAILED_CREATE_POD_REASON,
     FAILED_DELETE_POD_REASON,
@@ -42,28 +42,28 @@ from .controller_utils import (
     POD_CONTROLLER_UID_INDEX,
     SLOW_START_INITIAL_BATCH_SIZE,
     PodControl,
-    PodControllerRefManager,
-    UIDTrackingControllerExpectations,
     controller_uid_index,
     error_message,
-    filter_active_pods,
     filter_claimed_pods,
     filter_pods_by_owner,
-    filter_terminating_pods,
-    find_min_next_pod_availability_check,
-    get_controller_of,
     has_status_cause,
-    is_pod_active,
-    is_pod_available,
-    is_pod_ready,
-    meta_of,
     new_controller_ref,
     pod_controller_uid_index,
     pod_key,
-    recheck_deletion_timestamp,
     slow_start_batch,
     sort_active_pods_with_ranks,
 )
+from kubeplane.controllers.expectations import UIDTrackingControllerExpectations
+from kubeplane.controllers.podutil import (
+    filter_active_pods,
+    filter_terminating_pods,
+    find_min_next_pod_availability_check,
+    is_pod_active,
+    is_pod_available,
+    is_pod_ready,
+)
+
+from .base import Controller, ControllerContext, key_of, split_key
 
 __all__ = [
     "BURST_REPLICAS",
@@ -86,18 +86,13 @@ REPLICA_FAILURE = "ReplicaFailure"
 API_VERSION, KIND = "apps/v1", "ReplicaSet"
 
 
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec: Mapping[str, Any] = obj.get("spec") or {}
-    return spec
-
-
 def _replicas(rs: Mapping[str, Any]) -> int:
-    value = _spec(rs).get("replicas")
+    value = spec_of(rs).get("replicas")
     return 1 if value is None else int(value)  # the API server defaults it to 1
 
 
 def _min_ready_seconds(rs: Mapping[str, Any]) -> int:
-    return int(_spec(rs).get("minReadySeconds") or 0)
+    return int(spec_of(rs).get("minReadySeconds") or 0)
 
 
 # --- pure logic (upstream replica_set_utils.go and getPodsToDelete) ----------------------------------------
@@ -114,9 +109,9 @@ def get_pods_to_delete(
     on_node: dict[str, int] = {}
     for pod in related_pods:
         if is_pod_active(pod):
-            node = str(_spec(pod).get("nodeName") or "")
+            node = str(spec_of(pod).get("nodeName") or "")
             on_node[node] = on_node.get(node, 0) + 1
-    ranks = [on_node.get(str(_spec(pod).get("nodeName") or ""), 0) for pod in active_pods]
+    ranks = [on_node.get(str(spec_of(pod).get("nodeName") or ""), 0) for pod in active_pods]
     return sort_active_pods_with_ranks(active_pods, ranks, now)[:diff]
 
 
@@ -140,9 +135,7 @@ def calculate_status(
     failed and the condition is absent, and removed when it succeeded; an existing condition is kept as is, so
     its lastTransitionTime stays the time of the first failure."""
     status: Obj = dict(rs.get("status") or {})
-    template_labels = apilabels.selector_from_set(
-        ((_spec(rs).get("template") or {}).get("metadata") or {}).get("labels")
-    )
+    template_labels = apilabels.selector_from_set(section(rs, "spec", "template", "metadata").get("labels"))
     min_ready = _min_ready_seconds(rs)
     fully_labeled = ready = available = 0
     for pod in active_pods:
@@ -185,7 +178,7 @@ _COUNTS = ("replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplic
 
 def _status_unchanged(rs: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     """Upstream's steady-state test: same counts and conditions, and the generation already observed."""
-    old: Mapping[str, Any] = rs.get("status") or {}
+    old: Mapping[str, Any] = status_of(rs)
     return (
         all(int(old.get(k) or 0) == int(new.get(k) or 0) for k in _COUNTS)
         and old.get("terminatingReplicas") == new.get("terminatingReplicas")
@@ -255,7 +248,7 @@ class ReplicaSetController(Controller):
         found = []
         for rs in self.rs_lister.list(meta_of(pod).get("namespace") or ""):
             try:
-                selector = apilabels.label_selector_as_selector(_spec(rs).get("selector"))
+                selector = apilabels.label_selector_as_selector(spec_of(rs).get("selector"))
             except apilabels.SelectorError:
                 continue
             if selector.empty() or not selector.matches(pod_labels):
@@ -270,7 +263,7 @@ class ReplicaSetController(Controller):
             # After a restart a pod may first show up already being deleted: not a creation observation.
             self._delete_pod(pod)
             return
-        ref = get_controller_of(pod)
+        ref = controller_ref_of(pod)
         if ref is not None:
             rs = self._resolve_controller_ref(str(meta_of(pod).get("namespace") or ""), ref)
             if rs is None:
@@ -294,7 +287,7 @@ class ReplicaSetController(Controller):
             if label_changed:
                 self._delete_pod(old)
             return
-        cur_ref, old_ref = get_controller_of(cur), get_controller_of(old)
+        cur_ref, old_ref = controller_ref_of(cur), controller_ref_of(old)
         ref_changed = cur_ref != old_ref
         if ref_changed and old_ref is not None:
             old_rs = self._resolve_controller_ref(namespace, old_ref)
@@ -315,7 +308,7 @@ class ReplicaSetController(Controller):
                 self.enqueue(rs)
 
     def _delete_pod(self, pod: Obj) -> None:
-        ref = get_controller_of(pod)
+        ref = controller_ref_of(pod)
         if ref is None:
             return  # no controller cares about an orphan going away
         rs = self._resolve_controller_ref(str(meta_of(pod).get("namespace") or ""), ref)
@@ -335,7 +328,7 @@ class ReplicaSetController(Controller):
             return
         needs_sync = self.expectations.satisfied_expectations(key)
         try:
-            selector = apilabels.label_selector_as_selector(_spec(rs).get("selector"))
+            selector = apilabels.label_selector_as_selector(spec_of(rs).get("selector"))
         except apilabels.SelectorError as exc:
             log.error("error converting pod selector to selector for rs %s: %s", key, exc)
             return  # retrying cannot help until the object changes
@@ -355,7 +348,7 @@ class ReplicaSetController(Controller):
         if manage_error is not None:
             raise manage_error
         # A last line of defence (queue preemption, clock skew): look again when the next pod becomes available.
-        status: Mapping[str, Any] = updated.get("status") or {}
+        status: Mapping[str, Any] = status_of(updated)
         min_ready = _min_ready_seconds(updated)
         if min_ready > 0 and int(status.get("readyReplicas") or 0) != int(status.get("availableReplicas") or 0):
             delay = find_min_next_pod_availability_check(active_pods, min_ready, now, self.clock)
@@ -395,7 +388,7 @@ class ReplicaSetController(Controller):
             # Expect before creating: the informer may report a new pod before create() returns.
             self.expectations.expect_creations(key, count)
             log.info("too few replicas for %s %s: need %d, creating %d", KIND, key, _replicas(rs), count)
-            template: Mapping[str, Any] = _spec(rs).get("template") or {}
+            template: Mapping[str, Any] = spec_of(rs).get("template") or {}
             ref = new_controller_ref(rs, api_version=API_VERSION, kind=KIND)
 
             async def create() -> None:
@@ -438,7 +431,7 @@ class ReplicaSetController(Controller):
     def _get_indirectly_related_pods(self, rs: Obj) -> list[Obj]:
         """Pods selected by any ReplicaSet with the same controller as ``rs`` (e.g. every ReplicaSet of one
         Deployment), each once. A ReplicaSet without a controller has none, as upstream."""
-        ref = get_controller_of(rs)
+        ref = controller_ref_of(rs)
         if ref is None:
             log.debug("%s %s has no controller: no related pods", KIND, key_of(rs))
             return []
@@ -446,7 +439,7 @@ class ReplicaSetController(Controller):
         related: list[Obj] = []
         for other in self.rs_informer.indexer.by_index(CONTROLLER_UID_INDEX, str(ref.get("uid") or "")):
             try:
-                selector = apilabels.label_selector_as_selector(_spec(other).get("selector"))
+                selector = apilabels.label_selector_as_selector(spec_of(other).get("selector"))
             except apilabels.SelectorError:
                 continue  # an invalid selector matches no pods
             for pod in self.pod_lister.list(meta_of(other).get("namespace") or "", selector):

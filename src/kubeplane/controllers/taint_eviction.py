@@ -35,11 +35,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeplane.api.taints import EFFECT_NO_EXECUTE, toleration_tolerates_taint
+from kubeplane.api.views import spec_of
 from kubeplane.client.cache import NODE_NAME_INDEX
 from kubeplane.client.errors import NotFoundError
 from kubeplane.client.interface import Obj, PatchType
 from kubeplane.controllers.base import Controller, ControllerContext, key_of, split_key
-from kubeplane.controllers.controller_utils import DISRUPTION_TARGET, pod_condition_patch
+from kubeplane.controllers.controller_utils import DISRUPTION_TARGET
+from kubeplane.controllers.podutil import pod_condition_patch
 
 __all__ = [
     "TaintEvictionController",
@@ -82,7 +84,7 @@ def get_min_toleration_time(tolerations: Sequence[Mapping[str, Any]]) -> float:
 
 
 def no_execute_taints(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return [t for t in (node.get("spec") or {}).get("taints") or () if t.get("effect") == EFFECT_NO_EXECUTE]
+    return [t for t in spec_of(node).get("taints") or () if t.get("effect") == EFFECT_NO_EXECUTE]
 
 
 def _pod_ref(key: str) -> Obj:
@@ -130,7 +132,7 @@ class TaintEvictionController(Controller):
         self.enqueue(pod)
 
     def _pod_updated(self, old: Obj, new: Obj) -> None:
-        o, n = old.get("spec") or {}, new.get("spec") or {}
+        o, n = spec_of(old), spec_of(new)
         if o.get("tolerations") == n.get("tolerations") and o.get("nodeName") == n.get("nodeName"):
             return
         self.enqueue(new)
@@ -159,7 +161,7 @@ class TaintEvictionController(Controller):
         if pod is None:
             self._cancel_with_event(key)
             return
-        node_name = (pod.get("spec") or {}).get("nodeName") or ""
+        node_name = spec_of(pod).get("nodeName") or ""
         if not node_name:
             return
         node = self.node_lister.get(None, node_name)
@@ -183,7 +185,7 @@ class TaintEvictionController(Controller):
             self._process_pod_on_node(key_of(pod), pod, taints, now)
 
     def _process_pod_on_node(self, key: str, pod: Obj, taints: list[Mapping[str, Any]], now: float) -> None:
-        tolerations = (pod.get("spec") or {}).get("tolerations") or []
+        tolerations = spec_of(pod).get("tolerations") or []
         all_tolerated, used = get_matching_tolerations(taints, tolerations)
         if not all_tolerated:
             self._cancel_with_event(key)

@@ -27,6 +27,7 @@ from typing import Any, Final
 
 from kubeplane.api.pods import pod_limits, pod_requests
 from kubeplane.api.quantity import QuantityError, parse_value
+from kubeplane.api.views import EMPTY, NodeView, annotations_of, items, labels_of, section, spec_of
 
 __all__ = [
     "GPU_DEVICES_ANNOTATION",
@@ -82,26 +83,22 @@ class GpuRequest:
         return self.models is None or model in self.models
 
 
-def _annotations(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    return (obj.get("metadata") or {}).get("annotations") or {}
-
-
 def _models(pod: Mapping[str, Any]) -> frozenset[str] | None:
     """The models a pod's required node affinity allows: the union over its terms; None when a term allows any.
 
     Node selector terms are ORed: a term without an ``In`` on the model label lets every model through.
     """
-    affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
+    affinity = section(pod, "spec", "affinity", "nodeAffinity")
     required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
     terms = required.get("nodeSelectorTerms") or []
     if not terms:
-        selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+        selector = spec_of(pod).get("nodeSelector") or {}
         model = selector.get(GPU_MODEL_LABEL)
         return None if model is None else frozenset([str(model)])
     allowed: set[str] = set()
     for term in terms:
         values: set[str] | None = None
-        for expr in (term or {}).get("matchExpressions") or []:
+        for expr in items(term or EMPTY, "matchExpressions"):
             if expr.get("key") == GPU_MODEL_LABEL and expr.get("operator") == "In":
                 got = {str(v) for v in expr.get("values") or []}
                 values = got if values is None else values & got
@@ -115,7 +112,7 @@ def gpu_request(pod: Mapping[str, Any]) -> GpuRequest | None:
     """The pod's GPU request, None for a pod without GPUs. Raises :class:`GpuError` for a malformed one."""
     # Extended resources have requests = limits; an object not yet defaulted by the API may carry only limits.
     whole = pod_requests(pod).get(GPU_RESOURCE, 0) or pod_limits(pod).get(GPU_RESOURCE, 0)
-    text = _annotations(pod).get(GPU_MILLI_ANNOTATION)
+    text = annotations_of(pod).get(GPU_MILLI_ANNOTATION)
     if text is not None:
         try:
             milli = int(str(text))
@@ -142,7 +139,7 @@ def gpu_request_or_none(pod: Mapping[str, Any]) -> GpuRequest | None:
 
 def devices_of(pod: Mapping[str, Any]) -> tuple[int, ...] | None:
     """The device indices recorded on the pod, None when none are (or the annotation is malformed)."""
-    text = _annotations(pod).get(GPU_DEVICES_ANNOTATION)
+    text = annotations_of(pod).get(GPU_DEVICES_ANNOTATION)
     if not text:
         return None
     try:
@@ -157,8 +154,8 @@ def format_devices(devices: Iterable[int]) -> str:
 
 def node_gpu_count(node: Mapping[str, Any]) -> int:
     """Whole GPUs the node advertises (``status.allocatable``, else capacity)."""
-    status = node.get("status") or {}
-    value = (status.get("allocatable") or {}).get(GPU_RESOURCE, (status.get("capacity") or {}).get(GPU_RESOURCE))
+    view = NodeView(node)
+    value = view.allocatable.get(GPU_RESOURCE, view.capacity.get(GPU_RESOURCE))
     if value is None:
         return 0
     try:
@@ -168,7 +165,7 @@ def node_gpu_count(node: Mapping[str, Any]) -> int:
 
 
 def node_gpu_model(node: Mapping[str, Any]) -> str:
-    return str(((node.get("metadata") or {}).get("labels") or {}).get(GPU_MODEL_LABEL, ""))
+    return str(labels_of(node).get(GPU_MODEL_LABEL, ""))
 
 
 def valid_devices(devices: Sequence[int], request: GpuRequest, device_count: int) -> bool:

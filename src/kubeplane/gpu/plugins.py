@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 from kubeplane.api.quantity import Quantity, QuantityError
+from kubeplane.api.views import annotations_of
 from kubeplane.gpu.frag import PodType, TargetWorkload, typical_pods
 from kubeplane.gpu.model import (
     GPU_DEVICES_ANNOTATION,
@@ -396,7 +397,7 @@ class GpuShare:
         if found is None or found[0] != node_name:
             return None
         text = format_devices(found[1])
-        if ((pod.pod.get("metadata") or {}).get("annotations") or {}).get(GPU_DEVICES_ANNOTATION) == text:
+        if annotations_of(pod.pod).get(GPU_DEVICES_ANNOTATION) == text:
             return None
         client = self._handle.client
         if client is None:

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from kubeplane.scheduler.backend.node_tree import NodeTree, zone_key
+from kubeplane.api.views import zone_key
+from kubeplane.scheduler.backend.node_tree import NodeTree
 
 REGION = "topology.kubernetes.io/region"
 ZONE = "topology.kubernetes.io/zone"

@@ -31,6 +31,7 @@ from kubeplane.scheduler.framework.interface import (
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo, Resource
 from kubeplane.scheduler.plugins import node_resources_balanced_allocation as balanced
 from kubeplane.scheduler.plugins import node_resources_fit as fit
+from kubeplane.scheduler.plugins.helper import go_div
 from kubeplane.scheduler.plugins.node_resources_fit import (
     InsufficientResource,
     NodeResourcesFit,
@@ -41,7 +42,6 @@ from kubeplane.scheduler.plugins.resource_allocation import (
     ShapePoint,
     broken_linear_vector,
     build_broken_linear_function,
-    go_div,
     go_round,
 )
 

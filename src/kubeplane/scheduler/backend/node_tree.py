@@ -1,9 +1,9 @@
 """The order in which the scheduler lists nodes: grouped by zone, zones taken round-robin (upstream ``node_tree.go``).
 
-A :class:`NodeTree` holds node *names* per zone key (:func:`zone_key`: region and zone labels, ``""`` for nodes
-without either). :meth:`NodeTree.list` interleaves the zones: the first node of every zone (zones in the order they
-were first seen), then the second node of every zone, and so on, so that a scheduler looking at only part of the
-nodes (``percentageOfNodesToScore``) still spreads over zones.
+A :class:`NodeTree` holds node *names* per zone key (:func:`kubeplane.api.views.zone_key`: region and zone labels,
+``""`` for nodes without either). :meth:`NodeTree.list` interleaves the zones: the first node of every zone (zones
+in the order they were first seen), then the second node of every zone, and so on, so that a scheduler looking at
+only part of the nodes (``percentageOfNodesToScore``) still spreads over zones.
 
 Invariants:
 
@@ -21,30 +21,9 @@ import contextlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["NodeTree", "zone_key"]
+from kubeplane.api.views import name_of, zone_key
 
-_BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
-_BETA_REGION = "failure-domain.beta.kubernetes.io/region"
-_ZONE = "topology.kubernetes.io/zone"
-_REGION = "topology.kubernetes.io/region"
-
-
-def zone_key(node: Mapping[str, Any]) -> str:
-    """Upstream ``utilnode.GetZoneKey``: ``region + ":\\x00:" + zone``, ``""`` when both are empty.
-
-    The deprecated ``failure-domain.beta`` labels win over the ``topology.kubernetes.io`` ones when present.
-    """
-    labels: Mapping[str, str] = (node.get("metadata") or {}).get("labels") or {}
-    zone = labels[_BETA_ZONE] if _BETA_ZONE in labels else labels.get(_ZONE, "")
-    region = labels[_BETA_REGION] if _BETA_REGION in labels else labels.get(_REGION, "")
-    if not region and not zone:
-        return ""
-    return f"{region}:\x00:{zone}"
-
-
-def _name(node: Mapping[str, Any]) -> str:
-    name: str = (node.get("metadata") or {}).get("name") or ""
-    return name
+__all__ = ["NodeTree"]
 
 
 class NodeTree:
@@ -67,7 +46,7 @@ class NodeTree:
 
     def add_node(self, node: Mapping[str, Any]) -> bool:
         """Append the node to its zone; False (and no change) when a node of that name is already in the tree."""
-        name = _name(node)
+        name = name_of(node)
         if name in self._zone_of:
             return False
         zone = zone_key(node)
@@ -83,7 +62,7 @@ class NodeTree:
 
     def remove_node(self, node: Mapping[str, Any]) -> None:
         """Remove the node from the zone its labels name; KeyError when it is not there (upstream's error)."""
-        name = _name(node)
+        name = name_of(node)
         zone = zone_key(node)
         if self._zone_of.get(name) != zone:
             raise KeyError(f"node {name!r} in group {zone!r} was not found")

@@ -25,6 +25,7 @@ __all__ = [
     "default_normalize_score",
     "do_not_schedule_taint",
     "go_div",
+    "go_div_vector",
     "node_taints_of",
     "node_unschedulable_of",
     "pod_uid_of",
@@ -32,9 +33,19 @@ __all__ = [
 
 
 def go_div(a: int, b: int) -> int:
-    """Go's integer division: the quotient truncated toward zero (Python's ``//`` floors)."""
+    """Go's integer division: the quotient truncated toward zero (Python's ``//`` floors).
+
+    The one home of Go's division for the scores (upstream computes every score in int64): this and
+    :func:`go_div_vector` must agree, as the vectorised scores are held to the per-node reference.
+    """
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b >= 0) else -q
+
+
+def go_div_vector(a: IntArray, b: IntArray) -> IntArray:
+    """:func:`go_div` elementwise; ``b`` must hold no zero."""
+    q: IntArray = np.abs(a) // np.abs(b)
+    return np.where((a < 0) != (b < 0), -q, q)
 
 
 def default_normalize_score(max_priority: int, reverse: bool, scores: Sequence[NodeScore]) -> Status | None:

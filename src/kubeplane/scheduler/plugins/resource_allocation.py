@@ -16,8 +16,8 @@ Mirrors upstream ``pkg/scheduler/framework/plugins/noderesources/resource_alloca
   cpu, memory, ephemeral-storage nor scalar (``pods``), which upstream resolves to ``(0, 0)`` as well.
 * Each strategy receives ``requested`` (node usage plus the pod), ``allocated`` (node usage without the pod) and
   ``allocatable`` for the resources left, in configuration order, and returns an int64 score. All integer
-  arithmetic is Go's: division truncates toward zero (:func:`go_div`), rounding is ``math.Round`` (half away from
-  zero, :func:`go_round`); float arithmetic is IEEE double in the same operation order as upstream, so the
+  arithmetic is Go's: division truncates toward zero (:func:`.helper.go_div`), rounding is ``math.Round`` (half
+  away from zero, :func:`go_round`); float arithmetic is IEEE double in the same operation order as upstream, so the
   numpy paths give bit-identical results.
 
 Invariants: every ``score_vector`` returns exactly what ``score`` returns for each row (property tests pin it);
@@ -38,6 +38,7 @@ from kubeplane.api.pods import NON_ZERO_DEFAULTS, is_pod_level_requests_set, pod
 from kubeplane.scheduler.backend.node_table import IntArray, NodeTable
 from kubeplane.scheduler.framework.interface import MAX_NODE_SCORE, CycleState, ScoreExtensions, Status
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo, is_scalar_resource_name
+from kubeplane.scheduler.plugins.helper import go_div, go_div_vector
 
 __all__ = [
     "DEFAULT_RESOURCES",
@@ -57,8 +58,6 @@ __all__ = [
     "ShapePoint",
     "broken_linear_vector",
     "build_broken_linear_function",
-    "go_div",
-    "go_div_vector",
     "go_round",
     "go_round_vector",
     "parse_resource_specs",
@@ -74,18 +73,6 @@ MAX_UTILIZATION: Final = 100
 
 
 # --- Go arithmetic ---------------------------------------------------------------------------------------
-
-
-def go_div(a: int, b: int) -> int:
-    """Go's integer division: the quotient truncated toward zero (Python's ``//`` floors)."""
-    q = abs(a) // abs(b)
-    return -q if (a < 0) != (b < 0) else q
-
-
-def go_div_vector(a: IntArray, b: IntArray) -> IntArray:
-    """:func:`go_div` elementwise; ``b`` must hold no zero."""
-    q: IntArray = np.abs(a) // np.abs(b)
-    return np.where((a < 0) != (b < 0), -q, q)
 
 
 def go_round(x: float) -> int:
