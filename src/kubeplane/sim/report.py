@@ -1,9 +1,15 @@
 """Simulation outputs: summary JSON, time-series and per-pod CSV, and a self-contained HTML report with plots.
 
 A simulation result (:class:`SimResultLike`, the shape :mod:`kubeplane.sim.runner` produces) is plain data:
-a flat ``summary`` dict, ``timeseries`` rows (one per sample, ``t`` in simulated seconds) and ``pods`` rows.
-This module turns one result into a directory a person can open (:func:`write_outputs`) and several results of
-the same scenario into one side-by-side comparison (:func:`write_comparison`).
+a flat ``summary`` dict, ``timeseries`` rows (one per sample, ``t`` in simulated seconds) and ``pods`` rows,
+optionally ``actions`` (the scenario's actions as run) and ``gpu`` rows. This module turns one result into a
+directory a person can open (:func:`write_outputs`) and several results of the same scenario into one
+side-by-side comparison (:func:`write_comparison`); the plots are :mod:`kubeplane.sim.plots`'.
+
+The page, top to bottom: the run's identity, the headline (the summary's ``headline`` fields), the summary, the
+scenario's actions (numbered as on the plots' time axes), the plots (or one sentence where a plot would show
+nothing) and the pods' outcomes. Long values wrap (``overflow-wrap:anywhere``), so a comparison of several
+configurations with 64-character hashes fits a 1280-px window.
 
 Invariants:
 
@@ -17,9 +23,9 @@ Invariants:
   in the page and mathtext-escaped in the plots.
 * CSV columns are the union of the rows' keys in first-seen order; ``None`` is written as an empty field.
   ``summary.json`` is strict JSON: non-finite floats are written as ``null``.
-* matplotlib is imported lazily and only its Agg canvas is used, through :class:`~matplotlib.figure.Figure`
-  objects that are never registered with pyplot: ``import kubeplane.sim`` stays light, and writing a report
-  from a notebook neither switches the notebook's backend nor leaks figures.
+* matplotlib is imported lazily (by :mod:`kubeplane.sim.plots`, when it draws) and only its Agg canvas is used:
+  ``import kubeplane.sim`` stays light, and writing a report from a notebook neither switches the notebook's
+  backend nor leaks figures.
 """
 
 from __future__ import annotations
@@ -80,7 +86,8 @@ def write_outputs(result: SimResultLike, out_dir: Path) -> dict[str, Path]:
     """Write ``summary.json``, ``timeseries.csv``, ``pods.csv`` and ``report.html`` for one run into ``out_dir``.
 
     The directory is created if needed; existing files of these names are replaced. Returns the paths keyed
-    ``summary``, ``timeseries``, ``pods`` and ``report``.
+    ``summary``, ``timeseries``, ``pods`` and ``report``, and ``actions`` (actions.csv) and ``gpu`` (gpu.csv)
+    when the result has such rows.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = _write_run_data(result, out_dir)
