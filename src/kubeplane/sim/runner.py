@@ -4,14 +4,17 @@ kubelet fleet) over the in-process transport, on one :class:`~kubeplane.sim.cloc
 What a run records (:class:`SimResult`, plain "pandas-friendly" records):
 
 * ``pods``: one row per pod: when it was created, scheduled (bound), Running, finished (simulated seconds from
-  the start), its node, phase and reason; scheduling latency = scheduled - created, pending time = running -
-  created.
-* ``timeseries``: every ``sample_interval`` simulated seconds: pods by phase, Ready nodes, CPU/memory requested
-  by non-terminal bound pods against the allocatable of Ready nodes (and the same for extended resources),
-  cumulative scheduling attempts (the scheduler's own counter), preemptions and evictions.
-* ``summary``: totals and percentiles, and ``event_log_hash``: a SHA-256 of the ordered log of every pod and node
-  change the run observed (simulated time, type, object, node, phase). The same scenario and seed give the same
-  hash: that is the determinism check.
+  the start), its node, phase, end (:mod:`kubeplane.sim.outcomes`: completed, evicted, preempted, deleted,
+  rejected, or running / pending at the end) and reason; scheduling latency = scheduled - created, pending time
+  = running - created.
+* ``timeseries``: every ``sample_interval`` simulated seconds: pods by phase, Ready nodes, nodes in use (with a
+  non-terminal pod bound), CPU/memory requested by non-terminal bound pods against the allocatable of Ready nodes
+  (and the same for extended resources), cumulative scheduling attempts (the scheduler's own counter),
+  preemptions, and pods ended by how.
+* ``actions``: the scenario's actions as run (time, label, whether it worked), for the report's time axes.
+* ``summary`` (:mod:`kubeplane.sim.summary`): totals and percentiles, the scenario's headline fields first, and
+  ``event_log_hash``: a SHA-256 of the ordered log of every pod and node change the run observed (simulated
+  time, type, object, node, phase). The same scenario and seed give the same hash: that is the determinism check.
 
 Determinism comes from the clock (time moves only when everything is idle), from one seeded
 ``random.Random`` per component derived from the run's seed, and from UIDs drawn from the registry's seeded RNG.
