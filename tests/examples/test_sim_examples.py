@@ -162,7 +162,7 @@ def test_peak_nodes_in_use_counts_overlaps_only() -> None:
 def test_most_allocated_packs_onto_fewer_nodes_than_least_allocated() -> None:
     scenario = Scenario.load(SIM / "bin-packing.yaml")
     assert len(scenario.nodes) == 21
-    peaks = {}
+    peaks, headline_peaks = {}, {}
     for name in ("least-allocated", "most-allocated"):
         config = yaml.safe_load((SIM / f"{name}.yaml").read_text())
         # 12m: every pod has arrived (150 at 0.25/s) and the first ones are finishing, past the peak
@@ -171,8 +171,50 @@ def test_most_allocated_packs_onto_fewer_nodes_than_least_allocated() -> None:
         assert result.summary["pods_pending_at_end"] == 0
         assert result.summary["pods_created"] == 150
         peaks[name] = peak_nodes_in_use(result.pods)
+        # the example's headline: nodes in use, counted from bound (not only Running) pods, so at least as many
+        assert result.summary["headline"] == ["nodes_in_use_peak", "nodes_in_use_mean"]
+        assert result.summary["nodes_in_use_peak"] >= peaks[name]
+        assert result.summary["nodes_in_use_peak"] <= 20  # the master takes no batch pods
+        headline_peaks[name] = result.summary["nodes_in_use_peak"]
     assert peaks["least-allocated"] == 20  # spreading puts work on every worker
     assert peaks["most-allocated"] <= peaks["least-allocated"] - 5, peaks
+    assert headline_peaks["most-allocated"] < headline_peaks["least-allocated"], headline_peaks
+
+
+# --- every example names its headline, and the quick ones print it ------------------------------------------
+
+
+@pytest.mark.parametrize("path", _scenarios(), ids=lambda p: p.name)
+def test_every_scenario_names_its_headline(path: Path) -> None:
+    assert Scenario.load(path).headline
+
+
+def test_the_preemption_example_preempts_and_reports_it() -> None:
+    """Upstream DefaultPreemption: the high-priority service displaces batch pods to fit; the victims are
+    counted as preempted (DisruptionTarget PreemptionByScheduler), apart from the scale-down's deletions."""
+    from kubeplane.cli.sim import _summary_lines
+
+    result = kubeplane.sim.run(SIM / "preemption.yaml")
+    summary = result.summary
+    assert summary["headline"] == ["pods_preempted", "preemptions", "pods_pending_at_end"]
+    assert summary["pods_preempted"] == 4
+    assert summary["preemptions"] >= 4
+    assert summary["pods_deleted"] == 2  # the service scaled from 4 to 2 at 6m
+    assert summary["pods_pending_at_end"] == 0  # the batch replacements fit once the service shrank
+    victims = [p for p in result.pods if p["end"] == "preempted"]
+    assert {p["name"].split("-")[0] for p in victims} == {"batch"}
+    printed = "\n".join(_summary_lines(result))
+    assert "headline: pods_preempted 4, preemptions" in printed
+    assert "preempted 4, deleted 2" in printed
+
+
+def test_the_story_prints_its_headline(story: SimResult) -> None:
+    from kubeplane.cli.sim import _summary_lines
+
+    printed = _summary_lines(story)
+    assert printed[1] == f"  headline: pods_evicted {story.summary['pods_evicted']}, nodes_in_use_peak 2"
+    assert story.summary["pods_evicted"] == story.summary["taint_evictions"] > 0  # no kubelet or API evictions
+    assert story.summary["nodes_in_use_peak"] == 2  # node01 and node02; master takes no pods
 
 
 # --- the benchmark scenario ------------------------------------------------------------------------------------

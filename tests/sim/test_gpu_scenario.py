@@ -108,3 +108,14 @@ def test_default_scheduler_oversubscribes_devices_and_gpu_share_with_fgd_does_no
     paths = fgd.write(out)
     assert paths["gpu"].read_text().splitlines()[0].startswith("t,arrived_gpu_milli,used_gpu_milli,frag_milli")
     assert "GPU allocation and fragmentation" in paths["report"].read_text()
+
+    # The GPU headline figures: the peak and means of the sampled series; the kubelet's refusals are pods that
+    # ended rejected (Failed without running), the default scheduler's alone.
+    for result in (default, fgd):
+        alloc = [row["gpu_alloc_pct"] for row in result.timeseries]
+        assert result.summary["gpu_alloc_pct_peak"] == max(alloc)
+        assert result.summary["gpu_alloc_pct_mean"] == pytest.approx(sum(alloc) / len(alloc), abs=1e-4)
+        frag = [row["gpu_frag_pct"] for row in result.timeseries]
+        assert result.summary["gpu_frag_pct_mean"] == pytest.approx(sum(frag) / len(frag), abs=1e-4)
+    assert default.summary["pods_rejected"] == len(_admission_failures(default)) > 0
+    assert fgd.summary["pods_rejected"] == 0

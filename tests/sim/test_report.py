@@ -334,3 +334,70 @@ def test_importing_the_report_module_does_not_import_matplotlib() -> None:
     code = "import sys, kubeplane.sim, kubeplane.sim.report; print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "False"
+
+
+# --- layout: the comparison tables fit a 1280-px window; the headline comes first ------------------------------
+
+
+def _wide_comparison() -> list[FakeResult]:
+    """Four runs with long labels (configuration file names) and long values (hashes, a scenario path)."""
+    results = []
+    for i in range(4):
+        result = make_result(f"a-very-long-scheduler-configuration-name-{i}-most-allocated-with-gpu-share", i + 1)
+        result.summary["event_log_hash"] = f"{i}" * 64
+        result.summary["scenario_file"] = "/".join(["examples", "sim", "some-directory"] * 6) + ".yaml"
+        results.append(result)
+    return results
+
+
+def test_long_values_wrap_instead_of_widening_the_page() -> None:
+    """The CSS that lets every table cell break a long word (overflow-wrap:anywhere lowers the min-content
+    width, so an auto-layout table shrinks to the body's 1100 px instead of overflowing a 1280-px window)."""
+    page = render_html(_wide_comparison())
+    css = re.search(r"<style>(.*?)</style>", page, re.S)
+    assert css
+    rule = re.search(r"([^}]*)\{overflow-wrap:anywhere[^}]*\}", css.group(1))
+    assert rule
+    assert {"th", "td", "dd", "figcaption"} <= set(rule.group(1).split(","))
+    assert "max-width:1100px" in css.group(1)
+    assert "table{max-width:100%}" in css.group(1)
+    assert "figure img{max-width:100%" in css.group(1)
+    assert '<td class="key">event_log_hash</td><td>' + "0" * 64 + "</td>" in page
+
+
+def _chromium() -> str | None:
+    import shutil
+
+    for name in ("chromium", "chromium-browser", "google-chrome", "/usr/bin/chromium"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@pytest.mark.skipif(_chromium() is None, reason="needs a headless chromium to lay the page out")
+def test_the_comparison_page_is_no_wider_than_a_1280_px_window(tmp_path: Path) -> None:
+    page = render_html(_wide_comparison())
+    probe = "<script>document.title = 'scrollWidth=' + document.documentElement.scrollWidth;</script>"
+    path = tmp_path / "report.html"
+    path.write_text(page.replace("</body>", probe + "</body>"), encoding="utf-8")
+    done = subprocess.run(
+        [str(_chromium()), "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,2000", "--dump-dom",
+         path.as_uri()],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    width = re.search(r"scrollWidth=(\d+)", done.stdout)
+    assert width, done.stdout[-500:]
+    assert int(width.group(1)) <= 1280
+
+
+def test_the_headline_comes_first_and_is_not_repeated() -> None:
+    result = make_result()
+    result.summary = {"headline": ["pods_scheduled", "preemptions"], **result.summary}
+    page = render_html([result])
+    headline = page.index("<h2>Headline</h2>")
+    assert headline < page.index("<h2>Summary</h2>")
+    table = page[headline : page.index("</table>", headline)]
+    assert re.findall(r'<td class="key">([^<]+)</td>', table) == ["pods_scheduled", "preemptions"]
+    assert '<td class="key">headline</td>' not in page
+    assert "<h2>Headline</h2>" not in render_html([make_result()])

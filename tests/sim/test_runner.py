@@ -113,9 +113,9 @@ def test_node_failure_timings_are_upstreams_to_the_second() -> None:
     observed: dict[str, Any] = {}
 
     async def main() -> None:
-        from kubeplane.sim import runner
+        from kubeplane.sim import observer as runner  # the observer moved out of the runner
 
-        original = runner._Observer.pod
+        original = runner.Observer.pod
 
         def watch_pod(self: Any, old: Any, pod: dict[str, Any]) -> None:
             meta = pod["metadata"]
@@ -124,7 +124,7 @@ def test_node_failure_timings_are_upstreams_to_the_second() -> None:
                 observed["deleted_at"] = self.clock.now()
             original(self, old, pod)
 
-        original_node = runner._Observer.node
+        original_node = runner.Observer.node
 
         def watch_node(self: Any, old: Any, node: dict[str, Any]) -> None:
             for taint in (node.get("spec") or {}).get("taints") or []:
@@ -136,13 +136,13 @@ def test_node_failure_timings_are_upstreams_to_the_second() -> None:
                 observed.setdefault("unknown_at", self.clock.monotonic())
             original_node(self, old, node)
 
-        runner._Observer.pod = watch_pod  # type: ignore[method-assign,assignment]
-        runner._Observer.node = watch_node  # type: ignore[method-assign,assignment]
+        runner.Observer.pod = watch_pod  # type: ignore[method-assign,assignment]
+        runner.Observer.node = watch_node  # type: ignore[method-assign,assignment]
         try:
             await simulate(scenario)
         finally:
-            runner._Observer.pod = original  # type: ignore[method-assign]
-            runner._Observer.node = original_node  # type: ignore[method-assign]
+            runner.Observer.pod = original  # type: ignore[method-assign]
+            runner.Observer.node = original_node  # type: ignore[method-assign]
 
     asyncio.run(main())
     # the last renewal was in the 10 s before the failure; then the 50 s grace period and a 5 s monitor period

@@ -75,17 +75,44 @@ def _progress(label: str) -> Iterator[Any]:
 
 
 def _summary_lines(result: SimResult) -> list[str]:
+    """The printed summary: the same figures as summary.json (the pod ends are pods.csv's ``end`` column counted),
+    the scenario's headline fields first."""
     s = result.summary
-    return [
+    lines = [
         f"{result.scenario} [{result.label}] seed {result.seed}: {s['sim_seconds']:.0f} simulated seconds in "
-        f"{s['wall_seconds']:.1f} s ({s['sim_seconds_per_wall_second']}x)",
-        f"  pods created {s['pods_created']}, scheduled {s['pods_scheduled']}, pending at end "
-        f"{s['pods_pending_at_end']}, succeeded {s['pods_succeeded']}, failed {s['pods_failed']}, "
-        f"evicted {s['pods_evicted'] + s['taint_evictions']}",
-        f"  scheduling latency p50/p99 {s['scheduling_latency_p50']}/{s['scheduling_latency_p99']} s; "
-        f"cpu allocation mean {s['cpu_allocation_mean']}",
+        f"{s['wall_seconds']:.1f} s ({s['sim_seconds_per_wall_second']}x)"
+    ]
+    if s.get("headline"):
+        lines.append("  headline: " + ", ".join(f"{name} {_figure(s.get(name))}" for name in s["headline"]))
+    lines += [
+        f"  pods created {s['pods_created']}, scheduled {s['pods_scheduled']}; at the end running "
+        f"{s['pods_running_at_end']}, pending {s['pods_pending_at_end']}",
+        f"  pods ended: completed {s['pods_completed']}, evicted {s['pods_evicted']}, preempted "
+        f"{s['pods_preempted']}, deleted {s['pods_deleted']}, rejected {s['pods_rejected']}",
+        f"  nodes {s['nodes']}, in use {s['nodes_in_use']} at the end, peak {s['nodes_in_use_peak']}, mean "
+        f"{_figure(s['nodes_in_use_mean'])}; cpu allocation mean {s['cpu_allocation_mean']}",
+    ]
+    if "gpu_alloc_pct_peak" in s:
+        lines.append(
+            f"  GPUs {s['gpu_capacity']}: allocation peak {_figure(s['gpu_alloc_pct_peak'])} %, mean "
+            f"{_figure(s['gpu_alloc_pct_mean'])} %; fragmentation mean {_figure(s['gpu_frag_pct_mean'])} % of "
+            "capacity"
+        )
+    lines += [
+        f"  scheduling attempts {s['scheduling_attempts']}, preemption attempts {s['preemptions']}; "
+        f"scheduling latency p50/p99 {s['scheduling_latency_p50']}/{s['scheduling_latency_p99']} s",
         f"  event log hash {s['event_log_hash']}",
     ]
+    return lines
+
+
+def _figure(value: Any) -> str:
+    """A summary value as printed: floats to 4 significant digits, None as n/a."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
 
 
 @sim_app.command("run")

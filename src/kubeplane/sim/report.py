@@ -1,9 +1,15 @@
 """Simulation outputs: summary JSON, time-series and per-pod CSV, and a self-contained HTML report with plots.
 
 A simulation result (:class:`SimResultLike`, the shape :mod:`kubeplane.sim.runner` produces) is plain data:
-a flat ``summary`` dict, ``timeseries`` rows (one per sample, ``t`` in simulated seconds) and ``pods`` rows.
-This module turns one result into a directory a person can open (:func:`write_outputs`) and several results of
-the same scenario into one side-by-side comparison (:func:`write_comparison`).
+a flat ``summary`` dict, ``timeseries`` rows (one per sample, ``t`` in simulated seconds) and ``pods`` rows,
+optionally ``actions`` (the scenario's actions as run) and ``gpu`` rows. This module turns one result into a
+directory a person can open (:func:`write_outputs`) and several results of the same scenario into one
+side-by-side comparison (:func:`write_comparison`); the plots are :mod:`kubeplane.sim.plots`'.
+
+The page, top to bottom: the run's identity, the headline (the summary's ``headline`` fields), the summary, the
+scenario's actions (numbered as on the plots' time axes), the plots (or one sentence where a plot would show
+nothing) and the pods' outcomes. Long values wrap (``overflow-wrap:anywhere``), so a comparison of several
+configurations with 64-character hashes fits a 1280-px window.
 
 Invariants:
 
@@ -17,9 +23,9 @@ Invariants:
   in the page and mathtext-escaped in the plots.
 * CSV columns are the union of the rows' keys in first-seen order; ``None`` is written as an empty field.
   ``summary.json`` is strict JSON: non-finite floats are written as ``null``.
-* matplotlib is imported lazily and only its Agg canvas is used, through :class:`~matplotlib.figure.Figure`
-  objects that are never registered with pyplot: ``import kubeplane.sim`` stays light, and writing a report
-  from a notebook neither switches the notebook's backend nor leaks figures.
+* matplotlib is imported lazily (by :mod:`kubeplane.sim.plots`, when it draws) and only its Agg canvas is used:
+  ``import kubeplane.sim`` stays light, and writing a report from a notebook neither switches the notebook's
+  backend nor leaks figures.
 """
 
 from __future__ import annotations
@@ -27,20 +33,16 @@ from __future__ import annotations
 import base64
 import csv
 import html
-import io
 import json
 import math
 import re
-import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
+from . import outcomes
+from .plots import Action, Run, actions_of, figures, time_unit
 
 
 class SimResultLike(Protocol):
@@ -69,41 +71,13 @@ SUMMARY_JSON = "summary.json"
 TIMESERIES_CSV = "timeseries.csv"
 PODS_CSV = "pods.csv"
 GPU_CSV = "gpu.csv"
+ACTIONS_CSV = "actions.csv"
 REPORT_HTML = "report.html"
 COMPARISON_JSON = "comparison.json"
 COMPARISON_CSV = "comparison.csv"
 
-# Time-series columns drawn by a dedicated plot; everything else numeric lands in the "extra" plots.
-_PHASE_COLUMNS = ("pods_pending", "pods_running", "pods_succeeded", "pods_failed")
-_ALLOCATION_COLUMNS = ("cpu_allocation", "memory_allocation")
-_NODE_COLUMNS = ("nodes_ready", "nodes_total")
-_COUNTER_COLUMNS = ("scheduling_attempts", "preemptions", "evictions")
-# Raw amounts behind cpu_allocation / memory_allocation: the fraction plot already shows them.
-_RAW_COLUMNS = ("cpu_requested_m", "cpu_allocatable_m", "memory_requested_bytes", "memory_allocatable_bytes")
-# GPU pods in the scenario (kubeplane.sim.gpu): the FGD paper's measures over time.
-_GPU_PCT_COLUMNS = ("gpu_alloc_pct", "gpu_frag_pct", "gpu_frag_ratio_pct")
-_GPU_COUNT_COLUMNS = ("gpu_unallocated",)
-_KNOWN_COLUMNS = frozenset(
-    (
-        "t",
-        *_PHASE_COLUMNS,
-        *_ALLOCATION_COLUMNS,
-        *_NODE_COLUMNS,
-        *_COUNTER_COLUMNS,
-        *_RAW_COLUMNS,
-        *_GPU_PCT_COLUMNS,
-        *_GPU_COUNT_COLUMNS,
-    )
-)
-_DISTRIBUTION_COLUMNS = (("scheduling_latency", "scheduling latency"), ("pending_time", "pending time"))
-_MAX_EXTRA_PANELS = 12
 _MAX_REASONS = 20
-
-_PNG_DPI = 100
-_PANEL_SIZE = (5.2, 3.2)  # inches per subplot
-_SINGLE_SIZE = (10.0, 4.0)  # inches for a one-axes figure
-_MARGIN_IN = {"left": 0.8, "right": 0.25, "bottom": 0.6, "top": 0.55}
-
+_WALL_CLOCK = frozenset({"wall_seconds", "sim_seconds_per_wall_second", "pods_scheduled_per_wall_second"})
 
 # --------------------------------------------------------------------------------------------------- public API
 
@@ -112,7 +86,8 @@ def write_outputs(result: SimResultLike, out_dir: Path) -> dict[str, Path]:
     """Write ``summary.json``, ``timeseries.csv``, ``pods.csv`` and ``report.html`` for one run into ``out_dir``.
 
     The directory is created if needed; existing files of these names are replaced. Returns the paths keyed
-    ``summary``, ``timeseries``, ``pods`` and ``report``.
+    ``summary``, ``timeseries``, ``pods`` and ``report``, and ``actions`` (actions.csv) and ``gpu`` (gpu.csv)
+    when the result has such rows.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = _write_run_data(result, out_dir)
@@ -187,7 +162,8 @@ def render_html(results: Sequence[SimResultLike]) -> str:
     if not results:
         raise ValueError("render_html needs at least one result")
     labels = _unique_labels(results)
-    runs = [_Run(label, result) for result, label in zip(results, labels, strict=True)]
+    runs = [Run(label, result) for result, label in zip(results, labels, strict=True)]
+    actions = actions_of(results)
     scenario = _joined(r.scenario for r in results)
     seeds = _joined(str(r.seed) for r in results)
     comparing = len(runs) > 1
@@ -208,17 +184,28 @@ def render_html(results: Sequence[SimResultLike]) -> str:
         f"<dt>Seed</dt><dd>{_esc(seeds)}</dd>",
         f"<dt>{'Labels' if comparing else 'Label'}</dt><dd>{_esc(', '.join(labels))}</dd>",
         "</dl>",
+        _headline_table(runs),
         "<h2>Summary</h2>",
         _summary_table(runs),
+        _actions_table(actions, runs),
     ]
-    figures = _figures(runs)
-    if figures:
+    plots = figures(runs, actions)
+    if plots:
         parts.append("<h2>Plots</h2>")
-    for heading, png in figures:
-        encoded = base64.b64encode(png).decode("ascii")
+    key = _actions_key(actions)
+    for plot in plots:
+        if plot.png is None:
+            parts.append(f'<p class="note">{_esc(plot.note)}</p>')
+            continue
+        encoded = base64.b64encode(plot.png).decode("ascii")
+        caption = _esc(plot.heading)
+        if key and not plot.heading.startswith("Distribution"):
+            caption += f'<br><span class="actions">{_esc(key)}</span>'
+        if plot.note:
+            caption += f'<br><span class="zero">{_esc(plot.note)}</span>'
         parts.append(
-            f'<figure><img src="data:image/png;base64,{encoded}" alt="{_esc(heading)}">'
-            f"<figcaption>{_esc(heading)}</figcaption></figure>"
+            f'<figure><img src="data:image/png;base64,{encoded}" alt="{_esc(plot.heading)}">'
+            f"<figcaption>{caption}</figcaption></figure>"
         )
     if not any(run.times for run in runs):
         parts.append('<p class="note">No time-series samples were recorded.</p>')
@@ -238,6 +225,10 @@ def _write_run_data(result: SimResultLike, out_dir: Path) -> dict[str, Path]:
     pods = out_dir / PODS_CSV
     write_csv(result.pods, pods)
     paths = {"summary": summary, "timeseries": timeseries, "pods": pods}
+    action_rows: Sequence[Mapping[str, Any]] = getattr(result, "actions", None) or []
+    if action_rows:  # the scenario's actions as run (kubeplane.sim.runner), only when it has some
+        paths["actions"] = out_dir / ACTIONS_CSV
+        write_csv(action_rows, paths["actions"])
     gpu_rows: Sequence[Mapping[str, Any]] = getattr(result, "gpu", None) or []
     if gpu_rows:  # one row per pod arrival (kubeplane.sim.gpu), only when the scenario has GPU pods
         paths["gpu"] = out_dir / GPU_CSV
@@ -330,7 +321,12 @@ _CSS = (
     "th{background:#f4f4f4;text-align:left}td.num{text-align:right;font-variant-numeric:tabular-nums}"
     "td.key{font-family:ui-monospace,monospace}"
     "figure{margin:1.2em 0}figure img{max-width:100%;height:auto}figcaption{color:#555;font-size:.9em}"
-    "p.note{color:#555}"
+    "p.note{color:#555}figcaption span.zero,figcaption span.actions{color:#777}"
+    # Long values (hashes, labels, configuration names) wrap instead of widening the page: overflow-wrap:anywhere
+    # also lowers a cell's min-content width, so an auto-layout table shrinks to the page (1280-px windows).
+    "body,th,td,dd,figcaption{overflow-wrap:anywhere;word-break:break-word}table{max-width:100%}"
+    "dl.meta{grid-template-columns:max-content minmax(0,1fr)}"
+    "table.headline td.num{font-weight:600}tr.wall td{color:#777}"
 )
 
 
@@ -359,11 +355,27 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _summary_table(runs: Sequence[_Run]) -> str:
+def _headline_table(runs: Sequence[Run[SimResultLike]]) -> str:
+    """The scenario's headline fields (its summary's ``headline`` list), before everything else."""
+    names = list(dict.fromkeys(n for run in runs for n in run.result.summary.get("headline") or ()))
+    if not names:
+        return ""
+    return "<h2>Headline</h2>" + _metric_table(runs, [str(n) for n in names], css="headline")
+
+
+def _summary_table(runs: Sequence[Run[SimResultLike]]) -> str:
     records = [_summary_record(run.result, run.label) for run in runs]
-    metrics = [m for m in _union_keys(records) if m != "label"]
+    metrics = [m for m in _union_keys(records) if m not in ("label", "headline")]
+    table = _metric_table(runs, metrics, css="summary")
+    if any(m in _WALL_CLOCK for m in metrics):
+        table += '<p class="note">Grey rows are wall-clock figures: they vary from run to run.</p>'
+    return table
+
+
+def _metric_table(runs: Sequence[Run[SimResultLike]], metrics: Sequence[str], *, css: str) -> str:
+    records = [_summary_record(run.result, run.label) for run in runs]
     header = "".join(f"<th>{_esc(run.label)}</th>" for run in runs)
-    rows = [f'<table class="summary"><thead><tr><th>metric</th>{header}</tr></thead><tbody>']
+    rows = [f'<table class="{css}"><thead><tr><th>metric</th>{header}</tr></thead><tbody>']
     for metric in metrics:
         cells = []
         for record in records:
@@ -371,18 +383,43 @@ def _summary_table(runs: Sequence[_Run]) -> str:
             numeric = isinstance(value, int | float) and not isinstance(value, bool)
             css = ' class="num"' if numeric else ""
             cells.append(f"<td{css}>{_esc(_fmt(value))}</td>")
-        rows.append(f'<tr><td class="key">{_esc(metric)}</td>{"".join(cells)}</tr>')
+        wall = ' class="wall"' if metric in _WALL_CLOCK else ""
+        rows.append(f'<tr{wall}><td class="key">{_esc(metric)}</td>{"".join(cells)}</tr>')
     rows.append("</tbody></table>")
     return "".join(rows)
 
 
-def _outcomes_table(runs: Sequence[_Run]) -> str:
-    """Pods by final phase and, for pods that did not succeed, by reason: where a run's pods ended up."""
+def _actions_key(actions: Sequence[Action]) -> str:
+    """The caption line that explains the numbered dashed lines."""
+    if not actions:
+        return ""
+    return "Dashed lines: the scenario's actions — " + "; ".join(f"{a.number} {a.label}" for a in actions) + "."
+
+
+def _actions_table(actions: Sequence[Action], runs: Sequence[Run[SimResultLike]]) -> str:
+    if not actions:
+        return ""
+    unit, scale = time_unit(runs)
+    rows = ['<h2>Scenario actions</h2><table class="actions"><thead><tr><th>#</th><th>simulated time</th>'
+            "<th>action</th></tr></thead><tbody>"]  # fmt: skip
+    for action in actions:
+        when = f"{action.t:g} s" if unit == "s" else f"{action.t:g} s ({action.t / scale:.4g} {unit})"
+        rows.append(f'<tr><td class="num">{action.number}</td><td class="num">{_esc(when)}</td>'
+                    f'<td class="key">{_esc(action.label)}</td></tr>')  # fmt: skip
+    rows.append("</tbody></table>")
+    return "".join(rows)
+
+
+def _outcomes_table(runs: Sequence[Run[SimResultLike]]) -> str:
+    """Pods by end (pods.csv's ``end``: completed, evicted, ...), by final phase and, for pods that did not
+    succeed, by reason: where a run's pods ended up."""
     keys: dict[str, None] = {}
     counts: list[Counter[str]] = []
     for run in runs:
         counter: Counter[str] = Counter()
         for pod in run.result.pods:
+            if pod.get("end"):
+                counter[f"end {pod['end']}"] += 1
             phase = str(pod.get("phase") or "Unknown")
             counter[f"phase {phase}"] += 1
             reason = pod.get("reason")
@@ -394,9 +431,10 @@ def _outcomes_table(runs: Sequence[_Run]) -> str:
     totals: Counter[str] = Counter()
     for counter in counts:
         totals.update(counter)
+    ends = [f"end {end}" for end in outcomes.ENDS if f"end {end}" in totals]
     phases = sorted(k for k in totals if k.startswith("phase "))
-    reasons = sorted((k for k in totals if not k.startswith("phase ")), key=lambda k: (-totals[k], k))
-    for key in [*phases, *reasons[:_MAX_REASONS]]:
+    reasons = sorted((k for k in totals if not k.startswith(("phase ", "end "))), key=lambda k: (-totals[k], k))
+    for key in [*ends, *phases, *reasons[:_MAX_REASONS]]:
         keys.setdefault(key, None)
     header = "".join(f"<th>{_esc(run.label)}</th>" for run in runs)
     rows = [f'<h2>Pod outcomes</h2><table class="outcomes"><thead><tr><th>pods</th>{header}</tr></thead><tbody>']
@@ -407,190 +445,3 @@ def _outcomes_table(runs: Sequence[_Run]) -> str:
     if len(reasons) > _MAX_REASONS:
         rows.append(f'<p class="note">{len(reasons) - _MAX_REASONS} rarer reasons not shown (see pods.csv).</p>')
     return "".join(rows)
-
-
-# --------------------------------------------------------------------------------------------------- plots
-
-
-@dataclass
-class _Run:
-    label: str
-    result: SimResultLike
-
-    def __post_init__(self) -> None:
-        self.times = [_number(row.get("t")) for row in self.result.timeseries]
-
-    def column(self, name: str) -> list[float]:
-        return [_number(row.get(name)) for row in self.result.timeseries]
-
-    def has(self, name: str) -> bool:
-        return any(not math.isnan(_number(row.get(name))) for row in self.result.timeseries)
-
-    def pod_values(self, name: str) -> list[float]:
-        values = (_number(pod.get(name)) for pod in self.result.pods)
-        return sorted(v for v in values if not math.isnan(v))
-
-
-def _number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return math.nan
-    return float(value)
-
-
-def _time_unit(runs: Sequence[_Run]) -> tuple[str, float]:
-    """Minutes or hours for long runs, so the axis reads "45 min" rather than "2700 s"."""
-    finite = [t for run in runs for t in run.times if math.isfinite(t)]
-    longest = max(finite, default=0.0)
-    if longest > 3 * 3600:
-        return "h", 3600.0
-    if longest > 600:
-        return "min", 60.0
-    return "s", 1.0
-
-
-def _mpl_text(text: str) -> str:
-    """Text safe for matplotlib: ``$`` would start mathtext, and a legend drops labels beginning with ``_``."""
-    text = text.replace("$", r"\$")
-    return " " + text if text.startswith("_") else text
-
-
-def _figures(runs: Sequence[_Run]) -> list[tuple[str, bytes]]:
-    """(heading, PNG) for every plot the data supports, in a fixed order."""
-    from matplotlib import style
-
-    comparing = len(runs) > 1
-    present = _union_keys(row for run in runs for row in run.result.timeseries)
-    extra_alloc = [c for c in present if c.endswith("_allocation") and c not in _KNOWN_COLUMNS]
-    numeric_extra = [
-        c for c in present if c not in _KNOWN_COLUMNS and c not in extra_alloc and any(run.has(c) for run in runs)
-    ]
-    unit, scale = _time_unit(runs)
-
-    specs: list[tuple[str, list[str], bool, tuple[float, float] | None]] = [
-        ("Pods by phase over time", list(_PHASE_COLUMNS), not comparing, None),
-        ("CPU and memory allocation (requested / allocatable)", list(_ALLOCATION_COLUMNS), not comparing, (0, 1.05)),
-        ("Nodes", list(_NODE_COLUMNS), not comparing, None),
-        ("Cumulative scheduling attempts, preemptions and evictions", list(_COUNTER_COLUMNS), False, None),
-        ("Extended resource allocation", extra_alloc, not comparing, (0, 1.05)),
-        (
-            "GPU allocation and fragmentation (% of GPU capacity; frag ratio: % of idle GPU)",
-            list(_GPU_PCT_COLUMNS),
-            not comparing,
-            None,
-        ),
-        ("Unallocated GPUs", list(_GPU_COUNT_COLUMNS), False, None),
-        ("Other time series", numeric_extra[:_MAX_EXTRA_PANELS], False, None),
-    ]
-    out: list[tuple[str, bytes]] = []
-    with style.context("default"), warnings.catch_warnings():
-        # Labels come from user data; a glyph the bundled font lacks is drawn as a box, not an error.
-        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font", category=UserWarning)
-        for heading, wanted, combine, ylim in specs:
-            columns = [c for c in wanted if any(run.has(c) for run in runs)]
-            if not columns:
-                continue
-            fig = _time_figure(runs, heading, columns, combine, ylim, unit, scale)
-            out.append((heading, _png(fig)))
-        dist = [(col, name) for col, name in _DISTRIBUTION_COLUMNS if any(run.pod_values(col) for run in runs)]
-        if dist:
-            heading = "Distribution of " + " and ".join(name for _, name in dist) + " (CDF)"
-            out.append((heading, _png(_cdf_figure(runs, heading, dist))))
-    return out
-
-
-def _new_figure(panels: int) -> tuple[Figure, list[Axes]]:
-    """A figure of ``panels`` axes (two columns when more than one) with fixed margins.
-
-    Margins are set in inches rather than by a layout engine: a layout engine costs a second full draw per
-    PNG, and these figures have known sizes, titles and short tick labels.
-    """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    ncols = 1 if panels == 1 else 2
-    nrows = math.ceil(panels / ncols)
-    width, height = _SINGLE_SIZE if panels == 1 else (_PANEL_SIZE[0] * ncols, _PANEL_SIZE[1] * nrows)
-    fig = Figure(figsize=(width, height), dpi=_PNG_DPI)
-    FigureCanvasAgg(fig)
-    fig.subplots_adjust(
-        left=_MARGIN_IN["left"] / width,
-        right=1 - _MARGIN_IN["right"] / width,
-        bottom=_MARGIN_IN["bottom"] / height,
-        top=1 - _MARGIN_IN["top"] / height,
-        wspace=0.22,
-        hspace=0.45,
-    )
-    grid = fig.subplots(nrows, ncols, squeeze=False)
-    axes = [ax for row in grid for ax in row]
-    for ax in axes[panels:]:
-        ax.set_visible(False)
-    return fig, axes[:panels]
-
-
-def _time_figure(
-    runs: Sequence[_Run],
-    heading: str,
-    columns: Sequence[str],
-    combine: bool,
-    ylim: tuple[float, float] | None,
-    unit: str,
-    scale: float,
-) -> Figure:
-    """Lines over simulated time: one axes with a line per column (``combine``, single runs) or one axes per
-    column with a line per run (comparisons, and counters whose scales differ too much to share an axis)."""
-    fig, axes = _new_figure(1 if combine else len(columns))
-    fig.suptitle(_mpl_text(heading))
-    for index, column in enumerate(columns):
-        ax = axes[0] if combine else axes[index]
-        for run_index, run in enumerate(runs):
-            if not run.has(column):
-                continue
-            times = [t / scale for t in run.times]
-            name = column if combine else run.label
-            color = f"C{index % 10}" if combine else f"C{run_index % 10}"
-            ax.plot(times, run.column(column), label=_mpl_text(name), color=color, linewidth=1.4)
-        if not combine:
-            ax.set_title(_mpl_text(column), fontsize="medium")
-    for ax in axes:
-        ax.set_xlabel(f"simulated time ({unit})")
-        ax.grid(visible=True, alpha=0.3)
-        if ylim is not None:
-            ax.set_ylim(*ylim)
-        if combine or len(runs) > 1:
-            ax.legend(fontsize="small", loc="best")
-    return fig
-
-
-def _cdf_figure(runs: Sequence[_Run], heading: str, columns: Sequence[tuple[str, str]]) -> Figure:
-    """Empirical CDFs, one panel per measure and one step line per run; the legend carries n, p50 and p99."""
-    fig, axes = _new_figure(len(columns))
-    fig.suptitle(_mpl_text(heading))
-    for ax, (column, name) in zip(axes, columns, strict=True):
-        for run_index, run in enumerate(runs):
-            values = run.pod_values(column)
-            if not values:
-                continue
-            n = len(values)
-            fractions = [(i + 1) / n for i in range(n)]
-            legend = f"{run.label} (n={n:,}, p50={_quantile(values, 0.5):.3g}s, p99={_quantile(values, 0.99):.3g}s)"
-            ax.step(values, fractions, where="post", label=_mpl_text(legend), color=f"C{run_index % 10}")
-        ax.set_title(_mpl_text(name), fontsize="medium")
-        ax.set_xlabel("seconds (simulated)")
-        ax.set_ylabel("fraction of pods")
-        ax.set_ylim(0, 1.02)
-        ax.grid(visible=True, alpha=0.3)
-        ax.legend(fontsize="small", loc="lower right")
-    return fig
-
-
-def _quantile(sorted_values: Sequence[float], q: float) -> float:
-    """Nearest-rank quantile of sorted, non-empty values (the sample itself, never an interpolation)."""
-    rank = max(1, math.ceil(q * len(sorted_values)))
-    return sorted_values[rank - 1]
-
-
-def _png(fig: Figure) -> bytes:
-    buffer = io.BytesIO()
-    # No Software tag (it names the matplotlib version) and no dates: identical inputs, identical bytes.
-    fig.savefig(buffer, format="png", dpi=_PNG_DPI, metadata={"Software": None})
-    return buffer.getvalue()

@@ -4,14 +4,17 @@ kubelet fleet) over the in-process transport, on one :class:`~kubeplane.sim.cloc
 What a run records (:class:`SimResult`, plain "pandas-friendly" records):
 
 * ``pods``: one row per pod: when it was created, scheduled (bound), Running, finished (simulated seconds from
-  the start), its node, phase and reason; scheduling latency = scheduled - created, pending time = running -
-  created.
-* ``timeseries``: every ``sample_interval`` simulated seconds: pods by phase, Ready nodes, CPU/memory requested
-  by non-terminal bound pods against the allocatable of Ready nodes (and the same for extended resources),
-  cumulative scheduling attempts (the scheduler's own counter), preemptions and evictions.
-* ``summary``: totals and percentiles, and ``event_log_hash``: a SHA-256 of the ordered log of every pod and node
-  change the run observed (simulated time, type, object, node, phase). The same scenario and seed give the same
-  hash: that is the determinism check.
+  the start), its node, phase, end (:mod:`kubeplane.sim.outcomes`: completed, evicted, preempted, deleted,
+  rejected, or running / pending at the end) and reason; scheduling latency = scheduled - created, pending time
+  = running - created.
+* ``timeseries``: every ``sample_interval`` simulated seconds: pods by phase, Ready nodes, nodes in use (with a
+  non-terminal pod bound), CPU/memory requested by non-terminal bound pods against the allocatable of Ready nodes
+  (and the same for extended resources), cumulative scheduling attempts (the scheduler's own counter),
+  preemptions, and pods ended by how.
+* ``actions``: the scenario's actions as run (time, label, whether it worked), for the report's time axes.
+* ``summary`` (:mod:`kubeplane.sim.summary`): totals and percentiles, the scenario's headline fields first, and
+  ``event_log_hash``: a SHA-256 of the ordered log of every pod and node change the run observed (simulated
+  time, type, object, node, phase). The same scenario and seed give the same hash: that is the determinism check.
 
 Determinism comes from the clock (time moves only when everything is idle), from one seeded
 ``random.Random`` per component derived from the run's seed, and from UIDs drawn from the registry's seeded RNG.
@@ -23,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import hashlib
 import json
 import logging
 import random
@@ -33,11 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubeplane.api.pods import pod_requests
 from kubeplane.api.quantity import parse_quantity
 from kubeplane.client.errors import AlreadyExistsError, ClientError, NotFoundError
 from kubeplane.client.informer import SharedInformer
-from kubeplane.client.interface import Obj, PatchType
+from kubeplane.client.interface import PatchType
 from kubeplane.client.local import LocalClient
 from kubeplane.controllers.manager import ControllerManager
 from kubeplane.gpu.frag import PodType
@@ -47,13 +48,14 @@ from kubeplane.kubelet.fleet import DURATION_ANNOTATION, Fleet, FleetOptions
 from kubeplane.scheduler.config import ConfigError, KubeSchedulerConfiguration, default_config, parse_config
 from kubeplane.scheduler.scheduler import Scheduler
 
+from . import outcomes
 from .clock import RealTimeClock, VirtualClock
 from .gpu import GPU_COLUMNS, GpuMetrics, declared_pod_types
+from .observer import Observer, ready
 from .scenario import Action, Arrival, Deletion, Generator, Scenario, ScenarioError
+from .summary import pod_rows, summarise
 
 log = logging.getLogger(__name__)
-
-_TERMINAL = ("Succeeded", "Failed")
 
 
 @dataclass
@@ -77,26 +79,14 @@ class SimResult:
     pods: list[dict[str, Any]]
     gpu: list[dict[str, Any]] = field(default_factory=list)
     """Per pod arrival, when the scenario declares GPU pods: arrived/used/fragmented/idle milli-GPU (sim.gpu)."""
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    """The scenario's actions as run: ``t``, ``action`` (the kind), ``label`` (what a plot marks), ``ok``."""
 
     def write(self, out_dir: str | Path) -> dict[str, Path]:
         """summary.json, timeseries.csv, pods.csv and report.html in ``out_dir``."""
         from .report import write_outputs
 
         return write_outputs(self, Path(out_dir))
-
-
-@dataclass
-class _PodRecord:
-    namespace: str
-    name: str
-    created: float
-    scheduled: float | None = None
-    running: float | None = None
-    finished: float | None = None
-    node: str = ""
-    phase: str = "Pending"
-    reason: str = ""
-    requests: dict[str, int] = field(default_factory=dict)
 
 
 def scheduler_configuration(config: Mapping[str, Any] | None) -> KubeSchedulerConfiguration:
@@ -106,100 +96,6 @@ def scheduler_configuration(config: Mapping[str, Any] | None) -> KubeSchedulerCo
         return parse_config(config)
     except ConfigError as exc:
         raise ScenarioError("scheduler configuration: " + "; ".join(exc.errors)) from None
-
-
-def _percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return round(ordered[index], 6)
-
-
-class _Observer:
-    """Keeps the pod records, the node view, counters and the ordered event log from the informers."""
-
-    def __init__(self, clock: VirtualClock | RealTimeClock) -> None:
-        self.clock = clock
-        self.pods: dict[str, _PodRecord] = {}
-        self.nodes: dict[str, Obj] = {}
-        self.log = hashlib.sha256()
-        self.log_lines = 0
-        self.evictions = 0
-        self.events: dict[str, int] = {}
-        self.gpu: GpuMetrics | None = None
-
-    def _note(self, *fields: Any) -> None:
-        self.log.update(json.dumps([round(self.clock.monotonic(), 6), *fields]).encode() + b"\n")
-        self.log_lines += 1
-
-    def pod(self, _old: Obj | None, pod: Obj) -> None:
-        meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
-        key = f"{meta.get('namespace')}/{meta['name']}"
-        now = self.clock.monotonic()
-        record = self.pods.get(key)
-        if record is None:
-            record = self.pods[key] = _PodRecord(str(meta.get("namespace")), str(meta["name"]), now)
-            record.requests = pod_requests(pod)
-        node = str(spec.get("nodeName") or "")
-        phase = str(status.get("phase") or "Pending")
-        if node and record.scheduled is None:
-            record.scheduled = now
-        if phase == "Running" and record.running is None:
-            record.running = now
-        if phase in _TERMINAL and record.finished is None:
-            record.finished = now
-            if status.get("reason") == "Evicted":
-                self.evictions += 1
-        record.node, record.phase, record.reason = node, phase, str(status.get("reason") or "")
-        self._note("pod", key, node, phase, bool(meta.get("deletionTimestamp")))
-        if self.gpu is not None:
-            self.gpu.pod(pod, now)
-
-    def pod_deleted(self, pod: Obj) -> None:
-        meta = pod["metadata"]
-        key = f"{meta.get('namespace')}/{meta['name']}"
-        record = self.pods.get(key)
-        if record is not None and record.finished is None:
-            record.finished = self.clock.monotonic()
-            record.phase = record.phase if record.phase in _TERMINAL else "Deleted"
-        self._note("pod-deleted", key)
-        if self.gpu is not None:
-            self.gpu.pod_deleted(pod)
-
-    def node(self, _old: Obj | None, node: Obj) -> None:
-        name = str(node["metadata"]["name"])
-        self.nodes[name] = node
-        ready = _ready(node)
-        taints = sorted(str(t.get("key")) for t in (node.get("spec") or {}).get("taints") or [])
-        self._note("node", name, ready, taints, bool((node.get("spec") or {}).get("unschedulable")))
-        if self.gpu is not None:
-            self.gpu.node(node)
-
-    def node_deleted(self, node: Obj) -> None:
-        self.nodes.pop(str(node["metadata"]["name"]), None)
-        self._note("node-deleted", node["metadata"]["name"])
-        if self.gpu is not None:
-            self.gpu.node_deleted(node)
-
-    def event(self, _old: Obj | None, event: Obj) -> None:
-        if _old is None:
-            reason = str(event.get("reason") or "")
-            if reason == "TaintManagerEviction":
-                if not str(event.get("message", "")).startswith("Marking for"):
-                    return  # "Cancelling deletion" shares the reason
-                involved = event.get("involvedObject") or {}
-                record = self.pods.get(f"{involved.get('namespace')}/{involved.get('name')}")
-                if record is not None and record.phase in _TERMINAL:
-                    return  # a finished pod marked for deletion was not running: not an eviction
-            self.events[reason] = self.events.get(reason, 0) + 1
-
-
-def _ready(node: Obj) -> bool:
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (node.get("status") or {}).get("conditions") or []
-    )
 
 
 def _amount(name: str, value: Any) -> int:
@@ -226,9 +122,10 @@ class _Run:
         root = random.Random(seed)
         self.rngs = {name: random.Random(root.getrandbits(64)) for name in
                      ("registry", "fleet", "scheduler", "controllers", "informers", "workload")}  # fmt: skip
-        self.observer = _Observer(self.clock)
+        self.observer = Observer(self.clock)
         self.observer.gpu = GpuMetrics.for_pod_types(_declared_pod_types(scenario))
         self.timeseries: list[dict[str, Any]] = []
+        self.actions: list[dict[str, Any]] = []
         self.metrics: list[Any] = []  # one CollectorRegistry per scheduler incarnation (counters add up)
         self._scheduler_task: asyncio.Future[None] | None = None
 
@@ -395,12 +292,18 @@ class _Run:
             await self._create(pod)
 
     async def _actions(self) -> None:
+        """Run the scenario's actions in time order and record each as run (its time, label and whether it
+        worked): the report marks them on its time axes."""
         for action in self.scenario.actions:
             await self._sleep_until(action.at)
+            ok = True
             try:
                 await self._act(action)
             except (ClientError, KeyError) as exc:
+                ok = False
                 log.warning("sim: action %s at %ss failed: %s", action.kind, action.at, exc)
+            t = round(self.clock.monotonic(), 6)
+            self.actions.append({"t": t, "action": action.kind, "label": action.label, "ok": ok})
 
     async def _act(self, action: Action) -> None:
         client, args = self.client, action.args
@@ -454,17 +357,22 @@ class _Run:
         listed = await self.client.list(pods, field_selector=f"spec.nodeName={node}")
         for pod in listed["items"]:
             owners = pod["metadata"].get("ownerReferences") or []
-            if any(o.get("kind") == "DaemonSet" for o in owners) or pod.get("status", {}).get("phase") in _TERMINAL:
+            phase = pod.get("status", {}).get("phase")
+            if any(o.get("kind") == "DaemonSet" for o in owners) or phase in outcomes.TERMINAL:
                 continue
             meta = pod["metadata"]
+            key = f"{meta['namespace']}/{meta['name']}"
+            self.observer.api_evicted.add(key)  # before the call: the informer may see the deletion first
             eviction = {
                 "apiVersion": "policy/v1",
                 "kind": "Eviction",
                 "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
             }
-            with contextlib.suppress(ClientError):  # a PDB refusing: kubectl would retry; the scenario goes on
+            try:
                 await self.client.create(pods, eviction, namespace=pod["metadata"]["namespace"],
                                          subresource="eviction", name=pod["metadata"]["name"])  # fmt: skip
+            except ClientError:  # a PDB refusing: kubectl would retry; the scenario goes on
+                self.observer.api_evicted.discard(key)
 
     # --- sampling ------------------------------------------------------------------------------------------
 
@@ -491,11 +399,11 @@ class _Run:
             self.timeseries.pop()
         phases = {"Pending": 0, "Running": 0, "Succeeded": 0, "Failed": 0}
         requested: dict[str, int] = {}
-        ready_nodes = {name for name, node in obs.nodes.items() if _ready(node)}
+        ready_nodes = {name for name, node in obs.nodes.items() if ready(node)}
         for record in obs.pods.values():
             if record.phase in phases:
                 phases[record.phase] += 1
-            if record.node and record.phase not in _TERMINAL and record.phase != "Deleted":
+            if record.node and record.phase not in outcomes.TERMINAL and record.phase != "Deleted":
                 for resource, amount in record.requests.items():
                     requested[resource] = requested.get(resource, 0) + amount
         allocatable: dict[str, int] = {}
@@ -510,6 +418,7 @@ class _Run:
             "pods_failed": phases["Failed"],
             "nodes_ready": len(ready_nodes),
             "nodes_total": len(obs.nodes),
+            "nodes_in_use": obs.nodes_in_use,
             "cpu_requested_m": requested.get("cpu", 0),
             "cpu_allocatable_m": allocatable.get("cpu", 0),
             "memory_requested_bytes": requested.get("memory", 0),
@@ -518,7 +427,8 @@ class _Run:
             "memory_allocation": _ratio(requested.get("memory", 0), allocatable.get("memory", 0)),
             "scheduling_attempts": int(self._counter("scheduler_schedule_attempts_total")),
             "preemptions": int(self._counter("scheduler_preemption_attempts_total")),
-            "evictions": obs.evictions + obs.events.get("TaintManagerEviction", 0),
+            "evictions": obs.ended[outcomes.EVICTED],
+            **{f"ended_{end}": obs.ended[end] for end in outcomes.ENDED if end != outcomes.EVICTED},
         }
         for resource, total in sorted(allocatable.items()):
             if "/" in resource and total:  # extended resources, e.g. nvidia.com/gpu
@@ -535,62 +445,11 @@ class _Run:
 
     def _result(self, wall: float) -> SimResult:
         obs = self.observer
-        pods = []
-        latencies, pending = [], []
-        for record in sorted(obs.pods.values(), key=lambda r: (r.created, r.namespace, r.name)):
-            latency = None if record.scheduled is None else round(record.scheduled - record.created, 6)
-            waited = None if record.running is None else round(record.running - record.created, 6)
-            if latency is not None:
-                latencies.append(latency)
-            if waited is not None:
-                pending.append(waited)
-            pods.append(
-                {
-                    "namespace": record.namespace,
-                    "name": record.name,
-                    "node": record.node,
-                    "created": round(record.created, 6),
-                    "scheduled": None if record.scheduled is None else round(record.scheduled, 6),
-                    "running": None if record.running is None else round(record.running, 6),
-                    "finished": None if record.finished is None else round(record.finished, 6),
-                    "phase": record.phase,
-                    "scheduling_latency": latency,
-                    "pending_time": waited,
-                    "reason": record.reason,
-                }
-            )
-        rows = self.timeseries
-        summary: dict[str, Any] = {
-            "sim_seconds": round(self.clock.monotonic(), 6),
-            "wall_seconds": round(wall, 3),
-            "sim_seconds_per_wall_second": round(self.clock.monotonic() / wall, 1) if wall > 0 else None,
-            "nodes": len(obs.nodes),
-            "pods_created": len(obs.pods),
-            "pods_scheduled": sum(1 for r in obs.pods.values() if r.scheduled is not None),
-            "pods_pending_at_end": sum(1 for r in obs.pods.values() if r.phase == "Pending" and r.finished is None),
-            "pods_succeeded": sum(1 for r in obs.pods.values() if r.phase == "Succeeded"),
-            "pods_failed": sum(1 for r in obs.pods.values() if r.phase == "Failed"),
-            "pods_evicted": obs.evictions,
-            "taint_evictions": obs.events.get("TaintManagerEviction", 0),
-            "preemptions": rows[-1]["preemptions"] if rows else 0,
-            "scheduling_attempts": rows[-1]["scheduling_attempts"] if rows else 0,
-            "failed_scheduling_events": obs.events.get("FailedScheduling", 0),
-            "scheduling_latency_p50": _percentile(latencies, 0.5),
-            "scheduling_latency_p90": _percentile(latencies, 0.9),
-            "scheduling_latency_p99": _percentile(latencies, 0.99),
-            "pending_time_p50": _percentile(pending, 0.5),
-            "pending_time_p90": _percentile(pending, 0.9),
-            "pending_time_p99": _percentile(pending, 0.99),
-            "cpu_allocation_mean": _mean([r["cpu_allocation"] for r in rows]),
-            "memory_allocation_mean": _mean([r["memory_allocation"] for r in rows]),
-            "event_log_lines": obs.log_lines,
-            "event_log_hash": obs.log.hexdigest(),
-        }
-        gpu: list[dict[str, Any]] = []
-        if obs.gpu is not None:
-            gpu = obs.gpu.arrivals
-            summary.update(obs.gpu.summary(self.clock.monotonic()))
-        return SimResult(self.scenario.name, self.label, self.seed, summary, rows, pods, gpu)
+        pods = pod_rows(list(obs.pods.values()))
+        summary = summarise(obs, pods, self.timeseries, sim_seconds=self.clock.monotonic(), wall=wall,
+                            headline=self.scenario.headline)  # fmt: skip
+        gpu = obs.gpu.arrivals if obs.gpu is not None else []
+        return SimResult(self.scenario.name, self.label, self.seed, summary, self.timeseries, pods, gpu, self.actions)
 
 
 def _declared_pod_types(scenario: Scenario) -> list[PodType]:
@@ -627,10 +486,6 @@ def _young_gc_only() -> Iterator[None]:
 
 def _ratio(used: int, total: int) -> float:
     return round(used / total, 6) if total else 0.0
-
-
-def _mean(values: list[float]) -> float | None:
-    return round(sum(values) / len(values), 6) if values else None
 
 
 async def simulate(

@@ -166,6 +166,25 @@ class Action:
     kind: str
     args: Mapping[str, Any]
 
+    @property
+    def label(self) -> str:
+        """A short text naming the action and its target, for the report's time axes
+        (``taint node02 check:NoExecute``, ``scale myapp-deploy to 5``, ``addNodes 3``)."""
+        args = self.args
+        if self.kind in ("taint", "untaint"):
+            effect = f":{args.get('effect', 'NoSchedule')}" if self.kind == "taint" else ""
+            return f"{self.kind} {args.get('node')} {args.get('key')}{effect}"
+        if "node" in args:
+            return f"{self.kind} {args['node']}"
+        if self.kind == "scale":
+            return f"scale {args.get('name')} to {args.get('replicas')}"
+        if self.kind == "rollout":
+            return f"rollout {args.get('name')} {args.get('image')}"
+        if self.kind == "addNodes":
+            count = args.get("count", 1)
+            return f"addNodes {args.get('name') or args.get('namePattern') or ''} ×{count}".replace("  ", " ")
+        return self.kind
+
 
 @dataclass(frozen=True)
 class Scenario:
@@ -182,6 +201,9 @@ class Scenario:
     paper_traces: Sequence[PaperTrace] = ()
     generators: Sequence[Generator] = ()
     actions: Sequence[Action] = ()
+    headline: Sequence[str] = ()
+    """Summary fields the scenario is about (``nodes_in_use_peak``, ``gpu_alloc_pct_peak``...): listed first in
+    summary.json and the report, and printed by the CLI."""
     source: Path | None = field(default=None, compare=False)
 
     @classmethod
@@ -202,7 +224,7 @@ class Scenario:
         if not isinstance(data, Mapping):
             raise ScenarioError("scenario: expected a mapping")
         known = {"name", "seed", "duration", "sampleInterval", "cluster", "kubelet", "scheduler", "workload",
-                 "actions", "apiVersion", "kind", "description"}  # fmt: skip
+                 "actions", "apiVersion", "kind", "description", "headline"}  # fmt: skip
         unknown = sorted(set(data) - known)
         if unknown:
             raise ScenarioError(f"scenario: unknown field(s) {', '.join(unknown)}")
@@ -225,6 +247,7 @@ class Scenario:
             paper_traces=workload.paper_traces,
             generators=workload.generators,
             actions=_actions(data.get("actions") or [], base),
+            headline=_headline(data.get("headline")),
             source=source,
         )
 
@@ -550,3 +573,19 @@ def _actions(entries: Any, base: Path) -> list[Action]:
         out.append(Action(seconds(entry.get("at", 0), f"{where}.at"), kinds[0], dict(args)))
     out.sort(key=lambda a: a.at)
     return out
+
+
+def _headline(value: Any) -> list[str]:
+    """The ``headline`` field: summary field names (a name or a list), each one a summary has
+    (:data:`kubeplane.sim.summary.FIELDS`)."""
+    from .summary import FIELDS
+
+    if value is None:
+        return []
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ScenarioError("headline: expected a summary field name or a list of them")
+    unknown = [n for n in names if n not in FIELDS]
+    if unknown:
+        raise ScenarioError(f"headline: unknown summary field(s) {', '.join(unknown)} (docs/sim.md lists them)")
+    return list(names)
