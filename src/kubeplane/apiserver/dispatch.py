@@ -269,7 +269,7 @@ async def _patch(registry: Registry, call: Call) -> Reply:
 
 
 async def _patch_scale(registry: Registry, call: Call) -> Reply:
-    """A merge patch of the Scale view (the only patch type upstream's scale subresource takes here)."""
+    """A merge patch of the Scale view; other patch types are 415 (upstream takes every patch type here)."""
     assert call.namespace is not None  # _scalable
     if call.patch_type != subresources.MERGE_PATCH:
         raise errors.unsupported_media_type(call.patch_type)
