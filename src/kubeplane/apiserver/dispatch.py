@@ -39,11 +39,6 @@ from .listing import ListOptions, WatchOptions, list_objects, open_watch
 from .registry import Registry
 from .watchcache import Obj
 
-SCALABLE = frozenset(
-    {("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets"), ("", "replicationcontrollers")}
-)
-"""Resources whose ``scale`` subresource is served (autoscaling/v1 Scale)."""
-
 _METHODS = {
     "get": "GET",
     "list": "GET",
@@ -181,11 +176,9 @@ async def dispatch(registry: Registry, call: Call) -> Reply:
 # -- handlers ----------------------------------------------------------------------------------------------------
 
 
-def _scalable(call: Call) -> bool:
-    return (call.resource.group, call.resource.plural) in SCALABLE and call.namespace is not None
-
-
 def _namespaced(call: Call) -> bool:
+    """Binding, eviction and scale address one object of a namespaced resource (check_scope already asks for the
+    namespace; the handlers rely on it)."""
     return call.namespace is not None
 
 
@@ -202,7 +195,7 @@ async def _get(registry: Registry, call: Call) -> Reply:
 
 
 async def _get_scale(registry: Registry, call: Call) -> Reply:
-    assert call.namespace is not None  # _scalable
+    assert call.namespace is not None  # _namespaced
     return Reply(200, await subresources.get_scale(registry, call.resource, call.namespace, call.name), fresh=True)
 
 
@@ -241,7 +234,7 @@ async def _update(registry: Registry, call: Call) -> Reply:
 
 
 async def _update_scale(registry: Registry, call: Call) -> Reply:
-    assert call.namespace is not None  # _scalable
+    assert call.namespace is not None  # _namespaced
     scale = await subresources.update_scale(registry, call.resource, call.namespace, call.name, call.body)
     return Reply(200, scale, fresh=True)
 
@@ -270,7 +263,7 @@ async def _patch(registry: Registry, call: Call) -> Reply:
 
 async def _patch_scale(registry: Registry, call: Call) -> Reply:
     """A merge patch of the Scale view; other patch types are 415 (upstream takes every patch type here)."""
-    assert call.namespace is not None  # _scalable
+    assert call.namespace is not None  # _namespaced
     if call.patch_type != subresources.MERGE_PATCH:
         raise errors.unsupported_media_type(call.patch_type)
     current = await subresources.get_scale(registry, call.resource, call.namespace, call.name)
@@ -292,7 +285,7 @@ async def _delete_collection(registry: Registry, call: Call) -> Reply:
 ROUTES: Mapping[tuple[str, str], Route] = {
     ("get", ""): Route(_get, tabular=True),
     ("get", "status"): Route(_get, tabular=True),
-    ("get", "scale"): Route(_get_scale, applies=_scalable),
+    ("get", "scale"): Route(_get_scale, applies=_namespaced),
     ("list", ""): Route(_list, tabular=True),
     ("watch", ""): Route(_watch, tabular=True),
     ("create", ""): Route(_create, applies=_collection),
@@ -300,11 +293,11 @@ ROUTES: Mapping[tuple[str, str], Route] = {
     ("create", "eviction"): Route(_evict, applies=_namespaced),
     ("update", ""): Route(_update),
     ("update", "status"): Route(_update),
-    ("update", "scale"): Route(_update_scale, applies=_scalable),
+    ("update", "scale"): Route(_update_scale, applies=_namespaced),
     ("update", "finalize"): Route(_finalize, applies=_namespaces),
     ("patch", ""): Route(_patch),
     ("patch", "status"): Route(_patch),
-    ("patch", "scale"): Route(_patch_scale, applies=_scalable),
+    ("patch", "scale"): Route(_patch_scale, applies=_namespaced),
     ("delete", ""): Route(_delete),
     ("deletecollection", ""): Route(_delete_collection),
 }
