@@ -171,7 +171,7 @@ def route_hits(monkeypatch: pytest.MonkeyPatch) -> dict[str, set[tuple[str, str]
     for key, route in list(dispatch.ROUTES.items()):
 
         def spy(handler: dispatch.Handler, key: tuple[str, str]) -> dispatch.Handler:
-            async def recorded(registry: Registry, call: dispatch.Call) -> dispatch.Reply:
+            async def recorded(registry: Registry, call: dispatch.Call) -> Any:
                 hits["current"].add(key)
                 return await handler(registry, call)
 
@@ -193,7 +193,7 @@ async def _http_delete_collection(client: HTTPClient, resource: ResourceInfo, na
 async def _local_delete_collection(client: LocalClient, resource: ResourceInfo, namespace: str, selector: str) -> Any:
     options = ListOptions(label_selector=selector)
     call = dispatch.Call("deletecollection", resource, namespace, list_options=options)
-    return (await client._dispatch(call)).body
+    return await client._dispatch(call)
 
 
 async def every_route(client: Client, delete_collection: Any) -> list[Any]:

@@ -8,7 +8,7 @@ transport is its own:
 * HTTP: the URL (which resource, its 404s), the body (size limit, media type, decoding: 413, 415, 400), the
   query (options, ``dryRun``, ``fieldValidation``), Table output, status codes and headers, watch streaming.
 * local: no sockets and no JSON round trip; results are copied for the caller unless the handler built them
-  for this call alone (:attr:`Reply.fresh`); watch events are shared read-only with the cache.
+  for this call alone (:attr:`Route.fresh`); watch events are shared read-only with the cache.
 
 The checks, in this order on both transports (kube-apiserver's request chain):
 
@@ -18,9 +18,9 @@ The checks, in this order on both transports (kube-apiserver's request chain):
 3. :func:`find_route`: the table has (verb, subresource) and the route applies to this resource (405).
 4. the route's handler.
 
-HTTP reads a create, update or patch body between 2 and 3 and a delete body between 3 and 4, so a bad body of
-a verb that carries one is reported before an unsupported subresource, as it always was; :func:`dispatch` runs
-2 to 4 for a transport whose call already carries its body.
+HTTP checks 1 as it resolves the URL, reads a create, update or patch body between 2 and 3 and a delete body
+between 3 and 4, so a bad body of a verb that carries one is reported before an unsupported subresource, as it
+always was. A call that already carries its body takes :func:`resolve` (1 to 3) or :func:`dispatch` (all four).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from . import errors, subresources
 from .deletion import DeleteOptions, delete_collection, delete_object
 from .listing import ListOptions, WatchOptions, list_objects, open_watch
 from .registry import Registry
-from .watchcache import Obj
+from .watchcache import CacheWatcher, Obj
 
 _METHODS = {
     "get": "GET",
@@ -100,27 +100,22 @@ class Call:
         return errors.method_not_allowed(method, path)
 
 
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """A handler's answer: the status code and body (for a watch, the opened
-    :class:`~kubeplane.apiserver.watchcache.CacheWatcher`). ``fresh``: the body was built for this call alone
-    (a Status, a Scale), so the caller may keep it without a copy."""
-
-    code: int
-    body: Any
-    fresh: bool = False
-
-
-Handler = Callable[[Registry, Call], Awaitable[Reply]]
+Handler = Callable[[Registry, Call], Awaitable[Any]]
+"""A route's handler: the reply's body (for a watch, the opened
+:class:`~kubeplane.apiserver.watchcache.CacheWatcher`). Handlers that only forward to the registry are plain
+functions returning its coroutine, so an in-process call costs no coroutine more than the registry's own."""
 
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """``applies``: whether the route serves this call's resource (None: every resource that has the
-    subresource); a route that does not apply is a 405, as a missing one. ``tabular``: the reply is the
-    resource's own objects, which HTTP renders as a Table when asked."""
+    """``code``: the status of a success. ``fresh``: the body is built for this call alone (a Status, a Scale), so
+    the caller may keep it without a copy. ``applies``: whether the route serves this call's resource (None: every
+    resource that has the subresource); a route that does not apply is a 405, as a missing one. ``tabular``: the
+    body is the resource's own objects, which HTTP renders as a Table when asked."""
 
     handler: Handler
+    code: int = 200
+    fresh: bool = False
     applies: Callable[[Call], bool] | None = None
     tabular: bool = False
 
@@ -166,11 +161,17 @@ def find_route(call: Call) -> Route:
     return route
 
 
-async def dispatch(registry: Registry, call: Call) -> Reply:
-    """Steps 2 to 4 of the module's order, for a call that carries its body (step 1 is the transport's, on the
-    resource it resolved)."""
+def resolve(call: Call) -> Route:
+    """Steps 1 to 3 of the module's order, for a call that carries its body: the route to run it."""
+    check_scope(call.resource, verb=call.verb, namespace=call.namespace, subresource=call.subresource)
     check_verb(call)
-    return await find_route(call).handler(registry, call)
+    return find_route(call)
+
+
+async def dispatch(registry: Registry, call: Call) -> tuple[Route, Any]:
+    """Every step of the module's order, for a call that carries its body: the route taken and its body."""
+    route = resolve(call)
+    return route, await route.handler(registry, call)
 
 
 # -- handlers ----------------------------------------------------------------------------------------------------
@@ -190,64 +191,62 @@ def _namespaces(call: Call) -> bool:
     return call.resource.group == "" and call.resource.plural == "namespaces"
 
 
-async def _get(registry: Registry, call: Call) -> Reply:
-    return Reply(200, await registry.get(call.resource, call.namespace, call.name))
+def _get(registry: Registry, call: Call) -> Awaitable[Obj]:
+    return registry.get(call.resource, call.namespace, call.name)
 
 
-async def _get_scale(registry: Registry, call: Call) -> Reply:
+def _get_scale(registry: Registry, call: Call) -> Awaitable[Obj]:
     assert call.namespace is not None  # _namespaced
-    return Reply(200, await subresources.get_scale(registry, call.resource, call.namespace, call.name), fresh=True)
+    return subresources.get_scale(registry, call.resource, call.namespace, call.name)
 
 
-async def _list(registry: Registry, call: Call) -> Reply:
+def _list(registry: Registry, call: Call) -> Awaitable[Obj]:
     call.list_options.validate()
-    return Reply(200, await list_objects(registry, call.resource, call.namespace, call.list_options))
+    return list_objects(registry, call.resource, call.namespace, call.list_options)
 
 
-async def _watch(registry: Registry, call: Call) -> Reply:
+async def _watch(registry: Registry, call: Call) -> CacheWatcher:
     """Opens the watcher (its initial events queued); streaming it is the transport's."""
     call.watch_options.validate()
-    return Reply(200, open_watch(registry, call.resource, call.namespace, call.watch_options))
+    return open_watch(registry, call.resource, call.namespace, call.watch_options)
 
 
-async def _create(registry: Registry, call: Call) -> Reply:
+def _create(registry: Registry, call: Call) -> Awaitable[Obj]:
     body = call.body if call.checks is None else call.checks.check_body(call.resource, call.body)
-    return Reply(201, await registry.create(call.resource, call.namespace, body, dry_run=call.dry_run))
+    return registry.create(call.resource, call.namespace, body, dry_run=call.dry_run)
 
 
-async def _bind(registry: Registry, call: Call) -> Reply:
+def _bind(registry: Registry, call: Call) -> Awaitable[Obj]:
     assert call.namespace is not None  # _namespaced
-    return Reply(201, await subresources.bind(registry, call.namespace, call.name, call.body), fresh=True)
+    return subresources.bind(registry, call.namespace, call.name, call.body)
 
 
-async def _evict(registry: Registry, call: Call) -> Reply:
+def _evict(registry: Registry, call: Call) -> Awaitable[Obj]:
     assert call.namespace is not None  # _namespaced
-    return Reply(201, await subresources.evict(registry, call.namespace, call.name, call.body), fresh=True)
+    return subresources.evict(registry, call.namespace, call.name, call.body)
 
 
-async def _update(registry: Registry, call: Call) -> Reply:
+def _update(registry: Registry, call: Call) -> Awaitable[Obj]:
     body = call.body if call.checks is None else call.checks.check_body(call.resource, call.body)
-    result = await registry.update(
+    return registry.update(
         call.resource, call.namespace, call.name, body, subresource=call.subresource or None, dry_run=call.dry_run
     )
-    return Reply(200, result)
 
 
-async def _update_scale(registry: Registry, call: Call) -> Reply:
+def _update_scale(registry: Registry, call: Call) -> Awaitable[Obj]:
     assert call.namespace is not None  # _namespaced
-    scale = await subresources.update_scale(registry, call.resource, call.namespace, call.name, call.body)
-    return Reply(200, scale, fresh=True)
+    return subresources.update_scale(registry, call.resource, call.namespace, call.name, call.body)
 
 
-async def _finalize(registry: Registry, call: Call) -> Reply:
-    return Reply(200, await subresources.finalize_namespace(registry, call.resource, call.name, call.body))
+def _finalize(registry: Registry, call: Call) -> Awaitable[Obj]:
+    return subresources.finalize_namespace(registry, call.resource, call.name, call.body)
 
 
-async def _patch(registry: Registry, call: Call) -> Reply:
+def _patch(registry: Registry, call: Call) -> Awaitable[Obj]:
     checks, resource = call.checks, call.resource
     if checks is not None:
         checks.check_patch(resource)
-    result = await subresources.patch_object(
+    return subresources.patch_object(
         registry,
         resource,
         call.namespace,
@@ -258,46 +257,43 @@ async def _patch(registry: Registry, call: Call) -> Reply:
         dry_run=call.dry_run,
         check=None if checks is None else (lambda obj: checks.check_patched(resource, obj)),
     )
-    return Reply(200, result)
 
 
-async def _patch_scale(registry: Registry, call: Call) -> Reply:
+async def _patch_scale(registry: Registry, call: Call) -> Obj:
     """A merge patch of the Scale view; other patch types are 415 (upstream takes every patch type here)."""
     assert call.namespace is not None  # _namespaced
     if call.patch_type != subresources.MERGE_PATCH:
         raise errors.unsupported_media_type(call.patch_type)
     current = await subresources.get_scale(registry, call.resource, call.namespace, call.name)
     scale = json_merge_patch(current, call.body)
-    updated = await subresources.update_scale(registry, call.resource, call.namespace, call.name, scale)
-    return Reply(200, updated, fresh=True)
+    return await subresources.update_scale(registry, call.resource, call.namespace, call.name, scale)
 
 
-async def _delete(registry: Registry, call: Call) -> Reply:
-    code, result = await delete_object(registry, call.resource, call.namespace, call.name, call.delete_options)
-    return Reply(code, result)
+async def _delete(registry: Registry, call: Call) -> Obj:
+    _, result = await delete_object(registry, call.resource, call.namespace, call.name, call.delete_options)
+    return result  # its status is always 200 (no 202: kubeplane does not take orphanDependents)
 
 
-async def _delete_collection(registry: Registry, call: Call) -> Reply:
-    result = await delete_collection(registry, call.resource, call.namespace, call.list_options, call.delete_options)
-    return Reply(200, result)
+def _delete_collection(registry: Registry, call: Call) -> Awaitable[Obj]:
+    return delete_collection(registry, call.resource, call.namespace, call.list_options, call.delete_options)
 
 
 ROUTES: Mapping[tuple[str, str], Route] = {
     ("get", ""): Route(_get, tabular=True),
     ("get", "status"): Route(_get, tabular=True),
-    ("get", "scale"): Route(_get_scale, applies=_namespaced),
+    ("get", "scale"): Route(_get_scale, fresh=True, applies=_namespaced),
     ("list", ""): Route(_list, tabular=True),
     ("watch", ""): Route(_watch, tabular=True),
-    ("create", ""): Route(_create, applies=_collection),
-    ("create", "binding"): Route(_bind, applies=_namespaced),
-    ("create", "eviction"): Route(_evict, applies=_namespaced),
+    ("create", ""): Route(_create, code=201, applies=_collection),
+    ("create", "binding"): Route(_bind, code=201, fresh=True, applies=_namespaced),
+    ("create", "eviction"): Route(_evict, code=201, fresh=True, applies=_namespaced),
     ("update", ""): Route(_update),
     ("update", "status"): Route(_update),
-    ("update", "scale"): Route(_update_scale, applies=_namespaced),
+    ("update", "scale"): Route(_update_scale, fresh=True, applies=_namespaced),
     ("update", "finalize"): Route(_finalize, applies=_namespaces),
     ("patch", ""): Route(_patch),
     ("patch", "status"): Route(_patch),
-    ("patch", "scale"): Route(_patch_scale, applies=_namespaced),
+    ("patch", "scale"): Route(_patch_scale, fresh=True, applies=_namespaced),
     ("delete", ""): Route(_delete),
     ("deletecollection", ""): Route(_delete_collection),
 }

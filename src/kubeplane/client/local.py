@@ -21,7 +21,7 @@ import orjson
 
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.apiserver.deletion import DeleteOptions
-from kubeplane.apiserver.dispatch import Call, Reply, check_scope, dispatch
+from kubeplane.apiserver.dispatch import Call, resolve
 from kubeplane.apiserver.errors import APIError
 from kubeplane.apiserver.listing import ListOptions, WatchOptions, bookmark_event
 from kubeplane.apiserver.registry import Registry
@@ -119,18 +119,21 @@ class LocalClient:
     def resource(self, name: str) -> ResourceInfo:
         return resolve_resource(self.registry.table, name)
 
-    async def _dispatch(self, call: Call) -> Reply:
+    async def _dispatch(self, call: Call) -> Any:
+        """The body of the call's route; the server's errors as the client's."""
         try:
-            check_scope(call.resource, verb=call.verb, namespace=call.namespace, subresource=call.subresource)
-            return await dispatch(self.registry, call)
+            return await resolve(call).handler(self.registry, call)
         except APIError as exc:
             raise error_for(exc.status) from None
 
     async def _object(self, call: Call) -> Obj:
-        """The reply's object, the caller's own."""
-        reply = await self._dispatch(call)
-        result: Obj = reply.body if reply.fresh else _copy(reply.body)
-        return result
+        """:meth:`_dispatch` for an object the caller keeps: a copy unless the route built it for this call."""
+        try:
+            route = resolve(call)
+            result: Obj = await route.handler(self.registry, call)
+        except APIError as exc:
+            raise error_for(exc.status) from None
+        return result if route.fresh else _copy(result)
 
     async def get(
         self, resource: ResourceInfo, name: str, *, namespace: str | None = None, subresource: str | None = None
@@ -180,8 +183,9 @@ class LocalClient:
             send_initial_events=send_initial_events,
             resource_version_match=resource_version_match,
         )
-        reply = await self._dispatch(Call("watch", resource, _scoped(resource, namespace), watch_options=options))
-        watcher: CacheWatcher = reply.body
+        watcher: CacheWatcher = await self._dispatch(
+            Call("watch", resource, _scoped(resource, namespace), watch_options=options)
+        )
         return LocalWatch(
             self.registry,
             resource,

@@ -337,7 +337,8 @@ class APIServerApp:
             body = await request.json(self.max_body)  # legacy namespaces/NS/bindings: the pod is the body's name
             pod = ((body.get("metadata") or {}).get("name") if isinstance(body, dict) else None) or ""
             call.name, call.subresource, call.body = str(pod), "binding", body
-            await _send_json(send, 201, (await dispatch.dispatch(self.registry, call)).body)
+            route, result = await dispatch.dispatch(self.registry, call)
+            await _send_json(send, route.code, result)
             return
         dispatch.check_verb(call)
         if verb in ("create", "update"):
@@ -353,12 +354,12 @@ class APIServerApp:
         if verb == "watch":
             await self._watch(request, send, call, route, as_table=as_table)
             return
-        reply = await route.handler(self.registry, call)
+        result = await route.handler(self.registry, call)
         if as_table and route.tabular:
-            doc = self._table(call, reply.body, query)
-            await _send_json(send, reply.code, doc, content_type=negotiation.TABLE_CONTENT_TYPE)
+            doc = self._table(call, result, query)
+            await _send_json(send, route.code, doc, content_type=negotiation.TABLE_CONTENT_TYPE)
         else:
-            await _send_json(send, reply.code, reply.body, headers=fields.headers())
+            await _send_json(send, route.code, result, headers=fields.headers())
 
     def _table(self, call: Call, body: Obj, query: dict[str, str]) -> Obj:
         now = self.registry.now()
@@ -384,7 +385,7 @@ class APIServerApp:
         error: APIError | None = None
         watcher: CacheWatcher | None = None
         try:
-            watcher = (await route.handler(self.registry, call)).body
+            watcher = await route.handler(self.registry, call)
         except APIError as exc:
             if exc.code != 410:  # a watch from a compacted revision: 200 and an ERROR event, as upstream
                 raise
