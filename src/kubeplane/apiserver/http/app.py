@@ -79,7 +79,7 @@ class Request:
         self.receive = receive
         self.raw = b""
         self.table_headers_sent = False  # a Table watch sends column definitions with its first event only
-        self.fields = negotiation.FieldValidation()
+        self.fields: negotiation.FieldValidation  # set from the query once the resource is known (400 after 404)
 
     async def body(self, limit: int) -> bytes:
         length = self.headers.get("content-length")
@@ -359,7 +359,7 @@ class APIServerApp:
             doc = self._table(call, result, query)
             await _send_json(send, route.code, doc, content_type=negotiation.TABLE_CONTENT_TYPE)
         else:
-            await _send_json(send, route.code, result, headers=fields.headers())
+            await _send_json(send, route.code, result, headers=fields.headers() if fields.warnings else None)
 
     def _table(self, call: Call, body: Obj, query: dict[str, str]) -> Obj:
         now = self.registry.now()
