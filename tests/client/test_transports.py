@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import random
 import socket
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, cast
 
 import pytest
 import uvicorn
 
+from kubeplane.api.resources import ResourceInfo
+from kubeplane.apiserver import dispatch
 from kubeplane.apiserver.http.app import APIServerApp
+from kubeplane.apiserver.listing import ListOptions
 from kubeplane.apiserver.registry import Registry
 from kubeplane.client.errors import APIStatusError
 from kubeplane.client.http import HTTPClient
@@ -154,3 +158,136 @@ async def test_http_and_local_transports_behave_identically(http_client: HTTPCli
     assert http_events == local_events
     assert [e["type"] for e in http_events][:2] == ["ADDED", "ADDED"]
     assert http_events[-1]["type"] == "DELETED"
+
+
+# -- every route of the API server's request table, on both transports ------------------------------------------
+
+
+@pytest.fixture
+def route_hits(monkeypatch: pytest.MonkeyPatch) -> dict[str, set[tuple[str, str]]]:
+    """Records which (verb, subresource) routes of :data:`dispatch.ROUTES` ran, per transport: both transports
+    call the one table, so wrapping its handlers sees every request of either."""
+    hits: dict[str, set[tuple[str, str]]] = {"current": set()}
+    for key, route in list(dispatch.ROUTES.items()):
+
+        def spy(handler: dispatch.Handler, key: tuple[str, str]) -> dispatch.Handler:
+            async def recorded(registry: Registry, call: dispatch.Call) -> Any:
+                hits["current"].add(key)
+                return await handler(registry, call)
+
+            return recorded
+
+        monkeypatch.setitem(
+            cast(dict[tuple[str, str], dispatch.Route], dispatch.ROUTES),
+            key,
+            dataclasses.replace(route, handler=spy(route.handler, key)),
+        )
+    return hits
+
+
+async def _http_delete_collection(client: HTTPClient, resource: ResourceInfo, namespace: str, selector: str) -> Any:
+    path = client._path(resource, namespace=namespace)
+    return await client._request("DELETE", path, query={"labelSelector": selector})
+
+
+async def _local_delete_collection(client: LocalClient, resource: ResourceInfo, namespace: str, selector: str) -> Any:
+    options = ListOptions(label_selector=selector)
+    call = dispatch.Call("deletecollection", resource, namespace, list_options=options)
+    return await client._dispatch(call)
+
+
+async def every_route(client: Client, delete_collection: Any) -> list[Any]:
+    """One call per route of the table (and calls no route serves); deletecollection, which the Client protocol
+    does not offer, through ``delete_collection`` (the transport's own way to the same request)."""
+    pods, namespaces = client.resource("pods"), client.resource("namespaces")
+    deployments, cms = client.resource("deployments"), client.resource("configmaps")
+    spec = {"containers": [{"name": "c", "image": "nginx"}]}
+    template = {"metadata": {"labels": {"app": "d"}}, "spec": spec}
+    selector = {"matchLabels": {"app": "d"}}
+    deployment = {"metadata": {"name": "d"}, "spec": {"replicas": 1, "selector": selector, "template": template}}
+    results: list[Any] = [await _outcome(client.create(namespaces, {"metadata": {"name": "r"}}))]
+    watch = await client.watch(cms, namespace="r", resource_version=results[0]["metadata"]["resourceVersion"])
+
+    def edited(step: int, **fields: Any) -> Any:  # the object an earlier step returned, with fields replaced
+        return {**results[step], **fields}
+
+    steps: list[Callable[[], Awaitable[Any]]] = [
+        # create, get, get status, list, update, update status, patch, patch status: the main object and status
+        lambda: client.create(pods, {"metadata": {"name": "a", "labels": {"app": "x"}}, "spec": spec}, namespace="r"),
+        lambda: client.get(pods, "a", namespace="r"),
+        lambda: client.get(pods, "a", namespace="r", subresource="status"),
+        lambda: client.list(pods, namespace="r"),
+        lambda: client.update(
+            pods, edited(2, metadata={**results[2]["metadata"], "labels": {"v": "2"}}), namespace="r"
+        ),
+        lambda: client.update(
+            pods, edited(5, status={**results[5]["status"], "phase": "Running"}), namespace="r", subresource="status"
+        ),
+        lambda: client.patch(pods, "a", {"metadata": {"annotations": {"k": "v"}}}, namespace="r"),
+        lambda: client.patch(pods, "a", {"status": {"message": "m"}}, namespace="r", subresource="status"),
+        # binding and eviction (pods), scale (workloads)
+        lambda: client.create(pods, {"target": {"name": "n1"}}, namespace="r", subresource="binding", name="a"),
+        lambda: client.create(pods, {"metadata": {"name": "a"}}, namespace="r", subresource="eviction", name="a"),
+        lambda: client.create(deployments, deployment, namespace="r"),
+        lambda: client.get(deployments, "d", namespace="r", subresource="scale"),
+        lambda: client.update(deployments, edited(12, spec={"replicas": 2}), namespace="r", subresource="scale"),
+        lambda: client.patch(deployments, "d", {"spec": {"replicas": 3}}, namespace="r", subresource="scale"),
+        # what no route serves, the same on both: pods have no scale subresource (404, as kube-apiserver for an
+        # unknown subresource); pods/status takes no POST (405 MethodNotAllowed); a namespaced object needs its
+        # namespace (404); kubeplane's scale takes only a merge patch (415; upstream takes every patch type)
+        lambda: client.get(pods, "a", namespace="r", subresource="scale"),
+        lambda: client.create(pods, {"metadata": {"name": "a"}}, namespace="r", subresource="status", name="a"),
+        lambda: client.patch(
+            deployments,
+            "d",
+            [{"op": "replace", "path": "/spec/replicas", "value": 1}],
+            patch_type=PatchType.JSON,
+            namespace="r",
+            subresource="scale",
+        ),
+        lambda: client.get(pods, "a", namespace=None),
+        # delete and deletecollection
+        lambda: client.create(cms, {"metadata": {"name": "c1", "labels": {"dc": "1"}}}, namespace="r"),
+        lambda: client.create(cms, {"metadata": {"name": "c2", "labels": {"dc": "1"}}}, namespace="r"),
+        lambda: client.create(cms, {"metadata": {"name": "c3"}}, namespace="r"),
+        lambda: delete_collection(client, cms, "r", "dc=1"),
+        lambda: client.delete(cms, "c3", namespace="r"),
+        lambda: client.list(cms, namespace="r"),
+        # namespaces/finalize: a terminating namespace whose last finalizer goes is removed
+        lambda: client.delete(namespaces, "r"),
+        lambda: client.update(namespaces, edited(25, spec={"finalizers": []}), subresource="finalize"),
+        lambda: client.get(namespaces, "r"),
+    ]
+    for step in steps:
+        results.append(await _outcome(step()))
+    events: list[Any] = []
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(2):
+            async for event in watch:
+                events.append(event)
+                if event["type"] == "DELETED" and event["object"]["metadata"]["name"] == "c3":
+                    break
+    await watch.close()
+    return [*results, events]
+
+
+async def test_every_route_of_the_request_table_gives_the_same_result_on_both_transports(
+    http_client: HTTPClient, local_client: LocalClient, route_hits: dict[str, set[tuple[str, str]]]
+) -> None:
+    """Each (verb, subresource) of dispatch.ROUTES, run over HTTP and in-process, answers identically (objects,
+    Status errors, watch events); a route added to the table without a call here fails the test."""
+    over_http = await every_route(http_client, _http_delete_collection)
+    http_hits, route_hits["current"] = route_hits["current"], set()
+    in_process = await every_route(local_client, _local_delete_collection)
+    for i, (a, b) in enumerate(zip(over_http, in_process, strict=True)):
+        assert a == b, f"step {i} differs"
+    assert http_hits == route_hits["current"] == set(dispatch.ROUTES)
+    errors = [r["status"]["code"] for r in over_http if isinstance(r, dict) and "error" in r]
+    assert errors == [
+        404,
+        405,
+        415,
+        404,
+        404,
+    ]  # scale of a pod, create of a status, JSON scale patch, no namespace, gone
+    assert [e["type"] for e in over_http[-1]] == ["ADDED"] * 3 + ["DELETED"] * 3

@@ -66,6 +66,14 @@ def not_found(group: str, resource: str, name: str) -> APIError:
     )
 
 
+NO_SUCH_PATH = "the server could not find the requested resource"
+
+
+def no_such_path() -> APIError:
+    """404 for a request that addresses nothing the server serves (upstream's generic NotFound)."""
+    return APIError(code=404, reason="NotFound", message=NO_SUCH_PATH, details={})
+
+
 def already_exists(group: str, resource: str, name: str) -> APIError:
     return APIError(
         code=409,

@@ -53,6 +53,17 @@ class ListOptions:
     continue_token: str = ""
     resource_version: str = ""
     resource_version_match: str = ""
+    send_initial_events: bool | None = None  # only to be refused: a list cannot send initial events
+
+    def validate(self) -> None:
+        """Upstream ``ValidateListOptions`` for a list (422 Invalid ListOptions)."""
+        validate_list_options(
+            resource_version=self.resource_version,
+            resource_version_match=self.resource_version_match,
+            continue_token=self.continue_token,
+            send_initial_events=self.send_initial_events,
+            watch=False,
+        )
 
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
@@ -63,7 +74,7 @@ def validate_list_options(
     resource_version: str,
     resource_version_match: str,
     continue_token: str,
-    send_initial_events: str | None,
+    send_initial_events: bool | None,
     watch: bool,
 ) -> None:
     """Upstream ``ValidateListOptions`` (list and watch): 422 Invalid ``ListOptions`` with field causes."""
@@ -216,6 +227,25 @@ class WatchOptions:
     allow_bookmarks: bool = False
     timeout_seconds: float | None = None
     send_initial_events: bool | None = None  # WatchList: current objects, then an initial-events-end bookmark
+    resource_version_match: str = ""
+
+    def validate(self) -> None:
+        """Upstream ``ValidateListOptions`` for a watch (422 Invalid ListOptions)."""
+        validate_list_options(
+            resource_version=self.resource_version,
+            resource_version_match=self.resource_version_match,
+            continue_token="",
+            send_initial_events=self.send_initial_events,
+            watch=True,
+        )
+
+
+def bookmark_event(info: ResourceInfo, revision: int) -> Obj:
+    """A BOOKMARK event at ``revision`` (an object of the resource's kind with only its resourceVersion)."""
+    return {
+        "type": "BOOKMARK",
+        "object": {"kind": info.kind, "apiVersion": info.api_version, "metadata": {"resourceVersion": str(revision)}},
+    }
 
 
 def open_watch(registry: Registry, info: ResourceInfo, namespace: str | None, options: WatchOptions) -> CacheWatcher:

@@ -8,6 +8,7 @@ patch (merge and JSON patch) on any resource or its status.
   and its ``disruptionsAllowed`` is decremented (with the pod recorded in ``disruptedPods``) before the pod
   is deleted, so concurrent evictions cannot overspend the budget.
 * scale: autoscaling/v1 Scale views of ``spec.replicas``, ``status.replicas`` and the label selector.
+* finalize (namespaces): sets ``spec.finalizers``; a terminating namespace with none left goes away.
 """
 
 from __future__ import annotations
@@ -267,3 +268,19 @@ async def update_scale(registry: Registry, info: ResourceInfo, namespace: str, n
         info, namespace, name, set_replicas, precondition=str(rv) if rv else None
     )
     return scale_of(info, updated)
+
+
+async def finalize_namespace(registry: Registry, info: ResourceInfo, name: str, body: Any) -> Obj:
+    """namespaces/NAME/finalize: set spec.finalizers; a terminating namespace with none left goes away."""
+    finalizers = ((body.get("spec") or {}).get("finalizers") if isinstance(body, dict) else None) or []
+
+    def change(obj: Obj) -> Obj:
+        obj.setdefault("spec", {})["finalizers"] = list(finalizers)
+        return obj
+
+    updated = await raw_update(registry, info, None, name, change)
+    meta = updated["metadata"]
+    if meta.get("deletionTimestamp") and not finalizers and not meta.get("finalizers"):
+        with contextlib.suppress(Exception):
+            await registry.store.delete(info.key(name))
+    return updated

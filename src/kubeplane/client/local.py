@@ -1,27 +1,29 @@
 """The in-process transport: the Client protocol over an API server registry in the same event loop.
 
-Every call goes through the same registry functions the HTTP layer uses (validation, defaulting, admission,
-watch cache), so behaviour is identical to HTTP without sockets or JSON. Differences that cannot be seen from
-outside: objects returned by get/list/create/update/patch/delete are private copies; objects in watch events are
-shared read-only with the cache (as informers share them with handlers). Errors are the server's Status
-objects raised as :mod:`kubeplane.client.errors`. This is the only client module allowed to import the API
-server (DESIGN.md layering).
+Every call goes through the API server's request table (:mod:`kubeplane.apiserver.dispatch`), the one the
+HTTP app dispatches to, so each verb and subresource behaves as over HTTP (validation, defaulting, admission,
+watch cache, the 404s and 405s of what a call addresses) without sockets or JSON. What is this transport's own:
+arguments the HTTP transport would turn into a URL are taken the same way (a cluster-scoped resource ignores
+``namespace``; ``name`` of a create names a subresource's object only); objects returned are private copies
+(unless the server built them for this call alone); objects in watch events are shared read-only with the
+cache (as informers share them with handlers); watches end and send idle bookmarks on the injected clock.
+Errors are the server's Status objects raised as :mod:`kubeplane.client.errors`. This is the only client module
+allowed to import the API server (DESIGN.md layering).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any
 
 import orjson
 
-from kubeplane.api.patch import json_merge_patch
 from kubeplane.api.resources import ResourceInfo
-from kubeplane.apiserver import subresources
-from kubeplane.apiserver.deletion import DeleteOptions, delete_object
+from kubeplane.apiserver.deletion import DeleteOptions
+from kubeplane.apiserver.dispatch import Call, resolve
 from kubeplane.apiserver.errors import APIError
-from kubeplane.apiserver.listing import ListOptions, WatchOptions, list_objects, open_watch, validate_list_options
+from kubeplane.apiserver.listing import ListOptions, WatchOptions, bookmark_event
 from kubeplane.apiserver.registry import Registry
 from kubeplane.apiserver.watchcache import CacheWatcher
 from kubeplane.store.memory import MemoryStore
@@ -31,7 +33,6 @@ from .errors import ClientError, error_for
 from .interface import Obj, PatchType
 from .resolve import resolve_resource
 
-T = TypeVar("T")
 BOOKMARK_INTERVAL = 5.0  # as the HTTP server's idle bookmark cadence
 
 
@@ -92,14 +93,7 @@ class LocalWatch:
                 cache = self._registry.cache(self._resource)
                 cache.sync()
                 if not watcher.queue:
-                    return {
-                        "type": "BOOKMARK",
-                        "object": {
-                            "kind": self._resource.kind,
-                            "apiVersion": self._resource.api_version,
-                            "metadata": {"resourceVersion": str(cache.revision)},
-                        },
-                    }
+                    return bookmark_event(self._resource, cache.revision)
         return self._pending.pop()
 
     async def close(self) -> None:
@@ -125,19 +119,28 @@ class LocalClient:
     def resource(self, name: str) -> ResourceInfo:
         return resolve_resource(self.registry.table, name)
 
-    async def _call(self, coro: Awaitable[T]) -> T:
+    async def _dispatch(self, call: Call) -> Any:
+        """The body of the call's route; the server's errors as the client's."""
         try:
-            return await coro
+            return await resolve(call).handler(self.registry, call)
         except APIError as exc:
             raise error_for(exc.status) from None
+
+    async def _object(self, call: Call) -> Obj:
+        """:meth:`_dispatch` for an object the caller keeps: a copy unless the route built it for this call."""
+        try:
+            route = resolve(call)
+            result: Obj = await route.handler(self.registry, call)
+        except APIError as exc:
+            raise error_for(exc.status) from None
+        return result if route.fresh else _copy(result)
 
     async def get(
         self, resource: ResourceInfo, name: str, *, namespace: str | None = None, subresource: str | None = None
     ) -> Obj:
-        if subresource == "scale":
-            assert namespace is not None
-            return _copy(await self._call(subresources.get_scale(self.registry, resource, namespace, name)))
-        return _copy(await self._call(self.registry.get(resource, namespace, name)))
+        return await self._object(
+            Call("get", resource, _scoped(resource, namespace), name=name, subresource=subresource or "")
+        )
 
     async def list(
         self,
@@ -157,7 +160,7 @@ class LocalClient:
             continue_token=continue_token,
             resource_version=resource_version,
         )
-        return _copy(await self._call(list_objects(self.registry, resource, namespace, options)))
+        return await self._object(Call("list", resource, _scoped(resource, namespace), list_options=options))
 
     async def watch(
         self,
@@ -178,18 +181,11 @@ class LocalClient:
             resource_version=resource_version,
             allow_bookmarks=allow_bookmarks,
             send_initial_events=send_initial_events,
+            resource_version_match=resource_version_match,
         )
-        try:
-            validate_list_options(
-                resource_version=resource_version,
-                resource_version_match=resource_version_match,
-                continue_token="",
-                send_initial_events=None if send_initial_events is None else str(send_initial_events).lower(),
-                watch=True,
-            )
-            watcher = open_watch(self.registry, resource, namespace, options)
-        except APIError as exc:
-            raise error_for(exc.status) from None
+        watcher: CacheWatcher = await self._dispatch(
+            Call("watch", resource, _scoped(resource, namespace), watch_options=options)
+        )
         return LocalWatch(
             self.registry,
             resource,
@@ -208,29 +204,27 @@ class LocalClient:
         subresource: str | None = None,
         name: str | None = None,
     ) -> Obj:
-        body = _copy(obj)
-        if subresource == "binding":
-            if namespace is None or name is None:
-                raise ClientError("binding needs a namespace and the pod's name")
-            return await self._call(subresources.bind(self.registry, namespace, name, body))
-        if subresource == "eviction":
-            if namespace is None or name is None:
-                raise ClientError("eviction needs a namespace and the pod's name")
-            return await self._call(subresources.evict(self.registry, namespace, name, body))
-        if subresource:
-            raise ClientError(f"create does not support subresource {subresource!r}")
-        return _copy(await self._call(self.registry.create(resource, namespace, body)))
+        if subresource in ("binding", "eviction") and (namespace is None or name is None):
+            raise ClientError(f"{subresource} needs a namespace and the pod's name")
+        call = Call(
+            "create",
+            resource,
+            _scoped(resource, namespace),
+            name=(name or "") if subresource else "",
+            subresource=subresource or "",
+            body=_copy(obj),
+        )
+        return await self._object(call)
 
     async def update(
         self, resource: ResourceInfo, obj: Obj, *, namespace: str | None = None, subresource: str | None = None
     ) -> Obj:
         body = _copy(obj)
         name = str((body.get("metadata") or {}).get("name") or "")
-        if subresource == "scale":
-            assert namespace is not None
-            return _copy(await self._call(subresources.update_scale(self.registry, resource, namespace, name, body)))
-        result = self.registry.update(resource, namespace, name, body, subresource=subresource)
-        return _copy(await self._call(result))
+        call = Call(
+            "update", resource, _scoped(resource, namespace), name=name, subresource=subresource or "", body=body
+        )
+        return await self._object(call)
 
     async def patch(
         self,
@@ -242,21 +236,16 @@ class LocalClient:
         namespace: str | None = None,
         subresource: str | None = None,
     ) -> Obj:
-        if subresource == "scale":
-            assert namespace is not None
-            current = await self._call(subresources.get_scale(self.registry, resource, namespace, name))
-            scale = json_merge_patch(current, patch)
-            return _copy(await self._call(subresources.update_scale(self.registry, resource, namespace, name, scale)))
-        result = subresources.patch_object(
-            self.registry,
+        call = Call(
+            "patch",
             resource,
-            namespace,
-            name,
-            content_type=str(patch_type),
-            patch=orjson.loads(orjson.dumps(patch)),  # the caller keeps its patch
-            subresource=subresource,
+            _scoped(resource, namespace),
+            name=name,
+            subresource=subresource or "",
+            body=orjson.loads(orjson.dumps(patch)),  # the caller keeps its patch
+            patch_type=str(patch_type),
         )
-        return _copy(await self._call(result))
+        return await self._object(call)
 
     async def delete(
         self,
@@ -275,11 +264,17 @@ class LocalClient:
             preconditions.get("uid"),
             preconditions.get("resourceVersion"),
         )
-        _, body = await self._call(delete_object(self.registry, resource, namespace, name, options))
-        return _copy(body)
+        return await self._object(
+            Call("delete", resource, _scoped(resource, namespace), name=name, delete_options=options)
+        )
 
     async def close(self) -> None:
         if self._owns:
             self._owns = False
             await self.registry.stop()
             await self.registry.store.close()
+
+
+def _scoped(resource: ResourceInfo, namespace: str | None) -> str | None:
+    """The namespace a call addresses: none for a cluster-scoped resource, as the HTTP transport's URLs."""
+    return namespace if resource.namespaced else None

@@ -21,14 +21,14 @@ from urllib.parse import parse_qsl
 import orjson
 from prometheus_client import CollectorRegistry
 
-from kubeplane.api.patch import json_merge_patch
 from kubeplane.api.resources import ResourceInfo
-from kubeplane.apiserver import conversion, errors, subresources
-from kubeplane.apiserver.deletion import DeleteOptions, delete_collection, delete_object
+from kubeplane.apiserver import conversion, dispatch, errors, subresources
+from kubeplane.apiserver.deletion import DeleteOptions
+from kubeplane.apiserver.dispatch import Call
 from kubeplane.apiserver.errors import APIError
-from kubeplane.apiserver.listing import ListOptions, WatchOptions, list_objects, open_watch, validate_list_options
+from kubeplane.apiserver.listing import ListOptions, WatchOptions, bookmark_event
 from kubeplane.apiserver.registry import Registry
-from kubeplane.apiserver.watchcache import CacheWatcher, WatchEvent
+from kubeplane.apiserver.watchcache import CacheWatcher, Obj, WatchEvent
 from kubeplane.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kubeplane.metrics import APIServerMetrics, exposition
 from kubeplane.metrics.apiserver import clean_scope, reported_verb
@@ -47,11 +47,11 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 MAX_BODY = 3 * 1024 * 1024
 BODY_TYPES = ("application/json", "", negotiation.PROTOBUF)
 OPEN_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
-NOT_FOUND_MESSAGE = "the server could not find the requested resource"
 METRICS_PATH = "/metrics"
 _INFO = "kubeplane.request_info"  # the parsed RequestInfo, left in the ASGI scope for the request metrics
 _NON_RESOURCE_LABELS = frozenset({*OPEN_PATHS, "/api", "/apis"})
 _perf = time.perf_counter
+_TRUE = ("1", "true", "True")
 VERSION = {
     "major": "1",
     "minor": "37",
@@ -63,17 +63,13 @@ VERSION = {
     "compiler": "cpython",
     "platform": "linux/amd64",
 }
-_SCALABLE = frozenset(
-    {("apps", "deployments"), ("apps", "replicasets"), ("apps", "statefulsets"), ("", "replicationcontrollers")}
-)
-
-
-def _not_found() -> APIError:
-    return APIError(code=404, reason="NotFound", message=NOT_FOUND_MESSAGE, details={})
 
 
 class Request:
-    __slots__ = ("headers", "info", "method", "query", "raw", "receive", "table_headers_sent")
+    """One HTTP request; also the dispatcher's :class:`~kubeplane.apiserver.dispatch.BodyChecks`
+    (``fieldValidation`` over the raw body the client sent)."""
+
+    __slots__ = ("fields", "headers", "info", "method", "query", "raw", "receive", "table_headers_sent")
 
     def __init__(self, scope: Scope, receive: Receive, info: RequestInfo, query: dict[str, str]) -> None:
         self.method: str = scope["method"]
@@ -83,6 +79,7 @@ class Request:
         self.receive = receive
         self.raw = b""
         self.table_headers_sent = False  # a Table watch sends column definitions with its first event only
+        self.fields: negotiation.FieldValidation  # set from the query once the resource is known (400 after 404)
 
     async def body(self, limit: int) -> bytes:
         length = self.headers.get("content-length")
@@ -114,6 +111,15 @@ class Request:
         if not raw.strip():
             raise errors.bad_request("the request body is empty")
         return negotiation.decode_body(raw, self.content_type)
+
+    def check_body(self, resource: ResourceInfo, body: Any) -> Any:
+        return self.fields.check_body(resource, self.raw, body, self.content_type)
+
+    def check_patch(self, resource: ResourceInfo) -> None:
+        self.fields.check_patch_body(resource, self.raw)
+
+    def check_patched(self, resource: ResourceInfo, obj: Obj) -> Obj:
+        return self.fields.check_patched(resource, obj)
 
 
 class APIServerApp:
@@ -243,7 +249,7 @@ class APIServerApp:
         if path == "/version":
             await _send_json(send, 200, VERSION)
             return
-        watch = query.get("watch") in ("1", "true", "True")
+        watch = query.get("watch") in _TRUE
         try:
             info = parse_request(scope["method"], scope.get("raw_path", b"").decode("latin-1") or path, watch=watch)
         except BadPath as exc:
@@ -272,7 +278,7 @@ class APIServerApp:
         if parts[:2] == ("openapi", "v3"):
             data = self.openapi.get(parts)
             if data is None:
-                raise _not_found()
+                raise errors.no_such_path()
             await _send(send, 200, data, "application/json")
             return
         aggregated = wants_aggregated(request.headers.get("accept", ""))
@@ -294,174 +300,94 @@ class APIServerApp:
         elif len(parts) == 3 and parts[0] == "apis":
             doc = self.discovery.resource_list(parts[1], parts[2])
         if doc is None:
-            raise _not_found()
+            raise errors.no_such_path()
         await _send_json(send, 200, doc)
 
     def _resource_info(self, info: RequestInfo) -> ResourceInfo:
+        """The resource the URL addresses (404 if none): the table's, except the legacy
+        ``namespaces/NS/bindings``, which binds a pod."""
         if info.group == "" and info.resource == "bindings":
             return self.registry.resource("", "pods")
         resource = self.registry.table.get(info.group, info.version, info.resource)
         if resource is None:
-            raise _not_found()
-        if (
-            info.subresource
-            and resource.subresource(info.subresource) is None
-            and not (info.resource == "namespaces" and info.subresource == "finalize")
-        ):
-            raise _not_found()
-        if resource.namespaced and info.namespace is None and info.verb not in ("list", "watch", "deletecollection"):
-            raise _not_found()
-        if not resource.namespaced and info.namespace is not None:
-            raise _not_found()
+            raise errors.no_such_path()
+        dispatch.check_scope(resource, verb=info.verb, namespace=info.namespace, subresource=info.subresource)
         return resource
 
     async def _resource(self, request: Request, send: Send) -> None:
-        info = request.info
+        """HTTP's part of a resource request around the dispatcher's (see :mod:`kubeplane.apiserver.dispatch`
+        for the order of checks): the body and options from the wire, the reply onto it."""
+        info, query = request.info, request.query
         resource = self._resource_info(info)
-        verb, sub, ns, name = info.verb, info.subresource, info.namespace, info.name
-        registry = self.registry
-        dry_run = request.query.get("dryRun") == "All"
+        verb = info.verb
+        call = Call(
+            verb,
+            resource,
+            info.namespace,
+            name=info.name,
+            subresource=info.subresource,
+            dry_run=query.get("dryRun") == "All",
+            checks=request,
+            method=request.method,
+            path=info.path,
+        )
         as_table = negotiation.wants_table(request.headers.get("accept", ""))
-        fields = negotiation.FieldValidation.from_query(request.query)
-        if info.resource == "bindings" and verb == "create" and ns is not None:  # legacy namespaces/NS/bindings
-            body = await request.json(self.max_body)
+        request.fields = fields = negotiation.FieldValidation.from_query(query)
+        if info.resource == "bindings" and verb == "create" and info.namespace is not None:
+            body = await request.json(self.max_body)  # legacy namespaces/NS/bindings: the pod is the body's name
             pod = ((body.get("metadata") or {}).get("name") if isinstance(body, dict) else None) or ""
-            await _send_json(send, 201, await subresources.bind(registry, ns, str(pod), body))
+            call.name, call.subresource, call.body = str(pod), "binding", body
+            route, result = await dispatch.dispatch(self.registry, call)
+            await _send_json(send, route.code, result)
             return
-        if (verb not in resource.verbs and not sub) or (verb in ("update", "patch") and not name):
-            raise errors.method_not_allowed(request.method, info.path)
-        if verb == "get":
-            if sub == "scale" and (resource.group, resource.plural) in _SCALABLE:
-                assert ns is not None
-                await _send_json(send, 200, await subresources.get_scale(registry, resource, ns, name))
-            elif sub in ("", "status"):
-                obj = await registry.get(resource, ns, name)
-                if as_table:
-                    meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
-                    doc = negotiation.table(resource, [obj], list_meta=meta, query=request.query, now=registry.now())
-                    await _send_json(send, 200, doc, content_type=negotiation.TABLE_CONTENT_TYPE)
-                else:
-                    await _send_json(send, 200, obj)
-            else:
-                raise errors.method_not_allowed(request.method, info.path)
-        elif verb == "list":
-            validate_list_options(
-                resource_version=request.query.get("resourceVersion", ""),
-                resource_version_match=request.query.get("resourceVersionMatch", ""),
-                continue_token=request.query.get("continue", ""),
-                send_initial_events=request.query.get("sendInitialEvents"),
-                watch=False,
-            )
-            listed = await list_objects(registry, resource, ns, _list_options(request.query))
-            if as_table:
-                doc = negotiation.table(
-                    resource, listed["items"], list_meta=listed["metadata"], query=request.query, now=registry.now()
-                )
-                await _send_json(send, 200, doc, content_type=negotiation.TABLE_CONTENT_TYPE)
-            else:
-                await _send_json(send, 200, listed)
-        elif verb == "watch":
-            await self._watch(request, send, resource, as_table=as_table)
-        elif verb == "create":
-            body = await request.json(self.max_body)
-            if sub == "binding" and ns is not None:
-                await _send_json(send, 201, await subresources.bind(registry, ns, name, body))
-            elif sub == "eviction" and ns is not None:
-                await _send_json(send, 201, await subresources.evict(registry, ns, name, body))
-            elif not sub and not name:
-                body = fields.check_body(resource, request.raw, body, request.content_type)
-                created = await registry.create(resource, ns, body, dry_run=dry_run)
-                await _send_json(send, 201, created, headers=fields.headers())
-            else:
-                raise errors.method_not_allowed(request.method, info.path)
-        elif verb == "update":
-            body = await request.json(self.max_body)
-            if sub == "scale" and (resource.group, resource.plural) in _SCALABLE and ns is not None:
-                await _send_json(send, 200, await subresources.update_scale(registry, resource, ns, name, body))
-            elif sub == "finalize" and resource.plural == "namespaces":
-                await _send_json(send, 200, await self._finalize(resource, name, body))
-            elif sub in ("", "status"):
-                body = fields.check_body(resource, request.raw, body, request.content_type)
-                result = await registry.update(resource, ns, name, body, subresource=sub or None, dry_run=dry_run)
-                await _send_json(send, 200, result, headers=fields.headers())
-            else:
-                raise errors.method_not_allowed(request.method, info.path)
+        dispatch.check_verb(call)
+        if verb in ("create", "update"):
+            call.body = await request.json(self.max_body)
         elif verb == "patch":
-            allowed = subresources.PATCH_TYPES
-            patch = await request.json(self.max_body, allowed=allowed)
-            if sub == "scale" and (resource.group, resource.plural) in _SCALABLE and ns is not None:
-                if request.content_type != subresources.MERGE_PATCH:
-                    raise errors.unsupported_media_type(request.content_type)
-                current = await subresources.get_scale(registry, resource, ns, name)
-                scale = json_merge_patch(current, patch)
-                await _send_json(send, 200, await subresources.update_scale(registry, resource, ns, name, scale))
-            elif sub in ("", "status"):
-                fields.check_patch_body(resource, request.raw)
-                result = await subresources.patch_object(
-                    registry,
-                    resource,
-                    ns,
-                    name,
-                    content_type=request.content_type,
-                    patch=patch,
-                    subresource=sub or None,
-                    dry_run=dry_run,
-                    check=lambda obj: fields.check_patched(resource, obj),
-                )
-                await _send_json(send, 200, result, headers=fields.headers())
-            else:
-                raise errors.method_not_allowed(request.method, info.path)
-        elif verb == "delete" and not sub:
-            body = await _optional_json(request, self.max_body)
-            code, result = await delete_object(registry, resource, ns, name, DeleteOptions.parse(body, request.query))
-            await _send_json(send, code, result)
-        elif verb == "deletecollection" and not sub:
-            body = await _optional_json(request, self.max_body)
-            options = DeleteOptions.parse(body, request.query)
-            result = await delete_collection(registry, resource, ns, _list_options(request.query), options)
-            await _send_json(send, 200, result)
+            call.body = await request.json(self.max_body, allowed=subresources.PATCH_TYPES)
+            call.patch_type = request.content_type
+        route = dispatch.find_route(call)
+        if verb in ("delete", "deletecollection"):
+            call.delete_options = DeleteOptions.parse(await _optional_json(request, self.max_body), query)
+        if verb in ("list", "deletecollection"):
+            call.list_options = _list_options(query)
+        if verb == "watch":
+            await self._watch(request, send, call, route, as_table=as_table)
+            return
+        result = await route.handler(self.registry, call)
+        if as_table and route.tabular:
+            doc = self._table(call, result, query)
+            await _send_json(send, route.code, doc, content_type=negotiation.TABLE_CONTENT_TYPE)
         else:
-            raise errors.method_not_allowed(request.method, info.path)
+            await _send_json(send, route.code, result, headers=fields.headers() if fields.warnings else None)
 
-    async def _finalize(self, resource: ResourceInfo, name: str, body: Any) -> dict[str, Any]:
-        """namespaces/NAME/finalize: set spec.finalizers; a terminating namespace with none left goes away."""
-        finalizers = ((body.get("spec") or {}).get("finalizers") if isinstance(body, dict) else None) or []
+    def _table(self, call: Call, body: Obj, query: dict[str, str]) -> Obj:
+        now = self.registry.now()
+        if call.verb == "list":
+            return negotiation.table(call.resource, body["items"], list_meta=body["metadata"], query=query, now=now)
+        meta = {"resourceVersion": body["metadata"].get("resourceVersion", "")}
+        return negotiation.table(call.resource, [body], list_meta=meta, query=query, now=now)
 
-        def change(obj: dict[str, Any]) -> dict[str, Any]:
-            obj.setdefault("spec", {})["finalizers"] = list(finalizers)
-            return obj
-
-        updated = await subresources.raw_update(self.registry, resource, None, name, change)
-        meta = updated["metadata"]
-        if meta.get("deletionTimestamp") and not finalizers and not meta.get("finalizers"):
-            with contextlib.suppress(Exception):
-                await self.registry.store.delete(resource.key(name))
-        return updated
-
-    async def _watch(self, request: Request, send: Send, resource: ResourceInfo, *, as_table: bool = False) -> None:
-        query = request.query
+    async def _watch(
+        self, request: Request, send: Send, call: Call, route: dispatch.Route, *, as_table: bool = False
+    ) -> None:
+        query, resource = request.query, call.resource
         timeout = _timeout_seconds(query.get("timeoutSeconds"), self.rng)
         send_initial = query.get("sendInitialEvents")
-        validate_list_options(
-            resource_version=query.get("resourceVersion", ""),
-            resource_version_match=query.get("resourceVersionMatch", ""),
-            continue_token="",
-            send_initial_events=send_initial,
-            watch=True,
-        )
-        options = WatchOptions(
+        call.watch_options = options = WatchOptions(
             label_selector=query.get("labelSelector", ""),
             field_selector=query.get("fieldSelector", ""),
             resource_version=query.get("resourceVersion", ""),
-            allow_bookmarks=query.get("allowWatchBookmarks") in ("1", "true", "True"),
-            send_initial_events=None if send_initial is None else send_initial in ("1", "true", "True"),
+            allow_bookmarks=query.get("allowWatchBookmarks") in _TRUE,
+            send_initial_events=None if send_initial is None else send_initial in _TRUE,
+            resource_version_match=query.get("resourceVersionMatch", ""),
         )
         error: APIError | None = None
         watcher: CacheWatcher | None = None
         try:
-            watcher = open_watch(self.registry, resource, request.info.namespace, options)
+            watcher = await route.handler(self.registry, call)
         except APIError as exc:
-            if exc.code != 410:
+            if exc.code != 410:  # a watch from a compacted revision: 200 and an ERROR event, as upstream
                 raise
             error = exc
         await send(
@@ -489,7 +415,7 @@ class APIServerApp:
                 cache.sync()
             body = self._frames(resource, _drain(watcher), request, as_table) if watcher.queue else b""
             if bookmark:
-                body += orjson.dumps(_bookmark(resource, cache.revision)) + b"\n"
+                body += orjson.dumps(bookmark_event(resource, cache.revision)) + b"\n"
             if body:
                 await send({"type": "http.response.body", "body": body, "more_body": True})
 
@@ -513,17 +439,6 @@ class APIServerApp:
             cache.remove_watcher(watcher)
             self.watchers.discard(watcher)
             self.metrics.watcher_removed(resource.group, resource.version, resource.kind)
-
-
-def _bookmark(resource: ResourceInfo, revision: int) -> dict[str, Any]:
-    return {
-        "type": "BOOKMARK",
-        "object": {
-            "kind": resource.kind,
-            "apiVersion": resource.api_version,
-            "metadata": {"resourceVersion": str(revision)},
-        },
-    }
 
 
 def _frames(resource: ResourceInfo, events: list[WatchEvent]) -> bytes:
@@ -560,6 +475,7 @@ def _timeout_seconds(value: str | None, rng: random.Random) -> float:
 
 def _list_options(query: Mapping[str, str]) -> ListOptions:
     limit = query.get("limit", "0") or "0"
+    send_initial = query.get("sendInitialEvents")
     try:
         parsed = int(limit)
     except ValueError:
@@ -571,6 +487,7 @@ def _list_options(query: Mapping[str, str]) -> ListOptions:
         continue_token=query.get("continue", ""),
         resource_version=query.get("resourceVersion", ""),
         resource_version_match=query.get("resourceVersionMatch", ""),
+        send_initial_events=None if send_initial is None else send_initial in _TRUE,
     )
 
 
