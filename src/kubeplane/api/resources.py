@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Final
+from urllib.parse import quote
 
 from kubeplane.api import meta
 from kubeplane.api.meta import NameRule
@@ -93,6 +94,19 @@ class ResourceInfo:
         if not self.namespaced and namespace:
             raise meta.InvalidKeyError(f"{self.group_resource} is cluster-scoped: namespace {namespace!r} given")
         return meta.object_key(self.storage_prefix, name, namespace=(namespace or "") if self.namespaced else None)
+
+    def rest_path(self, namespace: str | None = None, name: str = "", subresource: str | None = None) -> str:
+        """The request path of an object, its collection or a subresource (``/api/v1/namespaces/ns/pods/p``):
+        what the HTTP client requests and what the in-process transport names in its 404/405 messages."""
+        parts = [f"/api/{self.version}" if not self.group else f"/apis/{self.group}/{self.version}"]
+        if self.namespaced and namespace:
+            parts.append(f"namespaces/{quote(namespace, safe='')}")
+        parts.append(self.plural)
+        if name:
+            parts.append(quote(name, safe=""))
+        if subresource:
+            parts.append(subresource)
+        return "/".join(parts)
 
     def collection_key(self, namespace: str | None = None) -> str:
         """Prefix for listing or watching one namespace (namespaced only) or all objects; ends in ``/``."""

@@ -28,7 +28,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
-from urllib.parse import quote
 
 from kubeplane.api.patch import json_merge_patch
 from kubeplane.api.resources import ResourceInfo
@@ -96,7 +95,7 @@ class Call:
     def not_allowed(self) -> errors.APIError:
         """405 naming the request as it was sent (HTTP) or would have been (local)."""
         method = self.method or _METHODS.get(self.verb, self.verb.upper())
-        path = self.path or rest_path(self.resource, self.namespace, self.name, self.subresource)
+        path = self.path or self.resource.rest_path(self.namespace, self.name, self.subresource)
         return errors.method_not_allowed(method, path)
 
 
@@ -118,19 +117,6 @@ class Route:
     fresh: bool = False
     applies: Callable[[Call], bool] | None = None
     tabular: bool = False
-
-
-def rest_path(resource: ResourceInfo, namespace: str | None, name: str = "", subresource: str = "") -> str:
-    """The request path of a call, as the HTTP transport builds it."""
-    parts = [f"/api/{resource.version}" if not resource.group else f"/apis/{resource.group}/{resource.version}"]
-    if resource.namespaced and namespace:
-        parts.append(f"namespaces/{quote(namespace, safe='')}")
-    parts.append(resource.plural)
-    if name:
-        parts.append(quote(name, safe=""))
-    if subresource:
-        parts.append(subresource)
-    return "/".join(parts)
 
 
 def check_scope(resource: ResourceInfo, *, verb: str, namespace: str | None, subresource: str) -> None:

@@ -20,7 +20,7 @@ import ssl
 import tempfile
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 import aiohttp
 import orjson
@@ -150,16 +150,7 @@ class HTTPClient:
     def _path(
         self, resource: ResourceInfo, *, namespace: str | None, name: str = "", subresource: str | None = None
     ) -> str:
-        base = f"/api/{resource.version}" if not resource.group else f"/apis/{resource.group}/{resource.version}"
-        parts = [base]
-        if resource.namespaced and namespace:
-            parts.append(f"namespaces/{quote(namespace, safe='')}")
-        parts.append(resource.plural)
-        if name:
-            parts.append(quote(name, safe=""))
-        if subresource:
-            parts.append(subresource)
-        return "/".join(parts)
+        return resource.rest_path(namespace, name, subresource)
 
     async def _request(
         self,

@@ -166,7 +166,7 @@ def figures(runs: Sequence[Run[Any]], actions: Sequence[Action]) -> list[Plot]:
     from matplotlib import style
 
     comparing = len(runs) > 1
-    present = _union_keys(row for run in runs for row in run.result.timeseries)
+    present = union_keys(row for run in runs for row in run.result.timeseries)
     extra_alloc = [c for c in present if c.endswith("_allocation") and c not in KNOWN_COLUMNS]
     numeric_extra = [
         c for c in present if c not in KNOWN_COLUMNS and c not in extra_alloc and any(run.has(c) for run in runs)
@@ -232,7 +232,8 @@ def _distributions(runs: Sequence[Run[Any]]) -> list[Plot]:
     return out
 
 
-def _union_keys(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+def union_keys(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Every key of ``rows``, in first-seen order (a table's columns when rows differ)."""
     seen: dict[str, None] = {}
     for row in rows:
         for key in row:

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from . import outcomes
-from .plots import Action, Run, actions_of, figures, time_unit
+from .plots import Action, Run, actions_of, figures, time_unit, union_keys
 
 
 class SimResultLike(Protocol):
@@ -131,7 +131,7 @@ def write_comparison(results: Sequence[SimResultLike], out_dir: Path) -> dict[st
     comparison_json = out_dir / COMPARISON_JSON
     comparison_json.write_text(_dump_json(doc), encoding="utf-8")
 
-    metrics = _union_keys(summaries.values())
+    metrics = union_keys(summaries.values())
     rows = [{"metric": metric, **{label: summaries[label].get(metric) for label in labels}} for metric in metrics]
     comparison_csv = out_dir / COMPARISON_CSV
     write_csv(rows, comparison_csv, columns=["metric", *labels])
@@ -149,7 +149,7 @@ def write_csv(rows: Iterable[Mapping[str, Any]], path: Path, columns: Sequence[s
     so reading a value back with ``float()`` gives the same number.
     """
     materialised = list(rows)
-    header = list(columns) if columns is not None else _union_keys(materialised)
+    header = list(columns) if columns is not None else union_keys(materialised)
     with path.open("w", encoding="utf-8", newline="") as f:
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow(header)
@@ -272,14 +272,6 @@ def _csv_cell(value: Any) -> Any:
     return value
 
 
-def _union_keys(rows: Iterable[Mapping[str, Any]]) -> list[str]:
-    seen: dict[str, None] = {}
-    for row in rows:
-        for key in row:
-            seen.setdefault(key, None)
-    return list(seen)
-
-
 def _unique_labels(results: Sequence[SimResultLike]) -> list[str]:
     labels: list[str] = []
     counts: Counter[str] = Counter()
@@ -365,7 +357,7 @@ def _headline_table(runs: Sequence[Run[SimResultLike]]) -> str:
 
 def _summary_table(runs: Sequence[Run[SimResultLike]]) -> str:
     records = [_summary_record(run.result, run.label) for run in runs]
-    metrics = [m for m in _union_keys(records) if m not in ("label", "headline")]
+    metrics = [m for m in union_keys(records) if m not in ("label", "headline")]
     table = _metric_table(runs, metrics, css="summary")
     if any(m in _WALL_CLOCK for m in metrics):
         table += '<p class="note">Grey rows are wall-clock figures: they vary from run to run.</p>'
