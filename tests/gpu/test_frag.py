@@ -7,7 +7,7 @@ import pytest
 from kubeplane.gpu.frag import FragModel, PodType, typical_pods
 from kubeplane.gpu.openb import load_nodes, load_pods
 from kubeplane.gpu.repro import target_workload
-from tests.gpu import OPENB, needs_trace
+from tests.gpu import OPENB
 
 SHARE = PodType(cpu=4000, milli=500, count=1)
 WHOLE = PodType(cpu=8000, milli=1000, count=1)
@@ -47,7 +47,6 @@ def test_a_type_whose_models_exclude_the_node_counts_all_idle() -> None:
     assert model.node(64000, [1000, 1000], "V100M16") == 0.0
 
 
-@needs_trace
 def test_empty_cluster_fragmentation_of_the_default_trace_is_13_945_percent() -> None:
     """FGD-EXPERIMENT.md §2.2 and §6.2: 866,233 milli = 13.945 % of the 6,212,000-milli capacity (±0.01 pp)."""
     nodes = load_nodes(OPENB / "openb_node_list_gpu_node.csv")
@@ -60,7 +59,6 @@ def test_empty_cluster_fragmentation_of_the_default_trace_is_13_945_percent() ->
     assert frag / capacity * 100 == pytest.approx(13.945, abs=0.01)
 
 
-@needs_trace
 def test_target_workload_facts_of_the_default_trace() -> None:
     """§6.1: K = 35 pod types covering ≥ 95 % of pods, CPU-only share 0.1360, the most common types."""
     workload = target_workload(load_pods(OPENB / "openb_pod_list_default.csv"))

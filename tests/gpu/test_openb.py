@@ -25,7 +25,7 @@ from kubeplane.gpu.openb import (
     paper_sequence,
     pod_manifest,
 )
-from tests.gpu import OPENB, needs_trace
+from tests.gpu import OPENB
 
 HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"
 
@@ -39,7 +39,6 @@ def _csv(tmp_path: Path, name: str, *lines: str) -> Path:
 # --- the published trace ----------------------------------------------------------------------------------------
 
 
-@needs_trace
 def test_the_gpu_node_list_has_the_papers_cluster() -> None:
     nodes = load_nodes(OPENB / "openb_node_list_gpu_node.csv")
     assert len(nodes) == 1213
@@ -67,7 +66,6 @@ def test_the_gpu_node_list_has_the_papers_cluster() -> None:
     }
 
 
-@needs_trace
 def test_the_all_node_list_adds_cpu_only_nodes_without_a_model() -> None:
     nodes = load_nodes(OPENB / "openb_node_list_all_node.csv")
     cpu_only = [n for n in nodes if n.gpus == 0]
@@ -75,7 +73,6 @@ def test_the_all_node_list_adds_cpu_only_nodes_without_a_model() -> None:
     assert {n.model for n in cpu_only} == {""}
 
 
-@needs_trace
 def test_the_default_pod_list_has_the_papers_workload() -> None:
     pods = load_pods(OPENB / "openb_pod_list_default.csv")
     assert len(pods) == 8152
@@ -90,7 +87,6 @@ def test_the_default_pod_list_has_the_papers_workload() -> None:
     assert pods[1] == TracePod("openb-pod-0001", 6000, 12288, 1, 460, (), 427061, 12902960)
 
 
-@needs_trace
 def test_every_published_pod_list_loads_and_multigpu30_has_no_times() -> None:
     for variant in ("gpushare40", "multigpu30", "cpu050"):
         pods = load_pods(OPENB / f"openb_pod_list_{variant}.csv")
@@ -100,7 +96,6 @@ def test_every_published_pod_list_loads_and_multigpu30_has_no_times() -> None:
             assert all(p.creation_time is None and p.deletion_time is None and p.gpu_spec == () for p in pods)
 
 
-@needs_trace
 def test_the_paper_sequence_of_the_default_trace_reaches_130_percent() -> None:
     pods = load_pods(OPENB / "openb_pod_list_default.csv")
     rng = random.Random(42)

@@ -24,7 +24,7 @@ from kubeplane.gpu.repro import (
     run,
     write_outputs,
 )
-from tests.gpu import OPENB, needs_trace
+from tests.gpu import OPENB
 
 WORKLOAD = ((PodType(1000, 500, 1), 0.5), (PodType(1000, 1000, 1), 0.5))
 
@@ -75,7 +75,6 @@ def test_parse_seeds() -> None:
         parse_seeds("9..1")
 
 
-@needs_trace
 def test_same_seed_same_arrivals_for_every_policy_and_repeatable() -> None:
     trace = Trace.load(OPENB / "openb_node_list_gpu_node.csv", OPENB / "openb_pod_list_default.csv")
     fgd = run(trace, "FGD", 42)
@@ -88,7 +87,6 @@ def test_same_seed_same_arrivals_for_every_policy_and_repeatable() -> None:
     assert run(trace, "FGD", 43).arrived != fgd.arrived
 
 
-@needs_trace
 def test_two_seed_reproduction_meets_every_check_of_section_6_2(tmp_path: Path) -> None:
     """The 2-seed subset of the paper's grid (the full 10 seeds run under ``make bench``)."""
     exp = experiment(OPENB, seeds=[42, 43], jobs=2)
@@ -116,7 +114,6 @@ def test_two_seed_reproduction_meets_every_check_of_section_6_2(tmp_path: Path) 
     assert "27/27 checks pass" in (tmp_path / "report.txt").read_text()
 
 
-@needs_trace
 def test_cli_prints_the_table_and_checks_and_fails_with_one_line_on_bad_input(tmp_path: Path) -> None:
     runner = CliRunner()
     got = runner.invoke(

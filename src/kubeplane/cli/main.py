@@ -21,8 +21,32 @@ app = typer.Typer(
 )
 
 
+def version() -> str:
+    """The installed distribution's version (importlib.metadata), else the source tree's ``__version__`` (a
+    checkout run with PYTHONPATH=src has no distribution metadata)."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("kubeplane")
+    except importlib.metadata.PackageNotFoundError:
+        from kubeplane import __version__
+
+        return __version__
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"kubeplane {version()}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    _version: Annotated[
+        bool,
+        typer.Option("--version", "-V", help="Print the version and exit.", callback=_print_version, is_eager=True),
+    ] = False,
+) -> None:
     """The Kubernetes scheduling control plane, in Python."""
 
 
@@ -37,28 +61,64 @@ KubeconfigOpt = Annotated[
     typer.Option("--kubeconfig", help="Kubeconfig (default: $KUBECONFIG, then ./.kubeplane/kubeconfig)."),
 ]
 VerbosityOpt = Annotated[int, typer.Option("-v", "--v", help="Log verbosity (0-10) as upstream's -v.")]
+# The leader-election flags get a panel of their own, as upstream's --help groups "Leader election flags": their
+# long names would squeeze every other option's help into a narrow column at 80 columns. They show no type
+# (metavar ""): with a type column, rich shrinks the name column at 80 columns and cuts the longest name
+# (--leader-elect-resource-namespace); tests/cli/test_help.py checks every command's help at 80 columns.
+LEADER_ELECTION = "Leader election"
 LeaderElectOpt = Annotated[
     bool | None,
     typer.Option(
-        "--leader-elect/--no-leader-elect",
-        help="Run only while holding the Lease (default true, as upstream); --leader-elect=false also works.",
+        "--leader-elect",
+        help="Run only while holding the Lease (default true, as upstream); --leader-elect=false or "
+        "--no-leader-elect turns it off.",
+        metavar="",
+        rich_help_panel=LEADER_ELECTION,
     ),
 ]
+# Hidden: shown beside --leader-elect it would add a column to the whole table; --leader-elect's help names it.
+NoLeaderElectOpt = Annotated[bool, typer.Option("--no-leader-elect", hidden=True)]
 LeaseDurationOpt = Annotated[
-    str | None, typer.Option("--leader-elect-lease-duration", help="Go duration (default 15s).")
+    str | None,
+    typer.Option(
+        "--leader-elect-lease-duration", help="Go duration (default 15s).", metavar="", rich_help_panel=LEADER_ELECTION
+    ),
 ]
 RenewDeadlineOpt = Annotated[
-    str | None, typer.Option("--leader-elect-renew-deadline", help="Go duration (default 10s).")
+    str | None,
+    typer.Option(
+        "--leader-elect-renew-deadline", help="Go duration (default 10s).", metavar="", rich_help_panel=LEADER_ELECTION
+    ),
 ]
-RetryPeriodOpt = Annotated[str | None, typer.Option("--leader-elect-retry-period", help="Go duration (default 2s).")]
+RetryPeriodOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--leader-elect-retry-period", help="Go duration (default 2s).", metavar="", rich_help_panel=LEADER_ELECTION
+    ),
+]
 ResourceLockOpt = Annotated[
-    str | None, typer.Option("--leader-elect-resource-lock", help="Only 'leases' (the default).")
+    str | None,
+    typer.Option(
+        "--leader-elect-resource-lock", help="Only 'leases' (the default).", metavar="", rich_help_panel=LEADER_ELECTION
+    ),
 ]
 ResourceNameOpt = Annotated[
-    str | None, typer.Option("--leader-elect-resource-name", help="Lease name (default: the component's name).")
+    str | None,
+    typer.Option(
+        "--leader-elect-resource-name",
+        help="Lease name (default: the component's name).",
+        metavar="",
+        rich_help_panel=LEADER_ELECTION,
+    ),
 ]
 ResourceNamespaceOpt = Annotated[
-    str | None, typer.Option("--leader-elect-resource-namespace", help="Lease namespace (default kube-system).")
+    str | None,
+    typer.Option(
+        "--leader-elect-resource-namespace",
+        help="Lease namespace (default kube-system).",
+        metavar="",
+        rich_help_panel=LEADER_ELECTION,
+    ),
 ]
 BindAddressOpt = Annotated[
     str, typer.Option("--bind-address", help="Address of the metrics port (default 127.0.0.1; 0.0.0.0 in a pod).")
@@ -160,6 +220,7 @@ def scheduler(
     ] = None,
     verbosity: VerbosityOpt = 0,
     leader_elect: LeaderElectOpt = None,
+    no_leader_elect: NoLeaderElectOpt = False,
     lease_duration: LeaseDurationOpt = None,
     renew_deadline: RenewDeadlineOpt = None,
     retry_period: RetryPeriodOpt = None,
@@ -174,7 +235,7 @@ def scheduler(
     from kubeplane.cli.scheduling import run_scheduler
 
     flags = LeaderElectionFlags(
-        leader_elect=leader_elect,
+        leader_elect=False if no_leader_elect else leader_elect,
         lease_duration=lease_duration,
         renew_deadline=renew_deadline,
         retry_period=retry_period,
@@ -204,6 +265,7 @@ def controller_manager(
     ] = "*",
     verbosity: VerbosityOpt = 0,
     leader_elect: LeaderElectOpt = None,
+    no_leader_elect: NoLeaderElectOpt = False,
     lease_duration: LeaseDurationOpt = None,
     renew_deadline: RenewDeadlineOpt = None,
     retry_period: RetryPeriodOpt = None,
@@ -218,7 +280,7 @@ def controller_manager(
     from kubeplane.cli.controller_manager import run_controller_manager
 
     flags = LeaderElectionFlags(
-        leader_elect=leader_elect,
+        leader_elect=False if no_leader_elect else leader_elect,
         lease_duration=lease_duration,
         renew_deadline=renew_deadline,
         retry_period=retry_period,

@@ -274,7 +274,7 @@ def fgd_repro(
     ] = "default",
     ratio: Annotated[float, typer.Option("--ratio", help="Inflate the workload to this share of GPU capacity.")] = 1.3,
     data: Annotated[
-        Path | None, typer.Option("--data", help="The openb directory (default: shared/data/openb found upwards).")
+        Path | None, typer.Option("--data", help="The openb directory (default: the trace packaged with kubeplane).")
     ] = None,
     out: Annotated[
         Path | None, typer.Option("--out", help="Write per-run CSVs, binned tables and checks here.")

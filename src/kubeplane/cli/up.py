@@ -7,6 +7,9 @@ its own ``kubeplane`` process over HTTP instead, exactly as ``kubeplane apiserve
 
 Invariants:
 
+* A data dir belongs to one cluster at a time: before anything in it changes, ``up`` checks the store's lock
+  (``store.db.lock``, held by a running ``up`` or ``kubeplane apiserver``) and takes ``up.lock`` for its whole
+  run (which also covers ``--store memory|etcd``); when either is held it fails with one line and touches nothing.
 * ``DATA_DIR/kubeconfig`` is removed at start and written only when the cluster is ready (every node
   registered and every component started), so a script may wait for the file; with ``--processes`` the
   components use a kubeconfig of their own until then.
@@ -21,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import fcntl
 import os
 import shutil
 import signal
@@ -29,7 +33,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 import typer
 
@@ -37,6 +41,8 @@ from kubeplane.cli.component import CLIError, configure_logging
 
 if TYPE_CHECKING:
     from kubeplane.apiserver.registry import Registry
+    from kubeplane.kubelet.config import NodeSpec
+    from kubeplane.kubelet.fleet import FleetOptions
 
 __all__ = ["UpOptions", "run_up"]
 
@@ -56,10 +62,24 @@ def _progress(total: int) -> Iterator[Callable[[int, int], None]]:
         yield lambda done, _total: progress.update(task, completed=done)
 
 
+def _kubectl() -> tuple[str, str]:
+    """How to call kubectl: the venv's (``make kubectl`` or the test extras install it), else the one on PATH;
+    ``make run`` installs no kubectl, so then a comment says how to get one. Returns (command, comment)."""
+    beside = Path(sys.executable).parent / "kubectl"
+    if beside.exists():
+        with contextlib.suppress(ValueError):
+            return str(beside.relative_to(Path.cwd())), ""
+        return str(beside), ""
+    if shutil.which("kubectl"):
+        return "kubectl", ""
+    return "kubectl", "    # no kubectl found: `make kubectl` installs v1.37 as .venv/bin/kubectl"
+
+
 def _ready_message(address: str, kubeconfig: Path, nodes: int, mode: str) -> str:
+    kubectl, comment = _kubectl()
     return (
         f"kubeplane is up ({mode}): API server on {address}, {nodes} node(s)\n"
-        f"use it:\n  export KUBECONFIG={kubeconfig}\n  .venv/bin/kubectl get nodes\n"
+        f"use it:\n  export KUBECONFIG={kubeconfig}\n  {kubectl} get nodes{comment}\n"
         "stop it with Ctrl-C"
     )
 
@@ -100,11 +120,57 @@ def run_up(opts: UpOptions) -> None:
     options = fleet_options(pull_delay=opts.pull_delay, shutdown_delay=opts.shutdown_delay)
     sched_config = _load_config(opts.scheduler_config)
     configure_logging(opts.verbosity)
-    opts.data_dir.mkdir(parents=True, exist_ok=True)
-    (opts.data_dir / "kubeconfig").unlink(missing_ok=True)
-    if opts.processes:
-        _run_processes(opts, [spec.name for spec in specs])
-        return
+    lock = _claim_data_dir(opts.data_dir)
+    try:
+        (opts.data_dir / "kubeconfig").unlink(missing_ok=True)
+        if opts.processes:
+            _run_processes(opts, [spec.name for spec in specs])
+        else:
+            _run_one_process(opts, specs=specs, options=options, sched_config=sched_config)
+    finally:
+        lock.close()
+
+
+def _try_lock(path: Path) -> IO[bytes] | None:
+    """``path`` opened and exclusively flock-ed (the caller holds it until it closes it), or None if another
+    process holds it. The lock is the one :mod:`kubeplane.store.sqlite` takes on ``store.db.lock``."""
+    handle = open(path, "ab")  # noqa: SIM115 - returned to the caller, who closes it
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        return None
+    return handle
+
+
+def _claim_data_dir(data_dir: Path) -> IO[bytes]:
+    """Make sure no running cluster holds ``data_dir`` before anything in it changes; return ``up.lock``, held.
+
+    The store's lock is probed first (and released at once: the store takes it again when it opens), so a
+    running ``up`` or ``kubeplane apiserver`` on this dir is found whatever ``--store`` this run asks for, and
+    nothing is created in a dir it holds. ``up.lock`` then keeps a second ``up`` out for this run's lifetime,
+    also with stores that take no file lock (memory, etcd)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    store_lock = data_dir / "store.db.lock"
+    if store_lock.exists():
+        probe = _try_lock(store_lock)
+        if probe is None:
+            raise CLIError(
+                f"{data_dir} holds a running cluster (its store {data_dir / 'store.db'} is open in another "
+                "process); stop that cluster (Ctrl-C) or pass another --data-dir"
+            )
+        probe.close()
+    held = _try_lock(data_dir / "up.lock")
+    if held is None:
+        raise CLIError(
+            f"{data_dir} holds a running cluster (another kubeplane up holds {data_dir / 'up.lock'}); "
+            "stop that cluster (Ctrl-C) or pass another --data-dir"
+        )
+    return held
+
+
+def _run_one_process(opts: UpOptions, *, specs: list[NodeSpec], options: FleetOptions, sched_config: Any) -> None:
+    """Everything in this process: the components on the local transport, attached to the API server."""
 
     from kubeplane.apiserver.server import ServerConfig, run_apiserver
     from kubeplane.client.local import LocalClient

@@ -1,5 +1,8 @@
-"""The Alibaba openb GPU trace (``shared/data/openb``): node and pod lists as CSV, turned into node specs, Pod
-manifests and the FGD paper's arrival sequence.
+"""The Alibaba openb GPU trace (:data:`DATA_DIR`, ``src/kubeplane/gpu/data/openb``): node and pod lists as CSV,
+turned into node specs, Pod manifests and the FGD paper's arrival sequence.
+
+The trace ships inside the package (about 2 MB), so ``kubeplane sim fgd-repro``, the openb scenarios of
+``examples/sim`` and the tests run from a fresh clone and from an installed wheel alike, with nothing beside them.
 
 Files (README beside the data): the node lists have ``sn, cpu_milli, memory_mib, gpu, model`` (``model`` empty on
 CPU-only nodes); the pod lists have ``name, cpu_milli, memory_mib, num_gpu, gpu_milli`` and, except
@@ -38,6 +41,7 @@ from kubeplane.kubelet.config import NodeConfigError, NodeSpec, parse_node_confi
 from .model import GPU_MILLI_ANNOTATION, GPU_MODEL_LABEL, GPU_RESOURCE, MILLI_PER_GPU
 
 __all__ = [
+    "DATA_DIR",
     "NODE_PODS",
     "POD_IMAGE",
     "TraceError",
@@ -51,6 +55,10 @@ __all__ = [
     "paper_sequence",
     "pod_manifest",
 ]
+
+DATA_DIR: Final = Path(__file__).resolve().parent / "data" / "openb"
+"""The packaged openb trace: node lists, the default pod list and its variants, the FGD artifact's reference
+medians (``fgd_reference_default.csv``), the experiment's notes (``FGD-EXPERIMENT.md``), README and citation."""
 
 NODE_PODS: Final = "1001"
 """Every node's pod capacity, as the artifact's node YAML has it."""

@@ -35,7 +35,7 @@ from typing import Final
 
 from kubeplane.gpu.frag import FragModel, PodType, TargetWorkload, typical_pods
 from kubeplane.gpu.model import MILLI_PER_GPU
-from kubeplane.gpu.openb import TraceNode, TracePod, load_nodes, load_pods, paper_sequence
+from kubeplane.gpu.openb import DATA_DIR, TraceNode, TracePod, load_nodes, load_pods, paper_sequence
 from kubeplane.gpu.policies import (
     POLICIES,
     GpuClustering,
@@ -495,20 +495,26 @@ def policies_or_default(names: Sequence[str] | None) -> list[str]:
 TRACES: Final = ("default", "gpushare40", "multigpu30", "cpu050")
 NODE_LIST: Final = "openb_node_list_gpu_node.csv"
 REFERENCE_FILE: Final = "fgd_reference_default.csv"
+DATA_FILES: Final = (NODE_LIST, REFERENCE_FILE, *(f"openb_pod_list_{t}.csv" for t in TRACES))
+"""The files of the packaged trace that the experiment reads."""
 
 
 def find_data_dir(explicit: Path | None = None) -> Path:
-    """The openb data directory: ``explicit``, else ``shared/data/openb`` in or above the working directory or
-    beside this project's checkout. Raises FileNotFoundError (one line) when none holds the node list."""
-    candidates = [explicit] if explicit is not None else []
-    if explicit is None:
-        for base in (Path.cwd(), *Path.cwd().parents, *Path(__file__).resolve().parents):
-            candidates.append(base / "shared" / "data" / "openb")
-    for candidate in candidates:
-        if candidate is not None and (candidate / NODE_LIST).is_file():
-            return candidate
-    where = explicit if explicit is not None else "shared/data/openb (in or above the working directory)"
-    raise FileNotFoundError(f"no openb trace at {where}: {NODE_LIST} not found (pass --data DIR)")
+    """The openb data directory: ``explicit``, else the trace packaged with kubeplane (:data:`.openb.DATA_DIR`).
+
+    Raises FileNotFoundError (one line) when ``explicit`` lacks the node list, or when the packaged copy lacks
+    any of its files (a broken checkout or install must fail loudly, never run a partial experiment)."""
+    if explicit is not None:
+        if not (explicit / NODE_LIST).is_file():
+            raise FileNotFoundError(f"no openb trace at {explicit}: {NODE_LIST} not found (pass --data DIR)")
+        return explicit
+    missing = [name for name in DATA_FILES if not (DATA_DIR / name).is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"the packaged openb trace is incomplete: {', '.join(missing)} missing in {DATA_DIR} "
+            "(restore it with git checkout, or reinstall kubeplane)"
+        )
+    return DATA_DIR
 
 
 def parse_seeds(text: str) -> list[int]:

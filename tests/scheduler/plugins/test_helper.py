@@ -1,6 +1,6 @@
 """helper.py (upstream ``plugins/helper``), and what the plugin tests share.
 
-Shared here: the runner of the translated upstream cases in ``../shared/conformance/upstream`` (NodeInfos built
+Shared here: the runner of the translated upstream cases in ``tests/scheduler/conformance/upstream`` (NodeInfos built
 from nodes and existing pods as the cache builds them, image states included; PreFilter then Filter, or
 PreScore, Score, NormalizeScore; a PreFilter Skip means success), and hypothesis strategies for random clusters
 and pods that the property tests of the vectorised plugins draw from.
@@ -35,7 +35,8 @@ from kubeplane.scheduler.framework.interface import (
 from kubeplane.scheduler.framework.types import ImageStateSummary, NodeInfo, PodInfo
 from kubeplane.scheduler.plugins.helper import default_normalize_score, go_div
 
-CONFORMANCE_DIR = Path(__file__).resolve().parents[3].parent / "shared" / "conformance" / "upstream"
+CONFORMANCE_DIR = Path(__file__).resolve().parents[1] / "conformance" / "upstream"
+"""The upstream cases, in the repository: a missing file fails collection, never skips."""
 
 Factory = Callable[[Mapping[str, Any], Handle], Any]
 
@@ -89,17 +90,18 @@ def test_go_div_truncates_toward_zero(a: int, b: int, expected: int) -> None:
 
 
 def conformance_cases(file: str, plugin: str) -> list[Any]:
-    """``pytest.param(case, id=case_id)`` for ``plugin``'s cases in ``file``; one ``None`` param if absent."""
-    path = CONFORMANCE_DIR / file
-    if not path.exists():
-        return [pytest.param(None, id=f"{file} absent")]
-    cases = json.loads(path.read_text(encoding="utf-8"))["cases"]
-    return [pytest.param(c, id=f"{c['id']}: {c['upstream_name']}") for c in cases if c["plugin"] == plugin]
+    """``pytest.param(case, id=case_id)`` for ``plugin``'s cases in ``file``. A missing file raises (collection
+    fails) and a file without the plugin's cases is an error too: an empty parameter set would only skip."""
+    cases = json.loads((CONFORMANCE_DIR / file).read_text(encoding="utf-8"))["cases"]
+    params = [pytest.param(c, id=f"{c['id']}: {c['upstream_name']}") for c in cases if c["plugin"] == plugin]
+    if not params:
+        raise LookupError(f"no {plugin} case in {CONFORMANCE_DIR / file}")
+    return params
 
 
 def require_case(case: Mapping[str, Any] | None) -> Mapping[str, Any]:
     if case is None:
-        pytest.skip(f"conformance data not found under {CONFORMANCE_DIR}")
+        pytest.fail(f"no conformance case (data under {CONFORMANCE_DIR})")
     return case
 
 

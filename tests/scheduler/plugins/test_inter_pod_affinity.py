@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,11 +33,9 @@ from kubeplane.scheduler.plugins.inter_pod_affinity import (
     pod_terms,
 )
 
-from .test_helper import pre_score_and_score
+from .test_helper import CONFORMANCE_DIR, pre_score_and_score
 
-CONFORMANCE = (
-    Path(__file__).resolve().parents[3] / ".." / "shared" / "conformance" / "upstream" / "interpod_affinity.json"
-)
+CONFORMANCE = CONFORMANCE_DIR / "interpod_affinity.json"
 
 REQ = "requiredDuringSchedulingIgnoredDuringExecution"
 PREF = "preferredDuringSchedulingIgnoredDuringExecution"
@@ -477,9 +474,7 @@ def test_events_and_hints() -> None:
 
 
 def _conformance_cases() -> list[dict[str, Any]]:
-    if not CONFORMANCE.exists():
-        return []
-    cases: list[dict[str, Any]] = json.loads(CONFORMANCE.read_text())["cases"]
+    cases: list[dict[str, Any]] = json.loads(CONFORMANCE.read_text())["cases"]  # absent: collection fails
     return cases
 
 
@@ -492,7 +487,7 @@ _PARAMS: list[dict[str, Any] | None] = [*_CASES] if _CASES else [None]
 @pytest.mark.parametrize("case", _PARAMS, ids=[c["id"] for c in _CASES] or ["absent"])
 def test_conformance(case: dict[str, Any] | None) -> None:
     if case is None:
-        pytest.skip(f"{CONFORMANCE} absent")
+        pytest.fail(f"no case in {CONFORMANCE}")
     plugin, snapshot = make_plugin(
         case["nodes"], case["existingPods"], case.get("namespaces") or [], case["pluginArgs"]
     )

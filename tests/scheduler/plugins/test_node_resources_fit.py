@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -45,7 +44,9 @@ from kubeplane.scheduler.plugins.resource_allocation import (
     go_round,
 )
 
-CONFORMANCE = Path(__file__).resolve().parents[3] / ".." / "shared" / "conformance" / "upstream" / "resources.json"
+from .test_helper import CONFORMANCE_DIR
+
+CONFORMANCE = CONFORMANCE_DIR / "resources.json"
 
 EXT_A = "example.com/aaa"
 EXT_B = "example.com/bbb"
@@ -1127,16 +1128,12 @@ def test_go_round_half_away_from_zero(x: float, want: int) -> None:
 
 
 def _conformance_cases() -> list[dict[str, Any]]:
-    if not CONFORMANCE.exists():
-        return []
     cases: list[dict[str, Any]] = json.loads(CONFORMANCE.read_text(encoding="utf-8"))["cases"]
     return [c for c in cases if c["plugin"] in (fit.NAME, balanced.NAME)]
 
 
 def test_conformance_file_holds_the_expected_cases() -> None:
-    """The shared upstream conformance file: 28 Fit filter, 19 Fit score and 4 BalancedAllocation score cases."""
-    if not CONFORMANCE.exists():
-        pytest.skip(f"conformance file absent: {CONFORMANCE}")
+    """The upstream conformance file: 28 Fit filter, 19 Fit score and 4 BalancedAllocation score cases."""
     cases = _conformance_cases()
     counts = {
         (p, k): sum(1 for c in cases if (c["plugin"], c["kind"]) == (p, k))
