@@ -10,7 +10,7 @@ RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 DEPS := pyproject.toml constraints.txt examples/scheduler-plugins/pyproject.toml
 
-.PHONY: venv kubectl test lint typecheck unit soak bench run clean
+.PHONY: venv kubectl chromium test lint typecheck unit soak bench run clean
 
 $(VENV)/bin/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found; set PYTHON=/path/to/python3.11" >&2; exit 1; }
@@ -40,8 +40,16 @@ lint: $(TEST_STAMP)
 typecheck: $(TEST_STAMP)
 	$(VENV)/bin/mypy
 
+# Headless Chromium for the tests that lay pages out (the simulation report; the web UI's browser tests): Debian's
+# package, as no wheel ships a browser. Installed with apt-get when missing (as root, as CI runs); otherwise says how.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "error: the browser tests need Debian's chromium: sudo apt-get install chromium" >&2; exit 1; fi; }
+
 # pytest exits 5 when it collected nothing: that is a failure here, never a pass.
-unit: $(TEST_STAMP)
+unit: $(TEST_STAMP) chromium
 	$(PY) -m pytest -m "not soak" -q
 
 test: lint typecheck unit

@@ -80,7 +80,8 @@ def _filter_matches(case: dict[str, Any], out: dict[str, Any]) -> tuple[bool, st
     return True, ""
 
 
-def run_case(cmd: list[str], case: dict[str, Any], tmp: str) -> tuple[bool, str]:
+def explain_args(case: dict[str, Any], tmp: str) -> list[str]:
+    """Write the case's three files into ``tmp``; the ``kubeplane explain`` arguments that evaluate it."""
     pod = json.loads(json.dumps(case["pod"]))
     if case["plugin"] != "NodeName":
         pod.get("spec", {}).pop("nodeName", None)
@@ -92,12 +93,15 @@ def run_case(cmd: list[str], case: dict[str, Any], tmp: str) -> tuple[bool, str]
     }
     for name, obj in files.items():
         Path(tmp, name).write_text(json.dumps(obj))
+    return [
+        *("explain", "--cluster", f"{tmp}/cluster.json", "--pod", f"{tmp}/pod.json"),
+        *("--config", f"{tmp}/config.json", "-o", "json"),
+    ]
+
+
+def run_case(cmd: list[str], case: dict[str, Any], tmp: str) -> tuple[bool, str]:
     p = subprocess.run(
-        [
-            *cmd,
-            *("explain", "--cluster", f"{tmp}/cluster.json", "--pod", f"{tmp}/pod.json"),
-            *("--config", f"{tmp}/config.json", "-o", "json"),
-        ],
+        [*cmd, *explain_args(case, tmp)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -107,6 +111,11 @@ def run_case(cmd: list[str], case: dict[str, Any], tmp: str) -> tuple[bool, str]
         out: dict[str, Any] = json.loads(p.stdout)
     except ValueError:
         return False, f"no JSON (rc={p.returncode}): {(p.stderr or p.stdout)[-300:]}"
+    return check(case, out)
+
+
+def check(case: dict[str, Any], out: dict[str, Any]) -> tuple[bool, str]:
+    """Whether explain's JSON answer ``out`` is what the upstream case expects, and why not."""
     if case["kind"] == "filter":
         return _filter_matches(case, out)
     if case["kind"] == "schedule":
