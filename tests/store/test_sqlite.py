@@ -4,7 +4,9 @@ read-only follower used by the store inspection command."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
+import stat
 import subprocess
 import sys
 import textwrap
@@ -153,3 +155,32 @@ async def test_reader_in_another_process_sees_committed_writes(tmp_path: Path) -
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.split(maxsplit=1) == ["5", "['/k/0', '/k/1', '/k/2', '/k/3', '/k/4'] 5\n"]
     await store.close()
+
+
+@pytest.mark.parametrize("durability", list(Durability), ids=lambda d: d.value)
+async def test_store_files_are_private(tmp_path: Path, durability: Durability) -> None:
+    """The store holds every Secret: its directory is created 0700 and the database, WAL, shared-memory and lock
+    files are 0600 whatever the umask (etcd keeps its data dir 0700); files an older version left 0644 are
+    tightened when the store opens."""
+
+    def mode(p: Path) -> int:
+        return stat.S_IMODE(p.stat().st_mode)
+
+    old_umask = os.umask(0o022)
+    try:
+        path = tmp_path / "data" / "store.db"
+        store = SqliteStore(path, durability=durability)
+        await store.create("/registry/secrets/default/s", b"token")
+        files = [path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}.lock")]
+        assert Path(f"{path}-wal").exists()
+        assert {p.name: mode(p) for p in files if p.exists()} == {p.name: 0o600 for p in files if p.exists()}
+        await store.close()
+        assert mode(path.parent) == 0o700
+        assert {p.name: mode(p) for p in files if p.exists()} == {p.name: 0o600 for p in files if p.exists()}
+        assert path.exists()
+        path.chmod(0o644)
+        store = SqliteStore(path, durability=durability)
+        await store.close()
+        assert mode(path) == 0o600
+    finally:
+        os.umask(old_umask)

@@ -218,7 +218,7 @@ async def run_apiserver(
     server listens and before the kubeconfig is written (so the kubeconfig means "ready"), and returns the
     coroutine function that stops them, awaited on shutdown before the store closes, so every write a
     component had acknowledged is in the store."""
-    config.data_dir.mkdir(parents=True, exist_ok=True)
+    config.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # private: store, keys, admin token
     store = open_store(config)
     registry = Registry(store=store)
     await registry.start()

@@ -150,7 +150,7 @@ def _claim_data_dir(data_dir: Path) -> IO[bytes]:
     running ``up`` or ``kubeplane apiserver`` on this dir is found whatever ``--store`` this run asks for, and
     nothing is created in a dir it holds. ``up.lock`` then keeps a second ``up`` out for this run's lifetime,
     also with stores that take no file lock (memory, etcd)."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # private: it holds the store and the admin token
     store_lock = data_dir / "store.db.lock"
     if store_lock.exists():
         probe = _try_lock(store_lock)

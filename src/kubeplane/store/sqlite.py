@@ -60,6 +60,7 @@ class SqliteStore(BaseStore):
         self.durability = durability
         self._lock_file = _acquire_lock(self.path)
         try:
+            _make_private(self.path)
             synchronous = "FULL" if durability is Durability.FSYNC else "NORMAL"
             self._wconn = _connect(self.path, synchronous=synchronous, check_same_thread=False)
             self._wconn.executescript(log.SCHEMA)
@@ -167,9 +168,24 @@ def _compact_window(conn: sqlite3.Connection, *, low: int, high: int) -> None:
     log.compact_window(conn, low=low, high=high)
 
 
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
+
+
+def _make_private(path: Path) -> None:
+    """The store holds every object, Secrets included: the database and its WAL and shared-memory files are
+    readable by their owner alone (0600), as etcd keeps its data dir 0700. The database file is created 0600
+    before SQLite opens it, since SQLite gives the files it creates next to it (``-wal``, ``-shm``) the
+    database's permissions; files left by an older version are tightened."""
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, PRIVATE_FILE))
+    for name in (str(path), f"{path}-wal", f"{path}-shm", f"{path}.lock"):
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(name, PRIVATE_FILE)
+
+
 def _acquire_lock(path: Path) -> IO[bytes]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lock = open(f"{path}.lock", "ab")  # noqa: SIM115 - held for the store's lifetime
+    path.parent.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+    lock = os.fdopen(os.open(f"{path}.lock", os.O_CREAT | os.O_APPEND | os.O_WRONLY, PRIVATE_FILE), "ab")
     try:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
