@@ -3,7 +3,7 @@
 Each case reads the same fields of the same dict three ways: the inline chain the components used to write
 (``(pod.get("spec") or {}).get("nodeName")``), the plain accessor functions (``name_of(pod)``) and the views
 (``PodView(pod).node_name``, one wrap per object, then several properties). Prints one JSON object per line:
-{"bench": "views", "case", "style", "ns_per_op"}. Run: ``.venv/bin/python bench/views_bench.py [--quick]``.
+{"bench": "views", "metric": "<case>.<style>", "value": <ns per op>, "unit": "ns/op", "case", "style"}. Run: ``.venv/bin/python bench/views_bench.py [--quick]``.
 """
 
 from __future__ import annotations
@@ -111,7 +111,14 @@ def main() -> None:
     for case, (obj, styles) in CASES.items():
         for style, fn in styles.items():
             best = min(timeit.repeat(functools.partial(fn, obj), number=number, repeat=5))
-            row = {"bench": "views", "case": case, "style": style, "ns_per_op": round(best / number * 1e9, 1)}
+            row = {
+                "bench": "views",
+                "metric": f"{case}.{style}",
+                "value": round(best / number * 1e9, 1),
+                "unit": "ns/op",
+                "case": case,
+                "style": style,
+            }
             print(json.dumps(row), flush=True)
 
 
