@@ -3,7 +3,8 @@
 Each case reads the same fields of the same dict three ways: the inline chain the components used to write
 (``(pod.get("spec") or {}).get("nodeName")``), the plain accessor functions (``name_of(pod)``) and the views
 (``PodView(pod).node_name``, one wrap per object, then several properties). Prints one JSON object per line:
-{"bench": "views", "metric": "<case>.<style>", "value": <ns per op>, "unit": "ns/op", "case", "style"}. Run: ``.venv/bin/python bench/views_bench.py [--quick]``.
+``{"bench": "views", "metric": "<case>.<style>", "value": <ns per op>, "unit": "ns/op", "case", "style"}``.
+Run: ``.venv/bin/python bench/views_bench.py [--quick]``.
 """
 
 from __future__ import annotations
