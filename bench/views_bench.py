@@ -3,7 +3,7 @@
 Each case reads the same fields of the same dict three ways: the inline chain the components used to write
 (``(pod.get("spec") or {}).get("nodeName")``), the plain accessor functions (``name_of(pod)``) and the views
 (``PodView(pod).node_name``, one wrap per object, then several properties). Prints one JSON object per line:
-``{"bench": "views", "metric": "<case>.<style>", "value": <ns per op>, "unit": "ns/op", "case", "style"}``.
+``{"bench": "views", "metric": "<case>.<style>", "value": <ns per op>, "unit": "ns/op", "case", "style", "quick"}``.
 Run: ``.venv/bin/python bench/views_bench.py [--quick]``.
 """
 
@@ -119,6 +119,7 @@ def main() -> None:
                 "unit": "ns/op",
                 "case": case,
                 "style": style,
+                "quick": args.quick,
             }
             print(json.dumps(row), flush=True)
 
