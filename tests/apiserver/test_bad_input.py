@@ -339,3 +339,100 @@ def test_aggregated_core_discovery_lists_pod_subresources(server: Server) -> Non
     subs = {s["subresource"]: s for s in pods["subresources"]}
     assert {"eviction", "binding", "status"} <= set(subs)
     assert subs["eviction"]["responseKind"] == {"group": "policy", "version": "v1", "kind": "Eviction"}
+
+
+CM = "/api/v1/namespaces/default/configmaps"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "query", "body", "kind", "message"),
+    [
+        pytest.param(
+            "POST",
+            CM,
+            "dryRun=all",
+            {"metadata": {"name": "dry-a"}},
+            "CreateOptions",
+            'CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["all"]: supported values: "All"',
+            id="create-lowercase",
+        ),
+        pytest.param(
+            "POST",
+            CM,
+            "dryRun=Bogus",
+            {"metadata": {"name": "dry-b"}},
+            "CreateOptions",
+            'CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["Bogus"]: supported values: "All"',
+            id="create-bogus",
+        ),
+        pytest.param(
+            "POST",
+            CM,
+            "dryRun=All&dryRun=All",
+            {"metadata": {"name": "dry-c"}},
+            "CreateOptions",
+            'CreateOptions.meta.k8s.io "" is invalid: dryRun: Invalid value: ["All","All"]: '
+            "multiple dryRun values are not supported",
+            id="create-repeated",
+        ),
+        pytest.param(
+            "PATCH",
+            f"{CM}/dry-target",
+            "dryRun=",
+            {"data": {"k": "changed"}},
+            "PatchOptions",
+            'PatchOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: [""]: supported values: "All"',
+            id="patch-empty",
+        ),
+        pytest.param(
+            "DELETE",
+            f"{CM}/dry-target",
+            "dryRun=all",
+            None,
+            "DeleteOptions",
+            'DeleteOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["all"]: supported values: "All"',
+            id="delete-lowercase",
+        ),
+        pytest.param(
+            "DELETE",
+            f"{CM}/dry-target",
+            "",
+            {"dryRun": ["all"]},
+            "DeleteOptions",
+            'DeleteOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["all"]: supported values: "All"',
+            id="delete-body",
+        ),
+    ],
+)
+def test_a_dry_run_upstream_does_not_recognise_is_refused_and_writes_nothing(
+    server: Server, method: str, path: str, query: str, body: Any, kind: str, message: str
+) -> None:
+    """Upstream ValidateDryRun (apimachinery meta/v1/validation): only exactly ``All``, once; anything else is a
+    422 on the options kind before the write runs. kubeplane used to write for real on ``dryRun=all``."""
+    target = {"metadata": {"name": "dry-target"}, "data": {"k": "v"}}
+    request(server, "POST", CM, json.dumps(target).encode())
+    _, before = request(server, "GET", f"{CM}/dry-target")
+    content_type = "application/merge-patch+json" if method == "PATCH" else "application/json"
+    encoded = json.dumps(body).encode() if body is not None else None
+    status, doc = request(server, method, f"{path}?{query}", encoded, content_type=content_type)
+    assert (status, doc.get("reason"), doc["details"]["kind"], doc["details"]["group"]) == (
+        422,
+        "Invalid",
+        kind,
+        "meta.k8s.io",
+    ), doc
+    assert doc["message"] == message
+    _, after = request(server, "GET", f"{CM}/dry-target")
+    assert after == before
+    if method == "POST":
+        created = body["metadata"]["name"]
+        missing, _ = request(server, "GET", f"{CM}/{created}")
+        assert missing == 404
+
+
+def test_dry_run_all_writes_nothing_and_answers_as_a_write(server: Server) -> None:
+    status, doc = request(server, "POST", f"{CM}?dryRun=All", json.dumps({"metadata": {"name": "dry-ok"}}).encode())
+    assert status == 201, doc
+    assert doc["metadata"]["name"] == "dry-ok"
+    missing, _ = request(server, "GET", f"{CM}/dry-ok")
+    assert missing == 404

@@ -25,6 +25,7 @@ from kubeplane.api.resources import ResourceInfo
 from kubeplane.store.interface import Conflict
 
 from . import errors
+from .dryrun import dry_run
 from .listing import ListOptions, list_objects
 from .registry import MAX_RETRIES, Registry
 from .watchcache import Obj, decode, encode
@@ -53,10 +54,16 @@ class DeleteOptions:
                 grace = int(grace)
             except (TypeError, ValueError):
                 raise errors.bad_request(f"invalid gracePeriodSeconds: {grace!r}") from None
-        dry = query.get("dryRun") == "All" or body.get("dryRun") == ["All"]
+        dry = query.get("dryRun") == "All" or dry_run(_as_list(body.get("dryRun")), verb="delete")
         if not isinstance(preconditions, dict):
             raise errors.bad_request("preconditions: expected an object")
         return cls(grace, policy, preconditions.get("uid"), preconditions.get("resourceVersion"), dry)
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
 
 
 _FINALIZER_FOR_POLICY = {"Orphan": "orphan", "Foreground": "foregroundDeletion"}

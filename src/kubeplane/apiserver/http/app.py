@@ -25,6 +25,7 @@ from kubeplane.api.resources import ResourceInfo
 from kubeplane.apiserver import conversion, dispatch, errors, subresources
 from kubeplane.apiserver.deletion import DeleteOptions
 from kubeplane.apiserver.dispatch import Call
+from kubeplane.apiserver.dryrun import OPTIONS_KIND, dry_run
 from kubeplane.apiserver.errors import APIError
 from kubeplane.apiserver.listing import ListOptions, WatchOptions, bookmark_event
 from kubeplane.apiserver.registry import Registry
@@ -69,12 +70,24 @@ class Request:
     """One HTTP request; also the dispatcher's :class:`~kubeplane.apiserver.dispatch.BodyChecks`
     (``fieldValidation`` over the raw body the client sent)."""
 
-    __slots__ = ("fields", "headers", "info", "method", "query", "raw", "receive", "table_headers_sent")
+    __slots__ = (
+        "dry_run_values",
+        "fields",
+        "headers",
+        "info",
+        "method",
+        "query",
+        "raw",
+        "receive",
+        "table_headers_sent",
+    )
 
     def __init__(self, scope: Scope, receive: Receive, info: RequestInfo, query: dict[str, str]) -> None:
         self.method: str = scope["method"]
         self.headers: dict[str, str] = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         self.query = query
+        self.dry_run_values: list[str] = []
+        """Every ``dryRun`` of the query string, repetitions included (``query`` keeps the last)."""
         self.info = info
         self.receive = receive
         self.raw = b""
@@ -235,7 +248,8 @@ class APIServerApp:
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         path: str = scope["path"]
-        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
+        pairs = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        query = dict(pairs)
         if path not in OPEN_PATHS and self.tokens is not None:
             self._authenticate(scope)
         if path in ("/healthz", "/livez", "/readyz"):
@@ -256,6 +270,7 @@ class APIServerApp:
             raise errors.bad_request(str(exc)) from None
         scope[_INFO] = info
         request = Request(scope, receive, info, query)
+        request.dry_run_values = [value for key, value in pairs if key == "dryRun"]
         _check_accept(request.headers.get("accept", ""))
         if not info.is_resource:
             await self._discovery(request, send)
@@ -326,7 +341,7 @@ class APIServerApp:
             info.namespace,
             name=info.name,
             subresource=info.subresource,
-            dry_run=query.get("dryRun") == "All",
+            dry_run=dry_run(request.dry_run_values, verb=verb) if verb in OPTIONS_KIND else False,
             checks=request,
             method=request.method,
             path=info.path,
