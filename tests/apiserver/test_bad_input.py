@@ -436,3 +436,17 @@ def test_dry_run_all_writes_nothing_and_answers_as_a_write(server: Server) -> No
     assert doc["metadata"]["name"] == "dry-ok"
     missing, _ = request(server, "GET", f"{CM}/dry-ok")
     assert missing == 404
+
+
+@pytest.mark.parametrize("preconditions", [[], "", 5], ids=["array", "string", "number"])
+def test_malformed_delete_preconditions_are_refused_and_delete_nothing(server: Server, preconditions: Any) -> None:
+    """Upstream decodes DeleteOptions into its Go struct: a precondition of the wrong JSON type is a 400
+    (``json: cannot unmarshal array into Go struct field DeleteOptions.preconditions``), never "no precondition"
+    (kubeplane used to read ``[]`` as none and delete)."""
+    request(server, "POST", CM, json.dumps({"metadata": {"name": "guarded"}}).encode())
+    body = json.dumps({"preconditions": preconditions}).encode()
+    status, doc = request(server, "DELETE", f"{CM}/guarded", body)
+    assert (status, doc.get("reason")) == (400, "BadRequest"), doc
+    assert "into Go struct field DeleteOptions.preconditions of type v1.Preconditions" in doc["message"]
+    still, _ = request(server, "GET", f"{CM}/guarded")
+    assert still == 200

@@ -43,7 +43,9 @@ class DeleteOptions:
     def parse(cls, body: Any, query: dict[str, str]) -> DeleteOptions:
         body = body if isinstance(body, dict) else {}
         grace = query.get("gracePeriodSeconds", body.get("gracePeriodSeconds"))
-        preconditions = body.get("preconditions") or {}
+        preconditions = body.get("preconditions")
+        if preconditions is None:
+            preconditions = {}
         policy = query.get("propagationPolicy", body.get("propagationPolicy"))
         if policy not in (None, "Orphan", "Background", "Foreground"):
             raise errors.bad_request(
@@ -55,9 +57,21 @@ class DeleteOptions:
             except (TypeError, ValueError):
                 raise errors.bad_request(f"invalid gracePeriodSeconds: {grace!r}") from None
         dry = query.get("dryRun") == "All" or dry_run(_as_list(body.get("dryRun")), verb="delete")
-        if not isinstance(preconditions, dict):
-            raise errors.bad_request("preconditions: expected an object")
+        if not isinstance(preconditions, dict):  # [] or "" too: a malformed precondition never means "none"
+            raise errors.bad_request(
+                f"json: cannot unmarshal {_json_type(preconditions)} into Go struct field "
+                "DeleteOptions.preconditions of type v1.Preconditions"
+            )
         return cls(grace, policy, preconditions.get("uid"), preconditions.get("resourceVersion"), dry)
+
+
+def _json_type(value: Any) -> str:
+    """The JSON type name Go's decoder reports (``cannot unmarshal array into ...``)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return {list: "array", str: "string", dict: "object"}.get(type(value), "value")
 
 
 def _as_list(value: Any) -> list[Any]:
