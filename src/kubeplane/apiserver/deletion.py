@@ -71,7 +71,11 @@ def _json_type(value: Any) -> str:
         return "bool"
     if isinstance(value, int | float):
         return "number"
-    return {list: "array", str: "string", dict: "object"}.get(type(value), "value")
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    return "object" if isinstance(value, dict) else "value"
 
 
 def _as_list(value: Any) -> list[Any]:
