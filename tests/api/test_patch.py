@@ -355,3 +355,28 @@ def test_json_patch_never_mutates_and_fails_cleanly(document: Any, operations: l
     assert codes <= {422}
     assert document == before_document
     assert operations == before_operations
+
+
+def test_copies_that_double_the_document_are_stopped_at_upstreams_limit() -> None:
+    """CVE-2019-1002100: 20 ``copy`` operations, each copying the growing map into itself, double the document
+    each time (a 2.6 KB patch drove kubeplane to 3 GB). Upstream caps the accumulated copied size at
+    JSONPatchMaxCopyBytes (3 MiB) with evanphx json-patch v4's message, as a 422."""
+    from kubeplane.api.patch import MAX_JSON_PATCH_COPY_BYTES
+
+    document = {"metadata": {"annotations": {"a": "x" * 1000}}}
+    operations = [
+        {"op": "copy", "from": "/metadata/annotations", "path": f"/metadata/annotations/k{i}"} for i in range(20)
+    ]
+    with pytest.raises(PatchError) as caught:
+        json_patch(document, operations)
+    assert caught.value.code == 422
+    message = str(caught.value)
+    assert message.startswith("Unable to complete the copy, the accumulated size increase of copy is ")
+    assert message.endswith(f", exceeding the limit {MAX_JSON_PATCH_COPY_BYTES}")
+    assert MAX_JSON_PATCH_COPY_BYTES == 3 * 1024 * 1024
+
+
+def test_copies_under_the_limit_apply() -> None:
+    document = {"a": {"b": "x" * 1000}}
+    patched = json_patch(document, [{"op": "copy", "from": "/a", "path": f"/c{i}"} for i in range(100)])
+    assert patched["c99"] == {"b": "x" * 1000}

@@ -45,8 +45,24 @@ def seeded(server: Server) -> None:
 PODS = "/api/v1/namespaces/default/pods"
 BIG = b'{"metadata":{"name":"big"},"data":{"k":"' + b"x" * (3 * 1024 * 1024) + b'"}}'
 
+# CVE-2019-1002100: copies that double the pod each time; upstream stops them at JSONPatchMaxCopyBytes (3 MiB).
+COPY_BOMB = json.dumps(
+    [{"op": "add", "path": "/metadata/annotations", "value": {"a": "x" * 1000}}]
+    + [{"op": "copy", "from": "/metadata/annotations", "path": f"/metadata/annotations/k{i}"} for i in range(20)]
+).encode()
+
 # (id, method, path, body, content type, expected code, expected reason, message fragment)
 CASES: list[tuple[str, str, str, bytes | None, str, int, str, str]] = [
+    (
+        "json-patch-copy-bomb",
+        "PATCH",
+        f"{PODS}/ok",
+        COPY_BOMB,
+        "application/json-patch+json",
+        422,
+        "Invalid",
+        "Unable to complete the copy, the accumulated size increase of copy is",
+    ),
     ("malformed-json", "POST", PODS, b'{"metadata": {', "application/json", 400, "BadRequest", "not valid JSON"),
     ("empty-body", "POST", PODS, b"", "application/json", 400, "BadRequest", "empty"),
     ("body-not-object", "POST", PODS, b"[1, 2]", "application/json", 400, "BadRequest", "not a Pod"),

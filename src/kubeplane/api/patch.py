@@ -16,7 +16,10 @@ Errors (:class:`PatchError`, with ``code`` the HTTP status kube-apiserver answer
     * 413 Request Entity Too Large -- more than :data:`MAX_JSON_PATCH_OPERATIONS` operations, with upstream's
       message ``The allowed maximum operations in a JSON patch is 10000, got N``.
     * 422 Unprocessable Entity -- a well-formed patch that does not apply: unknown op, missing or malformed
-      ``path``/``from``/``value``, a path that does not exist, a bad array index, a failed ``test``.
+      ``path``/``from``/``value``, a path that does not exist, a bad array index, a failed ``test``, or
+      ``copy`` operations whose copied values add up to more than :data:`MAX_JSON_PATCH_COPY_BYTES` (upstream's
+      ``JSONPatchMaxCopyBytes``, since CVE-2019-1002100: a few ``copy`` operations that each copy the growing
+      document would otherwise double it each time, a 2.6 KB patch reaching gigabytes).
 
 Deliberate deviations from evanphx/json-patch v4, where it departs from the RFCs (the RFC wins here):
 negative array indices are refused (evanphx accepts ``/a/-1`` as the last element); ``test`` of a missing path
@@ -31,7 +34,10 @@ import json
 import re
 from typing import Any, Final
 
+import orjson
+
 __all__ = [
+    "MAX_JSON_PATCH_COPY_BYTES",
     "MAX_JSON_PATCH_OPERATIONS",
     "PatchError",
     "check_merge_patch",
@@ -43,6 +49,10 @@ __all__ = [
 
 MAX_JSON_PATCH_OPERATIONS: Final = 10000
 """kube-apiserver's ``maxJSONPatchOperations``: a longer JSON patch is refused with 413 before it is applied."""
+
+MAX_JSON_PATCH_COPY_BYTES: Final = 3 * 1024 * 1024
+"""kube-apiserver's ``JSONPatchMaxCopyBytes`` (evanphx's ``AccumulatedCopySizeLimit``): the total size, as compact
+JSON, of the values a patch's ``copy`` operations may copy."""
 
 _INDEX = re.compile(r"0|[1-9][0-9]*", re.ASCII)
 _BAD_ESCAPE = re.compile(r"~(?![01])")
@@ -268,7 +278,29 @@ def _replace(op: _Op, doc: Any, pointer: str, tokens: list[str], value: Any) -> 
 _OPS: Final = ("add", "remove", "replace", "move", "copy", "test")
 
 
-def _apply(op: _Op, doc: Any) -> Any:
+class _CopyBudget:
+    """The bytes a patch's ``copy`` operations have copied so far (evanphx's ``accumulatedCopySize``: each copied
+    value counts its compact JSON length), refused past :data:`MAX_JSON_PATCH_COPY_BYTES`."""
+
+    __slots__ = ("spent",)
+
+    def __init__(self) -> None:
+        self.spent = 0
+
+    def spend(self, value: Any) -> None:
+        try:
+            size = len(orjson.dumps(value))
+        except (orjson.JSONEncodeError, TypeError):  # nested past orjson's limit: measure it the slow way
+            size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+        self.spent += size
+        if self.spent > MAX_JSON_PATCH_COPY_BYTES:
+            raise PatchError(
+                "Unable to complete the copy, the accumulated size increase of copy is "
+                f"{self.spent}, exceeding the limit {MAX_JSON_PATCH_COPY_BYTES}"
+            )
+
+
+def _apply(op: _Op, doc: Any, budget: _CopyBudget) -> Any:
     if op.name not in _OPS:
         raise PatchError(
             f"unexpected JSON patch op {_short(op.raw.get('op'))} (operation {op.index}): "
@@ -293,7 +325,9 @@ def _apply(op: _Op, doc: Any) -> Any:
             return _add(op, doc, pointer, tokens, _remove(op, doc, source, source_tokens))
         case "copy":
             source, source_tokens = op.pointer("from")
-            return _add(op, doc, pointer, tokens, _copy(_get(op, doc, source, source_tokens)))
+            value = _get(op, doc, source, source_tokens)
+            budget.spend(value)
+            return _add(op, doc, pointer, tokens, _copy(value))
         case _:  # test
             expected, actual = op.value(), _get(op, doc, pointer, tokens)
             if not json_equal(actual, expected):
@@ -325,8 +359,9 @@ def json_patch(document: Any, operations: Any) -> Any:
         )
     try:
         doc = _copy(document)
+        budget = _CopyBudget()
         for index, raw in enumerate(operations):
-            doc = _apply(_Op(index, raw), doc)
+            doc = _apply(_Op(index, raw), doc, budget)
     except RecursionError:
         raise PatchError("the document or patch is nested too deeply", code=400) from None
     return doc
