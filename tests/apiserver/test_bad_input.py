@@ -466,3 +466,42 @@ def test_malformed_delete_preconditions_are_refused_and_delete_nothing(server: S
     assert "into Go struct field DeleteOptions.preconditions of type v1.Preconditions" in doc["message"]
     still, _ = request(server, "GET", f"{CM}/guarded")
     assert still == 200
+
+
+def _bound_pod(server: Server, name: str) -> None:
+    pod = {"metadata": {"name": name}, "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "nginx"}]}}
+    status, doc = request(server, "POST", PODS, json.dumps(pod).encode())
+    assert status == 201, doc
+
+
+@pytest.mark.parametrize("how", ["delete", "eviction"])
+def test_a_grace_period_past_year_9999_saturates_instead_of_failing(server: Server, how: str) -> None:
+    """gracePeriodSeconds is an int64 upstream; a value whose deadline RFC 3339 cannot write (after 9999) used to
+    be a 500 (Python's datetime overflow). The deadline saturates at 9999-12-31T23:59:59Z; the pod is deleting."""
+    name = f"graceful-{how}"
+    _bound_pod(server, name)
+    grace = 10**12
+    if how == "delete":
+        status, doc = request(server, "DELETE", f"{PODS}/{name}?gracePeriodSeconds={grace}")
+    else:
+        eviction = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": "default"},
+            "deleteOptions": {"gracePeriodSeconds": grace},
+        }
+        status, doc = request(server, "POST", f"{PODS}/{name}/eviction", json.dumps(eviction).encode())
+    assert status in (200, 201), doc
+    _, pod = request(server, "GET", f"{PODS}/{name}")
+    assert pod["metadata"]["deletionTimestamp"] == "9999-12-31T23:59:59Z"
+    assert pod["metadata"]["deletionGracePeriodSeconds"] == grace
+
+
+def test_a_grace_period_beyond_int64_is_a_bad_request(server: Server) -> None:
+    _bound_pod(server, "graceful-huge")
+    status, doc = request(server, "DELETE", f"{PODS}/graceful-huge?gracePeriodSeconds={10**20}")
+    assert (status, doc.get("reason")) == (400, "BadRequest"), doc
+    assert "DeleteOptions.gracePeriodSeconds of type int64" in doc["message"]
+    still, pod = request(server, "GET", f"{PODS}/graceful-huge")
+    assert still == 200
+    assert "deletionTimestamp" not in pod["metadata"]

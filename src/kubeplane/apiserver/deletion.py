@@ -54,8 +54,13 @@ class DeleteOptions:
         if grace is not None:
             try:
                 grace = int(grace)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 raise errors.bad_request(f"invalid gracePeriodSeconds: {grace!r}") from None
+            if not _INT64_MIN <= grace <= _INT64_MAX:  # upstream decodes it into an int64
+                raise errors.bad_request(
+                    f"json: cannot unmarshal number {grace} into Go struct field "
+                    "DeleteOptions.gracePeriodSeconds of type int64"
+                )
         dry = query.get("dryRun") == "All" or dry_run(_as_list(body.get("dryRun")), verb="delete")
         if not isinstance(preconditions, dict):  # [] or "" too: a malformed precondition never means "none"
             raise errors.bad_request(
@@ -63,6 +68,11 @@ class DeleteOptions:
                 "DeleteOptions.preconditions of type v1.Preconditions"
             )
         return cls(grace, policy, preconditions.get("uid"), preconditions.get("resourceVersion"), dry)
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_LATEST_TIME = 253402300799.0
+"""9999-12-31T23:59:59Z as Unix seconds: the latest time RFC 3339 (and metav1.Time) can write."""
 
 
 def _json_type(value: Any) -> str:
@@ -156,7 +166,8 @@ def _mark_deleting(registry: Registry, obj: Obj, *, grace: int, finalizers: list
     new_meta = dict(meta)
     now = registry.now()
     if not meta.get("deletionTimestamp") or (current_grace is not None and grace < int(current_grace)):
-        new_meta["deletionTimestamp"] = apimeta.format_time(now + grace)
+        # A grace period past year 9999 cannot be written as a metav1.Time: the deadline saturates there.
+        new_meta["deletionTimestamp"] = apimeta.format_time(min(now + grace, _LATEST_TIME))
         new_meta["deletionGracePeriodSeconds"] = grace
     if finalizers:
         new_meta["finalizers"] = finalizers
