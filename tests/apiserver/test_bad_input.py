@@ -505,3 +505,25 @@ def test_a_grace_period_beyond_int64_is_a_bad_request(server: Server) -> None:
     still, pod = request(server, "GET", f"{PODS}/graceful-huge")
     assert still == 200
     assert "deletionTimestamp" not in pod["metadata"]
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "PATCH", "DELETE"])
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        pytest.param(f"{PODS}/a%25b", """Name parameter invalid: "a%b": may not contain '%'""", id="escaped-percent"),
+        pytest.param(f"{PODS}/a%zz", """Name parameter invalid: "a%zz": may not contain '%'""", id="bad-escape"),
+        pytest.param(
+            "/api/v1/namespaces/a%25b/pods/p",
+            """Namespace parameter invalid: "a%b": may not contain '%'""",
+            id="namespace",
+        ),
+    ],
+)
+def test_a_name_no_key_can_hold_is_a_bad_request(server: Server, method: str, path: str, message: str) -> None:
+    """Upstream's NamespaceKeyFunc refuses a name that is not a valid path segment with a 400 ("Name parameter
+    invalid: %q: ..."); a '%' in a URL's name was a 500 here (an uncaught InvalidKeyError)."""
+    body = b"{}" if method in ("PUT", "PATCH") else None
+    content_type = "application/merge-patch+json" if method == "PATCH" else "application/json"
+    status, doc = request(server, method, path, body, content_type=content_type)
+    assert (status, doc.get("reason"), doc.get("message")) == (400, "BadRequest", message), doc

@@ -20,6 +20,7 @@ Everything here mirrors what kube-apiserver does to ``metadata`` before and whil
 from __future__ import annotations
 
 import enum
+import json
 import random
 import re
 import uuid
@@ -38,6 +39,7 @@ __all__ = [
     "TOTAL_ANNOTATION_SIZE_LIMIT",
     "InvalidKeyError",
     "NameRule",
+    "check_key_segments",
     "collection_prefix",
     "format_micro_time",
     "format_time",
@@ -257,8 +259,17 @@ class InvalidKeyError(ValueError):
 
 def _check_segment(kind: str, value: str) -> None:
     msgs = is_valid_path_segment_name(value)
-    if msgs:
-        raise InvalidKeyError(f"{kind} parameter invalid: {value!r}: {'; '.join(msgs)}")
+    if msgs:  # upstream: fmt.Sprintf("Name parameter invalid: %q: %s", name, strings.Join(msgs, ";"))
+        raise InvalidKeyError(f"{kind} parameter invalid: {json.dumps(value)}: {';'.join(msgs)}")
+
+
+def check_key_segments(*, namespace: str | None, name: str) -> None:
+    """Raise :class:`InvalidKeyError` when a namespace or name from a URL cannot be a key segment (upstream's
+    ``NamespaceKeyFunc``: ``Name parameter invalid: "a%b": may not contain '%'``), before any storage access."""
+    if namespace:
+        _check_segment("Namespace", namespace)
+    if name:
+        _check_segment("Name", name)
 
 
 def object_key(resource_prefix: str, name: str, *, namespace: str | None, root: str = REGISTRY_ROOT) -> str:

@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kubeplane.api.meta import InvalidKeyError, check_key_segments
 from kubeplane.api.patch import json_merge_patch
 from kubeplane.api.resources import ResourceInfo
 
@@ -140,10 +141,15 @@ def check_verb(call: Call) -> None:
 
 
 def find_route(call: Call) -> Route:
-    """The route of (verb, subresource) that applies to the call; 405 if there is none."""
+    """The route of (verb, subresource) that applies to the call; 405 if there is none, 400 for a name or
+    namespace no key can hold."""
     route = ROUTES.get((call.verb, call.subresource))
     if route is None or (route.applies is not None and not route.applies(call)):
         raise call.not_allowed()
+    try:  # a name or namespace that cannot be a key segment ('%', '/', '..') is a 400, as upstream's key funcs
+        check_key_segments(namespace=call.namespace, name=call.name)
+    except InvalidKeyError as exc:
+        raise errors.bad_request(str(exc)) from None
     return route
 
 
