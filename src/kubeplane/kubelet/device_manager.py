@@ -18,6 +18,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from kubeplane.api.views import uid_of
 from kubeplane.client.errors import NotFoundError
 from kubeplane.client.interface import Client, PatchType
 from kubeplane.gpu.model import (
@@ -66,7 +67,7 @@ class DeviceManager:
         request = gpu_request_or_none(pod)
         if request is None:
             return
-        uid = str(pod["metadata"].get("uid", ""))
+        uid = uid_of(pod)
         sim.gpus[uid] = (request.milli, devices)
         if devices_of(pod) != devices:
             meta = pod["metadata"]

@@ -23,6 +23,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterable, MutableMapping
 
+from kubeplane.api.views import is_being_deleted, uid_of
 from kubeplane.client.clock import Clock
 from kubeplane.client.errors import AlreadyExistsError
 from kubeplane.client.interface import Client
@@ -108,7 +109,7 @@ class MirrorPods:
         """A mirror pod appeared: run its static pod (once; a re-created mirror pod takes over the runtime)."""
         digest = mirror_hash(pod)
         if digest not in sim.static:
-            if not pod["metadata"].get("deletionTimestamp"):
+            if not is_being_deleted(pod):
                 meta = pod["metadata"]
                 orphan = delete_pod(
                     self._client,
@@ -119,12 +120,12 @@ class MirrorPods:
                 )
                 self._tasks.spawn(f"orphan {meta.get('uid')}", orphan)
             return None
-        if pod["metadata"].get("deletionTimestamp"):
+        if is_being_deleted(pod):
             # deleting a mirror pod does not stop its static pod: delete it for good and create it again
             self.replace_mirror(sim, pod, digest)
             return None
         rt = sim.static_runtimes.get(digest)
-        uid = str(pod["metadata"].get("uid", ""))
+        uid = uid_of(pod)
         if rt is None:
             rt = self._workers.new_runtime(sim, pod)
             rt.static_hash = digest
