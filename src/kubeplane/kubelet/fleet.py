@@ -52,7 +52,7 @@ import logging
 import random
 from collections.abc import Callable, Iterable, Sequence
 
-from kubeplane.api.views import TERMINAL_PHASES, PodView, uid_of
+from kubeplane.api.views import TERMINAL_PHASES, PodView, name_of, uid_of
 from kubeplane.client.clock import Clock, SystemClock
 from kubeplane.client.informer import SharedInformer
 from kubeplane.client.interface import Client
@@ -268,7 +268,7 @@ class Fleet:
         self._on_node(node)
 
     def _on_node(self, node: Obj) -> None:
-        sim = self.nodes.get(str(node["metadata"]["name"]))
+        sim = self.nodes.get(name_of(node))
         if sim is None:
             return
         sim.node = node
