@@ -69,6 +69,20 @@ from kubeplane.api.pods import QOSClass, is_restartable_init_container, pod_qos_
 from kubeplane.api.quantity import Quantity
 from kubeplane.api.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, tolerations_tolerate_taint
 from kubeplane.api.validation import names
+from kubeplane.api.views import (
+    EMPTY,
+    NodeView,
+    PodView,
+    annotations_of,
+    is_pod_terminal,
+    labels_of,
+    name_of,
+    namespace_of,
+    section,
+    spec_of,
+    status_of,
+    uid_of,
+)
 from kubeplane.gpu.model import GPU_RESOURCE, GpuError, devices_of, fit_devices, gpu_request, valid_devices
 
 from .static_pods import CONFIG_MIRROR, CONFIG_SOURCE, is_mirror_pod
@@ -87,7 +101,6 @@ __all__ = [
     "is_critical_pod",
     "is_mirror_pod",
     "is_static_pod",
-    "is_terminal",
     "pod_priority",
 ]
 
@@ -137,7 +150,6 @@ OS_LABEL: Final = "kubernetes.io/os"
 _MEMORY_PRESSURE = "MemoryPressure"
 _DISK_PRESSURE = "DiskPressure"
 _PID_PRESSURE = "PIDPressure"
-_TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
 _WILDCARD_IP: Final = "0.0.0.0"
 
 
@@ -154,36 +166,16 @@ class AdmitResult:
     devices: tuple[int, ...] | None = None
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta: Mapping[str, Any] = obj.get("metadata") or {}
-    return meta
-
-
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec: Mapping[str, Any] = obj.get("spec") or {}
-    return spec
-
-
-def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    status: Mapping[str, Any] = obj.get("status") or {}
-    return status
-
-
-def _annotations(pod: Pod) -> Mapping[str, str]:
-    annotations: Mapping[str, str] = _meta(pod).get("annotations") or {}
-    return annotations
-
-
 def is_static_pod(pod: Pod) -> bool:
     """A pod from a file or URL source: its config-source annotation is set and is not ``api``
     (upstream ``IsStaticPod``; a pod without the annotation is not static)."""
-    source = _annotations(pod).get(CONFIG_SOURCE_ANNOTATION)
+    source = annotations_of(pod).get(CONFIG_SOURCE_ANNOTATION)
     return source is not None and source != API_SERVER_SOURCE
 
 
 def pod_priority(pod: Pod) -> int:
     """``spec.priority``, 0 when unset (upstream ``corev1helpers.PodPriority``)."""
-    priority = _spec(pod).get("priority")
+    priority = spec_of(pod).get("priority")
     return int(priority) if priority is not None else 0
 
 
@@ -192,13 +184,8 @@ def is_critical_pod(pod: Pod) -> bool:
     such pods are admitted under pressure and never evicted by the eviction manager."""
     if is_static_pod(pod) or is_mirror_pod(pod):
         return True
-    priority = _spec(pod).get("priority")
+    priority = spec_of(pod).get("priority")
     return priority is not None and int(priority) >= SYSTEM_CRITICAL_PRIORITY
-
-
-def is_terminal(pod: Pod) -> bool:
-    """Phase Succeeded or Failed: the pod holds no resources on the node any more."""
-    return _status(pod).get("phase") in _TERMINAL_PHASES
 
 
 # --- eviction manager admission -------------------------------------------------------------------------------
@@ -211,7 +198,7 @@ def _admit_under_pressure(pod: Pod, conditions: Sequence[str]) -> AdmitResult | 
     if list(conditions) == [_MEMORY_PRESSURE]:
         if pod_qos_class(pod) is not QOSClass.BEST_EFFORT:
             return None
-        tolerations = _spec(pod).get("tolerations") or ()
+        tolerations = PodView(pod).tolerations
         taint = {"key": TAINT_NODE_MEMORY_PRESSURE, "effect": EFFECT_NO_SCHEDULE}
         if tolerations_tolerate_taint(tolerations, taint):
             return None
@@ -222,32 +209,32 @@ def _admit_under_pressure(pod: Pod, conditions: Sequence[str]) -> AdmitResult | 
 
 
 def _node_os(node: Mapping[str, Any]) -> str:
-    labels: Mapping[str, str] = _meta(node).get("labels") or {}
+    labels = labels_of(node)
     if labels.get(OS_LABEL):
         return labels[OS_LABEL]
-    node_info: Mapping[str, Any] = _status(node).get("nodeInfo") or {}
+    node_info: Mapping[str, Any] = status_of(node).get("nodeInfo") or EMPTY
     return str(node_info.get("operatingSystem") or "linux")
 
 
 def _reject_os_selector(pod: Pod, node_os: str) -> bool:
     """Upstream ``rejectPodAdmissionBasedOnOSSelector``: the pod's *label* (not its nodeSelector)."""
-    labels: Mapping[str, str] = _meta(pod).get("labels") or {}
+    labels = labels_of(pod)
     return OS_LABEL in labels and labels[OS_LABEL] != node_os
 
 
 def _reject_os_field(pod: Pod, node_os: str) -> bool:
-    os_field: Mapping[str, Any] | None = _spec(pod).get("os")
+    os_field: Mapping[str, Any] | None = spec_of(pod).get("os")
     return os_field is not None and os_field.get("name") != node_os
 
 
 def _reject_supplemental_groups_policy(pod: Pod, node: Mapping[str, Any]) -> bool:
     """Strict policy on a node not declaring ``status.features.supplementalGroupsPolicy: true`` (the feature
     is past alpha, so upstream enforces it)."""
-    security: Mapping[str, Any] = _spec(pod).get("securityContext") or {}
+    security: Mapping[str, Any] = spec_of(pod).get("securityContext") or EMPTY
     policy = security.get("supplementalGroupsPolicy")
     if policy is None:
         return False
-    features: Mapping[str, Any] = _status(node).get("features") or {}
+    features: Mapping[str, Any] = status_of(node).get("features") or EMPTY
     return policy == "Strict" and features.get("supplementalGroupsPolicy") is not True
 
 
@@ -285,7 +272,7 @@ def _without_missing_extended(pod: Pod, allocatable: Mapping[str, Any]) -> Pod:
     def filtered(containers: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         out: list[Mapping[str, Any]] = []
         for container in containers:
-            resources: Mapping[str, Any] = container.get("resources") or {}
+            resources: Mapping[str, Any] = container.get("resources") or EMPTY
             requests: Mapping[str, Any] | None = resources.get("requests")
             if requests and any(missing(n) for n in requests):
                 kept = {n: q for n, q in requests.items() if not missing(n)}
@@ -294,7 +281,7 @@ def _without_missing_extended(pod: Pod, allocatable: Mapping[str, Any]) -> Pod:
                 out.append(container)
         return out
 
-    spec = _spec(pod)
+    spec = spec_of(pod)
     if not any(missing(n) for n in _requested_names(spec)):
         return pod
     new_spec = dict(spec)
@@ -308,7 +295,7 @@ def _requested_names(spec: Mapping[str, Any]) -> set[str]:
     found: set[str] = set()
     for key in ("containers", "initContainers"):
         for container in spec.get(key) or ():
-            found.update(((container.get("resources") or {}).get("requests") or {}).keys())
+            found.update(section(container, "resources", "requests").keys())
     return found
 
 
@@ -339,7 +326,7 @@ def _insufficient(
 def _host_ports(pod: Pod) -> list[tuple[str, str, int]]:
     """``(ip, protocol, port)`` of the host ports of the containers and sidecars; ip defaults to 0.0.0.0,
     protocol to TCP, and ports <= 0 are not host ports."""
-    spec = _spec(pod)
+    spec = spec_of(pod)
     containers = list(spec.get("containers") or ())
     containers += [c for c in spec.get("initContainers") or () if is_restartable_init_container(c)]
     out: list[tuple[str, str, int]] = []
@@ -381,7 +368,7 @@ def allocate_gpus(pod: Pod, node: Mapping[str, Any], gpu_idle: Sequence[int]) ->
         return _allocate_failed(str(exc))
     if request is None:
         return AdmitResult(True)
-    if not gpu_idle and not request.is_share and GPU_RESOURCE not in (_status(node).get("allocatable") or {}):
+    if not gpu_idle and not request.is_share and GPU_RESOURCE not in NodeView(node).allocatable:
         return AdmitResult(True)
     recorded = devices_of(pod)
     if recorded is not None and valid_devices(recorded, request, len(gpu_idle)):
@@ -400,10 +387,10 @@ def allocate_gpus(pod: Pod, node: Mapping[str, Any], gpu_idle: Sequence[int]) ->
 
 
 def _same_pod(a: Pod, b: Pod) -> bool:
-    uid_a, uid_b = _meta(a).get("uid"), _meta(b).get("uid")
+    uid_a, uid_b = uid_of(a), uid_of(b)
     if uid_a and uid_b:
-        return bool(uid_a == uid_b)
-    return (_meta(a).get("namespace"), _meta(a).get("name")) == (_meta(b).get("namespace"), _meta(b).get("name"))
+        return uid_a == uid_b
+    return (namespace_of(a), name_of(a)) == (namespace_of(b), name_of(b))
 
 
 def _predicate_failure(name_and_reason: tuple[str, str]) -> AdmitResult:
@@ -413,7 +400,7 @@ def _predicate_failure(name_and_reason: tuple[str, str]) -> AdmitResult:
 
 def _general_filter(pod: Pod, node: Mapping[str, Any], others: Sequence[Pod]) -> list[AdmitResult]:
     """Upstream ``generalFilter``: AdmissionCheck with all failures, then NoExecute taints."""
-    allocatable_list: Mapping[str, Any] = _status(node).get("allocatable") or {}
+    allocatable_list = NodeView(node).allocatable
     allocatable = _amounts(allocatable_list)
     request = pod_requests(_without_missing_extended(pod, allocatable_list))
     used: dict[str, int] = {}
@@ -425,16 +412,16 @@ def _general_filter(pod: Pod, node: Mapping[str, Any], others: Sequence[Pod]) ->
     matches, _ = get_required_node_affinity(pod).match(node)
     if not matches:
         reasons.append(_predicate_failure(NODE_AFFINITY))
-    node_name = _spec(pod).get("nodeName") or ""
-    if node_name and node_name != (_meta(node).get("name") or ""):
+    node_name = PodView(pod).node_name
+    if node_name and node_name != name_of(node):
         reasons.append(_predicate_failure(NODE_NAME))
     wanted = _host_ports(pod)
     if wanted and _ports_conflict(wanted, [p for other in others for p in _host_ports(other)]):
         reasons.append(_predicate_failure(NODE_PORTS))
 
     if not is_static_pod(pod):
-        tolerations = _spec(pod).get("tolerations") or ()
-        for taint in _spec(node).get("taints") or ():
+        tolerations = PodView(pod).tolerations
+        for taint in NodeView(node).taints:
             if taint.get("effect") == EFFECT_NO_EXECUTE and not tolerations_tolerate_taint(tolerations, taint):
                 reasons.append(_predicate_failure(TAINT_TOLERATION))
                 break
@@ -480,6 +467,6 @@ def admit_pod(
         return AdmitResult(False, POD_OS_NOT_SUPPORTED, POD_OS_NOT_SUPPORTED_MESSAGE)
     if _reject_supplemental_groups_policy(pod, node):
         return AdmitResult(False, SUPPLEMENTAL_GROUPS_POLICY_NOT_SUPPORTED, SUPPLEMENTAL_GROUPS_POLICY_MESSAGE)
-    others = [other for other in admitted if not is_terminal(other) and not _same_pod(other, pod)]
+    others = [other for other in admitted if not is_pod_terminal(other) and not _same_pod(other, pod)]
     reasons = _general_filter(pod, node, others)
     return reasons[0] if reasons else AdmitResult(True, devices=devices)

@@ -18,6 +18,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from kubeplane.api.views import name_of, namespace_of, uid_of
 from kubeplane.client.errors import NotFoundError
 from kubeplane.client.interface import Client, PatchType
 from kubeplane.gpu.model import (
@@ -66,11 +67,10 @@ class DeviceManager:
         request = gpu_request_or_none(pod)
         if request is None:
             return
-        uid = str(pod["metadata"].get("uid", ""))
+        uid = uid_of(pod)
         sim.gpus[uid] = (request.milli, devices)
         if devices_of(pod) != devices:
-            meta = pod["metadata"]
-            self._tasks.spawn(f"gpu {uid}", self._annotate(str(meta.get("namespace", "")), str(meta["name"]), devices))
+            self._tasks.spawn(f"gpu {uid}", self._annotate(namespace_of(pod), name_of(pod), devices))
 
     async def _annotate(self, namespace: str, name: str, devices: tuple[int, ...]) -> None:
         patch = {"metadata": {"annotations": {GPU_DEVICES_ANNOTATION: format_devices(devices)}}}

@@ -50,7 +50,8 @@ from kubeplane.api.pods import (
     pod_requests,
 )
 from kubeplane.api.quantity import Format, Quantity, QuantityError
-from kubeplane.kubelet.admission import EVICTED_REASON, is_critical_pod, is_terminal, pod_priority
+from kubeplane.api.views import NodeView, PodView, annotations_of, is_pod_terminal, name_of, section, spec_of
+from kubeplane.kubelet.admission import EVICTED_REASON, is_critical_pod, pod_priority
 
 __all__ = [
     "ALLOCATABLE_MEMORY_AVAILABLE",
@@ -273,8 +274,7 @@ def conditions_observed_since(
 
 
 def _annotation(pod: Pod, key: str) -> Quantity | None:
-    annotations: Mapping[str, str] = (pod.get("metadata") or {}).get("annotations") or {}
-    text = annotations.get(key)
+    text = annotations_of(pod).get(key)
     if text is None:
         return None
     try:
@@ -284,18 +284,14 @@ def _annotation(pod: Pod, key: str) -> Quantity | None:
 
 
 def _all_containers_limit(pod: Pod, resource: str) -> bool:
-    spec: Mapping[str, Any] = pod.get("spec") or {}
-    containers = list(spec.get("containers") or ())
-    containers += [c for c in spec.get("initContainers") or () if is_restartable_init_container(c)]
+    containers = _running_containers(pod)
     if not containers:
         return False
-    return all(resource in (((c.get("resources") or {}).get("limits")) or {}) for c in containers)
+    return all(resource in section(c, "resources", "limits") for c in containers)
 
 
 def _pod_level_limits(pod: Pod) -> Mapping[str, Any]:
-    resources: Mapping[str, Any] = (pod.get("spec") or {}).get("resources") or {}
-    limits: Mapping[str, Any] = resources.get("limits") or {}
-    return limits
+    return section(pod, "spec", "resources", "limits")
 
 
 def _usage(pod: Pod, resource: str, annotation: str) -> int:
@@ -322,13 +318,13 @@ def pod_cpu_usage(pod: Pod) -> int:
 
 
 def _running_containers(pod: Pod) -> list[Mapping[str, Any]]:
-    spec: Mapping[str, Any] = pod.get("spec") or {}
+    spec = spec_of(pod)
     containers = list(spec.get("containers") or ())
     return containers + [c for c in spec.get("initContainers") or () if is_restartable_init_container(c)]
 
 
 def _container_request(container: Mapping[str, Any], resource: str) -> Quantity | None:
-    requests: Mapping[str, Any] = (container.get("resources") or {}).get("requests") or {}
+    requests = section(container, "resources", "requests")
     return Quantity.parse(requests[resource]) if resource in requests else None
 
 
@@ -356,7 +352,7 @@ def container_memory_usage(pod: Pod) -> list[tuple[str, int]]:
 
 
 def node_memory_capacity(node: Mapping[str, Any]) -> int:
-    capacity: Mapping[str, Any] = (node.get("status") or {}).get("capacity") or {}
+    capacity = NodeView(node).capacity
     return Quantity.parse(capacity["memory"]).value() if "memory" in capacity else 0
 
 
@@ -365,7 +361,7 @@ def memory_available(
 ) -> int:
     """``memory.available``: the node's memory capacity minus the usage of ``pods`` (terminal ones skipped),
     never below 0. ``usage`` gives a pod's usage (the fleet passes one that remembers it: it never changes)."""
-    used = sum(usage(pod) for pod in pods if not is_terminal(pod))
+    used = sum(usage(pod) for pod in pods if not is_pod_terminal(pod))
     return max(node_memory_capacity(node) - used, 0)
 
 
@@ -413,9 +409,9 @@ def _message_and_annotations(
     if threshold is not None:
         message += _THRESHOLD_MET_MESSAGE_FMT.format(threshold.quantity_text(capacity), _binary_si(available))
     annotations: dict[str, str] = {}
-    name = str((pod.get("metadata") or {}).get("name") or "")
+    name = name_of(pod)
     if resource == "memory" and is_pod_level_resources_set(pod):
-        pod_level: Mapping[str, Any] = ((pod.get("spec") or {}).get("resources") or {}).get("requests") or {}
+        pod_level = section(pod, "spec", "resources", "requests")
         if resource in pod_level:
             usage = _binary_si(pod_memory_usage(pod))
             message += _POD_MESSAGE_FMT.format(name, usage, Quantity.parse(pod_level[resource]), resource)
@@ -458,8 +454,8 @@ def eviction_annotations(resource: str, pod: Pod) -> dict[str, str]:
 
 def pod_is_evicted(pod: Pod) -> bool:
     """Phase Failed with reason ``Evicted`` (upstream ``PodIsEvicted``)."""
-    status: Mapping[str, Any] = pod.get("status") or {}
-    return status.get("phase") == "Failed" and status.get("reason") == REASON
+    view = PodView(pod)
+    return view.phase == "Failed" and view.reason == REASON
 
 
 # --- node conditions (pkg/kubelet/nodestatus/setters.go) ---------------------------------------------------------

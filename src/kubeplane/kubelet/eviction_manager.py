@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from kubeplane.api.meta import format_time
+from kubeplane.api.views import uid_of
 from kubeplane.client.clock import Clock
 
 from . import eviction
@@ -58,7 +59,7 @@ class EvictionManager:
         active = [r.pod for r in runtimes.values()]
 
         def usage(pod: Mapping[str, Any]) -> int:  # a pod's simulated usage never changes: computed once
-            rt = runtimes[str(pod["metadata"].get("uid", ""))]
+            rt = runtimes[uid_of(pod)]
             if rt.memory_usage is None:
                 rt.memory_usage = eviction.pod_memory_usage(pod)
             return rt.memory_usage
@@ -78,7 +79,7 @@ class EvictionManager:
         if not crossed or not active:
             return
         victim = eviction.pick_pod_to_evict(eviction.rank_for_memory_eviction(active))
-        rt = None if victim is None else self._runtimes.get(str(victim["metadata"].get("uid")))
+        rt = None if victim is None else self._runtimes.get(uid_of(victim))
         if victim is None or rt is None:
             return
         message = eviction.eviction_message("memory", threshold, available, victim, capacity=capacity)

@@ -52,6 +52,7 @@ import logging
 import random
 from collections.abc import Callable, Iterable, Sequence
 
+from kubeplane.api.views import TERMINAL_PHASES, PodView, name_of, uid_of
 from kubeplane.client.clock import Clock, SystemClock
 from kubeplane.client.informer import SharedInformer
 from kubeplane.client.interface import Client
@@ -233,9 +234,7 @@ class Fleet:
         sim.full_report_due = True
         sim.last_report = float("-inf")
         self.status.resume(sim)
-        current = {
-            str(p["metadata"].get("uid")): p for p in self.pod_informer.indexer.by_index("spec.nodeName", sim.name)
-        }
+        current = {uid_of(p): p for p in self.pod_informer.indexer.by_index("spec.nodeName", sim.name)}
         for uid, rt in list(self.runtimes.items()):
             if rt.node == sim.name and uid not in current:
                 self._forget(uid)
@@ -269,11 +268,11 @@ class Fleet:
         self._on_node(node)
 
     def _on_node(self, node: Obj) -> None:
-        sim = self.nodes.get(str(node["metadata"]["name"]))
+        sim = self.nodes.get(name_of(node))
         if sim is None:
             return
         sim.node = node
-        sim.uid = str(node["metadata"].get("uid", sim.uid))
+        sim.uid = uid_of(node) or sim.uid
         value = annotation(node, HEARTBEAT_ANNOTATION)
         stop = value == "false"
         if value == "true" and sim.stopped_by - {"annotation"}:  # "true" also revives a node stopped otherwise
@@ -293,13 +292,13 @@ class Fleet:
         self._on_pod(pod)
 
     def _on_pod(self, pod: Obj) -> None:
-        sim = self.nodes.get(str((pod.get("spec") or {}).get("nodeName") or ""))
+        view = PodView(pod)
+        sim = self.nodes.get(view.node_name)
         if sim is None or not sim.running:
             return  # another fleet's node, or a dead kubelet (caught up on resume)
-        meta = pod["metadata"]
-        uid = str(meta.get("uid", ""))
-        rt = self.runtimes.get(uid)
-        deleting = bool(meta.get("deletionTimestamp"))
+        meta = view.meta
+        rt = self.runtimes.get(meta.uid)
+        deleting = meta.is_being_deleted
         if rt is None and is_mirror_pod(pod):
             rt = self.mirror_pods.adopt_mirror(sim, pod)
             if rt is None:
@@ -313,15 +312,15 @@ class Fleet:
             if deleting and not rt.terminating:
                 self.workers.begin_termination(sim, rt)
             return
-        phase = (pod.get("status") or {}).get("phase")
-        if phase in ("Succeeded", "Failed"):
+        phase = view.phase
+        if phase in TERMINAL_PHASES:
             if deleting:  # nothing runs: finish the deletion
                 rt = self.workers.new_runtime(sim, pod)
                 rt.phase, rt.holding, rt.terminating, rt.delete_requested = phase, False, True, True
                 rt.rejected = True
                 self.status.mark_dirty(rt)
             return
-        if phase == "Running" or (pod.get("status") or {}).get("containerStatuses"):
+        if phase == "Running" or view.container_statuses:
             rt = self.workers.adopt_running(sim, pod)
             if deleting:
                 self.workers.begin_termination(sim, rt)
@@ -334,7 +333,7 @@ class Fleet:
         self.workers.admit(sim, pod)
 
     def _on_pod_deleted(self, pod: Obj) -> None:
-        uid = str(pod["metadata"].get("uid", ""))
+        uid = uid_of(pod)
         rt = self.runtimes.get(uid)
         if rt is not None and rt.static_hash:
             sim = self.nodes.get(rt.node)

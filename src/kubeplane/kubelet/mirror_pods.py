@@ -23,6 +23,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterable, MutableMapping
 
+from kubeplane.api.views import is_being_deleted, name_of, namespace_of, uid_of
 from kubeplane.client.clock import Clock
 from kubeplane.client.errors import AlreadyExistsError
 from kubeplane.client.interface import Client
@@ -90,41 +91,34 @@ class MirrorPods:
         pod = sim.static.get(digest)
         if pod is None:
             return
-        meta = pod["metadata"]
+        name, namespace = name_of(pod), namespace_of(pod)
         for existing in self._pods_on_node(sim.name):
-            em = existing["metadata"]
-            if em.get("name") == meta["name"] and em.get("namespace") == meta["namespace"]:
-                if mirror_hash(existing) == digest and not em.get("deletionTimestamp"):
+            if name_of(existing) == name and namespace_of(existing) == namespace:
+                if mirror_hash(existing) == digest and not is_being_deleted(existing):
                     return
-                await delete_pod(
-                    self._client, self._pods_res, namespace=em["namespace"], name=em["name"], uid=str(em.get("uid", ""))
-                )
+                await delete_pod(self._client, self._pods_res, namespace=namespace, name=name, uid=uid_of(existing))
         with contextlib.suppress(AlreadyExistsError):  # the informer shows it soon; the next scan checks it
             await self._client.create(
-                self._pods_res, mirror_pod(pod, sim.name, sim.uid, self._clock.now()), namespace=meta["namespace"]
+                self._pods_res, mirror_pod(pod, sim.name, sim.uid, self._clock.now()), namespace=namespace
             )
 
     def adopt_mirror(self, sim: SimNode, pod: Obj) -> PodRuntime | None:
         """A mirror pod appeared: run its static pod (once; a re-created mirror pod takes over the runtime)."""
         digest = mirror_hash(pod)
         if digest not in sim.static:
-            if not pod["metadata"].get("deletionTimestamp"):
-                meta = pod["metadata"]
+            if not is_being_deleted(pod):
+                uid = uid_of(pod)
                 orphan = delete_pod(
-                    self._client,
-                    self._pods_res,
-                    namespace=meta["namespace"],
-                    name=meta["name"],
-                    uid=str(meta.get("uid", "")),
+                    self._client, self._pods_res, namespace=namespace_of(pod), name=name_of(pod), uid=uid
                 )
-                self._tasks.spawn(f"orphan {meta.get('uid')}", orphan)
+                self._tasks.spawn(f"orphan {uid}", orphan)
             return None
-        if pod["metadata"].get("deletionTimestamp"):
+        if is_being_deleted(pod):
             # deleting a mirror pod does not stop its static pod: delete it for good and create it again
             self.replace_mirror(sim, pod, digest)
             return None
         rt = sim.static_runtimes.get(digest)
-        uid = str(pod["metadata"].get("uid", ""))
+        uid = uid_of(pod)
         if rt is None:
             rt = self._workers.new_runtime(sim, pod)
             rt.static_hash = digest
@@ -155,8 +149,5 @@ class MirrorPods:
         self._tasks.spawn(f"mirror {uid}", self.ensure_mirror(sim, digest))
 
     async def _replace_mirror(self, sim: SimNode, pod: Obj, digest: str) -> None:
-        meta = pod["metadata"]
-        await delete_pod(
-            self._client, self._pods_res, namespace=meta["namespace"], name=meta["name"], uid=str(meta.get("uid", ""))
-        )
+        await delete_pod(self._client, self._pods_res, namespace=namespace_of(pod), name=name_of(pod), uid=uid_of(pod))
         await self.ensure_mirror(sim, digest)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kubeplane.api.meta import format_time
+from kubeplane.api.views import EMPTY, NodeView, uid_of
 from kubeplane.client.clock import Clock
 from kubeplane.client.errors import AlreadyExistsError, ConflictError, NotFoundError
 from kubeplane.client.interface import Client, PatchType
@@ -70,7 +71,7 @@ class NodeStatus:
                 created = await self._client.create(
                     self._nodes_res, registration_node(sim.spec, self._clock.now(), sim.image_list())
                 )
-                sim.node, sim.uid = created, str(created["metadata"].get("uid", ""))
+                sim.node, sim.uid = created, uid_of(created)
                 sim.full_report_due = False
                 sim.last_report = self._clock.monotonic()
                 sim.reported = self._fingerprint(sim)
@@ -78,7 +79,7 @@ class NodeStatus:
                 return
             except AlreadyExistsError:
                 existing = await self._client.get(self._nodes_res, sim.name)
-                sim.node, sim.uid = existing, str(existing["metadata"].get("uid", ""))
+                sim.node, sim.uid = existing, uid_of(existing)
                 self._started_events(sim)
                 return
             except Exception as exc:  # API server not ready yet: retry as the kubelet does
@@ -117,7 +118,7 @@ class NodeStatus:
 
     def _conditions(self, sim: SimNode) -> list[Obj]:
         stamp = format_time(self._clock.now())
-        current = {c.get("type"): c for c in ((sim.node or {}).get("status") or {}).get("conditions") or []}
+        current = {c.get("type"): c for c in NodeView(sim.node or EMPTY).conditions}
         wanted = {"MemoryPressure": sim.memory_pressure, "DiskPressure": False, "PIDPressure": False, "Ready": True}
         out = []
         for type_ in CONDITION_ORDER:
@@ -131,10 +132,7 @@ class NodeStatus:
         """Patch node status when it changed or the report period passed (upstream ``tryUpdateNodeStatus``)."""
         now = self._clock.monotonic()
         fingerprint = self._fingerprint(sim)
-        node_ready = any(
-            c.get("type") == "Ready" and c.get("status") == "True"
-            for c in ((sim.node or {}).get("status") or {}).get("conditions") or []
-        )
+        node_ready = NodeView(sim.node or EMPTY).is_ready
         if (
             not force
             and fingerprint == sim.reported

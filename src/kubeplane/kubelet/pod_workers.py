@@ -28,6 +28,7 @@ from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from kubeplane.api.durations import format_duration
+from kubeplane.api.views import PodView, spec_of
 from kubeplane.client.clock import Clock
 
 from . import admission, termination
@@ -114,7 +115,7 @@ class PodWorkers:
     async def run_pod(self, sim: SimNode, rt: PodRuntime) -> None:
         """Sandbox, init containers, containers, Running; then run to completion if the pod says how long."""
         pod = rt.pod
-        spec = pod.get("spec") or {}
+        spec = spec_of(pod)
         await delay(self._clock, self._options.sandbox_delay)
         rt.pod_ip = sim.spec.address if spec.get("hostNetwork") else sim.ips.allocate()
         rt.sandbox_ready = True
@@ -176,7 +177,7 @@ class PodWorkers:
         self, sim: SimNode, rt: PodRuntime, seconds: float, containers: Mapping[str, Mapping[str, Any]]
     ) -> None:
         pod = rt.pod
-        policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
+        policy = spec_of(pod).get("restartPolicy") or "Always"
         code_text = annotation(pod, EXIT_CODE_ANNOTATION) or "0"
         try:
             code = int(code_text)
@@ -216,16 +217,15 @@ class PodWorkers:
     def adopt_running(self, sim: SimNode, pod: Obj) -> PodRuntime:
         """A pod this node ran before the fleet (re)started: take its reported state as the truth."""
         rt = self.new_runtime(sim, pod)
-        status = pod.get("status") or {}
+        view = PodView(pod)
+        status = view.status
         rt.start_time = status.get("startTime") or rt.start_time
         rt.pod_ip = status.get("podIP") or ""
         if rt.pod_ip and rt.pod_ip != sim.spec.address:
             sim.ips.reserve(rt.pod_ip)
         rt.sandbox_ready = bool(rt.pod_ip)
         rt.phase = status.get("phase") or "Pending"
-        by_name = {
-            s.get("name"): s for s in [*status.get("initContainerStatuses", []), *status.get("containerStatuses", [])]
-        }
+        by_name = {s.get("name"): s for s in [*view.init_container_statuses, *view.container_statuses]}
         for c in rt.all_containers():
             found = by_name.get(c.name) or {}
             if found.get("state"):
@@ -240,7 +240,7 @@ class PodWorkers:
         for c in rt.all_containers():
             if (image := c.image) and c.container_id:
                 self._pull(sim, image)
-        if rt.phase not in ("Succeeded", "Failed"):
+        if not rt.terminal:
             sim.pods[rt.uid] = rt
             self._devices.adopt(sim, pod)
             if any(not c.running for c in rt.containers) and rt.phase != "Running":
@@ -300,7 +300,7 @@ class PodWorkers:
             pod_setting=pod_setting, node_setting=sim.spec.shutdown_delay, fleet_setting=self._options.shutdown_delay
         )
         grace = termination.grace_period(pod)
-        spec = pod.get("spec") or {}
+        spec = spec_of(pod)
         specs = {c.get("name"): c for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]}
         return {
             c.name: termination.container_stop(

@@ -28,6 +28,7 @@ from typing import Any
 
 from kubeplane.api.meta import format_time
 from kubeplane.api.pods import is_restartable_init_container
+from kubeplane.api.views import TERMINAL_PHASES, PodView
 
 Obj = dict[str, Any]
 
@@ -170,19 +171,20 @@ class PodRuntime:
 
     @classmethod
     def for_pod(cls, pod: Mapping[str, Any], host_ip: str, now: float) -> PodRuntime:
-        meta, spec = pod["metadata"], pod.get("spec") or {}
+        view = PodView(pod)
+        meta = view.meta
         return cls(
-            uid=str(meta.get("uid", "")),
-            namespace=str(meta.get("namespace", "")),
+            uid=meta.uid,
+            namespace=meta.namespace,
             name=str(meta["name"]),
-            node=str(spec.get("nodeName", "")),
+            node=view.node_name,
             pod=dict(pod),
             host_ip=host_ip,
             start_time=format_time(now),
-            containers=[ContainerRuntime(c["name"], c.get("image", "")) for c in spec.get("containers") or []],
+            containers=[ContainerRuntime(c["name"], c.get("image", "")) for c in view.containers],
             init_containers=[
                 ContainerRuntime(c["name"], c.get("image", ""), init=True, sidecar=is_restartable_init_container(c))
-                for c in spec.get("initContainers") or []
+                for c in view.init_containers
             ],
         )
 
@@ -192,7 +194,7 @@ class PodRuntime:
 
     @property
     def terminal(self) -> bool:
-        return self.phase in ("Succeeded", "Failed")
+        return self.phase in TERMINAL_PHASES
 
     def all_containers(self) -> list[ContainerRuntime]:
         return [*self.init_containers, *self.containers]
@@ -248,7 +250,7 @@ class PodRuntime:
         """The kubelet-owned part of ``status`` as a strategic merge patch (module docstring)."""
         status: Obj = {"phase": self.phase}
         conditions = self.conditions(now)
-        existing = {c.get("type") for c in (self.pod.get("status") or {}).get("conditions") or []}
+        existing = {c.get("type") for c in PodView(self.pod).conditions}
         if "PodScheduled" not in existing:
             stamp = self.transitions.setdefault("PodScheduled", ("True", self.start_time))[1]
             conditions.insert(0, _condition("PodScheduled", True, stamp))

@@ -28,6 +28,7 @@ from typing import Any
 
 from kubeplane.api.durations import parse_duration
 from kubeplane.api.resources import ResourceInfo
+from kubeplane.api.views import annotations_of
 from kubeplane.client.clock import Clock
 from kubeplane.client.errors import ConflictError, NotFoundError
 from kubeplane.client.events import EventRecorder
@@ -82,7 +83,7 @@ def seconds(text: str) -> float | None:
 
 
 def annotation(obj: Mapping[str, Any], key: str) -> str | None:
-    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(key)
+    value = annotations_of(obj).get(key)
     return None if value is None else str(value)
 
 

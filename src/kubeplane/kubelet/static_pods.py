@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from kubeplane.api.meta import format_micro_time
+from kubeplane.api.views import annotations_of, section
 
 log = logging.getLogger(__name__)
 
@@ -38,11 +39,11 @@ CONFIG_SEEN = "kubernetes.io/config.seen"
 
 def is_mirror_pod(pod: Mapping[str, Any]) -> bool:
     """The API server's copy of a static pod: it carries the config-mirror annotation (upstream ``IsMirrorPod``)."""
-    return CONFIG_MIRROR in ((pod.get("metadata") or {}).get("annotations") or {})
+    return CONFIG_MIRROR in annotations_of(pod)
 
 
 def mirror_hash(pod: Obj) -> str:
-    return str(((pod.get("metadata") or {}).get("annotations") or {}).get(CONFIG_MIRROR, ""))
+    return str(annotations_of(pod).get(CONFIG_MIRROR, ""))
 
 
 def static_pod(manifest: Obj, node_name: str) -> Obj:
@@ -99,7 +100,7 @@ def load_static_pods(directory: str | Path, node_name: str) -> dict[str, Obj]:
         if not isinstance(manifest, dict) or manifest.get("kind", "Pod") != "Pod":
             log.warning("static pod manifest %s: not a Pod", file)
             continue
-        if not (manifest.get("metadata") or {}).get("name") or not (manifest.get("spec") or {}).get("containers"):
+        if not section(manifest, "metadata").get("name") or not section(manifest, "spec").get("containers"):
             log.warning("static pod manifest %s: a pod needs metadata.name and spec.containers", file)
             continue
         pod = static_pod(manifest, node_name)

@@ -30,6 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubeplane.api.views import meta_of, section
+
 DEFAULT_STOP_TIME = 0.5
 """Seconds a simulated container takes to exit after SIGTERM when nothing configures it."""
 MINIMUM_GRACE_PERIOD = 2.0
@@ -58,14 +60,13 @@ def stop_time(*, pod_setting: float | None, node_setting: float | None, fleet_se
 def grace_period(pod: Mapping[str, Any]) -> float:
     """The pod's grace period for this deletion: ``metadata.deletionGracePeriodSeconds`` (set by the API server
     on a graceful delete), 30 s when absent."""
-    value = (pod.get("metadata") or {}).get("deletionGracePeriodSeconds", DEFAULT_GRACE_PERIOD)
+    value = meta_of(pod).get("deletionGracePeriodSeconds", DEFAULT_GRACE_PERIOD)
     return float(value or 0)
 
 
 def pre_stop_sleep(container: Mapping[str, Any]) -> float:
     """Seconds the container's preStop hook takes: its ``sleep`` action's seconds, 0 for any other hook."""
-    pre_stop = (container.get("lifecycle") or {}).get("preStop") or {}
-    sleep = pre_stop.get("sleep") or {}
+    sleep = section(container, "lifecycle", "preStop", "sleep")
     try:
         return max(float(sleep.get("seconds") or 0), 0.0)
     except (TypeError, ValueError):

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeplane.api.priority import global_default_class
+from kubeplane.api.views import PodView, meta_of, name_of, namespace_of, section, spec_of, status_of
 from kubeplane.scheduler.backend.snapshot import Snapshot
 from kubeplane.scheduler.config import KubeSchedulerConfiguration, default_config
 from kubeplane.scheduler.framework.diagnosis import FitError, NoNodesAvailableError, SchedulingError
@@ -73,7 +74,7 @@ def _status_json(status: Status | None) -> dict[str, Any]:
 
 def _with_priority(pod: Mapping[str, Any], classes: Mapping[str, int], default: int) -> Mapping[str, Any]:
     """The pod with ``spec.priority`` filled from its PriorityClass (or the global default) when unset."""
-    spec = pod.get("spec") or {}
+    spec = spec_of(pod)
     if spec.get("priority") is not None:
         return pod
     name = spec.get("priorityClassName")
@@ -112,22 +113,21 @@ def prepare(
 ) -> ExplainSetup:
     """Snapshot, handle and the pod's profile for ``pod`` in the cluster of ``nodes``/``pods``/``objects``."""
     config = config if config is not None else default_config()
-    meta = pod.get("metadata") or {}
-    pod = {**pod, "metadata": {"namespace": "default", **meta}}
+    pod = {**pod, "metadata": {"namespace": "default", **meta_of(pod)}}
     priority_classes = [o for o in objects if o.get("kind") == "PriorityClass"]
-    classes = {str((c.get("metadata") or {}).get("name") or ""): int(c.get("value") or 0) for c in priority_classes}
+    classes = {name_of(c): int(c.get("value") or 0) for c in priority_classes}
     default_class = global_default_class(priority_classes)
     default_priority = int(default_class.get("value") or 0) if default_class is not None else 0
     pod = _with_priority(pod, classes, default_priority)
     pod_info = PodInfo(pod)
-    placed = [_with_priority(p, classes, default_priority) for p in pods if (p.get("spec") or {}).get("nodeName")]
+    placed = [_with_priority(p, classes, default_priority) for p in pods if PodView(p).node_name]
     snapshot = Snapshot.from_objects(list(nodes), placed)
     rng = random.Random(seed)
     by_kind: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for obj in objects:
         plural = _PLURALS.get(str(obj.get("kind") or ""))
         if plural is not None:
-            ns = "" if plural == "namespaces" else str((obj.get("metadata") or {}).get("namespace") or "default")
+            ns = "" if plural == "namespaces" else namespace_of(obj) or "default"
             by_kind.setdefault((plural, ns), []).append(obj)
 
     def list_objects(resource: str, namespace: str) -> list[Mapping[str, Any]]:
@@ -149,16 +149,14 @@ def prepare(
 def is_bound(pod: Mapping[str, Any]) -> bool:
     """The pod was bound by a scheduler (or by hand): ``spec.nodeName`` set and PodScheduled=True (the binding
     subresource sets both). A pod file that merely names a node is not bound: NodeName decides on it."""
-    if not (pod.get("spec") or {}).get("nodeName"):
-        return False
-    conditions = (pod.get("status") or {}).get("conditions") or ()
-    return any(c.get("type") == "PodScheduled" and c.get("status") == "True" for c in conditions)
+    view = PodView(pod)
+    return bool(view.node_name) and view.condition_is_true("PodScheduled")
 
 
 def _unbound(pod: Mapping[str, Any]) -> dict[str, Any]:
     """The pod as it was before binding: no nodeName, no PodScheduled condition."""
-    spec = {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}
-    status = dict(pod.get("status") or {})
+    spec = {k: v for k, v in spec_of(pod).items() if k != "nodeName"}
+    status = dict(status_of(pod))
     status["conditions"] = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
     return {**pod, "spec": spec, "status": status}
 
@@ -277,7 +275,7 @@ def render_table(result: Mapping[str, Any]) -> Any:
     preemption = result.get("preemption") or {}
     nominated = preemption.get("nominatedNode")
     if nominated:
-        victims = (preemption.get("candidates") or {}).get(nominated, {}).get("victims") or []
+        victims = section(preemption, "candidates", nominated).get("victims") or []
         caption += f"\npreemption would nominate {nominated}, evicting {', '.join(victims)}"
     if any(not entry.get("examined", True) for entry in nodes.values()):
         caption += "\n- : not examined by the scheduler (it had found enough feasible nodes); verdicts for the record"

@@ -22,6 +22,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from kubeplane.api.meta import format_time
+from kubeplane.api.views import PodView, is_pod_terminal, meta_of, spec_of, status_of
 from kubeplane.client.clock import Clock, SystemClock
 from kubeplane.client.errors import ClientError
 from kubeplane.client.events import EventRecorder
@@ -80,20 +81,17 @@ def _truncate(message: str) -> str:
     return message[: NOTE_LENGTH_LIMIT - 4] + " ..."
 
 
-def _terminal(pod: Mapping[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-
-
 def _assigned(pod: Mapping[str, Any]) -> bool:
-    return bool((pod.get("spec") or {}).get("nodeName"))
+    """Upstream ``assignedPod``: ``spec.nodeName`` is set."""
+    return bool(spec_of(pod).get("nodeName"))
 
 
 def _node_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> ActionType:
     """Which scheduling-relevant properties of a node changed (upstream ``nodeSchedulingPropertiesChange``)."""
     action = ActionType(0)
-    o_spec, n_spec = old.get("spec") or {}, new.get("spec") or {}
-    o_status, n_status = old.get("status") or {}, new.get("status") or {}
-    o_meta, n_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    o_spec, n_spec = spec_of(old), spec_of(new)
+    o_status, n_status = status_of(old), status_of(new)
+    o_meta, n_meta = meta_of(old), meta_of(new)
     if bool(o_spec.get("unschedulable")) != bool(n_spec.get("unschedulable")):
         action |= ActionType.UPDATE_NODE_TAINT
     if o_status.get("allocatable") != n_status.get("allocatable"):
@@ -217,7 +215,7 @@ class Scheduler:
     # --- event handlers (eventhandlers.go) -----------------------------------------------------------
 
     def _responsible(self, pod: Mapping[str, Any]) -> bool:
-        name = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
+        name = PodView(pod).scheduler_name or "default-scheduler"
         return name in self.profiles
 
     def _pre_enqueue(self, pod: PodInfo) -> Status | None:
@@ -250,7 +248,7 @@ class Scheduler:
         self.cache.remove_node(node)
 
     def _on_pod_add(self, pod: Any) -> None:
-        if _terminal(pod):
+        if is_pod_terminal(pod):
             return
         if _assigned(pod):
             info = PodInfo(pod)
@@ -260,7 +258,7 @@ class Scheduler:
             self.queue.add(PodInfo(pod))
 
     def _on_pod_update(self, old: Any, new: Any) -> None:
-        terminal = _terminal(new)
+        terminal = is_pod_terminal(new)
         if _assigned(old):
             if terminal:
                 self._delete_assigned(old)

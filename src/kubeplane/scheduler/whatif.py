@@ -50,6 +50,7 @@ from typing import Any
 
 from kubeplane.api.quantity import Format, Quantity
 from kubeplane.api.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, tolerations_tolerate_taint
+from kubeplane.api.views import EMPTY, NodeView, PodView, meta_of, section, spec_of
 from kubeplane.scheduler.config import KubeSchedulerConfiguration
 from kubeplane.scheduler.explain import ExplainError, ExplainSetup, prepare
 from kubeplane.scheduler.framework.diagnosis import SchedulingError
@@ -282,13 +283,13 @@ class _WhatIf:
     # --- tolerate-taint ----------------------------------------------------------------------------------
 
     def tolerate_taint(self) -> list[_Change]:
-        tolerations = list((self.pod.get("spec") or {}).get("tolerations") or ())
+        tolerations = list(PodView(self.pod).tolerations)
         by_toleration: dict[str, tuple[dict[str, Any], Mapping[str, Any], list[str]]] = {}
         for ni in self.failing_nodes(lambda f: f <= {"TaintToleration", "NodeUnschedulable"}):
             failing = self.base.failing[ni.name]
             untolerated: list[Mapping[str, Any]] = []
             if "TaintToleration" in failing:
-                taints = ((ni.node or {}).get("spec") or {}).get("taints") or ()
+                taints = NodeView(ni.node or EMPTY).taints
                 untolerated += [
                     t
                     for t in taints
@@ -309,7 +310,7 @@ class _WhatIf:
         def candidate(
             toleration: dict[str, Any], taint: Mapping[str, Any], nodes: list[str]
         ) -> tuple[Callable[[], list[str]], Callable[[list[str]], _Change | None]]:
-            spec = self.pod.get("spec") or {}
+            spec = spec_of(self.pod)
             pod = {**self.pod, "spec": {**spec, "tolerations": [*(spec.get("tolerations") or ()), toleration]}}
 
             def make(fit: list[str]) -> _Change | None:
@@ -327,7 +328,7 @@ class _WhatIf:
         failing_plugins: set[str] = set()
         for f in self.base.failing.values():
             failing_plugins |= set(f)
-        spec = self.pod.get("spec") or {}
+        spec = spec_of(self.pod)
         affinity = spec.get("affinity") or {}
         groups: list[Sequence[tuple[str, dict[str, Any], Mapping[str, Any]]]] = []
         if "NodeAffinity" in failing_plugins:
@@ -345,7 +346,7 @@ class _WhatIf:
             groups.append(_node_affinity_relaxations(self.pod))
         if "InterPodAffinity" in failing_plugins:
             for kind in ("podAffinity", "podAntiAffinity"):
-                terms = (affinity.get(kind) or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []
+                terms = section(affinity, kind).get("requiredDuringSchedulingIgnoredDuringExecution") or []
                 group = []
                 for i, term in enumerate(terms):
                     rest = [t for j, t in enumerate(terms) if j != i]
@@ -409,7 +410,7 @@ class _WhatIf:
             ni: NodeInfo, key: str, value: str
         ) -> tuple[Callable[[], list[str]], Callable[[list[str]], _Change | None]]:
             node = ni.node or {}
-            meta = node.get("metadata") or {}
+            meta = meta_of(node)
             relabelled = {**node, "metadata": {**meta, "labels": {**(meta.get("labels") or {}), key: value}}}
             nodes = [relabelled if n is node else n for n in self.nodes]
 
@@ -441,8 +442,8 @@ class _WhatIf:
             shape = json.dumps(
                 [
                     {k: v for k, v in ni.labels.items() if k != _HOSTNAME},
-                    ((ni.node or {}).get("spec") or {}).get("taints") or [],
-                    ((ni.node or {}).get("status") or {}).get("allocatable") or {},
+                    list(NodeView(ni.node or EMPTY).taints),
+                    dict(NodeView(ni.node or EMPTY).allocatable),
                 ],
                 sort_keys=True,
             )
@@ -509,7 +510,7 @@ def _choose_victims(
 
 def _with_spec(pod: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
     """A copy of ``pod`` with spec fields replaced (a None value removes the field)."""
-    spec = {**(pod.get("spec") or {})}
+    spec = dict(spec_of(pod))
     for key, value in fields.items():
         if value is None:
             spec.pop(key, None)
@@ -534,9 +535,8 @@ def _node_affinity_relaxations(pod: Mapping[str, Any]) -> list[tuple[str, dict[s
     """One candidate per requirement of each required node-affinity term (a term's requirements are ANDed, so
     dropping one relaxes it); a term's only requirement is dropped with the term only when it is the only term
     (then the pod has no required node affinity left)."""
-    spec = pod.get("spec") or {}
-    affinity = spec.get("affinity") or {}
-    node_affinity = affinity.get("nodeAffinity") or {}
+    affinity = section(pod, "spec", "affinity")
+    node_affinity = section(affinity, "nodeAffinity")
     required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
     terms = list(required.get("nodeSelectorTerms") or [])
     base = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
@@ -569,11 +569,11 @@ def _node_affinity_relaxations(pod: Mapping[str, Any]) -> list[tuple[str, dict[s
 
 def _wanted_labels(pod: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Labels that could satisfy the pod's node selector or one requirement of its required node affinity."""
-    spec = pod.get("spec") or {}
-    out: list[tuple[str, str]] = [(str(k), str(v)) for k, v in (spec.get("nodeSelector") or {}).items()]
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
+    view = PodView(pod)
+    out: list[tuple[str, str]] = [(str(k), str(v)) for k, v in view.node_selector.items()]
+    required = (
+        section(view.spec, "affinity", "nodeAffinity").get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    )
     for term in required.get("nodeSelectorTerms") or ():
         for req in term.get("matchExpressions") or ():
             key, op, values = str(req.get("key") or ""), req.get("operator"), [str(v) for v in req.get("values") or ()]
@@ -599,14 +599,14 @@ def _fresh_name(name: str, taken: set[str]) -> str:
 
 def _copy_node(node: Mapping[str, Any], name: str) -> dict[str, Any]:
     """A new node like ``node``: same labels (hostname renamed), taints and status, not cordoned."""
-    meta = node.get("metadata") or {}
+    meta = meta_of(node)
     labels = dict(meta.get("labels") or {})
     if _HOSTNAME in labels:
         labels[_HOSTNAME] = name
     new_meta: dict[str, Any] = {"name": name, "labels": labels}
     if meta.get("annotations"):
         new_meta["annotations"] = dict(meta["annotations"])
-    spec = {k: v for k, v in (node.get("spec") or {}).items() if k not in ("unschedulable", "providerID", "podCIDR")}
+    spec = {k: v for k, v in spec_of(node).items() if k not in ("unschedulable", "providerID", "podCIDR")}
     taints = [t for t in spec.get("taints") or () if t.get("key") != UNSCHEDULABLE_TAINT.key]
     if taints:
         spec["taints"] = taints

@@ -41,6 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubeplane.api.views import name_of
 from kubeplane.client.clock import Clock
 from kubeplane.scheduler.backend.node_tree import NodeTree
 from kubeplane.scheduler.backend.snapshot import Snapshot, node_image_sizes, pod_pvc_keys
@@ -67,11 +68,6 @@ class CacheDump:
 
     nodes: dict[str, NodeInfo] = field(default_factory=dict)
     assumed_pods: set[str] = field(default_factory=set)
-
-
-def _node_name(node: Mapping[str, Any]) -> str:
-    name: str = (node.get("metadata") or {}).get("name") or ""
-    return name
 
 
 class Cache:
@@ -270,7 +266,7 @@ class Cache:
 
     def add_node(self, node: Mapping[str, Any]) -> NodeInfo:
         """Add (or replace) a node; returns a copy of its NodeInfo."""
-        name = _node_name(node)
+        name = name_of(node)
         ni = self._nodes.get(name)
         if ni is None:
             ni = self._nodes[name] = NodeInfo()
@@ -287,7 +283,7 @@ class Cache:
 
     def update_node(self, old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> NodeInfo:
         """Replace a node's object (adding it when unknown); returns a copy of its NodeInfo."""
-        name = _node_name(new)
+        name = name_of(new)
         ni = self._nodes.get(name)
         if ni is None:
             ni = self._nodes[name] = NodeInfo()
@@ -305,7 +301,7 @@ class Cache:
         """Delete a node. Its pods stay counted on a ghost NodeInfo until their own deletions arrive.
 
         CacheError when the node is unknown or already removed."""
-        name = _node_name(node)
+        name = name_of(node)
         ni = self._nodes.get(name)
         if ni is None or ni.node is None:
             raise CacheError(f"node {name} is not found")

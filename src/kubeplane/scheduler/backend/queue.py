@@ -400,7 +400,7 @@ class SchedulingQueue:
             if _POD_TOPOLOGY_SPREAD in qpi.unschedulable_plugins and owner.namespace == pod_info.namespace:
                 out.append(qpi)
                 continue
-            terms = (owner.affinity.get("podAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+            terms = owner.pod_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
             if any(affinity_term_may_match(term, owner, pod_info) for term in terms or ()):
                 out.append(qpi)
         return out

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from kubeplane.api.labels import SelectorError, label_selector_as_selector
+from kubeplane.api.views import meta_of, status_of
 from kubeplane.scheduler.framework.interface import ActionType, ClusterEvent
 from kubeplane.scheduler.framework.types import PodInfo, Resource
 
@@ -114,10 +115,10 @@ def pod_update_events(old: PodInfo, new: PodInfo) -> list[ClusterEvent]:
 def _strip(pod: Mapping[str, Any]) -> dict[str, Any]:
     meta = {
         k: v
-        for k, v in (pod.get("metadata") or {}).items()
+        for k, v in meta_of(pod).items()
         if k not in ("resourceVersion", "generation", "managedFields", "finalizers")
     }
-    status = pod.get("status") or {}
+    status = status_of(pod)
     kept = {k: status[k] for k in ("resourceClaimStatuses", "extendedResourceClaimStatus") if k in status}
     return {**pod, "metadata": meta, "status": kept}
 
@@ -133,7 +134,7 @@ def pod_uid(obj: object) -> str | None:
     if isinstance(obj, PodInfo):
         return obj.uid
     if isinstance(obj, Mapping):
-        uid = (obj.get("metadata") or {}).get("uid")
+        uid = meta_of(obj).get("uid")
         return uid if isinstance(uid, str) else None
     return None
 

@@ -23,6 +23,7 @@ import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from kubeplane.api.views import name_of, spec_of, status_of
 from kubeplane.scheduler.backend.node_table import NodeTable
 from kubeplane.scheduler.backend.node_tree import NodeTree
 from kubeplane.scheduler.framework.types import ImageStateSummary, NodeInfo, PodInfo
@@ -35,7 +36,7 @@ def node_image_sizes(node: Mapping[str, Any] | None) -> dict[str, int]:
     if node is None:
         return {}
     out: dict[str, int] = {}
-    for image in (node.get("status") or {}).get("images") or ():
+    for image in status_of(node).get("images") or ():
         size = int(image.get("sizeBytes") or 0)
         for name in image.get("names") or ():
             out[name] = size
@@ -137,7 +138,7 @@ class Snapshot:
         image_nodes: dict[str, set[str]] = {}
         infos: dict[str, NodeInfo] = {}
         for node in nodes:
-            name = (node.get("metadata") or {}).get("name") or ""
+            name = name_of(node)
             infos[name] = NodeInfo(node)
             for image in node_image_sizes(node):
                 image_nodes.setdefault(image, set()).add(name)
@@ -148,7 +149,7 @@ class Snapshot:
             }
         snapshot = cls()
         for pod in pods:
-            node_name = (pod.get("spec") or {}).get("nodeName") or ""
+            node_name = spec_of(pod).get("nodeName") or ""
             if not node_name:
                 continue
             pod_info = PodInfo(pod)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from kubeplane.api.views import uid_of
 from kubeplane.scheduler.framework.interface import CycleState, Status
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ NAME = "DefaultBinder"
 def binding_for(pod: PodInfo, node_name: str) -> dict[str, Any]:
     """The v1 Binding of ``pod`` to ``node_name``."""
     metadata: dict[str, Any] = {"name": pod.name, "namespace": pod.namespace}
-    uid = (pod.pod.get("metadata") or {}).get("uid")
+    uid = uid_of(pod.pod)
     if uid:
         metadata["uid"] = uid
     return {"apiVersion": "v1", "kind": "Binding", "metadata": metadata, "target": {"kind": "Node", "name": node_name}}

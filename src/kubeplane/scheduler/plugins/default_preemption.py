@@ -36,6 +36,7 @@ from typing import Any
 
 from kubeplane.api.labels import SelectorError, label_selector_as_selector
 from kubeplane.api.meta import format_time, parse_time
+from kubeplane.api.views import is_being_deleted, namespace_of, spec_of, status_of
 from kubeplane.client.errors import ClientError, NotFoundError
 from kubeplane.client.interface import PatchType
 from kubeplane.scheduler.framework.diagnosis import Diagnosis, fit_error_message
@@ -113,11 +114,11 @@ def filter_pods_with_pdb_violation(
 ) -> tuple[list[PodInfo], list[PodInfo]]:
     """Split ``pods`` (in order) into those whose eviction would exceed a matching PDB's disruptionsAllowed and
     the rest, charging each matching PDB once per pod in order (upstream ``filterPodsWithPDBViolation``)."""
-    allowed = [int(((p.get("status") or {}).get("disruptionsAllowed")) or 0) for p in pdbs]
+    allowed = [int(status_of(p).get("disruptionsAllowed") or 0) for p in pdbs]
     selectors = []
     for pdb in pdbs:
         try:
-            selector = label_selector_as_selector((pdb.get("spec") or {}).get("selector"))
+            selector = label_selector_as_selector(spec_of(pdb).get("selector"))
         except SelectorError:
             selector = None  # an invalid selector matches nothing
         selectors.append(selector)
@@ -127,13 +128,12 @@ def filter_pods_with_pdb_violation(
         violated = False
         if pod.labels:
             for i, pdb in enumerate(pdbs):
-                meta = pdb.get("metadata") or {}
                 selector = selectors[i]
-                if meta.get("namespace") != pod.namespace or selector is None:
+                if namespace_of(pdb) != pod.namespace or selector is None:
                     continue
                 if selector.empty() or not selector.matches(pod.labels):
                     continue  # a PDB with an empty selector matches nothing
-                if pod.name in ((pdb.get("status") or {}).get("disruptedPods") or {}):
+                if pod.name in (status_of(pdb).get("disruptedPods") or ()):
                     continue  # already being disrupted: the API server has counted it
                 allowed[i] -= 1
                 if allowed[i] < 0:
@@ -209,7 +209,7 @@ class DefaultPreemption:
         if factory is None:
             return True
         victim = factory.informer_for("pods").lister().get(last[0], last[1])
-        return victim is not None and not (victim.get("metadata") or {}).get("deletionTimestamp")
+        return victim is not None and not is_being_deleted(victim)
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         # Lets a pod gated here be re-examined after a victim's deletion; the plugins that rejected the pod

@@ -8,12 +8,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kubeplane.api.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, Taint
+from kubeplane.api.views import NodeView, meta_of
 from kubeplane.scheduler.framework.interface import NodeScore, Status
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
 
@@ -100,7 +101,7 @@ def pod_uid_of(obj: Any) -> str:
     """The pod's uid as :class:`PodInfo` computes it (``namespace/name`` when the object has none)."""
     if isinstance(obj, PodInfo):
         return obj.uid
-    meta: Mapping[str, Any] = obj.get("metadata") or {}
+    meta = meta_of(obj)
     uid: str = meta.get("uid") or f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
     return uid
 
@@ -109,12 +110,11 @@ def node_taints_of(obj: Any) -> tuple[Taint, ...]:
     """The taints of a node dict or NodeInfo."""
     if isinstance(obj, NodeInfo):
         return obj.taints
-    spec: Mapping[str, Any] = obj.get("spec") or {}
-    return tuple(Taint.from_dict(t) for t in spec.get("taints") or ())
+    return tuple(Taint.from_dict(t) for t in NodeView(obj).taints)
 
 
 def node_unschedulable_of(obj: Any) -> bool:
     """``spec.unschedulable`` of a node dict or NodeInfo."""
     if isinstance(obj, NodeInfo):
         return obj.unschedulable
-    return bool((obj.get("spec") or {}).get("unschedulable"))
+    return NodeView(obj).unschedulable

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kubeplane.api import labels
+from kubeplane.api.views import labels_of, name_of
 from kubeplane.scheduler.framework.interface import (
     ActionType,
     ClusterEvent,
@@ -124,9 +125,8 @@ class InterPodAffinity:
     def _namespace_labels(namespaces: Sequence[Mapping[str, Any]], name: str) -> Mapping[str, str]:
         """Upstream ``GetNamespaceLabelsSnapshot``: the labels of namespace ``name`` ({} when unknown)."""
         for ns in namespaces:
-            meta = ns.get("metadata") or {}
-            if meta.get("name") == name:
-                return dict(meta.get("labels") or {})
+            if name_of(ns) == name:
+                return dict(labels_of(ns))
         return {}
 
     @staticmethod
@@ -137,9 +137,8 @@ class InterPodAffinity:
         names = set(term.namespaces)
         if not labels.matches_nothing(term.namespace_selector):
             for ns in namespaces:
-                meta = ns.get("metadata") or {}
-                if term.namespace_selector.matches(meta.get("labels") or {}):
-                    names.add(meta.get("name") or "")
+                if term.namespace_selector.matches(labels_of(ns)):
+                    names.add(name_of(ns))
         return AffinityTerm(frozenset(names), term.selector, term.topology_key, labels.nothing())
 
     # --- PreFilter / Filter ---------------------------------------------------------------------------------
@@ -402,8 +401,7 @@ def _scoring_terms(ni: NodeInfo) -> Mapping[tuple[AffinityTerm, int | None], int
 def _node_labels(obj: Any) -> Mapping[str, str]:
     if isinstance(obj, NodeInfo):
         return obj.labels
-    node_labels: Mapping[str, str] = (obj.get("metadata") or {}).get("labels") or {}
-    return node_labels
+    return labels_of(obj)
 
 
 def _matches_all_ns(terms: Sequence[AffinityTerm], pod: PodInfo) -> bool:

@@ -133,8 +133,7 @@ def _parse_list(
 
 
 def _compute_terms(pod: PodInfo) -> PodTerms:
-    affinity = pod.affinity.get("podAffinity") or {}
-    anti = pod.affinity.get("podAntiAffinity") or {}
+    affinity, anti = pod.pod_affinity, pod.pod_anti_affinity
     if not affinity and not anti:
         return _NO_TERMS
     errors: list[str] = []

@@ -101,9 +101,7 @@ class PreScoreState:
 
 def has_preferred(pod: PodInfo) -> bool:
     pref = "preferredDuringSchedulingIgnoredDuringExecution"
-    return bool(
-        ((pod.affinity.get("podAffinity") or {}).get(pref)) or ((pod.affinity.get("podAntiAffinity") or {}).get(pref))
-    )
+    return bool(pod.pod_affinity.get(pref) or pod.pod_anti_affinity.get(pref))
 
 
 def process_term(

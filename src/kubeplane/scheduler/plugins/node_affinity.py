@@ -36,6 +36,7 @@ from kubeplane.api.nodeaffinity import (
     new_node_selector,
     new_preferred_scheduling_terms,
 )
+from kubeplane.api.views import labels_of, name_of
 from kubeplane.scheduler.framework.interface import (
     MAX_NODE_SCORE,
     ActionType,
@@ -96,7 +97,7 @@ def pre_filter_node_names(required: Mapping[str, Any] | None) -> frozenset[str] 
     Each term ANDs its ``metadata.name In`` field requirements (intersection); terms are ORed (union). A term
     without such a requirement allows every node. An empty result means no node can match.
     """
-    terms = (required or {}).get("nodeSelectorTerms") or ()
+    terms = (required.get("nodeSelectorTerms") if required else None) or ()
     if not terms:
         return None
     names: set[str] = set()
@@ -123,8 +124,7 @@ def _pod_preferred_terms(pod: PodInfo) -> PreferredSchedulingTerms | None:
 def _node_labels_and_name(obj: Any) -> tuple[Mapping[str, str], str]:
     if isinstance(obj, NodeInfo):
         return obj.labels, obj.name
-    meta = obj.get("metadata") or {}
-    return meta.get("labels") or {}, meta.get("name") or ""
+    return labels_of(obj), name_of(obj)
 
 
 # --- vectorised matching ----------------------------------------------------------------------------------

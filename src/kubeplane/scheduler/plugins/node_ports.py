@@ -86,7 +86,7 @@ class NodePorts:
         if old is None:
             return QueueingHint.QUEUE
         deleted = as_pod_info(old)
-        nominated = ((deleted.pod.get("status") or {}).get("nominatedNodeName")) or ""
+        nominated = deleted.status.get("nominatedNodeName") or ""
         if not deleted.node_name and not nominated:
             return QueueingHint.QUEUE_SKIP
         if not deleted.host_ports:

@@ -47,7 +47,7 @@ class NodeResourcesBalancedAllocation(AllocationScorePlugin):
     @classmethod
     def from_args(cls, args: Mapping[str, Any] | None, handle: Handle | None = None) -> NodeResourcesBalancedAllocation:
         """From v1 ``NodeResourcesBalancedAllocationArgs``; missing resources default to cpu and memory."""
-        resources = parse_resource_specs((args or {}).get("resources"))
+        resources = parse_resource_specs(args.get("resources") if args else None)
         return cls(ResourceAllocationScorer(NAME, resources, BalancedStrategy(), use_requested=True), handle)
 
     def name(self) -> str:

@@ -33,6 +33,7 @@ from typing import Any, Final
 import numpy as np
 
 from kubeplane.api.pods import pod_requests
+from kubeplane.api.views import section, spec_of, status_of, uid_of
 from kubeplane.scheduler.backend.node_table import BoolArray, IntArray, NodeTable
 from kubeplane.scheduler.framework.handle import Handle
 from kubeplane.scheduler.framework.interface import (
@@ -248,7 +249,7 @@ def _max_request(pod: Mapping[str, Any]) -> Resource:
 
 
 def _allocatable(node: Mapping[str, Any]) -> Resource:
-    return Resource.from_resource_list((node.get("status") or {}).get("allocatable"))
+    return Resource.from_resource_list(status_of(node).get("allocatable"))
 
 
 def _any_requested_resource_increased(request: Resource, original: Resource, modified: Resource) -> bool:
@@ -301,7 +302,7 @@ class NodeResourcesFit(AllocationScorePlugin):
         elif strategy_type == MOST_ALLOCATED:
             strategy = MostAllocatedStrategy()
         elif strategy_type == REQUESTED_TO_CAPACITY_RATIO:
-            shape = (raw.get("requestedToCapacityRatio") or {}).get("shape")
+            shape = section(raw, "requestedToCapacityRatio").get("shape")
             if not shape:
                 raise ValueError("scoringStrategy.requestedToCapacityRatio.shape: Required value")
             strategy = RequestedToCapacityRatioStrategy.from_v1(shape)
@@ -375,8 +376,8 @@ class NodeResourcesFit(AllocationScorePlugin):
         if modified is None:
             if original is None:
                 return QueueingHint.QUEUE
-            spec = original.get("spec") or {}
-            status = original.get("status") or {}
+            spec = spec_of(original)
+            status = status_of(original)
             if not spec.get("nodeName") and not status.get("nominatedNodeName"):
                 return QueueingHint.QUEUE_SKIP
             return QueueingHint.QUEUE
@@ -386,9 +387,9 @@ class NodeResourcesFit(AllocationScorePlugin):
 
     @staticmethod
     def _scale_down_helps(target: PodInfo, original: Mapping[str, Any], modified: Mapping[str, Any]) -> bool:
-        if ((modified.get("metadata") or {}).get("uid") or "") == target.uid:
+        if uid_of(modified) == target.uid:
             return True
-        if not (modified.get("spec") or {}).get("nodeName"):
+        if not spec_of(modified).get("nodeName"):
             return False
         before, after = _max_request(original), _max_request(modified)
         wanted = target.requests

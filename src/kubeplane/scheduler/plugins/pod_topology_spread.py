@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from kubeplane.api import labels
 from kubeplane.api.labels import Selector, SelectorError
+from kubeplane.api.views import controller_ref_of, name_of, spec_of
 from kubeplane.scheduler.framework.interface import (
     MAX_NODE_SCORE,
     ActionType,
@@ -176,17 +177,9 @@ def count_pods_match_selector(pods: Sequence[PodInfo], selector: Selector, names
     return sum(1 for p in pods if not p.is_terminating and p.namespace == namespace and matcher(p.labels))
 
 
-def _controller_of(pod: PodInfo) -> Mapping[str, Any] | None:
-    for ref in (pod.pod.get("metadata") or {}).get("ownerReferences") or ():
-        if ref.get("controller"):
-            found: Mapping[str, Any] = ref
-            return found
-    return None
-
-
 def _named(objects: Sequence[Mapping[str, Any]], name: str) -> Mapping[str, Any] | None:
     for obj in objects:
-        if (obj.get("metadata") or {}).get("name") == name:
+        if name_of(obj) == name:
             return obj
     return None
 
@@ -200,27 +193,27 @@ def default_selector(pod: PodInfo, handle: Handle) -> Selector:
     """
     label_set: dict[str, str] = {}
     for svc in handle.list_objects("services", pod.namespace):
-        svc_selector = (svc.get("spec") or {}).get("selector")
+        svc_selector = spec_of(svc).get("selector")
         if svc_selector is None:
             continue
         if labels.selector_from_set(svc_selector).matches(pod.labels):
             label_set.update(svc_selector)
     selector = labels.selector_from_set(label_set)
-    owner = _controller_of(pod)
+    owner = controller_ref_of(pod.pod)
     if owner is None:
         return selector
     api_version, kind, name = owner.get("apiVersion"), owner.get("kind"), owner.get("name") or ""
     if api_version == "v1" and kind == "ReplicationController":
         rc = _named(handle.list_objects("replicationcontrollers", pod.namespace), name)
         if rc is not None:
-            label_set.update((rc.get("spec") or {}).get("selector") or {})
+            label_set.update(spec_of(rc).get("selector") or {})
             selector = labels.selector_from_set(label_set)
     elif api_version == "apps/v1" and kind in ("ReplicaSet", "StatefulSet"):
         plural = "replicasets" if kind == "ReplicaSet" else "statefulsets"
         obj = _named(handle.list_objects(plural, pod.namespace), name)
         if obj is not None:
             try:
-                other = labels.label_selector_as_selector((obj.get("spec") or {}).get("selector"))
+                other = labels.label_selector_as_selector(spec_of(obj).get("selector"))
             except SelectorError:
                 return selector
             if other.selectable:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from kubeplane.api.views import spec_of
 from kubeplane.scheduler.framework.interface import (
     ActionType,
     ClusterEvent,
@@ -35,7 +36,7 @@ def gates_reason(gates: Sequence[str]) -> str:
 
 
 def _gates_of(pod: Mapping[str, Any]) -> list[str]:
-    return [g.get("name") or "" for g in (pod.get("spec") or {}).get("schedulingGates") or ()]
+    return [g.get("name") or "" for g in spec_of(pod).get("schedulingGates") or ()]
 
 
 class SchedulingGates:
