@@ -28,6 +28,7 @@ from kubeplane.api import fields, labels
 from kubeplane.api.labels import Operator, SelectorError
 from kubeplane.api.validation import field as fielderr
 from kubeplane.api.validation.field import Path
+from kubeplane.api.views import section, spec_of
 
 __all__ = [
     "NodeSelector",
@@ -305,11 +306,9 @@ def get_required_node_affinity(pod: Mapping[str, Any]) -> RequiredNodeAffinity:
 
     Bad affinity terms do not raise: as upstream, they are reported by :meth:`RequiredNodeAffinity.match`.
     """
-    spec = pod.get("spec") or {}
+    spec = spec_of(pod)
     node_selector_map = spec.get("nodeSelector")
     selector = labels.selector_from_set(node_selector_map) if node_selector_map else None
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    )
+    required = section(spec, "affinity", "nodeAffinity").get("requiredDuringSchedulingIgnoredDuringExecution")
     node_selector = new_lazy_error_node_selector(required) if required is not None else None
     return RequiredNodeAffinity(selector, node_selector)

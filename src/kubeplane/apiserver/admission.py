@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubeplane.api.priority import global_default_class
 from kubeplane.api.resources import ResourceInfo
+from kubeplane.api.views import status_of
 
 from . import errors
 
@@ -37,7 +38,7 @@ async def admit_create(registry: Registry, info: ResourceInfo, obj: dict[str, An
             ns = await registry.get_live(namespaces, None, namespace)
         if ns is None:
             raise errors.not_found("", "namespaces", namespace)
-        if ns["metadata"].get("deletionTimestamp") or (ns.get("status") or {}).get("phase") == "Terminating":
+        if ns["metadata"].get("deletionTimestamp") or status_of(ns).get("phase") == "Terminating":
             raise errors.forbidden(
                 info.group,
                 info.plural,

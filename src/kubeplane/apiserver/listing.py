@@ -27,6 +27,7 @@ from kubeplane.api import labels as apilabels
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.validation.field import Error as FieldError
 from kubeplane.api.validation.field import forbidden, new_path, not_supported
+from kubeplane.api.views import labels_of
 from kubeplane.store.interface import Compacted, FutureRevision
 from kubeplane.store.watch import StoreWatch
 
@@ -121,7 +122,7 @@ def compile_matcher(info: ResourceInfo, options: ListOptions) -> Matcher | None:
     kind, namespaced = info.kind, info.namespaced
 
     def matches(_key: str, obj: Obj) -> bool:
-        if label is not None and not label.matches((obj.get("metadata") or {}).get("labels") or {}):
+        if label is not None and not label.matches(labels_of(obj)):
             return False
         return field is None or field.matches(apifields.selectable_fields(kind, obj, namespaced=namespaced))
 

@@ -17,6 +17,7 @@ from typing import Any
 from kubeplane.api import pods as podutil
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.validation.field import ErrorList
+from kubeplane.api.views import is_pod_terminal, spec_of
 
 Obj = dict[str, Any]
 
@@ -131,9 +132,8 @@ class PodStrategy(Strategy):
 
     def grace_period(self, obj: Obj, requested: int | None) -> int:
         """Upstream podStrategy.CheckGracefulDelete: unbound or terminal pods go at once."""
-        spec = obj.get("spec") or {}
-        phase = (obj.get("status") or {}).get("phase")
-        if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+        spec = spec_of(obj)
+        if not spec.get("nodeName") or is_pod_terminal(obj):
             return 0
         if requested is not None:
             return max(requested, 0)
@@ -158,7 +158,7 @@ class NamespaceStrategy(Strategy):
     def should_delete_during_update(self, obj: Obj) -> bool:
         """Upstream ``ShouldDeleteNamespaceDuringUpdate``: ``spec.finalizers`` hold a namespace too (the namespace
         controller empties it, then releases ``kubernetes`` through ``finalize``)."""
-        return super().should_delete_during_update(obj) and not (obj.get("spec") or {}).get("finalizers")
+        return super().should_delete_during_update(obj) and not spec_of(obj).get("finalizers")
 
 
 class NodeStrategy(Strategy):

@@ -24,6 +24,7 @@ from kubeplane.api import strategicpatch
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.validation.field import Error as FieldError
 from kubeplane.api.validation.field import invalid, new_path, required
+from kubeplane.api.views import is_pod_terminal, section, spec_of, status_of
 from kubeplane.store.interface import Conflict
 
 from . import errors
@@ -63,7 +64,7 @@ async def patch_object(
             raise errors.bad_request(str(exc)) from None
     precondition: str | None = None
     if content_type == MERGE_PATCH and isinstance(patch, dict):
-        rv = (patch.get("metadata") or {}).get("resourceVersion") if isinstance(patch.get("metadata"), dict) else None
+        rv = section(patch, "metadata").get("resourceVersion")
         precondition = str(rv) if rv else None
 
     def apply(old: Obj) -> Obj:
@@ -105,7 +106,7 @@ async def bind(registry: Registry, namespace: str, name: str, binding: Any) -> O
     if not node or not isinstance(node, str):
         raise errors.invalid("", "Binding", name, [_required("target.name")])
     pods = registry.resource("", "pods")
-    annotations = (binding.get("metadata") or {}).get("annotations") or {}
+    annotations = section(binding, "metadata").get("annotations") or {}
 
     def assign(pod: Obj) -> Obj:
         spec = pod.setdefault("spec", {})
@@ -167,8 +168,7 @@ async def evict(registry: Registry, namespace: str, name: str, eviction: Any) ->
     pods = registry.resource("", "pods")
     pod = await registry.get(pods, namespace, name)
     options = DeleteOptions.parse(eviction.get("deleteOptions") or {}, {})
-    phase = (pod.get("status") or {}).get("phase")
-    if phase in ("Succeeded", "Failed", "Pending") or pod["metadata"].get("deletionTimestamp"):
+    if is_pod_terminal(pod) or status_of(pod).get("phase") == "Pending" or pod["metadata"].get("deletionTimestamp"):
         await delete_object(registry, pods, namespace, name, options)
         return _success()
     pdbs_info = registry.resource("policy", "poddisruptionbudgets")
@@ -178,7 +178,7 @@ async def evict(registry: Registry, namespace: str, name: str, eviction: Any) ->
     matching = []
     for _key, pdb in cache.items(pdbs_info.collection_key(namespace)):
         try:
-            selector = apilabels.label_selector_as_selector((pdb.get("spec") or {}).get("selector"))
+            selector = apilabels.label_selector_as_selector(spec_of(pdb).get("selector"))
         except ValueError:
             continue
         if not selector.empty() and selector.matches(labels):
@@ -258,7 +258,7 @@ async def update_scale(registry: Registry, info: ResourceInfo, namespace: str, n
     if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
         err = invalid(new_path("spec", "replicas"), replicas, detail="must be greater than or equal to 0")
         raise errors.invalid("autoscaling", "Scale", name, [err])
-    rv = (scale.get("metadata") or {}).get("resourceVersion")
+    rv = section(scale, "metadata").get("resourceVersion")
 
     def set_replicas(obj: Obj) -> Obj:
         obj.setdefault("spec", {})["replicas"] = replicas
@@ -272,7 +272,7 @@ async def update_scale(registry: Registry, info: ResourceInfo, namespace: str, n
 
 async def finalize_namespace(registry: Registry, info: ResourceInfo, name: str, body: Any) -> Obj:
     """namespaces/NAME/finalize: set spec.finalizers; a terminating namespace with none left goes away."""
-    finalizers = ((body.get("spec") or {}).get("finalizers") if isinstance(body, dict) else None) or []
+    finalizers = (section(body, "spec").get("finalizers") if isinstance(body, dict) else None) or []
 
     def change(obj: Obj) -> Obj:
         obj.setdefault("spec", {})["finalizers"] = list(finalizers)

@@ -10,6 +10,7 @@ from typing import Any
 import typer
 import yaml
 
+from kubeplane.api.views import name_of, namespace_of
 from kubeplane.cli.component import (
     CLIError,
     LeaderElectionFlags,
@@ -126,12 +127,8 @@ def run_explain(
         if len(found) != 1:
             raise CLIError(f"--pod {pod_ref}: expected exactly one Pod, found {len(found)}")
         pod = found[0]
-    key = ((pod.get("metadata") or {}).get("namespace") or "default", (pod.get("metadata") or {}).get("name"))
-    placed = [
-        p
-        for p in pods
-        if ((p.get("metadata") or {}).get("namespace") or "default", (p.get("metadata") or {}).get("name")) != key
-    ]
+    key = (namespace_of(pod) or "default", name_of(pod))
+    placed = [p for p in pods if (namespace_of(p) or "default", name_of(p)) != key]
     try:
         if what_if:
             from kubeplane.scheduler import whatif

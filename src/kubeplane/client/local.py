@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from kubeplane.api.resources import ResourceInfo
+from kubeplane.api.views import name_of
 from kubeplane.apiserver.deletion import DeleteOptions
 from kubeplane.apiserver.dispatch import Call, resolve
 from kubeplane.apiserver.errors import APIError
@@ -220,7 +221,7 @@ class LocalClient:
         self, resource: ResourceInfo, obj: Obj, *, namespace: str | None = None, subresource: str | None = None
     ) -> Obj:
         body = _copy(obj)
-        name = str((body.get("metadata") or {}).get("name") or "")
+        name = str(name_of(body))
         call = Call(
             "update", resource, _scoped(resource, namespace), name=name, subresource=subresource or "", body=body
         )

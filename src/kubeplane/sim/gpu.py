@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from kubeplane.api.pods import pod_limits, pod_requests
 from kubeplane.api.quantity import QuantityError, parse_milli
+from kubeplane.api.views import is_pod_terminal, spec_of, status_of
 from kubeplane.gpu.frag import FragModel, PodType, TargetWorkload, typical_pods
 from kubeplane.gpu.model import (
     MILLI_PER_GPU,
@@ -38,7 +39,6 @@ GPU_COLUMNS: Final = ("gpu_alloc_pct", "gpu_unallocated", "gpu_frag_pct", "gpu_f
 """The time-series columns of a simulation with GPU pods (percentages of GPU capacity; unallocated in GPUs)."""
 
 Obj = Mapping[str, Any]
-_TERMINAL = ("Succeeded", "Failed")
 _WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController", "Job")
 
 
@@ -118,7 +118,7 @@ class GpuMetrics:
     def node(self, node: Obj) -> None:
         name = str(node["metadata"]["name"])
         state = self.nodes.setdefault(name, _Node())
-        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        allocatable = status_of(node).get("allocatable") or {}
         try:
             cpu = parse_milli(allocatable.get("cpu", 0))
         except (QuantityError, ValueError):
@@ -138,7 +138,7 @@ class GpuMetrics:
             self.used -= state.used
 
     def pod(self, pod: Obj, now: float) -> None:
-        meta, status = pod["metadata"], pod.get("status") or {}
+        meta = pod["metadata"]
         key = f"{meta.get('namespace')}/{meta['name']}"
         old = self.pods.get(key)
         if old is None:
@@ -147,8 +147,7 @@ class GpuMetrics:
             old = self.pods[key] = _Pod("", request, None, cpu, now)
             self.arrived += 0 if request is None else request.total_milli
             self._arrival(now, key)
-        active = str(status.get("phase") or "Pending") not in _TERMINAL
-        node = str((pod.get("spec") or {}).get("nodeName") or "") if active else ""
+        node = str(spec_of(pod).get("nodeName") or "") if not is_pod_terminal(pod) else ""
         devices = devices_of(pod)
         if (node, devices) != (old.node, old.devices):
             self._move(key, old, node, devices)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubeplane.api.pods import pod_requests
+from kubeplane.api.views import spec_of, status_of
 
 from . import outcomes
 from .clock import RealTimeClock, VirtualClock
@@ -51,10 +52,7 @@ class PodRecord:
 
 
 def ready(node: Obj) -> bool:
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (node.get("status") or {}).get("conditions") or []
-    )
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status_of(node).get("conditions") or [])
 
 
 class Observer:
@@ -152,8 +150,9 @@ class Observer:
     def node(self, _old: Obj | None, node: Obj) -> None:
         name = str(node["metadata"]["name"])
         self.nodes[name] = node
-        taints = sorted(str(t.get("key")) for t in (node.get("spec") or {}).get("taints") or [])
-        self._note("node", name, ready(node), taints, bool((node.get("spec") or {}).get("unschedulable")))
+        spec = spec_of(node)
+        taints = sorted(str(t.get("key")) for t in spec.get("taints") or [])
+        self._note("node", name, ready(node), taints, bool(spec.get("unschedulable")))
         if self.gpu is not None:
             self.gpu.node(node)
 

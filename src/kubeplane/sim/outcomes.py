@@ -36,6 +36,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kubeplane.api.views import TERMINAL_PHASES, status_of
+
 COMPLETED: Final = "completed"
 EVICTED: Final = "evicted"
 PREEMPTED: Final = "preempted"
@@ -55,12 +57,13 @@ EVICTION_REASONS: Final = frozenset({"TerminationByKubelet", "DeletionByTaintMan
 """``DisruptionTarget`` reasons that mean an eviction (upstream ``v1.PodReason*``)."""
 KUBELET_EVICTED: Final = "Evicted"
 """``status.reason`` of a pod the kubelet evicted (and of one it rejected for node pressure, which never ran)."""
-TERMINAL: Final = frozenset({"Succeeded", "Failed"})
+TERMINAL: Final = TERMINAL_PHASES
+"""The terminal pod phases: :data:`kubeplane.api.views.TERMINAL_PHASES`, re-exported for the observer's records."""
 
 
 def disruption_reason(pod: Mapping[str, Any]) -> str:
     """The reason of the pod's ``DisruptionTarget=True`` condition, or ``""``."""
-    for condition in (pod.get("status") or {}).get("conditions") or ():
+    for condition in status_of(pod).get("conditions") or ():
         if isinstance(condition, Mapping) and condition.get("type") == DISRUPTION_TARGET:
             return str(condition.get("reason") or "") if condition.get("status") == "True" else ""
     return ""

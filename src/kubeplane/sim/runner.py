@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from kubeplane.api.quantity import parse_quantity
+from kubeplane.api.views import is_pod_terminal, name_of, namespace_of, spec_of, status_of
 from kubeplane.client.errors import AlreadyExistsError, ClientError, NotFoundError
 from kubeplane.client.informer import SharedInformer
 from kubeplane.client.interface import PatchType
@@ -225,14 +226,14 @@ class _Run:
         body = dict(obj)
         namespace = None
         if info.namespaced:
-            namespace = str((obj.get("metadata") or {}).get("namespace") or "default")
+            namespace = str(namespace_of(obj) or "default")
             await self._ensure_namespace(namespace)
         try:
             await self.client.create(info, body, namespace=namespace)
         except AlreadyExistsError:
-            log.info("sim: %s %s exists already", obj.get("kind"), (obj.get("metadata") or {}).get("name"))
+            log.info("sim: %s %s exists already", obj.get("kind"), name_of(obj))
         except ClientError as exc:
-            log.warning("sim: creating %s %s failed: %s", obj.get("kind"), (obj.get("metadata") or {}).get("name"), exc)
+            log.warning("sim: creating %s %s failed: %s", obj.get("kind"), name_of(obj), exc)
 
     async def _ensure_namespace(self, namespace: str) -> None:
         if namespace in ("default", "kube-system", "kube-public", "kube-node-lease"):
@@ -310,7 +311,7 @@ class _Run:
         nodes = client.resource("nodes")
         if action.kind in ("taint", "untaint"):
             node = await client.get(nodes, str(args["node"]))
-            taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != args.get("key")]
+            taints = [t for t in spec_of(node).get("taints") or [] if t.get("key") != args.get("key")]
             if action.kind == "taint":
                 taint = {"key": str(args["key"]), "effect": str(args.get("effect", "NoSchedule"))}
                 if args.get("value"):
@@ -357,8 +358,7 @@ class _Run:
         listed = await self.client.list(pods, field_selector=f"spec.nodeName={node}")
         for pod in listed["items"]:
             owners = pod["metadata"].get("ownerReferences") or []
-            phase = pod.get("status", {}).get("phase")
-            if any(o.get("kind") == "DaemonSet" for o in owners) or phase in outcomes.TERMINAL:
+            if any(o.get("kind") == "DaemonSet" for o in owners) or is_pod_terminal(pod):
                 continue
             meta = pod["metadata"]
             key = f"{meta['namespace']}/{meta['name']}"
@@ -408,7 +408,7 @@ class _Run:
                     requested[resource] = requested.get(resource, 0) + amount
         allocatable: dict[str, int] = {}
         for name in ready_nodes:
-            for resource, value in ((obs.nodes[name].get("status") or {}).get("allocatable") or {}).items():
+            for resource, value in (status_of(obs.nodes[name]).get("allocatable") or {}).items():
                 allocatable[resource] = allocatable.get(resource, 0) + _amount(resource, value)
         row: dict[str, Any] = {
             "t": t,

@@ -58,6 +58,7 @@ import yaml
 
 from kubeplane.api.durations import parse_duration
 from kubeplane.api.quantity import QuantityError, parse_quantity
+from kubeplane.api.views import section
 from kubeplane.gpu import openb
 from kubeplane.gpu.model import GPU_RESOURCE, MILLI_PER_GPU
 from kubeplane.kubelet.config import NodeConfigError, NodeSpec, demo_cluster, parse_node_config, uniform_cluster
@@ -516,7 +517,7 @@ def _generator(value: Any, where: str) -> Generator:
     if not isinstance(value, Mapping):
         raise ScenarioError(f"{where}: expected a mapping")
     template = value.get("template")
-    if not isinstance(template, Mapping) or not (template.get("spec") or {}).get("containers"):
+    if not isinstance(template, Mapping) or not section(template, "spec").get("containers"):
         raise ScenarioError(f"{where}.template: expected a Pod manifest with spec.containers")
     count = value.get("count")
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:

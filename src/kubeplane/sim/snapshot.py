@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from kubeplane.api.views import annotations_of, is_pod_terminal
+
 Obj = dict[str, Any]
 
 # (resource, store key prefix), in creation order: namespaces and priority classes before what uses them, and
@@ -139,9 +141,9 @@ def to_scenario(objects: Mapping[str, Iterable[Mapping[str, Any]]], *, name: str
             if resource == "priorityclasses" and str(meta.get("name", "")).startswith("system-"):
                 continue  # the API server creates its own
             if resource == "pods":
-                if (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                if is_pod_terminal(obj):
                     continue
-                if (meta.get("annotations") or {}).get("kubernetes.io/config.mirror"):
+                if annotations_of(obj).get("kubernetes.io/config.mirror"):
                     continue  # mirror pods come from static pod manifests, not the API
             manifests.append(_clean(obj, resource))
     scenario: Obj = {"name": name, "duration": "1h"}

@@ -22,6 +22,7 @@ import orjson
 from prometheus_client import CollectorRegistry
 
 from kubeplane.api.resources import ResourceInfo
+from kubeplane.api.views import section
 from kubeplane.apiserver import conversion, dispatch, errors, subresources
 from kubeplane.apiserver.deletion import DeleteOptions
 from kubeplane.apiserver.dispatch import Call
@@ -350,7 +351,7 @@ class APIServerApp:
         request.fields = fields = negotiation.FieldValidation.from_query(query)
         if info.resource == "bindings" and verb == "create" and info.namespace is not None:
             body = await request.json(self.max_body)  # legacy namespaces/NS/bindings: the pod is the body's name
-            pod = ((body.get("metadata") or {}).get("name") if isinstance(body, dict) else None) or ""
+            pod = (section(body, "metadata").get("name") if isinstance(body, dict) else None) or ""
             call.name, call.subresource, call.body = str(pod), "binding", body
             route, result = await dispatch.dispatch(self.registry, call)
             await _send_json(send, route.code, result)

@@ -21,6 +21,7 @@ from kubeplane.api import openapi as apiopenapi
 from kubeplane.api import protobuf as apiprotobuf
 from kubeplane.api import schema as apischema
 from kubeplane.api.resources import ResourceInfo, ResourceTable
+from kubeplane.api.views import meta_of
 from kubeplane.apiserver import errors, printers
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
@@ -122,7 +123,7 @@ def table_event(
     """One watch event whose object is a Table of one row (column headers only on the first event)."""
     if event_type in ("BOOKMARK", "ERROR"):
         return {"type": event_type, "object": obj}
-    meta = {"resourceVersion": (obj.get("metadata") or {}).get("resourceVersion", "")}
+    meta = {"resourceVersion": meta_of(obj).get("resourceVersion", "")}
     try:
         converted = printers.to_table(
             _kind(info),
