@@ -527,3 +527,83 @@ def test_a_name_no_key_can_hold_is_a_bad_request(server: Server, method: str, pa
     content_type = "application/merge-patch+json" if method == "PATCH" else "application/json"
     status, doc = request(server, method, path, body, content_type=content_type)
     assert (status, doc.get("reason"), doc.get("message")) == (400, "BadRequest", message), doc
+
+
+DEPLOYMENT = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "scaled"},
+    "spec": {
+        "selector": {"matchLabels": {"a": "b"}},
+        "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("case", "method", "path", "body", "message"),
+    [
+        pytest.param(
+            "binding",
+            "POST",
+            f"{PODS}/unbound/binding",
+            {"metadata": "x", "target": {"kind": "Node", "name": "n1"}},
+            "json: cannot unmarshal string into Go struct field Binding.metadata of type v1.ObjectMeta",
+            id="binding-metadata",
+        ),
+        pytest.param(
+            "binding",
+            "POST",
+            f"{PODS}/unbound/binding",
+            {"metadata": {"name": "unbound", "annotations": "x"}, "target": {"kind": "Node", "name": "n1"}},
+            "json: cannot unmarshal string into Go struct field ObjectMeta.metadata.annotations of type "
+            "map[string]string",
+            id="binding-annotations",
+        ),
+        pytest.param(
+            "scale",
+            "PUT",
+            "/apis/apps/v1/namespaces/default/deployments/scaled/scale",
+            {"metadata": "x", "spec": {"replicas": 2}},
+            "json: cannot unmarshal string into Go struct field Scale.metadata of type v1.ObjectMeta",
+            id="scale-metadata",
+        ),
+        pytest.param(
+            "finalize",
+            "PUT",
+            "/api/v1/namespaces/fin/finalize",
+            {"metadata": {"name": "fin"}, "spec": "x"},
+            "json: cannot unmarshal string into Go struct field Namespace.spec of type v1.NamespaceSpec",
+            id="finalize-spec",
+        ),
+        pytest.param(
+            "finalize",
+            "PUT",
+            "/api/v1/namespaces/fin/finalize",
+            {"metadata": {"name": "fin"}, "spec": {"finalizers": [1]}},
+            "json: cannot unmarshal number into Go struct field NamespaceSpec.spec.finalizers of type v1.FinalizerName",
+            id="finalize-finalizer",
+        ),
+    ],
+)
+def test_a_subresource_body_of_the_wrong_type_is_refused_and_changes_nothing(
+    server: Server, case: str, method: str, path: str, body: Any, message: str
+) -> None:
+    """Upstream decodes a subresource's body into its Go struct first: a field of the wrong JSON type is a 400
+    with encoding/json's message and nothing is written (these were 500s; read leniently, a finalize with a
+    malformed spec would have dropped the namespace's finalizers)."""
+    if case == "binding":
+        pod = {"metadata": {"name": "unbound"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+        request(server, "POST", PODS, json.dumps(pod).encode())
+        target = f"{PODS}/unbound"
+    elif case == "scale":
+        request(server, "POST", "/apis/apps/v1/namespaces/default/deployments", json.dumps(DEPLOYMENT).encode())
+        target = "/apis/apps/v1/namespaces/default/deployments/scaled"
+    else:
+        request(server, "POST", "/api/v1/namespaces", json.dumps({"metadata": {"name": "fin"}}).encode())
+        target = "/api/v1/namespaces/fin"
+    _, before = request(server, "GET", target)
+    status, doc = request(server, method, path, json.dumps(body).encode())
+    assert (status, doc.get("reason"), doc.get("message")) == (400, "BadRequest", message), doc
+    _, after = request(server, "GET", target)
+    assert after == before

@@ -57,15 +57,11 @@ class DeleteOptions:
             except (TypeError, ValueError, OverflowError):
                 raise errors.bad_request(f"invalid gracePeriodSeconds: {grace!r}") from None
             if not _INT64_MIN <= grace <= _INT64_MAX:  # upstream decodes it into an int64
-                raise errors.bad_request(
-                    f"json: cannot unmarshal number {grace} into Go struct field "
-                    "DeleteOptions.gracePeriodSeconds of type int64"
-                )
+                raise errors.cannot_unmarshal(grace, field="DeleteOptions.gracePeriodSeconds", go_type="int64")
         dry = query.get("dryRun") == "All" or dry_run(_as_list(body.get("dryRun")), verb="delete")
         if not isinstance(preconditions, dict):  # [] or "" too: a malformed precondition never means "none"
-            raise errors.bad_request(
-                f"json: cannot unmarshal {_json_type(preconditions)} into Go struct field "
-                "DeleteOptions.preconditions of type v1.Preconditions"
+            raise errors.cannot_unmarshal(
+                preconditions, field="DeleteOptions.preconditions", go_type="v1.Preconditions"
             )
         return cls(grace, policy, preconditions.get("uid"), preconditions.get("resourceVersion"), dry)
 
@@ -73,19 +69,6 @@ class DeleteOptions:
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _LATEST_TIME = 253402300799.0
 """9999-12-31T23:59:59Z as Unix seconds: the latest time RFC 3339 (and metav1.Time) can write."""
-
-
-def _json_type(value: Any) -> str:
-    """The JSON type name Go's decoder reports (``cannot unmarshal array into ...``)."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    return "object" if isinstance(value, dict) else "value"
 
 
 def _as_list(value: Any) -> list[Any]:

@@ -117,6 +117,25 @@ def bad_request(message: str) -> APIError:
     return APIError(code=400, reason="BadRequest", message=message)
 
 
+def json_type(value: Any) -> str:
+    """The JSON type name Go's decoder reports (``cannot unmarshal array into ...``)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    return "object" if isinstance(value, dict) else "value"
+
+
+def cannot_unmarshal(value: Any, *, field: str, go_type: str) -> APIError:
+    """400 as upstream's JSON decoding of a field of the wrong type: ``field`` is Go's ``Struct.json.path`` (the
+    innermost struct, then the path from the root), ``go_type`` the Go type it wanted."""
+    return bad_request(f"json: cannot unmarshal {json_type(value)} into Go struct field {field} of type {go_type}")
+
+
 def unauthorized() -> APIError:
     return APIError(code=401, reason="Unauthorized", message="Unauthorized")
 

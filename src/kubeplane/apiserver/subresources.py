@@ -106,7 +106,12 @@ async def bind(registry: Registry, namespace: str, name: str, binding: Any) -> O
     if not node or not isinstance(node, str):
         raise errors.invalid("", "Binding", name, [_required("target.name")])
     pods = registry.resource("", "pods")
+    metadata = binding.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise errors.cannot_unmarshal(metadata, field="Binding.metadata", go_type="v1.ObjectMeta")
     annotations = section(binding, "metadata").get("annotations") or {}
+    if not isinstance(annotations, dict) or not all(isinstance(v, str) for v in annotations.values()):
+        raise errors.cannot_unmarshal(annotations, field="ObjectMeta.metadata.annotations", go_type="map[string]string")
 
     def assign(pod: Obj) -> Obj:
         spec = pod.setdefault("spec", {})
@@ -258,6 +263,9 @@ async def update_scale(registry: Registry, info: ResourceInfo, namespace: str, n
     if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
         err = invalid(new_path("spec", "replicas"), replicas, detail="must be greater than or equal to 0")
         raise errors.invalid("autoscaling", "Scale", name, [err])
+    metadata = scale.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise errors.cannot_unmarshal(metadata, field="Scale.metadata", go_type="v1.ObjectMeta")
     rv = section(scale, "metadata").get("resourceVersion")
 
     def set_replicas(obj: Obj) -> Obj:
@@ -272,7 +280,17 @@ async def update_scale(registry: Registry, info: ResourceInfo, namespace: str, n
 
 async def finalize_namespace(registry: Registry, info: ResourceInfo, name: str, body: Any) -> Obj:
     """namespaces/NAME/finalize: set spec.finalizers; a terminating namespace with none left goes away."""
-    finalizers = (section(body, "spec").get("finalizers") if isinstance(body, dict) else None) or []
+    if not isinstance(body, dict):
+        raise errors.bad_request("the body of the request was not a Namespace object")
+    spec = body.get("spec")
+    if spec is not None and not isinstance(spec, dict):  # a malformed body must change nothing
+        raise errors.cannot_unmarshal(spec, field="Namespace.spec", go_type="v1.NamespaceSpec")
+    finalizers = section(body, "spec").get("finalizers") or []
+    if not isinstance(finalizers, list):
+        raise errors.cannot_unmarshal(finalizers, field="NamespaceSpec.spec.finalizers", go_type="[]v1.FinalizerName")
+    for item in finalizers:
+        if not isinstance(item, str):
+            raise errors.cannot_unmarshal(item, field="NamespaceSpec.spec.finalizers", go_type="v1.FinalizerName")
 
     def change(obj: Obj) -> Obj:
         obj.setdefault("spec", {})["finalizers"] = list(finalizers)
