@@ -45,6 +45,22 @@ def test_snapshot_of_a_running_cluster_and_a_what_if_drain(tmp_path: Path) -> No
             assert time.monotonic() < deadline
             time.sleep(0.2)
         live = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in pods}
+        # The kubelets list pulled images in their next status report: wait for it, so that the two snapshots
+        # below (from the API, then from the store) see the same node status (they raced on `images` before).
+        while True:
+            nodes = json.loads(subprocess.run([*base, "get", "nodes", "-o", "json"], check=True, capture_output=True,
+                                              timeout=60).stdout)["items"]  # fmt: skip
+            pulled = {
+                n["metadata"]["name"]
+                for n in nodes
+                if any(
+                    any("nginx:1.27" in name for name in i.get("names") or ()) for i in n["status"].get("images") or ()
+                )
+            }
+            if set(live.values()) <= pulled:
+                break
+            assert time.monotonic() < deadline + 60
+            time.sleep(0.2)
 
         out = tmp_path / "snap.yaml"
         done = subprocess.run([*KUBEPLANE, "sim", "snapshot", "--kubeconfig", str(kubeconfig), "--out", str(out)],
