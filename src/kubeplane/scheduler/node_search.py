@@ -84,8 +84,6 @@ class NodeSearch:
             raise SchedulingError(status)
         self.diagnosis.node_to_status[node.name] = status
         self.diagnosis.add_plugin_status(status)
-        if self.recorder is not None:
-            self.recorder.node(node.name, examined=True).rejected = status
 
     def _record(self, node: NodeInfo) -> dict[str, Status | None]:
         """Every Filter plugin's verdict on an examined node, into the recorder."""
@@ -207,8 +205,6 @@ class NodeSearch:
                 names = table.names
                 for r in rejected.tolist():
                     self.diagnosis.node_to_status[names[r]] = placeholder
-                    if self.recorder is not None:
-                        self.recorder.node(names[r], examined=True).rejected = self.filter_node(infos[r])
         return SearchResult(feasible, feasible_rows, processed)
 
     def _blame(

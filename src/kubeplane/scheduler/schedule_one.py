@@ -133,7 +133,6 @@ class SchedulingCycle:
     ) -> ScheduleResult:
         """schedulePod, then PostFilter when no node fits. Raises NoNodesAvailableError, FitError (with
         PostFilter's ``nominating`` result and message) or SchedulingError."""
-        state.recorder = recorder
         if recorder is not None:
             recorder.score_plugins = [(p.name(), fwk.score_weights.get(p.name(), 1)) for p in fwk.score_plugins]
         if not nodes:
@@ -193,6 +192,7 @@ class SchedulingCycle:
     ) -> tuple[SearchResult, Diagnosis]:
         """PreFilter, the nominated node first, then Filter over the rotation. ``exhaustive`` (what-if) examines
         every node from the first, looking for all feasible ones, and leaves the rotation alone."""
+        state.recorder = recorder  # the framework records PreFilter and PreScore statuses through it
         diagnosis = Diagnosis()
         none = SearchResult([], None, 0)
         result, status, rejected = fwk.run_pre_filter_plugins(state, pod, all_nodes)

@@ -95,7 +95,6 @@ def _evaluate(setup: ExplainSetup, *, full: bool) -> _Evaluation:
     cycle = SchedulingCycle(rng=setup.rng, percentage_of_nodes_to_score=setup.percentage_of_nodes_to_score)
     recorder = CycleRecorder() if full else None
     state = CycleState()
-    state.recorder = recorder
     try:
         found, diagnosis = cycle.find_nodes_that_fit_pod(
             fwk, state, pod_info, node_infos, setup.snapshot.node_table, recorder=recorder, exhaustive=True

@@ -44,8 +44,6 @@ class NodeRecord:
     unexamined node's verdicts were computed afterwards, for the record only."""
     filters: dict[str, Status | None] = field(default_factory=dict)
     """Filter plugin -> its verdict (None: success; Skip when its PreFilter skipped it), every plugin."""
-    rejected: Status | None = None
-    """The status the cycle recorded for the node (its first failing plugin), None when feasible or unexamined."""
     scores: dict[str, ScoreRecord] = field(default_factory=dict)
     total: int | None = None
     """Σ weight × normalised score, when the cycle scored the node."""
