@@ -10,8 +10,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SCANNED = ("src", "tests", "examples", "bench", "docs", "tools", "README.md", "Makefile", ".ci")
 SUFFIXES = {".py", ".md", ".yaml", ".yml", ".json", ".toml", ".txt", ""}  # not the trace CSVs: data only
-# A path out of the checkout to the old shared data: ../shared, parent / "shared", shared/data, shared/conformance.
-OUTSIDE = re.compile(r"\.\./shared\b|/\s*\"shared\"|shared/data\b|shared/conformance\b")
+# A path out of the checkout to the data once kept beside it, in the directory named below: the parent-relative
+# path, a pathlib join onto it, or its data/ and conformance/ subdirectories. (The name is assembled so that this
+# file does not itself spell such a path.)
+_BESIDE = "sha" + "red"
+OUTSIDE = re.compile(rf"\.\./{_BESIDE}\b|/\s*\"{_BESIDE}\"|{_BESIDE}/data\b|{_BESIDE}/conformance\b")
 
 
 def _files() -> list[Path]:
