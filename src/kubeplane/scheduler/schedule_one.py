@@ -96,6 +96,7 @@ class SchedulingCycle:
             strict_vectors if strict_vectors is not None else os.environ.get(STRICT_VECTORS_ENV) == "1"
         )
         self._reported: set[str] = set()
+        self._report_unrecorded = self._mismatch(None)  # the scheduler's cycles: made once, not per pod
 
     def num_feasible_nodes_to_find(self, profile_percentage: int | None, num_all_nodes: int) -> int:
         if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
@@ -205,7 +206,12 @@ class SchedulingCycle:
             diagnosis.add_plugin_status(status)
             return none, diagnosis
         search = NodeSearch(
-            fwk, state, pod, diagnosis=diagnosis, on_mismatch=self._mismatch(recorder), recorder=recorder
+            fwk,
+            state,
+            pod,
+            diagnosis=diagnosis,
+            on_mismatch=self._report_unrecorded if recorder is None else self._mismatch(recorder),
+            recorder=recorder,
         )
         nominated = str(pod.status.get("nominatedNodeName") or "")
         if nominated and not exhaustive:
