@@ -68,7 +68,12 @@ class BodyChecks(Protocol):
         ...
 
     def check_patched(self, resource: ResourceInfo, obj: Obj) -> Obj:
-        """The patched object, before it is validated: report unknown fields, return it pruned."""
+        """The patched object, before it is validated: decode it into the kind's Go types, report unknown fields,
+        return it as decoding keeps it."""
+        ...
+
+    def check_patched_kind(self, group: str, version: str, kind: str, obj: Obj) -> Obj:
+        """A patched object of a subresource's own kind (a Scale): decode it, return it as decoding keeps it."""
         ...
 
 
@@ -258,6 +263,8 @@ async def _patch_scale(registry: Registry, call: Call) -> Obj:
         raise errors.unsupported_media_type(call.patch_type)
     current = await subresources.get_scale(registry, call.resource, call.namespace, call.name)
     scale = json_merge_patch(current, call.body)
+    if call.checks is not None and isinstance(scale, dict):
+        scale = call.checks.check_patched_kind("autoscaling", "v1", "Scale", scale)
     return await subresources.update_scale(registry, call.resource, call.namespace, call.name, scale)
 
 

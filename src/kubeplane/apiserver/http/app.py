@@ -21,6 +21,7 @@ from urllib.parse import parse_qsl
 import orjson
 from prometheus_client import CollectorRegistry
 
+from kubeplane.api import typed as apityped
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.views import section
 from kubeplane.apiserver import conversion, dispatch, errors, subresources
@@ -77,6 +78,7 @@ class Request:
         "headers",
         "info",
         "method",
+        "patch",
         "query",
         "raw",
         "receive",
@@ -92,6 +94,7 @@ class Request:
         self.info = info
         self.receive = receive
         self.raw = b""
+        self.patch: Any = None  # a patch request's decoded body (quoted by a strategic merge patch's 422)
         self.table_headers_sent = False  # a Table watch sends column definitions with its first event only
         self.fields: negotiation.FieldValidation  # set from the query once the resource is known (400 after 404)
 
@@ -133,7 +136,12 @@ class Request:
         self.fields.check_patch_body(resource, self.raw)
 
     def check_patched(self, resource: ResourceInfo, obj: Obj) -> Obj:
-        return self.fields.check_patched(resource, obj)
+        return self.fields.check_patched(resource, obj, patch_type=self.content_type, patch=self.patch)
+
+    def check_patched_kind(self, group: str, version: str, kind: str, obj: Obj) -> Obj:
+        return negotiation.typed_patched(
+            obj, group=group, version=version, kind=kind, patch_type=self.content_type, patch=self.patch
+        )
 
 
 class APIServerApp:
@@ -351,6 +359,7 @@ class APIServerApp:
         request.fields = fields = negotiation.FieldValidation.from_query(query)
         if info.resource == "bindings" and verb == "create" and info.namespace is not None:
             body = await request.json(self.max_body)  # legacy namespaces/NS/bindings: the pod is the body's name
+            body = negotiation.typed_body(body, group="", version="v1", kind="Binding")
             pod = (section(body, "metadata").get("name") if isinstance(body, dict) else None) or ""
             call.name, call.subresource, call.body = str(pod), "binding", body
             route, result = await dispatch.dispatch(self.registry, call)
@@ -359,12 +368,16 @@ class APIServerApp:
         dispatch.check_verb(call)
         if verb in ("create", "update"):
             call.body = await request.json(self.max_body)
+            sub = resource.subresource(call.subresource) if call.subresource not in ("", "status") else None
+            if sub is not None:  # binding, eviction, scale, finalize: their own kinds (the object's: check_body)
+                call.body = negotiation.typed_body(call.body, group=sub.group, version=sub.version, kind=sub.kind)
         elif verb == "patch":
-            call.body = await request.json(self.max_body, allowed=subresources.PATCH_TYPES)
+            call.body = request.patch = await request.json(self.max_body, allowed=subresources.PATCH_TYPES)
             call.patch_type = request.content_type
         route = dispatch.find_route(call)
         if verb in ("delete", "deletecollection"):
-            call.delete_options = DeleteOptions.parse(await _optional_json(request, self.max_body), query)
+            body = _typed_delete_options(await _optional_json(request, self.max_body))
+            call.delete_options = DeleteOptions.parse(body, query)
         if verb in ("list", "deletecollection"):
             call.list_options = _list_options(query)
         if verb == "watch":
@@ -515,6 +528,17 @@ async def _optional_json(request: Request, limit: int) -> Any:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise errors.bad_request(f"the request body is not valid JSON: {exc}") from None
+
+
+def _typed_delete_options(body: Any) -> Any:
+    """A DELETE body decoded into meta/v1 DeleteOptions. Upstream's delete handler passes the decoder's error on
+    unwrapped, which makes it a 500; kubeplane answers the same message as a 400 (bad input is never a 5xx)."""
+    if not isinstance(body, dict):
+        return body
+    try:
+        return apityped.decode(body, group="meta.k8s.io", version="v1", kind="DeleteOptions")
+    except apityped.TypedDecodeError as exc:
+        raise errors.bad_request(str(exc)) from None
 
 
 def _check_accept(accept: str) -> None:

@@ -20,11 +20,15 @@ import orjson
 from kubeplane.api import openapi as apiopenapi
 from kubeplane.api import protobuf as apiprotobuf
 from kubeplane.api import schema as apischema
+from kubeplane.api import typed as apityped
+from kubeplane.api.gofmt import sprint_v
 from kubeplane.api.resources import ResourceInfo, ResourceTable
+from kubeplane.api.validation import field as fielderr
 from kubeplane.api.views import meta_of
 from kubeplane.apiserver import errors, printers
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 TABLE_CONTENT_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 FIELD_VALIDATION_MODES = ("Ignore", "Warn", "Strict")
 
@@ -39,6 +43,39 @@ def decode_body(raw: bytes, content_type: str) -> Any:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise errors.bad_request(f"the request body is not valid JSON: {exc}") from None
+
+
+def typed_body(body: Any, *, group: str, version: str, kind: str) -> Any:
+    """A create or update body as kube-apiserver's decoder keeps it (:mod:`kubeplane.api.typed`); a field of the
+    wrong type is a 400 in the create and update handlers' form (handlers/rest.go ``transformDecodeError``):
+    ``Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal ...``."""
+    return _typed_body(body, group=group, version=version, kind=kind)[0]
+
+
+def _typed_body(body: Any, *, group: str, version: str, kind: str) -> tuple[Any, bool]:
+    if not isinstance(body, dict):
+        return body, False
+    try:
+        return apityped.decode_with_unknown(body, group=group, version=version, kind=kind)
+    except apityped.TypedDecodeError as exc:
+        raise errors.bad_request(f'{kind} in version "{version}" cannot be handled as a {kind}: {exc}') from None
+
+
+def typed_patched(
+    obj: dict[str, Any], *, group: str, version: str, kind: str, patch_type: str, patch: Any
+) -> dict[str, Any]:
+    """A patched object decoded as kube-apiserver's patch handler does (handlers/patch.go): JSON and merge patches
+    decode the patched JSON, a strategic merge patch converts the patched map (``FromUnstructured``). A failure is
+    a 422 on the field ``patch`` whose bad value is the patched object's JSON, or for a strategic merge patch the
+    patch itself as Go's ``%+v`` prints it, with an empty kind and name, as upstream's ``NewInvalid(GroupKind{},
+    "", ...)``."""
+    strategic = patch_type == STRATEGIC_PATCH
+    try:
+        return apityped.decode(obj, group=group, version=version, kind=kind, unstructured=strategic)
+    except apityped.TypedDecodeError as exc:
+        value = sprint_v(patch) if strategic else orjson.dumps(obj).decode()
+        cause = fielderr.invalid(fielderr.new_path("patch"), value, detail=str(exc))
+        raise errors.invalid("", "", "", [cause]) from None
 
 
 @dataclass
@@ -68,21 +105,35 @@ class FieldValidation:
         self.warnings.extend(problems)
 
     def check_body(self, info: ResourceInfo, raw: bytes, body: Any, content_type: str) -> Any:
-        """Validate a create/update body, return it without unknown fields."""
+        """Decode a create/update body into its kind's Go types (a wrong type is a 400 before anything else, as
+        upstream's decoding errors trump strict ones), report unknown and duplicate fields, and return it as
+        decoding keeps it: without unknown fields."""
         if not isinstance(body, dict):
             return body
-        if content_type != PROTOBUF:  # protobuf cannot carry unknown or duplicate fields
+        decoded, unknown = _typed_body(body, group=info.group, version=info.version, kind=info.kind)
+        # protobuf cannot carry unknown or duplicate fields; a body with no unknown key that orjson writes back
+        # byte for byte (compact JSON, as client-go sends) cannot hold a duplicate either: skip the slow walk
+        checked = content_type == PROTOBUF or self.mode == "Ignore" or (not unknown and orjson.dumps(body) == raw)
+        if not checked:
             self._report(
                 apischema.strict_field_errors(raw, group=info.group, version=info.version, kind=info.kind), info
             )
+        if apityped.has_go_type(group=info.group, version=info.version, kind=info.kind):
+            return decoded
         return apischema.prune_unknown(body, group=info.group, version=info.version, kind=info.kind)
 
     def check_patch_body(self, info: ResourceInfo, raw: bytes) -> None:
         self._report(apischema.duplicate_fields(raw), info)
 
-    def check_patched(self, info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
-        """Validate a patched object (unknown fields the patch introduced), return it pruned."""
+    def check_patched(self, info: ResourceInfo, obj: dict[str, Any], *, patch_type: str, patch: Any) -> dict[str, Any]:
+        """Decode a patched object (:func:`typed_patched`), report unknown fields the patch introduced, return it
+        as decoding keeps it."""
+        decoded = typed_patched(
+            obj, group=info.group, version=info.version, kind=info.kind, patch_type=patch_type, patch=patch
+        )
         self._report(apischema.unknown_fields(obj, group=info.group, version=info.version, kind=info.kind), info)
+        if apityped.has_go_type(group=info.group, version=info.version, kind=info.kind):
+            return decoded
         return apischema.prune_unknown(obj, group=info.group, version=info.version, kind=info.kind)
 
     def headers(self) -> list[tuple[bytes, bytes]]:
