@@ -60,7 +60,7 @@ def test_decoding_copies_and_leaves_the_input_alone() -> None:
     before = copy.deepcopy(POD)
     out = decode(POD)
     out["spec"]["containers"][0]["args"].append("b")
-    assert POD == before
+    assert before == POD
 
 
 @pytest.mark.parametrize(

@@ -80,7 +80,8 @@ def seeded(server: Server) -> None:
             PODS,
             {"metadata": {"name": "fin", "finalizers": [1]}, "spec": {"containers": [CONTAINER]}},
             _cannot_handle(
-                "Pod", "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.finalizers of type string"
+                "Pod",
+                "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.finalizers of type string",
             ),
             id="finalizers-number",
         ),
@@ -106,7 +107,8 @@ def seeded(server: Server) -> None:
             "/api/v1/namespaces",
             {"metadata": {"name": "spec-string"}, "spec": "x"},
             _cannot_handle(
-                "Namespace", "json: cannot unmarshal string into Go struct field Namespace.spec of type v1.NamespaceSpec"
+                "Namespace",
+                "json: cannot unmarshal string into Go struct field Namespace.spec of type v1.NamespaceSpec",
             ),
             id="namespace-spec-string",  # was a 500 (AttributeError)
         ),
@@ -114,7 +116,8 @@ def seeded(server: Server) -> None:
             "/api/v1/namespaces/default/configmaps",
             {"metadata": {"name": "cm", "labels": {"a": 1}}, "data": {"k": "v"}},
             _cannot_handle(
-                "ConfigMap", "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of type string"
+                "ConfigMap",
+                "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of type string",
             ),
             id="label-value-number",
         ),
@@ -239,7 +242,7 @@ def test_nulls_and_unknown_fields_are_not_stored(server: Server) -> None:
 
 def _official(data: dict[str, Any], model: str) -> Any:
     api = client.ApiClient()
-    return api._ApiClient__deserialize(data, model)  # type: ignore[attr-defined]
+    return api._ApiClient__deserialize(data, model)
 
 
 @pytest.mark.parametrize(

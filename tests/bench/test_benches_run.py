@@ -22,6 +22,7 @@ def test_every_bench_is_covered() -> None:
         "kubelet_bench.py",
         "sim_bench.py",
         "store_bench.py",
+        "typed_decode_bench.py",
         "views_bench.py",
     ]
 
