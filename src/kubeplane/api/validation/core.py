@@ -93,13 +93,25 @@ def _pod_cidrs(spec: Reader) -> list[str]:
     return cidrs or ([spec.string("podCIDR")] if spec.string("podCIDR") else [])
 
 
+def _node_addresses(status: Reader) -> list[dict[str, str]]:
+    """``status.addresses`` as (type, address) entries, each field read (and type-checked)."""
+    return [{"type": a.string("type"), "address": a.string("address")} for a in status.items("addresses")]
+
+
 def validate_node(node: Mapping[str, Any]) -> ErrorList:
-    """Upstream ``ValidateNode``: taints, capacity and allocatable quantities, pod CIDRs."""
+    """Upstream ``ValidateNode``: taints, capacity and allocatable quantities, pod CIDRs.
+
+    It also reads every field :func:`validate_node_update` reads (``providerID``, ``externalID``, the status
+    addresses), so a field of the wrong type is refused on create: otherwise the node would be stored and then
+    refuse every update (kubelets register nodes with their status)."""
     errs: ErrorList = []
     root = CORE_V1.root(node, errs)
     spec = root.child("spec")
+    spec.string("providerID")
+    spec.string("externalID")
     _node_taints(spec)
     _node_resources(root.child("status"))
+    _node_addresses(root.child("status"))
     cidrs = _pod_cidrs(spec)
     path = spec.at("podCIDRs")
     for i, cidr in enumerate(cidrs):
@@ -122,8 +134,7 @@ def validate_node_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> Erro
     status = root.child("status")
     _node_resources(status)
     seen: list[Any] = []
-    for i, address in enumerate(status.items("addresses")):
-        entry = {"type": address.string("type"), "address": address.string("address")}
+    for i, entry in enumerate(_node_addresses(status)):
         if entry in seen:
             errs.append(field.duplicate(status.at("addresses").index(i), entry))
         seen.append(entry)
@@ -154,10 +165,31 @@ def validate_namespace(ns: Mapping[str, Any]) -> ErrorList:
     spec = CORE_V1.root(ns, errs).child("spec")
     path = spec.at("finalizers")  # upstream reports every finalizer at the list's path
     for name in spec.strings("finalizers"):
-        errs.extend(invalid_each(path, name, names.is_qualified_name(name)))
-        if "/" not in name and name != "kubernetes":
-            detail = "name is neither a standard finalizer name nor is it fully qualified"
-            errs.append(field.invalid(path, name, detail=detail))
+        errs.extend(_finalizer_name(path, name))
+    return finish(errs)
+
+
+STANDARD_FINALIZERS: Final = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
+"""Upstream ``helper.IsStandardFinalizerName``: the finalizer names that need no domain prefix."""
+
+
+def _finalizer_name(path: field.Path, name: str) -> ErrorList:
+    """Upstream ``validateFinalizerName``: a qualified name; unprefixed only a standard finalizer."""
+    errs = invalid_each(path, name, names.is_qualified_name(name))
+    if "/" not in name and name not in STANDARD_FINALIZERS:
+        detail = "name is neither a standard finalizer name nor is it fully qualified"
+        errs.append(field.invalid(path, name, detail=detail))
+    return errs
+
+
+def validate_namespace_finalize_update(new: Mapping[str, Any], _old: Mapping[str, Any]) -> ErrorList:
+    """Upstream ``ValidateNamespaceFinalizeUpdate`` (``namespaces/NAME/finalize``): each of
+    ``spec.finalizers`` a valid finalizer name, reported at its index."""
+    errs: ErrorList = []
+    spec = CORE_V1.root(new, errs).child("spec")
+    path = spec.at("finalizers")
+    for i, name in enumerate(spec.strings("finalizers")):
+        errs.extend(_finalizer_name(path.index(i), name))
     return finish(errs)
 
 
