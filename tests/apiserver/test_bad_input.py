@@ -205,7 +205,7 @@ CASES: list[tuple[str, str, str, bytes | None, str, int, str, str]] = [
         "BadRequest",
         "unable to parse requirement",
     ),
-    ("bad-limit", "GET", f"{PODS}?limit=many", None, "", 400, "BadRequest", "strconv.ParseInt: parsing \"many\""),
+    ("bad-limit", "GET", f"{PODS}?limit=many", None, "", 400, "BadRequest", 'strconv.ParseInt: parsing "many"'),
     (
         "bad-continue",
         "GET",

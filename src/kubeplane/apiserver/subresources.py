@@ -347,7 +347,10 @@ async def _restore_budget(
         if disrupted.get(pod_name) != stamp:
             raise _Unchanged
         del disrupted[pod_name]
-        status["disruptedPods"] = disrupted
+        if disrupted:
+            status["disruptedPods"] = disrupted
+        else:  # omitempty: an empty map is no map
+            status.pop("disruptedPods", None)
         status["disruptionsAllowed"] = int(status.get("disruptionsAllowed") or 0) + 1
         return current
 
