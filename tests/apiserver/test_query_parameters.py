@@ -167,10 +167,12 @@ def test_watch_is_a_boolean_as_upstream_reads_booleans(server: Server, value: st
 
 
 def test_watch_timeout_and_resource_version_are_checked(server: Server) -> None:
-    """The watch path decodes timeoutSeconds with strconv.ParseInt and parses resourceVersion (400, not a default
-    timeout or kubeplane's own words)."""
+    """A watch decodes the whole ListOptions (timeoutSeconds and limit with strconv.ParseInt) and parses
+    resourceVersion: 400, not a default timeout, an ignored limit or kubeplane's own words."""
     status, doc = request(server, "GET", f"{CMS}?watch=1&timeoutSeconds=1m")
     assert (status, doc.get("message")) == (400, 'strconv.ParseInt: parsing "1m": invalid syntax'), doc
+    status, doc = request(server, "GET", f"{CMS}?watch=1&limit=ten")
+    assert (status, doc.get("message")) == (400, 'strconv.ParseInt: parsing "ten": invalid syntax'), doc
     status, doc = request(server, "GET", f"{CMS}?watch=1&resourceVersion=abc")
     expected = 'resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax'
     assert (status, doc.get("message")) == (400, expected), doc
@@ -203,4 +205,27 @@ def test_malformed_delete_parameters_are_refused_and_delete_nothing(
     propagationPolicy through ValidateDeleteOptions (a 422 on DeleteOptions, kubeplane answered 400)."""
     status, doc = request(server, "DELETE", f"{CMS}/a?{query}")
     assert (status, doc.get("message")) == (code, message), doc
+    assert request(server, "GET", f"{CMS}/a")[0] == 200
+
+
+@pytest.mark.parametrize(
+    ("preconditions", "message"),
+    [
+        (
+            {"uid": 5},
+            "json: cannot unmarshal number into Go struct field Preconditions.preconditions.uid of type types.UID",
+        ),
+        (
+            {"resourceVersion": ["1"]},
+            "json: cannot unmarshal array into Go struct field Preconditions.preconditions.resourceVersion of type "
+            "string",
+        ),
+    ],
+)
+def test_a_precondition_of_the_wrong_type_is_refused(server: Server, preconditions: Any, message: str) -> None:
+    """DeleteOptions.preconditions decode into Go's Preconditions{UID *types.UID, ResourceVersion *string}: a
+    wrong type is encoding/json's 400 (kubeplane compared 5 with the uid and answered a 409 Conflict)."""
+    body = json.dumps({"preconditions": preconditions}).encode()
+    status, doc = request(server, "DELETE", f"{CMS}/a", body)
+    assert (status, doc.get("message")) == (400, message), doc
     assert request(server, "GET", f"{CMS}/a")[0] == 200

@@ -217,15 +217,28 @@ def test_finalize_takes_the_standard_finalizers_honours_dry_run_and_the_url_name
 # -- status ----------------------------------------------------------------------------------------------------
 
 
-def test_a_node_whose_status_its_updates_would_refuse_is_not_created(server: Server) -> None:
-    """A node keeps its status on create (kubelets register with it); kubeplane's ValidateNode did not read the
-    addresses that ValidateNodeUpdate reads, so a node with a mistyped address was stored and then refused every
-    update. Now the create is refused and nothing is stored."""
-    node = {"metadata": {"name": "typo-node"}, "status": {"addresses": [{"type": "InternalIP", "address": 5}]}}
-    status, doc = _post(server, "/api/v1/nodes", node)
+@pytest.mark.parametrize(
+    ("addresses", "message"),
+    [
+        pytest.param([{"type": "InternalIP", "address": 5}], "status.addresses[0].address", id="mistyped"),
+        pytest.param(
+            [{"type": "Hostname", "address": "a"}, {"type": "Hostname", "address": "a"}],
+            "status.addresses[1]: Duplicate value:",
+            id="duplicate",
+        ),
+    ],
+)
+def test_a_node_whose_status_its_updates_would_refuse_is_not_created(
+    server: Server, addresses: list[Any], message: str
+) -> None:
+    """A node keeps its status on create (kubelets register with it), and upstream's ValidateNode does not look at
+    the addresses that ValidateNodeUpdate refuses (duplicates; kubeplane's create did not even read their types):
+    such a node was stored and then refused every update. Now the create is a 422 and nothing is stored."""
+    name = f"bad-addresses-{len(addresses)}"
+    status, doc = _post(server, "/api/v1/nodes", {"metadata": {"name": name}, "status": {"addresses": addresses}})
     assert (status, doc.get("reason")) == (422, "Invalid"), doc
-    assert "status.addresses[0].address" in doc["message"]
-    missing, _ = request(server, "GET", "/api/v1/nodes/typo-node")
+    assert message in doc["message"]
+    missing, _ = request(server, "GET", f"/api/v1/nodes/{name}")
     assert missing == 404
 
 

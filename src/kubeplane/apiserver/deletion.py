@@ -69,6 +69,10 @@ class DeleteOptions:
             raise errors.cannot_unmarshal(
                 preconditions, field="DeleteOptions.preconditions", go_type="v1.Preconditions"
             )
+        for key, go_type in (("uid", "types.UID"), ("resourceVersion", "string")):
+            value = preconditions.get(key)
+            if value is not None and not isinstance(value, str):
+                raise errors.cannot_unmarshal(value, field=f"Preconditions.preconditions.{key}", go_type=go_type)
         return cls(grace, policy, preconditions.get("uid"), preconditions.get("resourceVersion"), dry)
 
 

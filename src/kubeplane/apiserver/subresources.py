@@ -200,8 +200,8 @@ async def raw_update(
 async def evict(registry: Registry, namespace: str, name: str, eviction: Any, *, dry_run: bool = False) -> Obj:
     """pods/NAME/eviction (upstream ``EvictionREST.Create``).
 
-    Order: the body, the name on the URL, the delete options (``propagateDryRun``: the request's ``dryRun`` and the
-    options' must agree), then a pod that is terminal, pending or deleting is deleted without budgets. Otherwise
+    Order: the body, the name on the URL, the delete options (``propagateDryRun``: the request's ``dryRun``
+    reaches the delete), then a pod that is terminal, pending or deleting is deleted without budgets. Otherwise
     the one PodDisruptionBudget selecting the pod must allow a disruption (``checkAndDecrement``: 429, or 403 for
     a negative budget or too many unconfirmed evictions), and is decremented, with the pod recorded in
     ``disruptedPods``, before the pod is deleted, so concurrent evictions cannot overspend it.
@@ -222,11 +222,7 @@ async def evict(registry: Registry, namespace: str, name: str, eviction: Any, *,
     if raw_options is not None and not isinstance(raw_options, dict):
         raise errors.cannot_unmarshal(raw_options, field="Eviction.deleteOptions", go_type="v1.DeleteOptions")
     options = DeleteOptions.parse(raw_options or {}, {})
-    body_dry_run = (raw_options or {}).get("dryRun")
-    if dry_run and body_dry_run and not options.dry_run:
-        raise errors.bad_request(
-            f"Non-matching dry-run options in request and content: [All] and {_go_list(body_dry_run)}"
-        )
+    # propagateDryRun: both sides are validated to be exactly [All] or absent, so they cannot disagree here
     if dry_run and not options.dry_run:
         options = dataclasses.replace(options, dry_run=True)
     pods = registry.resource("", "pods")
@@ -263,12 +259,6 @@ async def evict(registry: Registry, namespace: str, name: str, eviction: Any, *,
             await _restore_budget(registry, pdbs_info, namespace, pdb_name, name, stamp)
         raise
     return _success()
-
-
-def _go_list(value: Any) -> str:
-    """Go's ``%v`` of a []string: ``[a b]``."""
-    items = value if isinstance(value, list) else [value]
-    return "[" + " ".join(str(v) for v in items) + "]"
 
 
 _MAX_DISRUPTED_PODS = 2000

@@ -93,17 +93,24 @@ def _pod_cidrs(spec: Reader) -> list[str]:
     return cidrs or ([spec.string("podCIDR")] if spec.string("podCIDR") else [])
 
 
-def _node_addresses(status: Reader) -> list[dict[str, str]]:
-    """``status.addresses`` as (type, address) entries, each field read (and type-checked)."""
-    return [{"type": a.string("type"), "address": a.string("address")} for a in status.items("addresses")]
+def _node_addresses(status: Reader) -> None:
+    """``status.addresses``: each field read (and type-checked), no (type, address) entry twice (upstream's
+    ``ValidateNodeUpdate`` rule)."""
+    seen: list[dict[str, str]] = []
+    for i, address in enumerate(status.items("addresses")):
+        entry = {"type": address.string("type"), "address": address.string("address")}
+        if entry in seen:
+            status.errs.append(field.duplicate(status.at("addresses").index(i), entry))
+        seen.append(entry)
 
 
 def validate_node(node: Mapping[str, Any]) -> ErrorList:
     """Upstream ``ValidateNode``: taints, capacity and allocatable quantities, pod CIDRs.
 
-    It also reads every field :func:`validate_node_update` reads (``providerID``, ``externalID``, the status
-    addresses), so a field of the wrong type is refused on create: otherwise the node would be stored and then
-    refuse every update (kubelets register nodes with their status)."""
+    It also reads every field :func:`validate_node_update` reads (``providerID``, ``externalID``) and applies its
+    rule on the status addresses (unique), so a node that rule or a mistyped field would refuse is refused on
+    create: upstream stores it (kubelets register nodes with their status) and the node then refuses every
+    update, kubeplane does not store it."""
     errs: ErrorList = []
     root = CORE_V1.root(node, errs)
     spec = root.child("spec")
@@ -133,11 +140,7 @@ def validate_node_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> Erro
     spec, old_spec = root.child("spec"), old_root.child("spec")
     status = root.child("status")
     _node_resources(status)
-    seen: list[Any] = []
-    for i, entry in enumerate(_node_addresses(status)):
-        if entry in seen:
-            errs.append(field.duplicate(status.at("addresses").index(i), entry))
-        seen.append(entry)
+    _node_addresses(status)
     old_cidrs = _pod_cidrs(old_spec)
     if old_cidrs and old_cidrs != _pod_cidrs(spec):
         errs.append(field.forbidden(spec.at("podCIDRs"), 'node updates may not change podCIDR except from "" to valid'))

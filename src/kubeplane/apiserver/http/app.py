@@ -377,7 +377,7 @@ class APIServerApp:
         if verb in ("delete", "deletecollection"):
             body = _typed_delete_options(await _optional_json(request, self.max_body))
             call.delete_options = DeleteOptions.parse(body, query)
-        if verb in ("list", "deletecollection"):
+        if verb in ("list", "watch", "deletecollection"):  # a watch decodes (and refuses) the same ListOptions
             call.list_options = _list_options(query)
         if verb == "get" and "resourceVersion" in query:  # upstream's storage parses it before the lookup
             params.parse_resource_version(query["resourceVersion"])
