@@ -205,7 +205,7 @@ CASES: list[tuple[str, str, str, bytes | None, str, int, str, str]] = [
         "BadRequest",
         "unable to parse requirement",
     ),
-    ("bad-limit", "GET", f"{PODS}?limit=many", None, "", 400, "BadRequest", "invalid limit"),
+    ("bad-limit", "GET", f"{PODS}?limit=many", None, "", 400, "BadRequest", 'strconv.ParseInt: parsing "many"'),
     (
         "bad-continue",
         "GET",
@@ -502,6 +502,11 @@ def test_a_grace_period_past_year_9999_saturates_instead_of_failing(server: Serv
 def test_a_grace_period_beyond_int64_is_a_bad_request(server: Server) -> None:
     _bound_pod(server, "graceful-huge")
     status, doc = request(server, "DELETE", f"{PODS}/graceful-huge?gracePeriodSeconds={10**20}")
+    assert (status, doc.get("reason")) == (400, "BadRequest"), doc
+    # a query parameter goes through upstream's parameter codec (strconv.ParseInt), a body through encoding/json
+    assert doc["message"] == 'strconv.ParseInt: parsing "100000000000000000000": value out of range'
+    body = json.dumps({"gracePeriodSeconds": 10**20}).encode()
+    status, doc = request(server, "DELETE", f"{PODS}/graceful-huge", body)
     assert (status, doc.get("reason")) == (400, "BadRequest"), doc
     assert "DeleteOptions.gracePeriodSeconds of type int64" in doc["message"]
     still, pod = request(server, "GET", f"{PODS}/graceful-huge")

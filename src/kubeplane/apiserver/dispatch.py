@@ -215,12 +215,12 @@ def _create(registry: Registry, call: Call) -> Awaitable[Obj]:
 
 def _bind(registry: Registry, call: Call) -> Awaitable[Obj]:
     assert call.namespace is not None  # _namespaced
-    return subresources.bind(registry, call.namespace, call.name, call.body)
+    return subresources.bind(registry, call.namespace, call.name, call.body, dry_run=call.dry_run)
 
 
 def _evict(registry: Registry, call: Call) -> Awaitable[Obj]:
     assert call.namespace is not None  # _namespaced
-    return subresources.evict(registry, call.namespace, call.name, call.body)
+    return subresources.evict(registry, call.namespace, call.name, call.body, dry_run=call.dry_run)
 
 
 def _update(registry: Registry, call: Call) -> Awaitable[Obj]:
@@ -232,11 +232,13 @@ def _update(registry: Registry, call: Call) -> Awaitable[Obj]:
 
 def _update_scale(registry: Registry, call: Call) -> Awaitable[Obj]:
     assert call.namespace is not None  # _namespaced
-    return subresources.update_scale(registry, call.resource, call.namespace, call.name, call.body)
+    return subresources.update_scale(
+        registry, call.resource, call.namespace, call.name, call.body, dry_run=call.dry_run
+    )
 
 
 def _finalize(registry: Registry, call: Call) -> Awaitable[Obj]:
-    return subresources.finalize_namespace(registry, call.resource, call.name, call.body)
+    return subresources.finalize_namespace(registry, call.resource, call.name, call.body, dry_run=call.dry_run)
 
 
 def _patch(registry: Registry, call: Call) -> Awaitable[Obj]:
@@ -265,7 +267,9 @@ async def _patch_scale(registry: Registry, call: Call) -> Obj:
     scale = json_merge_patch(current, call.body)
     if call.checks is not None and isinstance(scale, dict):
         scale = call.checks.check_patched_kind("autoscaling", "v1", "Scale", scale)
-    return await subresources.update_scale(registry, call.resource, call.namespace, call.name, scale)
+    return await subresources.update_scale(
+        registry, call.resource, call.namespace, call.name, scale, dry_run=call.dry_run
+    )
 
 
 async def _delete(registry: Registry, call: Call) -> Obj:

@@ -14,13 +14,9 @@ Watch
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-
-import orjson
 
 from kubeplane.api import fields as apifields
 from kubeplane.api import labels as apilabels
@@ -31,7 +27,7 @@ from kubeplane.api.views import labels_of
 from kubeplane.store.interface import Compacted, FutureRevision
 from kubeplane.store.watch import StoreWatch
 
-from . import errors
+from . import continuation, errors, params
 from .registry import Registry
 from .watchcache import CacheWatcher, Obj, WatchEvent, decode, to_watch_event
 
@@ -129,35 +125,14 @@ def compile_matcher(info: ResourceInfo, options: ListOptions) -> Matcher | None:
     return matches
 
 
-def _encode_token(revision: int, start: str) -> str:
-    raw = orjson.dumps({"v": "meta.k8s.io/v1", "rv": revision, "start": start})
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _decode_token(token: str) -> tuple[int, str]:
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        data = orjson.loads(raw)
-        revision, start = int(data["rv"]), str(data["start"])
-    except (binascii.Error, ValueError, KeyError, TypeError, orjson.JSONDecodeError):
-        raise errors.bad_request("continue key is not valid: invalid continue token") from None
-    if data.get("v") != "meta.k8s.io/v1" or revision <= 0:
-        raise errors.bad_request("continue key is not valid: incorrect encoded start resourceVersion")
-    return revision, start  # appended to the collection prefix: a range can never leave it
-
-
 def _parse_rv(value: str) -> int:
-    try:
-        rv = int(value)
-    except ValueError:
-        raise errors.bad_request(f"invalid resource version: {value!r}") from None
-    if rv < 0:
-        raise errors.bad_request(f"invalid resource version: {value!r}")
-    return rv
+    return params.parse_resource_version(value)
 
 
 async def list_objects(registry: Registry, info: ResourceInfo, namespace: str | None, options: ListOptions) -> Obj:
     matcher = compile_matcher(info, options)
+    if not options.continue_token:  # with one, the token is decoded first (and a resourceVersion refused)
+        _parse_rv(options.resource_version)
     prefix = info.collection_key(namespace)
     if options.limit > 0 or options.continue_token or options.resource_version_match == "Exact":
         return await _list_from_store(registry, info, prefix, matcher, options)
@@ -172,7 +147,11 @@ async def _list_from_store(
 ) -> Obj:
     store = registry.store
     if options.continue_token:
-        revision, start = _decode_token(options.continue_token)
+        revision, start = continuation.decode(options.continue_token)
+        if options.resource_version not in ("", "0"):  # upstream storage.ValidateListOptions
+            raise errors.bad_request("specifying resource version is not allowed when using continue")
+        if revision < 0:  # upstream: a negative revision continues at the newest one
+            revision = store.revision
         start_key = prefix + start
     else:
         start_key = None
@@ -205,7 +184,7 @@ async def _list_from_store(
             remaining = page.count - len(page.kvs) if more else None
         if not more or limit <= 0 or len(items) >= limit:
             break
-    token = _encode_token(revision, start_key[len(prefix) :]) if more and start_key else ""
+    token = continuation.encode(revision, start_key[len(prefix) :]) if more and start_key else ""
     return _list_object(info, items, revision, continue_token=token, remaining=remaining)
 
 
@@ -253,6 +232,7 @@ def open_watch(registry: Registry, info: ResourceInfo, namespace: str | None, op
     """Register a watcher; initial events (synthetic ADDED or replay) are queued before it returns."""
     list_options = ListOptions(label_selector=options.label_selector, field_selector=options.field_selector)
     matcher = compile_matcher(info, list_options)
+    after = _parse_rv(options.resource_version)
     prefix = info.collection_key(namespace)
     watcher = CacheWatcher(key_prefix=prefix, matches=matcher or (lambda _k, _o: True))
     cache = registry.cache(info)
@@ -265,7 +245,6 @@ def open_watch(registry: Registry, info: ResourceInfo, namespace: str | None, op
                 watcher.queue.append(WatchEvent("ADDED", key, int(obj["metadata"]["resourceVersion"]), obj, None))
         cache.add_watcher(watcher, after=cache.revision)
         return watcher
-    after = _parse_rv(options.resource_version)
     if after < registry.store.compacted_revision:
         raise errors.gone(f"too old resource version: {after} ({registry.store.compacted_revision})")
     if cache.add_watcher(watcher, after=after):

@@ -24,7 +24,7 @@ from prometheus_client import CollectorRegistry
 from kubeplane.api import typed as apityped
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.views import section
-from kubeplane.apiserver import conversion, dispatch, errors, subresources
+from kubeplane.apiserver import conversion, dispatch, errors, params, subresources
 from kubeplane.apiserver.deletion import DeleteOptions
 from kubeplane.apiserver.dispatch import Call
 from kubeplane.apiserver.dryrun import OPTIONS_KIND, dry_run
@@ -54,7 +54,6 @@ METRICS_PATH = "/metrics"
 _INFO = "kubeplane.request_info"  # the parsed RequestInfo, left in the ASGI scope for the request metrics
 _NON_RESOURCE_LABELS = frozenset({*OPEN_PATHS, "/api", "/apis"})
 _perf = time.perf_counter
-_TRUE = ("1", "true", "True")
 VERSION = {
     "major": "1",
     "minor": "37",
@@ -258,7 +257,7 @@ class APIServerApp:
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         path: str = scope["path"]
         pairs = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
-        query = dict(pairs)
+        query = params.first_values(pairs)  # upstream's conversions read a repeated parameter's first value
         if path not in OPEN_PATHS and self.tokens is not None:
             self._authenticate(scope)
         if path in ("/healthz", "/livez", "/readyz"):
@@ -272,7 +271,7 @@ class APIServerApp:
         if path == "/version":
             await _send_json(send, 200, VERSION)
             return
-        watch = query.get("watch") in _TRUE
+        watch = "watch" in query and params.go_bool(query["watch"])
         try:
             info = parse_request(scope["method"], scope.get("raw_path", b"").decode("latin-1") or path, watch=watch)
         except BadPath as exc:
@@ -378,8 +377,10 @@ class APIServerApp:
         if verb in ("delete", "deletecollection"):
             body = _typed_delete_options(await _optional_json(request, self.max_body))
             call.delete_options = DeleteOptions.parse(body, query)
-        if verb in ("list", "deletecollection"):
+        if verb in ("list", "watch", "deletecollection"):  # a watch decodes (and refuses) the same ListOptions
             call.list_options = _list_options(query)
+        if verb == "get" and "resourceVersion" in query:  # upstream's storage parses it before the lookup
+            params.parse_resource_version(query["resourceVersion"])
         if verb == "watch":
             await self._watch(request, send, call, route, as_table=as_table)
             return
@@ -407,8 +408,8 @@ class APIServerApp:
             label_selector=query.get("labelSelector", ""),
             field_selector=query.get("fieldSelector", ""),
             resource_version=query.get("resourceVersion", ""),
-            allow_bookmarks=query.get("allowWatchBookmarks") in _TRUE,
-            send_initial_events=None if send_initial is None else send_initial in _TRUE,
+            allow_bookmarks=params.go_bool(query.get("allowWatchBookmarks", "false")),
+            send_initial_events=None if send_initial is None else params.go_bool(send_initial),
             resource_version_match=query.get("resourceVersionMatch", ""),
         )
         error: APIError | None = None
@@ -491,24 +492,21 @@ async def _wait_disconnect(receive: Receive) -> None:
 
 
 def _timeout_seconds(value: str | None, rng: random.Random) -> float:
-    """Client's timeoutSeconds, else upstream's default: a random duration in [30 min, 60 min)."""
-    if value:
-        try:
-            seconds = int(value)
-        except ValueError:
-            raise errors.bad_request(f"invalid timeoutSeconds: {value!r}") from None
-        if seconds > 0:
-            return float(seconds)
+    """Client's timeoutSeconds (an int64, 400 otherwise), else upstream's default: a random duration in
+    [30 min, 60 min). As upstream, 0 takes the default and a negative value times the watch out at once."""
+    seconds = 0 if value is None else params.parse_int64(value)
+    if seconds:
+        return float(max(seconds, 0))
     return 1800.0 * (1 + rng.random())
 
 
 def _list_options(query: Mapping[str, str]) -> ListOptions:
-    limit = query.get("limit", "0") or "0"
+    """ListOptions decoded as upstream's parameter codec (:mod:`kubeplane.apiserver.params`): a malformed limit or
+    timeoutSeconds is a 400 with strconv's message; a negative limit pages nothing (upstream pages only when > 0)."""
+    parsed = params.parse_int64(query["limit"]) if "limit" in query else 0
+    if "timeoutSeconds" in query:
+        params.parse_int64(query["timeoutSeconds"])
     send_initial = query.get("sendInitialEvents")
-    try:
-        parsed = int(limit)
-    except ValueError:
-        raise errors.bad_request(f"invalid limit: {limit!r}") from None
     return ListOptions(
         label_selector=query.get("labelSelector", ""),
         field_selector=query.get("fieldSelector", ""),
@@ -516,7 +514,7 @@ def _list_options(query: Mapping[str, str]) -> ListOptions:
         continue_token=query.get("continue", ""),
         resource_version=query.get("resourceVersion", ""),
         resource_version_match=query.get("resourceVersionMatch", ""),
-        send_initial_events=None if send_initial is None else send_initial in _TRUE,
+        send_initial_events=None if send_initial is None else params.go_bool(send_initial),
     )
 
 
