@@ -8,13 +8,15 @@ List
     ``limit`` matching items, as upstream does.
 Watch
     resourceVersion unset or "0": synthetic ADDED events for the current objects, then changes. N: every change
-    after N (410 Expired if the store no longer has it). Bookmarks carry the current revision.
+    after N (410 Expired if the store no longer has it). Bookmarks carry the current revision. What a watch
+    starts with (current objects, or the ring's changes after N) is the watcher's interval, a snapshot of
+    references turned into events as they are sent (see :mod:`kubeplane.apiserver.watchcache`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +31,7 @@ from kubeplane.store.watch import StoreWatch
 
 from . import continuation, errors, params
 from .registry import Registry
-from .watchcache import CacheWatcher, Obj, WatchEvent, decode, to_watch_event
+from .watchcache import CacheWatcher, Obj, WatchCache, WatchEvent, decode, to_watch_event
 
 Matcher = Callable[[str, Obj], bool]
 
@@ -208,6 +210,8 @@ class WatchOptions:
     timeout_seconds: float | None = None
     send_initial_events: bool | None = None  # WatchList: current objects, then an initial-events-end bookmark
     resource_version_match: str = ""
+    buffer_bytes: int | None = None
+    """The byte budget of the watcher's queue (the HTTP server's setting); None: bounded in count only."""
 
     def validate(self) -> None:
         """Upstream ``ValidateListOptions`` for a watch (422 Invalid ListOptions)."""
@@ -229,20 +233,24 @@ def bookmark_event(info: ResourceInfo, revision: int) -> Obj:
 
 
 def open_watch(registry: Registry, info: ResourceInfo, namespace: str | None, options: WatchOptions) -> CacheWatcher:
-    """Register a watcher; initial events (synthetic ADDED or replay) are queued before it returns."""
+    """Register a watcher; what it starts with (synthetic ADDED or replay) is its interval when it returns."""
     list_options = ListOptions(label_selector=options.label_selector, field_selector=options.field_selector)
     matcher = compile_matcher(info, list_options)
     after = _parse_rv(options.resource_version)
     prefix = info.collection_key(namespace)
-    watcher = CacheWatcher(key_prefix=prefix, matches=matcher or (lambda _k, _o: True))
+    watcher = CacheWatcher(
+        key_prefix=prefix,
+        matches=matcher or (lambda _k, _o: True),
+        budget=options.buffer_bytes,
+        resource=f"{info.plural}.{info.group}" if info.group else info.plural,
+        identifier=f"key: {prefix!r}, labels: {options.label_selector!r}, fields: {options.field_selector!r}",
+    )
     cache = registry.cache(info)
     if options.send_initial_events is not None:
-        return _watch_list(registry, info, cache, watcher, matcher, prefix, initial=options.send_initial_events)
+        return _watch_list(info, cache, watcher, matcher, prefix, initial=options.send_initial_events)
     if options.resource_version in ("", "0"):
         cache.sync()
-        for key, obj in cache.items(prefix):
-            if matcher is None or matcher(key, obj):
-                watcher.queue.append(WatchEvent("ADDED", key, int(obj["metadata"]["resourceVersion"]), obj, None))
+        watcher.start_with(_current(cache, prefix, matcher))
         cache.add_watcher(watcher, after=cache.revision)
         return watcher
     if after < registry.store.compacted_revision:
@@ -257,10 +265,24 @@ def open_watch(registry: Registry, info: ResourceInfo, namespace: str | None, op
     return watcher
 
 
+def _current(cache: WatchCache, prefix: str, matcher: Matcher | None) -> Iterator[WatchEvent]:
+    """Synthetic ADDED events of the objects under ``prefix`` now: the snapshot is taken here (two lists of
+    references), the events are made lazily as the watcher sends them."""
+    keys: list[str] = []
+    objs: list[Obj] = []
+    for key, obj in cache.items(prefix):
+        if matcher is None or matcher(key, obj):
+            keys.append(key)
+            objs.append(obj)
+    return (
+        WatchEvent("ADDED", key, int(obj["metadata"]["resourceVersion"]), obj, None)
+        for key, obj in zip(keys, objs, strict=True)
+    )
+
+
 def _watch_list(
-    registry: Registry,
     info: ResourceInfo,
-    cache: Any,
+    cache: WatchCache,
     watcher: CacheWatcher,
     matcher: Matcher | None,
     prefix: str,
@@ -272,26 +294,31 @@ def _watch_list(
     The cache is fresh (synced), which satisfies any resourceVersion with resourceVersionMatch=NotOlderThan."""
     cache.sync()
     if initial:
-        for key, obj in cache.items(prefix):
-            if matcher is None or matcher(key, obj):
-                watcher.queue.append(WatchEvent("ADDED", key, int(obj["metadata"]["resourceVersion"]), obj, None))
         bookmark = {
             "kind": info.kind,
             "apiVersion": info.api_version,
             "metadata": {"resourceVersion": str(cache.revision), "annotations": {INITIAL_EVENTS_END: "true"}},
         }
-        watcher.queue.append(WatchEvent("BOOKMARK", "", cache.revision, bookmark, None))
+        end = WatchEvent("BOOKMARK", "", cache.revision, bookmark, None)
+        watcher.start_with(_current(cache, prefix, matcher), end_bookmark=end)
     cache.add_watcher(watcher, after=cache.revision)
     return watcher
+
+
+PUMP_BATCH = 100
+"""Events taken from a dedicated store watch at a time; each is offered only once the watcher's queue has room
+(:meth:`CacheWatcher.wait_for_room`), so catching up from an old revision never overflows a watcher that reads."""
 
 
 async def _pump(source: StoreWatch, watcher: CacheWatcher) -> None:
     try:
         while not watcher.closed:
-            batch = await source.next_batch()
+            batch = await source.next_batch(PUMP_BATCH)
             if not batch:
                 break
             for event in batch:
+                if not await watcher.wait_for_room():
+                    return
                 watcher.offer(to_watch_event(event))
     except Exception:
         pass

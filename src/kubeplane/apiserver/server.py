@@ -35,6 +35,7 @@ from .deletion import DeleteOptions, delete_object
 from .http.app import APIServerApp
 from .registry import Registry
 from .tls import ServingCerts, ensure_serving_certs
+from .watchcache import WATCHER_BUDGET
 
 log = logging.getLogger("kubeplane.apiserver")
 
@@ -56,6 +57,8 @@ class ServerConfig:
     etcd_cafile: Path | None = None
     etcd_certfile: Path | None = None
     etcd_keyfile: Path | None = None
+    watch_buffer_bytes: int = WATCHER_BUDGET
+    """The byte budget of each HTTP watcher's queue of unsent events (past it the watcher is closed)."""
 
 
 def open_store(config: ServerConfig) -> Store:
@@ -223,7 +226,9 @@ async def run_apiserver(
     registry = Registry(store=store)
     await registry.start()
     token = admin_token(config.data_dir)
-    app = APIServerApp(registry, tokens={token: "admin"} if config.auth else None)
+    app = APIServerApp(
+        registry, tokens={token: "admin"} if config.auth else None, watch_buffer_bytes=config.watch_buffer_bytes
+    )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:

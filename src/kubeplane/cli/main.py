@@ -168,6 +168,14 @@ def apiserver(
     etcd_cafile: Annotated[Path | None, typer.Option("--etcd-cafile", help="CA of etcd's TLS.")] = None,
     etcd_certfile: Annotated[Path | None, typer.Option("--etcd-certfile", help="Client certificate.")] = None,
     etcd_keyfile: Annotated[Path | None, typer.Option("--etcd-keyfile", help="Client key.")] = None,
+    watch_buffer_bytes: Annotated[
+        int,
+        typer.Option(
+            "--watch-buffer-bytes",
+            hidden=True,
+            help="Bytes of unsent events a watcher may queue before it is closed for not keeping up.",
+        ),
+    ] = 8 * 1024 * 1024,
 ) -> None:
     """Serve the Kubernetes API on 127.0.0.1 and write DATA_DIR/kubeconfig once it answers."""
     from kubeplane.apiserver.server import ServerConfig, run_apiserver
@@ -176,6 +184,8 @@ def apiserver(
         _fail(f"--store must be sqlite, memory or etcd, not {store!r}")
     if not 0 <= port <= 65535:
         _fail(f"--port must be between 0 and 65535, not {port}")
+    if watch_buffer_bytes <= 0:
+        _fail(f"--watch-buffer-bytes must be positive, not {watch_buffer_bytes}")
     servers = tuple(u.strip() for u in etcd_servers.split(",") if u.strip())
     if store == "etcd" and not servers:
         _fail("--store etcd needs --etcd-servers URL[,URL...]")
@@ -193,6 +203,7 @@ def apiserver(
         etcd_cafile=etcd_cafile,
         etcd_certfile=etcd_certfile,
         etcd_keyfile=etcd_keyfile,
+        watch_buffer_bytes=watch_buffer_bytes,
     )
 
     def ready(address: str, kubeconfig: Path) -> None:

@@ -5,6 +5,13 @@ Each request: authenticate (bearer token; health and version endpoints are open)
 registry, and answer with JSON. Every failure is an :class:`APIError` rendered as a ``Status``; an unexpected
 exception is logged and answered 500, and never ends the server. Watches stream newline-delimited JSON
 events until ``timeoutSeconds``, the client going away, or the watcher being cut off for falling behind.
+
+A watch stream is written as kube-apiserver's ``WatchServer.HandleHTTP`` writes it, event after event, in
+chunks of about :data:`WATCH_CHUNK` bytes: uvicorn's ``send`` waits until the transport's buffer has drained
+below its high-water mark before writing, so a client that does not read holds at most that mark plus one chunk
+in the server, never the whole backlog in one write. What it has not been sent waits in its watcher's queue,
+bounded by ``watch_buffer_bytes``; past that the watcher is terminated (see
+:mod:`kubeplane.apiserver.watchcache`) and the stream ends once the client reads what was already written.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from kubeplane.apiserver.dryrun import OPTIONS_KIND, dry_run
 from kubeplane.apiserver.errors import APIError
 from kubeplane.apiserver.listing import ListOptions, WatchOptions, bookmark_event
 from kubeplane.apiserver.registry import Registry
-from kubeplane.apiserver.watchcache import CacheWatcher, Obj, WatchEvent
+from kubeplane.apiserver.watchcache import WATCHER_BUDGET, CacheWatcher, Obj, WatchEvent
 from kubeplane.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kubeplane.metrics import APIServerMetrics, exposition
 from kubeplane.metrics.apiserver import clean_scope, reported_verb
@@ -48,6 +55,8 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 MAX_BODY = 3 * 1024 * 1024
+WATCH_CHUNK = 64 * 1024
+"""Bytes of watch lines written at once (one event more if a single event is larger)."""
 BODY_TYPES = ("application/json", "", negotiation.PROTOBUF)
 OPEN_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
 METRICS_PATH = "/metrics"
@@ -153,9 +162,12 @@ class APIServerApp:
         bookmark_interval: float = 5.0,
         rng: random.Random | None = None,
         metrics_registry: CollectorRegistry | None = None,
+        watch_buffer_bytes: int = WATCHER_BUDGET,
     ) -> None:
-        """``metrics_registry``: where the request metrics live (default: the process-wide registry)."""
+        """``metrics_registry``: where the request metrics live (default: the process-wide registry).
+        ``watch_buffer_bytes``: the byte budget of each watcher's queue of unsent events."""
         self.registry = registry
+        self.watch_buffer_bytes = watch_buffer_bytes
         self.tokens = tokens
         self.max_body = max_body
         self.bookmark_interval = bookmark_interval
@@ -235,20 +247,16 @@ class APIServerApp:
             return True
         return self.registry.table.get(info.group, info.version, info.resource) is not None
 
-    def _frames(self, resource: ResourceInfo, events: list[WatchEvent], request: Request, as_table: bool) -> bytes:
-        if not as_table:
-            return _frames(resource, events)
-        out = []
-        for event in events:
-            first = not request.table_headers_sent
-            obj = self.registry._with_type(resource, event.obj) if event.type != "BOOKMARK" else event.obj
-            doc = negotiation.table_event(
-                resource, event.type, obj, query=request.query, now=self.registry.now(), headers=first
-            )
-            if event.type != "BOOKMARK":
-                request.table_headers_sent = True
-            out.append(orjson.dumps(doc) + b"\n")
-        return b"".join(out)
+    def _table_frame(self, resource: ResourceInfo, event: WatchEvent, request: Request) -> bytes:
+        """A Table watch line (made per watcher: the column definitions go with its first event only)."""
+        first = not request.table_headers_sent
+        obj = self.registry._with_type(resource, event.obj) if event.type != "BOOKMARK" else event.obj
+        doc = negotiation.table_event(
+            resource, event.type, obj, query=request.query, now=self.registry.now(), headers=first
+        )
+        if event.type != "BOOKMARK":
+            request.table_headers_sent = True
+        return orjson.dumps(doc) + b"\n"
 
     def close_watches(self) -> None:
         for watcher in list(self.watchers):
@@ -411,6 +419,7 @@ class APIServerApp:
             allow_bookmarks=params.go_bool(query.get("allowWatchBookmarks", "false")),
             send_initial_events=None if send_initial is None else params.go_bool(send_initial),
             resource_version_match=query.get("resourceVersionMatch", ""),
+            buffer_bytes=self.watch_buffer_bytes,
         )
         error: APIError | None = None
         watcher: CacheWatcher | None = None
@@ -433,21 +442,51 @@ class APIServerApp:
             return
         self.watchers.add(watcher)
         self.metrics.watcher_added(resource.group, resource.version, resource.kind)
+        watcher.on_terminated = lambda: self.metrics.watcher_terminated(resource.group, resource.plural)
+        if watcher.overflowed:
+            watcher.on_terminated()
         disconnected = asyncio.ensure_future(_wait_disconnect(request.receive))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         cache = self.registry.cache(resource)
+        bookmarks = options.allow_bookmarks and watcher.follows_cache
+        converts = conversion.converts(resource)
+
+        def present(obj: Obj) -> Obj:
+            return conversion.from_storage(resource, obj)
+
+        def line_of(event: WatchEvent) -> bytes:
+            """The event's watch line: the stored form's or events.k8s.io's, each encoded once per event and
+            shared by every watcher; a Table's, per watcher."""
+            if as_table:
+                return self._table_frame(resource, event, request)
+            return event.presented_frame(present) if converts else event.frame()
+
+        async def stream() -> bytes:
+            """Send the pending events in chunks of about WATCH_CHUNK bytes; return the last, partial chunk
+            (nothing is awaited after the watcher was found to have nothing pending)."""
+            parts: list[bytes] = []
+            size = 0
+            while (event := watcher.pop()) is not None:
+                line = line_of(event)
+                parts.append(line)
+                size += len(line)
+                if size >= WATCH_CHUNK:
+                    await send({"type": "http.response.body", "body": b"".join(parts), "more_body": True})
+                    parts, size = [], 0
+            return b"".join(parts)
 
         async def flush(*, bookmark: bool) -> None:
-            """Send queued events, then (if asked) a bookmark. The sync comes first so the bookmark's revision
-            never runs ahead of an event this watcher has not been sent yet."""
+            """Send pending events, then (if asked) a bookmark. The sync comes after the last event is taken and
+            before the revision is read, with nothing awaited between: the bookmark is sent only if the sync
+            gave this watcher nothing more, so its revision never runs ahead of an event not yet sent."""
+            tail = await stream()
             if bookmark:
                 cache.sync()
-            body = self._frames(resource, _drain(watcher), request, as_table) if watcher.queue else b""
-            if bookmark:
-                body += orjson.dumps(bookmark_event(resource, cache.revision)) + b"\n"
-            if body:
-                await send({"type": "http.response.body", "body": body, "more_body": True})
+                if not watcher.pending:
+                    tail += orjson.dumps(bookmark_event(resource, cache.revision)) + b"\n"
+            if tail:
+                await send({"type": "http.response.body", "body": tail, "more_body": True})
 
         try:
             timed_out = False
@@ -457,11 +496,11 @@ class APIServerApp:
                     timed_out = True
                     break
                 await watcher.wait(min(remaining, self.bookmark_interval))
-                idle = not watcher.queue and not watcher.closed
-                await flush(bookmark=idle and options.allow_bookmarks)
+                idle = not watcher.pending and not watcher.closed
+                await flush(bookmark=idle and bookmarks)
             if not disconnected.done():
                 # upstream sends a last bookmark as a watch times out, so the client resumes from the newest revision
-                await flush(bookmark=timed_out and options.allow_bookmarks)
+                await flush(bookmark=timed_out and bookmarks)
             with contextlib.suppress(OSError):
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
@@ -469,21 +508,6 @@ class APIServerApp:
             cache.remove_watcher(watcher)
             self.watchers.discard(watcher)
             self.metrics.watcher_removed(resource.group, resource.version, resource.kind)
-
-
-def _frames(resource: ResourceInfo, events: list[WatchEvent]) -> bytes:
-    """Watch lines; the stored form's shared frame unless this resource presents another version."""
-    if not conversion.converts(resource):
-        return b"".join(event.frame() for event in events)
-    return b"".join(
-        orjson.dumps({"type": e.type, "object": conversion.from_storage(resource, e.obj)}) + b"\n" for e in events
-    )
-
-
-def _drain(watcher: CacheWatcher) -> list[WatchEvent]:
-    events = list(watcher.queue)
-    watcher.queue.clear()
-    return events
 
 
 async def _wait_disconnect(receive: Receive) -> None:
