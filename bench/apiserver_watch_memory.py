@@ -268,7 +268,8 @@ def main() -> None:
             watching.set()
             emit("rss_before_watchers_mb", rss_before / 1024, "MB", **params)
             emit("peak_rss_mb", peak / 1024, "MB", **params)
-            emit("peak_rss_per_watcher_kb", (peak - rss_before) / args.watchers, "KB", **params)
+            if args.watchers:
+                emit("peak_rss_per_watcher_kb", (peak - rss_before) / args.watchers, "KB", **params)
             emit("peak_rss_after_reading_mb", peak_end / 1024, "MB", rss_limit_hit=rss.over.is_set(), **params)
             emit("watchers_closed", closed, "watchers", **params)
             if terminated is not None:  # a server without the metric (before issue 22) omits the line
