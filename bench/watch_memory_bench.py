@@ -17,7 +17,7 @@ Prints JSON lines {"bench": "apiserver_watch_memory", "metric", "value", "unit",
 ``rss_before_watchers_mb``, ``peak_rss_mb``, ``peak_rss_per_watcher_kb`` (above the server's RSS before the
 watchers opened), ``watchers_closed`` (streams that ended), ``terminated_watchers_metric`` (the server's
 ``apiserver_terminated_watchers_total``; no line from a server without it), ``objects_written``, ``write_s``.
-Run: ``PYTHONPATH=src .venv/bin/python bench/apiserver_watch_memory.py [--quick] [--readers slow]``; to measure
+Run: ``PYTHONPATH=src .venv/bin/python bench/watch_memory_bench.py [--quick] [--readers slow]``; to measure
 another tree's server, put its ``src`` first on PYTHONPATH.
 """
 
