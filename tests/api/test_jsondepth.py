@@ -81,6 +81,9 @@ def test_too_deep_counts_containers_and_names_the_bracket() -> None:
     # the first container past the limit in document order, not the deepest or the last
     assert too_deep({"x": {"y": [1]}, "z": {"w": {"v": 1}}}, 2) == "["
     assert syntax_error("[") == "invalid character '[' exceeded max depth"
+    # orjson refuses integers past 64 bits: the walk decides
+    assert too_deep({"a": [2**70]}) is None
+    assert too_deep({"a": [[2**70]]}, 2) == "["
 
 
 def test_too_deep_takes_any_depth() -> None:

@@ -66,9 +66,24 @@ def too_deep(value: Any, limit: int = MAX_DEPTH) -> str | None:
     """The opening bracket (``{`` or ``[``) of the first container, in document order, nested deeper than
     ``limit``; ``None`` if ``value`` nests at most ``limit`` deep.
 
-    Walks level by level (each level's containers in document order, so the first of the level past the limit
-    is the one Go's scanner stops at), touching each value once: linear in the size of ``value``."""
-    level = [value] if isinstance(value, dict | list) else []
+    Fast path, for a limit orjson can test: ``value`` wrapped in ``ORJSON_MAX_DEPTH - limit`` lists encodes
+    exactly when it nests at most ``limit`` deep (at ``MAX_DEPTH``, when it can be served in the deepest
+    envelope), at orjson's speed (a pod: about 2 us against 25 us for the walk). Otherwise, and to name the
+    bracket, it walks level by level (each level's containers in document order, so the first of the level past
+    the limit is the one Go's scanner stops at), touching each value once: linear in the size of ``value``."""
+    if not isinstance(value, dict | list):
+        return None
+    if 0 <= limit <= ORJSON_MAX_DEPTH:
+        wrapped = value
+        for _ in range(ORJSON_MAX_DEPTH - limit):
+            wrapped = [wrapped]
+        try:
+            orjson.dumps(wrapped)
+        except (orjson.JSONEncodeError, TypeError):  # too deep, or something else orjson refuses: walk
+            pass
+        else:
+            return None
+    level = [value]
     depth = 0
     while level:
         depth += 1
