@@ -11,6 +11,8 @@ Upstream sources pinned here:
 * ``staging/src/k8s.io/apiserver/pkg/endpoints/handlers/create.go``/``update.go`` and ``rest.go``
   (``transformDecodeError``, ``summarizeData``), with ``apimachinery/pkg/runtime/serializer/json/meta.go``
   (``SimpleMetaFactory.Interpret``: "couldn't get version/kind; json parse error: ..."): a body too deep.
+* ``staging/src/k8s.io/apiserver/pkg/endpoints/handlers/delete.go``: DeleteOptions that do not decode (the
+  serializer's error as is; upstream answers 500, kubeplane 400).
 * ``staging/src/k8s.io/apiserver/pkg/endpoints/handlers/patch.go``: ``applyJSPatch`` (``kjson.UnmarshalStrict``:
   "error decoding patch: ..."; under fieldValidation=Ignore evanphx's ``DecodePatch`` error, or ``MergePatch``'s
   ``ErrBadJSONPatch`` "Invalid JSON Patch"), ``strategicPatchObject`` (the decoder's error as is),
@@ -242,6 +244,22 @@ def test_an_object_at_the_limit_is_stored_served_and_patched(server: Server) -> 
         assert status == 200, patched
     assert patched["metadata"]["labels"] == {"merge": "yes", "smp": "yes"}
     assert request(server, "DELETE", f"{PODS}/edge?gracePeriodSeconds=0")[0] == 200
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        pytest.param(f"{PODS}/ok", compact({"propagationPolicy": nest(MAX_DEPTH)}), id="delete-one-past-the-limit"),
+        pytest.param(f"{PODS}/ok", b'{"gracePeriodSeconds":' + nest_text(1000) + b"}", id="delete-1000-deep"),
+        pytest.param(PODS, b'{"dryRun":[' + nest_text(1000) + b"]}", id="deletecollection-1000-deep"),
+        pytest.param(PODS, b'{"preconditions":' + nest_text(1100) + b"}", id="deletecollection-past-orjson"),
+    ],
+)
+def test_delete_options_nested_past_the_limit_are_a_bad_request(server: Server, path: str, body: bytes) -> None:
+    """delete.go hands the JSON serializer's error to ``scope.err`` as is (upstream: a 500 with this message);
+    a 400 here. These were 500s: the options' messages quote their values, overflowing Python's stack."""
+    message = f"couldn't get version/kind; json parse error: {TOO_DEEP}"
+    refused(server, "DELETE", path, body, "application/json", 400, message)
 
 
 # --- patches ----------------------------------------------------------------------------------------------------

@@ -550,10 +550,7 @@ async def _optional_json(request: Request, limit: int) -> Any:
     raw = await request.body(limit)
     if not raw.strip():
         return None
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise errors.bad_request(f"the request body is not valid JSON: {exc}") from None
+    return negotiation.decode_delete_options(raw)
 
 
 def _typed_delete_options(body: Any) -> Any:

@@ -68,6 +68,31 @@ def decode_body(raw: bytes, content_type: str, *, into: str, field_validation: s
     return body
 
 
+def decode_delete_options(raw: bytes) -> Any:
+    """Decode a delete or deletecollection body (DeleteOptions, JSON), refusing one nested deeper than
+    ``jsondepth.MAX_DEPTH`` as :func:`decode_body` does (the options' messages quote their values: a deep one
+    overflowed Python's stack).
+
+    Upstream's ``delete.go`` hands the JSON serializer's error to ``scope.err`` as is: a 500 with the message
+    ``couldn't get version/kind; json parse error: invalid character '{' exceeded max depth``. Here the same
+    message is a 400, as bad input never gets a 5xx."""
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        found = jsondepth.raw_too_deep(raw)
+        if found is not None and found[0] < exc.pos:
+            raise _options_too_deep(found[1]) from None
+        raise errors.bad_request(f"the request body is not valid JSON: {exc}") from None
+    bracket = jsondepth.too_deep(body)
+    if bracket is not None:
+        raise _options_too_deep(bracket)
+    return body
+
+
+def _options_too_deep(bracket: str) -> errors.APIError:
+    return errors.bad_request(f"couldn't get version/kind; json parse error: {jsondepth.syntax_error(bracket)}")
+
+
 def _json_too_deep(raw: bytes, content_type: str, into: str, field_validation: str, bracket: str) -> errors.APIError:
     """Upstream's 400 for a JSON body its scanner refuses as too deep, by what decodes it (see decode_body).
 
