@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubeplane.api import jsondepth, patch, protobuf, schema, strategicpatch
+from kubeplane.api import gofmt, jsondepth, patch, protobuf, schema, strategicpatch, typed
 from kubeplane.api.jsondepth import MAX_DEPTH, compact_prefix, raw_too_deep, summarize, syntax_error, too_deep
 from kubeplane.api.validation import common
 from kubeplane.api.validation import pods as pod_validation
@@ -165,6 +165,9 @@ WALKS: dict[str, Callable[[], Any]] = {
     "duplicate-fields": lambda: schema.duplicate_fields(TEXT),
     "prune-unknown": lambda: schema.prune_unknown(LIMIT_POD, group="", version="v1", kind="Pod"),
     "unknown-fields": lambda: schema.unknown_fields(LIMIT_POD, group="", version="v1", kind="Pod"),
+    "typed-decode": lambda: typed.decode_with_unknown(LIMIT_POD, group="", version="v1", kind="Pod"),
+    "typed-from-unstructured": lambda: typed.decode(LIMIT_POD, group="", version="v1", kind="Pod", unstructured=True),
+    "go-sprint-v": lambda: gofmt.sprint_v(LIMIT_POD),
     "validate-pod": lambda: pod_validation.validate_pod(LIMIT_POD),
     "spec-diff": lambda: common.spec_diff(LIMIT_POD, OTHER_POD, "spec"),
     "deepcopy": lambda: copy.deepcopy(LIMIT_POD),

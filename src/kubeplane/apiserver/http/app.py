@@ -381,9 +381,7 @@ class APIServerApp:
             if sub is not None and sub.name != "status":  # binding, eviction, scale, finalize: their own kinds
                 call.body = negotiation.typed_body(call.body, group=sub.group, version=sub.version, kind=sub.kind)
         elif verb == "patch":
-            call.body = request.patch = await request.json(
-                self.max_body, into=into, allowed=subresources.PATCH_TYPES
-            )
+            call.body = request.patch = await request.json(self.max_body, into=into, allowed=subresources.PATCH_TYPES)
             call.patch_type = request.content_type
         route = dispatch.find_route(call)
         if verb in ("delete", "deletecollection"):

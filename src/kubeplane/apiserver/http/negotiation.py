@@ -31,7 +31,6 @@ from kubeplane.apiserver import errors, printers
 from kubeplane.apiserver.subresources import JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
-STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 TABLE_CONTENT_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 FIELD_VALIDATION_MODES = ("Ignore", "Warn", "Strict")
 
