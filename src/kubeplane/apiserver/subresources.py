@@ -18,10 +18,10 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from kubeplane.api import jsondepth, strategicpatch
 from kubeplane.api import labels as apilabels
 from kubeplane.api import meta as apimeta
 from kubeplane.api import patch as apipatch
-from kubeplane.api import strategicpatch
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.validation.core import validate_namespace_finalize_update
 from kubeplane.api.validation.field import invalid, new_path
@@ -82,6 +82,7 @@ async def patch_object(
         except apipatch.PatchError as exc:
             reason = {422: "Invalid", 413: "RequestEntityTooLarge"}.get(exc.code, "BadRequest")
             raise errors.APIError(code=exc.code, reason=reason, message=str(exc)) from None
+        _check_patched_depth(result)
         if not isinstance(result, dict) or not isinstance(result.get("metadata", {}), dict):
             raise errors.bad_request("the patch did not produce an object")
         patched: Obj = result
@@ -98,6 +99,27 @@ async def patch_object(
     return await registry.guaranteed_update(
         info, namespace, name, apply, precondition=precondition, subresource=subresource, dry_run=dry_run
     )
+
+
+def _check_patched_depth(result: Any) -> None:
+    """Refuse a patched object nested deeper than can be stored (``jsondepth.MAX_DEPTH``), as upstream's
+    ``jsonPatcher.applyPatchToCurrentObject`` refuses patched JSON its decoder cannot read: 422, field
+    ``patch``, the JSON scanner's error from ``SimpleMetaFactory.Interpret``.
+
+    Only a JSON patch can get here (``add`` at the end of a deep path, ``copy`` of the document into itself): a
+    merge or strategic merge patch is no deeper than its document or its body, both within the limit. The
+    invalid value is the patched JSON (Go's: compact, keys sorted) cut as ``summarizeData`` cuts a body;
+    upstream quotes it whole, which for a document this deep can be megabytes."""
+    bracket = jsondepth.too_deep(result)
+    if bracket is None:
+        return
+    text = jsondepth.compact_prefix(result, 31).encode()
+    cause = invalid(
+        new_path("patch"),
+        jsondepth.summarize(text),
+        detail=f"couldn't get version/kind; json parse error: {jsondepth.syntax_error(bracket)}",
+    )
+    raise errors.invalid("", "", "", [cause])
 
 
 async def bind(registry: Registry, namespace: str, name: str, binding: Any, *, dry_run: bool = False) -> Obj:

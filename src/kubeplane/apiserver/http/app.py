@@ -128,14 +128,15 @@ class Request:
     def content_type(self) -> str:
         return self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
-    async def json(self, limit: int, *, allowed: tuple[str, ...] = BODY_TYPES) -> Any:
-        """The decoded body (JSON, or Kubernetes protobuf where allowed); the raw bytes stay in ``raw``."""
+    async def json(self, limit: int, *, into: str, allowed: tuple[str, ...] = BODY_TYPES) -> Any:
+        """The decoded body (JSON, or Kubernetes protobuf where allowed), of kind ``into``, nested at most
+        ``jsondepth.MAX_DEPTH`` deep (:func:`negotiation.decode_body`); the raw bytes stay in ``raw``."""
         if self.content_type not in allowed:
             raise errors.unsupported_media_type(self.headers.get("content-type", ""))
         self.raw = raw = await self.body(limit)
         if not raw.strip():
             raise errors.bad_request("the request body is empty")
-        return negotiation.decode_body(raw, self.content_type)
+        return negotiation.decode_body(raw, self.content_type, into=into, field_validation=self.fields.mode)
 
     def check_body(self, resource: ResourceInfo, body: Any) -> Any:
         return self.fields.check_body(resource, self.raw, body, self.content_type)
@@ -365,21 +366,22 @@ class APIServerApp:
         as_table = negotiation.wants_table(request.headers.get("accept", ""))
         request.fields = fields = negotiation.FieldValidation.from_query(query)
         if info.resource == "bindings" and verb == "create" and info.namespace is not None:
-            body = await request.json(self.max_body)  # legacy namespaces/NS/bindings: the pod is the body's name
-            body = negotiation.typed_body(body, group="", version="v1", kind="Binding")
+            body = await request.json(self.max_body, into="Binding")  # legacy namespaces/NS/bindings: the pod is
+            body = negotiation.typed_body(body, group="", version="v1", kind="Binding")  # the body's name
             pod = (section(body, "metadata").get("name") if isinstance(body, dict) else None) or ""
             call.name, call.subresource, call.body = str(pod), "binding", body
             route, result = await dispatch.dispatch(self.registry, call)
             await _send_json(send, route.code, result)
             return
         dispatch.check_verb(call)
+        sub = resource.subresource(info.subresource) if info.subresource else None
+        into = sub.kind if sub is not None else resource.kind
         if verb in ("create", "update"):
-            call.body = await request.json(self.max_body)
-            sub = resource.subresource(call.subresource) if call.subresource not in ("", "status") else None
-            if sub is not None:  # binding, eviction, scale, finalize: their own kinds (the object's: check_body)
+            call.body = await request.json(self.max_body, into=into)
+            if sub is not None and sub.name != "status":  # binding, eviction, scale, finalize: their own kinds
                 call.body = negotiation.typed_body(call.body, group=sub.group, version=sub.version, kind=sub.kind)
         elif verb == "patch":
-            call.body = request.patch = await request.json(self.max_body, allowed=subresources.PATCH_TYPES)
+            call.body = request.patch = await request.json(self.max_body, into=into, allowed=subresources.PATCH_TYPES)
             call.patch_type = request.content_type
         route = dispatch.find_route(call)
         if verb in ("delete", "deletecollection"):
@@ -546,10 +548,7 @@ async def _optional_json(request: Request, limit: int) -> Any:
     raw = await request.body(limit)
     if not raw.strip():
         return None
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise errors.bad_request(f"the request body is not valid JSON: {exc}") from None
+    return negotiation.decode_delete_options(raw)
 
 
 def _typed_delete_options(body: Any) -> Any:

@@ -1,7 +1,8 @@
 """What a request asks for beyond its verb: body encodings, field validation, Table output, OpenAPI documents.
 
 * Bodies: JSON, or Kubernetes protobuf (``application/vnd.kubernetes.protobuf``, which kubectl's typed clients
-  send for built-in kinds), decoded to the same wire-format dict.
+  send for built-in kinds), decoded to the same wire-format dict; nested at most
+  :data:`kubeplane.api.jsondepth.MAX_DEPTH` deep (400 with upstream's "exceeded max depth" message otherwise).
 * ``fieldValidation`` (Strict / Warn / Ignore; default Warn, as upstream): unknown and duplicate fields are a 400
   with upstream's strict-decoding message, a ``Warning`` header each, or nothing. Whatever the mode, unknown
   fields are never stored (upstream drops them when decoding into Go types).
@@ -17,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from kubeplane.api import jsondepth
 from kubeplane.api import openapi as apiopenapi
 from kubeplane.api import protobuf as apiprotobuf
 from kubeplane.api import schema as apischema
@@ -26,23 +28,101 @@ from kubeplane.api.resources import ResourceInfo, ResourceTable
 from kubeplane.api.validation import field as fielderr
 from kubeplane.api.views import meta_of
 from kubeplane.apiserver import errors, printers
+from kubeplane.apiserver.subresources import JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
-STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 TABLE_CONTENT_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 FIELD_VALIDATION_MODES = ("Ignore", "Warn", "Strict")
 
 
-def decode_body(raw: bytes, content_type: str) -> Any:
+def decode_body(raw: bytes, content_type: str, *, into: str, field_validation: str = "Warn") -> Any:
+    """Decode a request body (JSON, Kubernetes protobuf, or a patch of media type ``content_type``) and refuse,
+    with 400, one nested deeper than :data:`kubeplane.api.jsondepth.MAX_DEPTH`, before anything else reads it.
+
+    ``into`` is the kind the body is decoded into (upstream's ``objGVK``: the resource's kind, or a
+    subresource's: Binding, Eviction, Scale), named in the message as upstream does; ``field_validation`` picks
+    the patch decoder whose message upstream answers with. Past this point every value of the body nests at
+    most ``MAX_DEPTH`` deep (see :mod:`kubeplane.api.jsondepth`)."""
     if content_type == PROTOBUF:
         try:
-            return apiprotobuf.decode_object(raw)
+            obj = apiprotobuf.decode_object(raw)
+        except apiprotobuf.NestingError as exc:
+            raise _protobuf_too_deep(exc.kind, exc.api_version, into, exc.bracket) from None
         except apiprotobuf.ProtobufError as exc:
             raise errors.bad_request(f"the request body is not valid Kubernetes protobuf: {exc}") from None
+        bracket = jsondepth.too_deep(obj)
+        if bracket is not None:
+            raise _protobuf_too_deep(obj["kind"], obj["apiVersion"], into, bracket)
+        return obj
     try:
-        return orjson.loads(raw)
+        body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
+        found = jsondepth.raw_too_deep(raw)  # orjson stops at 1024 levels; Go would say "exceeded max depth"
+        if found is not None and found[0] < exc.pos:
+            raise _json_too_deep(raw, content_type, into, field_validation, found[1]) from None
         raise errors.bad_request(f"the request body is not valid JSON: {exc}") from None
+    bracket = jsondepth.too_deep(body)
+    if bracket is not None:
+        raise _json_too_deep(raw, content_type, into, field_validation, bracket)
+    return body
+
+
+def decode_delete_options(raw: bytes) -> Any:
+    """Decode a delete or deletecollection body (DeleteOptions, JSON), refusing one nested deeper than
+    ``jsondepth.MAX_DEPTH`` as :func:`decode_body` does (the options' messages quote their values: a deep one
+    overflowed Python's stack).
+
+    Upstream's ``delete.go`` hands the JSON serializer's error to ``scope.err`` as is: a 500 with the message
+    ``couldn't get version/kind; json parse error: invalid character '{' exceeded max depth``. Here the same
+    message is a 400, as bad input never gets a 5xx."""
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        found = jsondepth.raw_too_deep(raw)
+        if found is not None and found[0] < exc.pos:
+            raise _options_too_deep(found[1]) from None
+        raise errors.bad_request(f"the request body is not valid JSON: {exc}") from None
+    bracket = jsondepth.too_deep(body)
+    if bracket is not None:
+        raise _options_too_deep(bracket)
+    return body
+
+
+def _options_too_deep(bracket: str) -> errors.APIError:
+    return errors.bad_request(f"couldn't get version/kind; json parse error: {jsondepth.syntax_error(bracket)}")
+
+
+def _json_too_deep(raw: bytes, content_type: str, into: str, field_validation: str, bracket: str) -> errors.APIError:
+    """Upstream's 400 for a JSON body its scanner refuses as too deep, by what decodes it (see decode_body).
+
+    * an object (create.go/update.go ``transformDecodeError``): the JSON serializer's ``SimpleMetaFactory.
+      Interpret`` fails first, so no kind is known and the body is summarized (``summarizeData``);
+    * a strategic merge patch (patch.go ``strategicPatchObject``): ``kjson.UnmarshalStrict`` or
+      ``UnmarshalCaseSensitivePreserveInts``, the error as is;
+    * a JSON or merge patch (patch.go ``applyJSPatch``): ``kjson.UnmarshalStrict`` under Warn and Strict
+      ("error decoding patch: ..."); under Ignore evanphx's ``DecodePatch`` (the error as is) or
+      ``MergePatch`` (its ``ErrBadJSONPatch``, "Invalid JSON Patch")."""
+    syntax = jsondepth.syntax_error(bracket)
+    if content_type == STRATEGIC_PATCH:
+        return errors.bad_request(syntax)
+    if content_type in (JSON_PATCH, MERGE_PATCH):
+        if field_validation != "Ignore":
+            return errors.bad_request(f"error decoding patch: {syntax}")
+        return errors.bad_request(syntax if content_type == JSON_PATCH else "Invalid JSON Patch")
+    return errors.bad_request(
+        f"the object provided is unrecognized (must be of type {into}): "
+        f"couldn't get version/kind; json parse error: {syntax} ({jsondepth.summarize(raw)})"
+    )
+
+
+def _protobuf_too_deep(kind: str, api_version: str, into: str, bracket: str) -> errors.APIError:
+    """``transformDecodeError`` once the protobuf envelope named the kind: ``K in version "v" cannot be handled
+    as a K: ...``. (Upstream keeps free-form JSON inside protobuf, FieldsV1 and RawExtension, as raw bytes and
+    never parses it; kubeplane parses it, so it answers as if the JSON scanner had.)"""
+    version = api_version.rsplit("/", 1)[-1]
+    return errors.bad_request(
+        f'{kind} in version "{version}" cannot be handled as a {into}: {jsondepth.syntax_error(bracket)}'
+    )
 
 
 def typed_body(body: Any, *, group: str, version: str, kind: str) -> Any:
