@@ -71,17 +71,32 @@ class Stats:
             "resource_action_pairs": len({(r, a) for r, a, _ in self.covered}),
             "failures": len(self.failures),
             "failure_classes": len(self.classes),
+            "failure_causes": len({cause(f) for f in self.failures}),
         }
 
     def report(self, limit: int = 60) -> str:
+        """Failures grouped by cause (:func:`cause`): count, actions, and the shortest reproducer of a request
+        that caused it (a write's, when a read or the sweep only saw the result)."""
+        causes: dict[str, list[Failure]] = {}
+        for failure in self.failures:
+            causes.setdefault(cause(failure), []).append(failure)
         lines = []
-        for sig, found in sorted(self.classes.items(), key=lambda kv: -len(kv[1]))[:limit]:
-            first = min(found, key=lambda f: len(f.request))
+        for why, found in sorted(causes.items(), key=lambda kv: -len(kv[1]))[:limit]:
+            writes = [f for f in found if " stored:" in f.detail and " sweep" not in f.signature] or found
+            first = min(writes, key=lambda f: len(f.request))
+            actions = sorted({f.signature.split(" ", 2)[1].rstrip(":") for f in found})
             lines.append(
-                f"[{len(found)}x] {sig}\n    detail: {first.detail[:300]}\n    status: {first.status} "
-                f"{first.response[:200]}\n    repro: {first.request}"
+                f"[{len(found)}x] {why}\n    actions: {', '.join(actions)}\n    detail: {first.detail[:300]}\n"
+                f"    status: {first.status} {first.response[:200]}\n    repro: {first.request}"
             )
         return "\n".join(lines)
+
+
+def cause(failure: Failure) -> str:
+    """A failure's cause across actions: its signature without the action and without how the object was seen."""
+    kind, _, rest = failure.signature.partition(" ")
+    message = rest.partition(": ")[2]
+    return f"{kind}: " + re.sub(r"^(\w+) (listed|returned|stored): ", r"\1: ", message)
 
 
 def signature(kind: str, action: str, message: str) -> str:
@@ -268,9 +283,16 @@ class Harness:
         except TimeoutError:
             self._fail("stall", request.action, f"no answer within {REQUEST_TIMEOUT} s", request, 0)
             return 0
-        except (OSError, http.client.HTTPException):
+        except (OSError, http.client.HTTPException) as exc:
             self._last_body = b""
+            if isinstance(exc, http.client.HTTPException) and "more than" in str(exc):
+                # an answer no HTTP client takes (http.client: 100 headers at most; upstream's warning filter,
+                # k8s.io/apiserver/pkg/endpoints/filters/warning.go, caps Warning headers at 4 KiB in all)
+                self._fail("bad-response", request.action, f"unreadable response: {exc}", request, -1)
+                return -1
             return 0  # the server (or its HTTP parser) closed the connection: judged by the checks that follow
+        finally:
+            self.http.close()  # one connection per fuzz request: no request meets a connection the last one broke
         self._last_body = body
         return status
 

@@ -9,6 +9,7 @@ them (evictions then go through the budget accounting).
 from __future__ import annotations
 
 import copy
+import datetime
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -150,7 +151,7 @@ _BODIES: Final[dict[tuple[str, str], Callable[[str | None], Obj]]] = {
         "subjects": [{"kind": "Group", "name": "devs", "apiGroup": "rbac.authorization.k8s.io"}],
     },
     ("events.k8s.io", "Event"): lambda ns: {
-        "eventTime": "2026-11-21T00:00:00.000000Z",
+        "eventTime": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "reportingController": "fuzz.example.com/c",
         "reportingInstance": "fuzz-1",
         "action": "Fuzz",

@@ -103,7 +103,7 @@ def _walk(value: Any, ref: str, message: str | None, path: str, out: list[str]) 
             continue
         if ref == "quantity":
             if not (isinstance(node, str) and _QUANTITY.match(node.strip())):
-                out.append(f"{at}: quantity {node!r} does not match ParseQuantity's grammar")
+                out.append(f"{at}: quantity {node!r} does not match resource.ParseQuantity")
             continue
         if ref == "byte":
             if isinstance(node, str):
