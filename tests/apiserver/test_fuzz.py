@@ -17,10 +17,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from .conftest import Server, start_server
+from .fuzz import seeds, typed
 from .fuzz.generate import ACTIONS, BOUNDED, SOAK, SUBRESOURCE_OF, Limits
 from .fuzz.harness import Harness, Stats, run, shrink
 
@@ -29,6 +31,41 @@ BOUNDED_REQUESTS = 1000
 SOAK_REQUESTS = 20_000
 SHRUNK_CLASSES = 2
 SERVER_FLAGS = ("--event-ttl", "1e11")
+
+
+def _pod(**spec: Any) -> dict[str, Any]:
+    pod = seeds.make(seeds.served()[2], "p", "ns")
+    pod["spec"].update(spec)
+    return pod
+
+
+# What encoding/json into the Go structs refuses (k8s.io/api/core/v1/types.go field types; Quantity's
+# UnmarshalJSON in k8s.io/apimachinery/pkg/api/resource/quantity.go; []byte as base64; int32 ranges).
+UNREADABLE: list[tuple[str, dict[str, Any]]] = [
+    ("schedulerName-number", _pod(schedulerName=5)),
+    ("args-object", _pod(containers=[{"name": "c", "args": {"a": 1}}])),
+    ("priority-int32-overflow", _pod(priority=2**31)),
+    ("cpu-not-a-quantity", _pod(containers=[{"name": "c", "resources": {"limits": {"cpu": "abc"}}}])),
+    ("cpu-number", _pod(containers=[{"name": "c", "resources": {"limits": {"cpu": 5}}}])),
+    ("containers-true", _pod(containers=True)),
+    ("container-without-name", _pod(containers=[{"image": "x"}])),
+    ("port-float", _pod(containers=[{"name": "c", "ports": [{"containerPort": 80.5}]}])),
+]
+
+
+@pytest.mark.parametrize(("case", "obj"), UNREADABLE, ids=[c for c, _ in UNREADABLE])
+def test_typed_check_refuses_what_a_typed_client_cannot_read(case: str, obj: dict[str, Any]) -> None:
+    assert typed.problems(obj, group="", version="v1", kind="Pod"), case
+
+
+def test_typed_check_takes_every_seed_and_upstream_nulls() -> None:
+    for info in seeds.served():
+        obj = seeds.make(info, "s", "ns")
+        assert typed.problems(obj, group=info.group, version=info.version, kind=info.kind) == [], info.kind
+    event = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e"}, "eventTime": None}
+    assert typed.problems(event, group="events.k8s.io", version="v1", kind="Event") == []  # upstream writes null
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"k": "not base64!"}}
+    assert typed.problems(secret, group="", version="v1", kind="Secret")
 
 
 def fuzz(server: Server, count: int, limits: Limits) -> tuple[Harness, Stats]:

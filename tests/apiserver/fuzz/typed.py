@@ -6,9 +6,9 @@ to read it (``json: cannot unmarshal object into Go struct field Container.spec.
 rejects wrong JSON types, bad timestamps and missing required fields, so it is the first check
 (``ApiClient.deserialize`` into the kind's model, exactly what its typed APIs do with a response).
 
-A ``null`` is what Go reads as the zero value without complaint and what upstream itself writes for zero
-non-pointer fields (events.k8s.io ``eventTime`` of a core Event), so the client's errors on ``null`` inputs are
-ignored; everything else it refuses counts.
+A ``null`` is what Go reads as the zero value without complaint, so nulls are dropped before the client reads
+the object (a required field then counts as missing, except where upstream itself writes null:
+:data:`_UPSTREAM_NULLS`); everything else the client refuses counts.
 
 It is laxer than Go where its models spell a type loosely, so three checks follow upstream's decoders:
 
@@ -26,6 +26,7 @@ import base64
 import binascii
 import functools
 import importlib.resources
+import json
 import re
 from typing import Any, Final
 
@@ -39,6 +40,13 @@ _QUANTITY: Final = re.compile(
 )
 _RANGES: Final = {"int32": (-(2**31), 2**31 - 1), "uint32": (0, 2**32 - 1), "int64": (-(2**63), 2**63 - 1)}
 _MAX_PROBLEMS: Final = 5
+# The official client parses responses with json.loads, which stops at Python's recursion limit (1,000 frames,
+# some of them the caller's); the checks here recurse too. Go's decoder would read deeper, but no typed field
+# nests this deep, so such an object has a wrongly typed field or a free-form one nobody can read back.
+MAX_DEPTH: Final = 500
+# Required in the OpenAPI, yet written as null by upstream itself (a zero non-pointer, non-omitempty field):
+# events.k8s.io/v1 Event.eventTime of an Event created through core/v1 (k8s.io/api/events/v1 MicroTime).
+_UPSTREAM_NULLS: Final = frozenset({("EventsV1Event", "eventTime")})
 
 
 @functools.cache
@@ -58,6 +66,27 @@ def _proto() -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
     return kinds, messages
 
 
+def _depth(value: Any) -> int:
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(node, dict):
+            stack.extend((v, level + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, level + 1) for v in node)
+    return deepest
+
+
+def _without_nulls(value: Any) -> Any:
+    """``value`` without ``null`` members: Go decodes a null into the zero value, as if the field were absent."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
 def model_name(group: str, version: str, kind: str) -> str | None:
     return root_type(group=group, version=version, kind=kind)
 
@@ -67,11 +96,14 @@ def problems(obj: Any, *, group: str, version: str, kind: str) -> list[str]:
     root = model_name(group, version, kind)
     if root is None:
         return [f"no model for {group}/{version}/{kind}"]
+    depth = _depth(obj)
+    if depth > MAX_DEPTH:
+        return [f"nested {depth} levels: deeper than a typed client's decoder reads"]
     out: list[str] = []
     try:
-        _client().deserialize(orjson.dumps(obj).decode(), root, "application/json")
+        _client().deserialize(json.dumps(_without_nulls(obj)), root, "application/json")
     except ValidationError as exc:
-        errors = [e for e in exc.errors() if e.get("input", 0) is not None]
+        errors = [e for e in exc.errors() if (exc.title, *e["loc"]) not in _UPSTREAM_NULLS]
         if errors:
             first = errors[0]
             where = ".".join(str(p) for p in first["loc"])
