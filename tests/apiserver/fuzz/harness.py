@@ -75,7 +75,7 @@ class Stats:
         }
 
     def report(self, limit: int = 60) -> str:
-        """Failures grouped by cause (:func:`cause`): count, actions, and the shortest reproducer of a request
+        """Failures grouped by cause (:func:`cause`): count, actions, and the reproducer of the earliest request
         that caused it (a write's, when a read or the sweep only saw the result)."""
         causes: dict[str, list[Failure]] = {}
         for failure in self.failures:
@@ -83,7 +83,7 @@ class Stats:
         lines = []
         for why, found in sorted(causes.items(), key=lambda kv: -len(kv[1]))[:limit]:
             writes = [f for f in found if " stored:" in f.detail and " sweep" not in f.signature] or found
-            first = min(writes, key=lambda f: len(f.request))
+            first = writes[0]  # the earliest: later writes to an object already broken fail the same way
             actions = sorted({f.signature.split(" ", 2)[1].rstrip(":") for f in found})
             lines.append(
                 f"[{len(found)}x] {why}\n    actions: {', '.join(actions)}\n    detail: {first.detail[:300]}\n"
