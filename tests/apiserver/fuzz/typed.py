@@ -35,8 +35,11 @@ from pydantic import ValidationError
 
 from kubeplane.api.schema import load_schemas, root_type
 
+# parseQuantityString and quantitySuffixer.interpret: an optional sign, digits (possibly none: "M" and "." are
+# zero), an optional fraction, then a binary or decimal suffix or a signed decimal exponent; not empty
+# (ErrFormatWrong); UnmarshalJSON trims spaces first.
 _QUANTITY: Final = re.compile(
-    r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$"
+    r"^(?=.)[+-]?[0-9]*(?:\.[0-9]*)?(?:Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$"
 )
 _RANGES: Final = {"int32": (-(2**31), 2**31 - 1), "uint32": (0, 2**32 - 1), "int64": (-(2**63), 2**63 - 1)}
 _MAX_PROBLEMS: Final = 5
