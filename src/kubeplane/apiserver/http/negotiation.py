@@ -217,12 +217,37 @@ class FieldValidation:
         return apischema.prune_unknown(obj, group=info.group, version=info.version, kind=info.kind)
 
     def headers(self) -> list[tuple[bytes, bytes]]:
-        """RFC 7234 ``Warning: 299 - "<text>"`` headers, one per problem (upstream's warning format)."""
-        out = []
-        for text in self.warnings:
-            quoted = text.replace("\\", "\\\\").replace('"', '\\"')
-            out.append((b"warning", f'299 - "{quoted}"'.encode()))
-        return out
+        """RFC 7234 ``Warning: 299 - "<text>"`` headers, one per problem: :func:`warning_headers`."""
+        return warning_headers(self.warnings)
+
+
+WARNING_TOTAL_RUNES = 4 * 1024  # filters/warning.go truncateAtTotalRunes
+WARNING_ITEM_RUNES = 256  # filters/warning.go truncateItemRunes
+MAX_WARNING_HEADERS = 64
+"""kubeplane's own cap: Python's http.client (under the official client's urllib3) refuses a response with more
+than 100 headers, and upstream's 4 KiB budget still lets ~140 short warnings through."""
+
+
+def warning_headers(warnings: list[str]) -> list[tuple[bytes, bytes]]:
+    """Upstream's warning recorder (apiserver pkg/endpoints/filters/warning.go): empty texts skipped, duplicates
+    sent once; while the texts fit in :data:`WARNING_TOTAL_RUNES` they go whole, otherwise every text is cut to
+    :data:`WARNING_ITEM_RUNES` runes and texts are added until that budget is spent. At most
+    :data:`MAX_WARNING_HEADERS` headers."""
+    texts = list(dict.fromkeys(t for t in warnings if t))
+    if sum(len(t) for t in texts) > WARNING_TOTAL_RUNES:
+        cut, written = [], 0
+        for text in texts:
+            if written >= WARNING_TOTAL_RUNES:
+                break
+            short = text[:WARNING_ITEM_RUNES]
+            written += len(short)
+            cut.append(short)
+        texts = cut
+    out = []
+    for text in texts[:MAX_WARNING_HEADERS]:
+        quoted = text.replace("\\", "\\\\").replace('"', '\\"')
+        out.append((b"warning", f'299 - "{quoted}"'.encode()))
+    return out
 
 
 def wants_table(accept: str) -> bool:
