@@ -289,3 +289,15 @@ def test_compact_bodies_still_get_strict_field_validation(server: Server, raw: b
         400,
         _cannot_handle("Pod", f"strict decoding error: {problem}"),
     ), doc
+
+
+def test_a_status_update_validates_metadata(server: Server) -> None:
+    """ValidatePodStatusUpdate starts with ValidateObjectMetaUpdate: a status write with an invalid label key is a
+    422 (kubeplane validated only the status half, so the fuzz run stored such labels)."""
+    _, pod = request(server, "GET", f"{PODS}/typed")
+    pod["metadata"]["labels"] = {"bad key!": "v"}
+    status, doc = request(server, "PUT", f"{PODS}/typed/status", json.dumps(pod).encode())
+    assert (status, doc.get("reason")) == (422, "Invalid"), doc
+    assert "metadata.labels" in doc["message"]
+    _, after = request(server, "GET", f"{PODS}/typed")
+    assert "bad key!" not in after["metadata"].get("labels", {})
