@@ -16,15 +16,16 @@ Output (sorted, one type per line)::
 
     {"tag": "<tag>",
      "roots": {"<group>/<version>/<Kind>": "<type id>", ...},
-     "types": {"<type id>": ["struct", "<Go name>", {"<json key>": "<type expr>", ...}]
+     "types": {"<type id>": ["struct", "<Go name>", {"<json key>": "<type expr>", ...}, ["<always encoded key>"]]
                           | ["named", "<pkg>.<Name>", "<underlying type expr>"]
                           | ["special", "<pkg>.<Name>", "<decoder>"], ...}}
 
 A ``<type id>`` is ``<import path>.<Name>``. A ``<type expr>`` is a Go builtin (``string``, ``int32``, ``bool``,
 ``float64``, ``uint8`` ...), ``[]<expr>``, ``map[<expr>]<expr>``, ``any`` (``interface{}``) or a type id;
 pointers are dropped, as Go's decoder indirects them before it reports a type. Embedded structs with ``json:",inline"``
-(or no tag) contribute their fields to the parent, as encoding/json flattens them. ``special`` types implement
-``UnmarshalJSON`` (:data:`SPECIAL`); the decoder names how :mod:`kubeplane.api.typed` reads them.
+(or no tag) contribute their fields to the parent, as encoding/json flattens them. A struct's always-encoded keys are
+its fields with neither ``omitempty`` nor a pointer type: Go writes their zero value when they are unset. ``special``
+types implement ``UnmarshalJSON`` (:data:`SPECIAL`); the decoder names how :mod:`kubeplane.api.typed` reads them.
 
 Usage: ``.venv/bin/python tools/gen_gotypes.py --api /work/.mirror/kubernetes+api/repo
 --apimachinery /work/.mirror/kubernetes+apimachinery/repo [--tag T] [--check]``.
@@ -196,10 +197,11 @@ def resolve(expr: str, pkg_path: str, imports: dict[str, str]) -> str:
     return f"{pkg_path}.{expr}"
 
 
-def struct_fields(pkg: Package, name: str) -> list[tuple[str | None, str]]:
-    """(json key, type expr) per field of a struct; key None for an embedded struct flattened into it."""
+def struct_fields(pkg: Package, name: str) -> list[tuple[str | None, str, bool]]:
+    """(json key, type expr, always encoded) per field of a struct; key None for an embedded struct flattened into
+    it. "Always encoded": neither ``omitempty`` nor a pointer, so Go writes the field's zero value when unset."""
     body, imports, path = pkg.raw_structs[name]
-    fields: list[tuple[str | None, str]] = []
+    fields: list[tuple[str | None, str, bool]] = []
     for raw_line in body.splitlines():
         line = raw_line.strip()
         if not line:
@@ -215,11 +217,12 @@ def struct_fields(pkg: Package, name: str) -> list[tuple[str | None, str]]:
             raise SystemExit(f"{path}: cannot parse struct {name} field line: {line!r}")
         if not go_name[:1].isupper():
             continue  # unexported: encoding/json ignores it
-        key = (tag_match.group(1) if tag_match else "").partition(",")[0]
+        key, _, opts = (tag_match.group(1) if tag_match else "").partition(",")
         if key == "-":
             continue
         resolved = resolve(type_expr, pkg.path, imports)
-        fields.append((None if len(words) == 1 and not key else key or go_name, resolved))
+        always = "omitempty" not in opts.split(",") and not type_expr.startswith("*")
+        fields.append((None if len(words) == 1 and not key else key or go_name, resolved, always))
     return fields
 
 
@@ -257,15 +260,20 @@ def build(api: Path, machinery: Path, tag: str) -> dict[str, object]:
     types: dict[str, list[object]] = {}
     roots: dict[str, str] = {}
 
-    def flat_fields(type_id: str) -> dict[str, str]:
+    def flat_fields(type_id: str) -> tuple[dict[str, str], list[str]]:
         pkg_path, name = type_id.rsplit(".", 1)
         out: dict[str, str] = {}
-        for key, expr in struct_fields(by_path[pkg_path], name):
+        always: list[str] = []
+        for key, expr, encoded in struct_fields(by_path[pkg_path], name):
             if key is None:
-                out.update(flat_fields(expr))
+                inner, inner_always = flat_fields(expr)
+                out.update(inner)
+                always.extend(inner_always)
             else:
                 out[key] = expr
-        return out
+                if encoded and key not in ("kind", "apiVersion"):
+                    always.append(key)
+        return out, always
 
     def visit(expr: str) -> None:
         if expr.startswith("[]"):
@@ -286,8 +294,8 @@ def build(api: Path, machinery: Path, tag: str) -> dict[str, object]:
         if pkg is None:
             raise SystemExit(f"type {expr}: package {pkg_path} is not parsed (add it to the tool's package lists)")
         if name in pkg.raw_structs:
-            fields = flat_fields(expr)
-            types[expr] = ["struct", name, fields]
+            fields, always = flat_fields(expr)
+            types[expr] = ["struct", name, fields, always]
             for child in fields.values():
                 visit(child)
         elif name in pkg.named:

@@ -32,7 +32,7 @@ POD: dict[str, Any] = {
                 "image": "nginx",
                 "args": ["a"],
                 "ports": [{"containerPort": 80, "protocol": "TCP"}],
-                "resources": {"requests": {"cpu": "100m", "memory": 1024}, "limits": {"cpu": 1.5}},
+                "resources": {"requests": {"cpu": "100m", "memory": "1Ki"}, "limits": {"cpu": "1500m"}},
                 "livenessProbe": {"httpGet": {"port": "http", "path": "/"}, "periodSeconds": 10},
             }
         ],
@@ -181,7 +181,7 @@ def test_unknown_fields_and_nulls_are_dropped_and_null_elements_become_zero() ->
     }
     assert decode(obj) == {
         "metadata": {"name": "p", "labels": {"a": ""}},
-        "spec": {"containers": [{}, {"name": "c", "args": ["", "x"]}]},
+        "spec": {"containers": [{"name": ""}, {"name": "c", "args": ["", "x"]}]},
     }
 
 
@@ -239,7 +239,27 @@ def test_the_strategic_merge_patch_path_has_the_converters_messages(patch: dict[
 def test_the_converter_accepts_integral_floats_and_wraps_integers() -> None:
     """FromUnstructured converts float64 to an integer when it is whole, and reflect.Convert truncates widths."""
     out = decode({"spec": {"terminationGracePeriodSeconds": 30.0, "priority": 2**32 + 7}}, unstructured=True)
-    assert out == {"spec": {"terminationGracePeriodSeconds": 30, "priority": 7}}
+    assert out == {"spec": {"containers": [], "terminationGracePeriodSeconds": 30, "priority": 7}}
+
+
+def test_quantities_given_as_numbers_are_stored_as_go_encodes_them() -> None:
+    """resource.Quantity always marshals to its canonical string: 1.5 -> "1500m", 1000 -> "1k" (quantity.go)."""
+    obj = {"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": 1.5, "memory": 1000}}}]}}
+    assert decode(obj)["spec"]["containers"][0]["resources"]["limits"] == {"cpu": "1500m", "memory": "1k"}
+
+
+def test_fields_go_always_encodes_are_present_at_their_zero_value() -> None:
+    """A field with neither omitempty nor a pointer type is encoded even when unset (encoding/json): the
+    EndpointPort's port, a Container's name, a CSINode's spec and its drivers. Lists and maps Go would write as
+    null are written empty; Time (which encodes null) is left out."""
+    out = decode({"subsets": [{"ports": [{"name": "http"}], "addresses": [{}]}]}, "Endpoints")
+    assert out["subsets"][0]["ports"] == [{"name": "http", "port": 0}]
+    assert out["subsets"][0]["addresses"] == [{"ip": ""}]
+    assert decode({"metadata": {"name": "n"}}, "CSINode", "storage.k8s.io") == {
+        "metadata": {"name": "n"},
+        "spec": {"drivers": []},
+    }
+    assert decode({"spec": {"containers": [{}]}})["spec"]["containers"] == [{"name": ""}]
 
 
 _JSON = st.recursive(

@@ -301,3 +301,10 @@ def test_a_status_update_validates_metadata(server: Server) -> None:
     assert "metadata.labels" in doc["message"]
     _, after = request(server, "GET", f"{PODS}/typed")
     assert "bad key!" not in after["metadata"].get("labels", {})
+
+
+def test_a_legacy_binding_without_a_pod_name_is_a_400(server: Server) -> None:
+    """POST namespaces/NS/bindings names the pod in the body only; an empty name was a 500 (the store key)."""
+    body = {"kind": "Binding", "metadata": {}, "target": {"name": "n"}}
+    status, doc = request(server, "POST", "/api/v1/namespaces/default/bindings", json.dumps(body).encode())
+    assert (status, doc.get("message")) == (400, "name must be provided"), doc

@@ -80,7 +80,7 @@ class TypedDecodeError(ValueError):
 class _Type:
     """One Go type, compiled: ``code`` says how values are read, ``go`` is what reflect prints for it."""
 
-    __slots__ = ("code", "elem", "fields", "go", "kind", "name", "range")
+    __slots__ = ("always", "code", "elem", "fields", "go", "kind", "name", "range")
 
     def __init__(self, code: int, go: str, kind: str = "") -> None:
         self.code = code
@@ -88,6 +88,7 @@ class _Type:
         self.kind = kind  # reflect's Kind of a scalar (string, bool, int32, float64 ...), named types included
         self.name = ""  # a struct's Go name (the Struct of an UnmarshalTypeError)
         self.fields: dict[str, _Type] = {}
+        self.always: tuple[str, ...] = ()  # a struct's fields Go encodes even when unset (no omitempty, no pointer)
         self.elem: _Type | None = None  # slice and map elements
         self.range: tuple[int, int] = (0, 0)
 
@@ -151,6 +152,7 @@ def _compile(expr: str, go_name: str | None = None) -> _Type:
             t.name = entry[1]
             _compiled[key] = t  # before the fields: a field may refer back to this struct
             t.fields = {field: _compile(child) for field, child in entry[2].items()}
+            t.always = tuple(entry[3])
     _compiled[key] = t
     return t
 
@@ -220,6 +222,29 @@ def _number_text(value: int | float) -> str:
 
 
 _ZERO: Final = {_STRING: "", _BOOL: False, _INT: 0, _FLOAT: 0}
+_ABSENT: Final = object()
+
+
+def _zero(t: _Type) -> Any:
+    """What Go encodes for an unset always-encoded field of type ``t``: scalars' zero, an empty list or map (Go
+    writes null for a nil one; kubeplane writes the empty value, which every Go reader decodes alike and the
+    official client accepts where it requires the field), a struct with its own always-encoded fields. Free-form
+    and custom types (Time encodes null) are left out (:data:`_ABSENT`)."""
+    zero = _ZERO.get(t.code)
+    if zero is not None:
+        return zero
+    if t.code == _SLICE:
+        return []
+    if t.code == _MAP:
+        return {}
+    if t.code == _STRUCT:
+        out = {}
+        for key in t.always:
+            value = _zero(t.fields[key])
+            if value is not _ABSENT:
+                out[key] = value
+        return out
+    return _ABSENT
 
 
 class _Walk:
@@ -242,6 +267,11 @@ class _Walk:
     def struct(self, value: dict[str, Any], t: _Type, path: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
         fields, name = t.fields, t.name
+        for key in t.always:  # as Go re-encodes them: present, at their zero value when the body has none
+            if value.get(key) is None:
+                zero = _zero(fields[key])
+                if zero is not _ABSENT:
+                    out[key] = zero
         for key, child in value.items():
             field = fields.get(key)
             if field is None:
@@ -254,12 +284,10 @@ class _Walk:
         return out
 
     def elem(self, value: Any, t: _Type, struct: str, path: str) -> Any:
-        """A list or map element: ``null`` is the element type's zero."""
+        """A list or map element: ``null`` is the element type's zero (:func:`_zero`; None where Go writes null)."""
         if value is None:
-            zero = _ZERO.get(t.code)
-            if zero is not None:
-                return zero
-            return {} if t.code == _STRUCT else None
+            zero = _zero(t)
+            return None if zero is _ABSENT else zero
         return self.value(value, t, struct, path)
 
     def value(self, value: Any, t: _Type, struct: str, path: str) -> Any:
@@ -306,8 +334,7 @@ class _Walk:
         if code == _ANY:
             return value
         if code == _QUANTITY:
-            _quantity(value)
-            return value
+            return _quantity(value)
         if code == _INT_OR_STRING:
             _int_or_string(value)
             return value
@@ -437,14 +464,16 @@ def _base64_error_offset(text: str) -> int:
     return (len(text) // 4) * 4
 
 
-def _quantity(value: Any) -> None:
-    """Quantity.UnmarshalJSON: the JSON text without quotes, trimmed, through ParseQuantity."""
+def _quantity(value: Any) -> Any:
+    """Quantity.UnmarshalJSON: the JSON text without quotes, trimmed, through ParseQuantity. A number comes back as
+    the string Go encodes it as (``1.5`` -> ``"1500m"``: Quantity always marshals to its canonical string); a string
+    is kept as given."""
     if isinstance(value, str | int | float) and not isinstance(value, bool):
         try:
-            Quantity.parse(value)
+            parsed = Quantity.parse(value)
         except QuantityError as exc:
             raise TypedDecodeError(exc.reason) from None
-        return
+        return value if isinstance(value, str) else str(parsed)
     # true/false/objects/arrays reach ParseQuantity as their JSON text, which never matches the format
     raise TypedDecodeError(_quantity_format_error())
 

@@ -369,6 +369,8 @@ class APIServerApp:
             body = await request.json(self.max_body, into="Binding")  # legacy namespaces/NS/bindings: the pod is
             body = negotiation.typed_body(body, group="", version="v1", kind="Binding")  # the body's name
             pod = (section(body, "metadata").get("name") if isinstance(body, dict) else None) or ""
+            if not pod:  # the pod is named by the body alone here (upstream's namer: errEmptyName)
+                raise errors.bad_request("name must be provided")
             call.name, call.subresource, call.body = str(pod), "binding", body
             route, result = await dispatch.dispatch(self.registry, call)
             await _send_json(send, route.code, result)
