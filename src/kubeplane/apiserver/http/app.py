@@ -373,6 +373,8 @@ class APIServerApp:
             return
         result = await route.handler(self.registry, call)
         if as_table and route.tabular:
+            if call.verb == "list":
+                offload.note_items(len(result["items"]))
             doc = await offload.run(self._table, call, result, query)
             await _send_json(send, route.code, doc, content_type=negotiation.TABLE_CONTENT_TYPE)
         else:
