@@ -3,8 +3,8 @@
 Starts ``kubeplane apiserver`` (TLS, the default; memory store) as its own process on 127.0.0.1, with the
 open-file soft limit of a typical login shell (``--server-nofile``, default 1024: the server may raise it), and
 runs each case for ``--seconds`` (40: past the 32 s header and handshake timeouts) while a prober opens a
-fresh TLS connection to ``/healthz`` every 50 ms (a probe
-gives up after 10 s and counts as failed). Cases, in this order:
+fresh TLS connection to ``/healthz`` every 50 ms (a probe gives up after 10 s and counts as failed).
+Cases, in this order:
 
 * ``slow_headers``: N TLS connections that send part of a request's headers, then nothing;
 * ``partial_bodies``: N TLS connections that send headers and half of a declared body;
