@@ -10,7 +10,7 @@ Cases, in this order:
 * ``partial_bodies``: N TLS connections that send headers and half of a declared body;
 * ``idle_tls``: N TCP connections to the TLS port: a third send nothing, a third a partial ClientHello, a third
   finish the handshake and send nothing;
-* ``big_list``: two clients listing 2,000 ConfigMaps of 1 KiB (JSON, and as a Table) back to back;
+* ``big_list``: two clients listing 2,000 ConfigMaps of 1 KiB (300 with ``--quick``; JSON, and as a Table);
 * ``smp_20000``: a client sending the strategic merge patch of 20,000 containers, back to back.
 
 N is 1,500 (300 with ``--quick``). Prints one JSON object per line, ``{"bench": "apiserver_stall", "metric",
@@ -48,8 +48,12 @@ PROBE_EVERY = 0.05
 PROBE_TIMEOUT = 10.0
 
 
+QUICK = {"quick": False}
+
+
 def emit(metric: str, value: float, unit: str, **params: object) -> None:
-    print(json.dumps({"bench": "apiserver_stall", "metric": metric, "value": round(value, 1), "unit": unit, **params}))
+    line = {"bench": "apiserver_stall", "metric": metric, "value": round(value, 1), "unit": unit, **params, **QUICK}
+    print(json.dumps(line))
     sys.stdout.flush()
 
 
@@ -233,7 +237,7 @@ def repeat(target: Target, case: str, seconds: float, clients: int, one: Callabl
 
 def big_list(target: Target, seconds: float) -> None:
     value = "v" * 1024
-    for i in range(2000):
+    for i in range(300 if QUICK["quick"] else 2000):
         body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm{i}"}, "data": {"k": value}}
         target.request("POST", "/api/v1/namespaces/default/configmaps", json.dumps(body).encode())
     table = "application/json;as=Table;v=v1;g=meta.k8s.io"
@@ -268,6 +272,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=None, help="seconds a case (40; 8 quick)")
     parser.add_argument("--server-nofile", type=int, default=1024, help="the server's open-file soft limit")
     args = parser.parse_args()
+    QUICK["quick"] = args.quick
     n = 300 if args.quick else 1500
     seconds = args.seconds or (8.0 if args.quick else 40.0)
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]

@@ -202,25 +202,27 @@ def test_open_file_soft_limit_is_raised_to_the_hard_limit(capped: Server) -> Non
 def test_healthz_is_served_while_slow_connections_exceed_the_cap(capped: Server) -> None:
     """3x the cap of slow TLS clients (headers never finished): the longest-waiting ones are closed to make room
     and every /healthz is answered; the cap, not a timeout, closed them."""
-    held = []
-    for _ in range(3 * CAP):
-        sock = _tls(capped)
-        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
-        held.append(sock)
-    context = ssl.create_default_context(cafile=str(capped.data_dir / "ca.crt"))
-    context.check_hostname = False
-    for _ in range(5):
-        conn = http.client.HTTPSConnection(capped.host, capped.port, timeout=10, context=context)
-        conn.request("GET", "/healthz")
-        response = conn.getresponse()
-        assert (response.status, response.read()) == (200, b"ok")
-        conn.close()
-    time.sleep(0.5)
-    still_open = [sock for sock in held if _is_open(sock)]
-    assert len(still_open) <= CAP
-    assert held[-1] in still_open  # the newest slow client was not the one evicted
-    for sock in held:
-        sock.close()
+    held: list[socket.socket] = []
+    try:
+        for _ in range(3 * CAP):
+            sock = _tls(capped)
+            held.append(sock)
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        context = ssl.create_default_context(cafile=str(capped.data_dir / "ca.crt"))
+        context.check_hostname = False
+        for _ in range(5):
+            conn = http.client.HTTPSConnection(capped.host, capped.port, timeout=10, context=context)
+            conn.request("GET", "/healthz")
+            response = conn.getresponse()
+            assert (response.status, response.read()) == (200, b"ok")
+            conn.close()
+        time.sleep(0.5)
+        still_open = [sock for sock in held if _is_open(sock)]
+        assert len(still_open) <= CAP
+        assert held[-1] in still_open  # the newest slow client was not the one evicted
+    finally:
+        for sock in held:
+            sock.close()
 
 
 def test_a_20000_container_patch_leaves_healthz_answering(server: Server) -> None:
