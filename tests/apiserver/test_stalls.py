@@ -12,6 +12,7 @@ nothing here asserts a speed: the waits are generous bounds on what must eventua
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import resource
@@ -24,6 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from kubeplane.api import defaults as apidefaults
+from kubeplane.api import strategicpatch
+from kubeplane.apiserver.http.app import APIServerApp
+from kubeplane.apiserver.registry import Registry
+from kubeplane.store.memory import MemoryStore
 
 from .conftest import Server, start_server
 
@@ -226,9 +233,10 @@ def test_healthz_is_served_while_slow_connections_exceed_the_cap(capped: Server)
 
 
 def test_a_20000_container_patch_leaves_healthz_answering(server: Server) -> None:
-    """The 20,000-container strategic merge patch of the fuzz run: the same answer as before (a pod update may
-    not add containers: ValidatePodUpdate), while /healthz keeps being answered during it (it held the single
-    event loop 46 s: no /healthz completed until the patch's reply)."""
+    """The 20,000-container strategic merge patch of the fuzz run, end to end: the same answer as before (a pod
+    update may not add containers: ValidatePodUpdate) and /healthz answered while it is in flight. (The loop
+    reads the body between probes even when the patch ran on it; the next test pins that the patch itself
+    leaves the loop free.)"""
     auth = {"Authorization": f"Bearer {server.token}"}
     pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "big"}}
     pod["spec"] = {"containers": [{"name": "c"}]}
@@ -264,3 +272,92 @@ def test_a_20000_container_patch_leaves_healthz_answering(server: Server) -> Non
         'Pod "big" is invalid: spec.containers: Forbidden: pod updates may not add or remove containers'
     )
     assert any(reply["sent"] < at < reply["done"] for at in answered), "no /healthz was answered during the patch"
+
+
+async def _asgi(app: APIServerApp, method: str, path: str, body: bytes = b"", content_type: str = JSON) -> int:
+    """One request through the ASGI app in this event loop: the response's status."""
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "headers": [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())],
+    }
+    sent = False
+    status = 0
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.Event().wait()  # the client stays connected
+        raise AssertionError
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+
+    await app(scope, receive, send)
+    return status
+
+
+async def test_a_big_patch_is_applied_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a big strategic merge patch is being applied, the event loop answers /healthz: the patch is held
+    until a /healthz has been answered (on the old code the patch ran on the loop, so that could not happen)."""
+    registry = Registry(store=MemoryStore())
+    await registry.start()
+    app = APIServerApp(registry, tokens=None)
+    pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "big"}, "spec": {"containers": []}}
+    pod["spec"]["containers"].append({"name": "c", "image": "x"})
+    assert await _asgi(app, "POST", "/api/v1/namespaces/default/pods", json.dumps(pod).encode()) == 201
+    entered, answered = threading.Event(), threading.Event()
+    seen: list[bool] = []
+    apply = strategicpatch.strategic_merge_patch
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        entered.set()
+        seen.append(answered.wait(20))  # bounded: on the loop thread this would block the loop
+        return apply(*args, **kwargs)
+
+    monkeypatch.setattr(strategicpatch, "strategic_merge_patch", held)
+    patch = {"spec": {"containers": [{"name": f"c{i}", "image": "busybox"} for i in range(20000)]}}
+    path = "/api/v1/namespaces/default/pods/big"
+    patching = asyncio.create_task(_asgi(app, "PATCH", path, json.dumps(patch).encode(), SMP))
+    while not entered.is_set():
+        await asyncio.sleep(0.01)
+    assert await _asgi(app, "GET", "/healthz") == 200
+    answered.set()
+    assert await patching == 422  # as before: a pod update may not add containers
+    assert seen == [True]
+    await registry.stop()
+
+
+async def test_a_huge_create_is_defaulted_and_validated_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same for a create of a pod of 20,000 containers: its defaulting is held until /healthz is answered."""
+    registry = Registry(store=MemoryStore())
+    await registry.start()
+    app = APIServerApp(registry, tokens=None)
+    entered, answered = threading.Event(), threading.Event()
+    seen: list[bool] = []
+    apply_defaults = apidefaults.apply_defaults
+
+    def held(obj: Any) -> None:
+        if len(obj.get("spec", {}).get("containers", [])) > 1000:
+            entered.set()
+            seen.append(answered.wait(20))
+        apply_defaults(obj)
+
+    monkeypatch.setattr(apidefaults, "apply_defaults", held)
+    containers = [{"name": f"c{i}", "image": "busybox"} for i in range(20000)]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "huge"}, "spec": {"containers": containers}}
+    creating = asyncio.create_task(_asgi(app, "POST", "/api/v1/namespaces/default/pods", json.dumps(pod).encode()))
+    while not entered.is_set():
+        await asyncio.sleep(0.01)
+    assert await _asgi(app, "GET", "/healthz") == 200
+    answered.set()
+    assert await creating == 201
+    assert seen == [True]
+    await registry.stop()
