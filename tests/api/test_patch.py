@@ -8,6 +8,7 @@ split of ``applyJSPatch`` in upstream's ``endpoints/handlers/patch.go``; propert
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubeplane.api.patch import (
+    MAX_JSON_PATCH_COPY_BYTES,
     MAX_JSON_PATCH_OPERATIONS,
     PatchError,
     check_merge_patch,
@@ -361,8 +363,6 @@ def test_copies_that_double_the_document_are_stopped_at_upstreams_limit() -> Non
     """CVE-2019-1002100: 20 ``copy`` operations, each copying the growing map into itself, double the document
     each time (a 2.6 KB patch drove kubeplane to 3 GB). Upstream caps the accumulated copied size at
     JSONPatchMaxCopyBytes (3 MiB) with evanphx json-patch v4's message, as a 422."""
-    from kubeplane.api.patch import MAX_JSON_PATCH_COPY_BYTES
-
     document = {"metadata": {"annotations": {"a": "x" * 1000}}}
     operations = [
         {"op": "copy", "from": "/metadata/annotations", "path": f"/metadata/annotations/k{i}"} for i in range(20)
@@ -380,3 +380,50 @@ def test_copies_under_the_limit_apply() -> None:
     document = {"a": {"b": "x" * 1000}}
     patched = json_patch(document, [{"op": "copy", "from": "/a", "path": f"/c{i}"} for i in range(100)])
     assert patched["c99"] == {"b": "x" * 1000}
+
+
+def _nest(levels: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(levels - 1):
+        value = {"a": value}
+    return value
+
+
+def _deepening(copies: int) -> list[dict[str, Any]]:
+    """``copy`` /v into its own innermost object ``copies`` times: /v starts 200 deep and doubles each time."""
+    ops, innermost = [], "/a" * 199
+    for _ in range(copies):
+        ops.append({"op": "copy", "from": "/v", "path": f"/v{innermost}/b"})
+        innermost += "/b" + innermost
+    return ops
+
+
+def test_a_json_patch_may_nest_the_document_past_pythons_stack() -> None:
+    """``add`` and ``copy`` can nest the document far deeper than any body (evanphx applies such patches; the
+    API server refuses the result afterwards, see apiserver/test_limits.py). Every step of the patch, the copy
+    budget's size count, ``test`` and its message included, runs without recursion: 7 copies make /v 25,600
+    deep (they raised RecursionError, a 400, before)."""
+    from kubeplane.api.jsondepth import too_deep
+
+    patched = json_patch({"v": _nest(200)}, [*_deepening(7), {"op": "copy", "from": "/v", "path": "/w"}])
+    assert too_deep(patched["v"], 25_600) is None
+    assert too_deep(patched["v"], 25_599) == "{"
+    assert json_equal(patched["v"], patched["w"])
+    assert patched["v"] is not patched["w"]
+    with pytest.raises(PatchError) as caught:
+        json_patch({"v": _nest(200)}, [*_deepening(2), {"op": "test", "path": "/v", "value": 1}])
+    shown = ('{"a":' * 16)[:77] + "..."
+    assert str(caught.value) == (
+        f'jsonpatch test operation does not apply: value at "/v" is {shown}, not 1 (operation 2)'
+    )
+    assert caught.value.code == 422
+
+
+def test_the_copy_budget_counts_values_too_deep_for_orjson_by_their_compact_size() -> None:
+    """evanphx counts a copied value's JSON length; a value past orjson's 254 levels is measured without it."""
+    deep = {"v": _nest(300), "n": [1, "é", None, 2.5, True]}
+    expected = len(json.dumps(deep, separators=(",", ":"), ensure_ascii=False).encode())
+    copies = MAX_JSON_PATCH_COPY_BYTES // expected + 1
+    with pytest.raises(PatchError) as caught:
+        json_patch({"d": deep}, [{"op": "copy", "from": "/d", "path": f"/c{i}"} for i in range(copies)])
+    assert f"the accumulated size increase of copy is {expected * copies}," in str(caught.value)

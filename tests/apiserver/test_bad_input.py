@@ -117,14 +117,16 @@ CASES: list[tuple[str, str, str, bytes | None, str, int, str, str]] = [
         "metadata.labels",
     ),
     (
+        # typed decoding first (handlers/rest.go transformDecodeError over encoding/json's UnmarshalTypeError)
         "labels-wrong-type",
         "POST",
         PODS,
         json.dumps({**POD, "metadata": {"name": "l", "labels": ["a"]}}).encode(),
         "application/json",
-        422,
-        "Invalid",
-        "metadata.labels",
+        400,
+        "BadRequest",
+        'Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal array into Go struct field '
+        "ObjectMeta.metadata.labels of type map[string]string",
     ),
     (
         "oversized-body",
@@ -203,7 +205,7 @@ CASES: list[tuple[str, str, str, bytes | None, str, int, str, str]] = [
         "BadRequest",
         "unable to parse requirement",
     ),
-    ("bad-limit", "GET", f"{PODS}?limit=many", None, "", 400, "BadRequest", "invalid limit"),
+    ("bad-limit", "GET", f"{PODS}?limit=many", None, "", 400, "BadRequest", 'strconv.ParseInt: parsing "many"'),
     (
         "bad-continue",
         "GET",
@@ -501,6 +503,11 @@ def test_a_grace_period_beyond_int64_is_a_bad_request(server: Server) -> None:
     _bound_pod(server, "graceful-huge")
     status, doc = request(server, "DELETE", f"{PODS}/graceful-huge?gracePeriodSeconds={10**20}")
     assert (status, doc.get("reason")) == (400, "BadRequest"), doc
+    # a query parameter goes through upstream's parameter codec (strconv.ParseInt), a body through encoding/json
+    assert doc["message"] == 'strconv.ParseInt: parsing "100000000000000000000": value out of range'
+    body = json.dumps({"gracePeriodSeconds": 10**20}).encode()
+    status, doc = request(server, "DELETE", f"{PODS}/graceful-huge", body)
+    assert (status, doc.get("reason")) == (400, "BadRequest"), doc
     assert "DeleteOptions.gracePeriodSeconds of type int64" in doc["message"]
     still, pod = request(server, "GET", f"{PODS}/graceful-huge")
     assert still == 200
@@ -548,6 +555,7 @@ DEPLOYMENT = {
             "POST",
             f"{PODS}/unbound/binding",
             {"metadata": "x", "target": {"kind": "Node", "name": "n1"}},
+            'Binding in version "v1" cannot be handled as a Binding: '
             "json: cannot unmarshal string into Go struct field Binding.metadata of type v1.ObjectMeta",
             id="binding-metadata",
         ),
@@ -556,6 +564,7 @@ DEPLOYMENT = {
             "POST",
             f"{PODS}/unbound/binding",
             {"metadata": {"name": "unbound", "annotations": "x"}, "target": {"kind": "Node", "name": "n1"}},
+            'Binding in version "v1" cannot be handled as a Binding: '
             "json: cannot unmarshal string into Go struct field ObjectMeta.metadata.annotations of type "
             "map[string]string",
             id="binding-annotations",
@@ -565,6 +574,7 @@ DEPLOYMENT = {
             "PUT",
             "/apis/apps/v1/namespaces/default/deployments/scaled/scale",
             {"metadata": "x", "spec": {"replicas": 2}},
+            'Scale in version "v1" cannot be handled as a Scale: '
             "json: cannot unmarshal string into Go struct field Scale.metadata of type v1.ObjectMeta",
             id="scale-metadata",
         ),
@@ -573,6 +583,7 @@ DEPLOYMENT = {
             "PUT",
             "/api/v1/namespaces/fin/finalize",
             {"metadata": {"name": "fin"}, "spec": "x"},
+            'Namespace in version "v1" cannot be handled as a Namespace: '
             "json: cannot unmarshal string into Go struct field Namespace.spec of type v1.NamespaceSpec",
             id="finalize-spec",
         ),
@@ -581,6 +592,7 @@ DEPLOYMENT = {
             "PUT",
             "/api/v1/namespaces/fin/finalize",
             {"metadata": {"name": "fin"}, "spec": {"finalizers": [1]}},
+            'Namespace in version "v1" cannot be handled as a Namespace: '
             "json: cannot unmarshal number into Go struct field NamespaceSpec.spec.finalizers of type v1.FinalizerName",
             id="finalize-finalizer",
         ),

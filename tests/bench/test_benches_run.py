@@ -19,10 +19,13 @@ def test_every_bench_is_covered() -> None:
         "apiserver_bench.py",
         "fgd_bench.py",
         "informer_bench.py",
+        "jsondepth_bench.py",
         "kubelet_bench.py",
         "sim_bench.py",
         "store_bench.py",
+        "typed_decode_bench.py",
         "views_bench.py",
+        "watch_memory_bench.py",
     ]
 
 

@@ -21,6 +21,17 @@ Errors (:class:`PatchError`, with ``code`` the HTTP status kube-apiserver answer
       ``JSONPatchMaxCopyBytes``, since CVE-2019-1002100: a few ``copy`` operations that each copy the growing
       document would otherwise double it each time, a 2.6 KB patch reaching gigabytes).
 
+Depth (:mod:`kubeplane.api.jsondepth`)
+    The API server hands these functions documents and patches nested at most ``jsondepth.MAX_DEPTH`` deep
+    (it refuses deeper bodies, and stores nothing deeper). The recursive walks here descend one level of the
+    patch, or of a value taken from it, per call, so they stay that shallow: a merge patch's result is no
+    deeper than its document or its patch. A JSON patch is different: ``add`` puts a value at the end of a
+    path and ``copy`` can put the document inside itself, so its document can grow far deeper (as deep as the
+    copy budget allows). Everything that touches the document while a JSON patch runs is therefore iterative
+    (pointer walks, the ``copy`` operation's copy and size, messages), and the API server checks the depth of
+    the result once, when the patch is done (``apiserver/subresources.py``, upstream's decode of the patched
+    JSON).
+
 Deliberate deviations from evanphx/json-patch v4, where it departs from the RFCs (the RFC wins here):
 negative array indices are refused (evanphx accepts ``/a/-1`` as the last element); ``test`` of a missing path
 fails even against ``null``; ``add``/``replace``/``test`` without ``value`` fail instead of using ``null``; a
@@ -35,6 +46,8 @@ import re
 from typing import Any, Final
 
 import orjson
+
+from kubeplane.api import jsondepth
 
 __all__ = [
     "MAX_JSON_PATCH_COPY_BYTES",
@@ -67,6 +80,7 @@ class PatchError(ValueError):
 
 
 def _copy(value: Any) -> Any:
+    """A deep copy; recursive, so only for values bounded by the API server's depth check (see module)."""
     if isinstance(value, dict):
         return {key: _copy(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -74,18 +88,75 @@ def _copy(value: Any) -> Any:
     return value
 
 
+def _copy_any_depth(value: Any) -> Any:
+    """:func:`_copy` with an explicit stack, for a value of any depth (what a JSON patch ``copy`` copies)."""
+    if not isinstance(value, dict | list):
+        return value
+    root: Any = {} if isinstance(value, dict) else []
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        pairs = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, item in pairs:
+            copied = item
+            if isinstance(item, dict | list):
+                copied = {} if isinstance(item, dict) else []
+                stack.append((item, copied))
+            if isinstance(target, dict):
+                target[key] = copied
+            else:
+                target.append(copied)
+    return root
+
+
+def _compact_size(value: Any) -> int:
+    """The length in bytes of ``value`` as compact JSON, for a value of any depth (explicit stack)."""
+    size = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            size += 2 + max(len(item) - 1, 0) + sum(len(_scalar_json(key)) + 1 for key in item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            size += 2 + max(len(item) - 1, 0)
+            stack.extend(item)
+        else:
+            size += len(_scalar_json(item))
+    return size
+
+
+def _scalar_json(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value)
+    except (orjson.JSONEncodeError, TypeError):  # an integer past 64 bits
+        return json.dumps(value, ensure_ascii=False).encode()
+
+
 def json_equal(a: Any, b: Any) -> bool:
     """JSON equality (RFC 6902 section 4.6): numbers by value, booleans only equal booleans, objects ignore
-    member order, arrays compare element-wise."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a is b
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a == b
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return isinstance(b, list) and len(a) == len(b) and all(map(json_equal, a, b))
-    return type(a) is type(b) and bool(a == b)
+    member order, arrays compare element-wise. An explicit stack: a ``test`` compares the patch's value with
+    whatever the document holds there, at any depth."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if isinstance(x, bool) or isinstance(y, bool):
+            if x is not y:
+                return False
+        elif isinstance(x, int | float) and isinstance(y, int | float):
+            if x != y:
+                return False
+        elif isinstance(x, dict):
+            if not isinstance(y, dict) or x.keys() != y.keys():
+                return False
+            stack.extend([(x[key], y[key]) for key in x])
+        elif isinstance(x, list):
+            if not isinstance(y, list) or len(x) != len(y):
+                return False
+            stack.extend(zip(x, y, strict=True))
+        elif type(x) is not type(y) or not bool(x == y):
+            return False
+    return True
 
 
 # --- RFC 7386 ----------------------------------------------------------------------------------------------------
@@ -287,17 +358,23 @@ class _CopyBudget:
     def __init__(self) -> None:
         self.spent = 0
 
-    def spend(self, value: Any) -> None:
+    def spend(self, value: Any) -> Any:
+        """Count ``value``'s size, refuse past the limit, and return a deep copy of it.
+
+        A patch may nest a document far deeper than any body (each ``copy`` can put the document inside
+        itself), so this works at any depth: orjson encodes and decodes up to 254 levels, an explicit stack
+        does the rest."""
         try:
-            size = len(orjson.dumps(value))
-        except (orjson.JSONEncodeError, TypeError):  # nested past orjson's limit: measure it the slow way
-            size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
-        self.spent += size
+            data: bytes | None = orjson.dumps(value)
+        except (orjson.JSONEncodeError, TypeError):  # nested past orjson's limit, or a number past 64 bits
+            data = None
+        self.spent += len(data) if data is not None else _compact_size(value)
         if self.spent > MAX_JSON_PATCH_COPY_BYTES:
             raise PatchError(
                 "Unable to complete the copy, the accumulated size increase of copy is "
                 f"{self.spent}, exceeding the limit {MAX_JSON_PATCH_COPY_BYTES}"
             )
+        return orjson.loads(data) if data is not None else _copy_any_depth(value)
 
 
 def _apply(op: _Op, doc: Any, budget: _CopyBudget) -> Any:
@@ -325,9 +402,7 @@ def _apply(op: _Op, doc: Any, budget: _CopyBudget) -> Any:
             return _add(op, doc, pointer, tokens, _remove(op, doc, source, source_tokens))
         case "copy":
             source, source_tokens = op.pointer("from")
-            value = _get(op, doc, source, source_tokens)
-            budget.spend(value)
-            return _add(op, doc, pointer, tokens, _copy(value))
+            return _add(op, doc, pointer, tokens, budget.spend(_get(op, doc, source, source_tokens)))
         case _:  # test
             expected, actual = op.value(), _get(op, doc, pointer, tokens)
             if not json_equal(actual, expected):
@@ -336,6 +411,10 @@ def _apply(op: _Op, doc: Any, budget: _CopyBudget) -> Any:
 
 
 def _short(value: Any, limit: int = 80) -> str:
+    """``value`` as JSON for a message, cut to ``limit``; a value too deep to render whole (a document a patch
+    nested past the depth limit) is shown as its first characters."""
+    if jsondepth.too_deep(value, 100) is not None:
+        return jsondepth.compact_prefix(value, limit - 3) + "..."
     text = json.dumps(value, sort_keys=True, default=str)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 

@@ -30,6 +30,11 @@ Types with their own JSON form: ``resource.Quantity`` -> its string (``"0"`` whe
 empty, like Go's zero time); ``meta.v1.MicroTime`` -> RFC 3339 with 6 fraction digits; ``meta.v1.Duration``
 -> Go duration string; ``runtime.RawExtension`` and ``meta.v1.FieldsV1`` -> their raw JSON, parsed; ``bytes`` ->
 standard base64 (``Secret.data``); fields embedded with ``json:",inline"`` are merged into their parent.
+
+Depth: the decoder recurses once per embedded message, and the generated tables have no cycle (the deepest
+chain is about 13 messages), so no body can drive it deep. The one free-form part, raw JSON in ``FieldsV1`` and
+``RawExtension``, is parsed by orjson (no recursion); :class:`NestingError` marks raw JSON too deep for orjson,
+and the API server checks the decoded object's depth as it does a JSON body's (:mod:`kubeplane.api.jsondepth`).
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from typing import Any
 
 import orjson
 
+from kubeplane.api import jsondepth
 from kubeplane.api.durations import format_duration
 
 CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
@@ -71,6 +77,17 @@ _REPEATED, _INLINE, _KEEP_ZERO = 1, 2, 4
 
 class ProtobufError(ValueError):
     """The body is not a well-formed Kubernetes protobuf object; the message says what is wrong."""
+
+
+class NestingError(ProtobufError):
+    """Free-form JSON inside the body (``FieldsV1``, ``RawExtension``) nests deeper than
+    :data:`~kubeplane.api.jsondepth.MAX_DEPTH`; ``bracket`` opens the first container too deep, ``kind`` and
+    ``api_version`` are the envelope's (set once known)."""
+
+    def __init__(self, bracket: str) -> None:
+        super().__init__(jsondepth.syntax_error(bracket))
+        self.bracket = bracket
+        self.kind = self.api_version = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +178,11 @@ def decode_object(data: bytes, *, tables: ProtoTables | None = None) -> dict[str
     if message is None:
         raise ProtobufError(f"no protobuf schema for {kind} in {api_version}; send this object as JSON")
     obj: dict[str, Any] = {"kind": kind, "apiVersion": api_version}
-    obj.update(decode_message(raw, message, tables=tables))
+    try:
+        obj.update(decode_message(raw, message, tables=tables))
+    except NestingError as exc:
+        exc.kind, exc.api_version = kind, api_version
+        raise
     return obj
 
 
@@ -401,6 +422,9 @@ def _raw_json(buf: bytes, message: str) -> Any:
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
+        found = jsondepth.raw_too_deep(raw)  # orjson stops at 1024 levels: report it as the depth limit
+        if found is not None and found[0] < exc.pos:
+            raise NestingError(found[1]) from None
         raise ProtobufError(f"{message}: raw bytes are not JSON ({exc})") from exc
 
 

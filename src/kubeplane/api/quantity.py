@@ -84,7 +84,13 @@ class Format(enum.StrEnum):
 
 
 class QuantityError(ValueError):
-    """A string (or JSON value) that is not a Kubernetes quantity; the message names it and says why."""
+    """A string (or JSON value) that is not a Kubernetes quantity; the message names it and says why.
+    ``reason`` is upstream's error alone (``ErrFormatWrong``, ``ErrNumeric``, ``ErrSuffix`` ...), which is what
+    kube-apiserver answers for a body that holds such a quantity."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason or message
 
 
 _DECIMAL_SUFFIXES: dict[str, int] = {
@@ -96,7 +102,7 @@ _BINARY_BY_POWER = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]  # index: power of 1
 
 
 def _error(text: str, reason: str) -> QuantityError:
-    return QuantityError(f"invalid quantity {text!r}: {reason}")
+    return QuantityError(f"invalid quantity {text!r}: {reason}", reason)
 
 
 def _interpret(text: str, suffix: str) -> tuple[int, int, Format]:

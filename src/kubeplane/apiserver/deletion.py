@@ -22,9 +22,10 @@ from typing import Any
 
 from kubeplane.api import meta as apimeta
 from kubeplane.api.resources import ResourceInfo
+from kubeplane.api.validation.field import new_path, not_supported
 from kubeplane.store.interface import Conflict
 
-from . import errors
+from . import errors, params
 from .dryrun import dry_run
 from .listing import ListOptions, list_objects
 from .registry import MAX_RETRIES, Registry
@@ -42,31 +43,41 @@ class DeleteOptions:
     @classmethod
     def parse(cls, body: Any, query: dict[str, str]) -> DeleteOptions:
         body = body if isinstance(body, dict) else {}
-        grace = query.get("gracePeriodSeconds", body.get("gracePeriodSeconds"))
+        grace: Any = body.get("gracePeriodSeconds")
+        if "gracePeriodSeconds" in query:  # strconv.ParseInt, as upstream's parameter codec (400 otherwise)
+            grace = params.parse_int64(query["gracePeriodSeconds"])
+        elif grace is not None and (isinstance(grace, bool) or not isinstance(grace, int)):
+            found = f"number {grace}" if isinstance(grace, float) else errors.json_type(grace)
+            raise errors.bad_request(
+                f"json: cannot unmarshal {found} into Go struct field DeleteOptions.gracePeriodSeconds of type int64"
+            )
         preconditions = body.get("preconditions")
         if preconditions is None:
             preconditions = {}
         policy = query.get("propagationPolicy", body.get("propagationPolicy"))
-        if policy not in (None, "Orphan", "Background", "Foreground"):
-            raise errors.bad_request(
-                f'Unsupported value: "{policy}": supported values: "Foreground", "Background", "Orphan", "nil"'
+        if policy is not None and not isinstance(policy, str):
+            raise errors.cannot_unmarshal(
+                policy, field="DeleteOptions.propagationPolicy", go_type="v1.DeletionPropagation"
             )
-        if grace is not None:
-            try:
-                grace = int(grace)
-            except (TypeError, ValueError, OverflowError):
-                raise errors.bad_request(f"invalid gracePeriodSeconds: {grace!r}") from None
-            if not _INT64_MIN <= grace <= _INT64_MAX:  # upstream decodes it into an int64
-                raise errors.cannot_unmarshal(grace, field="DeleteOptions.gracePeriodSeconds", go_type="int64")
+        if policy not in (None, "Orphan", "Background", "Foreground"):  # upstream ValidateDeleteOptions
+            err = not_supported(new_path("propagationPolicy"), policy, supported=_POLICIES)
+            raise errors.invalid("meta.k8s.io", "DeleteOptions", "", [err])
+        if grace is not None and not _INT64_MIN <= grace <= _INT64_MAX:  # upstream decodes it into an int64
+            raise errors.cannot_unmarshal(grace, field="DeleteOptions.gracePeriodSeconds", go_type="int64")
         dry = query.get("dryRun") == "All" or dry_run(_as_list(body.get("dryRun")), verb="delete")
         if not isinstance(preconditions, dict):  # [] or "" too: a malformed precondition never means "none"
             raise errors.cannot_unmarshal(
                 preconditions, field="DeleteOptions.preconditions", go_type="v1.Preconditions"
             )
+        for key, go_type in (("uid", "types.UID"), ("resourceVersion", "string")):
+            value = preconditions.get(key)
+            if value is not None and not isinstance(value, str):
+                raise errors.cannot_unmarshal(value, field=f"Preconditions.preconditions.{key}", go_type=go_type)
         return cls(grace, policy, preconditions.get("uid"), preconditions.get("resourceVersion"), dry)
 
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_POLICIES = ("Foreground", "Background", "Orphan", "nil")
 _LATEST_TIME = 253402300799.0
 """9999-12-31T23:59:59Z as Unix seconds: the latest time RFC 3339 (and metav1.Time) can write."""
 
@@ -94,21 +105,7 @@ async def delete_object(
             raise errors.not_found(info.group, info.plural, name)
         obj = decode(current)
         meta = obj["metadata"]
-        if options.uid is not None and options.uid != meta.get("uid"):
-            raise errors.conflict(
-                info.group,
-                info.plural,
-                name,
-                f"Precondition failed: UID in precondition: {options.uid}, UID in object meta: {meta.get('uid')}",
-            )
-        if options.resource_version is not None and options.resource_version != meta["resourceVersion"]:
-            raise errors.conflict(
-                info.group,
-                info.plural,
-                name,
-                f"Precondition failed: ResourceVersion in precondition: {options.resource_version}, "
-                f"ResourceVersion in object meta: {meta['resourceVersion']}",
-            )
+        check_preconditions(info, obj, options)
         if info.group == "" and info.kind == "Namespace":
             return await _terminate_namespace(registry, info, obj, current.mod_revision, options)
         grace = strategy.grace_period(obj, options.grace_period_seconds)
@@ -137,6 +134,27 @@ async def delete_object(
         meta["resourceVersion"] = str(deleted.revision)  # as upstream: the revision of the delete itself
         return 200, _deleted_body(info, obj, strategy.returns_deleted_object)
     raise errors.conflict(info.group, info.plural, name, "too many concurrent updates; try again")
+
+
+def check_preconditions(info: ResourceInfo, obj: Obj, options: DeleteOptions) -> None:
+    """409 unless the options' uid and resourceVersion preconditions hold for ``obj`` (upstream
+    ``Preconditions.Check``)."""
+    meta, name = obj["metadata"], obj["metadata"].get("name", "")
+    if options.uid is not None and options.uid != meta.get("uid"):
+        raise errors.conflict(
+            info.group,
+            info.plural,
+            name,
+            f"Precondition failed: UID in precondition: {options.uid}, UID in object meta: {meta.get('uid')}",
+        )
+    if options.resource_version is not None and options.resource_version != meta.get("resourceVersion"):
+        raise errors.conflict(
+            info.group,
+            info.plural,
+            name,
+            f"Precondition failed: ResourceVersion in precondition: {options.resource_version}, "
+            f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
+        )
 
 
 def _mark_deleting(registry: Registry, obj: Obj, *, grace: int, finalizers: list[str]) -> Obj | None:

@@ -68,7 +68,12 @@ class BodyChecks(Protocol):
         ...
 
     def check_patched(self, resource: ResourceInfo, obj: Obj) -> Obj:
-        """The patched object, before it is validated: report unknown fields, return it pruned."""
+        """The patched object, before it is validated: decode it into the kind's Go types, report unknown fields,
+        return it as decoding keeps it."""
+        ...
+
+    def check_patched_kind(self, group: str, version: str, kind: str, obj: Obj) -> Obj:
+        """A patched object of a subresource's own kind (a Scale): decode it, return it as decoding keeps it."""
         ...
 
 
@@ -210,12 +215,12 @@ async def _create(registry: Registry, call: Call) -> Obj:
 
 def _bind(registry: Registry, call: Call) -> Awaitable[Obj]:
     assert call.namespace is not None  # _namespaced
-    return subresources.bind(registry, call.namespace, call.name, call.body)
+    return subresources.bind(registry, call.namespace, call.name, call.body, dry_run=call.dry_run)
 
 
 def _evict(registry: Registry, call: Call) -> Awaitable[Obj]:
     assert call.namespace is not None  # _namespaced
-    return subresources.evict(registry, call.namespace, call.name, call.body)
+    return subresources.evict(registry, call.namespace, call.name, call.body, dry_run=call.dry_run)
 
 
 async def _update(registry: Registry, call: Call) -> Obj:
@@ -227,11 +232,13 @@ async def _update(registry: Registry, call: Call) -> Obj:
 
 def _update_scale(registry: Registry, call: Call) -> Awaitable[Obj]:
     assert call.namespace is not None  # _namespaced
-    return subresources.update_scale(registry, call.resource, call.namespace, call.name, call.body)
+    return subresources.update_scale(
+        registry, call.resource, call.namespace, call.name, call.body, dry_run=call.dry_run
+    )
 
 
 def _finalize(registry: Registry, call: Call) -> Awaitable[Obj]:
-    return subresources.finalize_namespace(registry, call.resource, call.name, call.body)
+    return subresources.finalize_namespace(registry, call.resource, call.name, call.body, dry_run=call.dry_run)
 
 
 async def _patch(registry: Registry, call: Call) -> Obj:
@@ -258,7 +265,11 @@ async def _patch_scale(registry: Registry, call: Call) -> Obj:
         raise errors.unsupported_media_type(call.patch_type)
     current = await subresources.get_scale(registry, call.resource, call.namespace, call.name)
     scale = json_merge_patch(current, call.body)
-    return await subresources.update_scale(registry, call.resource, call.namespace, call.name, scale)
+    if call.checks is not None and isinstance(scale, dict):
+        scale = call.checks.check_patched_kind("autoscaling", "v1", "Scale", scale)
+    return await subresources.update_scale(
+        registry, call.resource, call.namespace, call.name, scale, dry_run=call.dry_run
+    )
 
 
 async def _delete(registry: Registry, call: Call) -> Obj:

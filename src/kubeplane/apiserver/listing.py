@@ -8,19 +8,17 @@ List
     ``limit`` matching items, as upstream does.
 Watch
     resourceVersion unset or "0": synthetic ADDED events for the current objects, then changes. N: every change
-    after N (410 Expired if the store no longer has it). Bookmarks carry the current revision.
+    after N (410 Expired if the store no longer has it). Bookmarks carry the current revision. What a watch
+    starts with (current objects, or the ring's changes after N) is the watcher's interval, a snapshot of
+    references turned into events as they are sent (see :mod:`kubeplane.apiserver.watchcache`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
-
-import orjson
 
 from kubeplane.api import fields as apifields
 from kubeplane.api import labels as apilabels
@@ -31,9 +29,9 @@ from kubeplane.api.views import labels_of
 from kubeplane.store.interface import Compacted, FutureRevision
 from kubeplane.store.watch import StoreWatch
 
-from . import errors
+from . import continuation, errors, params
 from .registry import Registry
-from .watchcache import CacheWatcher, Obj, WatchEvent, decode, to_watch_event
+from .watchcache import CacheWatcher, Obj, WatchCache, WatchEvent, decode, to_watch_event
 
 Matcher = Callable[[str, Obj], bool]
 
@@ -129,35 +127,14 @@ def compile_matcher(info: ResourceInfo, options: ListOptions) -> Matcher | None:
     return matches
 
 
-def _encode_token(revision: int, start: str) -> str:
-    raw = orjson.dumps({"v": "meta.k8s.io/v1", "rv": revision, "start": start})
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _decode_token(token: str) -> tuple[int, str]:
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        data = orjson.loads(raw)
-        revision, start = int(data["rv"]), str(data["start"])
-    except (binascii.Error, ValueError, KeyError, TypeError, orjson.JSONDecodeError):
-        raise errors.bad_request("continue key is not valid: invalid continue token") from None
-    if data.get("v") != "meta.k8s.io/v1" or revision <= 0:
-        raise errors.bad_request("continue key is not valid: incorrect encoded start resourceVersion")
-    return revision, start  # appended to the collection prefix: a range can never leave it
-
-
 def _parse_rv(value: str) -> int:
-    try:
-        rv = int(value)
-    except ValueError:
-        raise errors.bad_request(f"invalid resource version: {value!r}") from None
-    if rv < 0:
-        raise errors.bad_request(f"invalid resource version: {value!r}")
-    return rv
+    return params.parse_resource_version(value)
 
 
 async def list_objects(registry: Registry, info: ResourceInfo, namespace: str | None, options: ListOptions) -> Obj:
     matcher = compile_matcher(info, options)
+    if not options.continue_token:  # with one, the token is decoded first (and a resourceVersion refused)
+        _parse_rv(options.resource_version)
     prefix = info.collection_key(namespace)
     if options.limit > 0 or options.continue_token or options.resource_version_match == "Exact":
         return await _list_from_store(registry, info, prefix, matcher, options)
@@ -172,7 +149,11 @@ async def _list_from_store(
 ) -> Obj:
     store = registry.store
     if options.continue_token:
-        revision, start = _decode_token(options.continue_token)
+        revision, start = continuation.decode(options.continue_token)
+        if options.resource_version not in ("", "0"):  # upstream storage.ValidateListOptions
+            raise errors.bad_request("specifying resource version is not allowed when using continue")
+        if revision < 0:  # upstream: a negative revision continues at the newest one
+            revision = store.revision
         start_key = prefix + start
     else:
         start_key = None
@@ -205,7 +186,7 @@ async def _list_from_store(
             remaining = page.count - len(page.kvs) if more else None
         if not more or limit <= 0 or len(items) >= limit:
             break
-    token = _encode_token(revision, start_key[len(prefix) :]) if more and start_key else ""
+    token = continuation.encode(revision, start_key[len(prefix) :]) if more and start_key else ""
     return _list_object(info, items, revision, continue_token=token, remaining=remaining)
 
 
@@ -229,6 +210,8 @@ class WatchOptions:
     timeout_seconds: float | None = None
     send_initial_events: bool | None = None  # WatchList: current objects, then an initial-events-end bookmark
     resource_version_match: str = ""
+    buffer_bytes: int | None = None
+    """The byte budget of the watcher's queue (the HTTP server's setting); None: bounded in count only."""
 
     def validate(self) -> None:
         """Upstream ``ValidateListOptions`` for a watch (422 Invalid ListOptions)."""
@@ -250,22 +233,26 @@ def bookmark_event(info: ResourceInfo, revision: int) -> Obj:
 
 
 def open_watch(registry: Registry, info: ResourceInfo, namespace: str | None, options: WatchOptions) -> CacheWatcher:
-    """Register a watcher; initial events (synthetic ADDED or replay) are queued before it returns."""
+    """Register a watcher; what it starts with (synthetic ADDED or replay) is its interval when it returns."""
     list_options = ListOptions(label_selector=options.label_selector, field_selector=options.field_selector)
     matcher = compile_matcher(info, list_options)
+    after = _parse_rv(options.resource_version)
     prefix = info.collection_key(namespace)
-    watcher = CacheWatcher(key_prefix=prefix, matches=matcher or (lambda _k, _o: True))
+    watcher = CacheWatcher(
+        key_prefix=prefix,
+        matches=matcher or (lambda _k, _o: True),
+        budget=options.buffer_bytes,
+        resource=f"{info.plural}.{info.group}" if info.group else info.plural,
+        identifier=f"key: {prefix!r}, labels: {options.label_selector!r}, fields: {options.field_selector!r}",
+    )
     cache = registry.cache(info)
     if options.send_initial_events is not None:
-        return _watch_list(registry, info, cache, watcher, matcher, prefix, initial=options.send_initial_events)
+        return _watch_list(info, cache, watcher, matcher, prefix, initial=options.send_initial_events)
     if options.resource_version in ("", "0"):
         cache.sync()
-        for key, obj in cache.items(prefix):
-            if matcher is None or matcher(key, obj):
-                watcher.queue.append(WatchEvent("ADDED", key, int(obj["metadata"]["resourceVersion"]), obj, None))
+        watcher.start_with(_current(cache, prefix, matcher))
         cache.add_watcher(watcher, after=cache.revision)
         return watcher
-    after = _parse_rv(options.resource_version)
     if after < registry.store.compacted_revision:
         raise errors.gone(f"too old resource version: {after} ({registry.store.compacted_revision})")
     if cache.add_watcher(watcher, after=after):
@@ -278,10 +265,24 @@ def open_watch(registry: Registry, info: ResourceInfo, namespace: str | None, op
     return watcher
 
 
+def _current(cache: WatchCache, prefix: str, matcher: Matcher | None) -> Iterator[WatchEvent]:
+    """Synthetic ADDED events of the objects under ``prefix`` now: the snapshot is taken here (two lists of
+    references), the events are made lazily as the watcher sends them."""
+    keys: list[str] = []
+    objs: list[Obj] = []
+    for key, obj in cache.items(prefix):
+        if matcher is None or matcher(key, obj):
+            keys.append(key)
+            objs.append(obj)
+    return (
+        WatchEvent("ADDED", key, int(obj["metadata"]["resourceVersion"]), obj, None)
+        for key, obj in zip(keys, objs, strict=True)
+    )
+
+
 def _watch_list(
-    registry: Registry,
     info: ResourceInfo,
-    cache: Any,
+    cache: WatchCache,
     watcher: CacheWatcher,
     matcher: Matcher | None,
     prefix: str,
@@ -293,26 +294,31 @@ def _watch_list(
     The cache is fresh (synced), which satisfies any resourceVersion with resourceVersionMatch=NotOlderThan."""
     cache.sync()
     if initial:
-        for key, obj in cache.items(prefix):
-            if matcher is None or matcher(key, obj):
-                watcher.queue.append(WatchEvent("ADDED", key, int(obj["metadata"]["resourceVersion"]), obj, None))
         bookmark = {
             "kind": info.kind,
             "apiVersion": info.api_version,
             "metadata": {"resourceVersion": str(cache.revision), "annotations": {INITIAL_EVENTS_END: "true"}},
         }
-        watcher.queue.append(WatchEvent("BOOKMARK", "", cache.revision, bookmark, None))
+        end = WatchEvent("BOOKMARK", "", cache.revision, bookmark, None)
+        watcher.start_with(_current(cache, prefix, matcher), end_bookmark=end)
     cache.add_watcher(watcher, after=cache.revision)
     return watcher
+
+
+PUMP_BATCH = 100
+"""Events taken from a dedicated store watch at a time; each is offered only once the watcher's queue has room
+(:meth:`CacheWatcher.wait_for_room`), so catching up from an old revision never overflows a watcher that reads."""
 
 
 async def _pump(source: StoreWatch, watcher: CacheWatcher) -> None:
     try:
         while not watcher.closed:
-            batch = await source.next_batch()
+            batch = await source.next_batch(PUMP_BATCH)
             if not batch:
                 break
             for event in batch:
+                if not await watcher.wait_for_room():
+                    return
                 watcher.offer(to_watch_event(event))
     except Exception:
         pass

@@ -311,8 +311,10 @@ class Registry:
         else:
             strategy.prepare_for_update(new, old)
         apidefaults.apply_defaults(new)
+        # metadata is validated on status updates too: upstream's Validate*StatusUpdate begin with
+        # ValidateObjectMetaUpdate (a status write may change labels and annotations)
         if subresource == "status":
-            errs = strategy.validate_status_update(new, old)
+            errs = self._validate_meta(info, new) or strategy.validate_status_update(new, old)
         else:
             errs = self._validate_meta(info, new) or strategy.validate_update(new, old)
         if errs:

@@ -45,6 +45,7 @@ from .http.connections import (
 )
 from .registry import Registry
 from .tls import ServingCerts, ensure_serving_certs
+from .watchcache import WATCHER_BUDGET
 
 log = logging.getLogger("kubeplane.apiserver")
 
@@ -67,7 +68,9 @@ class ServerConfig:
     etcd_certfile: Path | None = None
     etcd_keyfile: Path | None = None
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
-    """Header, body and TLS-handshake timeouts and the connection cap (``--request-header-timeout``, ...)."""
+    """Header, body and TLS-handshake timeouts and the connection cap (``--header-timeout``, ...)."""
+    watch_buffer_bytes: int = WATCHER_BUDGET
+    """The byte budget of each HTTP watcher's queue of unsent events (past it the watcher is closed)."""
 
 
 def open_store(config: ServerConfig) -> Store:
@@ -269,7 +272,9 @@ async def run_apiserver(
     registry = Registry(store=store)
     await registry.start()
     token = admin_token(config.data_dir)
-    app = APIServerApp(registry, tokens={token: "admin"} if config.auth else None)
+    app = APIServerApp(
+        registry, tokens={token: "admin"} if config.auth else None, watch_buffer_bytes=config.watch_buffer_bytes
+    )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:

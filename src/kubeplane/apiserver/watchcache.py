@@ -12,17 +12,33 @@ most recent events. Invariants:
   an N the store compacted is 410 Expired.
 * ``_keys`` is exactly the sorted list of ``objects``' keys, so a namespace's objects are one bisected slice
   (:meth:`items`): listing a namespace costs its own size, not the whole resource's.
-* Each API watcher has a bounded queue. A watcher that falls behind is closed (its client re-watches from the
-  last resourceVersion it saw, as with kube-apiserver), never slowing the cache or the other watchers.
+
+Each API watcher (:class:`CacheWatcher`) hands out, in order, its *interval* and then its *queue*:
+
+* The interval is what the watch starts with (upstream's ``watchCacheInterval``): the synthetic ADDED events of
+  the current objects (resourceVersion unset or 0, or ``sendInitialEvents``) and the ring's events after the
+  requested revision. It is a snapshot of references (16 bytes an object), turned into events only as the
+  watcher sends them, and is not counted against the queue's bounds (upstream's initial events are not in the
+  watcher's input channel either).
+* The queue holds the live events, bounded in count (``capacity``) and, for HTTP watchers, in the bytes of
+  their watch lines (``budget``). A watcher whose queue is full is terminated as kube-apiserver's
+  ``cacheWatcher.add`` does ("Forcing watcher close due to unresponsiveness"): the cache drops it, its queue
+  is freed and its stream ends; its client re-watches from the last resourceVersion it saw (a 410 then
+  re-lists), so no event is lost, and a slow watcher never slows the cache or the other watchers.
+* Every event of the ring is shared by all watchers, and so is its encoding: :meth:`WatchEvent.frame` encodes
+  once per resourceVersion (and presentation), and a selector transition (ADDED or DELETED made from a
+  MODIFIED) is made once per event, not once per watcher.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
+import logging
 from bisect import bisect_left, insort
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,9 +49,16 @@ from kubeplane.store.interface import EventType, KeyValue, Store
 from kubeplane.store.keyindex import range_bounds
 from kubeplane.store.watch import StoreWatch
 
+log = logging.getLogger("kubeplane.apiserver")
+
 Obj = dict[str, Any]
 DEFAULT_RING = 10_000
 WATCHER_QUEUE = 10_000
+"""The most live events a watcher may have queued (upstream bounds its input channel by a count too)."""
+WATCHER_BUDGET = 8 * 1024 * 1024
+"""The default byte budget of an HTTP watcher's queue: the watch lines of the live events it has not sent yet."""
+FRAME_OVERHEAD = 64
+"""What a watch line adds to the stored value: ``{"type":"MODIFIED","object":``, the resourceVersion, ``}\\n``."""
 
 
 def decode(kv: KeyValue) -> Obj:
@@ -58,20 +81,51 @@ def encode(obj: Obj) -> bytes:
 
 @dataclass(slots=True)
 class WatchEvent:
-    """A decoded change: ``obj`` is the new state (for DELETED, the last state with the delete's revision)."""
+    """A decoded change: ``obj`` is the new state (for DELETED, the last state with the delete's revision).
+
+    ``size`` is the length of the event's watch line as estimated from the stored value (what the event costs in
+    a watcher's byte budget, known without encoding it); 0 for events made by a watcher itself."""
 
     type: str  # ADDED, MODIFIED, DELETED (BOOKMARK for WatchList's initial-events-end marker)
     key: str
     revision: int
     obj: Obj
     prev: Obj | None
+    size: int = 0
     _frame: bytes | None = field(default=None, repr=False)
+    _presented: bytes | None = field(default=None, repr=False)
+    _added: WatchEvent | None = field(default=None, repr=False)
+    _deleted: WatchEvent | None = field(default=None, repr=False)
 
     def frame(self) -> bytes:
-        """The watch line ``{"type":...,"object":...}\\n``, encoded once and shared by unfiltered watchers."""
+        """The watch line ``{"type":...,"object":...}\\n``, encoded once and shared by every watcher."""
         if self._frame is None:
             self._frame = orjson.dumps({"type": self.type, "object": self.obj}) + b"\n"
         return self._frame
+
+    def presented_frame(self, present: Callable[[Obj], Obj]) -> bytes:
+        """The watch line of the object as ``present`` shows it, encoded once. The only presentation besides the
+        stored one is events.k8s.io/v1's view of a stored core Event, so one slot caches it."""
+        if self._presented is None:
+            self._presented = orjson.dumps({"type": self.type, "object": present(self.obj)}) + b"\n"
+        return self._presented
+
+    def as_added(self) -> WatchEvent:
+        """This change for a watcher whose selector the object enters: an ADDED of the new state."""
+        if self.type == "ADDED":
+            return self
+        if self._added is None:
+            self._added = WatchEvent("ADDED", self.key, self.revision, self.obj, None, self.size)
+        return self._added
+
+    def as_deleted(self) -> WatchEvent:
+        """This change for a watcher whose selector the object leaves: as upstream's ``convertToWatchEvent``, a
+        DELETED of the previous state carrying this event's resourceVersion."""
+        if self._deleted is None:
+            prev = self.prev if self.prev is not None else self.obj
+            last = {**prev, "metadata": {**prev["metadata"], "resourceVersion": str(self.revision)}}
+            self._deleted = WatchEvent("DELETED", self.key, self.revision, last, self.prev, self.size)
+        return self._deleted
 
 
 def to_watch_event(event: StoreEvent) -> WatchEvent:
@@ -79,70 +133,202 @@ def to_watch_event(event: StoreEvent) -> WatchEvent:
         assert event.prev_kv is not None
         last: Obj = orjson.loads(event.prev_kv.value)
         last["metadata"]["resourceVersion"] = str(event.revision)
-        return WatchEvent("DELETED", event.kv.key, event.revision, last, decode(event.prev_kv))
+        size = len(event.prev_kv.value) + FRAME_OVERHEAD
+        return WatchEvent("DELETED", event.kv.key, event.revision, last, decode(event.prev_kv), size)
     prev = decode(event.prev_kv) if event.prev_kv is not None else None
-    return WatchEvent("ADDED" if prev is None else "MODIFIED", event.kv.key, event.revision, decode(event.kv), prev)
+    kind = "ADDED" if prev is None else "MODIFIED"
+    return WatchEvent(kind, event.kv.key, event.revision, decode(event.kv), prev, len(event.kv.value) + FRAME_OVERHEAD)
 
 
 Filter = Callable[[str, Obj], bool]  # (key, obj) -> matches
 
 
 class CacheWatcher:
-    """One API watch. ``queue`` holds events already filtered and transformed for this watcher."""
+    """One API watch: its interval, then its queue of live events (see the module docstring).
 
-    def __init__(self, *, key_prefix: str, matches: Filter, capacity: int = WATCHER_QUEUE) -> None:
+    :meth:`pop` hands out the next event in order. ``capacity`` (events) and ``budget`` (bytes of watch lines;
+    None for an in-process watcher, whose consumer takes everything queued at each step) bound the queue: an
+    event that would pass either terminates the watcher (:meth:`terminate`). The first event is always queued,
+    so one object larger than the budget is sent, not refused for ever."""
+
+    def __init__(
+        self,
+        *,
+        key_prefix: str,
+        matches: Filter,
+        capacity: int = WATCHER_QUEUE,
+        budget: int | None = None,
+        resource: str = "",
+        identifier: str = "",
+    ) -> None:
+        """``resource`` (upstream's group-resource string, "pods", "deployments.apps") and ``identifier``
+        (key and selectors) name the watcher in the termination log."""
         self.key_prefix = key_prefix
         self.matches = matches
         self.capacity = capacity
+        self.budget = budget
+        self.resource = resource
+        self.identifier = identifier
         self.queue: deque[WatchEvent] = deque()
+        self.queued_bytes = 0
+        """The summed ``size`` of the queue's events."""
         self.closed = False
         self.overflowed = False
+        self.on_terminated: Callable[[], None] | None = None
+        self._interval: Iterator[WatchEvent] | None = None
+        self._next: WatchEvent | None = None  # the interval's next event, read ahead so `pending` costs nothing
+        self._end_bookmark: WatchEvent | None = None  # WatchList's initial-events-end, until it is handed out
         self._waiter: asyncio.Future[None] | None = None
+        self._room: asyncio.Future[None] | None = None
         self._source: StoreWatch | None = None  # a dedicated store watch for a start older than the ring
 
-    def offer(self, event: WatchEvent) -> None:
-        """Filter ``event`` as kube-apiserver's cacheWatcher: transitions in and out of the selector become
-        ADDED and DELETED."""
-        if self.closed or not event.key.startswith(self.key_prefix):
-            return
+    @property
+    def pending(self) -> bool:
+        """Whether :meth:`pop` has an event to hand out."""
+        return self._next is not None or bool(self.queue)
+
+    @property
+    def follows_cache(self) -> bool:
+        """Whether the watcher is fed by the cache (so the cache's revision bounds what it has been offered);
+        a watcher fed by a dedicated store watch is not, and gets no bookmark at the cache's revision."""
+        return self._source is None
+
+    def start_with(self, events: Iterable[WatchEvent], *, end_bookmark: WatchEvent | None = None) -> None:
+        """Append ``events`` (consumed lazily) to the interval, then ``end_bookmark`` if given. Called before the
+        watcher is registered, so every live event comes after the interval."""
+        tail: Iterable[WatchEvent] = events if end_bookmark is None else itertools.chain(events, (end_bookmark,))
+        if end_bookmark is not None:
+            self._end_bookmark = end_bookmark
+        if self._next is None:
+            self._interval = iter(tail)
+            self._next = next(self._interval, None)
+        else:
+            assert self._interval is not None
+            self._interval = itertools.chain(self._interval, tail)
+
+    def pop(self) -> WatchEvent | None:
+        """The next event to send (the interval's, then the queue's), or None if nothing is pending."""
+        event = self._next
+        if event is not None:
+            assert self._interval is not None
+            self._next = next(self._interval, None)
+            if self._next is None:
+                self._interval = None
+            if event is self._end_bookmark:
+                self._end_bookmark = None
+            return event
+        if not self.queue:
+            return None
+        event = self.queue.popleft()
+        self.queued_bytes -= event.size
+        if self._room is not None and self._has_room():
+            _resolve(self._room)
+        return event
+
+    def drain(self) -> list[WatchEvent]:
+        """Every pending event, in order (an in-process consumer takes them all at once)."""
+        events: list[WatchEvent] = []
+        while (event := self.pop()) is not None:
+            events.append(event)
+        return events
+
+    def transform(self, event: WatchEvent) -> WatchEvent | None:
+        """``event`` as this watcher sees it, as kube-apiserver's ``convertToWatchEvent``: None if it concerns no
+        object the watcher selects; transitions into and out of the selector become ADDED and DELETED."""
+        if not event.key.startswith(self.key_prefix):
+            return None
         now = event.type != "DELETED" and self.matches(event.key, event.obj)
         before = event.prev is not None and self.matches(event.key, event.prev)
         if event.type == "DELETED":
-            out = event if before else None
-        elif now and before:
-            out = event
-        elif now:
-            out = event if event.type == "ADDED" else WatchEvent("ADDED", event.key, event.revision, event.obj, None)
-        elif before:
-            out = WatchEvent("DELETED", event.key, event.revision, event.obj, event.prev)
-        else:
-            out = None
+            return event if before else None
+        if now:
+            return event if before else event.as_added()
+        return event.as_deleted() if before else None
+
+    def replay(self, events: list[WatchEvent]) -> Iterator[WatchEvent]:
+        """The ring's ``events`` (a snapshot) as this watcher sees them, lazily: an interval."""
+        for event in events:
+            out = self.transform(event)
+            if out is not None:
+                yield out
+
+    def offer(self, event: WatchEvent) -> None:
+        """Queue a live event (filtered by :meth:`transform`); terminate the watcher if its queue is full."""
+        if self.closed:
+            return
+        out = self.transform(event)
         if out is None:
             return
-        if len(self.queue) >= self.capacity:
-            self.overflowed = True
-            self.close()
+        queue = self.queue
+        if queue and (
+            len(queue) >= self.capacity or (self.budget is not None and self.queued_bytes + out.size > self.budget)
+        ):
+            self.terminate()
             return
-        self.queue.append(out)
+        queue.append(out)
+        self.queued_bytes += out.size
         self._wake()
+
+    def terminate(self) -> None:
+        """Upstream's ``cacheWatcher.add`` failing: log "Forcing ... watcher close due to unresponsiveness" and
+        close. Graceful when WatchList's initial-events-end bookmark is still pending (upstream's
+        ``cacheWatcherBookmarkReceived``): what is pending is still sent, so the client gets the bookmark and can
+        resume from it. Otherwise the interval and the queue are dropped at once, their memory freed, and the
+        stream ends after what was already handed out."""
+        graceful = self._end_bookmark is not None
+        log.info(
+            "Forcing %s watcher close due to unresponsiveness: %s. len(c.input) = %d, len(c.result) = %d, "
+            "graceful = %s",
+            self.resource,
+            self.identifier,
+            len(self.queue),
+            0,
+            "true" if graceful else "false",
+        )
+        self.overflowed = True
+        if not graceful:
+            self.queue.clear()
+            self.queued_bytes = 0
+            self._interval = self._next = None
+        if self.on_terminated is not None:
+            self.on_terminated()
+        self.close()
+
+    def _has_room(self) -> bool:
+        half = len(self.queue) <= self.capacity // 2
+        return half and (self.budget is None or self.queued_bytes <= self.budget // 2)
 
     def _wake(self) -> None:
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+            _resolve(waiter)
 
     def close(self) -> None:
         self.closed = True
         if self._source is not None:
             self._source.close()
         self._wake()
+        if self._room is not None:
+            _resolve(self._room)
+
+    async def wait_for_room(self) -> bool:
+        """Wait until the queue is at most half full; False if the watcher was closed instead. A dedicated store
+        watch feeding this watcher waits here before each event, so catching up from an old revision never
+        fills the queue faster than the client reads; what the client does not read then waits in the store
+        watch's own bounded buffer, whose overflow ends the watch."""
+        while not self.closed and not self._has_room():
+            self._room = asyncio.get_running_loop().create_future()
+            try:
+                await self._room
+            finally:
+                self._room = None
+        return not self.closed
 
     async def wait(self, timeout: float, *, sleep: Callable[[float], Awaitable[None]] | None = None) -> None:
-        """Return when events are queued, the watcher is closed, or ``timeout`` seconds pass (on ``sleep``'s
+        """Return when events are pending, the watcher is closed, or ``timeout`` seconds pass (on ``sleep``'s
         clock when given: an in-process client on a simulation's virtual clock)."""
-        if self.queue or self.closed:
+        if self.pending or self.closed:
             return
         self._waiter = asyncio.get_running_loop().create_future()
         try:
@@ -158,6 +344,11 @@ class CacheWatcher:
                     sleeper.cancel()
         finally:
             self._waiter = None
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 class WatchCache:
@@ -243,13 +434,19 @@ class WatchCache:
         return ((key, objects[key]) for key in keys[lo:hi])
 
     def add_watcher(self, watcher: CacheWatcher, *, after: int) -> bool:
-        """Register ``watcher`` for events with revision > ``after``; False if the ring cannot serve them."""
+        """Register ``watcher`` for events with revision > ``after`` (those already in the ring become its interval);
+        False if the ring cannot serve them."""
         self.sync()
         if after < self.ring_floor:
             return False
-        for event in self.ring:
-            if event.revision > after:
-                watcher.offer(event)
+        newer: list[WatchEvent] = []
+        for event in reversed(self.ring):  # the ring is in revision order: walk back to ``after``
+            if event.revision <= after:
+                break
+            newer.append(event)
+        if newer:
+            newer.reverse()
+            watcher.start_with(watcher.replay(newer))
         self.watchers[watcher] = None
         return True
 

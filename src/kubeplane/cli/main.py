@@ -180,6 +180,14 @@ def apiserver(
     max_connections: Annotated[
         int, typer.Option("--max-connections", help="Open connections at most (0: derived from the open-file limit).")
     ] = 0,
+    watch_buffer_bytes: Annotated[
+        int,
+        typer.Option(
+            "--watch-buffer-bytes",
+            hidden=True,
+            help="Bytes of unsent events a watcher may queue before it is closed for not keeping up.",
+        ),
+    ] = 8 * 1024 * 1024,
 ) -> None:
     """Serve the Kubernetes API on 127.0.0.1 and write DATA_DIR/kubeconfig once it answers."""
     from kubeplane.apiserver.http.connections import ConnectionLimits
@@ -189,6 +197,8 @@ def apiserver(
         _fail(f"--store must be sqlite, memory or etcd, not {store!r}")
     if not 0 <= port <= 65535:
         _fail(f"--port must be between 0 and 65535, not {port}")
+    if watch_buffer_bytes <= 0:
+        _fail(f"--watch-buffer-bytes must be positive, not {watch_buffer_bytes}")
     servers = tuple(u.strip() for u in etcd_servers.split(",") if u.strip())
     if store == "etcd" and not servers:
         _fail("--store etcd needs --etcd-servers URL[,URL...]")
@@ -212,6 +222,7 @@ def apiserver(
             handshake_timeout=handshake_timeout,
             max_connections=max(max_connections, 0),
         ),
+        watch_buffer_bytes=watch_buffer_bytes,
     )
 
     def ready(address: str, kubeconfig: Path) -> None:

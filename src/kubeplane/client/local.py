@@ -72,11 +72,11 @@ class LocalWatch:
     async def __anext__(self) -> Obj:
         watcher = self._watcher
         while not self._pending:
-            if watcher.queue:
+            if watcher.pending:
                 self._pending = [
-                    {"type": e.type, "object": self._registry._with_type(self._resource, e.obj)} for e in watcher.queue
+                    {"type": e.type, "object": self._registry._with_type(self._resource, e.obj)}
+                    for e in watcher.drain()
                 ]
-                watcher.queue.clear()
                 self._pending.reverse()
                 break
             if watcher.closed:
@@ -89,11 +89,11 @@ class LocalWatch:
                     raise StopAsyncIteration
                 wait = min(wait, remaining)
             await watcher.wait(wait, sleep=None if self._clock is None else self._clock.sleep)
-            if not watcher.queue and not watcher.closed and self._bookmark_interval is not None:
+            if not watcher.pending and not watcher.closed and self._bookmark_interval is not None:
                 # idle: a bookmark, as the HTTP server sends, after syncing so it never passes a queued event
                 cache = self._registry.cache(self._resource)
                 cache.sync()
-                if not watcher.queue:
+                if not watcher.pending:
                     return bookmark_event(self._resource, cache.revision)
         return self._pending.pop()
 

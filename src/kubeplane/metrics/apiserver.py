@@ -75,6 +75,12 @@ class APIServerMetrics:
             ["group", "version", "kind"],
             registry=registry,
         )
+        self.terminated_watchers = Counter(
+            "apiserver_terminated_watchers",  # prometheus-client appends _total
+            "Counter of watchers closed due to unresponsiveness broken by resource type.",
+            ["group", "resource"],
+            registry=registry,
+        )
         self._children: dict[tuple[str, ...], tuple[Any, Any]] = {}
 
     @classmethod
@@ -110,6 +116,10 @@ class APIServerMetrics:
 
     def watcher_removed(self, group: str, version: str, kind: str) -> None:
         self.registered_watchers.labels(group, version, kind).dec()
+
+    def watcher_terminated(self, group: str, resource: str) -> None:
+        """A watcher closed for not keeping up (upstream's cacher ``TerminatedWatchersCounter``)."""
+        self.terminated_watchers.labels(group, resource).inc()
 
 
 _SETS: PerRegistry[APIServerMetrics] = PerRegistry(APIServerMetrics)

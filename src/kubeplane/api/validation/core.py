@@ -93,13 +93,32 @@ def _pod_cidrs(spec: Reader) -> list[str]:
     return cidrs or ([spec.string("podCIDR")] if spec.string("podCIDR") else [])
 
 
+def _node_addresses(status: Reader) -> None:
+    """``status.addresses``: each field read (and type-checked), no (type, address) entry twice (upstream's
+    ``ValidateNodeUpdate`` rule)."""
+    seen: list[dict[str, str]] = []
+    for i, address in enumerate(status.items("addresses")):
+        entry = {"type": address.string("type"), "address": address.string("address")}
+        if entry in seen:
+            status.errs.append(field.duplicate(status.at("addresses").index(i), entry))
+        seen.append(entry)
+
+
 def validate_node(node: Mapping[str, Any]) -> ErrorList:
-    """Upstream ``ValidateNode``: taints, capacity and allocatable quantities, pod CIDRs."""
+    """Upstream ``ValidateNode``: taints, capacity and allocatable quantities, pod CIDRs.
+
+    It also reads every field :func:`validate_node_update` reads (``providerID``, ``externalID``) and applies its
+    rule on the status addresses (unique), so a node that rule or a mistyped field would refuse is refused on
+    create: upstream stores it (kubelets register nodes with their status) and the node then refuses every
+    update, kubeplane does not store it."""
     errs: ErrorList = []
     root = CORE_V1.root(node, errs)
     spec = root.child("spec")
+    spec.string("providerID")
+    spec.string("externalID")
     _node_taints(spec)
     _node_resources(root.child("status"))
+    _node_addresses(root.child("status"))
     cidrs = _pod_cidrs(spec)
     path = spec.at("podCIDRs")
     for i, cidr in enumerate(cidrs):
@@ -121,12 +140,7 @@ def validate_node_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> Erro
     spec, old_spec = root.child("spec"), old_root.child("spec")
     status = root.child("status")
     _node_resources(status)
-    seen: list[Any] = []
-    for i, address in enumerate(status.items("addresses")):
-        entry = {"type": address.string("type"), "address": address.string("address")}
-        if entry in seen:
-            errs.append(field.duplicate(status.at("addresses").index(i), entry))
-        seen.append(entry)
+    _node_addresses(status)
     old_cidrs = _pod_cidrs(old_spec)
     if old_cidrs and old_cidrs != _pod_cidrs(spec):
         errs.append(field.forbidden(spec.at("podCIDRs"), 'node updates may not change podCIDR except from "" to valid'))
@@ -154,10 +168,31 @@ def validate_namespace(ns: Mapping[str, Any]) -> ErrorList:
     spec = CORE_V1.root(ns, errs).child("spec")
     path = spec.at("finalizers")  # upstream reports every finalizer at the list's path
     for name in spec.strings("finalizers"):
-        errs.extend(invalid_each(path, name, names.is_qualified_name(name)))
-        if "/" not in name and name != "kubernetes":
-            detail = "name is neither a standard finalizer name nor is it fully qualified"
-            errs.append(field.invalid(path, name, detail=detail))
+        errs.extend(_finalizer_name(path, name))
+    return finish(errs)
+
+
+STANDARD_FINALIZERS: Final = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
+"""Upstream ``helper.IsStandardFinalizerName``: the finalizer names that need no domain prefix."""
+
+
+def _finalizer_name(path: field.Path, name: str) -> ErrorList:
+    """Upstream ``validateFinalizerName``: a qualified name; unprefixed only a standard finalizer."""
+    errs = invalid_each(path, name, names.is_qualified_name(name))
+    if "/" not in name and name not in STANDARD_FINALIZERS:
+        detail = "name is neither a standard finalizer name nor is it fully qualified"
+        errs.append(field.invalid(path, name, detail=detail))
+    return errs
+
+
+def validate_namespace_finalize_update(new: Mapping[str, Any], _old: Mapping[str, Any]) -> ErrorList:
+    """Upstream ``ValidateNamespaceFinalizeUpdate`` (``namespaces/NAME/finalize``): each of
+    ``spec.finalizers`` a valid finalizer name, reported at its index."""
+    errs: ErrorList = []
+    spec = CORE_V1.root(new, errs).child("spec")
+    path = spec.at("finalizers")
+    for i, name in enumerate(spec.strings("finalizers")):
+        errs.extend(_finalizer_name(path.index(i), name))
     return finish(errs)
 
 

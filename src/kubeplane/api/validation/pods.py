@@ -299,3 +299,27 @@ def validate_pod_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> Error
     spec = _metadata_and_spec(new, errs)
     check_pod_spec_update(spec, CORE_V1.root(old, []).child("spec"))  # the stored object's problems are not ours
     return finish(errs)
+
+
+def validate_pod_binding(binding: Mapping[str, Any]) -> ErrorList:
+    """Upstream ``ValidatePodBinding`` (``target.kind`` ``Node`` or empty, ``target.name`` required), plus the
+    target's name as a node name (``ValidateNodeName``, a DNS-1123 subdomain).
+
+    Why the extra rule: the name becomes the pod's ``spec.nodeName``, which ``ValidatePodSpec`` checks on every
+    later update of the pod; upstream stores ``../x`` and the pod then refuses every update. kubeplane refuses the
+    binding instead, so what is stored always passes the Pod's validation."""
+    errs: ErrorList = []
+    root = CORE_V1.root(binding, errs)
+    target = root.child("target")
+    kind = target.string("kind")
+    if kind and kind != "Node":
+        errs.append(field.not_supported(target.at("kind"), kind, supported=("Node", "<empty>")))
+    node = target.string("name")
+    if not node:
+        errs.append(field.required(target.at("name"), ""))
+    else:
+        errs.extend(invalid_each(target.at("name"), node, names.is_dns1123_subdomain(node)))
+    metadata = root.mapping("metadata")
+    if metadata is not None:  # merged into the pod's annotations
+        errs.extend(meta.validate_annotations(metadata.string_map("annotations"), metadata.at("annotations")))
+    return finish(errs)

@@ -5,6 +5,13 @@ Each request: authenticate (bearer token; health and version endpoints are open)
 registry, and answer with JSON. Every failure is an :class:`APIError` rendered as a ``Status``; an unexpected
 exception is logged and answered 500, and never ends the server. Watches stream newline-delimited JSON
 events until ``timeoutSeconds``, the client going away, or the watcher being cut off for falling behind.
+
+A watch stream is written as kube-apiserver's ``WatchServer.HandleHTTP`` writes it, event after event, in
+chunks of about :data:`WATCH_CHUNK` bytes: uvicorn's ``send`` waits until the transport's buffer has drained
+below its high-water mark before writing, so a client that does not read holds at most that mark plus one chunk
+in the server, never the whole backlog in one write. What it has not been sent waits in its watcher's queue,
+bounded by ``watch_buffer_bytes``; past that the watcher is terminated (see
+:mod:`kubeplane.apiserver.watchcache`) and the stream ends once the client reads what was already written.
 """
 
 from __future__ import annotations
@@ -21,16 +28,17 @@ from urllib.parse import parse_qsl
 import orjson
 from prometheus_client import CollectorRegistry
 
+from kubeplane.api import typed as apityped
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.views import section
-from kubeplane.apiserver import conversion, dispatch, errors, offload, subresources
+from kubeplane.apiserver import conversion, dispatch, errors, offload, params, subresources
 from kubeplane.apiserver.deletion import DeleteOptions
 from kubeplane.apiserver.dispatch import Call
 from kubeplane.apiserver.dryrun import OPTIONS_KIND, dry_run
 from kubeplane.apiserver.errors import APIError
 from kubeplane.apiserver.listing import ListOptions, WatchOptions, bookmark_event
 from kubeplane.apiserver.registry import Registry
-from kubeplane.apiserver.watchcache import CacheWatcher, Obj, WatchEvent
+from kubeplane.apiserver.watchcache import WATCHER_BUDGET, CacheWatcher, Obj, WatchEvent
 from kubeplane.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kubeplane.metrics import APIServerMetrics, exposition
 from kubeplane.metrics.apiserver import clean_scope, reported_verb
@@ -47,13 +55,14 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 MAX_BODY = 3 * 1024 * 1024
+WATCH_CHUNK = 64 * 1024
+"""Bytes of watch lines written at once (one event more if a single event is larger)."""
 BODY_TYPES = ("application/json", "", negotiation.PROTOBUF)
 OPEN_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
 METRICS_PATH = "/metrics"
 _INFO = "kubeplane.request_info"  # the parsed RequestInfo, left in the ASGI scope for the request metrics
 _NON_RESOURCE_LABELS = frozenset({*OPEN_PATHS, "/api", "/apis"})
 _perf = time.perf_counter
-_TRUE = ("1", "true", "True")
 VERSION = {
     "major": "1",
     "minor": "37",
@@ -77,6 +86,7 @@ class Request:
         "headers",
         "info",
         "method",
+        "patch",
         "query",
         "raw",
         "receive",
@@ -92,6 +102,7 @@ class Request:
         self.info = info
         self.receive = receive
         self.raw = b""
+        self.patch: Any = None  # a patch request's decoded body (quoted by a strategic merge patch's 422)
         self.table_headers_sent = False  # a Table watch sends column definitions with its first event only
         self.fields: negotiation.FieldValidation  # set from the query once the resource is known (400 after 404)
 
@@ -118,14 +129,17 @@ class Request:
     def content_type(self) -> str:
         return self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
-    async def json(self, limit: int, *, allowed: tuple[str, ...] = BODY_TYPES) -> Any:
-        """The decoded body (JSON, or Kubernetes protobuf where allowed); the raw bytes stay in ``raw``."""
+    async def json(self, limit: int, *, into: str, allowed: tuple[str, ...] = BODY_TYPES) -> Any:
+        """The decoded body (JSON, or Kubernetes protobuf where allowed), of kind ``into``, nested at most
+        ``jsondepth.MAX_DEPTH`` deep (:func:`negotiation.decode_body`); the raw bytes stay in ``raw``."""
         if self.content_type not in allowed:
             raise errors.unsupported_media_type(self.headers.get("content-type", ""))
         self.raw = raw = await self.body(limit)
         if not raw.strip():
             raise errors.bad_request("the request body is empty")
-        return await offload.run(negotiation.decode_body, raw, self.content_type)
+        return await offload.run(
+            negotiation.decode_body, raw, self.content_type, into=into, field_validation=self.fields.mode
+        )
 
     def check_body(self, resource: ResourceInfo, body: Any) -> Any:
         return self.fields.check_body(resource, self.raw, body, self.content_type)
@@ -134,7 +148,12 @@ class Request:
         self.fields.check_patch_body(resource, self.raw)
 
     def check_patched(self, resource: ResourceInfo, obj: Obj) -> Obj:
-        return self.fields.check_patched(resource, obj)
+        return self.fields.check_patched(resource, obj, patch_type=self.content_type, patch=self.patch)
+
+    def check_patched_kind(self, group: str, version: str, kind: str, obj: Obj) -> Obj:
+        return negotiation.typed_patched(
+            obj, group=group, version=version, kind=kind, patch_type=self.content_type, patch=self.patch
+        )
 
 
 class APIServerApp:
@@ -147,9 +166,12 @@ class APIServerApp:
         bookmark_interval: float = 5.0,
         rng: random.Random | None = None,
         metrics_registry: CollectorRegistry | None = None,
+        watch_buffer_bytes: int = WATCHER_BUDGET,
     ) -> None:
-        """``metrics_registry``: where the request metrics live (default: the process-wide registry)."""
+        """``metrics_registry``: where the request metrics live (default: the process-wide registry).
+        ``watch_buffer_bytes``: the byte budget of each watcher's queue of unsent events."""
         self.registry = registry
+        self.watch_buffer_bytes = watch_buffer_bytes
         self.tokens = tokens
         self.max_body = max_body
         self.bookmark_interval = bookmark_interval
@@ -229,20 +251,16 @@ class APIServerApp:
             return True
         return self.registry.table.get(info.group, info.version, info.resource) is not None
 
-    def _frames(self, resource: ResourceInfo, events: list[WatchEvent], request: Request, as_table: bool) -> bytes:
-        if not as_table:
-            return _frames(resource, events)
-        out = []
-        for event in events:
-            first = not request.table_headers_sent
-            obj = self.registry._with_type(resource, event.obj) if event.type != "BOOKMARK" else event.obj
-            doc = negotiation.table_event(
-                resource, event.type, obj, query=request.query, now=self.registry.now(), headers=first
-            )
-            if event.type != "BOOKMARK":
-                request.table_headers_sent = True
-            out.append(orjson.dumps(doc) + b"\n")
-        return b"".join(out)
+    def _table_frame(self, resource: ResourceInfo, event: WatchEvent, request: Request) -> bytes:
+        """A Table watch line (made per watcher: the column definitions go with its first event only)."""
+        first = not request.table_headers_sent
+        obj = self.registry._with_type(resource, event.obj) if event.type != "BOOKMARK" else event.obj
+        doc = negotiation.table_event(
+            resource, event.type, obj, query=request.query, now=self.registry.now(), headers=first
+        )
+        if event.type != "BOOKMARK":
+            request.table_headers_sent = True
+        return orjson.dumps(doc) + b"\n"
 
     def close_watches(self) -> None:
         for watcher in list(self.watchers):
@@ -251,7 +269,7 @@ class APIServerApp:
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         path: str = scope["path"]
         pairs = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
-        query = dict(pairs)
+        query = params.first_values(pairs)  # upstream's conversions read a repeated parameter's first value
         if path not in OPEN_PATHS and self.tokens is not None:
             self._authenticate(scope)
         if path in ("/healthz", "/livez", "/readyz"):
@@ -265,7 +283,7 @@ class APIServerApp:
         if path == "/version":
             await _send_json(send, 200, VERSION)
             return
-        watch = query.get("watch") in _TRUE
+        watch = "watch" in query and params.go_bool(query["watch"])
         try:
             info = parse_request(scope["method"], scope.get("raw_path", b"").decode("latin-1") or path, watch=watch)
         except BadPath as exc:
@@ -351,23 +369,31 @@ class APIServerApp:
         as_table = negotiation.wants_table(request.headers.get("accept", ""))
         request.fields = fields = negotiation.FieldValidation.from_query(query)
         if info.resource == "bindings" and verb == "create" and info.namespace is not None:
-            body = await request.json(self.max_body)  # legacy namespaces/NS/bindings: the pod is the body's name
+            body = await request.json(self.max_body, into="Binding")  # legacy namespaces/NS/bindings: the pod is
+            body = negotiation.typed_body(body, group="", version="v1", kind="Binding")  # the body's name
             pod = (section(body, "metadata").get("name") if isinstance(body, dict) else None) or ""
             call.name, call.subresource, call.body = str(pod), "binding", body
             route, result = await dispatch.dispatch(self.registry, call)
             await _send_json(send, route.code, result)
             return
         dispatch.check_verb(call)
+        sub = resource.subresource(info.subresource) if info.subresource else None
+        into = sub.kind if sub is not None else resource.kind
         if verb in ("create", "update"):
-            call.body = await request.json(self.max_body)
+            call.body = await request.json(self.max_body, into=into)
+            if sub is not None and sub.name != "status":  # binding, eviction, scale, finalize: their own kinds
+                call.body = negotiation.typed_body(call.body, group=sub.group, version=sub.version, kind=sub.kind)
         elif verb == "patch":
-            call.body = await request.json(self.max_body, allowed=subresources.PATCH_TYPES)
+            call.body = request.patch = await request.json(self.max_body, into=into, allowed=subresources.PATCH_TYPES)
             call.patch_type = request.content_type
         route = dispatch.find_route(call)
         if verb in ("delete", "deletecollection"):
-            call.delete_options = DeleteOptions.parse(await _optional_json(request, self.max_body), query)
-        if verb in ("list", "deletecollection"):
+            body = _typed_delete_options(await _optional_json(request, self.max_body))
+            call.delete_options = DeleteOptions.parse(body, query)
+        if verb in ("list", "watch", "deletecollection"):  # a watch decodes (and refuses) the same ListOptions
             call.list_options = _list_options(query)
+        if verb == "get" and "resourceVersion" in query:  # upstream's storage parses it before the lookup
+            params.parse_resource_version(query["resourceVersion"])
         if verb == "watch":
             await self._watch(request, send, call, route, as_table=as_table)
             return
@@ -397,9 +423,10 @@ class APIServerApp:
             label_selector=query.get("labelSelector", ""),
             field_selector=query.get("fieldSelector", ""),
             resource_version=query.get("resourceVersion", ""),
-            allow_bookmarks=query.get("allowWatchBookmarks") in _TRUE,
-            send_initial_events=None if send_initial is None else send_initial in _TRUE,
+            allow_bookmarks=params.go_bool(query.get("allowWatchBookmarks", "false")),
+            send_initial_events=None if send_initial is None else params.go_bool(send_initial),
             resource_version_match=query.get("resourceVersionMatch", ""),
+            buffer_bytes=self.watch_buffer_bytes,
         )
         error: APIError | None = None
         watcher: CacheWatcher | None = None
@@ -422,21 +449,51 @@ class APIServerApp:
             return
         self.watchers.add(watcher)
         self.metrics.watcher_added(resource.group, resource.version, resource.kind)
+        watcher.on_terminated = lambda: self.metrics.watcher_terminated(resource.group, resource.plural)
+        if watcher.overflowed:
+            watcher.on_terminated()
         disconnected = asyncio.ensure_future(_wait_disconnect(request.receive))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         cache = self.registry.cache(resource)
+        bookmarks = options.allow_bookmarks and watcher.follows_cache
+        converts = conversion.converts(resource)
+
+        def present(obj: Obj) -> Obj:
+            return conversion.from_storage(resource, obj)
+
+        def line_of(event: WatchEvent) -> bytes:
+            """The event's watch line: the stored form's or events.k8s.io's, each encoded once per event and
+            shared by every watcher; a Table's, per watcher."""
+            if as_table:
+                return self._table_frame(resource, event, request)
+            return event.presented_frame(present) if converts else event.frame()
+
+        async def stream() -> bytes:
+            """Send the pending events in chunks of about WATCH_CHUNK bytes; return the last, partial chunk
+            (nothing is awaited after the watcher was found to have nothing pending)."""
+            parts: list[bytes] = []
+            size = 0
+            while (event := watcher.pop()) is not None:
+                line = line_of(event)
+                parts.append(line)
+                size += len(line)
+                if size >= WATCH_CHUNK:
+                    await send({"type": "http.response.body", "body": b"".join(parts), "more_body": True})
+                    parts, size = [], 0
+            return b"".join(parts)
 
         async def flush(*, bookmark: bool) -> None:
-            """Send queued events, then (if asked) a bookmark. The sync comes first so the bookmark's revision
-            never runs ahead of an event this watcher has not been sent yet."""
+            """Send pending events, then (if asked) a bookmark. The sync comes after the last event is taken and
+            before the revision is read, with nothing awaited between: the bookmark is sent only if the sync
+            gave this watcher nothing more, so its revision never runs ahead of an event not yet sent."""
+            tail = await stream()
             if bookmark:
                 cache.sync()
-            body = self._frames(resource, _drain(watcher), request, as_table) if watcher.queue else b""
-            if bookmark:
-                body += orjson.dumps(bookmark_event(resource, cache.revision)) + b"\n"
-            if body:
-                await send({"type": "http.response.body", "body": body, "more_body": True})
+                if not watcher.pending:
+                    tail += orjson.dumps(bookmark_event(resource, cache.revision)) + b"\n"
+            if tail:
+                await send({"type": "http.response.body", "body": tail, "more_body": True})
 
         try:
             timed_out = False
@@ -446,11 +503,11 @@ class APIServerApp:
                     timed_out = True
                     break
                 await watcher.wait(min(remaining, self.bookmark_interval))
-                idle = not watcher.queue and not watcher.closed
-                await flush(bookmark=idle and options.allow_bookmarks)
+                idle = not watcher.pending and not watcher.closed
+                await flush(bookmark=idle and bookmarks)
             if not disconnected.done():
                 # upstream sends a last bookmark as a watch times out, so the client resumes from the newest revision
-                await flush(bookmark=timed_out and options.allow_bookmarks)
+                await flush(bookmark=timed_out and bookmarks)
             with contextlib.suppress(OSError):
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
@@ -460,45 +517,27 @@ class APIServerApp:
             self.metrics.watcher_removed(resource.group, resource.version, resource.kind)
 
 
-def _frames(resource: ResourceInfo, events: list[WatchEvent]) -> bytes:
-    """Watch lines; the stored form's shared frame unless this resource presents another version."""
-    if not conversion.converts(resource):
-        return b"".join(event.frame() for event in events)
-    return b"".join(
-        orjson.dumps({"type": e.type, "object": conversion.from_storage(resource, e.obj)}) + b"\n" for e in events
-    )
-
-
-def _drain(watcher: CacheWatcher) -> list[WatchEvent]:
-    events = list(watcher.queue)
-    watcher.queue.clear()
-    return events
-
-
 async def _wait_disconnect(receive: Receive) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
 
 
 def _timeout_seconds(value: str | None, rng: random.Random) -> float:
-    """Client's timeoutSeconds, else upstream's default: a random duration in [30 min, 60 min)."""
-    if value:
-        try:
-            seconds = int(value)
-        except ValueError:
-            raise errors.bad_request(f"invalid timeoutSeconds: {value!r}") from None
-        if seconds > 0:
-            return float(seconds)
+    """Client's timeoutSeconds (an int64, 400 otherwise), else upstream's default: a random duration in
+    [30 min, 60 min). As upstream, 0 takes the default and a negative value times the watch out at once."""
+    seconds = 0 if value is None else params.parse_int64(value)
+    if seconds:
+        return float(max(seconds, 0))
     return 1800.0 * (1 + rng.random())
 
 
 def _list_options(query: Mapping[str, str]) -> ListOptions:
-    limit = query.get("limit", "0") or "0"
+    """ListOptions decoded as upstream's parameter codec (:mod:`kubeplane.apiserver.params`): a malformed limit or
+    timeoutSeconds is a 400 with strconv's message; a negative limit pages nothing (upstream pages only when > 0)."""
+    parsed = params.parse_int64(query["limit"]) if "limit" in query else 0
+    if "timeoutSeconds" in query:
+        params.parse_int64(query["timeoutSeconds"])
     send_initial = query.get("sendInitialEvents")
-    try:
-        parsed = int(limit)
-    except ValueError:
-        raise errors.bad_request(f"invalid limit: {limit!r}") from None
     return ListOptions(
         label_selector=query.get("labelSelector", ""),
         field_selector=query.get("fieldSelector", ""),
@@ -506,7 +545,7 @@ def _list_options(query: Mapping[str, str]) -> ListOptions:
         continue_token=query.get("continue", ""),
         resource_version=query.get("resourceVersion", ""),
         resource_version_match=query.get("resourceVersionMatch", ""),
-        send_initial_events=None if send_initial is None else send_initial in _TRUE,
+        send_initial_events=None if send_initial is None else params.go_bool(send_initial),
     )
 
 
@@ -514,10 +553,18 @@ async def _optional_json(request: Request, limit: int) -> Any:
     raw = await request.body(limit)
     if not raw.strip():
         return None
+    return negotiation.decode_delete_options(raw)
+
+
+def _typed_delete_options(body: Any) -> Any:
+    """A DELETE body decoded into meta/v1 DeleteOptions. Upstream's delete handler passes the decoder's error on
+    unwrapped, which makes it a 500; kubeplane answers the same message as a 400 (bad input is never a 5xx)."""
+    if not isinstance(body, dict):
+        return body
     try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise errors.bad_request(f"the request body is not valid JSON: {exc}") from None
+        return apityped.decode(body, group="meta.k8s.io", version="v1", kind="DeleteOptions")
+    except apityped.TypedDecodeError as exc:
+        raise errors.bad_request(str(exc)) from None
 
 
 def _check_accept(accept: str) -> None:
