@@ -49,6 +49,7 @@ from kubeplane.api.strategicpatch_meta import (
     ORDER_PREFIX,
     RETAIN_KEYS,
     Field,
+    KeyIndex,
     Schema,
     bad_arg_type,
     copy,
@@ -57,7 +58,6 @@ from kubeplane.api.strategicpatch_meta import (
     diff_scalars,
     discard_nulls,
     element_kind,
-    find_by_key,
     go_str,
     go_type,
     ident,
@@ -466,7 +466,7 @@ def _apply_list_directives(old: list[Any], new: list[Any], merge_key: str) -> tu
     """Apply ``$patch: delete`` elements (every match goes) and ``$patch: replace`` (the list becomes the other
     patch elements); returns (original left, patch elements left, the original's backing array)."""
     rest: list[Any] = []
-    backing, size = list(old), len(old)
+    deleted: list[Any] = []  # the merge keys of the delete elements, in patch order
     replace_all = False
     for item in new:
         if DIRECTIVE not in item:
@@ -476,32 +476,60 @@ def _apply_list_directives(old: list[Any], new: list[Any], merge_key: str) -> tu
         if directive == "delete":
             if merge_key not in item:
                 raise no_merge_key(item, merge_key)
-            while (at := find_by_key(backing[:size], merge_key, item[merge_key])) >= 0:
-                backing[at : size - 1] = backing[at + 1 : size]  # append(s[:at], s[at+1:]...)
-                size -= 1
+            deleted.append(item[merge_key])
         elif directive == "replace":
             replace_all = True
         elif directive == "merge":
             raise PatchError("merging lists cannot yet be specified in the patch")
         else:
             raise PatchError(f"unknown patch type: {go_str(directive)} in map: {go_str(item)}")
-    return (rest, [], backing) if replace_all else (backing[:size], rest, backing)
+    kept, backing = _delete_matching(old, merge_key, deleted)
+    return (rest, [], backing) if replace_all else (kept, rest, backing)
+
+
+def _delete_matching(old: list[Any], merge_key: str, values: list[Any]) -> tuple[list[Any], list[Any]]:
+    """``deleteMatchingEntries`` for each of ``values`` in turn: (the elements kept, Go's backing array).
+
+    Go removes one match at a time with ``append(s[:i], s[i+1:]...)``, which shifts the rest left and leaves the
+    slot past the new end holding the list's last element of that moment. So the backing array reads: the kept
+    elements, then, from the end backwards, the last live element before each removal. Replayed here in one pass
+    over an index of positions (a search and a shift per removal was quadratic)."""
+    if not values:
+        return old, list(old)
+    at: dict[Any, list[int]] = {}
+    for i, item in enumerate(old):
+        if merge_key in item:
+            at.setdefault(ident(item[merge_key]), []).append(i)
+    live = [True] * len(old)
+    last = len(old) - 1  # the greatest live position
+    tails: list[Any] = []
+    for value in values:
+        for i in at.pop(ident(value), ()):  # a repeated value finds nothing left
+            tails.append(old[last])
+            live[i] = False
+            while last >= 0 and not live[last]:
+                last -= 1
+    kept = [item for item, alive in zip(old, live, strict=True) if alive]
+    return kept, kept + tails[::-1]
 
 
 def _merge_by_key(
     old: list[Any], new: list[Any], t: str | None, merge_key: str, opts: _Merge, backing: list[Any]
 ) -> list[Any]:
     merged = list(old)
+    index = KeyIndex(merged, merge_key)
     for item in new:
         if merge_key not in item:
             raise no_merge_key(item, merge_key)
-        at = find_by_key(merged, merge_key, item[merge_key])
+        at = index.find(item[merge_key])
         if at >= 0:
             merged[at] = _merge_object(merged[at], item, t, opts)
+            index.rekey(at, item[merge_key], merged[at])
         else:
             # a typed decode drops nulls from a new element, as from a new map value
             added = discard_nulls(item) if opts.server else item
             if len(merged) < len(backing):
                 backing[len(merged)] = added
             merged.append(added)
+            index.add(added)
     return merged

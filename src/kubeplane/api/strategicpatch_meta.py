@@ -24,6 +24,7 @@ sorts by ``fmt``'s ``%v``) and the list primitives -- partitioning, ``normalizeE
 from __future__ import annotations
 
 import math
+from bisect import insort
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -412,17 +413,19 @@ def partition(items: list[Any], by: Sequence[Any], merge_key: str) -> tuple[list
         for item in items:
             (inside if ident(item) in present else outside).append(item)
         return inside, outside
+    index = KeyIndex(by, merge_key)
     for item in items:
         if not isinstance(item, dict):
             raise bad_arg_type("map[string]interface {}", item)
         if merge_key not in item:
             raise no_merge_key(item, merge_key)
-        found = find_by_key(by, merge_key, item[merge_key]) >= 0
-        (inside if found else outside).append(item)
+        (inside if index.find(item[merge_key]) >= 0 else outside).append(item)
     return inside, outside
 
 
 def find_by_key(items: Sequence[Any], merge_key: str, value: Any) -> int:
+    """``findMapInSliceBasedOnKeyValue``: the first map whose merge key is ``value``; a non-map met first fails.
+    Linear: a caller looking up many values uses :class:`KeyIndex` (one lookup each was quadratic)."""
     for i, item in enumerate(items):
         if not isinstance(item, dict):
             raise PatchError(f"value for key {i} is not a map")
@@ -431,22 +434,91 @@ def find_by_key(items: Sequence[Any], merge_key: str, value: Any) -> int:
     return -1
 
 
+class KeyIndex:
+    """:func:`find_by_key` over a list in O(1) a lookup, kept exact while the list's maps change.
+
+    ``_at`` maps each merge-key identity (:func:`ident`, Go's ``==``) to the ascending positions of the maps that
+    carry it, before ``_stop``, the first non-map (which :func:`find_by_key` fails on when it reaches it).
+    The owner reports every change to an indexed map's key (:meth:`rekey`) and every append (:meth:`add`)."""
+
+    __slots__ = ("_at", "_merge_key", "_size", "_stop")
+
+    def __init__(self, items: Sequence[Any], merge_key: str) -> None:
+        self._merge_key = merge_key
+        self._at: dict[Any, list[int]] = {}
+        self._size = self._stop = len(items)
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                self._stop = i
+                break
+            if merge_key in item:
+                self._at.setdefault(ident(item[merge_key]), []).append(i)
+
+    def find(self, value: Any) -> int:
+        found = self._at.get(ident(value))
+        if found:
+            return found[0]
+        if self._stop < self._size:
+            raise PatchError(f"value for key {self._stop} is not a map")
+        return -1
+
+    def add(self, item: Any) -> None:
+        """``item`` was appended to the indexed list."""
+        at = self._size
+        self._size += 1
+        if self._stop < at:  # a non-map comes first: lookups fail there before reaching ``item``
+            return
+        if isinstance(item, dict):
+            self._stop = self._size
+            if self._merge_key in item:
+                self._at.setdefault(ident(item[self._merge_key]), []).append(at)
+
+    def rekey(self, at: int, value: Any, after: Any) -> None:
+        """The map at ``at``, found under the merge-key ``value``, is now ``after``: re-file it if its key changed
+        (a merge can drop the key: a ``null`` merge key in the patch deletes it)."""
+        key = self._merge_key
+        old = ident(value)
+        new = ident(after[key]) if isinstance(after, dict) and key in after else None
+        if new == old:
+            return
+        positions = self._at[old]
+        positions.remove(at)
+        if not positions:
+            del self._at[old]
+        if new is not None:
+            insort(self._at.setdefault(new, []), at)
+
+
 def dedup(items: list[Any]) -> list[Any]:
-    """``deduplicateScalars``, including its order (a later duplicate is overwritten by the last element)."""
-    items = list(items)
-    last = len(items) - 1
+    """``deduplicateScalars``, including its order: scanning from the left, each later duplicate of ``s[i]`` is
+    overwritten by the last element and the list shortened (the moved element is compared again).
+
+    Go's loop compares every pair (quadratic: a 3 MiB list of distinct values would hold the server for minutes).
+    This replays the same moves from an index of each value's positions, so it costs O(n) plus the moves."""
+    s = list(items)
+    where: dict[Any, list[int]] = {}
+    for i, item in enumerate(s):
+        where.setdefault(ident(item), []).append(i)
+    if len(where) == len(s):
+        return s  # no duplicates: Go's loop moves nothing
     i = 0
-    while i < last:
-        j = i + 1
-        while j <= last:
-            if same(items[i], items[j]):
-                items[j] = items[last]
-                items.pop()
-                last -= 1
+    while i < len(s) - 1:
+        # invariant: every other occurrence of s[i] lies after i (earlier values have no duplicates left)
+        positions = where[ident(s[i])]
+        while len(positions) > 1:
+            j, last = positions[1], len(s) - 1
+            if positions[-1] == last:  # the last element is a duplicate too: it goes, s[j] is compared again
+                positions.pop()
+                s.pop()
                 continue
-            j += 1
+            moved = s.pop()
+            s[j] = moved
+            del positions[1]
+            others = where[ident(moved)]
+            others.pop()  # ``last`` was the moved value's greatest position
+            insort(others, j)
         i += 1
-    return items
+    return s
 
 
 def sort_scalars(items: Sequence[Any]) -> list[Any]:

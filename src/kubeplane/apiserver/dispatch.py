@@ -33,7 +33,7 @@ from kubeplane.api.meta import InvalidKeyError, check_key_segments
 from kubeplane.api.patch import json_merge_patch
 from kubeplane.api.resources import ResourceInfo
 
-from . import errors, subresources
+from . import errors, offload, subresources
 from .deletion import DeleteOptions, delete_collection, delete_object
 from .listing import ListOptions, WatchOptions, list_objects, open_watch
 from .registry import Registry
@@ -208,9 +208,9 @@ async def _watch(registry: Registry, call: Call) -> CacheWatcher:
     return open_watch(registry, call.resource, call.namespace, call.watch_options)
 
 
-def _create(registry: Registry, call: Call) -> Awaitable[Obj]:
-    body = call.body if call.checks is None else call.checks.check_body(call.resource, call.body)
-    return registry.create(call.resource, call.namespace, body, dry_run=call.dry_run)
+async def _create(registry: Registry, call: Call) -> Obj:
+    body = call.body if call.checks is None else await offload.run(call.checks.check_body, call.resource, call.body)
+    return await registry.create(call.resource, call.namespace, body, dry_run=call.dry_run)
 
 
 def _bind(registry: Registry, call: Call) -> Awaitable[Obj]:
@@ -223,9 +223,9 @@ def _evict(registry: Registry, call: Call) -> Awaitable[Obj]:
     return subresources.evict(registry, call.namespace, call.name, call.body, dry_run=call.dry_run)
 
 
-def _update(registry: Registry, call: Call) -> Awaitable[Obj]:
-    body = call.body if call.checks is None else call.checks.check_body(call.resource, call.body)
-    return registry.update(
+async def _update(registry: Registry, call: Call) -> Obj:
+    body = call.body if call.checks is None else await offload.run(call.checks.check_body, call.resource, call.body)
+    return await registry.update(
         call.resource, call.namespace, call.name, body, subresource=call.subresource or None, dry_run=call.dry_run
     )
 
@@ -241,11 +241,11 @@ def _finalize(registry: Registry, call: Call) -> Awaitable[Obj]:
     return subresources.finalize_namespace(registry, call.resource, call.name, call.body, dry_run=call.dry_run)
 
 
-def _patch(registry: Registry, call: Call) -> Awaitable[Obj]:
+async def _patch(registry: Registry, call: Call) -> Obj:
     checks, resource = call.checks, call.resource
     if checks is not None:
-        checks.check_patch(resource)
-    return subresources.patch_object(
+        await offload.run(checks.check_patch, resource)
+    return await subresources.patch_object(
         registry,
         resource,
         call.namespace,

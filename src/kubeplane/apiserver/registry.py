@@ -29,7 +29,7 @@ from kubeplane.api.validation.field import Error as FieldError
 from kubeplane.api.validation.field import ErrorList, Path, invalid, new_path
 from kubeplane.store.interface import Conflict, KeyExists, Store
 
-from . import admission, conversion, errors
+from . import admission, conversion, errors, offload
 from .strategies import Strategy, strategy_for
 from .watchcache import Obj, WatchCache, decode, encode
 
@@ -186,13 +186,12 @@ class Registry:
         metadata["uid"] = apimeta.new_uid(self.rng)
         metadata["creationTimestamp"] = apimeta.format_time(self.now())
         strategy = self.strategy(info)
-        strategy.prepare_for_create(obj)
-        apidefaults.apply_defaults(obj)
+        await offload.run(_prepare_for_create, strategy, obj)
         await admission.admit_create(self, info, obj)
         generate = not metadata.get("name") and metadata.get("generateName")
         if generate:
             metadata["name"] = apimeta.generate_name(str(metadata["generateName"]), self.rng)
-        errs = self._validate_meta(info, obj) or strategy.validate(obj)
+        errs = await offload.run(lambda: self._validate_meta(info, obj) or strategy.validate(obj))
         if errs:
             raise errors.invalid(info.group, info.kind, str(metadata.get("name") or ""), errs)
         if dry_run:
@@ -277,21 +276,7 @@ class Registry:
             if precondition is not None and precondition != str(current.mod_revision):
                 raise errors.conflict(info.group, info.plural, name, errors.OPTIMISTIC_LOCK)
             old = decode(current)
-            new = deep_copy(transform(deep_copy(old)))
-            self._keep_system_metadata(new, old)
-            if subresource == "status":
-                strategy.prepare_for_status_update(new, old)
-            else:
-                strategy.prepare_for_update(new, old)
-            apidefaults.apply_defaults(new)
-            # metadata is validated on status updates too: upstream's Validate*StatusUpdate begin with
-            # ValidateObjectMetaUpdate (a status write may change labels and annotations)
-            if subresource == "status":
-                errs = self._validate_meta(info, new) or strategy.validate_status_update(new, old)
-            else:
-                errs = self._validate_meta(info, new) or strategy.validate_update(new, old)
-            if errs:
-                raise errors.invalid(info.group, info.kind, name, errs)
+            new = await offload.run(self._updated, info, name, strategy, transform, old, subresource)
             new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
             if new == old or dry_run:
                 return new
@@ -307,6 +292,34 @@ class Registry:
             new["metadata"]["resourceVersion"] = str(kv.mod_revision)
             return new
         raise errors.conflict(info.group, info.plural, name, "too many concurrent updates; try again")
+
+    def _updated(
+        self,
+        info: ResourceInfo,
+        name: str,
+        strategy: Strategy,
+        transform: Callable[[Obj], Obj],
+        old: Obj,
+        subresource: str | None,
+    ) -> Obj:
+        """The update's new object: transformed, prepared, defaulted and validated (pure computation on copies, so
+        a heavy request runs it off the event loop)."""
+        new = deep_copy(transform(deep_copy(old)))
+        self._keep_system_metadata(new, old)
+        if subresource == "status":
+            strategy.prepare_for_status_update(new, old)
+        else:
+            strategy.prepare_for_update(new, old)
+        apidefaults.apply_defaults(new)
+        # metadata is validated on status updates too: upstream's Validate*StatusUpdate begin with
+        # ValidateObjectMetaUpdate (a status write may change labels and annotations)
+        if subresource == "status":
+            errs = self._validate_meta(info, new) or strategy.validate_status_update(new, old)
+        else:
+            errs = self._validate_meta(info, new) or strategy.validate_update(new, old)
+        if errs:
+            raise errors.invalid(info.group, info.kind, name, errs)
+        return new
 
     def _keep_system_metadata(self, new: Obj, old: Obj) -> None:
         """Fields only the server sets survive any update (upstream FillObjectMetaSystemFields/immutables)."""
@@ -326,6 +339,11 @@ class Registry:
             await self.store.delete(key, expected_mod_revision=mod_revision)
         except Conflict:
             raise errors.conflict(info.group, info.plural, key.rsplit("/", 1)[-1], errors.OPTIMISTIC_LOCK) from None
+
+
+def _prepare_for_create(strategy: Strategy, obj: Obj) -> None:
+    strategy.prepare_for_create(obj)
+    apidefaults.apply_defaults(obj)
 
 
 def _type_error(path: Path, value: Any, expected: str) -> FieldError:

@@ -6,6 +6,9 @@ kubeconfig that exists always points at a server that answers. Shutdown (SIGINT/
 at once, lets in-flight requests finish, stops the registry and closes the store; acknowledged writes are
 already durable by then.
 
+Slow clients are timed out and connections capped (:mod:`.http.connections`): the open-file soft limit is
+raised to the hard limit at start and the cap kept below it.
+
 Housekeeping, as kube-apiserver: every ``compaction_interval`` the store is compacted to the revision seen at
 the previous tick (so at least one interval of history stays for watch resumption), and core Events older than
 ``event_ttl`` are deleted.
@@ -33,6 +36,13 @@ from kubeplane.store.sqlite import SqliteStore
 
 from .deletion import DeleteOptions, delete_object
 from .http.app import APIServerApp
+from .http.connections import (
+    ConnectionGuard,
+    ConnectionLimits,
+    GuardedHttpToolsProtocol,
+    default_max_connections,
+    raise_open_file_limit,
+)
 from .registry import Registry
 from .tls import ServingCerts, ensure_serving_certs
 from .watchcache import WATCHER_BUDGET
@@ -57,6 +67,8 @@ class ServerConfig:
     etcd_cafile: Path | None = None
     etcd_certfile: Path | None = None
     etcd_keyfile: Path | None = None
+    limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    """Header, body and TLS-handshake timeouts and the connection cap (``--header-timeout``, ...)."""
     watch_buffer_bytes: int = WATCHER_BUDGET
     """The byte budget of each HTTP watcher's queue of unsent events (past it the watcher is closed)."""
 
@@ -130,11 +142,26 @@ def kubeconfig_text(server: str, token: str, *, ca_pem: bytes | None = None) -> 
 
 
 class _Server:
-    """uvicorn's Server, closing every watch stream as soon as shutdown is requested."""
+    """uvicorn's Server, closing every watch stream as soon as shutdown is requested, and serving through
+    :class:`GuardedHttpToolsProtocol` under a :class:`ConnectionGuard` (uvicorn has no hook for header/body
+    timeouts, a connection cap or the TLS-handshake timeout, so its ``startup`` is replaced by the few lines
+    that create the listening server)."""
 
-    def __init__(self, app: APIServerApp, sock: socket.socket, certs: ServingCerts | None = None) -> None:
+    def __init__(
+        self,
+        app: APIServerApp,
+        sock: socket.socket,
+        certs: ServingCerts | None = None,
+        limits: ConnectionLimits | None = None,
+    ) -> None:
         import uvicorn
 
+        limits = chosen = limits or ConnectionLimits()
+        open_files = raise_open_file_limit()
+        cap = limits.max_connections or default_max_connections(open_files)
+        if cap > open_files:
+            log.warning("--max-connections %d is above the open-file limit %d", cap, open_files)
+        self.guard = guard = ConnectionGuard(limits, cap)
         config = uvicorn.Config(
             app,
             log_level="warning",
@@ -148,17 +175,36 @@ class _Server:
             ssl_certfile=str(certs.cert) if certs else None,
             ssl_keyfile=str(certs.key) if certs else None,
         )
-        outer = self
 
         class Server(uvicorn.Server):
             def handle_exit(self, sig: int, frame: Any) -> None:
                 app.close_watches()
                 super().handle_exit(sig, frame)
 
+            async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+                config, state = self.config, self.server_state
+                loop = asyncio.get_running_loop()
+
+                def protocol() -> GuardedHttpToolsProtocol:
+                    return GuardedHttpToolsProtocol(config=config, server_state=state, app_state={}, guard=guard)
+
+                handshake = chosen.handshake_timeout if config.ssl and chosen.handshake_timeout > 0 else None
+                self.servers = [
+                    await loop.create_server(
+                        protocol, sock=s, ssl=config.ssl, backlog=config.backlog, ssl_handshake_timeout=handshake
+                    )
+                    for s in sockets or []
+                ]
+                guard.start()
+                self.started = True
+
+            async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+                guard.stop()
+                await super().shutdown(sockets)
+
         self.server = Server(config)
         self.sock = sock
         self.app = app
-        del outer
 
     async def serve(self) -> None:
         await self.server.serve(sockets=[self.sock])
@@ -240,7 +286,7 @@ async def run_apiserver(
     sock.listen(1024)
     port = sock.getsockname()[1]
     certs = ensure_serving_certs(config.data_dir) if config.tls else None
-    server = _Server(app, sock, certs)
+    server = _Server(app, sock, certs, config.limits)
     address = f"{'https' if certs else 'http'}://{config.host}:{port}"
     ca_pem = certs.ca.read_bytes() if certs else None
     kubeconfig = config.data_dir / config.kubeconfig_name

@@ -168,6 +168,18 @@ def apiserver(
     etcd_cafile: Annotated[Path | None, typer.Option("--etcd-cafile", help="CA of etcd's TLS.")] = None,
     etcd_certfile: Annotated[Path | None, typer.Option("--etcd-certfile", help="Client certificate.")] = None,
     etcd_keyfile: Annotated[Path | None, typer.Option("--etcd-keyfile", help="Client key.")] = None,
+    request_timeout: Annotated[
+        float, typer.Option("--request-timeout", help="Seconds a request's body may take to arrive (then 504).")
+    ] = 60.0,
+    header_timeout: Annotated[
+        float, typer.Option("--header-timeout", help="Seconds a request's line and headers may take (Go's 32 s).")
+    ] = 32.0,
+    handshake_timeout: Annotated[
+        float, typer.Option("--tls-handshake-timeout", help="Seconds a TLS handshake may take (Go's 32 s).")
+    ] = 32.0,
+    max_connections: Annotated[
+        int, typer.Option("--max-connections", help="Open connections at most (0: derived from the open-file limit).")
+    ] = 0,
     watch_buffer_bytes: Annotated[
         int,
         typer.Option(
@@ -178,6 +190,7 @@ def apiserver(
     ] = 8 * 1024 * 1024,
 ) -> None:
     """Serve the Kubernetes API on 127.0.0.1 and write DATA_DIR/kubeconfig once it answers."""
+    from kubeplane.apiserver.http.connections import ConnectionLimits
     from kubeplane.apiserver.server import ServerConfig, run_apiserver
 
     if store not in ("sqlite", "memory", "etcd"):
@@ -203,6 +216,12 @@ def apiserver(
         etcd_cafile=etcd_cafile,
         etcd_certfile=etcd_certfile,
         etcd_keyfile=etcd_keyfile,
+        limits=ConnectionLimits(
+            header_timeout=header_timeout,
+            body_timeout=request_timeout,
+            handshake_timeout=handshake_timeout,
+            max_connections=max(max_connections, 0),
+        ),
         watch_buffer_bytes=watch_buffer_bytes,
     )
 

@@ -31,7 +31,7 @@ from prometheus_client import CollectorRegistry
 from kubeplane.api import typed as apityped
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.views import section
-from kubeplane.apiserver import conversion, dispatch, errors, params, subresources
+from kubeplane.apiserver import conversion, dispatch, errors, offload, params, subresources
 from kubeplane.apiserver.deletion import DeleteOptions
 from kubeplane.apiserver.dispatch import Call
 from kubeplane.apiserver.dryrun import OPTIONS_KIND, dry_run
@@ -122,6 +122,7 @@ class Request:
                 raise errors.too_large(limit)
             chunks.append(chunk)
             if not message.get("more_body", False):
+                offload.note_body(size)  # a big body: this request's CPU-heavy steps leave the event loop
                 return b"".join(chunks)
 
     @property
@@ -136,7 +137,9 @@ class Request:
         self.raw = raw = await self.body(limit)
         if not raw.strip():
             raise errors.bad_request("the request body is empty")
-        return negotiation.decode_body(raw, self.content_type, into=into, field_validation=self.fields.mode)
+        return await offload.run(
+            negotiation.decode_body, raw, self.content_type, into=into, field_validation=self.fields.mode
+        )
 
     def check_body(self, resource: ResourceInfo, body: Any) -> Any:
         return self.fields.check_body(resource, self.raw, body, self.content_type)
@@ -398,7 +401,9 @@ class APIServerApp:
             return
         result = await route.handler(self.registry, call)
         if as_table and route.tabular:
-            doc = self._table(call, result, query)
+            if call.verb == "list":
+                offload.note_items(len(result["items"]))
+            doc = await offload.run(self._table, call, result, query)
             await _send_json(send, route.code, doc, content_type=negotiation.TABLE_CONTENT_TYPE)
         else:
             await _send_json(send, route.code, result, headers=fields.headers() if fields.warnings else None)
