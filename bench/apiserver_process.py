@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -30,29 +31,25 @@ from pathlib import Path
 
 
 @contextmanager
-def running_apiserver(*extra: str) -> Iterator[Path]:
+def running_apiserver(*extra: str, nofile: int | None = None) -> Iterator[Path]:
     """Yield the kubeconfig of a fresh apiserver (its data dir in a temporary dir) once it answers.
 
-    ``extra`` is passed to ``kubeplane apiserver`` (e.g. ``--store etcd --etcd-servers URL,...``)."""
+    ``extra`` is passed to ``kubeplane apiserver`` (e.g. ``--store etcd --etcd-servers URL,...``). ``nofile``: the
+    server's open-file soft limit (it inherits this process's, lowered for the start only). A server that does
+    not stop within 30 s of SIGTERM (a request still holding its event loop) is killed."""
+    command = [sys.executable, "-m", "kubeplane.cli.main", "apiserver"]
     with tempfile.TemporaryDirectory(prefix="kubeplane-bench-") as tmp:
         data = Path(tmp) / "data"
         log_path = Path(tmp) / "apiserver.log"
         with log_path.open("wb") as log:
-            server = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "kubeplane.cli.main",
-                    "apiserver",
-                    "--data-dir",
-                    str(data),
-                    "--port",
-                    "0",
-                    *extra,
-                ],
-                stdout=log,
-                stderr=log,
-            )
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            if nofile is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (min(nofile, hard), hard))
+            try:
+                args = [*command, "--data-dir", str(data), "--port", "0", *extra]
+                server = subprocess.Popen(args, stdout=log, stderr=log)
+            finally:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
             try:
                 kubeconfig = data / "kubeconfig"
                 deadline = time.monotonic() + 30
@@ -63,7 +60,11 @@ def running_apiserver(*extra: str) -> Iterator[Path]:
                 yield kubeconfig
             finally:
                 os.kill(server.pid, signal.SIGTERM)
-                server.wait(timeout=30)
+                try:
+                    server.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    os.kill(server.pid, signal.SIGKILL)
+                    server.wait()
 
 
 def _free_port() -> int:

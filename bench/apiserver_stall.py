@@ -27,21 +27,17 @@ import argparse
 import contextlib
 import functools
 import json
-import os
 import resource
-import signal
 import socket
 import ssl
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from apiserver_process import running_apiserver
 from kubeplane.client.kubeconfig import load_kubeconfig
 
 PROBE_EVERY = 0.05
@@ -89,35 +85,9 @@ class Target:
         return int(head.split(b" ", 2)[1]), payload
 
 
-@contextmanager
-def apiserver(nofile: int) -> Iterator[Path]:
+def apiserver(nofile: int) -> contextlib.AbstractContextManager[Path]:
     """A fresh ``kubeplane apiserver`` (TLS, memory store) with ``nofile`` as its open-file soft limit."""
-    with tempfile.TemporaryDirectory(prefix="kubeplane-stall-") as tmp:
-        data, log_path = Path(tmp) / "data", Path(tmp) / "apiserver.log"
-
-        with log_path.open("wb") as log:
-            command = [sys.executable, "-m", "kubeplane.cli.main", "apiserver", "--data-dir", str(data)]
-            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-            resource.setrlimit(resource.RLIMIT_NOFILE, (min(nofile, hard), hard))  # inherited by the server
-            try:
-                server = subprocess.Popen([*command, "--port", "0", "--store", "memory"], stdout=log, stderr=log)
-            finally:
-                resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-            try:
-                kubeconfig = data / "kubeconfig"
-                deadline = time.monotonic() + 30
-                while not kubeconfig.exists():
-                    if server.poll() is not None or time.monotonic() > deadline:
-                        raise SystemExit(f"apiserver did not start: {log_path.read_text()}")
-                    time.sleep(0.05)
-                yield kubeconfig
-            finally:
-                os.kill(server.pid, signal.SIGTERM)
-                try:
-                    server.wait(timeout=10)
-                except subprocess.TimeoutExpired:  # a request still holds the event loop
-                    os.kill(server.pid, signal.SIGKILL)
-                    server.wait()
+    return running_apiserver("--store", "memory", nofile=nofile)
 
 
 class Prober:

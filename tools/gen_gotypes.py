@@ -41,6 +41,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kubeplane.api.typed import split_map
+
 OUT = Path(__file__).resolve().parent.parent / "src" / "kubeplane" / "api" / "gotypes.json"
 API = "k8s.io/api"
 MACHINERY = "k8s.io/apimachinery"
@@ -165,25 +167,12 @@ def _imports(src: str) -> dict[str, str]:
     return out
 
 
-def _split_map(expr: str) -> tuple[str, str]:
-    """``map[K]V`` -> (K, V), brackets balanced."""
-    depth, i = 0, 3
-    for i in range(3, len(expr)):
-        if expr[i] == "[":
-            depth += 1
-        elif expr[i] == "]":
-            depth -= 1
-            if depth == 0:
-                break
-    return expr[4:i], expr[i + 1 :]
-
-
 def resolve(expr: str, pkg_path: str, imports: dict[str, str]) -> str:
     expr = expr.strip().lstrip("*")
     if expr.startswith("[]"):
         return "[]" + resolve(expr[2:], pkg_path, imports)
     if expr.startswith("map["):
-        key, value = _split_map(expr)
+        key, value = split_map(expr)
         return f"map[{resolve(key, pkg_path, imports)}]{resolve(value, pkg_path, imports)}"
     if expr in ("interface{}", "any"):
         return "any"
@@ -280,7 +269,7 @@ def build(api: Path, machinery: Path, tag: str) -> dict[str, object]:
             visit(expr[2:])
             return
         if expr.startswith("map["):
-            key, value = _split_map(expr)
+            key, value = split_map(expr)
             visit(key)
             visit(value)
             return

@@ -42,8 +42,9 @@ import orjson
 from kubeplane.api.durations import parse_duration
 from kubeplane.api.gotime import RFC3339, RFC3339_MICRO, GoTimeError, check_time
 from kubeplane.api.quantity import Quantity, QuantityError
+from kubeplane.api.strategicpatch_meta import go_type
 
-__all__ = ["TypedDecodeError", "decode", "decode_with_unknown", "has_go_type"]
+__all__ = ["TypedDecodeError", "decode", "decode_with_unknown", "go_json_type", "has_go_type", "split_map"]
 
 _META_GROUP: Final = "meta.k8s.io"
 
@@ -100,7 +101,8 @@ def _table() -> dict[str, Any]:
     return table
 
 
-def _split_map(expr: str) -> tuple[str, str]:
+def split_map(expr: str) -> tuple[str, str]:
+    """``map[K]V`` -> (K, V), brackets balanced (``tools/gen_gotypes.py`` writes these expressions)."""
     depth = 0
     for i in range(3, len(expr)):
         if expr[i] == "[":
@@ -128,7 +130,7 @@ def _compile(expr: str, go_name: str | None = None) -> _Type:
         t = _Type(_BYTES if elem.code == _INT and elem.go == "uint8" else _SLICE, go_name or "[]" + elem.go)
         t.elem = elem
     elif expr.startswith("map["):
-        key_expr, value_expr = _split_map(expr)
+        key_expr, value_expr = split_map(expr)
         t = _Type(_MAP, go_name or f"map[{_compile(key_expr).go}]{_compile(value_expr).go}")
         _compiled[key] = t
         t.elem = _compile(value_expr)
@@ -205,7 +207,8 @@ def decode_with_unknown(
     return out, walk.unknown
 
 
-def _json_type(value: object) -> str:
+def go_json_type(value: object) -> str:
+    """The JSON type name Go's decoder reports (``cannot unmarshal array into ...``)."""
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, int | float):
@@ -214,7 +217,7 @@ def _json_type(value: object) -> str:
         return "string"
     if isinstance(value, list):
         return "array"
-    return "object"
+    return "object" if isinstance(value, dict) else "value"
 
 
 def _number_text(value: int | float) -> str:
@@ -296,40 +299,40 @@ class _Walk:
             return self.convert(value, t, struct, path)
         if code == _STRING:
             if type(value) is not str:
-                self.mismatch(_json_type(value), t, struct, path)
+                self.mismatch(go_json_type(value), t, struct, path)
             return value
         if code == _STRUCT:
             if type(value) is not dict:
-                self.mismatch(_json_type(value), t, struct, path)
+                self.mismatch(go_json_type(value), t, struct, path)
                 return value
             return self.struct(value, t, path)
         if code == _SLICE:
             if type(value) is not list:
-                self.mismatch(_json_type(value), t, struct, path)
+                self.mismatch(go_json_type(value), t, struct, path)
                 return value
             elem = t.elem
             assert elem is not None
             return [self.elem(v, elem, struct, path) for v in value]
         if code == _MAP:
             if type(value) is not dict:
-                self.mismatch(_json_type(value), t, struct, path)
+                self.mismatch(go_json_type(value), t, struct, path)
                 return value
             elem = t.elem
             assert elem is not None
             return {k: self.elem(v, elem, struct, path) for k, v in value.items()}
         if code == _INT:
             if isinstance(value, bool) or not isinstance(value, int | float):
-                self.mismatch(_json_type(value), t, struct, path)
+                self.mismatch(go_json_type(value), t, struct, path)
             elif isinstance(value, float) or not t.range[0] <= value <= t.range[1]:
                 self.mismatch(f"number {_number_text(value)}", t, struct, path)
             return value
         if code == _BOOL:
             if type(value) is not bool:
-                self.mismatch(_json_type(value), t, struct, path)
+                self.mismatch(go_json_type(value), t, struct, path)
             return value
         if code == _FLOAT:
             if isinstance(value, bool) or not isinstance(value, int | float):
-                self.mismatch(_json_type(value), t, struct, path)
+                self.mismatch(go_json_type(value), t, struct, path)
             return value
         if code == _ANY:
             return value
@@ -362,7 +365,7 @@ class _Walk:
             if self.error is None:
                 return base64.b64encode(bytes(value)).decode()
             return value
-        self.mismatch(_json_type(value), t, struct, path)
+        self.mismatch(go_json_type(value), t, struct, path)
         return value
 
     def convert(self, value: Any, t: _Type, struct: str, path: str) -> Any:
@@ -400,17 +403,13 @@ class _Walk:
         return _convert_scalar(value, t)
 
 
+_KINDS: Final = {"[]interface {}": "slice", "map[string]interface {}": "map"}
+
+
 def _go_kind(value: object) -> str:
-    """reflect's Kind of a value of an unstructured object (numbers are int64 or float64)."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int64"
-    if isinstance(value, float):
-        return "float64"
-    if isinstance(value, str):
-        return "string"
-    return "slice" if isinstance(value, list) else "map"
+    """reflect's Kind of a value of an unstructured object: its Go type (:func:`go_type`), containers by kind."""
+    name = go_type(value)
+    return _KINDS.get(name, name)
 
 
 def _wrap(value: int, t: _Type) -> int:
@@ -492,7 +491,7 @@ def _int_or_string(value: Any) -> None:
     if isinstance(value, str):
         return
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypedDecodeError(f"json: cannot unmarshal {_json_type(value)} into Go value of type int32")
+        raise TypedDecodeError(f"json: cannot unmarshal {go_json_type(value)} into Go value of type int32")
     if isinstance(value, float) or not _INT32[0] <= value <= _INT32[1]:
         raise TypedDecodeError(f"json: cannot unmarshal number {_number_text(value)} into Go value of type int32")
 
@@ -500,7 +499,7 @@ def _int_or_string(value: Any) -> None:
 def _time_like(value: Any, code: int) -> None:
     """Time, MicroTime and Duration: json.Unmarshal into a string, then time.Parse / time.ParseDuration."""
     if not isinstance(value, str):
-        raise TypedDecodeError(f"json: cannot unmarshal {_json_type(value)} into Go value of type string")
+        raise TypedDecodeError(f"json: cannot unmarshal {go_json_type(value)} into Go value of type string")
     try:
         if code == _DURATION:
             parse_duration(value)

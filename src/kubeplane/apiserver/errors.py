@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from kubeplane.api.typed import go_json_type
 from kubeplane.api.validation.field import Error as FieldError
 
 
@@ -117,17 +118,8 @@ def bad_request(message: str) -> APIError:
     return APIError(code=400, reason="BadRequest", message=message)
 
 
-def json_type(value: Any) -> str:
-    """The JSON type name Go's decoder reports (``cannot unmarshal array into ...``)."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    return "object" if isinstance(value, dict) else "value"
+json_type = go_json_type
+"""The JSON type name Go's decoder reports (``cannot unmarshal array into ...``): one home, in api.typed."""
 
 
 def cannot_unmarshal(value: Any, *, field: str, go_type: str) -> APIError:

@@ -300,20 +300,8 @@ async def _spend_budget(
         allowed = int(status.get("disruptionsAllowed") or 0)
         observed = status.get("observedGeneration")
         if observed is not None and observed < current["metadata"].get("generation", 0):
-            raise errors.APIError(
-                code=429,
-                reason="TooManyRequests",
-                message=_VIOLATES,
-                details={
-                    "causes": [
-                        {
-                            "reason": "DisruptionBudget",
-                            "message": f"The disruption budget {pdb_name} is still being processed by the server.",
-                        }
-                    ],
-                    "retryAfterSeconds": 10,
-                },
-            )
+            message = f"The disruption budget {pdb_name} is still being processed by the server."
+            raise _budget_refusal(message, retry_after=10)
         if allowed < 0:
             raise errors.forbidden("policy", "poddisruptionbudget", pdb_name, "pdb disruptions allowed is negative")
         if len(status.get("disruptedPods") or {}) > _MAX_DISRUPTED_PODS:
@@ -322,19 +310,8 @@ async def _spend_budget(
         if allowed == 0:
             healthy = status.get("currentHealthy", 0)
             desired = status.get("desiredHealthy", 0)
-            raise errors.APIError(
-                code=429,
-                reason="TooManyRequests",
-                message=_VIOLATES,
-                details={
-                    "causes": [
-                        {
-                            "reason": "DisruptionBudget",
-                            "message": f"The disruption budget {pdb_name} needs {desired} healthy pods and has "
-                            f"{healthy} currently",
-                        }
-                    ]
-                },
+            raise _budget_refusal(
+                f"The disruption budget {pdb_name} needs {desired} healthy pods and has {healthy} currently"
             )
         status["disruptionsAllowed"] = allowed - 1
         disrupted = dict(status.get("disruptedPods") or {})
@@ -344,6 +321,15 @@ async def _spend_budget(
 
     await raw_update(registry, info, namespace, pdb_name, spend, dry_run=dry_run)
     return None if dry_run else stamp
+
+
+def _budget_refusal(message: str, *, retry_after: int = 0) -> errors.APIError:
+    """429 "Cannot evict pod as it would violate the pod's disruption budget." with one DisruptionBudget cause
+    (eviction.go's checkAndDecrement)."""
+    details: dict[str, Any] = {"causes": [{"reason": "DisruptionBudget", "message": message}]}
+    if retry_after:
+        details["retryAfterSeconds"] = retry_after
+    return errors.APIError(code=429, reason="TooManyRequests", message=_VIOLATES, details=details)
 
 
 async def _restore_budget(
