@@ -132,6 +132,7 @@ async def delete_object(
         except Conflict:
             continue
         meta["resourceVersion"] = str(deleted.revision)  # as upstream: the revision of the delete itself
+        await strategy.after_delete(registry, obj)  # upstream AfterDelete (a Service's addresses and ports)
         return 200, _deleted_body(info, obj, strategy.returns_deleted_object)
     raise errors.conflict(info.group, info.plural, name, "too many concurrent updates; try again")
 

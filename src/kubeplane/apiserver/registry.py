@@ -30,6 +30,7 @@ from kubeplane.api.validation.field import ErrorList, Path, invalid, new_path
 from kubeplane.store.interface import Conflict, KeyExists, Store
 
 from . import admission, conversion, errors, offload
+from .service_alloc import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR, ServiceAllocators
 from .strategies import Strategy, strategy_for
 from .watchcache import Obj, WatchCache, decode, encode
 
@@ -51,11 +52,16 @@ class Registry:
         table: ResourceTable | None = None,
         now: Callable[[], float] = time.time,
         rng: random.Random | None = None,
+        service_cidr: str = DEFAULT_SERVICE_CIDR,
+        node_port_range: str = DEFAULT_NODE_PORT_RANGE,
     ) -> None:
         self.store = store
         self.table = table or default_table()
         self.now = now
         self.rng = rng or random.Random()
+        self.service_allocators = ServiceAllocators(
+            store, service_cidr=service_cidr, node_port_range=node_port_range, rng=self.rng, now=now
+        )
         self.caches: dict[str, WatchCache] = {}
         self.strategies: dict[tuple[str, str], Strategy] = {}
         for info in self.table:
@@ -67,6 +73,9 @@ class Registry:
     async def start(self) -> None:
         for cache in self.caches.values():
             await cache.start()
+        from .services import repair_allocations  # services builds on this module
+
+        await repair_allocations(self)
         await self._bootstrap()
 
     async def stop(self) -> None:
@@ -191,11 +200,28 @@ class Registry:
         generate = not metadata.get("name") and metadata.get("generateName")
         if generate:
             metadata["name"] = apimeta.generate_name(str(metadata["generateName"]), self.rng)
+        finish = await strategy.begin_create(self, obj, dry_run=dry_run)  # upstream BeginCreate (allocations)
+        done = False
+        try:
+            done = await self._validate_and_store(
+                info, namespace, obj, strategy, generate=bool(generate), dry_run=dry_run
+            )
+        finally:
+            if finish is not None:
+                await finish(done)
+        return obj
+
+    async def _validate_and_store(
+        self, info: ResourceInfo, namespace: str | None, obj: Obj, strategy: Strategy, *, generate: bool, dry_run: bool
+    ) -> bool:
+        """Validate ``obj`` and create it (fresh generated names on collisions); True once stored, or validated
+        on a dry run."""
+        metadata = obj["metadata"]
         errs = await offload.run(lambda: self._validate_meta(info, obj) or strategy.validate(obj))
         if errs:
             raise errors.invalid(info.group, info.kind, str(metadata.get("name") or ""), errs)
         if dry_run:
-            return obj
+            return True
         for _ in range(MAX_RETRIES if generate else 1):
             try:
                 kv = await self.store.create(info.key(metadata["name"], namespace), encode(obj))
@@ -205,7 +231,7 @@ class Registry:
                     continue
                 raise errors.already_exists(info.group, info.plural, metadata["name"]) from None
             metadata["resourceVersion"] = str(kv.mod_revision)
-            return obj
+            return True
         raise errors.already_exists(info.group, info.plural, metadata["name"])
 
     # -- update ------------------------------------------------------------------------------------------------
@@ -278,17 +304,27 @@ class Registry:
             old = decode(current)
             new = await offload.run(self._updated, info, name, strategy, transform, old, subresource)
             new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
-            if new == old or dry_run:
+            if new == old or (dry_run and subresource == "status"):
                 return new
-            if strategy.should_delete_during_update(new):  # e.g. the last finalizer went: delete (upstream)
-                await self._remove(info, key, current.mod_revision)
-                return new
+            finish = None if subresource == "status" else await strategy.begin_update(self, new, old, dry_run=dry_run)
+            stored = False
             try:
-                kv = await self.store.update(key, encode(new), expected_mod_revision=current.mod_revision)
-            except Conflict:
-                if precondition is not None:
-                    raise errors.conflict(info.group, info.plural, name, errors.OPTIMISTIC_LOCK) from None
-                continue
+                if dry_run:
+                    return new
+                if strategy.should_delete_during_update(new):  # e.g. the last finalizer went: delete (upstream)
+                    await self._remove(info, key, current.mod_revision, new)
+                    stored = True
+                    return new
+                try:
+                    kv = await self.store.update(key, encode(new), expected_mod_revision=current.mod_revision)
+                except Conflict:
+                    if precondition is not None:
+                        raise errors.conflict(info.group, info.plural, name, errors.OPTIMISTIC_LOCK) from None
+                    continue
+                stored = True
+            finally:
+                if finish is not None:
+                    await finish(stored)
             new["metadata"]["resourceVersion"] = str(kv.mod_revision)
             return new
         raise errors.conflict(info.group, info.plural, name, "too many concurrent updates; try again")
@@ -334,11 +370,12 @@ class Registry:
             meta["namespace"] = old_meta["namespace"]
         new["apiVersion"], new["kind"] = old.get("apiVersion"), old.get("kind")
 
-    async def _remove(self, info: ResourceInfo, key: str, mod_revision: int) -> None:
+    async def _remove(self, info: ResourceInfo, key: str, mod_revision: int, obj: Obj) -> None:
         try:
             await self.store.delete(key, expected_mod_revision=mod_revision)
         except Conflict:
             raise errors.conflict(info.group, info.plural, key.rsplit("/", 1)[-1], errors.OPTIMISTIC_LOCK) from None
+        await self.strategy(info).after_delete(self, obj)
 
 
 def _prepare_for_create(strategy: Strategy, obj: Obj) -> None:

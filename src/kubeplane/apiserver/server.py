@@ -44,6 +44,8 @@ from .http.connections import (
     raise_open_file_limit,
 )
 from .registry import Registry
+from .service_alloc import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR
+from .services import ensure_kubernetes_service
 from .tls import ServingCerts, ensure_serving_certs
 from .watchcache import WATCHER_BUDGET
 
@@ -71,6 +73,10 @@ class ServerConfig:
     """Header, body and TLS-handshake timeouts and the connection cap (``--header-timeout``, ...)."""
     watch_buffer_bytes: int = WATCHER_BUDGET
     """The byte budget of each HTTP watcher's queue of unsent events (past it the watcher is closed)."""
+    service_cluster_ip_range: str = DEFAULT_SERVICE_CIDR
+    """``--service-cluster-ip-range``: the CIDR(s) ClusterIPs come from (the first address is ``kubernetes``'s)."""
+    service_node_port_range: str = DEFAULT_NODE_PORT_RANGE
+    """``--service-node-port-range``: where NodePorts come from."""
 
 
 def open_store(config: ServerConfig) -> Store:
@@ -269,7 +275,11 @@ async def run_apiserver(
     component had acknowledged is in the store."""
     config.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # private: store, keys, admin token
     store = open_store(config)
-    registry = Registry(store=store)
+    registry = Registry(
+        store=store,
+        service_cidr=config.service_cluster_ip_range,
+        node_port_range=config.service_node_port_range,
+    )
     await registry.start()
     token = admin_token(config.data_dir)
     app = APIServerApp(
@@ -285,6 +295,7 @@ async def run_apiserver(
         raise StoreError(f"cannot listen on {config.host}:{config.port}: {exc.strerror}") from None
     sock.listen(1024)
     port = sock.getsockname()[1]
+    await ensure_kubernetes_service(registry, config.host, port)  # needs the bound port (--port 0)
     certs = ensure_serving_certs(config.data_dir) if config.tls else None
     server = _Server(app, sock, certs, config.limits)
     address = f"{'https' if certs else 'http'}://{config.host}:{port}"

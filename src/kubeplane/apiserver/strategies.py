@@ -10,16 +10,20 @@ the default (no status split, no generation).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubeplane.api import pods as podutil
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.validation.field import ErrorList
 from kubeplane.api.views import is_pod_terminal, spec_of
 
+if TYPE_CHECKING:
+    from .registry import Registry
+
 Obj = dict[str, Any]
+Finish = Callable[[bool], Awaitable[None]]
 
 _VALIDATION_MODULES = ("core", "apps", "cluster")
 
@@ -83,6 +87,18 @@ class Strategy:
             else:
                 meta.pop(key, None)
         new["metadata"] = meta
+
+    # -- storage hooks (upstream BeginCreate / BeginUpdate / AfterDelete) ------------------------------------------
+
+    async def begin_create(self, registry: Registry, obj: Obj, *, dry_run: bool) -> Finish | None:
+        """Runs before validation and the store write; the callback returned is awaited with the outcome."""
+        return None
+
+    async def begin_update(self, registry: Registry, new: Obj, old: Obj, *, dry_run: bool) -> Finish | None:
+        return None
+
+    async def after_delete(self, registry: Registry, obj: Obj) -> None:
+        """Runs once ``obj`` is gone from the store (not on dry runs)."""
 
     # -- validation --------------------------------------------------------------------------------------------
 
@@ -178,4 +194,8 @@ STRATEGIES: Mapping[tuple[str, str], type[Strategy]] = {
 
 
 def strategy_for(info: ResourceInfo) -> Strategy:
+    if (info.group, info.kind) == ("", "Service"):
+        from .services import ServiceStrategy  # imported here: services builds on this module
+
+        return ServiceStrategy(info)
     return STRATEGIES.get((info.group, info.kind), Strategy)(info)

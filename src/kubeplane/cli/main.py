@@ -135,6 +135,28 @@ ShutdownDelayOpt = Annotated[
     ),
 ]
 EtcdServersOpt = Annotated[str, typer.Option("--etcd-servers", help="With --store etcd: etcd URLs, comma-separated.")]
+ServiceCIDROpt = Annotated[
+    str,
+    typer.Option(
+        "--service-cluster-ip-range",
+        help="CIDR ClusterIPs are allocated from (two of different families, comma-separated: dual-stack).",
+    ),
+]
+NodePortRangeOpt = Annotated[
+    str, typer.Option("--service-node-port-range", help="Port range NodePorts are allocated from (BASE-MAX).")
+]
+
+
+def _check_service_ranges(service_cidr: str, node_port_range: str) -> None:
+    """Refuse bad --service-cluster-ip-range / --service-node-port-range before anything starts."""
+    from kubeplane.apiserver.ipallocator import parse_service_cidrs
+    from kubeplane.apiserver.portallocator import parse_port_range
+
+    try:
+        parse_service_cidrs(service_cidr)
+        parse_port_range(node_port_range)
+    except ValueError as exc:
+        _fail(str(exc))
 
 
 def _metrics_port_opt() -> Any:
@@ -188,6 +210,8 @@ def apiserver(
             help="Bytes of unsent events a watcher may queue before it is closed for not keeping up.",
         ),
     ] = 8 * 1024 * 1024,
+    service_cluster_ip_range: ServiceCIDROpt = "10.96.0.0/12",
+    service_node_port_range: NodePortRangeOpt = "30000-32767",
 ) -> None:
     """Serve the Kubernetes API on 127.0.0.1 and write DATA_DIR/kubeconfig once it answers."""
     from kubeplane.apiserver.http.connections import ConnectionLimits
@@ -199,6 +223,7 @@ def apiserver(
         _fail(f"--port must be between 0 and 65535, not {port}")
     if watch_buffer_bytes <= 0:
         _fail(f"--watch-buffer-bytes must be positive, not {watch_buffer_bytes}")
+    _check_service_ranges(service_cluster_ip_range, service_node_port_range)
     servers = tuple(u.strip() for u in etcd_servers.split(",") if u.strip())
     if store == "etcd" and not servers:
         _fail("--store etcd needs --etcd-servers URL[,URL...]")
@@ -223,6 +248,8 @@ def apiserver(
             max_connections=max(max_connections, 0),
         ),
         watch_buffer_bytes=watch_buffer_bytes,
+        service_cluster_ip_range=service_cluster_ip_range,
+        service_node_port_range=service_node_port_range,
     )
 
     def ready(address: str, kubeconfig: Path) -> None:
@@ -356,10 +383,14 @@ def up(
     pull_delay: PullDelayOpt = None,
     shutdown_delay: ShutdownDelayOpt = None,
     verbosity: VerbosityOpt = 0,
+    service_cluster_ip_range: ServiceCIDROpt = "10.96.0.0/12",
+    service_node_port_range: NodePortRangeOpt = "30000-32767",
 ) -> None:
     """Start a whole cluster: API server, controller manager, scheduler and simulated kubelets."""
     from kubeplane.cli.component import CLIError
     from kubeplane.cli.up import UpOptions, run_up
+
+    _check_service_ranges(service_cluster_ip_range, service_node_port_range)
 
     try:
         run_up(
@@ -367,6 +398,7 @@ def up(
                 data_dir=data_dir, port=port, node_config=node_config, nodes=nodes, store=store,
                 scheduler_config=scheduler_config, processes=processes, verbosity=verbosity,
                 pull_delay=pull_delay, shutdown_delay=shutdown_delay, etcd_servers=etcd_servers,
+                service_cluster_ip_range=service_cluster_ip_range, service_node_port_range=service_node_port_range,
             )
         )  # fmt: skip
     except CLIError as exc:

@@ -100,6 +100,8 @@ class UpOptions:
     shutdown_delay: str | None = None
     etcd_servers: str = ""
     """With ``store="etcd"``: comma-separated etcd URLs."""
+    service_cluster_ip_range: str = "10.96.0.0/12"
+    service_node_port_range: str = "30000-32767"
 
     @property
     def etcd_endpoints(self) -> tuple[str, ...]:
@@ -217,7 +219,14 @@ def _run_one_process(opts: UpOptions, *, specs: list[NodeSpec], options: FleetOp
     def ready(address: str, kubeconfig: Path) -> None:
         typer.echo(_ready_message(address, kubeconfig, len(specs), "one process"), err=True)
 
-    config = ServerConfig(data_dir=opts.data_dir, port=opts.port, store=opts.store, etcd_servers=opts.etcd_endpoints)
+    config = ServerConfig(
+        data_dir=opts.data_dir,
+        port=opts.port,
+        store=opts.store,
+        etcd_servers=opts.etcd_endpoints,
+        service_cluster_ip_range=opts.service_cluster_ip_range,
+        service_node_port_range=opts.service_node_port_range,
+    )
     signal.signal(signal.SIGTERM, lambda _sig, _frame: None)  # uvicorn re-raises it after its shutdown
     try:
         import uvloop
@@ -296,6 +305,8 @@ def _run_processes(opts: UpOptions, names: list[str]) -> None:
             "--kubeconfig-name",
             _PRIVATE_KUBECONFIG,
             *(["--etcd-servers", opts.etcd_servers] if opts.store == "etcd" else []),
+            f"--service-cluster-ip-range={opts.service_cluster_ip_range}",
+            f"--service-node-port-range={opts.service_node_port_range}",
         ],
         "controller-manager": ["controller-manager", "--leader-elect=false", "--metrics-port=0", *verbose],
         "scheduler": [

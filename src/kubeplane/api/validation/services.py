@@ -31,7 +31,12 @@ from kubeplane.api.validation.common import (
 from kubeplane.api.validation.field import ErrorList, Path
 from kubeplane.api.validation.reader import CORE_V1, Reader, finish
 
-__all__ = ["validate_service", "validate_service_status_update", "validate_service_update"]
+__all__ = [
+    "validate_cluster_ips_related_fields",
+    "validate_service",
+    "validate_service_status_update",
+    "validate_service_update",
+]
 
 _SERVICE_TYPES: Final = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 _TRAFFIC_POLICIES: Final = ("Cluster", "Local")
@@ -313,4 +318,14 @@ def validate_service_status_update(new: Mapping[str, Any], _old: Mapping[str, An
             errs.extend(invalid_each(ing.at("hostname"), hostname, names.is_dns1123_subdomain(hostname)))
             if not names.is_valid_ip(None, hostname):
                 errs.append(field.invalid(ing.at("hostname"), hostname, detail="must be a DNS name, not an IP address"))
+    return finish(errs)
+
+
+def validate_cluster_ips_related_fields(svc: Mapping[str, Any]) -> ErrorList:
+    """Upstream ``ValidateServiceClusterIPsRelatedFields`` alone: the service allocator's pre-check
+    (``storage/alloc.go`` ``initIPFamilyFields``) before it infers families or allocates."""
+    errs: ErrorList = []
+    spec = CORE_V1.root(svc, errs).child("spec")
+    if spec.string("type") != "ExternalName":
+        _cluster_ips(spec)
     return finish(errs)
