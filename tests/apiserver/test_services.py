@@ -146,9 +146,7 @@ def test_node_ports_allocated_checked_and_released(small: Server) -> None:
     )
     status, body = create(small, "np3", type="NodePort", ports=[{"port": 80, "nodePort": 30000}])
     assert status == 422
-    assert body["message"].endswith(
-        "provided port is not in the valid range. The range of valid ports is 31000-31019"
-    )
+    assert body["message"].endswith("provided port is not in the valid range. The range of valid ports is 31000-31019")
     # a type change to ClusterIP releases the port (the nodePort field must go, as validation requires)
     status, current = call(small, "GET", f"{SVC}/np")
     current["spec"]["type"] = "ClusterIP"
