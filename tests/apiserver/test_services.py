@@ -87,7 +87,8 @@ def test_create_allocates_cluster_ip_and_defaults_families(server: Server) -> No
     assert ipaddress.ip_address(spec["clusterIP"]) in ipaddress.ip_network("10.96.0.0/12")
     assert spec["clusterIP"] not in ("10.96.0.0", "10.255.255.255")
     assert spec["clusterIPs"] == [spec["clusterIP"]]
-    assert spec["ipFamilies"] == ["IPv4"] and spec["ipFamilyPolicy"] == "SingleStack"
+    assert spec["ipFamilies"] == ["IPv4"]
+    assert spec["ipFamilyPolicy"] == "SingleStack"
     assert svc["status"] == {"loadBalancer": {}}
     # dynamic allocations prefer the upper band (KEP-3070): 10.96.0.1-10.96.1.0 (256 addresses) is kept for
     # static requests while the rest of the range has room
@@ -117,7 +118,9 @@ def test_delete_releases_and_returns_the_service(server: Server) -> None:
     """storage/rest.go afterDelete → releaseAllocatedResources; ReturnDeletedObject: the deleted Service."""
     assert create(server, "rel", clusterIP="10.96.0.60")[0] == 201
     status, body = call(server, "DELETE", f"{SVC}/rel")
-    assert status == 200 and body["kind"] == "Service" and body["spec"]["clusterIP"] == "10.96.0.60"
+    assert status == 200
+    assert body["kind"] == "Service"
+    assert body["spec"]["clusterIP"] == "10.96.0.60"
     assert create(server, "rel2", clusterIP="10.96.0.60")[0] == 201
 
 
@@ -125,12 +128,14 @@ def test_headless_and_external_name_get_no_address(server: Server) -> None:
     """alloc.go allocClusterIPs: none for headless (``None``) and ExternalName services."""
     status, svc = create(server, "headless", clusterIP="None")
     assert status == 201
-    assert svc["spec"]["clusterIPs"] == ["None"] and svc["spec"]["ipFamilyPolicy"] == "SingleStack"
+    assert svc["spec"]["clusterIPs"] == ["None"]
+    assert svc["spec"]["ipFamilyPolicy"] == "SingleStack"
     body = service("ext", type="ExternalName", externalName="example.com")
     del body["spec"]["selector"]
     status, svc = call(server, "POST", SVC, body)
     assert status == 201
-    assert "clusterIP" not in svc["spec"] and "ipFamilies" not in svc["spec"]
+    assert "clusterIP" not in svc["spec"]
+    assert "ipFamilies" not in svc["spec"]
 
 
 def test_node_ports_allocated_checked_and_released(small: Server) -> None:
@@ -156,7 +161,8 @@ def test_node_ports_allocated_checked_and_released(small: Server) -> None:
     assert create(small, "np4", type="NodePort", ports=[{"port": 80, "nodePort": port}])[0] == 201
     # a LoadBalancer gets node ports and status.loadBalancer {}
     status, lb = create(small, "lb", type="LoadBalancer")
-    assert status == 201 and lb["status"] == {"loadBalancer": {}}
+    assert status == 201
+    assert lb["status"] == {"loadBalancer": {}}
     assert 31000 <= lb["spec"]["ports"][0]["nodePort"] <= 31019
 
 
@@ -202,9 +208,11 @@ def test_restart_keeps_allocations(tmp_path: Path) -> None:
     second = start_server(data)
     try:
         status, body = create(second, "after", clusterIP="10.96.0.70")
-        assert status == 422 and body["message"].endswith("provided IP is already allocated")
+        assert status == 422
+        assert body["message"].endswith("provided IP is already allocated")
         status, body = create(second, "after", type="NodePort", ports=[{"port": 80, "nodePort": node_port}])
-        assert status == 422 and body["message"].endswith("provided port is already allocated")
+        assert status == 422
+        assert body["message"].endswith("provided port is already allocated")
         # the kubernetes Service survives the restart and keeps the first address
         assert call(second, "GET", f"{SVC}/kubernetes")[1]["spec"]["clusterIP"] == "10.96.0.1"
     finally:
@@ -228,6 +236,7 @@ def test_kubectl_expose(tmp_path: Path) -> None:
         assert ipaddress.ip_address(svc["spec"]["clusterIP"]) in ipaddress.ip_network("10.96.0.0/12")
         assert svc["spec"]["ipFamilies"] == ["IPv4"]
         table = kubectl("get", "svc", "kubernetes")
-        assert "10.96.0.1" in table and "443/TCP" in table
+        assert "10.96.0.1" in table
+        assert "443/TCP" in table
     finally:
         srv.stop()
