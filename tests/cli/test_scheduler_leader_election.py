@@ -20,6 +20,7 @@ import pytest
 
 from kubeplane.cli.component import CLIError, LeaderElectionFlags, apply_leader_election_flags
 from kubeplane.cli.main import normalize_bool_flags
+from kubeplane.client.errors import NotFoundError
 from kubeplane.client.http import HTTPClient
 from kubeplane.scheduler.config.types import LeaderElection
 from tests.apiserver.conftest import Server, start_server, stop_process
@@ -126,7 +127,13 @@ class Replica:
 
 
 async def _holder(client: HTTPClient) -> tuple[str, int]:
-    lease = await client.get(client.resource("leases.coordination.k8s.io"), "kube-scheduler", namespace="kube-system")
+    """The lease's holder and transitions; ("", 0) before any replica has created it (slow starts under load)."""
+    try:
+        lease = await client.get(
+            client.resource("leases.coordination.k8s.io"), "kube-scheduler", namespace="kube-system"
+        )
+    except NotFoundError:
+        return "", 0
     spec = lease.get("spec") or {}
     return str(spec.get("holderIdentity") or ""), int(spec.get("leaseTransitions") or 0)
 
