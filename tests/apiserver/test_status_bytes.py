@@ -149,3 +149,12 @@ def test_internal_error_shape_has_the_cause() -> None:
         "details",
         "code",
     ]
+
+
+def test_go_escaping_of_line_separators_and_other_text() -> None:
+    """encoding/json appendString: U+2028/U+2029 escaped (HTML-safe mode), other non-ASCII text left as UTF-8."""
+    from kubeplane.apiserver.http import gojson
+
+    assert gojson.encode({"a": "<x>&\u2028\u2029\u2014é"}) == (
+        b'{"a":"\\u003cx\\u003e\\u0026\\u2028\\u2029' + "\u2014é".encode() + b'"}\n'
+    )

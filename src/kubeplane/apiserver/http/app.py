@@ -281,7 +281,7 @@ class APIServerApp:
         )
         if event.type != "BOOKMARK":
             request.table_headers_sent = True
-        return orjson.dumps(doc) + b"\n"
+        return gojson.encode(doc)
 
     def close_watches(self) -> None:
         for watcher in list(self.watchers):
