@@ -158,3 +158,20 @@ def test_go_escaping_of_line_separators_and_other_text() -> None:
     assert gojson.encode({"a": "<x>&\u2028\u2029\u2014é"}) == (
         b'{"a":"\\u003cx\\u003e\\u0026\\u2028\\u2029' + "\u2014é".encode() + b'"}\n'
     )
+
+
+def test_too_large_resource_version_carries_its_cause(server: Server) -> None:
+    """etcd3 store.go GetList on ErrFutureRev: storage.NewTooLargeResourceVersionError(withRev, current, 0), an
+    apierrors.NewTimeoutError ("Timeout: ...") with the ResourceVersionTooLarge cause client-go's reflector reads."""
+    status, raw = request(
+        server, "GET", f"/api/v1/namespaces/{NS}/configmaps?resourceVersion=99999999&resourceVersionMatch=Exact"
+    )
+    assert status == 504
+    body = json.loads(raw)
+    current = body["message"].rsplit(" ", 1)[1]
+    assert raw == (
+        b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
+        b'"message":"Timeout: Too large resource version: 99999999, current: ' + current.encode() + b'",'
+        b'"reason":"Timeout","details":{"causes":[{"reason":"ResourceVersionTooLarge",'
+        b'"message":"Too large resource version"}]},"code":504}\n'
+    )

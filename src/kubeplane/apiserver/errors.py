@@ -215,8 +215,24 @@ def unsupported_media_type(content_type: str) -> APIError:
 
 
 def too_many_requests(message: str, *, retry_after: int = 0) -> APIError:
-    details: dict[str, Any] | None = {"retryAfterSeconds": retry_after} if retry_after else None
-    return APIError(code=429, reason="TooManyRequests", message=message, details=details)
+    """upstream NewTooManyRequests: ``details`` always set (``{}`` when there is no retry time)."""
+    return APIError(code=429, reason="TooManyRequests", message=message, details={"retryAfterSeconds": retry_after})
+
+
+def timeout(message: str, *, retry_after: int = 0) -> APIError:
+    """upstream NewTimeoutError: 504 ``Timeout: <message>``, ``details`` always set."""
+    return APIError(
+        code=504, reason="Timeout", message=f"Timeout: {message}", details={"retryAfterSeconds": retry_after}
+    )
+
+
+def too_large_resource_version(requested: int, current: int, *, retry_after: int = 0) -> APIError:
+    """apiserver storage.NewTooLargeResourceVersionError: a Timeout with the ResourceVersionTooLarge cause, which
+    client-go's reflector looks for (``apierrors.IsTooLargeResourceVersion``) to fall back to a fresh list."""
+    error = timeout(f"Too large resource version: {requested}, current: {current}", retry_after=retry_after)
+    assert error.details is not None
+    error.details["causes"] = [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]
+    return error
 
 
 def internal(message: str) -> APIError:
