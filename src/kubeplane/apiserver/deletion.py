@@ -12,7 +12,7 @@ Order of decisions for one object (upstream ``genericregistry.Store.Delete``):
 4. Otherwise the key is deleted (compare-and-delete on the revision read).
 
 Namespaces are never deleted directly: they become Terminating and the namespace controller finishes them.
-The response is the object for kinds that return it (pods), else a Status Success.
+The response is the object for kinds that return it (strategies.RETURNS_DELETED_OBJECT), else a Status Success.
 """
 
 from __future__ import annotations
@@ -202,12 +202,12 @@ async def _terminate_namespace(
 
 
 def _deleted_body(info: ResourceInfo, obj: Obj, return_object: bool) -> Obj:
+    """The deleted object, or upstream ``finalizeDelete``'s Status Success (``kind`` is the resource, as there)."""
     if return_object:
         return {"apiVersion": info.api_version, "kind": info.kind, **obj}
-    details: dict[str, Any] = {"name": obj["metadata"]["name"], "kind": info.plural, "uid": obj["metadata"].get("uid")}
-    if info.group:
-        details["group"] = info.group
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+    meta = obj["metadata"]
+    details = {"name": meta["name"], "group": info.group, "kind": info.plural, "uid": meta.get("uid") or ""}
+    return errors.status_object("Success", details=details)
 
 
 async def delete_collection(

@@ -3,6 +3,11 @@
 Every error a request can cause is an :class:`APIError`; the HTTP layer serialises its ``status`` as the
 response body. Constructors mirror ``k8s.io/apimachinery/pkg/api/errors`` (NewNotFound, NewAlreadyExists,
 NewConflict, NewInvalid, ...) so messages read exactly as kube-apiserver's.
+
+Invariant: every ``Status`` this server writes is built by :func:`status_object`, so its keys come in the
+declaration order of ``metav1.Status`` / ``StatusDetails`` / ``StatusCause`` (apimachinery pkg/apis/meta/v1
+types.go) with Go's ``omitempty`` applied. Encoded by the HTTP layer's Go-compatible writer, a Status is then
+byte for byte what kube-apiserver sends (clients and tests that compare raw bodies see no difference).
 """
 
 from __future__ import annotations
@@ -31,18 +36,48 @@ class APIError(Exception):
 
     @property
     def status(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        }
-        if self.details is not None:
-            body["details"] = self.details
-        return body
+        return status_object("Failure", message=self.message, reason=self.reason, details=self.details, code=self.code)
+
+
+_DETAILS_ORDER = ("name", "group", "kind", "uid", "causes", "retryAfterSeconds")
+_CAUSE_ORDER = ("reason", "message", "field")
+
+
+def status_details(details: dict[str, Any]) -> dict[str, Any]:
+    """``details`` in ``StatusDetails``' field order, its empty fields (and its causes') left out as ``omitempty``
+    does. An empty dict stays an empty object: ``details`` is a pointer, omitted only when nil."""
+    out: dict[str, Any] = {}
+    for key in _DETAILS_ORDER:
+        value = details.get(key)
+        if key == "causes" and value:
+            value = [{k: c[k] for k in _CAUSE_ORDER if c.get(k)} for c in value]
+        if value:
+            out[key] = value
+    return out
+
+
+def status_object(
+    status: str,
+    *,
+    message: str = "",
+    reason: str = "",
+    details: dict[str, Any] | None = None,
+    code: int = 0,
+) -> dict[str, Any]:
+    """A ``metav1.Status`` in upstream's field order: ``kind, apiVersion, metadata, status, message, reason,
+    details, code``; ``metadata`` (a struct) is always there, the rest only when set (``omitempty``)."""
+    body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}}
+    if status:
+        body["status"] = status
+    if message:
+        body["message"] = message
+    if reason:
+        body["reason"] = reason
+    if details is not None:
+        body["details"] = status_details(details)
+    if code:
+        body["code"] = code
+    return body
 
 
 def _details(group: str, resource: str, name: str) -> dict[str, Any]:
@@ -180,9 +215,31 @@ def unsupported_media_type(content_type: str) -> APIError:
 
 
 def too_many_requests(message: str, *, retry_after: int = 0) -> APIError:
-    details: dict[str, Any] | None = {"retryAfterSeconds": retry_after} if retry_after else None
-    return APIError(code=429, reason="TooManyRequests", message=message, details=details)
+    """upstream NewTooManyRequests: ``details`` always set (``{}`` when there is no retry time)."""
+    return APIError(code=429, reason="TooManyRequests", message=message, details={"retryAfterSeconds": retry_after})
+
+
+def timeout(message: str, *, retry_after: int = 0) -> APIError:
+    """upstream NewTimeoutError: 504 ``Timeout: <message>``, ``details`` always set."""
+    return APIError(
+        code=504, reason="Timeout", message=f"Timeout: {message}", details={"retryAfterSeconds": retry_after}
+    )
+
+
+def too_large_resource_version(requested: int, current: int, *, retry_after: int = 0) -> APIError:
+    """apiserver storage.NewTooLargeResourceVersionError: a Timeout with the ResourceVersionTooLarge cause, which
+    client-go's reflector looks for (``apierrors.IsTooLargeResourceVersion``) to fall back to a fresh list."""
+    error = timeout(f"Too large resource version: {requested}, current: {current}", retry_after=retry_after)
+    assert error.details is not None
+    error.details["causes"] = [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]
+    return error
 
 
 def internal(message: str) -> APIError:
-    return APIError(code=500, reason="InternalError", message=f"Internal error occurred: {message}")
+    """upstream NewInternalError: the error's text also as the one cause."""
+    return APIError(
+        code=500,
+        reason="InternalError",
+        message=f"Internal error occurred: {message}",
+        details={"causes": [{"message": message}]},
+    )

@@ -171,10 +171,8 @@ async def _list_from_store(
             if options.continue_token:
                 raise errors.gone(CONTINUE_EXPIRED) from None
             raise errors.gone(f"too old resource version: {revision} ({store.compacted_revision})") from None
-        except FutureRevision:
-            raise errors.APIError(
-                code=504, reason="Timeout", message=f"Too large resource version: {revision}, current: {store.revision}"
-            ) from None
+        except FutureRevision:  # etcd3 store GetList: NewTooLargeResourceVersionError(withRev, current, 0)
+            raise errors.too_large_resource_version(revision, store.revision) from None
         for kv in page.kvs:
             obj = decode(kv)
             if matcher is None or matcher(kv.key, obj):

@@ -132,7 +132,27 @@ class Strategy:
 
     @property
     def returns_deleted_object(self) -> bool:
-        return False
+        """Whether a completed delete answers with the object rather than a Status Success (upstream's per-kind
+        ``genericregistry.Store.ReturnDeletedObject``): a property of the kind, so subclasses inherit it."""
+        return (self.info.group, self.info.kind) in RETURNS_DELETED_OBJECT
+
+
+RETURNS_DELETED_OBJECT: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("", "Pod"),  # pkg/registry/core/pod/storage/storage.go
+        ("", "Service"),  # pkg/registry/core/service/storage/storage.go
+        ("", "ServiceAccount"),  # pkg/registry/core/serviceaccount/storage/storage.go
+        ("", "Namespace"),  # pkg/registry/core/namespace/storage/storage.go
+        ("", "PersistentVolume"),  # pkg/registry/core/persistentvolume/storage/storage.go
+        ("", "PersistentVolumeClaim"),  # pkg/registry/core/persistentvolumeclaim/storage/storage.go
+        ("storage.k8s.io", "StorageClass"),  # pkg/registry/storage/storageclass/storage/storage.go
+        ("storage.k8s.io", "CSINode"),  # pkg/registry/storage/csinode/storage/storage.go
+    }
+)
+"""The served kinds whose upstream store sets ``ReturnDeletedObject: true`` (v1.37). Every other kind served
+(ConfigMap, Secret, Node, Endpoints, Event, ReplicationController, apps, Lease, PriorityClass,
+PodDisruptionBudget, RBAC) leaves it false and answers ``Status{status: Success, details: {name, group, kind:
+<resource>, uid}}`` (store.go ``finalizeDelete``)."""
 
 
 class PodStrategy(Strategy):
@@ -155,10 +175,6 @@ class PodStrategy(Strategy):
             return max(requested, 0)
         grace = spec.get("terminationGracePeriodSeconds")
         return int(grace) if isinstance(grace, int) and grace >= 0 else 30
-
-    @property
-    def returns_deleted_object(self) -> bool:
-        return True
 
 
 class NamespaceStrategy(Strategy):

@@ -34,7 +34,9 @@ def _stable_id(name: str, what: str) -> str:
 
 
 def node_info(spec: NodeSpec) -> Obj:
-    """``status.nodeInfo`` as a containerd node reports it (stable per node name)."""
+    """``status.nodeInfo`` as a containerd node reports it (stable per node name). Every ``NodeSystemInfo`` field
+    without ``omitempty`` is present, in the Go type's order: ``kubeProxyVersion`` too, as the "" a v1.37 kubelet
+    sends (DisableNodeKubeProxyVersion); typed clients (the official Python client) refuse a Node without it."""
     return {
         "machineID": _stable_id(spec.name, "machine"),
         "systemUUID": str(uuid.UUID(_stable_id(spec.name, "system"))),
@@ -43,6 +45,7 @@ def node_info(spec: NodeSpec) -> Obj:
         "osImage": "kubeplane simulated node",
         "containerRuntimeVersion": "containerd://2.1.0",
         "kubeletVersion": spec.kubelet_version,
+        "kubeProxyVersion": "",
         "operatingSystem": spec.os,
         "architecture": spec.arch,
     }

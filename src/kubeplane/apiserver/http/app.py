@@ -31,7 +31,7 @@ from prometheus_client import CollectorRegistry
 from kubeplane.api import typed as apityped
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.views import section
-from kubeplane.apiserver import conversion, dispatch, errors, offload, params, subresources
+from kubeplane.apiserver import conversion, dispatch, errors, offload, params, streaming, subresources
 from kubeplane.apiserver.deletion import DeleteOptions
 from kubeplane.apiserver.dispatch import Call
 from kubeplane.apiserver.dryrun import OPTIONS_KIND, dry_run
@@ -44,8 +44,8 @@ from kubeplane.metrics import APIServerMetrics, exposition
 from kubeplane.metrics.apiserver import clean_scope, reported_verb
 from kubeplane.store.interface import StoreError
 
-from . import negotiation
-from .discovery import AGGREGATED_V2, Discovery, wants_aggregated
+from . import gojson, negotiation
+from .discovery import AGGREGATED_V2, OPENAPI_V2, Discovery, openapi_v2, wants_aggregated
 from .routes import BadPath, RequestInfo, parse_request
 
 log = logging.getLogger("kubeplane.apiserver")
@@ -187,6 +187,9 @@ class APIServerApp:
                 await send({"type": "lifespan.startup.complete"})
             await send({"type": "lifespan.shutdown.complete"})
             return
+        if scope["type"] == "websocket":
+            await self._websocket(scope, send)
+            return
         if scope["type"] != "http":
             return
         start = _perf()
@@ -211,6 +214,24 @@ class APIServerApp:
         finally:
             if scope["path"] != METRICS_PATH:  # as upstream, scrapes are not counted
                 self._record(scope, code, _perf() - start)
+
+    async def _websocket(self, scope: Scope, send: Send) -> None:
+        """A WebSocket upgrade is answered as its plain HTTP request would be (no upgrade is ever accepted: no
+        container runs a process), the answer sent as the handshake's denial response, so a client reads a
+        Status (connect subresources: :mod:`kubeplane.apiserver.streaming`) instead of uvicorn's bare 500."""
+        if "websocket.http.response" not in scope.get("extensions", {}):
+            await send({"type": "websocket.close", "code": 1008})  # the server answers 403
+            return
+
+        async def body() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def deny(message: dict[str, Any]) -> None:
+            await send({**message, "type": "websocket." + message["type"]})
+
+        http_scope = {**scope, "type": "http", "method": "GET"}
+        http_scope.pop(_INFO, None)
+        await self(http_scope, body, deny)
 
     def _record(self, scope: Scope, code: int, seconds: float) -> None:
         """apiserver_request_total / apiserver_request_duration_seconds with upstream's labels. Unknown resources
@@ -260,7 +281,7 @@ class APIServerApp:
         )
         if event.type != "BOOKMARK":
             request.table_headers_sent = True
-        return orjson.dumps(doc) + b"\n"
+        return gojson.encode(doc)
 
     def close_watches(self) -> None:
         for watcher in list(self.watchers):
@@ -282,6 +303,10 @@ class APIServerApp:
             return
         if path == "/version":
             await _send_json(send, 200, VERSION)
+            return
+        if path == OPENAPI_V2 and scope["method"] in ("GET", "HEAD"):  # its own media types: before Accept checks
+            body, content_type = openapi_v2(_header(scope, b"accept"), VERSION["gitVersion"])
+            await _send(send, 200, body, content_type)
             return
         watch = "watch" in query and params.go_bool(query["watch"])
         try:
@@ -354,6 +379,11 @@ class APIServerApp:
         for the order of checks): the body and options from the wire, the reply onto it."""
         info, query = request.info, request.query
         resource = self._resource_info(info)
+        if streaming.is_connect(resource, info.subresource) and info.name and request.method in ("GET", "POST"):
+            upgrade = "upgrade" in request.headers  # SPDY, and a WebSocket's handshake (see _websocket)
+            await streaming.connect(
+                self.registry, resource, info.namespace, info.name, info.subresource, query, upgrade=upgrade
+            )
         verb = info.verb
         call = Call(
             verb,
@@ -446,7 +476,7 @@ class APIServerApp:
             }
         )
         if error is not None or watcher is None:
-            frame = orjson.dumps({"type": "ERROR", "object": error.status if error else {}}) + b"\n"
+            frame = gojson.encode({"type": "ERROR", "object": error.status if error else {}})
             await send({"type": "http.response.body", "body": frame, "more_body": False})
             return
         self.watchers.add(watcher)
@@ -581,6 +611,13 @@ def _check_accept(accept: str) -> None:
     raise errors.not_acceptable(accept)
 
 
+def _header(scope: Scope, name: bytes) -> str:
+    for key, value in scope["headers"]:
+        if key.lower() == name:
+            return str(value.decode("latin-1"))
+    return ""
+
+
 async def _send(
     send: Send, status: int, body: bytes, content_type: str, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
@@ -606,4 +643,4 @@ async def _send_json(
     content_type: str = "application/json",
     headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
-    await _send(send, status, orjson.dumps(doc), content_type, headers)
+    await _send(send, status, gojson.encode(doc), content_type, headers)

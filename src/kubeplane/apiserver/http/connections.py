@@ -38,10 +38,11 @@ import resource
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from kubeplane.apiserver.errors import APIError
+
+from . import gojson
 
 log = logging.getLogger("kubeplane.apiserver")
 
@@ -239,7 +240,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         client gone."""
         cycle = self.cycle
         if cycle is not None and not cycle.response_started and not self.transport.is_closing():
-            body = orjson.dumps(timeout_status().status)
+            body = gojson.encode(timeout_status().status)
             self.transport.write(
                 b"HTTP/1.1 504 Gateway Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
                 b"content-length: %d\r\n\r\n%s" % (len(body), body)

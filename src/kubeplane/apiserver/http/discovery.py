@@ -8,10 +8,41 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+import orjson
+
 from kubeplane.api.resources import ResourceInfo, ResourceTable
 
 AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 Doc = dict[str, Any]
+
+OPENAPI_V2 = "/openapi/v2"
+OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+"""What kube-openapi's handler answers protobuf with (``subTypeProtobuf``): clients ask with the deprecated
+``...spec.v2@v1.0+protobuf`` too, which Go's mime parser refuses as a response type."""
+
+
+def _pb_field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field (every field below is a string or a message, all shorter than 128)."""
+    assert len(payload) < 128
+    return bytes([number << 3 | 2, len(payload)]) + payload
+
+
+def openapi_v2(accept: str, git_version: str) -> tuple[bytes, str]:
+    """``/openapi/v2`` as a Swagger 2.0 document that defines no model: ``(body, content type)``.
+
+    kubeplane describes its kinds in ``/openapi/v3`` only. A v2 answer is still needed: kubectl's client-side
+    schema validation (kubectl/pkg/validation/schema.go ``schemaValidation.validateResource``, reached for any
+    kind the v3 documents do not have) fails on any error fetching v2 ("failed to download openapi" for a 406,
+    "the server could not find the requested resource" for a 404), whereas a document without the kind skips
+    validation, so an unknown kind gets kubectl's usual "no matches for kind". Protobuf (gnostic
+    ``openapi_v2.Document``: swagger=1, info=2 {title=1, version=2}, paths=8, definitions=9) when asked for, as
+    client-go's ``OpenAPISchema`` does; JSON otherwise."""
+    if "protobuf" in accept and "application/json" not in accept:
+        info = _pb_field(1, b"Kubernetes") + _pb_field(2, git_version.encode())
+        doc = _pb_field(1, b"2.0") + _pb_field(2, info) + _pb_field(8, b"") + _pb_field(9, b"")
+        return doc, OPENAPI_V2_PROTOBUF
+    body = {"swagger": "2.0", "info": {"title": "Kubernetes", "version": git_version}, "paths": {}, "definitions": {}}
+    return orjson.dumps(body) + b"\n", "application/json"
 
 
 def wants_aggregated(accept: str) -> bool:
