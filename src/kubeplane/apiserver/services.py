@@ -111,10 +111,6 @@ class ServiceStrategy(Strategy):
     async def after_delete(self, registry: Registry, obj: Obj) -> None:
         await registry.service_allocators.release_all(obj)
 
-    @property
-    def returns_deleted_object(self) -> bool:
-        return True
-
 
 async def repair_allocations(registry: Registry) -> None:
     """Bring the IPAddress objects and the node-port RangeAllocation in line with the stored Services."""
