@@ -31,6 +31,7 @@ from kubeplane.store.interface import Conflict, KeyExists, Store
 
 from . import admission, conversion, errors, offload
 from .strategies import Strategy, strategy_for
+from .tokens import TokenIssuer
 from .watchcache import Obj, WatchCache, decode, encode
 
 MAX_RETRIES = 16
@@ -51,8 +52,16 @@ class Registry:
         table: ResourceTable | None = None,
         now: Callable[[], float] = time.time,
         rng: random.Random | None = None,
+        token_issuer: TokenIssuer | None = None,
+        service_account_admission: bool = False,
     ) -> None:
+        """``token_issuer``: signs and verifies ServiceAccount tokens (None: a key in memory on first use).
+        ``service_account_admission``: run the ServiceAccount admission plugin on pod creates (on in
+        ``kubeplane apiserver`` and ``up``; off for registries built in-process, as upstream's test servers run
+        without it, since nothing creates the ``default`` ServiceAccount there)."""
         self.store = store
+        self.token_issuer = token_issuer
+        self.service_account_admission = service_account_admission
         self.table = table or default_table()
         self.now = now
         self.rng = rng or random.Random()

@@ -45,6 +45,7 @@ from .http.connections import (
 )
 from .registry import Registry
 from .tls import ServingCerts, ensure_serving_certs
+from .tokens import SigningKey, TokenIssuer
 from .watchcache import WATCHER_BUDGET
 
 log = logging.getLogger("kubeplane.apiserver")
@@ -71,6 +72,8 @@ class ServerConfig:
     """Header, body and TLS-handshake timeouts and the connection cap (``--header-timeout``, ...)."""
     watch_buffer_bytes: int = WATCHER_BUDGET
     """The byte budget of each HTTP watcher's queue of unsent events (past it the watcher is closed)."""
+    service_account_admission: bool = True
+    """The ServiceAccount admission plugin (``--disable-admission-plugins ServiceAccount`` turns it off)."""
 
 
 def open_store(config: ServerConfig) -> Store:
@@ -269,7 +272,11 @@ async def run_apiserver(
     component had acknowledged is in the store."""
     config.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # private: store, keys, admin token
     store = open_store(config)
-    registry = Registry(store=store)
+    registry = Registry(
+        store=store,
+        token_issuer=TokenIssuer(SigningKey.load_or_create(config.data_dir)),
+        service_account_admission=config.service_account_admission,
+    )
     await registry.start()
     token = admin_token(config.data_dir)
     app = APIServerApp(

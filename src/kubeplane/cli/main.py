@@ -188,6 +188,14 @@ def apiserver(
             help="Bytes of unsent events a watcher may queue before it is closed for not keeping up.",
         ),
     ] = 8 * 1024 * 1024,
+    disable_admission_plugins: Annotated[
+        str,
+        typer.Option(
+            "--disable-admission-plugins",
+            help="Admission plugins to turn off, comma-separated; only ServiceAccount can be (as upstream's test "
+            "servers do: without a controller manager nothing creates the default ServiceAccount pods wait for).",
+        ),
+    ] = "",
 ) -> None:
     """Serve the Kubernetes API on 127.0.0.1 and write DATA_DIR/kubeconfig once it answers."""
     from kubeplane.apiserver.http.connections import ConnectionLimits
@@ -199,6 +207,9 @@ def apiserver(
         _fail(f"--port must be between 0 and 65535, not {port}")
     if watch_buffer_bytes <= 0:
         _fail(f"--watch-buffer-bytes must be positive, not {watch_buffer_bytes}")
+    disabled = frozenset(p.strip() for p in disable_admission_plugins.split(",") if p.strip())
+    for plugin in sorted(disabled - {"ServiceAccount"}):
+        _fail(f"--disable-admission-plugins: {plugin!r} cannot be disabled (only ServiceAccount can)")
     servers = tuple(u.strip() for u in etcd_servers.split(",") if u.strip())
     if store == "etcd" and not servers:
         _fail("--store etcd needs --etcd-servers URL[,URL...]")
@@ -223,6 +234,7 @@ def apiserver(
             max_connections=max(max_connections, 0),
         ),
         watch_buffer_bytes=watch_buffer_bytes,
+        service_account_admission="ServiceAccount" not in disabled,
     )
 
     def ready(address: str, kubeconfig: Path) -> None:
