@@ -192,6 +192,7 @@ def apiserver(
         str,
         typer.Option(
             "--disable-admission-plugins",
+            hidden=True,  # documented in docs/apiserver.md: upstream's long name does not fit --help's 80 columns
             help="Admission plugins to turn off, comma-separated; only ServiceAccount can be (as upstream's test "
             "servers do: without a controller manager nothing creates the default ServiceAccount pods wait for).",
         ),
