@@ -245,7 +245,7 @@ def test_pods_get_the_service_account_and_its_token_volume(cluster: Kubectl) -> 
     cluster("apply", "-f", "-", stdin=POD.replace("NAME", "mounted"))
     pod = cluster.json("get", "pod", "mounted")
     spec = pod["spec"]
-    assert spec["serviceAccountName"] == "default"
+    assert spec["serviceAccountName"] == spec["serviceAccount"] == "default"  # the deprecated alias too
     (volume,) = [v for v in spec["volumes"] if v["name"].startswith("kube-api-access-")]
     assert re.fullmatch(r"kube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5}", volume["name"])
     assert volume["projected"] == {

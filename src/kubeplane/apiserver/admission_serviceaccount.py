@@ -4,9 +4,10 @@ In upstream's order (``Admit`` then ``Validate``):
 
 * A mirror pod (annotation ``kubernetes.io/config.mirror``) is not changed; it may not name a service account,
   reference a secret, or project a service-account token (403 each).
-* ``spec.serviceAccountName`` defaults to ``default``; the account must exist (looked up in the cache, then live:
-  ten times 100–200 ms apart for ``default``, which the ServiceAccount controller is expected to create, once
-  otherwise), else 403 ``error looking up service account NS/NAME: serviceaccount "NAME" not found``.
+* ``spec.serviceAccountName`` defaults to ``default`` (or the deprecated ``spec.serviceAccount`` when only that is
+  given; the alias is written back, as v1's conversion does). The account must exist (looked up in the cache,
+  then live: ten times 100–200 ms apart for ``default``, which the ServiceAccount controller is expected to
+  create, once otherwise), else 403 ``error looking up service account NS/NAME: serviceaccount "NAME" not found``.
 * Unless the pod's ``automountServiceAccountToken`` (first) or the account's (then) is false, every init and app
   container without a mount at ``/var/run/secrets/kubernetes.io/serviceaccount`` gets one of the projected volume
   ``kube-api-access-<5 random>`` (an existing ``kube-api-access-*`` volume is reused): the token (expiration
@@ -81,9 +82,10 @@ async def admit(registry: Registry, pod: dict[str, Any]) -> None:
         _validate_mirror(pod, spec)
         return
     namespace = str(meta.get("namespace") or "")
-    if not spec.get("serviceAccountName"):
-        spec["serviceAccountName"] = DEFAULT_SERVICE_ACCOUNT
+    if not spec.get("serviceAccountName"):  # the deprecated alias counts when the field is unset (v1 conversion)
+        spec["serviceAccountName"] = spec.get("serviceAccount") or DEFAULT_SERVICE_ACCOUNT
     name = str(spec["serviceAccountName"])
+    spec["serviceAccount"] = name  # v1's output conversion writes the deprecated alias from the field
     account = await _service_account(registry, namespace, name)
     if account is None:
         raise _forbidden(pod, f'error looking up service account {namespace}/{name}: serviceaccount "{name}" not found')
