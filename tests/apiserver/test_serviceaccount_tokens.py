@@ -28,7 +28,6 @@ import ssl
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -292,11 +291,3 @@ def test_no_token_volume_when_automount_is_off_and_missing_account_refused(clust
         'pods "ghost" is forbidden: error looking up service account default/ghost: serviceaccount "ghost" not found'
     ) in refused.stderr
     assert cluster("get", "pod", "ghost", check=False).returncode != 0
-
-
-def test_kubectl_create_token_was_a_405_before(cluster: Kubectl, tmp_path: Path) -> None:
-    """The TokenRequest route exists (the old server answered 405 MethodNotAllowed)."""
-    server = cluster.server
-    path = "/api/v1/namespaces/default/serviceaccounts/default/token"
-    status, _ = request(server, path, server.token, method="POST", body={})
-    assert status == 201
