@@ -182,6 +182,9 @@ class Cluster:
                 # Plain HTTP: a hung API server never answers a TLS close_notify, so the test's cancelled
                 # connections to it would outlive the event loop (ResourceWarnings, an error under pytest).
                 "--no-tls",
+                # pods are created while the controller manager may still be starting: as upstream's test
+                # servers, without the admission that waits for the default ServiceAccount
+                "--disable-admission-plugins=ServiceAccount",
             ],
             self.logs,
         )

@@ -76,6 +76,7 @@ INLINE: dict[str, tuple[str, ...]] = {
 
 # Pointer scalars (explicit zero differs from unset) and non-omitempty numbers: upstream Go types.
 KEEP_ZERO: dict[str, tuple[str, ...]] = {
+    "k8s.io.api.authentication.v1.TokenRequestSpec": ("expirationSeconds",),
     _META + "DeleteOptions": (
         "gracePeriodSeconds", "orphanDependents", "propagationPolicy",
         "ignoreStoreReadErrorWithClusterBreakingPotential",
@@ -205,6 +206,7 @@ GROUP_VERSIONS = {
     "k8s.io.api.storage.v1": "storage.k8s.io/v1",
     "k8s.io.api.rbac.v1": "rbac.authorization.k8s.io/v1",
     "k8s.io.api.events.v1": "events.k8s.io/v1",
+    "k8s.io.api.authentication.v1": "authentication.k8s.io/v1",
 }
 META_KINDS = (
     "APIGroup", "APIGroupList", "APIResourceList", "APIVersions", "CreateOptions", "DeleteOptions", "GetOptions",

@@ -62,8 +62,12 @@ def stop_process(process: subprocess.Popen[bytes], timeout: float = 20) -> None:
             process.wait()
 
 
-def start_server(data_dir: Path, *extra: str, tls: bool = False) -> Server:
-    """Start an apiserver; plain HTTP unless ``tls`` (tests speak raw HTTP; TLS is the product default)."""
+def start_server(data_dir: Path, *extra: str, tls: bool = False, service_accounts: bool = False) -> Server:
+    """Start an apiserver; plain HTTP unless ``tls`` (tests speak raw HTTP; TLS is the product default). Without
+    ``service_accounts`` the ServiceAccount admission plugin is off, as in upstream's integration test servers:
+    no controller manager runs here to create the ``default`` ServiceAccount it would wait for."""
+    if not service_accounts:
+        extra = ("--disable-admission-plugins=ServiceAccount", *extra)
     kubeconfig = data_dir / "kubeconfig"
     kubeconfig.unlink(missing_ok=True)
     log = open(data_dir.parent / f"{data_dir.name}.log", "ab")  # noqa: SIM115 - kept for the process

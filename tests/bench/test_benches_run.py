@@ -18,9 +18,11 @@ def test_every_bench_is_covered() -> None:
     assert [p.name for p in SCRIPTS] == [
         "apiserver_bench.py",
         "fgd_bench.py",
+        "gojson_bench.py",
         "informer_bench.py",
         "jsondepth_bench.py",
         "kubelet_bench.py",
+        "sa_token_bench.py",
         "sim_bench.py",
         "store_bench.py",
         "typed_decode_bench.py",

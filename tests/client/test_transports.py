@@ -8,8 +8,10 @@ timestamps and resourceVersions must match exactly, not just in shape.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import dataclasses
+import json
 import random
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -196,11 +198,20 @@ async def _local_delete_collection(client: LocalClient, resource: ResourceInfo, 
     return await client._dispatch(call)
 
 
+async def _token_claims(reply: Awaitable[Any]) -> Any:
+    """A TokenRequest reply with its token replaced by the token's claims."""
+    answer = dict(await reply)
+    payload = answer["status"]["token"].split(".")[1]
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    return {**answer, "status": {**answer["status"], "token": claims}}
+
+
 async def every_route(client: Client, delete_collection: Any) -> list[Any]:
     """One call per route of the table (and calls no route serves); deletecollection, which the Client protocol
     does not offer, through ``delete_collection`` (the transport's own way to the same request)."""
     pods, namespaces = client.resource("pods"), client.resource("namespaces")
     deployments, cms = client.resource("deployments"), client.resource("configmaps")
+    sas = client.resource("serviceaccounts")
     spec = {"containers": [{"name": "c", "image": "nginx"}]}
     template = {"metadata": {"labels": {"app": "d"}}, "spec": spec}
     selector = {"matchLabels": {"app": "d"}}
@@ -253,9 +264,12 @@ async def every_route(client: Client, delete_collection: Any) -> list[Any]:
         lambda: delete_collection(client, cms, "r", "dc=1"),
         lambda: client.delete(cms, "c3", namespace="r"),
         lambda: client.list(cms, namespace="r"),
+        # serviceaccounts/token (TokenRequest): the same claims (each side signs with its own key)
+        lambda: client.create(sas, {"metadata": {"name": "s"}}, namespace="r"),
+        lambda: _token_claims(client.create(sas, {"spec": {}}, namespace="r", subresource="token", name="s")),
         # namespaces/finalize: a terminating namespace whose last finalizer goes is removed
         lambda: client.delete(namespaces, "r"),
-        lambda: client.update(namespaces, edited(25, spec={"finalizers": []}), subresource="finalize"),
+        lambda: client.update(namespaces, edited(27, spec={"finalizers": []}), subresource="finalize"),
         lambda: client.get(namespaces, "r"),
     ]
     for step in steps:

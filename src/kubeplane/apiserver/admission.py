@@ -2,6 +2,8 @@
 
 * NamespaceLifecycle: the namespace must exist (404; looked up in the store when the cache does not have it, as
   upstream's live lookup) and not be terminating (403).
+* ServiceAccount (when the registry runs it): a pod's service account, its token volume and pull secrets
+  (:mod:`kubeplane.apiserver.admission_serviceaccount`).
 * Priority: a pod's ``priorityClassName`` resolves to ``spec.priority`` and ``spec.preemptionPolicy``; an
   unknown class is 403; without a class the globalDefault class applies, else priority 0 and
   PreemptLowerPriority. A pod that gives a priority or preemptionPolicy other than the computed one is 403.
@@ -18,7 +20,7 @@ from kubeplane.api.priority import global_default_class
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.views import status_of
 
-from . import errors
+from . import admission_serviceaccount, errors
 
 if TYPE_CHECKING:
     from .registry import Registry
@@ -46,6 +48,8 @@ async def admit_create(registry: Registry, info: ResourceInfo, obj: dict[str, An
                 f"unable to create new content in namespace {namespace} because it is being terminated",
             )
     if info.group == "" and info.kind == "Pod":
+        if registry.service_account_admission:
+            await admission_serviceaccount.admit(registry, obj)
         _admit_priority(registry, obj)
         _default_tolerations(obj)
 

@@ -33,7 +33,7 @@ from kubeplane.api.meta import InvalidKeyError, check_key_segments
 from kubeplane.api.patch import json_merge_patch
 from kubeplane.api.resources import ResourceInfo
 
-from . import errors, offload, subresources
+from . import errors, offload, subresources, tokenrequest
 from .deletion import DeleteOptions, delete_collection, delete_object
 from .listing import ListOptions, WatchOptions, list_objects, open_watch
 from .registry import Registry
@@ -223,6 +223,11 @@ def _evict(registry: Registry, call: Call) -> Awaitable[Obj]:
     return subresources.evict(registry, call.namespace, call.name, call.body, dry_run=call.dry_run)
 
 
+def _token(registry: Registry, call: Call) -> Awaitable[Obj]:
+    assert call.namespace is not None  # _namespaced
+    return tokenrequest.create_token(registry, call.namespace, call.name, call.body)
+
+
 async def _update(registry: Registry, call: Call) -> Obj:
     body = call.body if call.checks is None else await offload.run(call.checks.check_body, call.resource, call.body)
     return await registry.update(
@@ -290,6 +295,7 @@ ROUTES: Mapping[tuple[str, str], Route] = {
     ("create", ""): Route(_create, code=201, applies=_collection),
     ("create", "binding"): Route(_bind, code=201, fresh=True, applies=_namespaced),
     ("create", "eviction"): Route(_evict, code=201, fresh=True, applies=_namespaced),
+    ("create", "token"): Route(_token, code=201, fresh=True, applies=_namespaced),
     ("update", ""): Route(_update),
     ("update", "status"): Route(_update),
     ("update", "scale"): Route(_update_scale, fresh=True, applies=_namespaced),

@@ -32,6 +32,7 @@ from kubeplane.store.interface import Conflict, KeyExists, Store
 from . import admission, conversion, errors, offload
 from .service_alloc import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR, ServiceAllocators
 from .strategies import Strategy, strategy_for
+from .tokens import TokenIssuer
 from .watchcache import Obj, WatchCache, decode, encode
 
 MAX_RETRIES = 16
@@ -54,8 +55,16 @@ class Registry:
         rng: random.Random | None = None,
         service_cidr: str = DEFAULT_SERVICE_CIDR,
         node_port_range: str = DEFAULT_NODE_PORT_RANGE,
+        token_issuer: TokenIssuer | None = None,
+        service_account_admission: bool = False,
     ) -> None:
+        """``token_issuer``: signs and verifies ServiceAccount tokens (None: a key in memory on first use).
+        ``service_account_admission``: run the ServiceAccount admission plugin on pod creates (on in
+        ``kubeplane apiserver`` and ``up``; off for registries built in-process, as upstream's test servers run
+        without it, since nothing creates the ``default`` ServiceAccount there)."""
         self.store = store
+        self.token_issuer = token_issuer
+        self.service_account_admission = service_account_admission
         self.table = table or default_table()
         self.now = now
         self.rng = rng or random.Random()

@@ -47,6 +47,7 @@ from .registry import Registry
 from .service_alloc import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR
 from .services import ensure_kubernetes_service
 from .tls import ServingCerts, ensure_serving_certs
+from .tokens import SigningKey, TokenIssuer
 from .watchcache import WATCHER_BUDGET
 
 log = logging.getLogger("kubeplane.apiserver")
@@ -77,6 +78,8 @@ class ServerConfig:
     """``--service-cluster-ip-range``: the CIDR(s) ClusterIPs come from (the first address is ``kubernetes``'s)."""
     service_node_port_range: str = DEFAULT_NODE_PORT_RANGE
     """``--service-node-port-range``: where NodePorts come from."""
+    service_account_admission: bool = True
+    """The ServiceAccount admission plugin (``--disable-admission-plugins ServiceAccount`` turns it off)."""
 
 
 def open_store(config: ServerConfig) -> Store:
@@ -279,6 +282,8 @@ async def run_apiserver(
         store=store,
         service_cidr=config.service_cluster_ip_range,
         node_port_range=config.service_node_port_range,
+        token_issuer=TokenIssuer(SigningKey.load_or_create(config.data_dir)),
+        service_account_admission=config.service_account_admission,
     )
     await registry.start()
     token = admin_token(config.data_dir)

@@ -185,7 +185,10 @@ def _run_one_process(opts: UpOptions, *, specs: list[NodeSpec], options: FleetOp
     async def attach(registry: Registry) -> Callable[[], Awaitable[None]]:
         client = LocalClient(registry)
         fleet = Fleet(client, specs, options=options)
-        manager = ControllerManager(client)
+        ca = opts.data_dir / "ca.crt"  # the root CA publisher's --root-ca-file
+        manager = ControllerManager(
+            client, options={"root-ca-cert-publisher": {"rootCA": ca.read_text() if ca.exists() else ""}}
+        )
         try:
             scheduler = Scheduler(client, config=sched_config)
         except ConfigError as exc:

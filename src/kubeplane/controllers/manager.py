@@ -31,6 +31,8 @@ _MODULES: tuple[str, ...] = (
     "nodelifecycle",
     "taint_eviction",
     "podgc",
+    "serviceaccounts",
+    "rootcacertpublisher",
 )
 """The controller modules under ``kubeplane.controllers``, each defining one :class:`Controller` subclass."""
 

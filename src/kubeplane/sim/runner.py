@@ -148,7 +148,14 @@ class _Run:
         )
         self.fleet = fleet
         scheduler = self._new_scheduler(self.scheduler_config)
-        manager = ControllerManager(client, clock=clock, rng=self.rngs["controllers"])
+        # Without the ServiceAccount controllers: the simulated registry runs no ServiceAccount admission, so
+        # nothing waits for the accounts and CA maps they would create (and the event logs stay as they were).
+        manager = ControllerManager(
+            client,
+            controllers=("*", "-serviceaccount", "-root-ca-cert-publisher"),
+            clock=clock,
+            rng=self.rngs["controllers"],
+        )
         informers = [
             SharedInformer(client, "pods", clock=clock, rng=self.rngs["informers"]),
             SharedInformer(client, "nodes", clock=clock, rng=self.rngs["informers"]),

@@ -31,7 +31,7 @@ from prometheus_client import CollectorRegistry
 from kubeplane.api import typed as apityped
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.views import section
-from kubeplane.apiserver import conversion, dispatch, errors, offload, params, streaming, subresources
+from kubeplane.apiserver import conversion, dispatch, errors, offload, params, streaming, subresources, tokens
 from kubeplane.apiserver.deletion import DeleteOptions
 from kubeplane.apiserver.dispatch import Call
 from kubeplane.apiserver.dryrun import OPTIONS_KIND, dry_run
@@ -60,6 +60,7 @@ WATCH_CHUNK = 64 * 1024
 BODY_TYPES = ("application/json", "", negotiation.PROTOBUF)
 OPEN_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
 METRICS_PATH = "/metrics"
+_USER = "kubeplane.user"  # the authenticated tokens.UserInfo
 _INFO = "kubeplane.request_info"  # the parsed RequestInfo, left in the ASGI scope for the request metrics
 _NON_RESOURCE_LABELS = frozenset({*OPEN_PATHS, "/api", "/apis"})
 _perf = time.perf_counter
@@ -323,12 +324,25 @@ class APIServerApp:
         await self._resource(request, send)
 
     def _authenticate(self, scope: Scope) -> None:
+        """The admin token file's tokens, else a ServiceAccount JWT (:mod:`kubeplane.apiserver.tokens`); the user
+        is left in the scope. Anything else is 401, whatever the reason (logged at debug level)."""
         assert self.tokens is not None
         for name, value in scope["headers"]:
             if name.lower() == b"authorization":
                 scheme, _, token = value.decode("latin-1").partition(" ")
-                if scheme.lower() == "bearer" and token.strip() in self.tokens:
+                token = token.strip()
+                if scheme.lower() != "bearer":
+                    continue
+                if token in self.tokens:
+                    scope[_USER] = tokens.UserInfo(
+                        self.tokens[token], groups=("system:masters", "system:authenticated")
+                    )
                     return
+                try:
+                    scope[_USER] = tokens.authenticate(self.registry, token)
+                    return
+                except tokens.InvalidToken as exc:
+                    log.debug("bearer token refused: %s", exc)
         raise errors.unauthorized()
 
     async def _discovery(self, request: Request, send: Send) -> None:
