@@ -46,7 +46,10 @@ def running_apiserver(*extra: str, nofile: int | None = None) -> Iterator[Path]:
             if nofile is not None:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (min(nofile, hard), hard))
             try:
-                args = [*command, "--data-dir", str(data), "--port", "0", *extra]
+                # a bare API server without a controller manager, as upstream's test servers: nothing would create
+                # the default ServiceAccount the ServiceAccount admission makes pods wait for
+                args = [*command, "--data-dir", str(data), "--port", "0", "--disable-admission-plugins=ServiceAccount"]
+                args += extra
                 server = subprocess.Popen(args, stdout=log, stderr=log)
             finally:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

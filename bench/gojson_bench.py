@@ -50,7 +50,7 @@ def main() -> None:
         for metric, encode in (("orjson_lists_per_s", orjson.dumps), ("gojson_lists_per_s", gojson.encode)):
             value = per_second(encode, doc, rounds)
             line = {"bench": "gojson", "metric": metric, "value": round(value, 1), "unit": "1/s"}
-            print(json.dumps({**line, "items": count, "escaped": escaped}))
+            print(json.dumps({**line, "items": count, "escaped": escaped, "quick": args.quick}))
 
 
 if __name__ == "__main__":
