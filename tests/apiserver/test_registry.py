@@ -12,8 +12,9 @@ import pytest
 from kubeplane.apiserver.deletion import DeleteOptions, delete_object
 from kubeplane.apiserver.errors import APIError
 from kubeplane.apiserver.listing import WatchOptions, open_watch
+from kubeplane.apiserver.private_files import write_private
 from kubeplane.apiserver.registry import Registry
-from kubeplane.apiserver.server import _write_private, admin_token, expire_events, kubeconfig_text
+from kubeplane.apiserver.server import admin_token, expire_events, kubeconfig_text
 from kubeplane.apiserver.watchcache import CacheWatcher
 from kubeplane.store.memory import MemoryStore
 
@@ -118,7 +119,7 @@ async def test_cluster_scoped_objects_ignore_a_namespace(registry: tuple[Registr
 def test_kubeconfig_and_token_are_private_files(tmp_path: Path) -> None:
     token = admin_token(tmp_path)
     assert admin_token(tmp_path) == token
-    _write_private(tmp_path / "kubeconfig", kubeconfig_text("http://127.0.0.1:1", token))
+    write_private(tmp_path / "kubeconfig", kubeconfig_text("http://127.0.0.1:1", token).encode())
     for name in ("admin.token", "kubeconfig"):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o600
     assert f"token: {token}" in (tmp_path / "kubeconfig").read_text()

@@ -20,7 +20,6 @@ import asyncio
 import base64
 import contextlib
 import logging
-import os
 import secrets
 import socket
 import time
@@ -43,6 +42,7 @@ from .http.connections import (
     default_max_connections,
     raise_open_file_limit,
 )
+from .private_files import write_private
 from .registry import Registry
 from .service_alloc import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR
 from .services import ensure_kubernetes_service
@@ -110,19 +110,8 @@ def admin_token(data_dir: Path) -> str:
     if path.exists():
         return path.read_text().strip()
     token = secrets.token_urlsafe(32)
-    _write_private(path, token + "\n")
+    write_private(path, (token + "\n").encode())
     return token
-
-
-def _write_private(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 def kubeconfig_text(server: str, token: str, *, ca_pem: bytes | None = None) -> str:
@@ -321,7 +310,7 @@ async def run_apiserver(
                 failures.append(exc)
                 server.stop()
                 return
-        _write_private(kubeconfig, kubeconfig_text(address, token, ca_pem=ca_pem))
+        write_private(kubeconfig, kubeconfig_text(address, token, ca_pem=ca_pem).encode())
         log.warning("kubeplane apiserver serving on %s; kubeconfig: %s", address, kubeconfig)
         if on_ready is not None:
             on_ready(address, kubeconfig)
