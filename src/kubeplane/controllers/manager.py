@@ -31,6 +31,9 @@ _MODULES: tuple[str, ...] = (
     "nodelifecycle",
     "taint_eviction",
     "podgc",
+    "endpoints",
+    "endpoints_slice",
+    "endpoints_mirroring",
 )
 """The controller modules under ``kubeplane.controllers``, each defining one :class:`Controller` subclass."""
 
