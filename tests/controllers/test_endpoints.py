@@ -199,7 +199,8 @@ async def test_slices_name_label_own_and_split_at_the_maximum(env: Env) -> None:
     found = await eventually(five, "5 endpoints")
     assert sorted(len(s["endpoints"]) for s in found) == [1, 2, 2]
     for s in found:
-        assert s["metadata"]["name"].startswith("web-") and len(s["metadata"]["name"]) == len("web-") + 5
+        assert s["metadata"]["name"].startswith("web-")
+        assert len(s["metadata"]["name"]) == len("web-") + 5
         assert s["metadata"]["labels"] == {
             "team": "a",
             "kubernetes.io/service-name": "web",
