@@ -118,6 +118,7 @@ async def test_endpoints_list_ready_and_not_ready_pods_with_resolved_ports(env: 
         return ep if subsets and subsets[0].get("addresses") and subsets[0].get("notReadyAddresses") else None
 
     ep = await eventually(both, "endpoints with both pods")
+    assert ep is not None
     (subset,) = ep["subsets"]
     assert subset["ports"] == [{"name": "http", "port": 8080, "protocol": "TCP"}]
     assert subset["addresses"] == [
@@ -197,6 +198,7 @@ async def test_slices_name_label_own_and_split_at_the_maximum(env: Env) -> None:
         return found if len(addresses(found)) == 5 else None
 
     found = await eventually(five, "5 endpoints")
+    assert found is not None
     assert sorted(len(s["endpoints"]) for s in found) == [1, 2, 2]
     for s in found:
         assert s["metadata"]["name"].startswith("web-")
@@ -242,7 +244,9 @@ async def test_terminating_pods_stay_serving_then_a_placeholder_remains(env: Env
         found = await slices(env)
         return found if len(found) == 1 and not found[0].get("endpoints") else None
 
-    (empty,) = await eventually(placeholder, "placeholder slice")
+    found = await eventually(placeholder, "placeholder slice")
+    assert found is not None
+    (empty,) = found
     assert empty["addressType"] == "IPv4"
 
 
@@ -293,7 +297,9 @@ async def test_custom_endpoints_are_mirrored_until_skip_mirror(env: Env) -> None
         found = await slices(env, manager)
         return found if found and len(addresses(found)) == 2 else None
 
-    (s,) = await eventually(mirrored, "mirrored slice")
+    found = await eventually(mirrored, "mirrored slice")
+    assert found is not None
+    (s,) = found
     assert addresses([s]) == {"192.168.1.10": {"ready": True}, "192.168.1.11": {"ready": False}}
     assert s["ports"] == [{"name": "pg", "protocol": "TCP", "port": 5432}]
     assert s["metadata"]["labels"] == {
