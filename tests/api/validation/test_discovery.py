@@ -40,7 +40,8 @@ def test_a_valid_slice_of_each_type() -> None:
         (eps(""), ["addressType: Required value"]),
         (eps("IP"), ['addressType: Unsupported value: "IP": supported values: "FQDN", "IPv4", "IPv6"']),
         # validateEndpoints: addresses required, valid for the type, not special (ValidateEndpointIP)
-        (eps(endpoints=[{"addresses": []}]), ["endpoints[0].addresses: Required value: must contain at least 1 address"]),
+        (eps(endpoints=[{"addresses": []}]),
+         ["endpoints[0].addresses: Required value: must contain at least 1 address"]),
         (eps(endpoints=[{"addresses": ["2001:db8::1"]}]),
          ['endpoints[0].addresses[0]: Invalid value: "2001:db8::1": must be a valid IPv4 address']),
         (eps(endpoints=[{"addresses": ["127.0.0.1"]}]),
