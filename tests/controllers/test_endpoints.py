@@ -380,3 +380,37 @@ def test_find_port_by_number_and_by_name() -> None:
     assert find_port(pod, {"port": 53, "targetPort": "dns", "protocol": "UDP"}) == 53
     assert find_port(pod, {"port": 53, "targetPort": "dns", "protocol": "TCP"}) is None
     assert find_port(pod, {"port": 80, "targetPort": "http"}) is None
+
+
+async def test_over_capacity_endpoints_are_truncated_and_annotated(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Upstream TestSyncEndpointsCapacity (maxCapacity 1000, lowered to 2 here): the Endpoints keep ready
+    addresses up to the capacity and carry ``endpoints.kubernetes.io/over-capacity: truncated``; back under it,
+    the annotation goes."""
+    from kubeplane.controllers import endpoints as endpoints_module
+    from kubeplane.controllers import endpoints_subsets
+
+    monkeypatch.setattr(endpoints_subsets, "MAX_CAPACITY", 2)
+    monkeypatch.setattr(endpoints_module, "MAX_CAPACITY", 2)
+    await make_service(env, selector=LABELS)
+    for i in range(1, 4):
+        await make_pod(env, f"p{i}", f"10.0.0.{i}", ready=i != 3)
+
+    async def truncated() -> Obj | None:
+        ep = await get_endpoints(env)
+        annotations = (ep or {}).get("metadata", {}).get("annotations") or {}
+        return ep if annotations.get("endpoints.kubernetes.io/over-capacity") == "truncated" else None
+
+    ep = await eventually(truncated, "over-capacity annotation")
+    assert ep is not None
+    (subset,) = ep["subsets"]
+    assert [a["ip"] for a in subset["addresses"]] == ["10.0.0.1", "10.0.0.2"]
+    assert "notReadyAddresses" not in subset
+    await env.client.delete(env.res("pods"), "p3", namespace=NS, grace_period_seconds=0)
+
+    async def relieved() -> bool:
+        ep = await get_endpoints(env)
+        return ep is not None and "endpoints.kubernetes.io/over-capacity" not in (
+            ep["metadata"].get("annotations") or {}
+        )
+
+    await eventually(relieved, "annotation removed")
