@@ -38,8 +38,12 @@ from kubeplane.controllers.endpoints_slice import EndpointSliceController
 NS = "default"
 
 
+QUICK_PODS = 200
+
+
 def emit(metric: str, value: float, unit: str, pods: int) -> None:
-    print(json.dumps({"bench": "endpoints", "metric": metric, "value": round(value, 3), "unit": unit, "pods": pods}))
+    line = {"bench": "endpoints", "metric": metric, "value": round(value, 3), "unit": unit, "pods": pods}
+    print(json.dumps({**line, "quick": pods == QUICK_PODS}))
     sys.stdout.flush()
 
 
@@ -118,4 +122,4 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="200 pods instead of 2000")
     args = parser.parse_args()
-    asyncio.run(main(200 if args.quick else 2000))
+    asyncio.run(main(QUICK_PODS if args.quick else 2000))

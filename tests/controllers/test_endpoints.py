@@ -106,8 +106,8 @@ def test_the_manager_runs_the_three_controllers() -> None:
 
 async def test_endpoints_list_ready_and_not_ready_pods_with_resolved_ports(env: Env) -> None:
     """Upstream TestSyncEndpointsItemsPreexisting / TestSyncEndpointsNotReady*: ready pods in addresses, others in
-    notReadyAddresses; a named targetPort resolves to the container port; labels come from the Service; the
-    headless label when there is no ClusterIP; the last-change-trigger-time annotation."""
+    notReadyAddresses; a named targetPort resolves to the container port; labels come from the Service; no
+    headless label for a Service with a ClusterIP; the last-change-trigger-time annotation."""
     await make_service(env, selector=LABELS)
     p1 = await make_pod(env, "p1", "10.0.0.1")
     await make_pod(env, "p2", "10.0.0.2", ready=False)
@@ -129,7 +129,7 @@ async def test_endpoints_list_ready_and_not_ready_pods_with_resolved_ports(env: 
         }
     ]
     assert [a["ip"] for a in subset["notReadyAddresses"]] == ["10.0.0.2"]
-    assert ep["metadata"]["labels"] == {"team": "a", "service.kubernetes.io/headless": ""}
+    assert ep["metadata"]["labels"] == {"team": "a"}  # the Service has a ClusterIP: no headless label
     assert "endpoints.kubernetes.io/last-change-trigger-time" in ep["metadata"]["annotations"]
 
     await set_status(env, "p2", "10.0.0.2", ready=True)
@@ -207,7 +207,6 @@ async def test_slices_name_label_own_and_split_at_the_maximum(env: Env) -> None:
             "team": "a",
             "kubernetes.io/service-name": "web",
             "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
-            "service.kubernetes.io/headless": "",
         }
         (owner,) = s["metadata"]["ownerReferences"]
         assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
