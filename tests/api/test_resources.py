@@ -37,6 +37,7 @@ EXPECTED = {
     ("apps", "daemonsets"): ("DaemonSet", True, "daemonsets", ("ds",)),
     ("apps", "statefulsets"): ("StatefulSet", True, "statefulsets", ("sts",)),
     ("coordination.k8s.io", "leases"): ("Lease", True, "leases", ()),
+    ("discovery.k8s.io", "endpointslices"): ("EndpointSlice", True, "endpointslices", ()),
     ("scheduling.k8s.io", "priorityclasses"): ("PriorityClass", False, "priorityclasses", ("pc",)),
     ("policy", "poddisruptionbudgets"): ("PodDisruptionBudget", True, "poddisruptionbudgets", ("pdb",)),
     ("storage.k8s.io", "storageclasses"): ("StorageClass", False, "storageclasses", ("sc",)),

@@ -730,6 +730,8 @@ UPSTREAM_COLUMNS: dict[tuple[str, str], str] = {
     ("", "Secret"): "Name,Type,Data,Age",
     ("", "ServiceAccount"): "Name,Secrets,Age",
     ("coordination.k8s.io", "Lease"): "Name,Holder,Age",
+    ("", "Endpoints"): "Name,Endpoints,Age",
+    ("discovery.k8s.io", "EndpointSlice"): "Name,AddressType,Ports,Endpoints,Age",
     ("scheduling.k8s.io", "PriorityClass"): "Name,Value:integer,Global-Default:boolean,Age,PreemptionPolicy",
     ("policy", "PodDisruptionBudget"): "Name,Min Available,Max Unavailable,Allowed Disruptions:integer,Age",
     ("example.com", "Widget"): "Name,Created At:date",

@@ -175,6 +175,13 @@ def _resource_quota(quota: JSONObject) -> None:
 # --- other groups ----------------------------------------------------------------------------------------------
 
 
+def _endpoint_slice(endpoint_slice: JSONObject) -> None:
+    """discovery/v1 ``SetDefaults_EndpointPort``: a port's name defaults to ``""`` and its protocol to TCP."""
+    for port in _objs(endpoint_slice, "ports"):
+        _set_nil(port, "name", "")
+        _set_nil(port, "protocol", "TCP")
+
+
 def _priority_class(priority_class: JSONObject) -> None:
     _set_nil(priority_class, "preemptionPolicy", "PreemptLowerPriority")
 
@@ -230,6 +237,7 @@ DEFAULTERS: Final[Mapping[tuple[str, str], Defaulter]] = MappingProxyType(
         ("apps/v1", "ReplicaSet"): set_defaults_replica_set,
         ("apps/v1", "DaemonSet"): set_defaults_daemon_set,
         ("apps/v1", "StatefulSet"): set_defaults_stateful_set,
+        ("discovery.k8s.io/v1", "EndpointSlice"): _endpoint_slice,
         ("scheduling.k8s.io/v1", "PriorityClass"): _priority_class,
         ("storage.k8s.io/v1", "StorageClass"): _storage_class,
         ("storage.k8s.io/v1", "CSIDriver"): _csi_driver,

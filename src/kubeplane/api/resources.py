@@ -369,6 +369,9 @@ BUILTIN_RESOURCES: Final[tuple[ResourceInfo, ...]] = (
     # --- other groups ---
     ResourceInfo("coordination.k8s.io", "v1", "Lease", "leases", namespaced=True, storage_prefix="leases"),
     ResourceInfo(
+        "discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", namespaced=True, storage_prefix="endpointslices"
+    ),
+    ResourceInfo(
         "scheduling.k8s.io",
         "v1",
         "PriorityClass",

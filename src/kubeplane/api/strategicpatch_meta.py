@@ -161,6 +161,7 @@ _METADATA_ONLY: Final = (
     ("apps", "ControllerRevision"),
     ("policy", "Eviction"),
     ("coordination.k8s.io", "Lease"),
+    ("discovery.k8s.io", "EndpointSlice"),
     ("scheduling.k8s.io", "PriorityClass"),
     ("storage.k8s.io", "StorageClass"),
     ("storage.k8s.io", "CSIDriver"),

@@ -8,7 +8,8 @@ are the spec: the same column names, types and priorities, and the same cells do
 
 Kinds are keyed by ``(group, kind)`` with ``""`` for the core group. Printed here: Node, Namespace, Event
 (core and events.k8s.io), Service, ConfigMap, Secret, ServiceAccount, Lease, PriorityClass and
-PodDisruptionBudget; :mod:`printers_workloads` prints Pod, Deployment, ReplicaSet, DaemonSet and StatefulSet.
+PodDisruptionBudget; :mod:`printers_workloads` prints Pod, Deployment, ReplicaSet, DaemonSet and StatefulSet,
+:mod:`printers_endpoints` Endpoints and EndpointSlice.
 Every other kind gets upstream's default table convertor: NAME and CREATED AT (a date, not an age).
 
 The Table is assembled as upstream's handler does (``handlers/response.go`` ``asTable``): each row carries the
@@ -26,6 +27,7 @@ from kubeplane.api.meta import format_time
 from kubeplane.api.validation.field import go_quote
 from kubeplane.api.views import int_field, items, mappings, meta_of, name_of, section
 from kubeplane.apiserver.conversion import events_v1_fields_to_core
+from kubeplane.apiserver.printers_endpoints import ENDPOINTS_PRINTERS
 from kubeplane.apiserver.printers_workloads import (
     AGE_COLUMN,
     CREATED_DOC,
@@ -385,6 +387,7 @@ def default_row(obj: Obj, now: float) -> list[Any]:
 DEFAULT_PRINTER: Final = Printer(DEFAULT_COLUMNS, default_row)
 PRINTERS: Final[Mapping[tuple[str, str], Printer]] = {
     **WORKLOAD_PRINTERS,
+    **ENDPOINTS_PRINTERS,
     ("", "Node"): Printer(NODE_COLUMNS, node_row),
     ("", "Namespace"): Printer(NAMESPACE_COLUMNS, namespace_row),
     ("", "Event"): Printer(EVENT_COLUMNS, event_row),

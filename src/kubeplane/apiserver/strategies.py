@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 Obj = dict[str, Any]
 Finish = Callable[[bool], Awaitable[None]]
 
-_VALIDATION_MODULES = ("core", "apps", "cluster")
+_VALIDATION_MODULES = ("core", "apps", "cluster", "discovery")
 
 
 @cache
@@ -202,7 +202,25 @@ class NodeStrategy(Strategy):
         """Nodes keep every field on create, status included: kubelets register with their status."""
 
 
+class EndpointSliceStrategy(Strategy):
+    """Upstream ``endpointSliceStrategy``: generation 1 on create, and one more on an update that changes anything
+    but metadata, or the labels (the EndpointSlice controllers' trackers compare generations to spot a stale
+    informer cache)."""
+
+    def __init__(self, info: ResourceInfo) -> None:
+        super().__init__(info)
+        self.tracks_generation = True
+
+    def prepare_for_update(self, new: Obj, old: Obj) -> None:
+        generation = int(old["metadata"].get("generation", 1))
+        labels_changed = (new["metadata"].get("labels") or {}) != (old["metadata"].get("labels") or {})
+        if labels_changed or _spec_half(new) != _spec_half(old):
+            generation += 1
+        new["metadata"]["generation"] = generation
+
+
 STRATEGIES: Mapping[tuple[str, str], type[Strategy]] = {
+    ("discovery.k8s.io", "EndpointSlice"): EndpointSliceStrategy,
     ("", "Pod"): PodStrategy,
     ("", "Namespace"): NamespaceStrategy,
     ("", "Node"): NodeStrategy,

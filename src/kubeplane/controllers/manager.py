@@ -33,6 +33,9 @@ _MODULES: tuple[str, ...] = (
     "podgc",
     "serviceaccounts",
     "rootcacertpublisher",
+    "endpoints",
+    "endpoints_slice",
+    "endpoints_mirroring",
 )
 """The controller modules under ``kubeplane.controllers``, each defining one :class:`Controller` subclass."""
 

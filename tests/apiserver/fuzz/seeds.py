@@ -132,6 +132,11 @@ _BODIES: Final[dict[tuple[str, str], Callable[[str | None], Obj]]] = {
         }
     },
     ("coordination.k8s.io", "Lease"): lambda ns: {"spec": {"holderIdentity": "me", "leaseDurationSeconds": 15}},
+    ("discovery.k8s.io", "EndpointSlice"): lambda ns: {
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": True}, "nodeName": "n1"}],
+        "ports": [{"name": "http", "protocol": "TCP", "port": 80}],
+    },
     ("scheduling.k8s.io", "PriorityClass"): lambda ns: {"value": 1000, "description": "fuzz"},
     ("policy", "PodDisruptionBudget"): lambda ns: {"spec": {"minAvailable": 1, "selector": copy.deepcopy(SELECTOR)}},
     ("storage.k8s.io", "StorageClass"): lambda ns: {
