@@ -29,12 +29,13 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
 from kubeplane.api import labels as apilabels
-from kubeplane.api.views import annotations_of, labels_of, meta_of, namespace_of, spec_of, uid_of
+from kubeplane.api.views import annotations_of, labels_of, meta_of, spec_of, uid_of
 from kubeplane.client.errors import ForbiddenError, NotFoundError
 from kubeplane.client.events import EVENT_TYPE_WARNING
 from kubeplane.client.interface import Obj
 from kubeplane.controllers.base import Controller, ControllerContext, split_key
 from kubeplane.controllers.controller_utils import with_type_meta
+from kubeplane.controllers.endpoints_events import ServicePodEvents
 from kubeplane.controllers.endpoints_subsets import MAX_CAPACITY, repack_subsets, total_addresses, truncate
 from kubeplane.controllers.endpoints_util import (
     ANNOTATION_LAST_CHANGE_TRIGGER_TIME,
@@ -48,8 +49,6 @@ from kubeplane.controllers.endpoints_util import (
     is_ipv6,
     is_service_ip_set,
     pod_ips,
-    services_for_pod,
-    services_to_update_on_pod_change,
     should_pod_be_in_endpoints,
     should_set_hostname,
 )
@@ -154,16 +153,8 @@ class EndpointsController(Controller):
         self.services.add_event_handler(
             on_add=self.enqueue, on_update=lambda _old, new: self.enqueue(new), on_delete=self.enqueue
         )
-        self.pods.add_event_handler(on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_added)
+        ServicePodEvents(self.services, self.enqueue_key).attach(self.pods)
         self.endpoints.add_event_handler(on_delete=self.enqueue)
-
-    def _pod_added(self, pod: Obj) -> None:
-        for key in services_for_pod(self.services.lister(), namespace_of(pod), labels_of(pod)):
-            self.enqueue_key(key)
-
-    def _pod_updated(self, old: Obj, new: Obj) -> None:
-        for key in services_to_update_on_pod_change(self.services.lister(), old, new):
-            self.enqueue_key(key)
 
     async def run(self, workers: int | None = None) -> None:
         if not self._checked_leftovers:  # upstream checkLeftoverEndpoints, once at start

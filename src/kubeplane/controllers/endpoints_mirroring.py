@@ -38,6 +38,7 @@ from kubeplane.client.interface import Obj
 from kubeplane.controllers.base import Controller, ControllerContext, split_key
 from kubeplane.controllers.controller_utils import with_type_meta
 from kubeplane.controllers.endpoints import namespace_terminating
+from kubeplane.controllers.endpoints_events import ManagedSliceEvents
 from kubeplane.controllers.endpoints_slice_reconciler import slice_prefix
 from kubeplane.controllers.endpoints_util import (
     ANNOTATION_LAST_APPLIED,
@@ -166,9 +167,7 @@ class EndpointSliceMirroringController(Controller):
         self.endpoints.add_event_handler(
             on_add=self._endpoints_changed, on_update=self._endpoints_updated, on_delete=self._endpoints_changed
         )
-        self.slices.add_event_handler(
-            on_add=self._slice_added, on_update=self._slice_updated, on_delete=self._slice_deleted
-        )
+        ManagedSliceEvents(MIRRORING_CONTROLLER_NAME, self.tracker, self.enqueue_after, _SYNC_DELAY).attach(self.slices)
 
     # --- handlers ------------------------------------------------------------------------------------------
 
@@ -187,31 +186,6 @@ class EndpointSliceMirroringController(Controller):
     def _endpoints_updated(self, old: Obj, new: Obj) -> None:
         if should_mirror(old) or should_mirror(new):
             self.enqueue(new)
-
-    @staticmethod
-    def _managed(slice_: Obj) -> bool:
-        return labels_of(slice_).get(LABEL_MANAGED_BY) == MIRRORING_CONTROLLER_NAME
-
-    def _queue_for_slice(self, slice_: Obj) -> None:
-        owner = labels_of(slice_).get(LABEL_SERVICE_NAME)
-        if owner:
-            self.enqueue_after(f"{namespace_of(slice_)}/{owner}", _SYNC_DELAY)
-
-    def _slice_added(self, slice_: Obj) -> None:
-        if self._managed(slice_) and self.tracker.should_sync(slice_):
-            self._queue_for_slice(slice_)
-
-    def _slice_updated(self, old: Obj, new: Obj) -> None:
-        if labels_of(old).get(LABEL_SERVICE_NAME) != labels_of(new).get(LABEL_SERVICE_NAME):
-            self._queue_for_slice(new)
-            self._queue_for_slice(old)
-            return
-        if self._managed(old) != self._managed(new) or (self._managed(new) and self.tracker.should_sync(new)):
-            self._queue_for_slice(new)
-
-    def _slice_deleted(self, slice_: Obj) -> None:
-        if self._managed(slice_) and self.tracker.has(slice_) and not self.tracker.handle_deletion(slice_):
-            self._queue_for_slice(slice_)
 
     # --- sync ----------------------------------------------------------------------------------------------
 

@@ -22,11 +22,11 @@ import logging
 from typing import ClassVar, Final
 
 from kubeplane.api import labels as apilabels
-from kubeplane.api.views import is_being_deleted, labels_of, namespace_of, spec_of
+from kubeplane.api.views import is_being_deleted, spec_of
 from kubeplane.client.events import EVENT_TYPE_WARNING
-from kubeplane.client.interface import Obj
 from kubeplane.controllers.base import Controller, ControllerContext, split_key
 from kubeplane.controllers.controller_utils import with_type_meta
+from kubeplane.controllers.endpoints_events import ManagedSliceEvents, ServicePodEvents
 from kubeplane.controllers.endpoints_slice_reconciler import CONTROLLER_NAME, MAX_ENDPOINTS_PER_SLICE, Reconciler
 from kubeplane.controllers.endpoints_util import (
     LABEL_MANAGED_BY,
@@ -34,8 +34,6 @@ from kubeplane.controllers.endpoints_util import (
     GenerationTracker,
     TriggerTimeTracker,
     has_selector,
-    services_for_pod,
-    services_to_update_on_pod_change,
 )
 
 __all__ = ["SLICE_CHANGE_MIN_SYNC_DELAY", "EndpointSliceController"]
@@ -72,45 +70,10 @@ class EndpointSliceController(Controller):
         self.services.add_event_handler(
             on_add=self.enqueue, on_update=lambda _old, new: self.enqueue(new), on_delete=self.enqueue
         )
-        self.pods.add_event_handler(on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_added)
-        self.slices.add_event_handler(
-            on_add=self._slice_added, on_update=self._slice_updated, on_delete=self._slice_deleted
+        ServicePodEvents(self.services, self.enqueue_key).attach(self.pods)
+        ManagedSliceEvents(CONTROLLER_NAME, self.tracker, self.enqueue_after, SLICE_CHANGE_MIN_SYNC_DELAY).attach(
+            self.slices
         )
-
-    # --- handlers ------------------------------------------------------------------------------------------
-
-    def _pod_added(self, pod: Obj) -> None:
-        for key in services_for_pod(self.services.lister(), namespace_of(pod), labels_of(pod)):
-            self.enqueue_key(key)
-
-    def _pod_updated(self, old: Obj, new: Obj) -> None:
-        for key in services_to_update_on_pod_change(self.services.lister(), old, new):
-            self.enqueue_key(key)
-
-    @staticmethod
-    def _managed(slice_: Obj) -> bool:
-        return labels_of(slice_).get(LABEL_MANAGED_BY) == CONTROLLER_NAME
-
-    def _queue_for_slice(self, slice_: Obj) -> None:
-        service = labels_of(slice_).get(LABEL_SERVICE_NAME)
-        if service:
-            self.enqueue_after(f"{namespace_of(slice_)}/{service}", SLICE_CHANGE_MIN_SYNC_DELAY)
-
-    def _slice_added(self, slice_: Obj) -> None:
-        if self._managed(slice_) and self.tracker.should_sync(slice_):
-            self._queue_for_slice(slice_)
-
-    def _slice_updated(self, old: Obj, new: Obj) -> None:
-        if labels_of(old).get(LABEL_SERVICE_NAME) != labels_of(new).get(LABEL_SERVICE_NAME):
-            self._queue_for_slice(new)
-            self._queue_for_slice(old)
-            return
-        if self._managed(old) != self._managed(new) or (self._managed(new) and self.tracker.should_sync(new)):
-            self._queue_for_slice(new)
-
-    def _slice_deleted(self, slice_: Obj) -> None:
-        if self._managed(slice_) and self.tracker.has(slice_) and not self.tracker.handle_deletion(slice_):
-            self._queue_for_slice(slice_)
 
     # --- sync ----------------------------------------------------------------------------------------------
 
