@@ -31,6 +31,7 @@ from typing import Any, Final
 
 import orjson
 
+from kubeplane.api.crd.openapi import OBJECT_META, add_custom_resources, custom_infos
 from kubeplane.api.resources import ResourceInfo, ResourceTable, Subresource
 from kubeplane.api.schema import load_schemas, root_type
 from kubeplane.api.strategicpatch_meta import BUILTIN_SCHEMA
@@ -149,12 +150,15 @@ def openapi_group_version(table: ResourceTable, group: str, version: str) -> dic
         for path, item in _resource_paths(r, prefix=prefix, refs=refs):
             paths[path] = item
     gvks = [(r.group, r.version) for r in table]
-    return {
+    if custom_infos(resources):  # custom kinds reference ObjectMeta (api/crd/openapi.py)
+        refs.add(OBJECT_META)
+    doc = {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "unversioned"},
         "paths": dict(sorted(paths.items())),
         "components": {"schemas": _components(refs, served_group_versions=gvks)},
     }
+    return add_custom_resources(doc, resources)
 
 
 def _group_versions(table: ResourceTable) -> list[tuple[str, str]]:

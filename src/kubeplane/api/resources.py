@@ -122,9 +122,12 @@ class DuplicateResourceError(ValueError):
 class ResourceTable:
     """Resources by (group, version, plural), with kubectl-style lookups; registration order is preference."""
 
-    __slots__ = ("_by_gvr", "_by_kind", "_by_name", "_order")
+    __slots__ = ("_by_gvr", "_by_kind", "_by_name", "_order", "generation")
 
     def __init__(self, resources: Iterable[ResourceInfo] = ()) -> None:
+        self.generation = 0
+        """Counts registrations and removals: what serves documents built from the table (discovery, OpenAPI)
+        rebuilds them when it moves (CustomResourceDefinitions change the table at runtime)."""
         self._order: list[ResourceInfo] = []
         self._by_gvr: dict[tuple[str, str, str], ResourceInfo] = {}
         self._by_kind: dict[str, list[ResourceInfo]] = {}
@@ -142,6 +145,21 @@ class ResourceTable:
         self._by_kind.setdefault(info.kind.lower(), []).append(info)
         for n in dict.fromkeys((info.plural, info.singular, *info.short_names)):
             self._by_name.setdefault(n.lower(), []).append(info)
+        self.generation += 1
+
+    def unregister(self, group: str, version: str, plural: str) -> ResourceInfo | None:
+        """Remove a registration (a CustomResourceDefinition's version that went away); the removed entry."""
+        info = self._by_gvr.pop((group, version, plural), None)
+        if info is None:
+            return None
+        self._order.remove(info)
+        for index in (self._by_kind, self._by_name):
+            for key in [k for k, infos in index.items() if info in infos]:
+                index[key] = [i for i in index[key] if i is not info]
+                if not index[key]:
+                    del index[key]
+        self.generation += 1
+        return info
 
     def __iter__(self) -> Iterator[ResourceInfo]:
         return iter(self._order)
@@ -435,6 +453,28 @@ BUILTIN_RESOURCES: Final[tuple[ResourceInfo, ...]] = (
         namespaced=False,
         storage_prefix="clusterrolebindings",
         name_rule=NameRule.RBAC,
+    ),
+    # --- apiextensions.k8s.io and apiregistration.k8s.io (served, not proxied: see apiserver/crds.py) ---
+    ResourceInfo(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        namespaced=False,
+        storage_prefix="apiextensions.k8s.io/customresourcedefinitions",
+        short_names=("crd", "crds"),
+        categories=("api-extensions",),
+        subresources=(_status("CustomResourceDefinition", "apiextensions.k8s.io"),),
+    ),
+    ResourceInfo(
+        "apiregistration.k8s.io",
+        "v1",
+        "APIService",
+        "apiservices",
+        namespaced=False,
+        storage_prefix="apiregistration.k8s.io/apiservices",
+        categories=("api-extensions",),
+        subresources=(_status("APIService", "apiregistration.k8s.io"),),
     ),
     # events.k8s.io cohabits with core events: same storage prefix, same objects.
     ResourceInfo(

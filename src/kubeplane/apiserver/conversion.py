@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubeplane.api.crd.resource import CustomResourceInfo
 from kubeplane.api.resources import ResourceInfo
 
 Obj = dict[str, Any]
@@ -28,6 +29,10 @@ _CORE_TO_EVENTS_V1 = {core: v1 for v1, core in _EVENTS_V1.items()}
 
 
 def converts(info: ResourceInfo) -> bool:
+    """events.k8s.io, and a custom resource's served versions other than its (served) storage version, whose
+    objects are stored in the storage version (conversion strategy None: only ``apiVersion`` changes)."""
+    if isinstance(info, CustomResourceInfo):
+        return info.converts
     return info.group == "events.k8s.io"
 
 
@@ -35,6 +40,8 @@ def from_storage(info: ResourceInfo, obj: Obj) -> Obj:
     """The stored (core/v1) object as ``info``'s version presents it (a new dict; ``obj`` is not changed)."""
     if not converts(info):
         return obj
+    if isinstance(info, CustomResourceInfo):
+        return {**obj, "apiVersion": info.api_version}
     out: Obj = {"apiVersion": info.api_version, "kind": info.kind}
     for key, value in obj.items():
         if key in ("apiVersion", "kind"):
@@ -52,5 +59,7 @@ def to_storage(info: ResourceInfo, storage: ResourceInfo, obj: Obj) -> Obj:
     """An object written through ``info`` in the stored form of ``storage``."""
     if not converts(info):
         return obj
+    if isinstance(info, CustomResourceInfo):
+        return {**obj, "apiVersion": storage.api_version}
     fields = events_v1_fields_to_core({k: v for k, v in obj.items() if k not in ("apiVersion", "kind")})
     return {"apiVersion": storage.api_version, "kind": storage.kind, **fields}

@@ -108,6 +108,12 @@ async def delete_object(
         check_preconditions(info, obj, options)
         if info.group == "" and info.kind == "Namespace":
             return await _terminate_namespace(registry, info, obj, current.mod_revision, options)
+        if info.group == "apiextensions.k8s.io" and not meta.get("deletionTimestamp"):
+            from .crds import delete_crd  # the CRD's own delete: finalizer first (crds builds on this module)
+
+            marked = await delete_crd(registry, info, name, dry_run=options.dry_run)
+            if marked is not None:
+                return 200, marked
         grace = strategy.grace_period(obj, options.grace_period_seconds)
         finalizers = list(meta.get("finalizers") or [])
         wanted = _FINALIZER_FOR_POLICY.get(options.propagation_policy or "")

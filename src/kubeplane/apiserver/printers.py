@@ -421,6 +421,7 @@ def to_table(
     now: float,
     no_headers: bool = False,
     api_version: str = "meta.k8s.io/v1",
+    printer: Printer | None = None,
 ) -> dict[str, Any]:
     """A ``meta.k8s.io`` Table of ``objects``: a list, or one object for a get or a watch event.
 
@@ -435,7 +436,7 @@ def to_table(
         raise ValueError(f"unrecognized includeObject value: {go_quote(include_object)}")
     if api_version not in TABLE_API_VERSIONS:
         raise ValueError(f"Table is not served as {api_version}; use meta.k8s.io/v1 or meta.k8s.io/v1beta1")
-    printer = PRINTERS.get(kind, DEFAULT_PRINTER)
+    printer = printer or PRINTERS.get(kind, DEFAULT_PRINTER)  # given: a custom resource's columns
     rows = []
     for obj in objects:
         row: dict[str, Any] = {"cells": printer.row(obj, now)}

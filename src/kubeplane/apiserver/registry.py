@@ -24,6 +24,7 @@ import orjson
 
 from kubeplane.api import defaults as apidefaults
 from kubeplane.api import meta as apimeta
+from kubeplane.api.crd.resource import CustomResourceInfo
 from kubeplane.api.resources import ResourceInfo, ResourceTable, default_table
 from kubeplane.api.validation.field import Error as FieldError
 from kubeplane.api.validation.field import ErrorList, Path, invalid, new_path
@@ -73,6 +74,8 @@ class Registry:
         )
         self.caches: dict[str, WatchCache] = {}
         self.strategies: dict[tuple[str, str], Strategy] = {}
+        self.custom_strategies: dict[tuple[str, str, str], Strategy] = {}
+        """Custom resources' strategies by (group, version, plural): each version has its schema (apiserver/crds.py)."""
         for info in self.table:
             prefix = info.collection_key()
             if prefix not in self.caches:
@@ -86,13 +89,20 @@ class Registry:
 
         await repair_allocations(self)
         await self._bootstrap()
+        from . import crds  # crds builds on this module
+
+        await crds.start(self)
 
     async def stop(self) -> None:
-        for cache in self.caches.values():
+        from . import crds
+
+        await crds.stop(self)
+        for cache in list(self.caches.values()):
             await cache.stop()
 
     def strategy(self, info: ResourceInfo) -> Strategy:
-        return self.strategies[(info.group, info.plural)]
+        custom = self.custom_strategies.get((info.group, info.version, info.plural))
+        return custom if custom is not None else self.strategies[(info.group, info.plural)]
 
     def cache(self, info: ResourceInfo) -> WatchCache:
         return self.caches[info.collection_key()]
@@ -137,10 +147,15 @@ class Registry:
             return conversion.from_storage(info, obj)
         if obj.get("apiVersion") == info.api_version and obj.get("kind") == info.kind:
             return obj
+        if isinstance(info, CustomResourceInfo):  # stored in a former storage version (conversion None)
+            return {**obj, "apiVersion": info.api_version, "kind": info.kind}
         return {"apiVersion": info.api_version, "kind": info.kind, **obj}
 
     def storage_resource(self, info: ResourceInfo) -> ResourceInfo:
         """The resource whose form is stored for ``info`` (itself, except for cohabiting versions)."""
+        if isinstance(info, CustomResourceInfo):
+            storage = self.table.get(info.group, info.storage_version, info.plural) if info.converts else None
+            return storage or info
         return self.resource("", "events") if conversion.converts(info) else info
 
     # -- create ------------------------------------------------------------------------------------------------

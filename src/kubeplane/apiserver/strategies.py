@@ -227,7 +227,56 @@ STRATEGIES: Mapping[tuple[str, str], type[Strategy]] = {
 }
 
 
+class APIServiceStrategy(Strategy):
+    """kube-aggregator's apiservice strategy: defaults, validation, status split. No availability controller
+    runs (nothing is proxied): a local APIService (no ``service``) gets ``Available`` at create, as the
+    aggregator's controller reports it ("Local APIServices are always available")."""
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        from kubeplane.api.validation import apiregistration
+
+        super().prepare_for_create(obj)
+        apiregistration.default_apiservice(obj)
+        obj["status"] = {}
+
+    async def begin_create(self, registry: Registry, obj: Obj, *, dry_run: bool) -> Finish | None:
+        if not isinstance((obj.get("spec") or {}).get("service"), dict):
+            from kubeplane.api.meta import format_time
+
+            available = {
+                "type": "Available",
+                "status": "True",
+                "lastTransitionTime": format_time(registry.now()),
+                "reason": "Local",
+                "message": "Local APIServices are always available",
+            }
+            obj["status"] = {"conditions": [available]}
+        return None
+
+    def prepare_for_update(self, new: Obj, old: Obj) -> None:
+        from kubeplane.api.validation import apiregistration
+
+        super().prepare_for_update(new, old)
+        apiregistration.default_apiservice(new)
+
+    def validate(self, obj: Obj) -> ErrorList:
+        from kubeplane.api.validation import apiregistration
+
+        return apiregistration.validate_apiservice(obj)
+
+    def validate_update(self, new: Obj, old: Obj) -> ErrorList:
+        from kubeplane.api.validation import apiregistration
+
+        return apiregistration.validate_apiservice_update(new, old)
+
+
 def strategy_for(info: ResourceInfo) -> Strategy:
+    if (info.group, info.kind) == ("apiextensions.k8s.io", "CustomResourceDefinition"):
+        from .crds import CRDStrategy  # imported here: crds builds on this module
+
+        return CRDStrategy(info)
+    if (info.group, info.kind) == ("apiregistration.k8s.io", "APIService"):
+        return APIServiceStrategy(info)
     if (info.group, info.kind) == ("", "Service"):
         from .services import ServiceStrategy  # imported here: services builds on this module
 

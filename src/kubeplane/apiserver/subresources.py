@@ -22,6 +22,7 @@ from kubeplane.api import jsondepth, strategicpatch
 from kubeplane.api import labels as apilabels
 from kubeplane.api import meta as apimeta
 from kubeplane.api import patch as apipatch
+from kubeplane.api.crd.resource import CustomResourceInfo
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.validation.core import validate_namespace_finalize_update
 from kubeplane.api.validation.field import invalid, new_path
@@ -361,6 +362,10 @@ class _Unchanged(Exception):
 
 
 def scale_of(info: ResourceInfo, obj: Obj) -> Obj:
+    if isinstance(info, CustomResourceInfo):
+        from .crd_scale import custom_scale_of  # custom resources: the CRD's replica paths
+
+        return custom_scale_of(info, obj)
     meta = obj["metadata"]
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
     selector = ""
@@ -416,6 +421,11 @@ async def update_scale(
     rv = section(scale, "metadata").get("resourceVersion")
 
     def set_replicas(obj: Obj) -> Obj:
+        if isinstance(info, CustomResourceInfo):
+            from .crd_scale import set_custom_replicas
+
+            set_custom_replicas(info, obj, replicas)
+            return obj
         obj.setdefault("spec", {})["replicas"] = replicas
         return obj
 

@@ -176,11 +176,29 @@ class APIServerApp:
         self.tokens = tokens
         self.max_body = max_body
         self.bookmark_interval = bookmark_interval
-        self.discovery = Discovery(registry.table)
-        self.openapi = negotiation.OpenAPIDocuments(registry.table)
+        self._discovery_doc = Discovery(registry.table)
+        self._openapi_docs = negotiation.OpenAPIDocuments(registry.table)
+        self._documents_generation = registry.table.generation
         self.rng = rng or random.Random()
         self.watchers: set[CacheWatcher] = set()
         self.metrics = APIServerMetrics.for_registry(metrics_registry)
+
+    def _refresh_documents(self) -> None:
+        """Rebuild discovery and OpenAPI when the table changed (CRDs register and remove resources at runtime)."""
+        if self._documents_generation != self.registry.table.generation:
+            self._documents_generation = self.registry.table.generation
+            self._discovery_doc = Discovery(self.registry.table)
+            self._openapi_docs = negotiation.OpenAPIDocuments(self.registry.table)
+
+    @property
+    def discovery(self) -> Discovery:
+        self._refresh_documents()
+        return self._discovery_doc
+
+    @property
+    def openapi(self) -> negotiation.OpenAPIDocuments:
+        self._refresh_documents()
+        return self._openapi_docs
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":

@@ -23,11 +23,14 @@ from kubeplane.api import openapi as apiopenapi
 from kubeplane.api import protobuf as apiprotobuf
 from kubeplane.api import schema as apischema
 from kubeplane.api import typed as apityped
+from kubeplane.api.crd import prune as crdprune
+from kubeplane.api.crd.resource import CustomResourceInfo
 from kubeplane.api.gofmt import sprint_v
 from kubeplane.api.resources import ResourceInfo, ResourceTable
 from kubeplane.api.validation import field as fielderr
 from kubeplane.api.views import meta_of
-from kubeplane.apiserver import errors, printers
+from kubeplane.apiserver import crd_tables, errors, printers
+from kubeplane.apiserver.printers_workloads import Printer
 from kubeplane.apiserver.subresources import JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
@@ -190,6 +193,8 @@ class FieldValidation:
         decoding keeps it: without unknown fields."""
         if not isinstance(body, dict):
             return body
+        if isinstance(info, CustomResourceInfo):
+            return self._custom(info, body, raw=raw, duplicates=content_type != PROTOBUF and self.mode != "Ignore")
         decoded, unknown = _typed_body(body, group=info.group, version=info.version, kind=info.kind)
         # protobuf cannot carry unknown or duplicate fields; a body with no unknown key that orjson writes back
         # byte for byte (compact JSON, as client-go sends) cannot hold a duplicate either: skip the slow walk
@@ -202,12 +207,26 @@ class FieldValidation:
             return decoded
         return apischema.prune_unknown(body, group=info.group, version=info.version, kind=info.kind)
 
+    def _custom(self, info: CustomResourceInfo, body: dict[str, Any], *, raw: bytes | None, duplicates: bool) -> Any:
+        """A custom resource as upstream's unstructured decoder keeps it: duplicate fields, then the fields its
+        schema prunes, reported as ``unknown field "spec.foo"`` (customresource_handler.go ``unstructuredDecoder``
+        with ``structuralpruning.PruneWithOptions(ReturnPruned)``); pruned."""
+        pruned, unknown = crdprune.prune(body, info.schema)
+        problems: list[str] = []
+        if duplicates and raw is not None and orjson.dumps(body) != raw:
+            problems.extend(apischema.duplicate_fields(raw))
+        problems.extend(f'unknown field "{path}"' for path in unknown)
+        self._report(problems, info)
+        return pruned
+
     def check_patch_body(self, info: ResourceInfo, raw: bytes) -> None:
         self._report(apischema.duplicate_fields(raw), info)
 
     def check_patched(self, info: ResourceInfo, obj: dict[str, Any], *, patch_type: str, patch: Any) -> dict[str, Any]:
         """Decode a patched object (:func:`typed_patched`), report unknown fields the patch introduced, return it
         as decoding keeps it."""
+        if isinstance(info, CustomResourceInfo):
+            return self._custom(info, obj, raw=None, duplicates=False)  # type: ignore[no-any-return]
         decoded = typed_patched(
             obj, group=info.group, version=info.version, kind=info.kind, patch_type=patch_type, patch=patch
         )
@@ -262,12 +281,21 @@ def _kind(info: ResourceInfo) -> tuple[str, str]:
     return info.group, info.kind
 
 
+def _printer(info: ResourceInfo) -> Printer | None:
+    return crd_tables.printer_for(info) if isinstance(info, CustomResourceInfo) else None
+
+
 def table(
     info: ResourceInfo, objects: list[dict[str, Any]], *, list_meta: dict[str, Any], query: dict[str, str], now: float
 ) -> dict[str, Any]:
     try:
         return printers.to_table(
-            _kind(info), objects, list_meta=list_meta, include_object=query.get("includeObject", "Metadata"), now=now
+            _kind(info),
+            objects,
+            list_meta=list_meta,
+            include_object=query.get("includeObject", "Metadata"),
+            now=now,
+            printer=_printer(info),
         )
     except ValueError as exc:
         raise errors.bad_request(str(exc)) from None
@@ -288,6 +316,7 @@ def table_event(
             include_object=query.get("includeObject", "Metadata"),
             now=now,
             no_headers=not headers,
+            printer=_printer(info),
         )
     except ValueError as exc:
         raise errors.bad_request(str(exc)) from None

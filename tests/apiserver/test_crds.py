@@ -1,0 +1,294 @@
+"""CustomResourceDefinitions and their custom resources, with real kubectl v1.37 and the official Python client
+against a kubeplane apiserver (TLS, the test's own kubeconfig and kubectl cache dir).
+
+Upstream behaviour pinned, by file (k8s.io/apiextensions-apiserver unless noted):
+* pkg/controller/status/naming_controller.go, pkg/controller/establish: NamesAccepted and Established;
+  ``kubectl wait --for condition=established``; a name conflict (``KindConflict``).
+* pkg/apiserver/customresource_handler.go: CRs served at every served version, strict field validation from
+  pruning (``unknown field "spec.foo"``), defaulting, kube-openapi validation messages (validation.go).
+* pkg/registry/customresource/tableconvertor: additionalPrinterColumns in kubectl get.
+* pkg/controller/openapi/builder: ``kubectl explain`` shows the schema's descriptions.
+* pkg/registry/customresource/etcd.go: status and scale subresources.
+* pkg/controller/finalizer: deleting a CRD deletes its CRs (finalizer customresourcecleanup.apiextensions.k8s.io).
+* pkg/apis/apiextensions/validation/validation.go: CRD validation messages.
+* k8s.io/kube-aggregator pkg/apis/apiregistration/validation: APIService.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import Server, start_server
+from .test_kubectl import KUBECTL, Kubectl
+
+CRD = r"""
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: crontabs.stable.example.com
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names: {plural: crontabs, singular: crontab, kind: CronTab, shortNames: [ct]}
+  versions:
+  - name: v1beta1
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
+    additionalPrinterColumns:
+    - {name: Spec, type: string, jsonPath: .spec.cronSpec}
+    - {name: Replicas, type: integer, jsonPath: .spec.replicas}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+    schema:
+      openAPIV3Schema:
+        type: object
+        description: A CronTab runs an image on a schedule.
+        properties:
+          spec:
+            type: object
+            description: The desired schedule and image of the CronTab.
+            required: [cronSpec]
+            properties:
+              cronSpec:
+                type: string
+                description: The cron schedule, in cron format.
+                pattern: '^(\d+|\*)(/\d+)?(\s+(\d+|\*)(/\d+)?){4}$'
+              image: {type: string, description: The container image to run.}
+              replicas: {type: integer, minimum: 1, maximum: 10, default: 1}
+          status:
+            type: object
+            properties:
+              replicas: {type: integer}
+"""
+
+
+def cron(name: str, spec: str, api_version: str = "stable.example.com/v1") -> str:
+    return (
+        f"apiVersion: {api_version}\nkind: CronTab\nmetadata:\n  name: {name}\n  labels: {{app: {name}}}\nspec:\n{spec}"
+    )
+
+
+@pytest.fixture(scope="module")
+def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
+    assert KUBECTL.is_file()
+    root = tmp_path_factory.mktemp("crds")
+    server = start_server(root / "data", tls=True)
+    k = Kubectl(server, root / "cache")
+    k("apply", "-f", "-", stdin=CRD)
+    k("wait", "--for", "condition=established", "--timeout=30s", "crd/crontabs.stable.example.com")
+    yield k
+    server.stop()
+
+
+def test_established_names_and_discovery(kubectl: Kubectl) -> None:
+    crd = kubectl.json("get", "crd", "crontabs.stable.example.com")
+    conditions = {c["type"]: (c["status"], c["reason"], c["message"]) for c in crd["status"]["conditions"]}
+    assert conditions == {
+        "NamesAccepted": ("True", "NoConflicts", "no conflicts found"),
+        "Established": ("True", "InitialNamesAccepted", "the initial names have been accepted"),
+    }
+    assert crd["status"]["acceptedNames"]["shortNames"] == ["ct"]
+    assert crd["status"]["storedVersions"] == ["v1"]
+    resources = kubectl("api-resources", "--api-group=stable.example.com", "-o", "name").stdout.split()
+    assert resources == ["crontabs.stable.example.com"]
+    group = json.loads(kubectl("get", "--raw", "/apis/stable.example.com").stdout)
+    assert group["preferredVersion"]["version"] == "v1"  # GA before beta (CompareKubeAwareVersionStrings)
+
+
+def test_valid_crs_print_their_columns_and_get_defaults(kubectl: Kubectl) -> None:
+    kubectl("apply", "-f", "-", stdin=cron("first", '  cronSpec: "* * * * */5"\n  image: img\n'))
+    kubectl("apply", "-f", "-", stdin=cron("second", '  cronSpec: "*/2 * * * *"\n  replicas: 4\n'))
+    lines = kubectl("get", "crontabs").stdout.splitlines()
+    assert lines[0].split() == ["NAME", "SPEC", "REPLICAS", "AGE"]
+    rows = {line.split()[0]: line.split() for line in lines[1:]}
+    assert rows["first"][1:7] == ["*", "*", "*", "*", "*/5", "1"]  # replicas defaulted from the schema
+    assert rows["second"][-2] == "4"
+    assert kubectl.json("get", "ct", "first")["spec"] == {"cronSpec": "* * * * */5", "image": "img", "replicas": 1}
+
+
+def test_invalid_cr_gets_upstreams_messages(kubectl: Kubectl) -> None:
+    bad = cron("bad", '  cronSpec: "bogus"\n  replicas: "string"\n  foo: bar\n')
+    strict = kubectl("apply", "-f", "-", stdin=bad, check=False)
+    assert strict.returncode != 0
+    assert (
+        'CronTab in version "v1" cannot be handled as a CronTab: strict decoding error: unknown field "spec.foo"'
+        in strict.stderr
+    )
+    invalid = kubectl("apply", "--validate=false", "-f", "-", stdin=bad, check=False)
+    assert 'The CronTab "bad" is invalid:' in invalid.stderr
+    assert (
+        '* spec.cronSpec: Invalid value: "bogus": spec.cronSpec in body should match '
+        "'^(\\d+|\\*)(/\\d+)?(\\s+(\\d+|\\*)(/\\d+)?){4}$'"
+    ) in invalid.stderr
+    assert '* spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"' in (
+        invalid.stderr
+    )
+    missing = kubectl("apply", "-f", "-", stdin=cron("empty", "  image: x\n"), check=False)
+    assert 'The CronTab "empty" is invalid: spec.cronSpec: Required value' in missing.stderr
+    too_many = kubectl("apply", "-f", "-", stdin=cron("many", '  cronSpec: "* * * * *"\n  replicas: 11\n'), check=False)
+    assert "spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10" in (
+        too_many.stderr
+    )
+    assert "bad" not in kubectl("get", "ct", "-o", "name").stdout
+
+
+def test_explain_shows_the_schemas_descriptions(kubectl: Kubectl) -> None:
+    out = kubectl("explain", "crontabs.spec").stdout
+    assert "The desired schedule and image of the CronTab." in out
+    assert "The cron schedule, in cron format." in out
+    assert "cronSpec\t<string> -required-" in out
+    assert "A CronTab runs an image on a schedule." in kubectl("explain", "crontabs").stdout
+
+
+def test_status_and_scale_subresources(kubectl: Kubectl) -> None:
+    kubectl("apply", "-f", "-", stdin=cron("scaled", '  cronSpec: "* * * * *"\n'))
+    assert kubectl("scale", "ct", "scaled", "--replicas=3").returncode == 0
+    scale = json.loads(
+        kubectl("get", "--raw", "/apis/stable.example.com/v1/namespaces/default/crontabs/scaled/scale").stdout
+    )
+    assert (scale["kind"], scale["spec"], scale["status"]) == ("Scale", {"replicas": 3}, {"replicas": 0})
+    kubectl("patch", "ct", "scaled", "--subresource=status", "--type=merge", "-p", '{"status":{"replicas":2}}')
+    obj = kubectl.json("get", "ct", "scaled")
+    assert obj["status"] == {"replicas": 2}
+    assert obj["metadata"]["generation"] == 2  # the scale changed spec; the status write did not count
+    kubectl("patch", "ct", "scaled", "--type=merge", "-p", '{"status":{"replicas":9}}')  # main resource: ignored
+    assert kubectl.json("get", "ct", "scaled")["status"] == {"replicas": 2}
+
+
+def test_selectors_and_versions(kubectl: Kubectl) -> None:
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        stdin=cron("beta", '  cronSpec: "* * * * *"\n  anything: goes\n', "stable.example.com/v1beta1"),
+    )
+    assert kubectl("get", "ct", "-l", "app=beta", "-o", "name").stdout.split() == ["crontab.stable.example.com/beta"]
+    names = kubectl("get", "ct", "--field-selector", "metadata.name=beta", "-o", "name").stdout.split()
+    assert names == ["crontab.stable.example.com/beta"]
+    as_v1 = kubectl.json("get", "crontabs.v1.stable.example.com", "beta")
+    as_beta = kubectl.json("get", "crontabs.v1beta1.stable.example.com", "beta")
+    assert (as_v1["apiVersion"], as_beta["apiVersion"]) == ("stable.example.com/v1", "stable.example.com/v1beta1")
+    refused = kubectl("get", "ct", "--field-selector", "spec.image=x", check=False)
+    assert '"spec.image" is not a known field selector: only "metadata.name", "metadata.namespace"' in refused.stderr
+
+
+def test_official_client_custom_objects_api(kubectl: Kubectl) -> None:
+    from kubernetes import client, config
+
+    api = config.new_client_from_config(config_file=str(kubectl.server.kubeconfig))
+    try:
+        objects = client.CustomObjectsApi(api)
+        body = {"apiVersion": "stable.example.com/v1", "kind": "CronTab", "metadata": {"name": "py"}}
+        body["spec"] = {"cronSpec": "0 * * * *"}
+        created = objects.create_namespaced_custom_object("stable.example.com", "v1", "default", "crontabs", body)
+        assert created["spec"]["replicas"] == 1
+        got = objects.get_namespaced_custom_object("stable.example.com", "v1", "default", "crontabs", "py")
+        assert got["metadata"]["uid"] == created["metadata"]["uid"]
+        patched = objects.patch_namespaced_custom_object(
+            "stable.example.com", "v1", "default", "crontabs", "py", {"spec": {"image": "new"}}
+        )
+        assert patched["spec"]["image"] == "new"
+        listed = objects.list_namespaced_custom_object("stable.example.com", "v1", "default", "crontabs")
+        assert "py" in [item["metadata"]["name"] for item in listed["items"]]
+        objects.delete_namespaced_custom_object("stable.example.com", "v1", "default", "crontabs", "py")
+        with pytest.raises(client.ApiException) as refused:
+            objects.get_namespaced_custom_object("stable.example.com", "v1", "default", "crontabs", "py")
+        assert refused.value.status == 404
+    finally:
+        api.close()
+
+
+def test_crd_validation_errors(kubectl: Kubectl) -> None:
+    bad = CRD.replace("name: crontabs.stable.example.com", "name: crons.stable.example.com")
+    out = kubectl("apply", "-f", "-", stdin=bad, check=False)
+    assert (
+        'The CustomResourceDefinition "crons.stable.example.com" is invalid: metadata.name: Invalid value: '
+        '"crons.stable.example.com": must be spec.names.plural+"."+spec.group'
+    ) in out.stderr
+    two = CRD.replace("storage: false", "storage: true")
+    out = kubectl(
+        "apply",
+        "-f",
+        "-",
+        stdin=two.replace("crontabs", "twos").replace("CronTab", "Two").replace("[ct]", "[]"),
+        check=False,
+    )
+    assert "must have exactly one version marked as storage version" in out.stderr
+
+
+def test_name_conflict_is_not_accepted(kubectl: Kubectl) -> None:
+    other = (
+        CRD.replace("crontabs", "crontabz").replace("singular: crontab,", "singular: crontabz,").replace("[ct]", "[]")
+    )
+    kubectl("apply", "-f", "-", stdin=other)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        status = kubectl.json("get", "crd", "crontabz.stable.example.com").get("status", {})
+        names = {c["type"]: c for c in status.get("conditions", [])}
+        if "NamesAccepted" in names:
+            break
+        time.sleep(0.1)
+    assert (names["NamesAccepted"]["status"], names["NamesAccepted"]["reason"]) == ("False", "KindConflict")
+    assert names["NamesAccepted"]["message"] == '"CronTab" is already in use'
+    assert names["Established"]["status"] == "False"
+    kubectl("delete", "crd", "crontabz.stable.example.com")
+
+
+def test_apiservice_is_a_stored_kind(kubectl: Kubectl) -> None:
+    local = "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata:\n  name: v1.example.io\nspec:\n"
+    local += "  group: example.io\n  version: v1\n  groupPriorityMinimum: 100\n  versionPriority: 10\n"
+    kubectl("apply", "-f", "-", stdin=local)
+    got = kubectl.json("get", "apiservice", "v1.example.io")
+    assert got["status"]["conditions"][0]["reason"] == "Local"
+    wrong = local.replace("v1.example.io", "v2.example.io").replace("versionPriority: 10", "versionPriority: 0")
+    out = kubectl("apply", "-f", "-", stdin=wrong, check=False)
+    assert (
+        'The APIService "v2.example.io" is invalid: \n* metadata.name: Invalid value: "v2.example.io": must be '
+        '`spec.version+"."+spec.group`: "v1.example.io"\n* spec.versionPriority: Invalid value: 0: must be positive '
+        "and less than 1000"
+    ) in out.stderr
+
+
+def test_zz_deleting_the_crd_deletes_its_crs(kubectl: Kubectl) -> None:
+    assert kubectl("get", "ct", "-o", "name").stdout.split()
+    kubectl("delete", "crd", "crontabs.stable.example.com", "--timeout=30s")
+    assert kubectl("get", "crd", "-o", "name").stdout.split() == []
+    raw = kubectl("get", "--raw", "/apis/stable.example.com/v1/crontabs", check=False)
+    assert raw.returncode != 0 and "NotFound" in raw.stderr
+    kubectl("apply", "-f", "-", stdin=CRD)  # recreated: empty, nothing left behind in storage
+    kubectl("wait", "--for", "condition=established", "--timeout=30s", "crd/crontabs.stable.example.com")
+    assert json.loads(kubectl("get", "--raw", "/apis/stable.example.com/v1/crontabs").stdout)["items"] == []
+
+
+def test_restart_serves_stored_crds(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    server: Server = start_server(data, tls=True)
+    try:
+        k = Kubectl(server, tmp_path / "cache")
+        k("apply", "-f", "-", stdin=CRD)
+        k("wait", "--for", "condition=established", "--timeout=30s", "crd/crontabs.stable.example.com")
+        k("apply", "-f", "-", stdin=cron("kept", '  cronSpec: "* * * * *"\n'))
+    finally:
+        server.stop()
+    server = start_server(data, tls=True)
+    try:
+        k = Kubectl(server, tmp_path / "cache2")
+        got: dict[str, Any] = k.json("get", "ct", "kept")
+        assert got["spec"]["replicas"] == 1
+    finally:
+        server.stop()
