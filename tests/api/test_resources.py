@@ -52,6 +52,15 @@ EXPECTED = {
         (),
     ),
     ("events.k8s.io", "events"): ("Event", True, "events", ("ev",)),
+    # kube-apiserver's etcd keys for these: /registry/apiextensions.k8s.io/customresourcedefinitions/<name>,
+    # /registry/apiregistration.k8s.io/apiservices/<name>
+    ("apiextensions.k8s.io", "customresourcedefinitions"): (
+        "CustomResourceDefinition",
+        False,
+        "apiextensions.k8s.io/customresourcedefinitions",
+        ("crd", "crds"),
+    ),
+    ("apiregistration.k8s.io", "apiservices"): ("APIService", False, "apiregistration.k8s.io/apiservices", ()),
 }
 
 
@@ -242,3 +251,28 @@ def test_empty_table() -> None:
     t = ResourceTable()
     assert len(t) == 0
     assert t.resolve("pods") is None
+
+
+def test_unregister_removes_every_lookup_and_moves_the_generation() -> None:
+    """CRDs add and remove resources at runtime (apiserver/crds.py): discovery rebuilds on the generation."""
+    table = ResourceTable(TABLE)
+    info = ResourceInfo(
+        "example.com",
+        "v1",
+        "Widget",
+        "widgets",
+        namespaced=True,
+        storage_prefix="example.com/widgets",
+        short_names=("wd",),
+    )
+    before = table.generation
+    table.register(info)
+    assert table.resolve("wd") is info and table.generation == before + 1
+    assert table.unregister("example.com", "v1", "widgets") is info
+    assert (
+        table.resolve("wd") is None
+        and table.resolve("widget") is None
+        and table.get("example.com", "v1", "widgets") is None
+    )
+    assert table.generation == before + 2
+    assert table.unregister("example.com", "v1", "widgets") is None
