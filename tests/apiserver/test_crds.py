@@ -269,7 +269,8 @@ def test_zz_deleting_the_crd_deletes_its_crs(kubectl: Kubectl) -> None:
     kubectl("delete", "crd", "crontabs.stable.example.com", "--timeout=30s")
     assert kubectl("get", "crd", "-o", "name").stdout.split() == []
     raw = kubectl("get", "--raw", "/apis/stable.example.com/v1/crontabs", check=False)
-    assert raw.returncode != 0 and "NotFound" in raw.stderr
+    assert raw.returncode != 0
+    assert "NotFound" in raw.stderr
     kubectl("apply", "-f", "-", stdin=CRD)  # recreated: empty, nothing left behind in storage
     kubectl("wait", "--for", "condition=established", "--timeout=30s", "crd/crontabs.stable.example.com")
     assert json.loads(kubectl("get", "--raw", "/apis/stable.example.com/v1/crontabs").stdout)["items"] == []

@@ -26,7 +26,7 @@ SCHEMA: dict[str, Any] = {
 
 
 def test_prune_reports_paths_and_keeps_root_meta() -> None:
-    obj = {
+    obj: dict[str, Any] = {
         "apiVersion": "x/v1",
         "kind": "K",
         "metadata": {"name": "n"},
