@@ -255,6 +255,9 @@ def test_apiservice_is_a_stored_kind(kubectl: Kubectl) -> None:
     kubectl("apply", "-f", "-", stdin=local)
     got = kubectl.json("get", "apiservice", "v1.example.io")
     assert got["status"]["conditions"][0]["reason"] == "Local"
+    table = kubectl("get", "apiservice", "v1.example.io").stdout.splitlines()  # kube-aggregator's ConvertToTable
+    assert table[0].split() == ["NAME", "SERVICE", "AVAILABLE", "AGE"]
+    assert table[1].split()[:3] == ["v1.example.io", "Local", "True"]
     wrong = local.replace("v1.example.io", "v2.example.io").replace("versionPriority: 10", "versionPriority: 0")
     out = kubectl("apply", "-f", "-", stdin=wrong, check=False)
     assert (
@@ -262,6 +265,52 @@ def test_apiservice_is_a_stored_kind(kubectl: Kubectl) -> None:
         '`spec.version+"."+spec.group`: "v1.example.io"\n* spec.versionPriority: Invalid value: 0: must be positive '
         "and less than 1000"
     ) in out.stderr
+
+
+def test_official_client_typed_models_parse_crds_and_apiservices(kubectl: Kubectl) -> None:
+    """ApiextensionsV1Api and ApiregistrationV1Api deserialize into their typed models (required fields present)."""
+    from kubernetes import client, config
+
+    local = "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata:\n  name: v1.typed.io\nspec:\n"
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        stdin=local + "  group: typed.io\n  version: v1\n  groupPriorityMinimum: 1\n  versionPriority: 1\n",
+    )
+    api = config.new_client_from_config(config_file=str(kubectl.server.kubeconfig))
+    try:
+        crds = client.ApiextensionsV1Api(api).list_custom_resource_definition().items
+        crontabs = next(c for c in crds if c.metadata.name == "crontabs.stable.example.com")
+        assert crontabs.status.accepted_names.kind == "CronTab"
+        assert [v.name for v in crontabs.spec.versions] == ["v1beta1", "v1"]
+        services = client.ApiregistrationV1Api(api).list_api_service().items
+        assert "v1.typed.io" in [s.metadata.name for s in services]
+    finally:
+        api.close()
+
+
+def test_watch_sees_custom_resources(kubectl: Kubectl) -> None:
+    from kubernetes import client, config, watch
+
+    api = config.new_client_from_config(config_file=str(kubectl.server.kubeconfig))
+    try:
+        objects = client.CustomObjectsApi(api)
+        listed = objects.list_namespaced_custom_object("stable.example.com", "v1", "default", "crontabs")
+        kubectl("apply", "-f", "-", stdin=cron("watched", '  cronSpec: "* * * * *"\n'))
+        stream = watch.Watch().stream(  # through v1beta1: the stored v1 objects presented in v1beta1
+            objects.list_namespaced_custom_object,
+            "stable.example.com",
+            "v1beta1",
+            "default",
+            "crontabs",
+            resource_version=listed["metadata"]["resourceVersion"],
+            timeout_seconds=5,
+        )
+        events = [(e["type"], e["object"]["metadata"]["name"], e["object"]["apiVersion"]) for e in stream]
+        assert ("ADDED", "watched", "stable.example.com/v1beta1") in events
+    finally:
+        api.close()
 
 
 def test_zz_deleting_the_crd_deletes_its_crs(kubectl: Kubectl) -> None:

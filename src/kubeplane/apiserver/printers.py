@@ -27,6 +27,7 @@ from kubeplane.api.meta import format_time
 from kubeplane.api.validation.field import go_quote
 from kubeplane.api.views import int_field, items, mappings, meta_of, name_of, section
 from kubeplane.apiserver.conversion import events_v1_fields_to_core
+from kubeplane.apiserver.printers_apiservice import APISERVICE_PRINTER
 from kubeplane.apiserver.printers_endpoints import ENDPOINTS_PRINTERS
 from kubeplane.apiserver.printers_workloads import (
     AGE_COLUMN,
@@ -399,6 +400,7 @@ PRINTERS: Final[Mapping[tuple[str, str], Printer]] = {
     ("coordination.k8s.io", "Lease"): Printer(LEASE_COLUMNS, lease_row),
     ("scheduling.k8s.io", "PriorityClass"): Printer(PRIORITY_CLASS_COLUMNS, priority_class_row),
     ("policy", "PodDisruptionBudget"): Printer(PDB_COLUMNS, pdb_row),
+    ("apiregistration.k8s.io", "APIService"): APISERVICE_PRINTER,
 }
 
 
