@@ -313,6 +313,19 @@ def test_watch_sees_custom_resources(kubectl: Kubectl) -> None:
         api.close()
 
 
+def test_updating_the_schema_is_served_at_once(kubectl: Kubectl) -> None:
+    """The CRD handler rebuilds a version's serving info on every CRD change (customresource_handler.go
+    ``getOrCreateServingInfoFor`` keyed by the CRD's UID and resourceVersion)."""
+    wider = CRD.replace("maximum: 10", "maximum: 20").replace(
+        "The container image to run.", "The container image the CronTab runs."
+    )
+    kubectl("apply", "-f", "-", stdin=wider)
+    kubectl("apply", "-f", "-", stdin=cron("wide", '  cronSpec: "* * * * *"\n  replicas: 15\n'))
+    assert kubectl.json("get", "ct", "wide")["spec"]["replicas"] == 15
+    assert "The container image the CronTab runs." in kubectl("explain", "crontabs.spec.image").stdout
+    kubectl("apply", "-f", "-", stdin=CRD)
+
+
 def test_zz_deleting_the_crd_deletes_its_crs(kubectl: Kubectl) -> None:
     assert kubectl("get", "ct", "-o", "name").stdout.split()
     kubectl("delete", "crd", "crontabs.stable.example.com", "--timeout=30s")

@@ -27,6 +27,8 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from kubeplane.api import meta as apimeta
 from kubeplane.api.crd import definition, values
 from kubeplane.api.crd import prune as crdprune
@@ -253,6 +255,7 @@ class CRDController:
         self.registry = registry
         self.info = registry.resource(GROUP, "customresourcedefinitions")
         self.registered: dict[str, list[CustomResourceInfo]] = {}
+        self._fingerprints: dict[str, bytes] = {}
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._retries: set[asyncio.TimerHandle] = set()
@@ -388,11 +391,14 @@ class CRDController:
     async def _register(self, crd: Obj) -> None:
         name = str(crd["metadata"]["name"])
         infos = resources_for(crd)
-        if self.registered.get(name) == infos and all(
-            self.registry.table.get(i.group, i.version, i.plural) is i for i in infos
+        # what serving depends on: the spec (schemas, columns, subresources, versions) and the accepted names
+        fingerprint = orjson.dumps([crd.get("spec"), (crd.get("status") or {}).get("acceptedNames")])
+        if self._fingerprints.get(name) == fingerprint and all(
+            self.registry.table.get(i.group, i.version, i.plural) is i for i in self.registered.get(name, [])
         ):
             return
         await self._unregister(name, keep_caches=True)
+        self._fingerprints[name] = fingerprint
         stored = storage_version(crd)
         schema = next(
             (
@@ -418,6 +424,7 @@ class CRDController:
         self.registered[name] = infos
 
     async def _unregister(self, name: str, *, keep_caches: bool = False) -> None:
+        self._fingerprints.pop(name, None)
         for info in self.registered.pop(name, []):
             self.registry.table.unregister(info.group, info.version, info.plural)
             self.registry.custom_strategies.pop((info.group, info.version, info.plural), None)
