@@ -129,6 +129,8 @@ def test_invalid_cr_gets_upstreams_messages(kubectl: Kubectl) -> None:
         'CronTab in version "v1" cannot be handled as a CronTab: strict decoding error: unknown field "spec.foo"'
         in strict.stderr
     )
+    meta = kubectl("apply", "-f", "-", stdin=bad.replace("  labels:", "  colour: red\n  labels:"), check=False)
+    assert 'strict decoding error: unknown field "metadata.colour", unknown field "spec.foo"' in meta.stderr
     invalid = kubectl("apply", "--validate=false", "-f", "-", stdin=bad, check=False)
     assert 'The CronTab "bad" is invalid:' in invalid.stderr
     assert (

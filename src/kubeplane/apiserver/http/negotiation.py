@@ -215,6 +215,12 @@ class FieldValidation:
         problems: list[str] = []
         if duplicates and raw is not None and orjson.dumps(body) != raw:
             problems.extend(apischema.duplicate_fields(raw))
+        meta = body.get("metadata")
+        if isinstance(meta, dict):  # ObjectMeta is a Go struct there too: its unknown fields go (any kind has it)
+            problems.extend(apischema.unknown_fields({"metadata": meta}, group="", version="v1", kind="ConfigMap"))
+            pruned["metadata"] = apischema.prune_unknown({"metadata": meta}, group="", version="v1", kind="ConfigMap")[
+                "metadata"
+            ]
         problems.extend(f'unknown field "{path}"' for path in unknown)
         self._report(problems, info)
         return pruned
