@@ -705,6 +705,17 @@ def test_default_convertor_without_creation_timestamp_is_go_zero_time() -> None:
     assert row_for(("example.com", "Widget"), {"metadata": {"name": "w"}}, now=NOW) == ["w", "0001-01-01T00:00:00Z"]
 
 
+def test_apiservice_rows() -> None:
+    """kube-aggregator pkg/registry/apiservice/etcd/etcd.go ConvertToTable: Local or namespace/name; the Available
+    condition's status, its reason in parentheses unless True."""
+    kind = ("apiregistration.k8s.io", "APIService")
+    local = {"metadata": {"name": "v1.a.io", "creationTimestamp": ago(182)}, "spec": {}}
+    assert row_for(kind, local, now=NOW) == ["v1.a.io", "Local", "Unknown", "3m2s"]
+    down = {"type": "Available", "status": "False", "reason": "MissingEndpoints"}
+    remote = {**local, "spec": {"service": {"namespace": "ns", "name": "svc"}}, "status": {"conditions": [down]}}
+    assert row_for(kind, remote, now=NOW) == ["v1.a.io", "ns/svc", "False (MissingEndpoints)", "3m2s"]
+
+
 def test_age_is_unknown_without_creation_timestamp() -> None:
     assert row_for(("", "Namespace"), {"metadata": {"name": "n"}}, now=NOW) == ["n", "", "<unknown>"]
 
@@ -735,6 +746,7 @@ UPSTREAM_COLUMNS: dict[tuple[str, str], str] = {
     ("scheduling.k8s.io", "PriorityClass"): "Name,Value:integer,Global-Default:boolean,Age,PreemptionPolicy",
     ("policy", "PodDisruptionBudget"): "Name,Min Available,Max Unavailable,Allowed Disruptions:integer,Age",
     ("example.com", "Widget"): "Name,Created At:date",
+    ("apiregistration.k8s.io", "APIService"): "Name,Service,Available,Age",  # kube-aggregator apiservice/etcd
 }
 UPSTREAM_COLUMNS[("events.k8s.io", "Event")] = UPSTREAM_COLUMNS[("", "Event")]
 
