@@ -55,8 +55,10 @@ async def patch_object(
     subresource: str | None = None,
     dry_run: bool = False,
     check: Callable[[Obj], Obj] | None = None,
+    manager: str | None = None,
 ) -> Obj:
-    """Apply a merge, JSON or strategic merge patch; ``check`` (field validation) sees and may prune the result."""
+    """Apply a merge, JSON or strategic merge patch; ``check`` (field validation) sees and may prune the result;
+    ``manager`` records the change in managedFields."""
     if content_type not in PATCH_TYPES:
         raise errors.unsupported_media_type(content_type)
     if content_type == MERGE_PATCH:
@@ -97,7 +99,15 @@ async def patch_object(
         return patched
 
     return await registry.guaranteed_update(
-        info, namespace, name, apply, precondition=precondition, subresource=subresource, dry_run=dry_run
+        info,
+        namespace,
+        name,
+        apply,
+        precondition=precondition,
+        subresource=subresource,
+        dry_run=dry_run,
+        manager=manager,
+        track_subresource=subresource or "",
     )
 
 
