@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from .conftest import Server, start_server
-from .test_kubectl import Kubectl, KUBECTL
+from .test_kubectl import KUBECTL, Kubectl
 
 DEPLOYMENT = """
 apiVersion: apps/v1
@@ -59,7 +59,7 @@ def _request(server: Server, method: str, path: str, body: str | None, content_t
     return resp.status, json.loads(data) if data else None
 
 
-def _managers(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _managers(obj: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
     return {(e["manager"], e["operation"], e.get("subresource", "")): e for e in obj["metadata"]["managedFields"]}
 
 
@@ -69,7 +69,8 @@ def test_apply_server_side_twice_conflict_and_force(kubectl: Kubectl) -> None:
     assert out == "deployment.apps/web serverside-applied"
     first = kubectl.json("get", "deployment", "web", "--show-managed-fields")
     entry = _managers(first)[("kubectl", "Apply", "")]
-    assert entry["apiVersion"] == "apps/v1" and entry["fieldsType"] == "FieldsV1"
+    assert entry["apiVersion"] == "apps/v1"
+    assert entry["fieldsType"] == "FieldsV1"
     assert entry["fieldsV1"]["f:spec"]["f:replicas"] == {}
     assert "f:name" not in entry["fieldsV1"]["f:metadata"]  # stripmeta.go
     kubectl("apply", "--server-side", "-f", "-", stdin=DEPLOYMENT)
@@ -94,7 +95,9 @@ def test_apply_server_side_twice_conflict_and_force(kubectl: Kubectl) -> None:
 
 def test_kubectl_diff_server_side(kubectl: Kubectl) -> None:
     kubectl("apply", "--server-side", "-f", "-", stdin=DEPLOYMENT.replace("name: web", "name: diffed"))
-    same = kubectl("diff", "--server-side", "-f", "-", stdin=DEPLOYMENT.replace("name: web", "name: diffed"), check=False)
+    same = kubectl(
+        "diff", "--server-side", "-f", "-", stdin=DEPLOYMENT.replace("name: web", "name: diffed"), check=False
+    )
     assert same.returncode == 0, same.stderr
     changed = DEPLOYMENT.replace("name: web", "name: diffed").replace("nginx:1.25", "nginx:1.27")
     result = kubectl("diff", "--server-side", "-f", "-", stdin=changed, check=False)
@@ -123,12 +126,16 @@ def test_update_records_manager_from_user_agent_and_query(kubectl: Kubectl) -> N
     code, created = _request(server, "POST", "/api/v1/namespaces/default/configmaps", body, "application/json")
     assert code == 201
     (entry,) = created["metadata"]["managedFields"]
-    assert entry["manager"] == "curl" and entry["operation"] == "Update" and entry["apiVersion"] == "v1"
+    assert (entry["manager"], entry["operation"], entry["apiVersion"]) == ("curl", "Update", "v1")
     assert entry["fieldsV1"] == {"f:data": {".": {}, "f:a": {}}}
-    assert entry["time"].endswith("Z") and len(entry["time"]) == 20
+    assert entry["time"].endswith("Z")
+    assert len(entry["time"]) == 20
     patch = json.dumps({"data": {"b": "2"}})
     code, patched = _request(
-        server, "PATCH", "/api/v1/namespaces/default/configmaps/cm?fieldManager=mine", patch,
+        server,
+        "PATCH",
+        "/api/v1/namespaces/default/configmaps/cm?fieldManager=mine",
+        patch,
         "application/merge-patch+json",
     )
     assert code == 200
@@ -136,8 +143,11 @@ def test_update_records_manager_from_user_agent_and_query(kubectl: Kubectl) -> N
     assert managers[("mine", "Update", "")]["fieldsV1"] == {"f:data": {"f:b": {}}}
     # managedFields: [{}] resets them (fieldmanager.go isResetManagedFields); the update is then untracked
     reset = {**patched, "metadata": {**patched["metadata"], "managedFields": [{}]}}
-    code, out = _request(server, "PUT", "/api/v1/namespaces/default/configmaps/cm", json.dumps(reset), "application/json")
-    assert code == 200 and "managedFields" not in out["metadata"]
+    code, out = _request(
+        server, "PUT", "/api/v1/namespaces/default/configmaps/cm", json.dumps(reset), "application/json"
+    )
+    assert code == 200
+    assert "managedFields" not in out["metadata"]
 
 
 def test_apply_requires_field_manager_and_removes_unapplied_fields(kubectl: Kubectl) -> None:
@@ -150,18 +160,24 @@ def test_apply_requires_field_manager_and_removes_unapplied_fields(kubectl: Kube
         'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch'
     )
     code, created = _request(server, "PATCH", path + "?fieldManager=tool", doc, "application/apply-patch+yaml")
-    assert code == 201 and created["data"] == {"a": "1", "b": "2"}
+    assert code == 201
+    assert created["data"] == {"a": "1", "b": "2"}
     # dryRun changes nothing
     smaller = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: applied}\ndata: {a: '1'}\n"
-    code, dry = _request(server, "PATCH", path + "?fieldManager=tool&dryRun=All", smaller, "application/apply-patch+yaml")
-    assert code == 200 and dry["data"] == {"a": "1"}
+    code, dry = _request(
+        server, "PATCH", path + "?fieldManager=tool&dryRun=All", smaller, "application/apply-patch+yaml"
+    )
+    assert code == 200
+    assert dry["data"] == {"a": "1"}
     code, now = _request(server, "GET", path, None, "application/json")
     assert now["data"] == {"a": "1", "b": "2"}
     code, applied = _request(server, "PATCH", path + "?fieldManager=tool", smaller, "application/apply-patch+yaml")
-    assert code == 200 and applied["data"] == {"a": "1"}  # merge/update.go prune
+    assert code == 200
+    assert applied["data"] == {"a": "1"}  # merge/update.go prune
     # force on a non-apply patch is refused (ValidatePatchOptions)
     code, status = _request(server, "PATCH", path + "?force=true", "{}", "application/merge-patch+json")
-    assert code == 422 and status["message"].endswith("force: Forbidden: may not be specified for non-apply patch")
+    assert code == 422
+    assert status["message"].endswith("force: Forbidden: may not be specified for non-apply patch")
 
 
 def test_conflict_status_causes(kubectl: Kubectl) -> None:
@@ -169,7 +185,9 @@ def test_conflict_status_causes(kubectl: Kubectl) -> None:
     path = "/api/v1/namespaces/default/configmaps/owned"
     doc = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: owned}\ndata: {a: '1'}\n"
     _request(server, "PATCH", path + "?fieldManager=one", doc, "application/apply-patch+yaml")
-    code, status = _request(server, "PATCH", path + "?fieldManager=two", doc.replace("'1'", "'2'"), "application/apply-patch+yaml")
+    code, status = _request(
+        server, "PATCH", path + "?fieldManager=two", doc.replace("'1'", "'2'"), "application/apply-patch+yaml"
+    )
     assert code == 409
     assert status["reason"] == "Conflict"
     assert status["message"] == 'Apply failed with 1 conflict: conflict with "one": .data.a'

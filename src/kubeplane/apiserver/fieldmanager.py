@@ -31,7 +31,7 @@ from kubeplane.api import meta as apimeta
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.smd import schema, typed
 from kubeplane.api.smd import update as smd
-from kubeplane.api.smd.fieldpath import FieldsError, Set, path_string
+from kubeplane.api.smd.fieldpath import FieldsError, Set, element_key, path_string
 
 from . import errors
 
@@ -126,10 +126,19 @@ def encode(managers: smd.Managers, times: dict[str, str | None]) -> list[Obj]:
         if info.get("subresource"):
             entry["subresource"] = info["subresource"]
         out.append(entry)
-    out.sort(
-        key=lambda e: (e["operation"], e.get("time") or "", e["manager"], e["apiVersion"], e.get("subresource", ""))
-    )
+    out.sort(key=_entry_order)
     return out
+
+
+def _entry_order(entry: Obj) -> tuple[str, ...]:
+    """``sortEncodedManagedFields``: operation, time, manager, apiVersion, subresource."""
+    return (
+        str(entry.get("operation")),
+        str(entry.get("time") or ""),
+        str(entry.get("manager") or ""),
+        str(entry.get("apiVersion")),
+        str(entry.get("subresource") or ""),
+    )
 
 
 def _strip(managers: smd.Managers) -> smd.Managers:
@@ -142,26 +151,31 @@ def _strip(managers: smd.Managers) -> smd.Managers:
 
 
 def _cap(managers: smd.Managers, times: dict[str, str | None]) -> None:
-    """``capUpdateManagers``: fold the oldest Update entries into ``ancient-changes`` until at most 10 remain."""
+    """``capUpdateManagers``: fold the oldest Update entries into ``ancient-changes`` (one bucket per apiVersion)
+    until at most 10 remain; the first entry of a version seeds its bucket, the bucket takes the newest time."""
     updaters = [m for m, s in managers.items() if not s.applied]
     if len(updaters) <= MAX_UPDATE_MANAGERS:
         return
     updaters.sort(key=lambda m: (times.get(m) or "", m))
+    first_of: dict[str, str] = {}
     length = len(updaters)
     for ident in updaters:
         if length <= MAX_UPDATE_MANAGERS:
             break
-        owned = managers.pop(ident)
-        when = times.pop(ident, None)
-        bucket = _identifier(ANCIENT, "Update", owned.api_version, "")
-        previous = managers.get(bucket)
-        if previous is not None:
-            managers[bucket] = smd.VersionedSet(owned.fields.union(previous.fields), owned.api_version, False)
-            length -= 1
-        else:
-            managers[bucket] = owned
-        if (times.get(bucket) or "") < (when or ""):
-            times[bucket] = when
+        owned = managers[ident]
+        version = owned.api_version
+        bucket = _identifier(ANCIENT, "Update", version, "")
+        first = first_of.get(version)
+        if first is None:
+            first_of[version] = ident
+            continue
+        if bucket not in managers:
+            managers[bucket] = managers.pop(first)
+        merged = owned.fields.union(managers[bucket].fields)
+        managers[bucket] = smd.VersionedSet(merged, owned.api_version, owned.applied)
+        del managers[ident]
+        length -= 1
+        times[bucket] = times.get(ident)
 
 
 def _reset_fields(info: ResourceInfo, subresource: str) -> str | None:
@@ -193,7 +207,7 @@ def _atom(info: ResourceInfo) -> schema.Atom:
 
 
 def _is_reset(entries: Any) -> bool:
-    return entries == [] or entries == [{}]
+    return entries in ([], [{}])
 
 
 def track_update(
@@ -217,33 +231,87 @@ def track_update(
         except ValueError:
             base = live_entries
     live_obj = _without_managed(live) if live is not None else {}
-    comparison_equal = live is not None and live_obj == new
-    if comparison_equal and base is live_entries:
+    if live is not None and base is live_entries and live_obj == new:
         if live_entries:
             meta["managedFields"] = live_entries
         return
-    try:
-        managers, times = decode(base)
-    except ValueError:
-        managers, times = {}, {}
-    if not managers and live is not None:  # skipNonAppliedManager: an untracked object stays untracked
-        if base is not live_entries and base:
-            meta["managedFields"] = base
+    if live is not None and not base:  # skipNonAppliedManager: an untracked object stays untracked
         return
+    if base is not live_entries:
+        try:
+            decode(base)
+        except ValueError:
+            base = []
+            if live is not None:
+                return
+    entries = _updated_entries(info, live_obj, new, base, manager, subresource, now)
+    if entries:
+        meta["managedFields"] = entries
+
+
+def _touches(fields_v1: Any, paths: Set) -> bool:
+    """Whether the FieldsV1 document owns a member of ``paths`` (walks ``paths``, which is small: what a write
+    changed, not the document)."""
+    if not isinstance(fields_v1, dict):
+        return True
+    for pe in paths.members:
+        node = fields_v1.get(element_key(pe))
+        if node is not None and (not node or "." in node):
+            return True
+    for pe, child in paths.children.items():
+        node = fields_v1.get(element_key(pe))
+        if node and _touches(node, child):
+            return True
+    return False
+
+
+def _updated_entries(
+    info: ResourceInfo, live: Obj, new: Obj, base: list[Obj], manager: str, subresource: str, now: float
+) -> list[Obj]:
+    """The Update of ``managedfieldsupdater.go`` over ``structuredmerge.go``, decoding only the entries the write
+    touches: the others lose nothing, so their encoded form is kept as it is."""
+    comparison = typed.compare(live, new, _atom(info))
+    if comparison.is_same() and base:
+        return base
+    changed = comparison.modified.union(comparison.added)
     ident = _identifier(manager or "unknown", "Update", info.api_version, subresource)
-    atom = _atom(info)
-    current = "current-operation"
-    updated = smd.update(live_obj, new, atom, info.api_version, managers, current)
-    updated = _strip(updated)
-    mine = updated.pop(current, None)
-    if mine is not None:
-        previous = updated.get(ident)
-        fields = mine.fields if previous is None else mine.fields.union(previous.fields)
-        updated[ident] = smd.VersionedSet(fields, info.api_version, False)
+    kept: list[Obj] = []
+    touched: list[Obj] = []
+    for entry in base:
+        key = _identifier(
+            str(entry.get("manager") or ""),
+            str(entry.get("operation")),
+            str(entry.get("apiVersion")),
+            str(entry.get("subresource") or ""),
+        )
+        fields = entry.get("fieldsV1")
+        if key == ident or _touches(fields, changed) or _touches(fields, comparison.removed):
+            touched.append(entry)
+        else:
+            kept.append(entry)
+    managers, times = decode(touched)
+    lost = changed.union(comparison.removed)
+    out: smd.Managers = {}
+    for key, owned in managers.items():
+        rest = owned.fields.difference(lost)
+        if key == ident or not rest.empty():
+            out[key] = smd.VersionedSet(rest, owned.api_version, owned.applied)
+    mine = changed.difference(_STRIP)
+    if not mine.empty():
+        previous = out.get(ident)
+        out[ident] = smd.VersionedSet(
+            mine if previous is None else mine.union(previous.fields), info.api_version, False
+        )
         times[ident] = apimeta.format_time(now)
-    _cap(updated, times)
-    if updated:
-        meta["managedFields"] = encode(updated, times)
+    elif ident in out and out[ident].fields.empty():
+        del out[ident]
+    entries = kept + encode(out, times)
+    if sum(1 for e in entries if e.get("operation") == "Update") > MAX_UPDATE_MANAGERS:
+        all_managers, all_times = decode(entries)
+        _cap(all_managers, all_times)
+        return encode(all_managers, all_times)
+    entries.sort(key=_entry_order)
+    return entries
 
 
 def _conflict_error(conflicts: list[smd.Conflict]) -> errors.APIError:
@@ -358,4 +426,5 @@ def apply(
         meta["managedFields"] = encode(updated, times)
     else:
         meta.pop("managedFields", None)
-    return new
+    result: Obj = new
+    return result

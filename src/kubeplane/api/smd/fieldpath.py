@@ -6,7 +6,8 @@ A path element is a tuple, hashable and cheap:
 * ``("k", ((key, value), ...))``: an item of an associative list by its key fields, sorted by key name
   (``k:{"name":"nginx"}``);
 * ``("v", value)``: an item of a set by its scalar value (``v:"a"``);
-* ``("i", index)``: an item of an atomic... in practice a list of a deduced type by position (``i:0``).
+* ``("i", index)``: a list item by position (``i:0``); kubeplane reads and writes it but builds none, as the
+  built-in types key every granular list.
 
 A :class:`Set` is a tree: ``members`` are the paths that end at this node's children, ``children`` the subtrees.
 A node both member and parent serialises as ``".": {}`` first in its object, as upstream's ``emitContentsV1``.
@@ -75,7 +76,7 @@ def element_string(pe: PathElement) -> str:
     """``PathElement.String``: ``.name``, ``[k=v,...]``, ``[=v]``, ``[i]``."""
     kind, payload = pe
     if kind == "f":
-        return "." + payload
+        return "." + str(payload)
     if kind == "k":
         return "[" + ",".join(f"{name}={_json(v)}" for name, v in payload) + "]"
     if kind == "v":
@@ -91,7 +92,7 @@ def element_key(pe: PathElement) -> str:
     """The FieldsV1 key of an element (``f:``, ``k:``, ``v:``, ``i:``)."""
     kind, payload = pe
     if kind == "f":
-        return "f:" + payload
+        return "f:" + str(payload)
     if kind == "k":
         return "k:" + _json(dict(payload))
     if kind == "v":
@@ -184,6 +185,8 @@ class Set:
         if not isinstance(other, Set):
             return NotImplemented
         return list(self.paths()) == list(other.paths())
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
 
     def __repr__(self) -> str:
         return "Set(" + ", ".join(path_string(p) for p in self.paths()) + ")"

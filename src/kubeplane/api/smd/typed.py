@@ -241,11 +241,9 @@ def remove_items(value: Any, remove: Set, atom: Atom) -> Any:
             if pe in remove.members:
                 continue
             sub = remove.children.get(pe)
-            if sub is not None:
-                child = remove_items(child, sub, _field(atom, key)[0])
-                if child is MISSING:
-                    continue
-            out[key] = child
+            kept = child if sub is None else remove_items(child, sub, _field(atom, key)[0])
+            if kept is not MISSING:
+                out[key] = kept
         return out if out else MISSING
     if _granular_list(value, atom):
         elem = atom.elem or DEDUCED
@@ -255,11 +253,8 @@ def remove_items(value: Any, remove: Set, atom: Atom) -> Any:
             if pe in remove.members:
                 continue
             sub = remove.children.get(pe)
-            if sub is not None:
-                item = remove_items(item, sub, elem)
-                if item is MISSING:
-                    item = {}
-            items.append(item)
+            kept = item if sub is None else remove_items(item, sub, elem)
+            items.append({} if kept is MISSING else kept)
         return items if items else MISSING
     return value
 

@@ -110,8 +110,9 @@ def apply(
     merged = merge(live, config, atom)
     last = managers.get(manager)
     managers = dict(managers)
-    managers[manager] = VersionedSet(to_field_set(config, atom), api_version, True)
-    if last is not None and not last.fields.empty():
+    applied = to_field_set(config, atom)
+    managers[manager] = VersionedSet(applied, api_version, True)
+    if last is not None and not last.fields.difference(applied).empty():  # something is no longer applied
         merged = _prune(merged, managers, last.fields, atom)
     managers, _ = _update(live, merged, atom, managers, manager, force=force)
     managers = {m: s for m, s in managers.items() if not s.fields.empty()}
