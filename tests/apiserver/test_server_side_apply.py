@@ -214,3 +214,18 @@ def test_official_client_dynamic_apply_and_create_from_yaml(kubectl: Kubectl, tm
         assert got["metadata"]["managedFields"][0]["operation"] == "Update"
     finally:
         api.close()
+
+
+def test_scale_and_status_apply_entries(kubectl: Kubectl) -> None:
+    # scale and status writes name their subresource (buildmanagerinfo.go); apply on /status owns status only
+    kubectl("apply", "--server-side", "-f", "-", stdin=DEPLOYMENT.replace("name: web", "name: scaled"))
+    kubectl("scale", "deployment", "scaled", "--replicas", "4")
+    path = "/apis/apps/v1/namespaces/default/deployments/scaled/status?fieldManager=ctl"
+    doc = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: scaled}\nstatus: {observedGeneration: 1}\n"
+    code, out = _request(kubectl.server, "PATCH", path, doc, "application/apply-patch+yaml")
+    assert code == 200, out
+    assert out["status"]["observedGeneration"] == 1
+    managers = _managers(out)
+    scale = [e for (_, op, sub), e in managers.items() if (op, sub) == ("Update", "scale")]
+    assert scale[0]["fieldsV1"] == {"f:spec": {"f:replicas": {}}}
+    assert managers[("ctl", "Apply", "status")]["fieldsV1"] == {"f:status": {"f:observedGeneration": {}}}

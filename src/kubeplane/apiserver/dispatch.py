@@ -250,7 +250,7 @@ async def _update(registry: Registry, call: Call) -> Obj:
 def _update_scale(registry: Registry, call: Call) -> Awaitable[Obj]:
     assert call.namespace is not None  # _namespaced
     return subresources.update_scale(
-        registry, call.resource, call.namespace, call.name, call.body, dry_run=call.dry_run
+        registry, call.resource, call.namespace, call.name, call.body, dry_run=call.dry_run, manager=call.manager
     )
 
 
@@ -289,7 +289,7 @@ async def _patch_scale(registry: Registry, call: Call) -> Obj:
     if call.checks is not None and isinstance(scale, dict):
         scale = call.checks.check_patched_kind("autoscaling", "v1", "Scale", scale)
     return await subresources.update_scale(
-        registry, call.resource, call.namespace, call.name, scale, dry_run=call.dry_run
+        registry, call.resource, call.namespace, call.name, scale, dry_run=call.dry_run, manager=call.manager
     )
 
 

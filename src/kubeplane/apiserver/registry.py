@@ -373,7 +373,10 @@ class Registry:
         new = deep_copy(transform(deep_copy(old)))
         self._keep_system_metadata(new, old)
         if subresource == "status":
+            sent = new["metadata"].get("managedFields")
             strategy.prepare_for_status_update(new, old)
+            if sent is not None:  # ResetObjectMetaForStatus keeps the request's managedFields (an apply's)
+                new["metadata"]["managedFields"] = sent
         else:
             strategy.prepare_for_update(new, old)
         apidefaults.apply_defaults(new)

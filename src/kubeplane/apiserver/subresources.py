@@ -392,7 +392,14 @@ async def get_scale(registry: Registry, info: ResourceInfo, namespace: str, name
 
 
 async def update_scale(
-    registry: Registry, info: ResourceInfo, namespace: str, name: str, scale: Any, *, dry_run: bool = False
+    registry: Registry,
+    info: ResourceInfo,
+    namespace: str,
+    name: str,
+    scale: Any,
+    *,
+    dry_run: bool = False,
+    manager: str | None = None,
 ) -> Obj:
     """PUT .../scale: upstream ``ValidateScale`` (``spec.replicas`` >= 0; absent is 0, as Go's zero value), the
     name on the URL, the resourceVersion precondition, then the target's own update validation (422 on the
@@ -430,7 +437,14 @@ async def update_scale(
         return obj
 
     updated = await registry.guaranteed_update(
-        info, namespace, name, set_replicas, precondition=str(rv) if rv else None, dry_run=dry_run
+        info,
+        namespace,
+        name,
+        set_replicas,
+        precondition=str(rv) if rv else None,
+        dry_run=dry_run,
+        manager=manager,
+        track_subresource="scale",
     )
     return scale_of(info, updated)
 
