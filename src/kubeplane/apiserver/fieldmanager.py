@@ -141,6 +141,41 @@ def _entry_order(entry: Obj) -> tuple[str, ...]:
     )
 
 
+_STRIP_META_KEYS = frozenset(
+    {
+        ".",
+        *(
+            "f:" + name
+            for name in (
+                "name",
+                "namespace",
+                "creationTimestamp",
+                "selfLink",
+                "uid",
+                "clusterName",
+                "generation",
+                "managedFields",
+                "resourceVersion",
+            )
+        ),
+    }
+)
+"""The ``metadata`` part of :data:`_STRIP` as FieldsV1 keys."""
+
+
+def _strip_fields_v1(fields_v1: Obj) -> Obj:
+    """:data:`_STRIP` applied to a FieldsV1 document directly (the create path's shortcut)."""
+    out = {k: v for k, v in fields_v1.items() if k not in ("f:apiVersion", "f:kind")}
+    meta = out.get("f:metadata")
+    if meta is not None:
+        rest = {k: v for k, v in meta.items() if k not in _STRIP_META_KEYS}
+        if rest:
+            out["f:metadata"] = rest
+        else:
+            del out["f:metadata"]
+    return out
+
+
 def _strip(managers: smd.Managers) -> smd.Managers:
     out: smd.Managers = {}
     for ident, owned in managers.items():
@@ -270,6 +305,21 @@ def _updated_entries(
 ) -> list[Obj]:
     """The Update of ``managedfieldsupdater.go`` over ``structuredmerge.go``, decoding only the entries the write
     touches: the others lose nothing, so their encoded form is kept as it is."""
+    if not live and not base:  # a create: everything is added, the creator owns it all
+        fields_v1 = _strip_fields_v1(typed.added_fields_v1(new, _atom(info)))
+        if not fields_v1:
+            return []
+        entry: Obj = {
+            "manager": manager or "unknown",
+            "operation": "Update",
+            "apiVersion": info.api_version,
+            "time": apimeta.format_time(now),
+            "fieldsType": "FieldsV1",
+            "fieldsV1": fields_v1,
+        }
+        if subresource:
+            entry["subresource"] = subresource
+        return [entry]
     comparison = typed.compare(live, new, _atom(info))
     if comparison.is_same() and base:
         return base

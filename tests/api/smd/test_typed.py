@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kubeplane.api.smd import schema
 from kubeplane.api.smd.fieldpath import Set
-from kubeplane.api.smd.typed import compare, merge, remove_from_object, to_field_set
+from kubeplane.api.smd.typed import added_fields_v1, compare, merge, remove_from_object, to_field_set
 
 POD = schema.type_of("", "v1", "Pod")
 
@@ -101,3 +101,19 @@ def test_remove_items() -> None:
         "metadata": {"labels": {"b": "2"}},
         "spec": {"containers": [{"name": "a"}]},
     }
+
+
+def test_added_fields_v1_is_compare_from_nothing() -> None:
+    # the create shortcut equals compare.go's Added from an empty object (keys in serialize.go's order)
+    pod = {
+        "apiVersion": "v1",
+        "metadata": {"name": "p", "labels": {"b": "1", "a": "2"}, "annotations": {}},
+        "spec": {
+            "containers": [{"name": "z", "ports": [{"containerPort": 81}, {"containerPort": 80, "protocol": "UDP"}]}],
+            "nodeSelector": {"k": "v"},
+            "tolerations": [{"key": "x"}],
+        },
+    }
+    fast = added_fields_v1(pod, POD)
+    assert fast == compare({}, pod, POD).added.to_fields_v1()
+    assert list(fast["f:metadata"]["f:labels"]) == [".", "f:a", "f:b"]
