@@ -120,3 +120,14 @@ def test_status_subresource_entry() -> None:
 def test_decode_errors(entry: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         fieldmanager.decode([entry])
+
+
+def test_noop_apply_keeps_the_applier_time() -> None:
+    # managedfieldsupdater.go Apply: a merge that changes nothing leaves the entry's time, so nothing is written
+    assert CONFIGMAPS is not None
+    config = _cm({"a": "1"})
+    del config["metadata"]["uid"], config["metadata"]["namespace"]
+    live = fieldmanager.apply(CONFIGMAPS, _cm({}), config, "tool", force=False, now=0)
+    again = fieldmanager.apply(CONFIGMAPS, live, config, "tool", force=False, now=100)
+    assert again == live
+    assert again["metadata"]["managedFields"][0]["time"] == "1970-01-01T00:00:00Z"

@@ -462,9 +462,10 @@ def apply(
         updated[ident] = smd.VersionedSet(_without_field(mine.fields, reset), mine.api_version, True)
         if updated[ident].fields.empty():
             del updated[ident]
-    if new is None:
+    if new is None:  # nothing changed: the applier's time stays (managedfieldsupdater.go Apply)
         new = json.loads(json.dumps(live_obj))
-    times[ident] = apimeta.format_time(now)
+    else:
+        times[ident] = apimeta.format_time(now)
     _cap(updated, times)
     if manager == "kubectl" and LAST_APPLIED in (new.get("metadata", {}).get("annotations") or {}):
         new.setdefault("metadata", {})["annotations"] = {
