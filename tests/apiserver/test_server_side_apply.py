@@ -159,6 +159,17 @@ def test_apply_requires_field_manager_and_removes_unapplied_fields(kubectl: Kube
     assert status["message"] == (
         'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch'
     )
+    assert status["details"] == {
+        "group": "meta.k8s.io",
+        "kind": "PatchOptions",
+        "causes": [
+            {
+                "reason": "FieldValueRequired",
+                "message": "Required value: is required for apply patch",
+                "field": "fieldManager",
+            }
+        ],
+    }
     code, created = _request(server, "PATCH", path + "?fieldManager=tool", doc, "application/apply-patch+yaml")
     assert code == 201
     assert created["data"] == {"a": "1", "b": "2"}
