@@ -26,6 +26,7 @@ def test_every_bench_is_covered() -> None:
         "kubelet_bench.py",
         "sa_token_bench.py",
         "sim_bench.py",
+        "ssa_bench.py",
         "store_bench.py",
         "typed_decode_bench.py",
         "views_bench.py",

@@ -33,7 +33,7 @@ from kubeplane.api.meta import InvalidKeyError, check_key_segments
 from kubeplane.api.patch import json_merge_patch
 from kubeplane.api.resources import ResourceInfo
 
-from . import errors, offload, subresources, tokenrequest
+from . import apply, errors, offload, subresources, tokenrequest
 from .deletion import DeleteOptions, delete_collection, delete_object
 from .listing import ListOptions, WatchOptions, list_objects, open_watch
 from .registry import Registry
@@ -97,6 +97,12 @@ class Call:
     checks: BodyChecks | None = None
     method: str = ""
     path: str = ""
+    manager: str | None = "kubeplane"
+    """The field manager of a write (HTTP: ``?fieldManager=`` or the User-Agent's prefix; local: kubeplane, as
+    the HTTP client's User-Agent); None leaves managedFields untouched."""
+    field_manager_given: bool = False  # ?fieldManager= was sent (an apply requires it)
+    force: bool = False  # ?force=true (apply only)
+    created: bool = False  # set by an apply that created its object: the reply is a 201
 
     def not_allowed(self) -> errors.APIError:
         """405 naming the request as it was sent (HTTP) or would have been (local)."""
@@ -210,7 +216,7 @@ async def _watch(registry: Registry, call: Call) -> CacheWatcher:
 
 async def _create(registry: Registry, call: Call) -> Obj:
     body = call.body if call.checks is None else await offload.run(call.checks.check_body, call.resource, call.body)
-    return await registry.create(call.resource, call.namespace, body, dry_run=call.dry_run)
+    return await registry.create(call.resource, call.namespace, body, dry_run=call.dry_run, manager=call.manager)
 
 
 def _bind(registry: Registry, call: Call) -> Awaitable[Obj]:
@@ -231,14 +237,20 @@ def _token(registry: Registry, call: Call) -> Awaitable[Obj]:
 async def _update(registry: Registry, call: Call) -> Obj:
     body = call.body if call.checks is None else await offload.run(call.checks.check_body, call.resource, call.body)
     return await registry.update(
-        call.resource, call.namespace, call.name, body, subresource=call.subresource or None, dry_run=call.dry_run
+        call.resource,
+        call.namespace,
+        call.name,
+        body,
+        subresource=call.subresource or None,
+        dry_run=call.dry_run,
+        manager=call.manager,
     )
 
 
 def _update_scale(registry: Registry, call: Call) -> Awaitable[Obj]:
     assert call.namespace is not None  # _namespaced
     return subresources.update_scale(
-        registry, call.resource, call.namespace, call.name, call.body, dry_run=call.dry_run
+        registry, call.resource, call.namespace, call.name, call.body, dry_run=call.dry_run, manager=call.manager
     )
 
 
@@ -248,6 +260,9 @@ def _finalize(registry: Registry, call: Call) -> Awaitable[Obj]:
 
 async def _patch(registry: Registry, call: Call) -> Obj:
     checks, resource = call.checks, call.resource
+    if call.patch_type == apply.APPLY_PATCH:
+        return await apply.apply_patch(registry, call)
+    apply.check_patch_options(call)
     if checks is not None:
         await offload.run(checks.check_patch, resource)
     return await subresources.patch_object(
@@ -260,6 +275,7 @@ async def _patch(registry: Registry, call: Call) -> Obj:
         subresource=call.subresource or None,
         dry_run=call.dry_run,
         check=None if checks is None else (lambda obj: checks.check_patched(resource, obj)),
+        manager=call.manager,
     )
 
 
@@ -273,7 +289,7 @@ async def _patch_scale(registry: Registry, call: Call) -> Obj:
     if call.checks is not None and isinstance(scale, dict):
         scale = call.checks.check_patched_kind("autoscaling", "v1", "Scale", scale)
     return await subresources.update_scale(
-        registry, call.resource, call.namespace, call.name, scale, dry_run=call.dry_run
+        registry, call.resource, call.namespace, call.name, scale, dry_run=call.dry_run, manager=call.manager
     )
 
 

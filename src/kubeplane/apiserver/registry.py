@@ -30,7 +30,7 @@ from kubeplane.api.validation.field import Error as FieldError
 from kubeplane.api.validation.field import ErrorList, Path, invalid, new_path
 from kubeplane.store.interface import Conflict, KeyExists, Store
 
-from . import admission, conversion, errors, offload
+from . import admission, conversion, errors, fieldmanager, offload
 from .service_alloc import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR, ServiceAllocators
 from .strategies import Strategy, strategy_for
 from .tokens import TokenIssuer
@@ -207,11 +207,17 @@ class Registry:
                 errs.append(_type_error(path.child("annotations"), annotations, "map of strings"))
         return errs
 
-    async def create(self, info: ResourceInfo, namespace: str | None, body: Any, *, dry_run: bool = False) -> Obj:
+    async def create(
+        self, info: ResourceInfo, namespace: str | None, body: Any, *, dry_run: bool = False, manager: str | None = None
+    ) -> Obj:
+        """``manager``: the field manager whose Update entry records the created fields (None: not tracked, for
+        the server's own objects and for a create-on-apply, whose entries are already set)."""
         if conversion.converts(info):
             storage = self.storage_resource(info)
             stored = conversion.to_storage(info, storage, self._check_body(info, namespace, body))
-            return self._with_type(info, await self.create(storage, namespace, stored, dry_run=dry_run))
+            return self._with_type(
+                info, await self.create(storage, namespace, stored, dry_run=dry_run, manager=manager)
+            )
         obj = self._check_body(info, namespace, body)
         metadata = obj["metadata"]
         for system in ("resourceVersion", "uid", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"):
@@ -220,6 +226,8 @@ class Registry:
         metadata["creationTimestamp"] = apimeta.format_time(self.now())
         strategy = self.strategy(info)
         await offload.run(_prepare_for_create, strategy, obj)
+        if manager is not None:
+            await offload.run(lambda: fieldmanager.track_update(info, None, obj, manager, now=self.now()))
         await admission.admit_create(self, info, obj)
         generate = not metadata.get("name") and metadata.get("generateName")
         if generate:
@@ -269,6 +277,7 @@ class Registry:
         *,
         subresource: str | None = None,
         dry_run: bool = False,
+        manager: str | None = None,
     ) -> Obj:
         obj = self._check_body(info, namespace, body)
         if conversion.converts(info):
@@ -286,6 +295,8 @@ class Registry:
             precondition=str(precondition) if precondition else None,
             subresource=subresource,
             dry_run=dry_run,
+            manager=manager,
+            track_subresource=subresource or "",
         )
 
     async def guaranteed_update(
@@ -298,9 +309,13 @@ class Registry:
         precondition: str | None = None,
         subresource: str | None = None,
         dry_run: bool = False,
+        manager: str | None = None,
+        track_subresource: str = "",
     ) -> Obj:
         """Read, transform, prepare, validate and compare-and-put; retry races unless the client pinned a
-        resourceVersion (upstream's GuaranteedUpdate). ``transform`` sees and returns ``info``'s own form."""
+        resourceVersion (upstream's GuaranteedUpdate). ``transform`` sees and returns ``info``'s own form.
+        ``manager``: whose Update entry records the change (None: not tracked); ``track_subresource``: the
+        subresource that entry names (status, scale)."""
         if conversion.converts(info):
             storage = self.storage_resource(info)
 
@@ -315,6 +330,8 @@ class Registry:
                 precondition=precondition,
                 subresource=subresource,
                 dry_run=dry_run,
+                manager=manager,
+                track_subresource=track_subresource,
             )
             return self._with_type(info, updated)
         key = info.key(name, namespace)
@@ -326,7 +343,9 @@ class Registry:
             if precondition is not None and precondition != str(current.mod_revision):
                 raise errors.conflict(info.group, info.plural, name, errors.OPTIMISTIC_LOCK)
             old = decode(current)
-            new = await offload.run(self._updated, info, name, strategy, transform, old, subresource)
+            new = await offload.run(
+                self._updated, info, name, strategy, transform, old, subresource, manager, track_subresource
+            )
             new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
             if new == old or (dry_run and subresource == "status"):
                 return new
@@ -361,16 +380,23 @@ class Registry:
         transform: Callable[[Obj], Obj],
         old: Obj,
         subresource: str | None,
+        manager: str | None = None,
+        track_subresource: str = "",
     ) -> Obj:
         """The update's new object: transformed, prepared, defaulted and validated (pure computation on copies, so
         a heavy request runs it off the event loop)."""
         new = deep_copy(transform(deep_copy(old)))
         self._keep_system_metadata(new, old)
         if subresource == "status":
+            sent = new["metadata"].get("managedFields")
             strategy.prepare_for_status_update(new, old)
+            if sent is not None:  # ResetObjectMetaForStatus keeps the request's managedFields (an apply's)
+                new["metadata"]["managedFields"] = sent
         else:
             strategy.prepare_for_update(new, old)
         apidefaults.apply_defaults(new)
+        if manager is not None:
+            fieldmanager.track_update(info, old, new, manager, subresource=track_subresource, now=self.now())
         # metadata is validated on status updates too: upstream's Validate*StatusUpdate begin with
         # ValidateObjectMetaUpdate (a status write may change labels and annotations)
         if subresource == "status":

@@ -56,8 +56,10 @@ async def patch_object(
     subresource: str | None = None,
     dry_run: bool = False,
     check: Callable[[Obj], Obj] | None = None,
+    manager: str | None = None,
 ) -> Obj:
-    """Apply a merge, JSON or strategic merge patch; ``check`` (field validation) sees and may prune the result."""
+    """Apply a merge, JSON or strategic merge patch; ``check`` (field validation) sees and may prune the result;
+    ``manager`` records the change in managedFields."""
     if content_type not in PATCH_TYPES:
         raise errors.unsupported_media_type(content_type)
     if content_type == MERGE_PATCH:
@@ -98,7 +100,15 @@ async def patch_object(
         return patched
 
     return await registry.guaranteed_update(
-        info, namespace, name, apply, precondition=precondition, subresource=subresource, dry_run=dry_run
+        info,
+        namespace,
+        name,
+        apply,
+        precondition=precondition,
+        subresource=subresource,
+        dry_run=dry_run,
+        manager=manager,
+        track_subresource=subresource or "",
     )
 
 
@@ -387,7 +397,14 @@ async def get_scale(registry: Registry, info: ResourceInfo, namespace: str, name
 
 
 async def update_scale(
-    registry: Registry, info: ResourceInfo, namespace: str, name: str, scale: Any, *, dry_run: bool = False
+    registry: Registry,
+    info: ResourceInfo,
+    namespace: str,
+    name: str,
+    scale: Any,
+    *,
+    dry_run: bool = False,
+    manager: str | None = None,
 ) -> Obj:
     """PUT .../scale: upstream ``ValidateScale`` (``spec.replicas`` >= 0; absent is 0, as Go's zero value), the
     name on the URL, the resourceVersion precondition, then the target's own update validation (422 on the
@@ -430,7 +447,14 @@ async def update_scale(
         return obj
 
     updated = await registry.guaranteed_update(
-        info, namespace, name, set_replicas, precondition=str(rv) if rv else None, dry_run=dry_run
+        info,
+        namespace,
+        name,
+        set_replicas,
+        precondition=str(rv) if rv else None,
+        dry_run=dry_run,
+        manager=manager,
+        track_subresource="scale",
     )
     return scale_of(info, updated)
 

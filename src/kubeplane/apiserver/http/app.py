@@ -31,7 +31,18 @@ from prometheus_client import CollectorRegistry
 from kubeplane.api import typed as apityped
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.views import section
-from kubeplane.apiserver import conversion, dispatch, errors, offload, params, streaming, subresources, tokens
+from kubeplane.apiserver import (
+    apply,
+    conversion,
+    dispatch,
+    errors,
+    fieldmanager,
+    offload,
+    params,
+    streaming,
+    subresources,
+    tokens,
+)
 from kubeplane.apiserver.deletion import DeleteOptions
 from kubeplane.apiserver.dispatch import Call
 from kubeplane.apiserver.dryrun import OPTIONS_KIND, dry_run
@@ -427,6 +438,9 @@ class APIServerApp:
             checks=request,
             method=request.method,
             path=info.path,
+            manager=fieldmanager.manager_name(query.get("fieldManager"), request.headers.get("user-agent", "")),
+            field_manager_given=bool(query.get("fieldManager")),
+            force=query.get("force") == "true",
         )
         as_table = negotiation.wants_table(request.headers.get("accept", ""))
         request.fields = fields = negotiation.FieldValidation.from_query(query)
@@ -447,6 +461,9 @@ class APIServerApp:
             call.body = await request.json(self.max_body, into=into)
             if sub is not None and sub.name != "status":  # binding, eviction, scale, finalize: their own kinds
                 call.body = negotiation.typed_body(call.body, group=sub.group, version=sub.version, kind=sub.kind)
+        elif verb == "patch" and request.content_type == apply.APPLY_PATCH:
+            call.body = request.patch = await offload.run(apply.decode_yaml, await request.body(self.max_body))
+            call.patch_type = request.content_type
         elif verb == "patch":
             call.body = request.patch = await request.json(self.max_body, into=into, allowed=subresources.PATCH_TYPES)
             call.patch_type = request.content_type
@@ -468,7 +485,8 @@ class APIServerApp:
             doc = await offload.run(self._table, call, result, query)
             await _send_json(send, route.code, doc, content_type=negotiation.TABLE_CONTENT_TYPE)
         else:
-            await _send_json(send, route.code, result, headers=fields.headers() if fields.warnings else None)
+            code = 201 if call.created else route.code
+            await _send_json(send, code, result, headers=fields.headers() if fields.warnings else None)
 
     def _table(self, call: Call, body: Obj, query: dict[str, str]) -> Obj:
         now = self.registry.now()

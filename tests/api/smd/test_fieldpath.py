@@ -1,0 +1,54 @@
+"""Field sets and their FieldsV1 form, pinned to structured-merge-diff's fieldpath (set.go, serialize.go,
+element.go, path.go)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubeplane.api.smd.fieldpath import FieldsError, Set, parse_element, path_string
+
+
+def test_fields_v1_round_trip_with_dot_and_order() -> None:
+    # serialize.go emitContentsV1: "." first for a node that is also a member; then fields < keys < values
+    doc = {
+        "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+        "f:spec": {
+            "f:containers": {'k:{"name":"a"}': {".": {}, "f:image": {}}},
+            "f:finalizers": {'v:"x"': {}},
+        },
+    }
+    fields = Set.from_fields_v1(doc)
+    assert fields.to_fields_v1() == doc
+    assert list(fields.to_fields_v1()["f:metadata"]["f:labels"]) == [".", "f:app"]
+    assert fields.has((("f", "metadata"), ("f", "labels")))
+    assert not fields.has((("f", "metadata"),))
+
+
+def test_element_kinds_sort_fields_keys_values_indexes() -> None:
+    # element.go PathElement.Compare: FieldName < Key < Value < Index
+    s = Set()
+    for element in ("i:0", 'v:"a"', 'k:{"name":"a"}', "f:z"):
+        s.members.add(parse_element(element))
+    assert list(s.to_fields_v1()) == ["f:z", 'k:{"name":"a"}', 'v:"a"', "i:0"]
+
+
+def test_path_strings() -> None:
+    # path.go Path.String: .field, [key="v",...], [=value], [index]
+    path = (("f", "spec"), ("f", "ports"), ("k", (("port", 80), ("protocol", "TCP"))), ("f", "name"))
+    assert path_string(path) == '.spec.ports[port=80,protocol="TCP"].name'
+    assert path_string((("f", "finalizers"), ("v", "x"))) == '.finalizers[="x"]'
+
+
+def test_set_algebra() -> None:
+    a = Set.of((("f", "a"),), (("f", "b"), ("f", "c")))
+    b = Set.of((("f", "b"), ("f", "c")), (("f", "d"),))
+    assert list(a.union(b).paths()) == [(("f", "a"),), (("f", "d"),), (("f", "b"), ("f", "c"))]
+    assert list(a.difference(b).paths()) == [(("f", "a"),)]
+    assert list(a.intersection(b).paths()) == [(("f", "b"), ("f", "c"))]
+    assert a.difference(a).empty()
+
+
+@pytest.mark.parametrize("doc", [[], {"x:y": {}}, {"f:a": []}, {"k:[1]": {}}])
+def test_bad_fields_v1(doc: object) -> None:
+    with pytest.raises(FieldsError):
+        Set.from_fields_v1(doc)
