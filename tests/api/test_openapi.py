@@ -182,15 +182,16 @@ def test_root_schemas_carry_their_gvk(resource: ResourceInfo) -> None:
 
 def test_quantities_and_int_or_string_accept_strings_and_numbers() -> None:
     schemas = DOCS[("", "v1")]["components"]["schemas"]
-    requests = schemas["V1ResourceRequirements"]["properties"]["requests"]
+    requests = schemas["io.k8s.api.core.v1.ResourceRequirements"]["properties"]["requests"]
     quantity_ref = requests["additionalProperties"]["$ref"].rsplit("/", 1)[1]
     assert schemas[quantity_ref]["oneOf"] == [{"type": "string"}, {"type": "number"}]
-    target_port = schemas["V1ServicePort"]["properties"]["targetPort"]["$ref"].rsplit("/", 1)[1]
+    target_port = schemas["io.k8s.api.core.v1.ServicePort"]["properties"]["targetPort"]["allOf"][0]["$ref"]
+    target_port = target_port.rsplit("/", 1)[1]
     assert schemas[target_port]["oneOf"] == [{"type": "integer"}, {"type": "string"}]
 
 
 def test_delete_options_are_registered_in_every_group_version() -> None:
     schemas = DOCS[("apps", "v1")]["components"]["schemas"]
-    gvks = schemas["V1DeleteOptions"]["x-kubernetes-group-version-kind"]
+    gvks = schemas["io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"]["x-kubernetes-group-version-kind"]
     assert {"group": "apps", "kind": "DeleteOptions", "version": "v1"} in gvks
     assert {"group": "", "kind": "DeleteOptions", "version": "v1"} in gvks
