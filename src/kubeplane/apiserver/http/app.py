@@ -25,7 +25,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
-import orjson
 from prometheus_client import CollectorRegistry
 
 from kubeplane.api import typed as apityped
@@ -537,7 +536,7 @@ class APIServerApp:
             if bookmark:
                 cache.sync()
                 if not watcher.pending:
-                    tail += orjson.dumps(bookmark_event(resource, cache.revision)) + b"\n"
+                    tail += gojson.encode(bookmark_event(resource, cache.revision))
             if tail:
                 await send({"type": "http.response.body", "body": tail, "more_body": True})
 
