@@ -21,6 +21,8 @@ from kubeplane.api.resources import ResourceInfo, default_table
 
 TABLE = default_table()
 GROUP_VERSIONS = list(dict.fromkeys((r.group, r.version) for r in TABLE))
+PATCHABLE = [r for r in TABLE if "patch" in r.verbs]
+CREATE_ONLY = [r for r in TABLE if r.verbs == ("create",)]
 DOCS = {gv: openapi.openapi_group_version(TABLE, *gv) for gv in GROUP_VERSIONS}
 
 
@@ -63,12 +65,27 @@ def test_documents_are_deterministic() -> None:
     assert openapi.openapi_root(again) == openapi.openapi_root(TABLE)
 
 
+@pytest.mark.parametrize("resource", CREATE_ONLY, ids=_resource_id)
+def test_create_only_kinds_have_a_post_and_nothing_else(resource: ResourceInfo) -> None:
+    """TokenReview, SelfSubjectReview (upstream: rest.Creater only, pkg/registry/authentication/...): the spec has
+    one POST on the collection, with fieldValidation, and no GET, PATCH, PUT or DELETE."""
+    doc = DOCS[(resource.group, resource.version)]
+    gvk = {"group": resource.group, "kind": resource.kind, "version": resource.version}
+    ops = [(m, op) for _, m, op in _ops(doc) if op.get("x-kubernetes-group-version-kind") == gvk]
+    assert [m for m, _ in ops] == ["post"]
+    assert any(p["name"] == "fieldValidation" for p in ops[0][1]["parameters"])
+
+
+def test_create_only_kinds_are_served() -> None:
+    assert {r.kind for r in CREATE_ONLY} >= {"TokenReview", "SelfSubjectReview"}
+
+
 def test_unknown_group_version_is_a_lookup_error() -> None:
     with pytest.raises(LookupError, match="apis/batch/v1"):
         openapi.openapi_group_version(TABLE, "batch", "v1")
 
 
-@pytest.mark.parametrize("resource", list(TABLE), ids=_resource_id)
+@pytest.mark.parametrize("resource", PATCHABLE, ids=_resource_id)
 def test_kubectl_sees_server_side_field_validation(resource: ResourceInfo) -> None:
     doc = DOCS[(resource.group, resource.version)]
     gvk = {"group": resource.group, "kind": resource.kind, "version": resource.version}
@@ -89,6 +106,8 @@ def test_resource_paths_follow_the_verbs(resource: ResourceInfo) -> None:
     assert {m for m in ("get", "put", "patch", "delete") if m in item} == {
         m for m, v in (("get", "get"), ("put", "update"), ("patch", "patch"), ("delete", "delete")) if v in verbs
     }
+    if "patch" not in verbs:  # create-only kinds (TokenReview, SelfSubjectReview): checked above, nothing more
+        return
     patch = item["patch"]
     assert patch["x-kubernetes-action"] == "patch"
     assert list(patch["requestBody"]["content"]) == list(openapi.PATCH_CONTENT_TYPES)

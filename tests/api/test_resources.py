@@ -51,6 +51,9 @@ EXPECTED = {
         (),
     ),
     ("events.k8s.io", "events"): ("Event", True, "events", ("ev",)),
+    # create-only reviews (never stored; the prefix is unused)
+    ("authentication.k8s.io", "tokenreviews"): ("TokenReview", False, "tokenreviews", ()),
+    ("authentication.k8s.io", "selfsubjectreviews"): ("SelfSubjectReview", False, "selfsubjectreviews", ()),
 }
 
 

@@ -21,7 +21,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -30,7 +30,7 @@ from prometheus_client import CollectorRegistry
 from kubeplane.api import typed as apityped
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.views import section
-from kubeplane.apiserver import conversion, dispatch, errors, offload, params, streaming, subresources, tokens
+from kubeplane.apiserver import conversion, dispatch, errors, offload, params, reviews, streaming, subresources, tokens
 from kubeplane.apiserver.deletion import DeleteOptions
 from kubeplane.apiserver.dispatch import Call
 from kubeplane.apiserver.dryrun import OPTIONS_KIND, dry_run
@@ -91,6 +91,7 @@ class Request:
         "raw",
         "receive",
         "table_headers_sent",
+        "user",
     )
 
     def __init__(self, scope: Scope, receive: Receive, info: RequestInfo, query: dict[str, str]) -> None:
@@ -105,6 +106,7 @@ class Request:
         self.patch: Any = None  # a patch request's decoded body (quoted by a strategic merge patch's 422)
         self.table_headers_sent = False  # a Table watch sends column definitions with its first event only
         self.fields: negotiation.FieldValidation  # set from the query once the resource is known (400 after 404)
+        self.user: tokens.UserInfo | None = scope.get(_USER)  # who sent it (SelfSubjectReview answers this)
 
     async def body(self, limit: int) -> bytes:
         length = self.headers.get("content-length")
@@ -344,6 +346,11 @@ class APIServerApp:
                     log.debug("bearer token refused: %s", exc)
         raise errors.unauthorized()
 
+    def _review_authenticate(self, token: str, audiences: Sequence[str]) -> reviews.Authenticated | None:
+        """A TokenReview's authentication of ``token`` for ``audiences``: the admin tokens (audience-agnostic,
+        so they count for the API audiences only), then ServiceAccount JWTs."""
+        return reviews.authenticate_token(self.registry, self.tokens or {}, token, audiences)
+
     async def _discovery(self, request: Request, send: Send) -> None:
         parts = request.info.parts
         if request.method != "GET":
@@ -408,6 +415,8 @@ class APIServerApp:
             checks=request,
             method=request.method,
             path=info.path,
+            user=request.user,
+            authenticator=self._review_authenticate,
         )
         as_table = negotiation.wants_table(request.headers.get("accept", ""))
         request.fields = fields = negotiation.FieldValidation.from_query(query)
