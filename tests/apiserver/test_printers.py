@@ -733,6 +733,11 @@ UPSTREAM_COLUMNS: dict[tuple[str, str], str] = {
     ("scheduling.k8s.io", "PriorityClass"): "Name,Value:integer,Global-Default:boolean,Age,PreemptionPolicy",
     ("policy", "PodDisruptionBudget"): "Name,Min Available,Max Unavailable,Allowed Disruptions:integer,Age",
     ("example.com", "Widget"): "Name,Created At:date",
+    ("", "Endpoints"): "Name,Endpoints,Age",
+    ("storage.k8s.io", "StorageClass"): "Name,Provisioner,ReclaimPolicy,VolumeBindingMode,AllowVolumeExpansion,Age",
+    ("storage.k8s.io", "CSINode"): "Name,Drivers:integer,Age",
+    ("rbac.authorization.k8s.io", "RoleBinding"): "Name,Role,Age,Users*,Groups*,ServiceAccounts*",
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): "Name,Role,Age,Users*,Groups*,ServiceAccounts*",
 }
 UPSTREAM_COLUMNS[("events.k8s.io", "Event")] = UPSTREAM_COLUMNS[("", "Event")]
 

@@ -26,6 +26,7 @@ from kubeplane.api.meta import format_time
 from kubeplane.api.validation.field import go_quote
 from kubeplane.api.views import int_field, items, mappings, meta_of, name_of, section
 from kubeplane.apiserver.conversion import events_v1_fields_to_core
+from kubeplane.apiserver.printers_more import MORE_PRINTERS
 from kubeplane.apiserver.printers_workloads import (
     AGE_COLUMN,
     CREATED_DOC,
@@ -385,6 +386,7 @@ def default_row(obj: Obj, now: float) -> list[Any]:
 DEFAULT_PRINTER: Final = Printer(DEFAULT_COLUMNS, default_row)
 PRINTERS: Final[Mapping[tuple[str, str], Printer]] = {
     **WORKLOAD_PRINTERS,
+    **MORE_PRINTERS,
     ("", "Node"): Printer(NODE_COLUMNS, node_row),
     ("", "Namespace"): Printer(NAMESPACE_COLUMNS, namespace_row),
     ("", "Event"): Printer(EVENT_COLUMNS, event_row),
