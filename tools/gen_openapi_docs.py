@@ -413,7 +413,7 @@ def _has_marker(doc: list[str], name: str) -> bool:
 def build(
     api: Path, machinery: Path, tag: str, *, gotypes: Callable[..., dict[str, Any]] | None = None
 ) -> dict[str, Any]:
-    typed = (gotypes or gen_gotypes.build)(api, machinery, tag)
+    typed: dict[str, Any] = (gotypes or gen_gotypes.build)(api, machinery, tag)
     parsed = parse_all(api, machinery, tag)
     describer = Describer(parsed)
     types: dict[str, Any] = {}
