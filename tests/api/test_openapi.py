@@ -21,6 +21,8 @@ from kubeplane.api.resources import ResourceInfo, default_table
 
 TABLE = default_table()
 GROUP_VERSIONS = list(dict.fromkeys((r.group, r.version) for r in TABLE))
+PATCHABLE = [r for r in TABLE if "patch" in r.verbs]
+CREATE_ONLY = [r for r in TABLE if r.verbs == ("create",)]
 DOCS = {gv: openapi.openapi_group_version(TABLE, *gv) for gv in GROUP_VERSIONS}
 
 
@@ -63,12 +65,27 @@ def test_documents_are_deterministic() -> None:
     assert openapi.openapi_root(again) == openapi.openapi_root(TABLE)
 
 
+@pytest.mark.parametrize("resource", CREATE_ONLY, ids=_resource_id)
+def test_create_only_kinds_have_a_post_and_nothing_else(resource: ResourceInfo) -> None:
+    """TokenReview, SelfSubjectReview (upstream: rest.Creater only, pkg/registry/authentication/...): the spec has
+    one POST on the collection, with fieldValidation, and no GET, PATCH, PUT or DELETE."""
+    doc = DOCS[(resource.group, resource.version)]
+    gvk = {"group": resource.group, "kind": resource.kind, "version": resource.version}
+    ops = [(m, op) for _, m, op in _ops(doc) if op.get("x-kubernetes-group-version-kind") == gvk]
+    assert [m for m, _ in ops] == ["post"]
+    assert any(p["name"] == "fieldValidation" for p in ops[0][1]["parameters"])
+
+
+def test_create_only_kinds_are_served() -> None:
+    assert {r.kind for r in CREATE_ONLY} >= {"TokenReview", "SelfSubjectReview"}
+
+
 def test_unknown_group_version_is_a_lookup_error() -> None:
     with pytest.raises(LookupError, match="apis/batch/v1"):
         openapi.openapi_group_version(TABLE, "batch", "v1")
 
 
-@pytest.mark.parametrize("resource", list(TABLE), ids=_resource_id)
+@pytest.mark.parametrize("resource", PATCHABLE, ids=_resource_id)
 def test_kubectl_sees_server_side_field_validation(resource: ResourceInfo) -> None:
     doc = DOCS[(resource.group, resource.version)]
     gvk = {"group": resource.group, "kind": resource.kind, "version": resource.version}
@@ -89,6 +106,8 @@ def test_resource_paths_follow_the_verbs(resource: ResourceInfo) -> None:
     assert {m for m in ("get", "put", "patch", "delete") if m in item} == {
         m for m, v in (("get", "get"), ("put", "update"), ("patch", "patch"), ("delete", "delete")) if v in verbs
     }
+    if "patch" not in verbs:  # create-only kinds (TokenReview, SelfSubjectReview): checked above, nothing more
+        return
     patch = item["patch"]
     assert patch["x-kubernetes-action"] == "patch"
     assert list(patch["requestBody"]["content"]) == list(openapi.PATCH_CONTENT_TYPES)
@@ -182,15 +201,16 @@ def test_root_schemas_carry_their_gvk(resource: ResourceInfo) -> None:
 
 def test_quantities_and_int_or_string_accept_strings_and_numbers() -> None:
     schemas = DOCS[("", "v1")]["components"]["schemas"]
-    requests = schemas["V1ResourceRequirements"]["properties"]["requests"]
+    requests = schemas["io.k8s.api.core.v1.ResourceRequirements"]["properties"]["requests"]
     quantity_ref = requests["additionalProperties"]["$ref"].rsplit("/", 1)[1]
     assert schemas[quantity_ref]["oneOf"] == [{"type": "string"}, {"type": "number"}]
-    target_port = schemas["V1ServicePort"]["properties"]["targetPort"]["$ref"].rsplit("/", 1)[1]
+    target_port = schemas["io.k8s.api.core.v1.ServicePort"]["properties"]["targetPort"]["allOf"][0]["$ref"]
+    target_port = target_port.rsplit("/", 1)[1]
     assert schemas[target_port]["oneOf"] == [{"type": "integer"}, {"type": "string"}]
 
 
 def test_delete_options_are_registered_in_every_group_version() -> None:
     schemas = DOCS[("apps", "v1")]["components"]["schemas"]
-    gvks = schemas["V1DeleteOptions"]["x-kubernetes-group-version-kind"]
+    gvks = schemas["io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"]["x-kubernetes-group-version-kind"]
     assert {"group": "apps", "kind": "DeleteOptions", "version": "v1"} in gvks
     assert {"group": "", "kind": "DeleteOptions", "version": "v1"} in gvks

@@ -61,6 +61,9 @@ EXPECTED = {
         ("crd", "crds"),
     ),
     ("apiregistration.k8s.io", "apiservices"): ("APIService", False, "apiregistration.k8s.io/apiservices", ()),
+    # create-only reviews (never stored; the prefix is unused)
+    ("authentication.k8s.io", "tokenreviews"): ("TokenReview", False, "tokenreviews", ()),
+    ("authentication.k8s.io", "selfsubjectreviews"): ("SelfSubjectReview", False, "selfsubjectreviews", ()),
 }
 
 

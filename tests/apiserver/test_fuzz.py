@@ -60,6 +60,8 @@ def test_typed_check_refuses_what_a_typed_client_cannot_read(case: str, obj: dic
 
 def test_typed_check_takes_every_seed_and_upstream_nulls() -> None:
     for info in seeds.served():
+        if "get" not in info.verbs:  # create-only reviews are answered, never stored: nothing to read back
+            continue
         obj = seeds.make(info, "s", "ns")
         assert typed.problems(obj, group=info.group, version=info.version, kind=info.kind) == [], info.kind
     event = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e"}, "eventTime": None}

@@ -747,6 +747,10 @@ UPSTREAM_COLUMNS: dict[tuple[str, str], str] = {
     ("policy", "PodDisruptionBudget"): "Name,Min Available,Max Unavailable,Allowed Disruptions:integer,Age",
     ("example.com", "Widget"): "Name,Created At:date",
     ("apiregistration.k8s.io", "APIService"): "Name,Service,Available,Age",  # kube-aggregator apiservice/etcd
+    ("storage.k8s.io", "StorageClass"): "Name,Provisioner,ReclaimPolicy,VolumeBindingMode,AllowVolumeExpansion,Age",
+    ("storage.k8s.io", "CSINode"): "Name,Drivers:integer,Age",
+    ("rbac.authorization.k8s.io", "RoleBinding"): "Name,Role,Age,Users*,Groups*,ServiceAccounts*",
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): "Name,Role,Age,Users*,Groups*,ServiceAccounts*",
 }
 UPSTREAM_COLUMNS[("events.k8s.io", "Event")] = UPSTREAM_COLUMNS[("", "Event")]
 

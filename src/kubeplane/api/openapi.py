@@ -16,10 +16,14 @@ Shapes follow kube-openapi's handler3:
   item and subresource paths (operations as the verbs allow, upstream operation ids, ``x-kubernetes-action``)
   and ``components.schemas`` for every type they reach, from :mod:`kubeplane.api.schema`.
 
-Component names are the official Python client's (``V1Pod``, ``CoreV1Event``), not upstream's
-``io.k8s.api.core.v1.Pod``; kubectl looks kinds up by the GVK extension, never by name. Descriptions, formats
-(int32/int64) and patch strategies are not in the generated schemas and are left out. The documents are pure
-functions of the table: the API server builds them once and serves the bytes of :func:`document_bytes`.
+Schemas are built under the official Python client's names (``V1Pod``, those of ``schemas.json``) and served
+under upstream's (``io.k8s.api.core.v1.Pod``, :func:`kubeplane.api.openapi_docs.upstream_name`): kubectl looks
+kinds up by the GVK extension, but ``kubectl explain`` prints the last segment of the name as a field's type.
+Descriptions, formats (int32/int64/double/byte/date-time), defaults and enums are upstream's, from the Go doc
+comments of k8s.io/api (:mod:`kubeplane.api.openapi_docs`); a ``$ref`` property with a description or default is
+written as upstream's v3 documents write it, ``{"allOf": [{"$ref": ...}], "description": ..., "default": ...}``.
+The documents are pure functions of the table: the API server builds them once
+and serves the bytes of :func:`document_bytes`.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from typing import Any, Final
 
 import orjson
 
-from kubeplane.api.crd.openapi import OBJECT_META, add_custom_resources, custom_infos
+from kubeplane.api.crd.openapi import LIST_META, OBJECT_META, add_custom_resources, custom_infos
+from kubeplane.api.openapi_docs import load_docs, type_docs, upstream_name
 from kubeplane.api.resources import ResourceInfo, ResourceTable, Subresource
 from kubeplane.api.schema import load_schemas, root_type
 from kubeplane.api.strategicpatch_meta import BUILTIN_SCHEMA
@@ -150,15 +155,34 @@ def openapi_group_version(table: ResourceTable, group: str, version: str) -> dic
         for path, item in _resource_paths(r, prefix=prefix, refs=refs):
             paths[path] = item
     gvks = [(r.group, r.version) for r in table]
-    if custom_infos(resources):  # custom kinds reference ObjectMeta (api/crd/openapi.py)
-        refs.add(OBJECT_META)
+    if custom_infos(resources):  # custom kinds reference ObjectMeta and ListMeta (api/crd/openapi.py)
+        refs.update((OBJECT_META, LIST_META))
+    schemas = _components(refs, served_group_versions=gvks)
+    names = {name: upstream_name(name) for name in schemas}
     doc = {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "unversioned"},
-        "paths": dict(sorted(paths.items())),
-        "components": {"schemas": _components(refs, served_group_versions=gvks)},
+        "paths": _renamed(dict(sorted(paths.items())), names),
+        "components": {"schemas": dict(sorted((names[n], _renamed(s, names)) for n, s in schemas.items()))},
     }
     return add_custom_resources(doc, resources)
+
+
+_REF_PREFIX: Final = "#/components/schemas/"
+
+
+def _renamed(value: Any, names: dict[str, str]) -> Any:
+    """``value`` with every ``$ref`` pointing at the upstream component name (:func:`upstream_name`)."""
+    if isinstance(value, dict):
+        out = {k: _renamed(v, names) for k, v in value.items()}
+        ref = out.get("$ref")
+        if isinstance(ref, str) and ref.startswith(_REF_PREFIX):
+            target = ref[len(_REF_PREFIX) :]
+            out["$ref"] = _REF_PREFIX + names.get(target, target)
+        return out
+    if isinstance(value, list):
+        return [_renamed(v, names) for v in value]
+    return value
 
 
 def _group_versions(table: ResourceTable) -> list[tuple[str, str]]:
@@ -384,13 +408,15 @@ def _components(refs: set[str], *, served_group_versions: Iterable[tuple[str, st
         if name in out:
             continue
         if name in _SPECIAL_SCHEMAS:
-            out[name] = _SPECIAL_SCHEMAS[name]
+            out[name] = _special_schema(name)
             continue
         fields = schemas.types[name]
         props: dict[str, Any] = {}
         patch_meta = _patch_extensions()
+        docs = type_docs(name)
+        field_docs = docs.get("fields", {})
         for field, ref in fields.items():
-            props[field] = _ref_schema(ref, pending)
+            props[field] = _documented(_ref_schema(ref, pending), field_docs.get(field))
             tags = patch_meta.get((name, field))
             if tags is not None:
                 strategy, merge_key = tags
@@ -398,6 +424,8 @@ def _components(refs: set[str], *, served_group_versions: Iterable[tuple[str, st
                 if merge_key:
                     props[field]["x-kubernetes-patch-merge-key"] = merge_key
         schema: dict[str, Any] = {"type": "object", "properties": props}
+        if docs.get("description"):
+            schema["description"] = docs["description"]
         required = schemas.required.get(name)
         if required:
             schema["required"] = list(required)
@@ -407,6 +435,52 @@ def _components(refs: set[str], *, served_group_versions: Iterable[tuple[str, st
             )
         out[name] = schema
     return dict(sorted(out.items()))
+
+
+def _special_schema(name: str) -> dict[str, Any]:
+    """Quantity, IntOrString, Patch: their fixed shape, with the Go type's description where upstream has one."""
+    schema = dict(_SPECIAL_SCHEMAS[name])
+    go_id = {_QUANTITY: "k8s.io/apimachinery/pkg/api/resource.Quantity"}.get(name)
+    go_id = go_id or {_INT_OR_STRING: "k8s.io/apimachinery/pkg/util/intstr.IntOrString"}.get(name)
+    description = load_docs()["types"].get(go_id or "", {}).get("description")
+    if description:
+        schema["description"] = description
+    return schema
+
+
+def _with_docs(schema: dict[str, Any], *, fmt: str | None, default: Any, enum: Any) -> dict[str, Any]:
+    """One schema (a property or its items) with a format, default and enum; a bare ``$ref`` with a default is
+    wrapped in ``allOf`` (OpenAPI 3.0 ignores the siblings of ``$ref``)."""
+    numeric = schema.get("type") in ("integer", "number")
+    if fmt and (numeric or (fmt == "byte" and schema.get("type") == "string")):
+        schema["format"] = fmt
+    if enum is not None and schema.get("type") == "string":
+        schema["enum"] = enum
+    if default is not None:
+        if "$ref" in schema:
+            schema = {"allOf": [{"$ref": schema.pop("$ref")}], **schema}
+        schema["default"] = default
+    return schema
+
+
+def _documented(schema: dict[str, Any], docs: dict[str, Any] | None) -> dict[str, Any]:
+    """A property's schema with its upstream description, format, default and enum (openapi-gen's
+    ``generateProperty``): for arrays and maps, the format, enum and element default go on the items."""
+    if not docs:
+        return schema
+    fmt, enum = docs.get("format"), docs.get("enum")
+    inner = schema.get("items") or schema.get("additionalProperties")
+    if schema.get("type") in ("array", "object") and isinstance(inner, dict):
+        key = "items" if "items" in schema else "additionalProperties"
+        schema[key] = _with_docs(inner, fmt=fmt, default=docs.get("items_default"), enum=enum)
+        schema = _with_docs(schema, fmt=None, default=docs.get("default"), enum=None)
+    else:
+        schema = _with_docs(schema, fmt=fmt, default=docs.get("default"), enum=enum)
+    if docs.get("description"):
+        if "$ref" in schema:
+            schema = {"allOf": [{"$ref": schema.pop("$ref")}], **schema}
+        schema["description"] = docs["description"]
+    return schema
 
 
 @functools.cache

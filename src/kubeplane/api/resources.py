@@ -29,6 +29,7 @@ from kubeplane.api.meta import NameRule
 
 __all__ = [
     "BUILTIN_RESOURCES",
+    "CREATE_ONLY_VERBS",
     "STANDARD_VERBS",
     "DuplicateResourceError",
     "ResourceInfo",
@@ -39,6 +40,8 @@ __all__ = [
 
 STANDARD_VERBS: Final = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 _STATUS_VERBS: Final = ("get", "patch", "update")
+CREATE_ONLY_VERBS: Final = ("create",)
+"""The verbs of kinds that are answered rather than stored (TokenReview, SelfSubjectReview, SubjectAccessReview)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -485,5 +488,24 @@ BUILTIN_RESOURCES: Final[tuple[ResourceInfo, ...]] = (
         namespaced=True,
         storage_prefix="events",
         short_names=("ev",),
+    ),
+    # Create-only reviews, answered and never stored (apiserver/reviews.py): no get, list, patch or watch.
+    ResourceInfo(
+        "authentication.k8s.io",
+        "v1",
+        "TokenReview",
+        "tokenreviews",
+        namespaced=False,
+        storage_prefix="tokenreviews",
+        verbs=CREATE_ONLY_VERBS,
+    ),
+    ResourceInfo(
+        "authentication.k8s.io",
+        "v1",
+        "SelfSubjectReview",
+        "selfsubjectreviews",
+        namespaced=False,
+        storage_prefix="selfsubjectreviews",
+        verbs=CREATE_ONLY_VERBS,
     ),
 )

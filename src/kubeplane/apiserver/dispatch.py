@@ -33,7 +33,7 @@ from kubeplane.api.meta import InvalidKeyError, check_key_segments
 from kubeplane.api.patch import json_merge_patch
 from kubeplane.api.resources import ResourceInfo
 
-from . import apply, errors, offload, subresources, tokenrequest
+from . import apply, errors, offload, reviews, subresources, tokenrequest
 from .deletion import DeleteOptions, delete_collection, delete_object
 from .listing import ListOptions, WatchOptions, list_objects, open_watch
 from .registry import Registry
@@ -103,6 +103,8 @@ class Call:
     field_manager_given: bool = False  # ?fieldManager= was sent (an apply requires it)
     force: bool = False  # ?force=true (apply only)
     created: bool = False  # set by an apply that created its object: the reply is a 201
+    user: Any = None  # tokens.UserInfo of the requester (SelfSubjectReview); None in-process
+    authenticator: reviews.TokenAuthenticator | None = None  # the server's token authentication (TokenReview)
 
     def not_allowed(self) -> errors.APIError:
         """405 naming the request as it was sent (HTTP) or would have been (local)."""
@@ -216,6 +218,10 @@ async def _watch(registry: Registry, call: Call) -> CacheWatcher:
 
 async def _create(registry: Registry, call: Call) -> Obj:
     body = call.body if call.checks is None else await offload.run(call.checks.check_body, call.resource, call.body)
+    if reviews.handles(call.resource):  # answered, not stored
+        return reviews.create_review(
+            call.resource, body, namespace=call.namespace, user=call.user, authenticator=call.authenticator
+        )
     return await registry.create(call.resource, call.namespace, body, dry_run=call.dry_run, manager=call.manager)
 
 

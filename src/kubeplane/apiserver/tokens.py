@@ -119,8 +119,10 @@ class TokenIssuer:
         signature = self.key.private.sign(f"{header}.{payload}".encode("ascii"), padding.PKCS1v15(), hashes.SHA256())
         return f"{header}.{payload}.{_b64(signature)}"
 
-    def verify(self, token: str, *, now: float) -> dict[str, Any]:
-        """The token's claims if this server issued it, its signature holds and it is valid at ``now``."""
+    def verify(self, token: str, *, now: float, audiences: Sequence[str] | None = None) -> dict[str, Any]:
+        """The token's claims if this server issued it, its signature holds, it is valid at ``now`` and names one
+        of ``audiences`` (default: the API audiences; a TokenReview's ``spec.audiences`` otherwise)."""
+        targets = tuple(audiences) if audiences else self.audiences
         parts = token.split(".")
         if len(parts) != 3:
             raise InvalidToken("not a JWT")
@@ -143,11 +145,11 @@ class TokenIssuer:
         except InvalidSignature:
             raise InvalidToken("token could not be verified") from None
         _check_times(claims, now)
-        audiences = claims.get("aud")
-        if isinstance(audiences, str):
-            audiences = [audiences]
-        if not isinstance(audiences, list) or not set(audiences) & set(self.audiences):
-            raise InvalidToken(f"token audiences {audiences!r} is invalid for the target audiences {self.audiences!r}")
+        aud = claims.get("aud")
+        if isinstance(aud, str):
+            aud = [aud]
+        if not isinstance(aud, list) or not set(aud) & set(targets):
+            raise InvalidToken(f"token audiences {aud!r} is invalid for the target audiences {targets!r}")
         return claims
 
 
@@ -226,11 +228,12 @@ def issuer_of(registry: Registry) -> TokenIssuer:
     return registry.token_issuer
 
 
-def authenticate(registry: Registry, token: str) -> UserInfo:
-    """The ServiceAccount user a bearer token authenticates (module docstring); :class:`InvalidToken` if none."""
+def authenticate(registry: Registry, token: str, *, audiences: Sequence[str] | None = None) -> UserInfo:
+    """The ServiceAccount user a bearer token authenticates (module docstring); :class:`InvalidToken` if none.
+    ``audiences``: the audiences the token must name one of (default: the API audiences)."""
     issuer = issuer_of(registry)
     now = registry.now()
-    claims = issuer.verify(token, now=now)
+    claims = issuer.verify(token, now=now, audiences=audiences)
     private = claims.get("kubernetes.io")
     if not isinstance(private, dict):
         raise InvalidToken("service account token claims are missing")

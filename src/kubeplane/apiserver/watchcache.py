@@ -44,6 +44,7 @@ from typing import Any
 
 import orjson
 
+from kubeplane.apiserver.http.gojson import escape_html
 from kubeplane.store.interface import Event as StoreEvent
 from kubeplane.store.interface import EventType, KeyValue, Store
 from kubeplane.store.keyindex import range_bounds
@@ -79,6 +80,9 @@ def encode(obj: Obj) -> bytes:
             meta["resourceVersion"] = rv
 
 
+_NEWLINE = orjson.OPT_APPEND_NEWLINE
+
+
 @dataclass(slots=True)
 class WatchEvent:
     """A decoded change: ``obj`` is the new state (for DELETED, the last state with the delete's revision).
@@ -98,16 +102,19 @@ class WatchEvent:
     _deleted: WatchEvent | None = field(default=None, repr=False)
 
     def frame(self) -> bytes:
-        """The watch line ``{"type":...,"object":...}\\n``, encoded once and shared by every watcher."""
+        """The watch line ``{"type":...,"object":...}\\n``, encoded once and shared by every watcher, with Go's
+        HTML-safe escaping as every other response (kube-apiserver's watch encoder is ``json.Encoder`` too)."""
         if self._frame is None:
-            self._frame = orjson.dumps({"type": self.type, "object": self.obj}) + b"\n"
+            self._frame = escape_html(orjson.dumps({"type": self.type, "object": self.obj}, option=_NEWLINE))
         return self._frame
 
     def presented_frame(self, present: Callable[[Obj], Obj]) -> bytes:
         """The watch line of the object as ``present`` shows it, encoded once. The only presentation besides the
         stored one is events.k8s.io/v1's view of a stored core Event, so one slot caches it."""
         if self._presented is None:
-            self._presented = orjson.dumps({"type": self.type, "object": present(self.obj)}) + b"\n"
+            self._presented = escape_html(
+                orjson.dumps({"type": self.type, "object": present(self.obj)}, option=_NEWLINE)
+            )
         return self._presented
 
     def as_added(self) -> WatchEvent:

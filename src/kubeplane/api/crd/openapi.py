@@ -15,9 +15,11 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kubeplane.api.openapi_docs import upstream_name
+
 from .resource import CustomResourceInfo
 
-__all__ = ["OBJECT_META", "add_custom_resources", "component_name"]
+__all__ = ["LIST_META", "OBJECT_META", "add_custom_resources", "component_name"]
 
 OBJECT_META = "V1ObjectMeta"
 LIST_META = "V1ListMeta"
@@ -56,7 +58,7 @@ def _object_schema(info: CustomResourceInfo) -> dict[str, Any]:
     props: dict[str, Any] = dict(schema.get("properties") or {})
     props["apiVersion"] = {"description": _API_VERSION_DOC, "type": "string"}
     props["kind"] = {"description": _KIND_DOC, "type": "string"}
-    props["metadata"] = {"allOf": [_ref(OBJECT_META)], "description": _METADATA_DOC}
+    props["metadata"] = {"allOf": [_ref(upstream_name(OBJECT_META))], "description": _METADATA_DOC}
     schema["properties"] = dict(sorted(props.items()))
     schema["x-kubernetes-group-version-kind"] = [{"group": info.group, "kind": info.kind, "version": info.version}]
     return schema
@@ -76,7 +78,7 @@ def _list_schema(info: CustomResourceInfo) -> dict[str, Any]:
                 "items": _ref(component_name(info)),
             },
             "kind": {"description": _KIND_DOC, "type": "string"},
-            "metadata": {"allOf": [_ref(LIST_META)], "description": _LIST_METADATA_DOC},
+            "metadata": {"allOf": [_ref(upstream_name(LIST_META))], "description": _LIST_METADATA_DOC},
         },
         "x-kubernetes-group-version-kind": [{"group": info.group, "kind": info.list_kind, "version": info.version}],
     }

@@ -21,11 +21,10 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl
 
-import orjson
 from prometheus_client import CollectorRegistry
 
 from kubeplane.api import typed as apityped
@@ -39,6 +38,7 @@ from kubeplane.apiserver import (
     fieldmanager,
     offload,
     params,
+    reviews,
     streaming,
     subresources,
     tokens,
@@ -103,6 +103,7 @@ class Request:
         "raw",
         "receive",
         "table_headers_sent",
+        "user",
     )
 
     def __init__(self, scope: Scope, receive: Receive, info: RequestInfo, query: dict[str, str]) -> None:
@@ -117,6 +118,7 @@ class Request:
         self.patch: Any = None  # a patch request's decoded body (quoted by a strategic merge patch's 422)
         self.table_headers_sent = False  # a Table watch sends column definitions with its first event only
         self.fields: negotiation.FieldValidation  # set from the query once the resource is known (400 after 404)
+        self.user: tokens.UserInfo | None = scope.get(_USER)  # who sent it (SelfSubjectReview answers this)
 
     async def body(self, limit: int) -> bytes:
         length = self.headers.get("content-length")
@@ -374,6 +376,11 @@ class APIServerApp:
                     log.debug("bearer token refused: %s", exc)
         raise errors.unauthorized()
 
+    def _review_authenticate(self, token: str, audiences: Sequence[str]) -> reviews.Authenticated | None:
+        """A TokenReview's authentication of ``token`` for ``audiences``: the admin tokens (audience-agnostic,
+        so they count for the API audiences only), then ServiceAccount JWTs."""
+        return reviews.authenticate_token(self.registry, self.tokens or {}, token, audiences)
+
     async def _discovery(self, request: Request, send: Send) -> None:
         parts = request.info.parts
         if request.method != "GET":
@@ -441,6 +448,8 @@ class APIServerApp:
             manager=fieldmanager.manager_name(query.get("fieldManager"), request.headers.get("user-agent", "")),
             field_manager_given=bool(query.get("fieldManager")),
             force=query.get("force") == "true",
+            user=request.user,
+            authenticator=self._review_authenticate,
         )
         as_table = negotiation.wants_table(request.headers.get("accept", ""))
         request.fields = fields = negotiation.FieldValidation.from_query(query)
@@ -573,7 +582,7 @@ class APIServerApp:
             if bookmark:
                 cache.sync()
                 if not watcher.pending:
-                    tail += orjson.dumps(bookmark_event(resource, cache.revision)) + b"\n"
+                    tail += gojson.encode(bookmark_event(resource, cache.revision))
             if tail:
                 await send({"type": "http.response.body", "body": tail, "more_body": True})
 
