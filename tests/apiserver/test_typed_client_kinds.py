@@ -76,8 +76,31 @@ MINIMAL: dict[tuple[str, str], dict[str, Any]] = {
         "regarding": {"kind": "Pod", "name": "p", "namespace": NS},
         "type": "Normal",
     },
+    ("discovery.k8s.io", "endpointslices"): {
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.0.0.1"]}],
+        "ports": [{"port": 80}],
+    },
+    ("apiextensions.k8s.io", "customresourcedefinitions"): {
+        "spec": {
+            "group": "example.com",
+            "names": {"plural": "typeds", "kind": "Typed"},
+            "scope": "Namespaced",
+            "versions": [
+                {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {"type": "object"}}}
+            ],
+        }
+    },
+    ("apiregistration.k8s.io", "apiservices"): {
+        "spec": {"group": "typed.example.com", "version": "v1", "groupPriorityMinimum": 100, "versionPriority": 10}
+    },
     ("authentication.k8s.io", "tokenreviews"): {"spec": {"token": "x"}},
     ("authentication.k8s.io", "selfsubjectreviews"): {},
+}
+# kinds whose name is fixed by their spec (a CRD's ``plural.group``, an APIService's ``version.group``)
+NAMES: dict[tuple[str, str], str] = {
+    ("apiextensions.k8s.io", "customresourcedefinitions"): "typeds.example.com",
+    ("apiregistration.k8s.io", "apiservices"): "v1.typed.example.com",
 }
 
 
@@ -132,7 +155,10 @@ def test_kind_parses_with_the_typed_client(server: Server, api_client: Any, reso
         created = getattr(api, f"create_{kind}")(body)
         assert isinstance(created, model)
         return
-    name = f"typed-{(resource.group or 'core').split('.')[0]}-{resource.plural}"  # events cohabit: one per group
+    name = (
+        NAMES.get((resource.group, resource.plural))
+        or f"typed-{(resource.group or 'core').split('.')[0]}-{resource.plural}"
+    )  # events cohabit: one per group
     _create(server, resource, name)
     scoped = "namespaced_" if resource.namespaced else ""
     args: tuple[str, ...] = (name, _namespace(resource)) if resource.namespaced else (name,)
