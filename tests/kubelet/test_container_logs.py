@@ -75,7 +75,8 @@ async def test_lifecycle_and_annotation_lines_with_tail_timestamps_and_limit(env
     assert (await get(env, "/containerLogs/default/web/app?tail=1"))[1] == "three\n"  # the old name
     assert (await get(env, "/containerLogs/default/web/app?tailLines=0"))[1] == ""
     stamped = (await get(env, "/containerLogs/default/web/app?timestamps=true&tailLines=1"))[1]
-    assert STAMP.match(stamped) and stamped.endswith(" three\n")
+    assert STAMP.match(stamped)
+    assert stamped.endswith(" three\n")
     assert (await get(env, "/containerLogs/default/web/app?limitBytes=5&tailLines=3"))[1] == "one\nt"  # mid-line
 
 
