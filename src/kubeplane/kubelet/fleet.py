@@ -210,6 +210,9 @@ class Fleet:
         self._tasks.clear()
         self.pod_tasks.clear()
         self.status.shut_down()
+        for rt in self.runtimes.values():
+            for c in rt.all_containers():
+                c.log.close()  # log followers end, so the kubelet API stops at once
         await self.kubelet_server.stop()
         await self.pod_informer.stop()
         await self.node_informer.stop()

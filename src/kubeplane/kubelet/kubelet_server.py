@@ -171,7 +171,8 @@ class KubeletServer:
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._container_logs)
         app.router.add_get("/metrics/resource", self._resource_metrics)
         app.router.add_get("/healthz", self._healthz)
-        self._runner = runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        # the fleet ends every log follower before stopping the server, so shutdown never waits on one
+        self._runner = runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5.0)
         await runner.setup()
         site = web.TCPSite(runner, host, port)
         await site.start()
