@@ -217,3 +217,16 @@ def test_official_python_client_reads_pod_logs(cluster: Cluster) -> None:
         assert json.loads(refused.value.body)["message"] == "container nope is not valid for pod pyread"
     finally:
         api.close()
+
+
+def test_log_requests_are_counted_as_connect(server: Server) -> None:
+    """Upstream ``LogREST.OverrideMetricsVerb``: a pods/log GET is counted with verb CONNECT."""
+    request(server, "GET", f"{PODS}/solo/log")
+    _, text = request(server, "GET", "/metrics")
+    counted = [
+        line
+        for line in text.splitlines()
+        if line.startswith("apiserver_request_total{") and 'subresource="log"' in line
+    ]
+    assert counted
+    assert all('verb="CONNECT"' in line for line in counted)

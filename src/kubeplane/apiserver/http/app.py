@@ -263,6 +263,8 @@ class APIServerApp:
                     if name.lower() == b"content-type":
                         content_type = value.decode("latin-1").split(";", 1)[0].strip().lower()
             verb = reported_verb(method, sc, watch=info.verb == "watch", content_type=content_type)
+            if verb == "GET" and info.subresource == "log" and info.group == "" and info.resource == "pods":
+                verb = "CONNECT"  # upstream LogREST.OverrideMetricsVerb
             group, version, resource, sub = info.group, info.version, info.resource, info.subresource
         else:
             path: str = scope["path"]
