@@ -29,6 +29,7 @@ reached exactly as for ``pods/log`` (:mod:`.kubelet_client`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -36,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubeplane.api.durations import format_duration
-from kubeplane.api.meta import format_time
+from kubeplane.api.meta import format_time, parse_time
 from kubeplane.api.quantity import Format, Quantity
 from kubeplane.api.resources import ResourceInfo
 
@@ -109,6 +110,18 @@ def parse_resource_metrics(body: str) -> Scrape:
         elif name == "container_start_time_seconds":
             scrape.start[key] = value
     return scrape
+
+
+def _started_bound(pod: Mapping[str, Any]) -> float:
+    """A second after the latest start of the pod's containers (``startedAt`` has whole seconds): a scrape from
+    before then may not show them."""
+    latest = 0.0
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        started = ((status.get("state") or {}).get("running") or {}).get("startedAt")
+        if started:
+            with contextlib.suppress(ValueError):
+                latest = max(latest, parse_time(started).timestamp() + 1.0)
+    return latest
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,9 +205,12 @@ class MetricsAPI:
         self._series: dict[str, NodeSeries] = {}
         self._inflight: dict[str, asyncio.Future[None]] = {}
 
-    async def _scrape(self, node: str) -> NodeSeries | None:
+    async def _scrape(self, node: str, fresh_after: float = 0.0) -> NodeSeries | None:
+        """The node's series, scraped again unless its last scrape is recent and not older than ``fresh_after``
+        (unix s: a container the request is about started then, so an older scrape cannot show it)."""
         series = self._series.get(node)
-        if series is not None and self._clock() - series.monotonic < MIN_SCRAPE_INTERVAL:
+        recent = series is not None and self._clock() - series.monotonic < MIN_SCRAPE_INTERVAL
+        if series is not None and recent and series.last is not None and series.last.at >= fresh_after:
             return series
         pending = self._inflight.get(node)
         if pending is None:  # one scrape per node at a time; concurrent requests share it
@@ -295,7 +311,7 @@ class MetricsAPI:
             raise errors.not_found("", "pod", name)
         node = (pod.get("spec") or {}).get("nodeName")
         if node:
-            await self._scrape(str(node))
+            await self._scrape(str(node), _started_bound(pod))
         doc = self._pod_doc(pod)
         if doc is None:
             raise errors.not_found(GROUP, "podmetrics", f"{namespace}/{name}")
@@ -303,7 +319,11 @@ class MetricsAPI:
 
     async def list_pods(self, namespace: str | None, options: ListOptions) -> dict[str, Any]:
         pods = await list_objects(self._registry, self._registry.resource("", "pods"), namespace, options)
-        await self._scrape_all({str(n) for p in pods["items"] if (n := (p.get("spec") or {}).get("nodeName"))})
+        bounds: dict[str, float] = {}
+        for p in pods["items"]:
+            if node := (p.get("spec") or {}).get("nodeName"):
+                bounds[str(node)] = max(bounds.get(str(node), 0.0), _started_bound(p))
+        await asyncio.gather(*(self._scrape(n, bound) for n, bound in sorted(bounds.items())))
         items = [doc for p in pods["items"] if (doc := self._pod_doc(p)) is not None]
         return {"kind": "PodMetricsList", "apiVersion": f"{GROUP}/{VERSION}", "metadata": {}, "items": items}
 
