@@ -14,7 +14,8 @@ apiserver's ``LocationStreamer`` and ``GenericHttpResponseChecker``), in this or
 4. a pod without a node: no location, an empty 204 (``StreamObject`` with a nil stream);
 5. the node's kubelet (:mod:`.kubelet_client`): ``/containerLogs/NS/NAME/CONTAINER`` with ``follow``,
    ``previous``, ``timestamps``, ``sinceSeconds``, ``sinceTime`` (RFC3339), ``tailLines``, ``limitBytes``;
-   ``insecureSkipTLSVerifyBackend`` is accepted and changes nothing (no TLS to the simulated kubelet);
+   ``insecureSkipTLSVerifyBackend`` is accepted and changes nothing (no TLS to the simulated kubelet); ``stream``
+   is ignored, as upstream with its ``PodLogsQuerySplitStreams`` gate off (alpha, off by default);
 6. the kubelet's answer: 200 streams as ``text/plain`` (flushed as it comes with ``follow``) until the kubelet
    ends it or the client leaves; otherwise ``GenericHttpResponseChecker``: 400 -- BadRequest with the kubelet's
    text (``container "app" in pod "web" is waiting to start: ContainerCreating``), 500 -- ``Internal error
