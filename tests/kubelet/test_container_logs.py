@@ -189,3 +189,23 @@ def test_go_float_is_strconv_g_shortest(value: float, text: str) -> None:
 def test_timestamps_are_rfc3339nano_fixed() -> None:
     assert container_logs.format_timestamp(1_800_000_000_000_000_000) == "2027-01-15T08:00:00.000000000Z"
     assert container_logs.format_timestamp(1_800_000_000_120_000_000) == "2027-01-15T08:00:00.120000000Z"
+
+
+async def test_a_follower_that_leaves_is_dropped(env: Env) -> None:
+    await running(env, "quiet", annotations=LOG)
+    port = env.fleet.kubelet_server.port
+    rt = next(r for r in env.fleet.runtimes.values() if r.name == "quiet")
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(
+            f"http://127.0.0.1:{port}/containerLogs/default/quiet/app?follow=true",
+            headers={"Host": f"n1:{port}"},
+        ) as response,
+    ):
+        await asyncio.wait_for(response.content.readline(), 5)
+        assert rt.containers[0].log._waiters  # the handler waits for the next line
+    for _ in range(100):  # the reader left: aiohttp cancels the handler, its waiter goes
+        if not rt.containers[0].log._waiters:
+            break
+        await asyncio.sleep(0.01)
+    assert not rt.containers[0].log._waiters

@@ -26,6 +26,7 @@ Invariant: an instance once finished never gets another line; followers are woke
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -141,7 +142,12 @@ class ContainerLog:
         """Wait for the next append, finish or new instance."""
         waiter = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
-        await waiter
+        try:
+            await waiter
+        finally:
+            if not waiter.done() or waiter.cancelled():  # a follower cancelled while waiting leaves no trace
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
 
 
 @dataclass(frozen=True, slots=True)

@@ -172,7 +172,10 @@ class KubeletServer:
         app.router.add_get("/metrics/resource", self._resource_metrics)
         app.router.add_get("/healthz", self._healthz)
         # the fleet ends every log follower before stopping the server, so shutdown never waits on one
-        self._runner = runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5.0)
+        # a follower whose reader left is cancelled at once (it may otherwise wait for a line that never comes)
+        self._runner = runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, shutdown_timeout=5.0, handler_cancellation=True
+        )
         await runner.setup()
         site = web.TCPSite(runner, host, port)
         await site.start()
