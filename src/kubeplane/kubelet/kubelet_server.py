@@ -37,8 +37,6 @@ from kubeplane.client.clock import Clock
 from . import container_logs, resource_metrics
 from .runtime import ContainerRuntime, PodRuntime
 
-TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
-FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 DECODE_ERROR = '{"message": "Unable to decode query."}'
 INVALID = '{"message": "Invalid request."}'
 
@@ -48,12 +46,8 @@ class QueryError(ValueError):
 
 
 def _bool(value: str) -> bool:
-    """Go's ``strconv.ParseBool`` (the query parameter codec's conversion)."""
-    if value in TRUE:
-        return True
-    if value in FALSE:
-        return False
-    raise QueryError(value)
+    """The parameter codec's ``Convert_Slice_string_To_bool``: false only for ``0`` or any case of ``false``."""
+    return not (value == "0" or value.lower() == "false")
 
 
 def _int(value: str) -> int:
