@@ -24,6 +24,7 @@ def test_every_bench_is_covered() -> None:
         "informer_bench.py",
         "jsondepth_bench.py",
         "kubelet_bench.py",
+        "pod_logs_bench.py",
         "sa_token_bench.py",
         "sim_bench.py",
         "ssa_bench.py",

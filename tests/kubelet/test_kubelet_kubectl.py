@@ -223,6 +223,10 @@ def test_kubelet_command_runs_a_fleet_against_an_api_server(tmp_path: Path) -> N
         kubectl("run", "solo", "--image=nginx", "--overrides", '{"spec": {"nodeName": "sim-2"}}')
         eventually(lambda: kubectl("get", "pod", "solo", "-o", "jsonpath={.status.phase}") == "Running", "Running")
         assert kubectl("get", "pod", "solo", "-o", "jsonpath={.status.podIP}").startswith("10.244.1.")
+        # issue 23: over HTTP too, the API server reaches this fleet's kubelet API for logs and metrics
+        assert kubectl("logs", "solo").startswith("kubeplane: started container solo (image nginx)")
+        assert [row.split()[0] for row in kubectl("top", "nodes", "-l", "pool=sim", "--no-headers").splitlines()] == [
+            "sim-1", "sim-2", "sim-3"]  # fmt: skip
     finally:
         os.kill(fleet.pid, signal.SIGTERM)
         assert fleet.wait(timeout=20) == 0, (tmp_path / "kubelet.log").read_text()[-2000:]

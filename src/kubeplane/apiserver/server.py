@@ -199,6 +199,7 @@ class _Server:
             async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
                 guard.stop()
                 await super().shutdown(sockets)
+                await app.close_kubelet_client()
 
         self.server = Server(config)
         self.sock = sock

@@ -41,7 +41,7 @@ def fleet_options(*, pull_delay: float | None = None, shutdown_delay: str | None
     from kubeplane.api.durations import parse_duration
     from kubeplane.kubelet.fleet import FleetOptions
 
-    options = FleetOptions()
+    options = FleetOptions(kubelet_api=True)  # kubectl logs / top reach the fleet's kubelet API
     if pull_delay is not None:
         if pull_delay < 0:
             raise CLIError(f"--pull-delay must not be negative, not {pull_delay}")

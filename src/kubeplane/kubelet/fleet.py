@@ -60,6 +60,7 @@ from kubeplane.client.interface import Client
 from .config import NodeSpec
 from .device_manager import DeviceManager
 from .eviction_manager import EvictionManager
+from .kubelet_server import KubeletServer
 from .mirror_pods import MirrorPods
 from .node_status import NodeStatus
 from .pod_workers import PodWorkers
@@ -141,6 +142,9 @@ class Fleet:
             status=self.status,
             pods_on_node=functools.partial(self.pod_informer.indexer.by_index, "spec.nodeName"),
         )
+        self.kubelet_server = KubeletServer(
+            clock=self.clock, nodes=lambda: self.nodes, find_pod=self.find_pod, node_pods=self._running_on
+        )
         self._started = self._stopped = False
         self.on_registered: Callable[[int, int], None] | None = None
         """Called with (registered, total) as nodes register during :meth:`start` (progress displays)."""
@@ -155,6 +159,8 @@ class Fleet:
         self.pod_informer.add_event_handler(
             on_add=self._on_pod, on_update=self._on_pod_update, on_delete=self._on_pod_deleted
         )
+        if self.options.kubelet_api:  # before registering: the nodes advertise its port
+            self.node_status.kubelet_port = await self.kubelet_server.start(port=self.options.kubelet_api_port)
         await self.node_status.register_all(self.nodes.values(), on_registered=self.on_registered)
         self.node_informer.start()
         await self.node_informer.wait_for_sync()
@@ -204,6 +210,10 @@ class Fleet:
         self._tasks.clear()
         self.pod_tasks.clear()
         self.status.shut_down()
+        for rt in self.runtimes.values():
+            for c in rt.all_containers():
+                c.log.close()  # log followers end, so the kubelet API stops at once
+        await self.kubelet_server.stop()
         await self.pod_informer.stop()
         await self.node_informer.stop()
         for sim in self.nodes.values():
@@ -347,6 +357,8 @@ class Fleet:
         rt = self.runtimes.pop(uid, None)
         self.pod_tasks.cancel(uid)
         if rt is not None:
+            for c in rt.all_containers():
+                c.log.close()  # followers of its logs stop
             sim = self.nodes.get(rt.node)
             if sim is not None:
                 sim.release(rt)
@@ -354,6 +366,21 @@ class Fleet:
                     del sim.static_runtimes[rt.static_hash]
 
     # --- introspection (tests, benchmarks) ---------------------------------------------------------------------
+
+    def find_pod(self, node: str, namespace: str, name: str) -> PodRuntime | None:
+        """The pod ``namespace/name`` as ``node``'s kubelet knows it (upstream ``GetPodByName``): a running one
+        before a finished one of the same name."""
+        found = None
+        for rt in self.runtimes.values():
+            if rt.node == node and rt.name == name and rt.namespace == namespace:
+                if not rt.terminal:
+                    return rt
+                found = rt
+        return found
+
+    def _running_on(self, node: str) -> list[PodRuntime]:
+        sim = self.nodes.get(node)
+        return [] if sim is None else list(sim.pods.values())
 
     def pods_on(self, node: str) -> Iterable[PodRuntime]:
         return list(self.nodes[node].pods.values())

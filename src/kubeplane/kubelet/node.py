@@ -68,8 +68,9 @@ def condition(type_: str, status: bool, heartbeat: str, transition: str) -> Obj:
     }
 
 
-def registration_node(spec: NodeSpec, now: float, images: list[Obj]) -> Obj:
-    """The Node a kubelet creates when it registers (``initialNode`` plus the first status)."""
+def registration_node(spec: NodeSpec, now: float, images: list[Obj], *, kubelet_port: int = KUBELET_PORT) -> Obj:
+    """The Node a kubelet creates when it registers (``initialNode`` plus the first status); ``kubelet_port``
+    is where its kubelet API answers (the fleet's endpoint, :mod:`~kubeplane.kubelet.kubelet_server`)."""
     stamp = format_time(now)
     return {
         "apiVersion": "v1",
@@ -93,7 +94,7 @@ def registration_node(spec: NodeSpec, now: float, images: list[Obj]) -> Obj:
             "allocatable": dict(spec.allocatable),
             "conditions": [condition(t, t == "Ready", stamp, stamp) for t in CONDITION_ORDER],
             "addresses": [{"type": "InternalIP", "address": spec.address}, {"type": "Hostname", "address": spec.name}],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": KUBELET_PORT}},
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
             "nodeInfo": node_info(spec),
             "images": images[:MAX_IMAGES],
         },

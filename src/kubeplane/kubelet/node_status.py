@@ -29,7 +29,15 @@ from kubeplane.client.clock import Clock
 from kubeplane.client.errors import AlreadyExistsError, ConflictError, NotFoundError
 from kubeplane.client.interface import Client, PatchType
 
-from .node import CONDITION_ORDER, NODE_LEASE_NAMESPACE, condition, node_info, node_lease, registration_node
+from .node import (
+    CONDITION_ORDER,
+    KUBELET_PORT,
+    NODE_LEASE_NAMESPACE,
+    condition,
+    node_info,
+    node_lease,
+    registration_node,
+)
 from .state import FleetOptions, NodeEvents, Obj, SimNode
 
 log = logging.getLogger("kubeplane.kubelet.fleet")
@@ -44,6 +52,9 @@ class NodeStatus:
         self._client, self._clock, self._options, self._events = client, clock, options, events
         self._nodes_res = client.resource("nodes")
         self._leases_res = client.resource("leases")
+        self.kubelet_port = KUBELET_PORT
+        """What every node advertises in ``daemonEndpoints.kubeletEndpoint.Port`` (the fleet's endpoint when it
+        serves one)."""
 
     async def register_all(
         self, sims: Iterable[SimNode], *, on_registered: Callable[[int, int], None] | None = None
@@ -69,7 +80,8 @@ class NodeStatus:
         while True:
             try:
                 created = await self._client.create(
-                    self._nodes_res, registration_node(sim.spec, self._clock.now(), sim.image_list())
+                    self._nodes_res,
+                    registration_node(sim.spec, self._clock.now(), sim.image_list(), kubelet_port=self.kubelet_port),
                 )
                 sim.node, sim.uid = created, uid_of(created)
                 sim.full_report_due = False
@@ -152,7 +164,7 @@ class NodeStatus:
                     {"type": "InternalIP", "address": sim.spec.address},
                     {"type": "Hostname", "address": sim.name},
                 ],
-                daemonEndpoints={"kubeletEndpoint": {"Port": 10250}},
+                daemonEndpoints={"kubeletEndpoint": {"Port": self.kubelet_port}},
             )
         sim.node = await self._client.patch(
             self._nodes_res, sim.name, {"status": status}, patch_type=PatchType.STRATEGIC, subresource="status"

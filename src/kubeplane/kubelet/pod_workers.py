@@ -23,15 +23,18 @@ is on the injected clock.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from kubeplane.api.durations import format_duration
+from kubeplane.api.meta import parse_time
 from kubeplane.api.views import PodView, spec_of
 from kubeplane.client.clock import Clock
 
-from . import admission, termination
+from . import admission, container_logs, termination
 from .device_manager import DeviceManager
 from .node import registration_node
 from .runtime import ContainerRuntime, PodRuntime, normalize_image
@@ -129,7 +132,19 @@ class PodWorkers:
             await self._start_container(sim, rt, c, containers[c.name], "containers")
         rt.phase = "Running"
         self._status.mark_dirty(rt)
-        duration = annotation(pod, DURATION_ANNOTATION)
+        every = container_logs.log_every(pod)
+        if every is None:
+            await self._run(sim, rt, containers)
+            return
+        ticker = asyncio.ensure_future(self._repeat_logs(rt, every))
+        try:
+            await self._run(sim, rt, containers)
+            await ticker  # a pod that runs until deleted keeps printing until its task is cancelled
+        finally:
+            ticker.cancel()
+
+    async def _run(self, sim: SimNode, rt: PodRuntime, containers: Mapping[str, Mapping[str, Any]]) -> None:
+        duration = annotation(rt.pod, DURATION_ANNOTATION)
         if duration is None:
             return
         run_for = seconds(duration)
@@ -137,6 +152,17 @@ class PodWorkers:
             log.warning("pod %s: ignoring bad %s %r", rt.key, DURATION_ANNOTATION, duration)
             return
         await self._run_to_completion(sim, rt, run_for, containers)
+
+    async def _repeat_logs(self, rt: PodRuntime, every: float) -> None:
+        """``sim.kubeplane.io/log-every``: each running container prints its lines again every ``every`` s
+        (a container that is not running at a tick skips it), until the pod is terminal."""
+        while not rt.terminal:
+            await self._clock.sleep(every)
+            now = self._clock.now()
+            for c in rt.all_containers():
+                lines = container_logs.pod_lines(rt.pod, c.name)
+                if c.running and lines is not None:
+                    c.log.write(c.restart_count, now, lines)
 
     async def _start_container(
         self, sim: SimNode, rt: PodRuntime, c: ContainerRuntime, container: Mapping[str, Any], kind: str
@@ -162,6 +188,9 @@ class PodWorkers:
         self._events.pod(sim, pod, "Normal", "Created", f"Created container: {c.name}", path)
         await delay(self._clock, self._options.start_delay)
         c.start(rt.uid, self._clock.now())
+        lines = container_logs.pod_lines(pod, c.name)
+        if lines is not None:
+            c.log.write(c.restart_count, self._clock.now(), lines)
         self._events.pod(sim, pod, "Normal", "Started", f"Started container {c.name}", path)
 
     def _pull(self, sim: SimNode, image: str) -> int:
@@ -234,6 +263,11 @@ class PodWorkers:
             c.restart_count = int(found.get("restartCount") or 0)
             c.container_id = found.get("containerID") or ""
             c.started = bool(found.get("started"))
+            if c.running:
+                with contextlib.suppress(ValueError):
+                    c.started_at = parse_time(c.state["running"].get("startedAt") or "").timestamp()
+            if c.running:  # what it printed before the fleet restarted is lost; new lines go to a fresh run
+                c.log.open(c.restart_count)
         for cond in status.get("conditions") or []:
             if cond.get("type") and cond.get("lastTransitionTime"):
                 rt.transitions[cond["type"]] = (cond.get("status", ""), cond["lastTransitionTime"])
@@ -267,6 +301,7 @@ class PodWorkers:
             for c in running:
                 path = f"spec.{'initContainers' if c.init else 'containers'}{{{c.name}}}"
                 self._events.pod(sim, pod, "Normal", "Killing", f"Stopping container {c.name}", path)
+                c.log.write(c.restart_count, self._clock.now(), container_logs.sigterm_line(c.name))
             stops = self._stops(sim, rt, running)
             started = self._clock.monotonic()
             times = sorted({s.at for s in stops.values()})

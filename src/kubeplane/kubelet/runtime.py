@@ -30,6 +30,8 @@ from kubeplane.api.meta import format_time
 from kubeplane.api.pods import is_restartable_init_container
 from kubeplane.api.views import TERMINAL_PHASES, PodView
 
+from .container_logs import ContainerLog, exited_line, started_line
+
 Obj = dict[str, Any]
 
 KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready")
@@ -69,6 +71,11 @@ class ContainerRuntime:
     container_id: str = ""
     started: bool = False
     exit_code: int | None = None
+    started_at: float = 0.0
+    """Unix time of the current run's start (the resource metrics' container_start_time_seconds)."""
+    log: ContainerLog = field(default_factory=ContainerLog)
+    """What the container printed, per run (:mod:`~kubeplane.kubelet.container_logs`): each start opens a run,
+    each exit ends it."""
 
     @property
     def running(self) -> bool:
@@ -90,7 +97,10 @@ class ContainerRuntime:
         )
         self.state = {"running": {"startedAt": format_time(now)}}
         self.started = True
+        self.started_at = now
         self.exit_code = None
+        self.log.open(self.restart_count)
+        self.log.write(self.restart_count, now, started_line(self.name, self.image))
 
     def terminate(self, exit_code: int, now: float, reason: str | None = None) -> None:
         started = self.state.get("running", {}).get("startedAt")
@@ -103,6 +113,8 @@ class ContainerRuntime:
         self.state = {"terminated": terminated}
         self.started = False
         self.exit_code = exit_code
+        self.log.write(self.restart_count, now, exited_line(self.name, exit_code))
+        self.log.finish(self.restart_count)
 
     def wait_restart(self, reason: str, message: str) -> None:
         """After an exit that will be restarted: the exit becomes ``lastState``, the container waits."""

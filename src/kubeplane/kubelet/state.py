@@ -69,6 +69,11 @@ class FleetOptions:
     pulled_image_size: int = 100 * 2**20
     status_workers: int = 16
     register_concurrency: int = 16
+    kubelet_api: bool = False
+    """Serve the kubelet API (container logs, resource metrics) on one loopback port for the whole fleet
+    (:mod:`~kubeplane.kubelet.kubelet_server`); ``kubeplane up`` and ``kubeplane kubelet`` turn it on."""
+    kubelet_api_port: int = 0
+    """Its port (0: a free one); every node advertises it in ``daemonEndpoints``."""
 
 
 def seconds(text: str) -> float | None:

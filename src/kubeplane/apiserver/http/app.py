@@ -36,8 +36,10 @@ from kubeplane.apiserver import (
     dispatch,
     errors,
     fieldmanager,
+    metrics_api,
     offload,
     params,
+    pod_logs,
     reviews,
     streaming,
     subresources,
@@ -47,6 +49,7 @@ from kubeplane.apiserver.deletion import DeleteOptions
 from kubeplane.apiserver.dispatch import Call
 from kubeplane.apiserver.dryrun import OPTIONS_KIND, dry_run
 from kubeplane.apiserver.errors import APIError
+from kubeplane.apiserver.kubelet_client import KubeletClient
 from kubeplane.apiserver.listing import ListOptions, WatchOptions, bookmark_event
 from kubeplane.apiserver.registry import Registry
 from kubeplane.apiserver.watchcache import WATCHER_BUDGET, CacheWatcher, Obj, WatchEvent
@@ -189,9 +192,12 @@ class APIServerApp:
         self.tokens = tokens
         self.max_body = max_body
         self.bookmark_interval = bookmark_interval
-        self._discovery_doc = Discovery(registry.table)
+        self._discovery_doc = Discovery(registry.table, extra=metrics_api.RESOURCES)
         self._openapi_docs = negotiation.OpenAPIDocuments(registry.table)
         self._documents_generation = registry.table.generation
+        self.kubelets = KubeletClient(registry)
+        self.metrics_api = metrics_api.MetricsAPI(registry, self.kubelets)
+        self._log_stops: set[asyncio.Event] = set()  # one per pods/log stream being copied
         self.rng = rng or random.Random()
         self.watchers: set[CacheWatcher] = set()
         self.metrics = APIServerMetrics.for_registry(metrics_registry)
@@ -200,7 +206,7 @@ class APIServerApp:
         """Rebuild discovery and OpenAPI when the table changed (CRDs register and remove resources at runtime)."""
         if self._documents_generation != self.registry.table.generation:
             self._documents_generation = self.registry.table.generation
-            self._discovery_doc = Discovery(self.registry.table)
+            self._discovery_doc = Discovery(self.registry.table, extra=metrics_api.RESOURCES)
             self._openapi_docs = negotiation.OpenAPIDocuments(self.registry.table)
 
     @property
@@ -279,6 +285,8 @@ class APIServerApp:
                     if name.lower() == b"content-type":
                         content_type = value.decode("latin-1").split(";", 1)[0].strip().lower()
             verb = reported_verb(method, sc, watch=info.verb == "watch", content_type=content_type)
+            if verb == "GET" and info.subresource == "log" and info.group == "" and info.resource == "pods":
+                verb = "CONNECT"  # upstream LogREST.OverrideMetricsVerb
             group, version, resource, sub = info.group, info.version, info.resource, info.subresource
         else:
             path: str = scope["path"]
@@ -316,8 +324,14 @@ class APIServerApp:
         return gojson.encode(doc)
 
     def close_watches(self) -> None:
+        """Shutting down: every watch and every followed log ends."""
         for watcher in list(self.watchers):
             watcher.close()
+        for stop in list(self._log_stops):
+            stop.set()
+
+    async def close_kubelet_client(self) -> None:
+        await self.kubelets.close()
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         path: str = scope["path"]
@@ -352,7 +366,65 @@ class APIServerApp:
         if not info.is_resource:
             await self._discovery(request, send)
             return
+        if info.group == metrics_api.GROUP:
+            await self._metrics_api(request, send)
+            return
         await self._resource(request, send)
+
+    async def _metrics_api(self, request: Request, send: Send) -> None:
+        """``metrics.k8s.io`` (:mod:`kubeplane.apiserver.metrics_api`): get and list only, as metrics-server."""
+        info = request.info
+        resource = next(
+            (r for r in metrics_api.RESOURCES if r.version == info.version and r.plural == info.resource), None
+        )
+        if resource is None:
+            raise errors.no_such_path()
+        dispatch.check_scope(resource, verb=info.verb, namespace=info.namespace, subresource=info.subresource)
+        if info.verb == "watch":
+            raise errors.APIError(
+                code=405,
+                reason="MethodNotAllowed",
+                details={"group": resource.group, "kind": resource.plural},
+                message=f'watch is not supported on resources of kind "{resource.plural}.{resource.group}"',
+            )
+        if info.verb not in ("get", "list"):
+            raise errors.method_not_allowed(request.method, info.path)
+        doc = await self.metrics_api.handle(info.resource, info.namespace, info.name, request.query)
+        await _send_json(send, 200, doc)
+
+    async def _pod_log(self, request: Request, send: Send) -> None:
+        """``pods/log`` (:mod:`kubeplane.apiserver.pod_logs`): the kubelet's answer copied as it comes."""
+        info = request.info
+        assert info.namespace is not None
+        stream = await pod_logs.open_log(self.registry, self.kubelets, info.namespace, info.name, request.query)
+        if stream is None:
+            await send({"type": "http.response.start", "status": 204, "headers": []})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+        stop = asyncio.Event()
+        self._log_stops.add(stop)
+        disconnected = asyncio.ensure_future(_wait_disconnect(request.receive))
+
+        async def stopped() -> None:
+            halt = asyncio.ensure_future(stop.wait())
+            try:
+                await asyncio.wait({disconnected, halt}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                halt.cancel()
+
+        async def write(chunk: bytes) -> None:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+
+        try:
+            headers = [(b"content-type", b"text/plain"), (b"cache-control", b"no-cache, private")]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await stream.pump(write, stopped)
+            if not disconnected.done():
+                with contextlib.suppress(OSError):
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            disconnected.cancel()
+            self._log_stops.discard(stop)
 
     def _authenticate(self, scope: Scope) -> None:
         """The admin token file's tokens, else a ServiceAccount JWT (:mod:`kubeplane.apiserver.tokens`); the user
@@ -429,6 +501,9 @@ class APIServerApp:
         for the order of checks): the body and options from the wire, the reply onto it."""
         info, query = request.info, request.query
         resource = self._resource_info(info)
+        if info.subresource == "log" and resource.kind == "Pod" and info.name and request.method == "GET":
+            await self._pod_log(request, send)
+            return
         if streaming.is_connect(resource, info.subresource) and info.name and request.method in ("GET", "POST"):
             upgrade = "upgrade" in request.headers  # SPDY, and a WebSocket's handshake (see _websocket)
             await streaming.connect(

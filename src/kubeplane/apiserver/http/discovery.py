@@ -6,6 +6,7 @@ as=APIGroupDiscoveryList``) that kubectl and client-go prefer.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -55,9 +56,10 @@ def wants_aggregated(accept: str) -> bool:
 
 
 class Discovery:
-    def __init__(self, table: ResourceTable) -> None:
+    def __init__(self, table: ResourceTable, *, extra: Iterable[ResourceInfo] = ()) -> None:
+        """``extra``: resources served outside the table (``metrics.k8s.io``), listed as the table's are."""
         by_gv: dict[tuple[str, str], list[ResourceInfo]] = defaultdict(list)
-        for info in table:
+        for info in [*table, *extra]:
             by_gv[(info.group, info.version)].append(info)
         self._by_gv = dict(by_gv)
         self.groups = sorted({g for g, _ in by_gv if g})
