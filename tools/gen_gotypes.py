@@ -38,6 +38,7 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -328,22 +329,30 @@ def render(doc: dict[str, object]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+def generator_main(description: str, out: Path, generate: Callable[[Path, Path, str], str], tool: str) -> int:
+    """The command line every generator over the k8s.io/api and apimachinery sources shares: ``--api``,
+    ``--apimachinery``, ``--tag``, and ``--check`` (exit 1 when the committed ``out`` differs)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--api", type=Path, required=True, help="git repository of k8s.io/api")
     parser.add_argument("--apimachinery", type=Path, required=True, help="git repository of k8s.io/apimachinery")
     parser.add_argument("--tag", default="HEAD", help="commit or tag of both repositories (default: HEAD)")
     parser.add_argument("--check", action="store_true", help="fail if the committed file differs")
     args = parser.parse_args()
-    text = render(build(args.api, args.apimachinery, args.tag))
+    text = generate(args.api, args.apimachinery, args.tag)
     if args.check:
-        if OUT.read_text() != text:
-            print(f"{OUT} is out of date: run tools/gen_gotypes.py", file=sys.stderr)
+        if out.read_text() != text:
+            print(f"{out} is out of date: run {tool}", file=sys.stderr)
             return 1
         return 0
-    OUT.write_text(text)
-    print(f"wrote {OUT}")
+    out.write_text(text)
+    print(f"wrote {out}")
     return 0
+
+
+def main() -> int:
+    return generator_main(
+        __doc__.split("\n", 1)[0], OUT, lambda api, mach, tag: render(build(api, mach, tag)), "tools/gen_gotypes.py"
+    )
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ Usage: ``.venv/bin/python tools/gen_smd_types.py --api /work/.mirror/kubernetes+
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -42,6 +41,7 @@ from gen_gotypes import (
     REFERENCED_PACKAGES,
     _commit,
     _imports,
+    generator_main,
     git_ls,
     git_show,
     resolve,
@@ -156,21 +156,9 @@ def render(doc: dict[str, object]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--api", type=Path, required=True, help="git repository of k8s.io/api")
-    parser.add_argument("--apimachinery", type=Path, required=True, help="git repository of k8s.io/apimachinery")
-    parser.add_argument("--tag", default="HEAD", help="commit or tag of both repositories (default: HEAD)")
-    parser.add_argument("--check", action="store_true", help="fail if the committed file differs")
-    args = parser.parse_args()
-    text = render(build(args.api, args.apimachinery, args.tag))
-    if args.check:
-        if OUT.read_text() != text:
-            print(f"{OUT} is out of date: run tools/gen_smd_types.py", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text)
-    print(f"wrote {OUT}")
-    return 0
+    return generator_main(
+        __doc__.split("\n", 1)[0], OUT, lambda api, mach, tag: render(build(api, mach, tag)), "tools/gen_smd_types.py"
+    )
 
 
 if __name__ == "__main__":

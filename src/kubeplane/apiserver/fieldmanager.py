@@ -39,24 +39,23 @@ Obj = dict[str, Any]
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 MAX_UPDATE_MANAGERS = 10
 ANCIENT = "ancient-changes"
+_STRIPPED_METADATA = (
+    "name",
+    "namespace",
+    "creationTimestamp",
+    "selfLink",
+    "uid",
+    "clusterName",
+    "generation",
+    "managedFields",
+    "resourceVersion",
+)
+"""The metadata fields no manager owns (upstream ``stripmeta.go``'s ``NewStripMetaManager``)."""
 _STRIP = Set.of(
     (("f", "apiVersion"),),
     (("f", "kind"),),
     (("f", "metadata"),),
-    *(
-        (("f", "metadata"), ("f", name))
-        for name in (
-            "name",
-            "namespace",
-            "creationTimestamp",
-            "selfLink",
-            "uid",
-            "clusterName",
-            "generation",
-            "managedFields",
-            "resourceVersion",
-        )
-    ),
+    *((("f", "metadata"), ("f", name)) for name in _STRIPPED_METADATA),
 )
 
 
@@ -141,25 +140,7 @@ def _entry_order(entry: Obj) -> tuple[str, ...]:
     )
 
 
-_STRIP_META_KEYS = frozenset(
-    {
-        ".",
-        *(
-            "f:" + name
-            for name in (
-                "name",
-                "namespace",
-                "creationTimestamp",
-                "selfLink",
-                "uid",
-                "clusterName",
-                "generation",
-                "managedFields",
-                "resourceVersion",
-            )
-        ),
-    }
-)
+_STRIP_META_KEYS = frozenset({".", *("f:" + name for name in _STRIPPED_METADATA)})
 """The ``metadata`` part of :data:`_STRIP` as FieldsV1 keys."""
 
 

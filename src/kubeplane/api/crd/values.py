@@ -31,29 +31,11 @@ from kubeplane.api.validation.field import (
     too_many,
     type_invalid,
 )
+from kubeplane.api.validation.reader import json_type
 
 Schema = Mapping[str, Any]
 
 __all__ = ["go_value", "json_type", "validate_value"]
-
-
-def json_type(value: object) -> str:
-    """kube-openapi's name for a value's JSON type (``schemaInfoForType``)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    return "unknown"
 
 
 def go_value(value: float) -> str:

@@ -53,6 +53,7 @@ __all__ = [
     "Dialect",
     "Reader",
     "finish",
+    "json_type",
     "parse_quantity",
     "type_error",
 ]
@@ -80,7 +81,9 @@ CORE_V1: Final = Dialect(shows_json_type=True, int_bits=None)
 NAMED_GROUPS: Final = Dialect(shows_json_type=False, int_bits=32)
 
 
-def _json_type(value: object) -> str:
+def json_type(value: object) -> str:
+    """The JSON type name of a decoded value, as kube-openapi's ``schemaInfoForType`` and apimachinery's
+    validation messages name it (``integer``, ``number``, ``object``...)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -98,7 +101,7 @@ def _json_type(value: object) -> str:
 
 def type_error(path: Path | None, value: object, expected: str, *, dialect: Dialect) -> Error:
     """``Invalid value: <value or its JSON type>: must be of type <expected>`` (a TypeInvalid error)."""
-    shown = _json_type(value) if dialect.shows_json_type else value
+    shown = json_type(value) if dialect.shows_json_type else value
     return field.type_invalid(path, shown, detail=f"must be of type {expected}")
 
 
