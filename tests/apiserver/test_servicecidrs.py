@@ -38,7 +38,8 @@ def _msgs(errs: list[Any]) -> list[str]:
 def test_the_allocator_and_the_api_share_one_key() -> None:
     """The allocator's IPAddress objects are what the API serves: /registry/ipaddresses/<ip> for both."""
     info = default_table().get("networking.k8s.io", "v1", "ipaddresses")
-    assert info is not None and info.storage_prefix == IPADDRESS_PREFIX
+    assert info is not None
+    assert info.storage_prefix == IPADDRESS_PREFIX
     assert info.key("10.96.0.10") == ClusterIPAllocator.key("10.96.0.10")
 
 
@@ -81,7 +82,8 @@ def test_ip_address_parent_ref_is_immutable() -> None:
     old = {"spec": {"parentRef": {"resource": "services", "namespace": "default", "name": "a"}}}
     new = {"spec": {"parentRef": {"resource": "services", "namespace": "default", "name": "b"}}}
     [err] = networking.validate_ip_address_update(new, old)
-    assert str(err).startswith("spec.parentRef: Invalid value: ") and str(err).endswith(": field is immutable")
+    assert str(err).startswith("spec.parentRef: Invalid value: ")
+    assert str(err).endswith(": field is immutable")
     assert networking.validate_ip_address_update(old, old) == []
 
 
@@ -152,7 +154,7 @@ def test_ip_address_and_service_cidr_rows() -> None:
 def test_persistent_volume_row() -> None:
     """printPersistentVolume: canonical capacity, access modes in RWO,ROX,RWX,RWOP order, namespace/name claim,
     the storage-class annotation over the field, <unset> defaults, Terminating while deleted."""
-    pv = {
+    pv: dict[str, Any] = {
         "metadata": {"name": "pv1", "annotations": {"volume.beta.kubernetes.io/storage-class": "old"}},
         "spec": {
             "capacity": {"storage": "1024Mi"},
