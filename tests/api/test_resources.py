@@ -52,6 +52,9 @@ EXPECTED = {
         (),
     ),
     ("events.k8s.io", "events"): ("Event", True, "events", ("ev",)),
+    # pkg/registry/networking/{ipaddress,servicecidr}/storage: /registry/ipaddresses/<ip>, /registry/servicecidrs/<name>
+    ("networking.k8s.io", "ipaddresses"): ("IPAddress", False, "ipaddresses", ("ip",)),
+    ("networking.k8s.io", "servicecidrs"): ("ServiceCIDR", False, "servicecidrs", ()),
     # kube-apiserver's etcd keys for these: /registry/apiextensions.k8s.io/customresourcedefinitions/<name>,
     # /registry/apiregistration.k8s.io/apiservices/<name>
     ("apiextensions.k8s.io", "customresourcedefinitions"): (

@@ -81,6 +81,10 @@ MINIMAL: dict[tuple[str, str], dict[str, Any]] = {
         "endpoints": [{"addresses": ["10.0.0.1"]}],
         "ports": [{"port": 80}],
     },
+    ("networking.k8s.io", "ipaddresses"): {
+        "spec": {"parentRef": {"resource": "services", "name": "s", "namespace": NS}}
+    },
+    ("networking.k8s.io", "servicecidrs"): {"spec": {"cidrs": ["10.200.0.0/24"]}},
     ("apiextensions.k8s.io", "customresourcedefinitions"): {
         "spec": {
             "group": "example.com",
@@ -101,6 +105,7 @@ MINIMAL: dict[tuple[str, str], dict[str, Any]] = {
 NAMES: dict[tuple[str, str], str] = {
     ("apiextensions.k8s.io", "customresourcedefinitions"): "typeds.example.com",
     ("apiregistration.k8s.io", "apiservices"): "v1.typed.example.com",
+    ("networking.k8s.io", "ipaddresses"): "10.200.0.9",  # ValidateIPAddressName: the canonical IP
 }
 
 

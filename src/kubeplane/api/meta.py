@@ -94,11 +94,15 @@ class NameRule(enum.Enum):
     PATH_SEGMENT = "ValidatePathSegmentName"
     RBAC = "ValidateRBACName"
     """Path-segment rules even for a ``generateName`` (upstream ignores ``prefix``): ``.`` is refused."""
+    IP_ADDRESS = "ValidateIPAddressName"
+    """The canonical form of an IP (networking ``ValidateIPAddressName``); a ``generateName`` is held to it too."""
 
     def validate(self, name: str, *, prefix: bool = False) -> list[str]:
         """Upstream's error strings for ``name``; ``prefix=True`` for a ``generateName``."""
         if self is NameRule.RBAC:
             return is_valid_path_segment_name(name)
+        if self is NameRule.IP_ADDRESS:
+            return [e.detail for e in names.is_valid_ip_strict(None, name)]
         if self is NameRule.PATH_SEGMENT:
             return is_valid_path_segment_prefix(name) if prefix else is_valid_path_segment_name(name)
         if prefix:

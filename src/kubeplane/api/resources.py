@@ -457,6 +457,27 @@ BUILTIN_RESOURCES: Final[tuple[ResourceInfo, ...]] = (
         storage_prefix="clusterrolebindings",
         name_rule=NameRule.RBAC,
     ),
+    # --- networking.k8s.io/v1 service IP objects (apiserver/servicecidrs.py; IPAddresses are what the ClusterIP
+    # allocator writes, apiserver/ipallocator.py, under the same prefix) ---
+    ResourceInfo(
+        "networking.k8s.io",
+        "v1",
+        "IPAddress",
+        "ipaddresses",
+        namespaced=False,
+        storage_prefix="ipaddresses",
+        short_names=("ip",),
+        name_rule=NameRule.IP_ADDRESS,
+    ),
+    ResourceInfo(
+        "networking.k8s.io",
+        "v1",
+        "ServiceCIDR",
+        "servicecidrs",
+        namespaced=False,
+        storage_prefix="servicecidrs",
+        subresources=(_status("ServiceCIDR", "networking.k8s.io"),),
+    ),
     # --- apiextensions.k8s.io and apiregistration.k8s.io (served, not proxied: see apiserver/crds.py) ---
     ResourceInfo(
         "apiextensions.k8s.io",

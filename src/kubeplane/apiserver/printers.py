@@ -28,6 +28,7 @@ from kubeplane.api.validation.field import go_quote
 from kubeplane.api.views import int_field, items, mappings, meta_of, name_of, section
 from kubeplane.apiserver.conversion import events_v1_fields_to_core
 from kubeplane.apiserver.printers_apiservice import APISERVICE_PRINTER
+from kubeplane.apiserver.printers_core_more import CORE_MORE_PRINTERS
 from kubeplane.apiserver.printers_endpoints import ENDPOINTS_PRINTERS
 from kubeplane.apiserver.printers_more import MORE_PRINTERS
 from kubeplane.apiserver.printers_workloads import (
@@ -391,6 +392,7 @@ PRINTERS: Final[Mapping[tuple[str, str], Printer]] = {
     **WORKLOAD_PRINTERS,
     **ENDPOINTS_PRINTERS,
     **MORE_PRINTERS,
+    **CORE_MORE_PRINTERS,
     ("", "Node"): Printer(NODE_COLUMNS, node_row),
     ("", "Namespace"): Printer(NAMESPACE_COLUMNS, namespace_row),
     ("", "Event"): Printer(EVENT_COLUMNS, event_row),

@@ -45,6 +45,7 @@ from .http.connections import (
 from .private_files import write_private
 from .registry import Registry
 from .service_alloc import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR
+from .servicecidrs import ensure_default_service_cidr
 from .services import ensure_kubernetes_service
 from .tls import ServingCerts, ensure_serving_certs
 from .tokens import SigningKey, TokenIssuer
@@ -291,6 +292,7 @@ async def run_apiserver(
     sock.listen(1024)
     port = sock.getsockname()[1]
     await ensure_kubernetes_service(registry, config.host, port)  # needs the bound port (--port 0)
+    await ensure_default_service_cidr(registry)  # upstream's defaultservicecidr controller, first sync
     certs = ensure_serving_certs(config.data_dir) if config.tls else None
     server = _Server(app, sock, certs, config.limits)
     address = f"{'https' if certs else 'http'}://{config.host}:{port}"

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 Obj = dict[str, Any]
 Finish = Callable[[bool], Awaitable[None]]
 
-_VALIDATION_MODULES = ("core", "apps", "cluster", "discovery")
+_VALIDATION_MODULES = ("core", "apps", "cluster", "discovery", "networking")
 
 
 @cache
@@ -219,7 +219,24 @@ class EndpointSliceStrategy(Strategy):
         new["metadata"]["generation"] = generation
 
 
+class ServiceCIDRStrategy(Strategy):
+    """Upstream ``serviceCIDRStrategy`` (pkg/registry/networking/servicecidr/strategy.go): PrepareForCreate and
+    PrepareForUpdate leave the object alone (status included: only the status subresource resets the spec), and
+    no ``metadata.generation`` is kept."""
+
+    def __init__(self, info: ResourceInfo) -> None:
+        super().__init__(info)
+        self.tracks_generation = False
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        """Nothing is reset: a ServiceCIDR may be created with its status."""
+
+    def prepare_for_update(self, new: Obj, old: Obj) -> None:
+        """Nothing is reset on the main resource."""
+
+
 STRATEGIES: Mapping[tuple[str, str], type[Strategy]] = {
+    ("networking.k8s.io", "ServiceCIDR"): ServiceCIDRStrategy,
     ("discovery.k8s.io", "EndpointSlice"): EndpointSliceStrategy,
     ("", "Pod"): PodStrategy,
     ("", "Namespace"): NamespaceStrategy,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import json
 import re
 from typing import Final
 
@@ -423,3 +424,70 @@ def is_valid_cidr(path: Path | None, value: str) -> ErrorList:
     if ip is None or not bits.isascii() or not bits.isdigit() or int(bits) > width:
         return [field.invalid(path, value, detail="must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)")]
     return []
+
+
+# --- strict forms (apimachinery util/validation/ip.go IsValidIP / IsValidCIDR) -------------------------------
+#
+# Fields added since v1.33 (IPAddress names, ServiceCIDR cidrs) are validated strictly: what ParseIPSloppy accepts
+# but netip.ParseAddr refuses has leading zeros; IPv4-mapped IPv6 is refused; and the value must be the canonical
+# string (Go's ``net.IP.String()``, which Python's ``ipaddress`` matches: RFC 5952 for IPv6).
+
+_IP_FORMAT_MSG: Final = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+_CIDR_FORMAT_MSG: Final = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"
+
+
+def _strict_ip(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """netip.ParseAddr: no leading zeros in IPv4 octets (an IPv4 tail of IPv6 included), no zone."""
+    try:
+        return ipaddress.ip_address(value)
+    except ValueError:
+        return None
+
+
+def is_valid_ip_strict(path: Path | None, value: str) -> ErrorList:
+    """Upstream ``IsValidIP``: parsable, no leading zeros, not IPv4-mapped, and in canonical form."""
+    sloppy = _parse_ip_sloppy(value)
+    if sloppy is None:
+        return [field.invalid(path, value, detail=_IP_FORMAT_MSG).with_origin("format=ip-strict")]
+    errs: ErrorList = []
+    strict = _strict_ip(value)
+    if strict is None:
+        errs.append(field.invalid(path, value, detail="must not have leading 0s"))
+    if isinstance(sloppy, ipaddress.IPv6Address) and sloppy.ipv4_mapped is not None:
+        errs.append(field.invalid(path, value, detail="must not be an IPv4-mapped IPv6 address"))
+    if errs:
+        return [e.with_origin("format=ip-strict") for e in errs]
+    if value != str(sloppy):
+        detail = f"must be in canonical form ({json.dumps(str(sloppy))})"
+        return [field.invalid(path, value, detail=detail).with_origin("format=ip-strict")]
+    return []
+
+
+def is_valid_cidr_strict(path: Path | None, value: str) -> ErrorList:
+    """Upstream ``IsValidCIDR``: a subnet (no bits beyond the prefix), no leading zeros, not IPv4-mapped, and in
+    canonical form."""
+    addr, sep, bits = value.partition("/")
+    ip = _parse_ip_sloppy(addr) if sep else None
+    width = 32 if isinstance(ip, ipaddress.IPv4Address) else 128
+    if ip is None or not bits.isascii() or not bits.isdigit() or len(bits) > 3 or int(bits) > width:
+        return [field.invalid(path, value, detail=_CIDR_FORMAT_MSG)]
+    strict = _strict_ip(addr)
+    if strict is None or (len(bits) > 1 and bits.startswith("0")):
+        return [field.invalid(path, value, detail="must not have leading 0s in IP or prefix length")]
+    if isinstance(strict, ipaddress.IPv6Address) and strict.ipv4_mapped is not None:
+        return [field.invalid(path, value, detail="must not have an IPv4-mapped IPv6 address")]
+    network = ipaddress.ip_network(f"{strict}/{int(bits)}", strict=False)
+    if network.network_address != strict:
+        return [field.invalid(path, value, detail="must not have bits set beyond the prefix length")]
+    if value != str(network):
+        return [field.invalid(path, value, detail=f"must be in canonical form ({json.dumps(str(network))})")]
+    return []
+
+
+def ip_family_of_cidr(value: str) -> str:
+    """netutils ``IPFamilyOfCIDRString``: ``IPv4``, ``IPv6`` or ``""`` when it does not parse."""
+    addr, sep, _ = value.partition("/")
+    ip = _parse_ip_sloppy(addr) if sep else None
+    if ip is None:
+        return ""
+    return "IPv4" if _is_ipv4(ip) else "IPv6"
