@@ -32,7 +32,6 @@ import celpy
 from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError, base_functions
-from lark import Token, Tree
 
 from kubeplane.api.validation.field import (
     ErrorList,
@@ -158,18 +157,19 @@ class Compiled:
     error: str
 
 
-def _calls(tree: Tree[Any]) -> Iterator[str]:
-    """Names of the functions and methods a parsed expression calls (macros included)."""
+def _calls(tree: Any) -> Iterator[str]:
+    """Names of the functions and methods a parsed expression calls (macros included). The tree is lark's,
+    whose tokens are ``str`` subclasses."""
     for node in tree.iter_subtrees():
-        tokens = [c for c in node.children if isinstance(c, Token)]
+        tokens = [c for c in node.children if isinstance(c, str)]
         if node.data in ("ident_arg", "member_dot_arg") and tokens:
             yield str(tokens[0])
 
 
-def _idents(tree: Tree[Any]) -> Iterator[str]:
+def _idents(tree: Any) -> Iterator[str]:
     for node in tree.find_data("ident"):
         for c in node.children:
-            if isinstance(c, Token):
+            if isinstance(c, str):
                 yield str(c)
 
 
