@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeplane.api.crd import cel
+from kubeplane.api.crd import cel, celdefinition
 from kubeplane.api.crd.definition import validate_crd
 from kubeplane.api.crd.values import validate_resource
 from kubeplane.api.validation.field import new_path
@@ -19,6 +19,11 @@ SPEC: dict[str, Any] = {
     "x-kubernetes-validations": [
         {"rule": "self.replicas <= self.maxReplicas", "message": "replicas must be smaller than maxReplicas"},
         {"rule": "!has(self.mode) || self.mode != 'off' || self.replicas == 0"},
+        {
+            "rule": "!has(self.ports) || self.ports.all(p, p > 0)",
+            "message": "ports must be positive",
+            "fieldPath": ".ports",
+        },
     ],
     "properties": {
         "replicas": {"type": "integer", "x-kubernetes-validations": [{"rule": "self >= oldSelf"}]},
@@ -34,13 +39,7 @@ SPEC: dict[str, Any] = {
                 }
             ],
         },
-        "ports": {
-            "type": "array",
-            "items": {"type": "integer"},
-            "x-kubernetes-validations": [
-                {"rule": "self.all(p, p > 0)", "message": "ports must be positive", "fieldPath": ".ports"}
-            ],
-        },
+        "ports": {"type": "array", "items": {"type": "integer"}},
         "labels": {
             "type": "object",
             "additionalProperties": {"type": "string", "x-kubernetes-validations": [{"rule": "size(self) < 4"}]},
@@ -79,8 +78,8 @@ def test_default_message_is_failed_rule() -> None:
 def test_message_expression_reason_field_path_and_map_keys() -> None:
     got = messages(cr(replicas=1, maxReplicas=2, name="Big", ports=[0], labels={"k": "long"}))
     assert got == [
+        'spec.ports: Invalid value: "object": ports must be positive',  # fieldPath appended, the node's type
         "spec.name: Forbidden: name Big must be lower case",  # messageExpression + FieldValueForbidden
-        'spec.ports.ports: Invalid value: "array": ports must be positive',  # fieldPath appended as a child
         'spec.labels[k]: Invalid value: "string": failed rule: size(self) < 4',  # additionalProperties: Key
     ]
 
@@ -116,24 +115,68 @@ def test_root_sees_metadata_name_only() -> None:
     assert len(cel.validate({"metadata": {"name": "v1"}}, schema)) == 1
 
 
-def test_compile_errors_at_crd_time() -> None:
-    rules = [{"rule": "self.replicas +"}, {"rule": "nosuch(self)"}, {"rule": " "}, {"rule": "true", "reason": "X"}]
+PREFIX = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations"
+
+
+def crd_errors(schema: dict[str, Any]) -> list[str]:
     path = new_path("spec", "validation", "openAPIV3Schema").child("properties").key("spec")
-    errs = [str(e) for e in cel.validate_rules_of_schema({"type": "object", "x-kubernetes-validations": rules}, path)]
-    prefix = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations"
+    return [str(e) for e in celdefinition.validate_rules_of_schema(schema, path)]
+
+
+def test_compile_errors_at_crd_time() -> None:
+    # validation.go: cel.Compile's error on rule/messageExpression, the rule's Go struct as the bad value
+    rules = [{"rule": "self.replicas +"}, {"rule": "nosuch(self)"}, {"rule": "true", "messageExpression": "'a' +"}]
+    errs = crd_errors({"type": "object", "x-kubernetes-validations": rules})
     value = (
         'apiextensions.ValidationRule{Rule:"self.replicas +", Message:"", MessageExpression:"", '
         'Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}'
     )
-    assert errs[0].startswith(f"{prefix}[0].rule: Invalid value: {value}: compilation failed: ERROR: <input>:1:16:")
+    assert len(errs) == 3
+    assert errs[0].startswith(f"{PREFIX}[0].rule: Invalid value: {value}: compilation failed: ERROR: <input>:1:16:")
     assert errs[1].endswith(
         "compilation failed: ERROR: <input>:1:1: undeclared reference to 'nosuch' (in container '')"
     )
-    assert errs[2] == f"{prefix}[2].rule: Required value: rule is not specified"
-    assert errs[3] == (
-        f'{prefix}[3].reason: Unsupported value: "X": supported values: "FieldValueDuplicate", '
-        '"FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"'
-    )
+    assert errs[2].startswith(f"{PREFIX}[2].messageExpression: Invalid value: apiextensions.ValidationRule{{")
+    assert "messageExpression compilation failed: ERROR: <input>:1:" in errs[2]
+
+
+def test_rule_field_errors_at_crd_time_skip_compilation() -> None:
+    # validation.go: field checks first; compilation only when none failed at or under the node
+    rules = [
+        {"rule": " "},
+        {"rule": "self.x +", "reason": "X"},
+        {"rule": "true", "message": "a\nb"},
+        {"rule": "true", "fieldPath": ".nope"},
+        {"rule": "true", "fieldPath": "x"},
+    ]
+    assert crd_errors(
+        {"type": "object", "properties": {"x": {"type": "string"}}, "x-kubernetes-validations": rules}
+    ) == [
+        f"{PREFIX}[0].rule: Required value: rule is not specified",
+        f'{PREFIX}[1].reason: Unsupported value: "X": supported values: "FieldValueDuplicate", '
+        '"FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"',
+        f'{PREFIX}[2].message: Invalid value: "a\\nb": message must not contain line breaks',
+        f'{PREFIX}[3].fieldPath: Invalid value: ".nope": '
+        "fieldPath must be a valid path: does not refer to a valid field",
+        f'{PREFIX}[4].fieldPath: Invalid value: "x": fieldPath must be a valid path: expected [ or . but got: x',
+    ]
+
+
+def test_old_self_refused_under_unkeyed_list_items() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "list": {
+                "type": "array",
+                "items": {"type": "integer", "x-kubernetes-validations": [{"rule": "self >= oldSelf"}]},
+            }
+        },
+    }
+    assert crd_errors(schema) == [
+        "spec.validation.openAPIV3Schema.properties[spec].properties[list].items.x-kubernetes-validations[0].rule: "
+        'Invalid value: "self >= oldSelf": oldSelf cannot be used on the uncorrelatable portion of the schema within '
+        "spec.validation.openAPIV3Schema.properties[spec].properties[list].items"
+    ]
 
 
 def test_crd_with_bad_rule_is_invalid() -> None:

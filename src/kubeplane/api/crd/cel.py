@@ -35,18 +35,16 @@ from celpy.evaluation import CELEvalError, base_functions
 
 from kubeplane.api.validation.field import (
     ErrorList,
-    GoSyntax,
     Path,
     duplicate,
     forbidden,
     invalid,
-    not_supported,
     required,
 )
 
 Schema = Mapping[str, Any]
 
-__all__ = ["has_rules", "validate", "validate_rules_of_schema"]
+__all__ = ["Compiled", "compile_expression", "has_rules", "valid_field_path", "validate"]
 
 REASONS = ("FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired")
 _MACROS = frozenset({"has", "all", "exists", "exists_one", "map", "filter"})
@@ -194,67 +192,6 @@ def compile_expression(source: str) -> Compiled:
     return Compiled(_ENV.program(tree, functions=dict(EXTENSIONS)), uses_old, "")
 
 
-def _go_rule(rule: Mapping[str, Any]) -> GoSyntax:
-    """The rule as Go's ``%#v`` of the internal ``apiextensions.ValidationRule`` (the bad value upstream shows)."""
-
-    def q(key: str) -> str:
-        return '"' + str(rule.get(key) or "").replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-    reason = (
-        "(*apiextensions.FieldValueErrorReason)(nil)"
-        if rule.get("reason") is None
-        else ("(*apiextensions.FieldValueErrorReason)(0xc000000000)")
-    )
-    old = "(*bool)(nil)" if rule.get("optionalOldSelf") is None else "(*bool)(0xc000000000)"
-    return GoSyntax(
-        f"apiextensions.ValidationRule{{Rule:{q('rule')}, Message:{q('message')}, "
-        f"MessageExpression:{q('messageExpression')}, Reason:{reason}, FieldPath:{q('fieldPath')}, "
-        f"OptionalOldSelf:{old}}}"
-    )
-
-
-def validate_rules_of_schema(schema: Schema, path: Path) -> ErrorList:
-    """CRD-time errors of every ``x-kubernetes-validations`` under ``schema`` (reached at ``path``): a missing
-    rule (``Required value: rule is not specified``), a rule or messageExpression that does not compile, an
-    unsupported ``reason``."""
-    errs: ErrorList = []
-    rules = schema.get("x-kubernetes-validations")
-    if isinstance(rules, list):
-        base = path.child("x-kubernetes-validations")
-        for i, rule in enumerate(rules):
-            if not isinstance(rule, Mapping):
-                continue
-            rpath = base.index(i)
-            source = str(rule.get("rule") or "")
-            if not source.strip():
-                errs.append(required(rpath.child("rule"), "rule is not specified"))
-            else:
-                compiled = compile_expression(source)
-                if compiled.error:
-                    detail = "compilation failed: " + compiled.error
-                    errs.append(invalid(rpath.child("rule"), _go_rule(rule), detail=detail))
-            expression = str(rule.get("messageExpression") or "")
-            if expression.strip():
-                compiled = compile_expression(expression)
-                if compiled.error:
-                    detail = "messageExpression compilation failed: " + compiled.error
-                    errs.append(invalid(rpath.child("messageExpression"), _go_rule(rule), detail=detail))
-            reason = rule.get("reason")
-            if reason is not None and reason not in REASONS:
-                errs.append(not_supported(rpath.child("reason"), reason, supported=REASONS))
-    for key, sub in (schema.get("properties") or {}).items():
-        if isinstance(sub, Mapping):
-            errs.extend(validate_rules_of_schema(sub, path.child("properties").key(str(key))))
-    for key in ("items", "additionalProperties"):
-        sub = schema.get(key)
-        if isinstance(sub, Mapping):
-            errs.extend(validate_rules_of_schema(sub, path.child(key)))
-    for i, sub in enumerate(schema.get("allOf") or ()):
-        if isinstance(sub, Mapping):
-            errs.extend(validate_rules_of_schema(sub, path.child("allOf").index(i)))
-    return errs
-
-
 def _has_rules(schema: Schema) -> bool:
     if schema.get("x-kubernetes-validations"):
         return True
@@ -394,7 +331,7 @@ def _expressions(value: Any, old: Any, schema: Schema, path: Path | None, errs: 
         if outcome is True or outcome == celtypes.BoolType(True):
             continue
         current = path
-        normalized = _normalize_field_path(str(rule.get("fieldPath") or ""))
+        normalized = _normalized_field_path(str(rule.get("fieldPath") or ""), schema)
         if normalized:
             current = _child(path, normalized)
         detail = _message_expression(rule, activation) or _message_or_default(rule)
@@ -469,13 +406,91 @@ def _error_for_reason(path: Path | None, stype: str, detail: str, reason: object
     return invalid(path, stype, detail=detail)
 
 
-_FIELD_TOKEN = re.compile(r"\.([^.\[\]]+)|\[\s*'((?:[^'\\]|\\.)*)'\s*\]")
+_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "'": "'", "\\": "\\"}
 
 
-def _normalize_field_path(json_path: str) -> str:
-    """``fieldPath`` (``.spec.x`` or ``['x']``) as the single child name upstream appends (``ValidFieldPath``
-    then ``String()``); the path is not checked against the schema here."""
+def _path_tokens(json_path: str) -> list[str]:
+    """``ValidFieldPath``'s scanner: ``.``, ``[`` and ``]`` alone, single-quoted strings whole, other runs."""
+    out: list[str] = []
+    i = 0
+    while i < len(json_path):
+        c = json_path[i]
+        if c == "'":
+            j = i + 1
+            while j < len(json_path) and not (json_path[j] == "'" and json_path[j - 1] != "\\"):
+                j += 1
+            out.append(json_path[i : j + 1])
+            i = j + 1
+        elif c in ".[]":
+            out.append(c)
+            i += 1
+        else:
+            j = i
+            while j < len(json_path) and json_path[j] not in ".[]":
+                j += 1
+            out.append(json_path[i:j])
+            i = j
+    return out
+
+
+def _unescape(text: str) -> str:
+    def one(m: re.Match[str]) -> str:
+        if m.group(1) not in _ESCAPES:
+            raise ValueError(f"invalid string literal: invalid escape char {m.group(0)}")
+        return _ESCAPES[m.group(1)]
+
+    return re.sub(r"\\(.)", one, text)
+
+
+def valid_field_path(json_path: str, schema: Schema) -> Path | None:
+    """Upstream ``ValidFieldPath``: the field path a rule's ``fieldPath`` names under ``schema`` (properties by
+    ``.name`` or ``['name']``, map values by key); raises ``ValueError`` with upstream's reason when invalid."""
+    path: Path | None = None
+    node: Any = schema
+    tokens = iter(_path_tokens(json_path))
+
+    def step(name: str) -> None:
+        nonlocal path, node
+        if isinstance(node.get("properties"), Mapping):
+            path = _child(path, name)
+            if name not in node["properties"]:
+                raise ValueError("does not refer to a valid field")
+            node = node["properties"][name]
+        elif isinstance(node.get("additionalProperties"), Mapping):
+            path = _key(path, name)
+            node = node["additionalProperties"]
+        else:
+            raise ValueError("does not refer to a valid field")
+
+    for tok in tokens:
+        if tok == "[":
+            quoted = next(tokens, None)
+            if quoted is None:
+                raise ValueError("unexpected end of JSON path")
+            if len(quoted) < 2 or quoted[0] != "'" or quoted[-1] != "'":
+                raise ValueError(f"expected single quoted string but got {quoted}")
+            step(_unescape(quoted[1:-1]))
+            close = next(tokens, None)
+            if close is None:
+                raise ValueError("unexpected end of JSON path")
+            if close != "]":
+                raise ValueError(f"expected ] but got {close}")
+        elif tok == ".":
+            name = next(tokens, None)
+            if name is None:
+                raise ValueError("unexpected end of JSON path")
+            step(name)
+        else:
+            raise ValueError(f"expected [ or . but got: {tok}")
+    return path
+
+
+def _normalized_field_path(json_path: str, schema: Schema) -> str:
+    """The child name upstream appends for a failed rule's ``fieldPath`` (``NormalizedRuleFieldPath``)."""
     if not json_path:
         return ""
-    names = [m.group(1) if m.group(1) is not None else m.group(2) for m in _FIELD_TOKEN.finditer(json_path)]
-    return ".".join(names)
+    try:
+        path = valid_field_path(json_path, schema)
+    except ValueError:
+        return ""
+    return "" if path is None else str(path)
