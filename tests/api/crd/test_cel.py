@@ -107,6 +107,17 @@ def test_runtime_errors_name_the_rule() -> None:
     schema = {"type": "object", "x-kubernetes-validations": [{"rule": "self.missing == 1"}]}
     errs = [str(e) for e in cel.validate({"kind": "K"}, schema)]
     assert errs == ['<nil>: Invalid value: "object": no such key: missing evaluating rule: self.missing == 1']
+    # a rule on an int-or-string value compares an int with a string: upstream's runtime overload message
+    schema = {"type": "object", "x-kubernetes-validations": [{"rule": "self.port > 1", "message": "port too low"}]}
+    assert [str(e) for e in cel.validate({"port": "http"}, schema)] == [
+        "<nil>: Invalid value: \"object\": 'no such overload': call arguments did not match a supported operator, "
+        "function or macro signature for rule: port too low"
+    ]
+    # a non-bool result is a failure, never an exception (cel-go refuses it at compile time)
+    schema = {"type": "object", "x-kubernetes-validations": [{"rule": "self.port"}]}
+    assert [str(e) for e in cel.validate({"port": 1}, schema)] == [
+        '<nil>: Invalid value: "object": failed rule: self.port'
+    ]
 
 
 def test_root_sees_metadata_name_only() -> None:

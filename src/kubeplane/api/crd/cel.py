@@ -8,16 +8,18 @@ CRD itself, pkg/apis/apiextensions/validation/validation.go (compile errors as
 The engine is cel-python (``celpy``): an interpreter without cel-go's type checker, so a rule is *parsed* at CRD
 creation and checked for calls to functions that do not exist; type errors cel-go finds at compile time surface
 here at evaluation (``no such overload`` → upstream's runtime message for that case). No cost estimation or
-budget. Invariants:
+budget. The CRD-time checks are :mod:`.celdefinition`'s. Invariants:
 
 * a rule is evaluated only on a non-null value, with ``self`` bound to it; at a resource root ``self`` also has
   ``apiVersion``, ``kind`` and ``metadata.{name,generateName}`` (``model.WithTypeAndObjectMeta``);
 * a rule naming ``oldSelf`` (a transition rule) runs only when the old value exists: on update, correlated
   through object properties, map values and ``x-kubernetes-list-type: map`` items by key, never on create
-  (``optionalOldSelf`` rules get ``oldSelf`` as an optional instead is not supported: they are skipped too);
+  (``optionalOldSelf``, which upstream evaluates then with an empty optional, is not supported: skipped too);
+* evaluation never raises: whatever cel-python throws becomes upstream's ``<error> evaluating rule: <rule>``
+  (a 422, never a 5xx);
 * errors come in upstream's order: the node's rules in order, then ``allOf``, then children.
 
-Compiled programs are cached by rule text (:func:`_compile`), so a CRD's rules compile once, not per request.
+Compiled programs are cached by rule text (:func:`compile_expression`), so a CRD's rules compile once, not per request.
 """
 
 from __future__ import annotations
@@ -328,7 +330,7 @@ def _expressions(value: Any, old: Any, schema: Schema, path: Path | None, errs: 
         if isinstance(outcome, Exception):
             errs.append(invalid(path, stype, detail=_eval_error(outcome, rule)))
             continue
-        if outcome is True or outcome == celtypes.BoolType(True):
+        if isinstance(outcome, bool | celtypes.BoolType) and bool(outcome):
             continue
         current = path
         normalized = _normalized_field_path(str(rule.get("fieldPath") or ""), schema)
@@ -343,7 +345,7 @@ def _run(program: celpy.Runner, activation: dict[str, Any]) -> Any:
         result = program.evaluate(activation)
     except CELEvalError as exc:
         return exc
-    except (TypeError, ValueError, KeyError, IndexError, ZeroDivisionError, ArithmeticError, RecursionError) as exc:
+    except Exception as exc:  # a rule's failure is the client's 422, never the server's 500
         return exc
     return result
 
