@@ -44,7 +44,7 @@ MODULE_EXCEPTIONS: dict[str, frozenset[str]] = {
 }
 # third-party distributions a pure layer may use beyond the standard library.
 THIRD_PARTY: dict[str, frozenset[str]] = {
-    "api": frozenset({"orjson", "msgspec"}),
+    "api": frozenset({"orjson", "msgspec", "celpy"}),  # celpy: CRD CEL rules (api/crd/cel.py), pure Python
     "store": frozenset({"orjson", "aetcd", "grpc"}),  # grpc: the channel under aetcd's etcd v3 stubs
     "metrics": frozenset({"prometheus_client", "aiohttp"}),  # aiohttp: the /metrics endpoint's server
 }

@@ -357,3 +357,70 @@ def test_restart_serves_stored_crds(tmp_path: Path) -> None:
         assert got["spec"]["replicas"] == 1
     finally:
         server.stop()
+
+
+WIDGETS = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.cel.example.com
+spec:
+  group: cel.example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - {rule: "self.replicas <= self.maxReplicas", message: "replicas must be smaller than maxReplicas"}
+            properties:
+              replicas:
+                type: integer
+                x-kubernetes-validations: [{rule: "self >= oldSelf", message: "replicas may not decrease"}]
+              maxReplicas: {type: integer}
+"""
+
+
+def widget(replicas: int, max_replicas: int) -> str:
+    return (
+        "apiVersion: cel.example.com/v1\nkind: Widget\nmetadata:\n  name: w\n"
+        f"spec:\n  replicas: {replicas}\n  maxReplicas: {max_replicas}\n"
+    )
+
+
+def test_cel_validation_rules(kubectl: Kubectl) -> None:
+    """apiextensions-apiserver schema/cel/validation.go: a failed rule is 422 with the rule's message at the node's
+    path and the schema type as value; a transition rule (``oldSelf``) is skipped on create and refuses a decrease
+    on update; a rule that does not compile makes the CRD invalid (apiextensions validation.go)."""
+    kubectl("apply", "-f", "-", stdin=WIDGETS)
+    kubectl("wait", "--for", "condition=established", "--timeout=30s", "crd/widgets.cel.example.com")
+    out = kubectl("apply", "-f", "-", stdin=widget(3, 2), check=False)
+    assert out.returncode != 0
+    assert (
+        'The Widget "w" is invalid: spec: Invalid value: "object": replicas must be smaller than maxReplicas'
+    ) in out.stderr
+    kubectl("apply", "-f", "-", stdin=widget(3, 5))
+    down = kubectl("patch", "widget", "w", "--type=merge", "-p", '{"spec":{"replicas":2}}', check=False)
+    assert 'The Widget "w" is invalid: spec.replicas: Invalid value: "integer": replicas may not decrease' in (
+        down.stderr
+    )
+    assert kubectl.json("get", "widget", "w")["spec"]["replicas"] == 3
+    kubectl("patch", "widget", "w", "--type=merge", "-p", '{"spec":{"replicas":4}}')
+    broken = WIDGETS.replace("widgets", "gadgets").replace("Widget", "Gadget").replace("widget,", "gadget,")
+    broken = broken.replace('"self >= oldSelf"', '"self >= "')
+    bad = kubectl("apply", "-f", "-", stdin=broken, check=False)
+    assert bad.returncode != 0
+    assert (
+        'The CustomResourceDefinition "gadgets.cel.example.com" is invalid: spec.versions[0].schema.openAPIV3Schema'
+        ".properties[spec].properties[replicas].x-kubernetes-validations[0].rule: Invalid value: "
+        'apiextensions.ValidationRule{Rule:"self >= ", Message:"replicas may not decrease"'
+    ) in bad.stderr
+    assert "compilation failed: ERROR: <input>:1:" in bad.stderr
+    assert "gadgets" not in kubectl("get", "crd", "-o", "name").stdout

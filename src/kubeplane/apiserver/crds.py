@@ -211,13 +211,13 @@ class CustomResourceStrategy(Strategy):
         super().prepare_for_status_update(new, old)
 
     def validate(self, obj: Obj) -> ErrorList:
-        return values.validate_value(_without_meta(obj), self.schema)
+        return values.validate_resource(obj, self.schema)
 
     def validate_update(self, new: Obj, old: Obj) -> ErrorList:
-        return values.validate_value(_without_meta(new), self.schema)
+        return values.validate_resource(new, self.schema, old)
 
     def validate_status_update(self, new: Obj, old: Obj) -> ErrorList:
-        return values.validate_value(_without_meta(new), self.schema)
+        return values.validate_resource(new, self.schema, old)
 
 
 def _without_meta(obj: Obj) -> Obj:

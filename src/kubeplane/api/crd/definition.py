@@ -30,6 +30,7 @@ from kubeplane.api.validation.field import (
     required,
 )
 
+from . import celdefinition
 from .resource import crd_versions, storage_version
 
 __all__ = [
@@ -236,6 +237,7 @@ def _validate_version(version: Mapping[str, Any], path: Path) -> ErrorList:
         errs.append(required(spath, "schemas are required"))
     else:
         errs.extend(_validate_structural(schema, spath, root=True))
+        errs.extend(celdefinition.validate_rules_of_schema(schema, spath))
     subresources = version.get("subresources")
     if isinstance(subresources, Mapping) and isinstance(subresources.get("scale"), Mapping):
         scale = subresources["scale"]

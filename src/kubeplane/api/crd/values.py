@@ -21,8 +21,10 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+from kubeplane.api.crd import cel
 from kubeplane.api.validation.field import (
     ErrorList,
+    ErrorType,
     Path,
     invalid,
     not_supported,
@@ -35,7 +37,7 @@ from kubeplane.api.validation.reader import json_type
 
 Schema = Mapping[str, Any]
 
-__all__ = ["go_value", "json_type", "validate_value"]
+__all__ = ["go_value", "json_type", "validate_resource", "validate_value"]
 
 
 def go_value(value: float) -> str:
@@ -91,6 +93,28 @@ def validate_value(value: Any, schema: Schema, name: str = "") -> ErrorList:
     Recursion depth is that of the value, which the request's nesting limit bounds (api/jsondepth.py)."""
     errs: ErrorList = []
     _validate(value, schema, name, errs)
+    return errs
+
+
+_BLOCKING = (ErrorType.TYPE_INVALID, ErrorType.NOT_SUPPORTED)
+_NOT_CHECKED = (
+    "some validation rules were not checked because the object was invalid; "
+    "correct the existing errors to complete validation"
+)
+
+
+def validate_resource(obj: Mapping[str, Any], schema: Schema, old: Mapping[str, Any] | None = None) -> ErrorList:
+    """A custom resource's errors as the strategy's ``Validate``/``ValidateUpdate`` collects them: the schema's
+    (``metadata`` left to ObjectMeta validation), then its ``x-kubernetes-validations`` rules (:mod:`.cel`) with
+    ``old`` on update -- unless a type or enum error already blocks them (strategy.go ``hasBlockingErr``), when
+    one ``<nil>: Invalid value: "null": some validation rules were not checked ...`` stands for them."""
+    errs = validate_value({k: v for k, v in obj.items() if k != "metadata"}, schema)
+    if not cel.has_rules(schema):
+        return errs
+    if any(e.type in _BLOCKING for e in errs):
+        errs.append(invalid(None, "null", detail=_NOT_CHECKED))
+        return errs
+    errs.extend(cel.validate(obj, schema, old))
     return errs
 
 

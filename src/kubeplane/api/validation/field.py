@@ -33,6 +33,7 @@ __all__ = [
     "Error",
     "ErrorList",
     "ErrorType",
+    "GoSyntax",
     "Path",
     "aggregate_message",
     "dedupe",
@@ -373,7 +374,15 @@ def _go_float(f: float) -> str:
     return neg + format(Decimal((0, digits, exp)), "f")
 
 
+class GoSyntax(str):
+    """A bad value already printed as Go's ``%#v`` would (e.g. an internal struct); shown verbatim."""
+
+    __slots__ = ()
+
+
 def _format_value(value: object) -> str:
+    if isinstance(value, GoSyntax):
+        return str.__str__(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
