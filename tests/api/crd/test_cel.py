@@ -145,10 +145,20 @@ def test_compile_errors_at_crd_time() -> None:
     assert len(errs) == 3
     assert errs[0].startswith(f"{PREFIX}[0].rule: Invalid value: {value}: compilation failed: ERROR: <input>:1:16:")
     assert errs[1].endswith(
-        "compilation failed: ERROR: <input>:1:1: undeclared reference to 'nosuch' (in container '')"
+        "compilation failed: ERROR: <input>:1:1: undeclared reference to 'nosuch' (in container '')\n"
+        " | nosuch(self)\n | ^"
     )
     assert errs[2].startswith(f"{PREFIX}[2].messageExpression: Invalid value: apiextensions.ValidationRule{{")
     assert "messageExpression compilation failed: ERROR: <input>:1:" in errs[2]
+
+
+def test_undeclared_variables_outside_their_comprehension() -> None:
+    # cel-go's checker: a comprehension variable is declared inside the macro only
+    assert cel.compile_expression("self.l.all(x, self.l.exists(y, y == x))").error == ""
+    assert cel.compile_expression("self.l.all(x, x > y)").error == (
+        "ERROR: <input>:1:19: undeclared reference to 'y' (in container '')\n | self.l.all(x, x > y)\n"
+        " | ..................^"
+    )
 
 
 def test_rule_field_errors_at_crd_time_skip_compilation() -> None:

@@ -6,9 +6,9 @@ CRD itself, pkg/apis/apiextensions/validation/validation.go (compile errors as
 ``...x-kubernetes-validations[i].rule: Invalid value: apiextensions.ValidationRule{...}: compilation failed: ...``).
 
 The engine is cel-python (``celpy``): an interpreter without cel-go's type checker, so a rule is *parsed* at CRD
-creation and checked for calls to functions that do not exist; type errors cel-go finds at compile time surface
-here at evaluation (``no such overload`` → upstream's runtime message for that case). No cost estimation or
-budget. The CRD-time checks are :mod:`.celdefinition`'s. Invariants:
+creation and checked for functions and variables that do not exist (comprehension variables scoped); type errors
+cel-go finds at compile time surface here at evaluation (``no such overload`` → upstream's runtime message for
+that case). No cost estimation or budget. The CRD-time checks are :mod:`.celdefinition`'s. Invariants:
 
 * a rule is evaluated only on a non-null value, with ``self`` bound to it; at a resource root ``self`` also has
   ``apiVersion``, ``kind`` and ``metadata.{name,generateName}`` (``model.WithTypeAndObjectMeta``);
@@ -157,20 +157,45 @@ class Compiled:
     error: str
 
 
-def _calls(tree: Any) -> Iterator[str]:
-    """Names of the functions and methods a parsed expression calls (macros included). The tree is lark's,
-    whose tokens are ``str`` subclasses."""
-    for node in tree.iter_subtrees():
-        tokens = [c for c in node.children if isinstance(c, str)]
-        if node.data in ("ident_arg", "member_dot_arg") and tokens:
-            yield str(tokens[0])
+_COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+_TYPE_NAMES = frozenset(
+    {"int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type", "dyn"}
+    | {"duration", "timestamp"}
+)
+_VARIABLES = frozenset({"self", "oldSelf"}) | _TYPE_NAMES
 
 
-def _idents(tree: Any) -> Iterator[str]:
-    for node in tree.find_data("ident"):
-        for c in node.children:
-            if isinstance(c, str):
-                yield str(c)
+def _undeclared(tree: Any, bound: frozenset[str]) -> Iterator[Any]:
+    """Tokens naming a function that does not exist or a variable that is not declared (``self``, ``oldSelf``,
+    a comprehension's variable, a type name), in source order. The tree is lark's; tokens are ``str``s with a
+    ``line`` and ``column``."""
+    children = tree.children
+    tokens = [c for c in children if isinstance(c, str)]
+    subtrees = [c for c in children if not isinstance(c, str)]
+    if tree.data == "ident":
+        if tokens and str(tokens[0]) not in bound:
+            yield tokens[0]
+        return
+    if tree.data in ("ident_arg", "member_dot_arg") and tokens and str(tokens[0]) not in _KNOWN:
+        yield tokens[0]
+    if tree.data == "member_dot_arg" and tokens and str(tokens[0]) in _COMPREHENSIONS and len(subtrees) == 2:
+        target, args = subtrees
+        yield from _undeclared(target, bound)
+        exprs = [c for c in args.children if not isinstance(c, str)]
+        names = [str(t) for e in exprs[:1] for n in e.find_data("ident") for t in n.children if isinstance(t, str)]
+        inner = bound | frozenset(names[:1])
+        for expr in exprs[1:]:
+            yield from _undeclared(expr, inner)
+        return
+    for sub in subtrees:
+        yield from _undeclared(sub, bound)
+
+
+def _located(source: str, line: int, column: int, message: str) -> str:
+    """cel-go's ``issues.String()`` for one issue: position (1-based column), source line, caret."""
+    lines = source.splitlines() or [""]
+    text = lines[min(max(line, 1), len(lines)) - 1]
+    return f"ERROR: <input>:{line}:{column}: {message}\n | {text}\n | {'.' * max(column - 1, 0)}^"
 
 
 @lru_cache(maxsize=4096)
@@ -184,13 +209,12 @@ def compile_expression(source: str) -> Compiled:
     except CELParseError as exc:
         line = int(getattr(exc, "line", 1) or 1)
         col = int(getattr(exc, "column", 0) or 0)
-        text = source.splitlines()[line - 1] if source.splitlines() else ""
-        caret = "." * max(col, 0) + "^"
-        return Compiled(None, False, f"ERROR: <input>:{line}:{col + 1}: Syntax error\n | {text}\n | {caret}")
-    for name in _calls(tree):
-        if name not in _KNOWN:
-            return Compiled(None, False, f"ERROR: <input>:1:1: undeclared reference to '{name}' (in container '')")
-    uses_old = "oldSelf" in set(_idents(tree))
+        return Compiled(None, False, _located(source, line, col + 1, "Syntax error"))
+    for token in _undeclared(tree, _VARIABLES):
+        line, column = int(getattr(token, "line", 1) or 1), int(getattr(token, "column", 1) or 1)
+        message = f"undeclared reference to '{token}' (in container '')"
+        return Compiled(None, False, _located(source, line, column, message))
+    uses_old = any(str(t) == "oldSelf" for n in tree.find_data("ident") for t in n.children if isinstance(t, str))
     return Compiled(_ENV.program(tree, functions=dict(EXTENSIONS)), uses_old, "")
 
 
