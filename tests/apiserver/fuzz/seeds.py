@@ -165,6 +165,7 @@ _BODIES: Final[dict[tuple[str, str], Callable[[str | None], Obj]]] = {
         "regarding": {"kind": "Pod", "name": "p", "namespace": ns, "apiVersion": "v1"},
         "note": "hello",
     },
+    ("networking.k8s.io", "ServiceCIDR"): lambda ns: {"spec": {"cidrs": ["10.200.0.0/24"]}},
 }
 
 
@@ -172,12 +173,19 @@ NAMED_BY_SPEC: Final = frozenset({"apiextensions.k8s.io", "apiregistration.k8s.i
 """Groups whose objects must be named from their spec (a CRD ``<plural>.<group>``, an APIService
 ``<version>.<group>``), which the fuzzer's generated names cannot follow; tests/apiserver/test_crds.py covers
 them."""
+NAMED_BY_VALUE: Final = frozenset({("networking.k8s.io", "IPAddress")})
+"""Kinds named by their value (an IPAddress by its canonical IP, and owned by the Service allocator);
+tests/apiserver/test_servicecidrs.py covers them."""
 
 
 def served() -> list[ResourceInfo]:
     """Every resource of the default table, in table order (core events and events.k8s.io events both), but
-    those of :data:`NAMED_BY_SPEC`."""
-    return [info for info in default_table() if info.group not in NAMED_BY_SPEC]
+    those of :data:`NAMED_BY_SPEC` and :data:`NAMED_BY_VALUE`."""
+    return [
+        info
+        for info in default_table()
+        if info.group not in NAMED_BY_SPEC and (info.group, info.kind) not in NAMED_BY_VALUE
+    ]
 
 
 def has_seed(info: ResourceInfo) -> bool:
