@@ -7,6 +7,7 @@ SIGTERM by its PID at the end of the module.
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import signal
 import subprocess
@@ -44,6 +45,25 @@ class Server:
 
     def connection(self, timeout: float = 30) -> http.client.HTTPConnection:
         return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+
+    def send(
+        self, method: str, path: str, body: Any = None, *, token: str | None = "", accept: str | None = None
+    ) -> tuple[int, bytes]:
+        """One raw request: ``body`` sent as JSON, the bearer ``token`` (the admin token when empty, none when
+        None), an ``Accept`` header when given; the status and the raw answer."""
+        conn = self.connection()
+        headers = {} if token is None else {"Authorization": f"Bearer {token or self.token}"}
+        if accept is not None:
+            headers["Accept"] = accept
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        conn.request(method, path, body=data, headers=headers)
+        response = conn.getresponse()
+        raw = response.read()
+        conn.close()
+        return response.status, raw
 
     def stop(self) -> None:
         stop_process(self.process)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 
 import pytest
@@ -17,17 +16,7 @@ from tests.apiserver.conftest import Server
 
 
 def _request(server: Server, method: str, path: str, body: object = None, *, token: bool = True) -> tuple[int, bytes]:
-    conn = server.connection()
-    headers = {"Authorization": f"Bearer {server.token}"} if token else {}
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
-    conn.request(method, path, body=data, headers=headers)
-    response = conn.getresponse()
-    payload = response.read()
-    conn.close()
-    return response.status, payload
+    return server.send(method, path, body, token="" if token else None)
 
 
 def _samples(server: Server) -> dict[str, list[tuple[dict[str, str], float]]]:

@@ -23,17 +23,8 @@ ISSUER = "https://kubernetes.default.svc.cluster.local"
 
 
 def request(server: Server, method: str, path: str, body: Any = None, token: str | None = None) -> tuple[int, Any]:
-    conn = server.connection()
-    headers = {"Authorization": f"Bearer {token or server.token}", "Accept": "application/json"}
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
-    conn.request(method, path, body=data, headers=headers)
-    response = conn.getresponse()
-    raw = response.read()
-    conn.close()
-    return response.status, json.loads(raw) if raw else None
+    status, raw = server.send(method, path, body, token=token or "", accept="application/json")
+    return status, json.loads(raw) if raw else None
 
 
 def review(server: Server, spec: dict[str, Any]) -> tuple[int, Any]:

@@ -24,17 +24,7 @@ NS = "default"
 
 
 def request(server: Server, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
-    conn = server.connection()
-    headers = {"Authorization": f"Bearer {server.token}", "Accept": "application/json"}
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
-    conn.request(method, path, body=data, headers=headers)
-    response = conn.getresponse()
-    raw = response.read()
-    conn.close()
-    return response.status, raw
+    return server.send(method, path, body, accept="application/json")
 
 
 def test_not_found_is_upstreams_bytes(server: Server) -> None:

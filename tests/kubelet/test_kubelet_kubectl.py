@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.apiserver.conftest import start_server
+from tests.apiserver.up_cluster import eventually
 
 KUBEPLANE = [sys.executable, "-m", "kubeplane.cli.main"]
 KUBECTL = Path(sys.executable).parent / "kubectl"
@@ -47,17 +47,6 @@ spec:
   containers:
   - {name: etcd, image: "registry.k8s.io/etcd:3.5.21-0"}
 """
-
-
-def eventually(check: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
 
 
 @pytest.fixture(scope="module")
