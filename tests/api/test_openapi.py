@@ -81,8 +81,8 @@ def test_create_only_kinds_are_served() -> None:
 
 
 def test_unknown_group_version_is_a_lookup_error() -> None:
-    with pytest.raises(LookupError, match="apis/batch/v1"):
-        openapi.openapi_group_version(TABLE, "batch", "v1")
+    with pytest.raises(LookupError, match="apis/batch/v1beta1"):
+        openapi.openapi_group_version(TABLE, "batch", "v1beta1")
 
 
 @pytest.mark.parametrize("resource", PATCHABLE, ids=_resource_id)

@@ -50,6 +50,14 @@ MINIMAL: dict[tuple[str, str], dict[str, Any]] = {
     ("apps", "statefulsets"): {
         "spec": {"replicas": 0, "serviceName": "s", "selector": {"matchLabels": _LABELS}, "template": _TEMPLATE}
     },
+    ("apps", "controllerrevisions"): {"revision": 1, "data": {"spec": {}}},
+    ("batch", "jobs"): {"spec": {"template": {**_TEMPLATE, "spec": {**_TEMPLATE["spec"], "restartPolicy": "Never"}}}},
+    ("batch", "cronjobs"): {
+        "spec": {
+            "schedule": "*/5 * * * *",
+            "jobTemplate": {"spec": {"template": {"spec": {**_TEMPLATE["spec"], "restartPolicy": "OnFailure"}}}},
+        }
+    },
     ("coordination.k8s.io", "leases"): {"spec": {"holderIdentity": "me"}},
     ("scheduling.k8s.io", "priorityclasses"): {"value": 1000},
     ("policy", "poddisruptionbudgets"): {"spec": {"minAvailable": 1, "selector": {"matchLabels": _LABELS}}},

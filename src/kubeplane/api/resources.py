@@ -387,6 +387,36 @@ BUILTIN_RESOURCES: Final[tuple[ResourceInfo, ...]] = (
         categories=_ALL,
         subresources=(_SCALE, _status("StatefulSet", "apps")),
     ),
+    ResourceInfo(
+        "apps",
+        "v1",
+        "ControllerRevision",
+        "controllerrevisions",
+        namespaced=True,
+        storage_prefix="controllerrevisions",
+    ),
+    # --- batch/v1 ---
+    ResourceInfo(
+        "batch",
+        "v1",
+        "Job",
+        "jobs",
+        namespaced=True,
+        storage_prefix="jobs",
+        categories=_ALL,
+        subresources=(_status("Job", "batch"),),
+    ),
+    ResourceInfo(
+        "batch",
+        "v1",
+        "CronJob",
+        "cronjobs",
+        namespaced=True,
+        storage_prefix="cronjobs",
+        short_names=("cj",),
+        categories=_ALL,
+        subresources=(_status("CronJob", "batch"),),
+    ),
     # --- other groups ---
     ResourceInfo("coordination.k8s.io", "v1", "Lease", "leases", namespaced=True, storage_prefix="leases"),
     ResourceInfo(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from kubeplane.api import jsondepth
 from kubeplane.api.validation.field import forbidden, new_path, required
 
 from . import errors, fieldmanager
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from .registry import Registry
 
 APPLY_PATCH = "application/apply-patch+yaml"
+YAML_MAX_DEPTH = 10000
+"""go-yaml's ``max_flow_level``/``max_indents``: deeper YAML is ``yaml: exceeded max depth of 10000``."""
 Obj = dict[str, Any]
 
 
@@ -50,6 +53,11 @@ def decode_yaml(raw: bytes) -> Any:
         doc = yaml.safe_load(raw)
     except yaml.YAMLError as exc:
         raise errors.bad_request(f"error decoding YAML: {exc}") from None
+    except RecursionError:  # PyYAML's composer recurses per level; go-yaml stops at its flow-level limit
+        raise errors.bad_request(f"error decoding YAML: yaml: exceeded max depth of {YAML_MAX_DEPTH}") from None
+    bracket = jsondepth.too_deep(doc)
+    if bracket is not None:  # what sigs.k8s.io/yaml's JSON step refuses (same invariant as JSON bodies)
+        raise errors.bad_request(f"error decoding YAML: {jsondepth.syntax_error(bracket)}")
     if not isinstance(doc, dict):
         raise errors.bad_request(
             "error decoding YAML: error unmarshaling JSON: while decoding JSON: "

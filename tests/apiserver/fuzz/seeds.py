@@ -131,6 +131,22 @@ _BODIES: Final[dict[tuple[str, str], Callable[[str | None], Obj]]] = {
             "template": copy.deepcopy(TEMPLATE),
         }
     },
+    ("apps", "ControllerRevision"): lambda ns: {"revision": 2, "data": {"spec": {"replicas": 1}}},
+    ("batch", "Job"): lambda ns: {
+        "spec": {
+            "completions": 2,
+            "parallelism": 1,
+            "backoffLimit": 3,
+            "template": {**copy.deepcopy(TEMPLATE), "spec": {**copy.deepcopy(POD_SPEC), "restartPolicy": "Never"}},
+        }
+    },
+    ("batch", "CronJob"): lambda ns: {
+        "spec": {
+            "schedule": "*/5 * * * *",
+            "concurrencyPolicy": "Forbid",
+            "jobTemplate": {"spec": {"template": {"spec": {**copy.deepcopy(POD_SPEC), "restartPolicy": "OnFailure"}}}},
+        }
+    },
     ("coordination.k8s.io", "Lease"): lambda ns: {"spec": {"holderIdentity": "me", "leaseDurationSeconds": 15}},
     ("discovery.k8s.io", "EndpointSlice"): lambda ns: {
         "addressType": "IPv4",
