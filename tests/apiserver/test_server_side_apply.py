@@ -325,3 +325,27 @@ def test_custom_resource_apply_uses_crd_schema(kubectl: Kubectl) -> None:
     )
     assert result.returncode != 0
     assert 'Apply failed with 2 conflicts: conflicts with "one":\n- .spec.args\n- .spec.replicas' in result.stderr
+
+
+def test_field_manager_validation(kubectl: Kubectl) -> None:
+    # apimachinery pkg/apis/meta/v1/validation ValidateFieldManager via ValidateCreateOptions/ValidatePatchOptions
+    server = kubectl.server
+    path = "/api/v1/namespaces/default/configmaps"
+    body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fm-check"}})
+    code, status = _request(server, "POST", path + "?fieldManager=" + "a" * 129, body, "application/json")
+    assert code == 422
+    assert status["message"] == (
+        'CreateOptions.meta.k8s.io "" is invalid: fieldManager: Too long: may not be more than 128 bytes'
+    )
+    code, status = _request(server, "POST", path + "?fieldManager=a%07b", body, "application/json")
+    assert code == 422
+    assert status["message"] == (
+        'CreateOptions.meta.k8s.io "" is invalid: fieldManager: Invalid value: "a\\ab": '
+        "invalid character U+0007 (at position 1)"
+    )
+    doc = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fm-check}\n"
+    code, status = _request(server, "PATCH", path + "/fm-check?fieldManager=x%09", doc, "application/apply-patch+yaml")
+    assert code == 422
+    assert status["message"].startswith('PatchOptions.meta.k8s.io "" is invalid: fieldManager: Invalid value:')
+    code, _ = _request(server, "POST", path + "?fieldManager=" + "a" * 128, body, "application/json")
+    assert code == 201  # nothing was created by the refused requests; 128 bytes is allowed

@@ -32,6 +32,7 @@ from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.smd import schema, typed
 from kubeplane.api.smd import update as smd
 from kubeplane.api.smd.fieldpath import FieldsError, Set, element_key, path_string
+from kubeplane.api.validation.field import ErrorList, invalid, new_path, too_long
 
 from . import errors
 
@@ -58,6 +59,31 @@ _STRIP = Set.of(
         )
     ),
 )
+
+
+FIELD_MANAGER_MAX_LENGTH = 128
+"""apimachinery ``metav1validation.FieldManagerMaxLength``."""
+
+
+def validate_field_manager(name: str | None, *, options_kind: str) -> None:
+    """``ValidateFieldManager`` (apimachinery pkg/apis/meta/v1/validation), run by ``ValidateCreateOptions``,
+    ``ValidateUpdateOptions`` and ``ValidatePatchOptions``: at most 128 bytes, every character printable (Go's
+    ``unicode.IsPrint``, which Python's ``str.isprintable`` matches per character; the position is Go's byte
+    offset). A 422 naming the options kind; nothing runs."""
+    if not name:
+        return
+    path = new_path("fieldManager")
+    found: ErrorList = []
+    raw = name.encode("utf-8", "surrogatepass")
+    if len(raw) > FIELD_MANAGER_MAX_LENGTH:
+        found.append(too_long(path, FIELD_MANAGER_MAX_LENGTH))
+    offset = 0
+    for char in name:
+        if not char.isprintable():
+            found.append(invalid(path, name, detail=f"invalid character U+{ord(char):04X} (at position {offset})"))
+        offset += len(char.encode("utf-8", "surrogatepass"))
+    if found:
+        raise errors.invalid("meta.k8s.io", options_kind, "", found)
 
 
 def manager_name(field_manager: str | None, user_agent: str) -> str:
