@@ -239,20 +239,41 @@ def _cap(managers: smd.Managers, times: dict[str, str | None]) -> None:
         times[bucket] = times.get(ident)
 
 
-def _reset_fields(info: ResourceInfo, subresource: str) -> str | None:
-    """The top-level field a write through this endpoint never owns (upstream's ``GetResetFields``: the main
-    resource resets status, the status subresource resets spec)."""
-    if subresource == "status":
-        return "spec"
-    if not subresource and info.subresource("status") is not None:
-        return "status"
-    return None
+RESET_FIELDS: dict[tuple[str, str, str], tuple[tuple[str, ...], ...]] = {
+    ("", "Pod", "status"): (("spec",), ("metadata", "deletionTimestamp"), ("metadata", "ownerReferences")),
+    ("apps", "Deployment", "status"): (("spec",), ("metadata", "labels")),
+}
+"""Reset fields that differ from the common rule, by (group, kind, subresource), as the kinds' strategies'
+``GetResetFields`` (pkg/registry/core/pod/strategy.go podStatusStrategy; pkg/registry/apps/deployment/strategy.go
+deploymentStatusStrategy). Every other kind follows the common rule of its strategies (core node, namespace,
+service; apps replicaset, statefulset, daemonset; batch job; ...; apiextensions customresource): the main
+resource resets ``status`` when there is a status subresource, the status subresource resets ``spec``."""
 
 
-def _without_field(fields: Set, name: str) -> Set:
+def reset_fields(info: ResourceInfo, subresource: str) -> Set:
+    """The fields a write through this endpoint never owns (upstream's ``GetResetFields``)."""
+    paths = RESET_FIELDS.get((info.group, info.kind, subresource))
+    if paths is None:
+        if subresource == "status":
+            paths = (("spec",),)
+        elif not subresource and info.subresource("status") is not None:
+            paths = (("status",),)
+        else:
+            paths = ()
+    return Set.of(*(tuple(("f", name) for name in path) for path in paths))
+
+
+def _without_fields(fields: Set, reset: Set) -> Set:
+    """``fields`` less every reset path and what lies below it."""
     out = fields.copy()
-    out.members.discard(("f", name))
-    out.children.pop(("f", name), None)
+    for pe in reset.members:
+        out.members.discard(pe)
+        out.children.pop(pe, None)
+    for pe, child in reset.children.items():
+        if pe in out.children:
+            out.children[pe] = _without_fields(out.children[pe], child)
+            if out.children[pe].empty():
+                del out.children[pe]
     return out
 
 
@@ -482,10 +503,10 @@ def apply(
             raise _conflict_error(rest) from None
         new, updated = smd.apply(live_obj, config, atom, info.api_version, managers, ident, force=True)
     updated = _strip(updated)
-    reset = _reset_fields(info, subresource)
-    if reset is not None and ident in updated:
+    reset = reset_fields(info, subresource)
+    if not reset.empty() and ident in updated:
         mine = updated[ident]
-        updated[ident] = smd.VersionedSet(_without_field(mine.fields, reset), mine.api_version, True)
+        updated[ident] = smd.VersionedSet(_without_fields(mine.fields, reset), mine.api_version, True)
         if updated[ident].fields.empty():
             del updated[ident]
     if new is None:  # nothing changed: the applier's time stays (managedfieldsupdater.go Apply)
