@@ -131,3 +131,38 @@ def test_noop_apply_keeps_the_applier_time() -> None:
     again = fieldmanager.apply(CONFIGMAPS, live, config, "tool", force=False, now=100)
     assert again == live
     assert again["metadata"]["managedFields"][0]["time"] == "1970-01-01T00:00:00Z"
+
+
+def test_reset_fields_per_kind() -> None:
+    # pkg/registry/*/strategy.go GetResetFields: pods/status resets spec, metadata.deletionTimestamp and
+    # metadata.ownerReferences; deployments/status resets spec and metadata.labels; others the common rule
+    pods = default_table().get("", "v1", "pods")
+    nodes = default_table().get("", "v1", "nodes")
+    paths = lambda info, sub: sorted(fieldmanager.reset_fields(info, sub).paths())  # noqa: E731
+    assert paths(pods, "status") == [
+        (("f", "metadata"), ("f", "deletionTimestamp")),
+        (("f", "metadata"), ("f", "ownerReferences")),
+        (("f", "spec"),),
+    ]
+    assert paths(pods, "") == [(("f", "status"),)]
+    assert paths(DEPLOYMENTS, "status") == [(("f", "metadata"), ("f", "labels")), (("f", "spec"),)]
+    assert paths(nodes, "status") == [(("f", "spec"),)]
+    assert paths(CONFIGMAPS, "") == []
+
+
+def test_status_apply_does_not_own_reset_labels() -> None:
+    live = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "default", "labels": {"a": "1"}},
+        "spec": {"replicas": 1},
+    }
+    config = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "default", "labels": {"a": "1"}},
+        "status": {"replicas": 1},
+    }
+    out = fieldmanager.apply(DEPLOYMENTS, live, config, "kcm", force=False, subresource="status", now=0)
+    (entry,) = [e for e in out["metadata"]["managedFields"] if e["manager"] == "kcm"]
+    assert entry["fieldsV1"] == {"f:status": {"f:replicas": {}}}

@@ -240,3 +240,112 @@ def test_scale_and_status_apply_entries(kubectl: Kubectl) -> None:
     scale = [e for (_, op, sub), e in managers.items() if (op, sub) == ("Update", "scale")]
     assert scale[0]["fieldsV1"] == {"f:spec": {"f:replicas": {}}}
     assert managers[("ctl", "Apply", "status")]["fieldsV1"] == {"f:status": {"f:observedGeneration": {}}}
+
+
+WIDGET_CRD = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.ssa.example.com
+spec:
+  group: ssa.example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              replicas: {type: integer}
+              args: {type: array, items: {type: string}}
+              ports:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [name]
+                items:
+                  type: object
+                  required: [name]
+                  properties: {name: {type: string}, port: {type: integer}}
+"""
+
+
+def _widget(ports: str, extra: str = "") -> str:
+    return f"""
+apiVersion: ssa.example.com/v1
+kind: Widget
+metadata: {{name: w1}}
+spec:
+  ports: [{ports}]
+{extra}"""
+
+
+def test_custom_resource_apply_uses_crd_schema(kubectl: Kubectl) -> None:
+    # apiextensions-apiserver customresource_handler.go: the TypeConverter comes from the CRD's structural schema
+    # (kube-openapi schemaconv): x-kubernetes-list-type map items are owned per key; unmarked lists are atomic
+    kubectl("apply", "-f", "-", stdin=WIDGET_CRD)
+    kubectl("wait", "--for", "condition=established", "--timeout=30s", "crd/widgets.ssa.example.com")
+    kubectl(
+        "apply",
+        "--server-side",
+        "--field-manager=one",
+        "-f",
+        "-",
+        stdin=_widget("{name: http, port: 80}", "  replicas: 1\n  args: [a, b]"),
+    )
+    kubectl("apply", "--server-side", "--field-manager=two", "-f", "-", stdin=_widget("{name: https, port: 443}"))
+    obj = kubectl.json("get", "widget", "w1", "--show-managed-fields")
+    assert obj["spec"]["ports"] == [{"name": "http", "port": 80}, {"name": "https", "port": 443}]
+    managers = _managers(obj)
+    assert list(managers[("one", "Apply", "")]["fieldsV1"]["f:spec"]["f:ports"]) == ['k:{"name":"http"}']
+    assert list(managers[("two", "Apply", "")]["fieldsV1"]["f:spec"]["f:ports"]) == ['k:{"name":"https"}']
+    # the same applier again keeps both items; a scalar and the atomic list conflict for another manager
+    kubectl(
+        "apply",
+        "--server-side",
+        "--field-manager=one",
+        "-f",
+        "-",
+        stdin=_widget("{name: http, port: 80}", "  replicas: 1\n  args: [a, b]"),
+    )
+    assert len(kubectl.json("get", "widget", "w1")["spec"]["ports"]) == 2
+    result = kubectl(
+        "apply",
+        "--server-side",
+        "--field-manager=two",
+        "-f",
+        "-",
+        stdin=_widget("{name: https, port: 443}", "  replicas: 2\n  args: [c]"),
+        check=False,
+    )
+    assert result.returncode != 0
+    assert 'Apply failed with 2 conflicts: conflicts with "one":\n- .spec.args\n- .spec.replicas' in result.stderr
+
+
+def test_field_manager_validation(kubectl: Kubectl) -> None:
+    # apimachinery pkg/apis/meta/v1/validation ValidateFieldManager via ValidateCreateOptions/ValidatePatchOptions
+    server = kubectl.server
+    path = "/api/v1/namespaces/default/configmaps"
+    body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fm-check"}})
+    code, status = _request(server, "POST", path + "?fieldManager=" + "a" * 129, body, "application/json")
+    assert code == 422
+    assert status["message"] == (
+        'CreateOptions.meta.k8s.io "" is invalid: fieldManager: Too long: may not be more than 128 bytes'
+    )
+    code, status = _request(server, "POST", path + "?fieldManager=a%07b", body, "application/json")
+    assert code == 422
+    assert status["message"] == (
+        'CreateOptions.meta.k8s.io "" is invalid: fieldManager: Invalid value: "a\\ab": '
+        "invalid character U+0007 (at position 1)"
+    )
+    doc = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fm-check}\n"
+    code, status = _request(server, "PATCH", path + "/fm-check?fieldManager=x%09", doc, "application/apply-patch+yaml")
+    assert code == 422
+    assert status["message"].startswith('PatchOptions.meta.k8s.io "" is invalid: fieldManager: Invalid value:')
+    code, _ = _request(server, "POST", path + "?fieldManager=" + "a" * 128, body, "application/json")
+    assert code == 201  # nothing was created by the refused requests; 128 bytes is allowed

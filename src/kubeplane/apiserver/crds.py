@@ -34,6 +34,7 @@ from kubeplane.api.crd import definition, values
 from kubeplane.api.crd import prune as crdprune
 from kubeplane.api.crd.resource import CRD_FINALIZER, CustomResourceInfo, resources_for, storage_version
 from kubeplane.api.resources import ResourceInfo
+from kubeplane.api.smd import structural
 from kubeplane.api.validation.field import ErrorList
 
 from . import errors
@@ -421,10 +422,17 @@ class CRDController:
             self.registry.custom_strategies[(info.group, info.version, info.plural)] = CustomResourceStrategy(
                 info, schema if info.converts else info.schema
             )
+            structural.register(self._owner(name), info.group, info.version, info.kind, info.schema)
         self.registered[name] = infos
+
+    def _owner(self, name: str) -> str:
+        """Who registers a CRD's apply types: this server's registry and the CRD (tests run several servers
+        in one process)."""
+        return f"{id(self.registry)}/{name}"
 
     async def _unregister(self, name: str, *, keep_caches: bool = False) -> None:
         self._fingerprints.pop(name, None)
+        structural.unregister(self._owner(name))
         for info in self.registered.pop(name, []):
             self.registry.table.unregister(info.group, info.version, info.plural)
             self.registry.custom_strategies.pop((info.group, info.version, info.plural), None)

@@ -32,6 +32,7 @@ from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.smd import schema, typed
 from kubeplane.api.smd import update as smd
 from kubeplane.api.smd.fieldpath import FieldsError, Set, element_key, path_string
+from kubeplane.api.validation.field import ErrorList, invalid, new_path, too_long
 
 from . import errors
 
@@ -57,6 +58,31 @@ _STRIP = Set.of(
     (("f", "metadata"),),
     *((("f", "metadata"), ("f", name)) for name in _STRIPPED_METADATA),
 )
+
+
+FIELD_MANAGER_MAX_LENGTH = 128
+"""apimachinery ``metav1validation.FieldManagerMaxLength``."""
+
+
+def validate_field_manager(name: str | None, *, options_kind: str) -> None:
+    """``ValidateFieldManager`` (apimachinery pkg/apis/meta/v1/validation), run by ``ValidateCreateOptions``,
+    ``ValidateUpdateOptions`` and ``ValidatePatchOptions``: at most 128 bytes, every character printable (Go's
+    ``unicode.IsPrint``, which Python's ``str.isprintable`` matches per character; the position is Go's byte
+    offset). A 422 naming the options kind; nothing runs."""
+    if not name:
+        return
+    path = new_path("fieldManager")
+    found: ErrorList = []
+    raw = name.encode("utf-8", "surrogatepass")
+    if len(raw) > FIELD_MANAGER_MAX_LENGTH:
+        found.append(too_long(path, FIELD_MANAGER_MAX_LENGTH))
+    offset = 0
+    for char in name:
+        if not char.isprintable():
+            found.append(invalid(path, name, detail=f"invalid character U+{ord(char):04X} (at position {offset})"))
+        offset += len(char.encode("utf-8", "surrogatepass"))
+    if found:
+        raise errors.invalid("meta.k8s.io", options_kind, "", found)
 
 
 def manager_name(field_manager: str | None, user_agent: str) -> str:
@@ -194,20 +220,41 @@ def _cap(managers: smd.Managers, times: dict[str, str | None]) -> None:
         times[bucket] = times.get(ident)
 
 
-def _reset_fields(info: ResourceInfo, subresource: str) -> str | None:
-    """The top-level field a write through this endpoint never owns (upstream's ``GetResetFields``: the main
-    resource resets status, the status subresource resets spec)."""
-    if subresource == "status":
-        return "spec"
-    if not subresource and info.subresource("status") is not None:
-        return "status"
-    return None
+RESET_FIELDS: dict[tuple[str, str, str], tuple[tuple[str, ...], ...]] = {
+    ("", "Pod", "status"): (("spec",), ("metadata", "deletionTimestamp"), ("metadata", "ownerReferences")),
+    ("apps", "Deployment", "status"): (("spec",), ("metadata", "labels")),
+}
+"""Reset fields that differ from the common rule, by (group, kind, subresource), as the kinds' strategies'
+``GetResetFields`` (pkg/registry/core/pod/strategy.go podStatusStrategy; pkg/registry/apps/deployment/strategy.go
+deploymentStatusStrategy). Every other kind follows the common rule of its strategies (core node, namespace,
+service; apps replicaset, statefulset, daemonset; batch job; ...; apiextensions customresource): the main
+resource resets ``status`` when there is a status subresource, the status subresource resets ``spec``."""
 
 
-def _without_field(fields: Set, name: str) -> Set:
+def reset_fields(info: ResourceInfo, subresource: str) -> Set:
+    """The fields a write through this endpoint never owns (upstream's ``GetResetFields``)."""
+    paths = RESET_FIELDS.get((info.group, info.kind, subresource))
+    if paths is None:
+        if subresource == "status":
+            paths = (("spec",),)
+        elif not subresource and info.subresource("status") is not None:
+            paths = (("status",),)
+        else:
+            paths = ()
+    return Set.of(*(tuple(("f", name) for name in path) for path in paths))
+
+
+def _without_fields(fields: Set, reset: Set) -> Set:
+    """``fields`` less every reset path and what lies below it."""
     out = fields.copy()
-    out.members.discard(("f", name))
-    out.children.pop(("f", name), None)
+    for pe in reset.members:
+        out.members.discard(pe)
+        out.children.pop(pe, None)
+    for pe, child in reset.children.items():
+        if pe in out.children:
+            out.children[pe] = _without_fields(out.children[pe], child)
+            if out.children[pe].empty():
+                del out.children[pe]
     return out
 
 
@@ -437,10 +484,10 @@ def apply(
             raise _conflict_error(rest) from None
         new, updated = smd.apply(live_obj, config, atom, info.api_version, managers, ident, force=True)
     updated = _strip(updated)
-    reset = _reset_fields(info, subresource)
-    if reset is not None and ident in updated:
+    reset = reset_fields(info, subresource)
+    if not reset.empty() and ident in updated:
         mine = updated[ident]
-        updated[ident] = smd.VersionedSet(_without_field(mine.fields, reset), mine.api_version, True)
+        updated[ident] = smd.VersionedSet(_without_fields(mine.fields, reset), mine.api_version, True)
         if updated[ident].fields.empty():
             del updated[ident]
     if new is None:  # nothing changed: the applier's time stays (managedfieldsupdater.go Apply)

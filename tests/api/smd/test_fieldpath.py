@@ -52,3 +52,13 @@ def test_set_algebra() -> None:
 def test_bad_fields_v1(doc: object) -> None:
     with pytest.raises(FieldsError):
         Set.from_fields_v1(doc)
+
+
+def test_keys_use_go_html_escaping() -> None:
+    # structured-merge-diff fieldpath/serialize-pe.go writes k:/v: values with Go's encoding/json, which escapes
+    # <, >, & (and U+2028/U+2029) as \u003c, \u003e, \u0026
+    from kubeplane.api.smd.fieldpath import element_key, parse_element
+
+    assert element_key(("v", "a<b>&c\u2028")) == 'v:"a\\u003cb\\u003e\\u0026c\\u2028"'
+    assert element_key(("k", (("name", "x&y"),))) == 'k:{"name":"x\\u0026y"}'
+    assert parse_element('v:"a\\u003cb"') == parse_element('v:"a<b"') == ("v", "a<b")

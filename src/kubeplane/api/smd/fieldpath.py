@@ -72,6 +72,17 @@ def _json(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
+_GO_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def _go_json(value: Any) -> str:
+    """JSON as Go's ``encoding/json`` writes it, which structured-merge-diff uses for ``k:``/``v:`` keys
+    (serialize-pe.go): ``<``, ``>``, ``&`` and U+2028/U+2029 escaped as ``\\u003c``... (HTML-safe by default).
+    Those characters only occur inside JSON strings, so replacing them in the output is exact; decoding either
+    spelling gives the same value, so a key a client wrote unescaped still parses."""
+    return _json(value).translate(_GO_ESCAPES)
+
+
 def element_string(pe: PathElement) -> str:
     """``PathElement.String``: ``.name``, ``[k=v,...]``, ``[=v]``, ``[i]``."""
     kind, payload = pe
@@ -94,9 +105,9 @@ def element_key(pe: PathElement) -> str:
     if kind == "f":
         return "f:" + str(payload)
     if kind == "k":
-        return "k:" + _json(dict(payload))
+        return "k:" + _go_json(dict(payload))
     if kind == "v":
-        return "v:" + _json(_unfreeze(payload))
+        return "v:" + _go_json(_unfreeze(payload))
     return f"i:{payload}"
 
 

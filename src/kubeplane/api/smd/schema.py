@@ -167,3 +167,9 @@ def type_of(group: str, version: str, kind: str) -> Atom:
         if atom is not None:
             return atom
     return DEDUCED
+
+
+def go_type(name: str) -> Atom:
+    """The type of a Go type of the generated tables by its full name (``k8s.io/apimachinery/pkg/apis/meta/v1
+    .ObjectMeta``), as a CRD's schema refers to ObjectMeta."""
+    return _builder().expr(name)

@@ -510,6 +510,8 @@ class APIServerApp:
                 self.registry, resource, info.namespace, info.name, info.subresource, query, upgrade=upgrade
             )
         verb = info.verb
+        if verb in ("create", "update", "patch"):
+            fieldmanager.validate_field_manager(query.get("fieldManager"), options_kind=OPTIONS_KIND[verb])
         call = Call(
             verb,
             resource,
