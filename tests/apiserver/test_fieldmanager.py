@@ -122,6 +122,22 @@ def test_decode_errors(entry: dict[str, Any], message: str) -> None:
         fieldmanager.decode([entry])
 
 
+def test_sent_fields_v1_that_is_not_an_object_is_ignored() -> None:
+    """fieldpath.Set.FromJSON reads an object only, so ``fieldsV1: []`` sent by a client (a JSON patch on
+    managedFields) fails DecodeManagedFields and decodeLiveOrNew keeps the live entries: nothing unreadable is
+    stored (the official client refuses a non-object fieldsV1). Found by the soak fuzz on a Lease."""
+    assert CONFIGMAPS is not None
+    with pytest.raises(ValueError, match="error decoding versioned set"):
+        fieldmanager.decode([{"operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": []}])
+    live = _cm({"a": "1"})
+    fieldmanager.track_update(CONFIGMAPS, None, live, "x", now=0)
+    sent = [{"manager": "x", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": []}]
+    new = _cm({"a": "2"}, managed=sent)
+    fieldmanager.track_update(CONFIGMAPS, live, new, "y", now=1)
+    assert all(isinstance(e["fieldsV1"], dict) for e in new["metadata"]["managedFields"])
+    assert [e["manager"] for e in new["metadata"]["managedFields"]] == ["x", "y"]
+
+
 def test_noop_apply_keeps_the_applier_time() -> None:
     # managedfieldsupdater.go Apply: a merge that changes nothing leaves the entry's time, so nothing is written
     assert CONFIGMAPS is not None

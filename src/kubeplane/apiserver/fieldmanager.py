@@ -128,8 +128,11 @@ def decode(entries: Any) -> Decoded:
         ident = _identifier(
             str(entry.get("manager") or ""), operation, api_version, str(entry.get("subresource") or "")
         )
+        fields_v1 = entry.get("fieldsV1")
+        if fields_v1 is not None and not isinstance(fields_v1, dict):  # Set.FromJSON reads an object only
+            raise ValueError(f"error decoding versioned set: expected an object, got {type(fields_v1).__name__}")
         try:
-            fields = Set.from_fields_v1(entry.get("fieldsV1") or {})
+            fields = Set.from_fields_v1(fields_v1 or {})
         except FieldsError as exc:
             raise ValueError(f"error decoding versioned set: {exc}") from None
         managers[ident] = smd.VersionedSet(fields, api_version, operation == "Apply")
