@@ -36,6 +36,9 @@ EXPECTED = {
     ("apps", "replicasets"): ("ReplicaSet", True, "replicasets", ("rs",)),
     ("apps", "daemonsets"): ("DaemonSet", True, "daemonsets", ("ds",)),
     ("apps", "statefulsets"): ("StatefulSet", True, "statefulsets", ("sts",)),
+    ("apps", "controllerrevisions"): ("ControllerRevision", True, "controllerrevisions", ()),
+    ("batch", "jobs"): ("Job", True, "jobs", ()),
+    ("batch", "cronjobs"): ("CronJob", True, "cronjobs", ("cj",)),
     ("coordination.k8s.io", "leases"): ("Lease", True, "leases", ()),
     ("discovery.k8s.io", "endpointslices"): ("EndpointSlice", True, "endpointslices", ()),
     ("scheduling.k8s.io", "priorityclasses"): ("PriorityClass", False, "priorityclasses", ("pc",)),
@@ -244,13 +247,15 @@ def test_storage_keys_through_the_table() -> None:
 
 def test_registering_another_kind_is_one_entry() -> None:
     table = default_table()
-    jobs = ResourceInfo("batch", "v1", "Job", "jobs", namespaced=True, storage_prefix="jobs", categories=("all",))
-    table.register(jobs)
-    assert table.resolve("jobs.batch") is jobs
-    assert table.by_kind("job") is jobs
+    widgets = ResourceInfo(
+        "example.com", "v1", "Widget", "widgets", namespaced=True, storage_prefix="widgets", categories=("all",)
+    )
+    table.register(widgets)
+    assert table.resolve("widgets.example.com") is widgets
+    assert table.by_kind("widget") is widgets
     assert len(default_table()) == len(BUILTIN_RESOURCES)  # registrations do not leak between tables
-    with pytest.raises(DuplicateResourceError, match=r"jobs\.batch v1"):
-        table.register(jobs)
+    with pytest.raises(DuplicateResourceError, match=r"widgets\.example\.com v1"):
+        table.register(widgets)
 
 
 def test_empty_table() -> None:
