@@ -35,9 +35,9 @@ def test_create_job_defaults_and_generated_selector(kubectl: Kubectl) -> None:
     job = kubectl.json("get", "job", "hello")
     uid = job["metadata"]["uid"]
     spec = job["spec"]
-    assert spec["completions"] == 1 and spec["parallelism"] == 1 and spec["backoffLimit"] == 6
-    assert spec["completionMode"] == "NonIndexed" and spec["suspend"] is False
-    assert spec["podReplacementPolicy"] == "TerminatingOrFailed" and spec["manualSelector"] is False
+    assert (spec["completions"], spec["parallelism"], spec["backoffLimit"]) == (1, 1, 6)
+    assert (spec["completionMode"], spec["suspend"]) == ("NonIndexed", False)
+    assert (spec["podReplacementPolicy"], spec["manualSelector"]) == ("TerminatingOrFailed", False)
     assert spec["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
     expected = {
         "batch.kubernetes.io/controller-uid": uid,
@@ -59,7 +59,7 @@ def test_create_cronjob_and_job_from_it(kubectl: Kubectl) -> None:
     assert out.stdout.strip() == "cronjob.batch/c created"
     cj = kubectl.json("get", "cronjob", "c")
     spec = cj["spec"]
-    assert spec["schedule"] == "*/5 * * * *" and spec["concurrencyPolicy"] == "Allow"
+    assert (spec["schedule"], spec["concurrencyPolicy"]) == ("*/5 * * * *", "Allow")
     assert spec["suspend"] is False
     assert (spec["successfulJobsHistoryLimit"], spec["failedJobsHistoryLimit"]) == (3, 1)
     assert "completions" not in spec["jobTemplate"]["spec"]  # SetDefaults_Job is the Job kind's only
@@ -88,7 +88,8 @@ def test_get_jobs_and_cronjobs_columns(kubectl: Kubectl) -> None:
     wide = kubectl("get", "job", "cols", "-o", "wide").stdout.splitlines()
     assert wide[0].split() == ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"]
     cells = wide[1].split()  # DURATION is empty before startTime, so the row has one cell fewer when split
-    assert cells[-3:-1] == ["cols", "busybox"] and cells[-1].startswith("batch.kubernetes.io/controller-uid=")
+    assert cells[-3:-1] == ["cols", "busybox"]
+    assert cells[-1].startswith("batch.kubernetes.io/controller-uid=")
     cj_wide = kubectl("get", "cronjob", "cols-cj", "-o", "wide").stdout.splitlines()
     assert cj_wide[0].split()[-3:] == ["CONTAINERS", "IMAGES", "SELECTOR"]
     assert cj_wide[1].split()[-3:] == ["cols-cj", "busybox", "<none>"]
@@ -123,12 +124,15 @@ def test_job_template_is_immutable_and_delete_without_policy_orphans(kubectl: Ku
     batch/v1 OrphanDependents, so a DELETE without propagationPolicy leaves the Job held by ``orphan``."""
     kubectl("create", "job", "frozen", "--image=busybox", "--", "true")
     out = kubectl("set", "image", "job/frozen", "frozen=busybox:2", check=False)
-    assert out.returncode != 0 and "spec.template: Invalid value" in out.stderr and "field is immutable" in out.stderr
+    assert out.returncode != 0
+    assert "spec.template: Invalid value" in out.stderr
+    assert "field is immutable" in out.stderr
     kubectl("label", "job", "frozen", "team=a")  # metadata stays mutable
     # Raw DELETE without a body: the strategy's default policy applies (kubectl itself sends Background).
     kubectl("delete", "--raw", "/apis/batch/v1/namespaces/default/jobs/frozen")
     job = kubectl.json("get", "job", "frozen")
-    assert job["metadata"]["finalizers"] == ["orphan"] and job["metadata"].get("deletionTimestamp")
+    assert job["metadata"]["finalizers"] == ["orphan"]
+    assert job["metadata"].get("deletionTimestamp")
     kubectl("create", "job", "gone", "--image=busybox", "--", "true")
     kubectl("delete", "job", "gone")  # Background: no finalizer, gone at once
     assert kubectl("get", "job", "gone", check=False).returncode != 0
