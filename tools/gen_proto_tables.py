@@ -194,11 +194,21 @@ KEEP_ZERO: dict[str, tuple[str, ...]] = {
         "currentReplicas", "desiredReplicas", "currentCPUUtilizationPercentage",
     ),
     "k8s.io.api.autoscaling.v1.ScaleStatus": ("replicas",),
+    "k8s.io.api.batch.v1.JobSpec": (
+        "parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "manualSelector",
+        "ttlSecondsAfterFinished", "suspend", "backoffLimitPerIndex", "maxFailedIndexes",
+    ),
+    "k8s.io.api.batch.v1.JobStatus": ("ready", "terminating"),
+    "k8s.io.api.batch.v1.SuccessPolicyRule": ("succeededCount",),
+    "k8s.io.api.batch.v1.CronJobSpec": (
+        "startingDeadlineSeconds", "suspend", "successfulJobsHistoryLimit", "failedJobsHistoryLimit",
+    ),
 }  # fmt: skip
 
 GROUP_VERSIONS = {
     "k8s.io.api.core.v1": "v1",
     "k8s.io.api.apps.v1": "apps/v1",
+    "k8s.io.api.batch.v1": "batch/v1",
     "k8s.io.api.policy.v1": "policy/v1",
     "k8s.io.api.autoscaling.v1": "autoscaling/v1",
     "k8s.io.api.coordination.v1": "coordination.k8s.io/v1",
@@ -213,7 +223,9 @@ META_KINDS = (
     "ListOptions", "PartialObjectMetadata", "PartialObjectMetadataList", "PatchOptions", "Status",
     "UpdateOptions", "WatchEvent",
 )  # fmt: skip
-NOT_KINDS = frozenset({_CORE + "PodTemplateSpec", _CORE + "PersistentVolumeClaimTemplate"})
+NOT_KINDS = frozenset(
+    {_CORE + "PodTemplateSpec", _CORE + "PersistentVolumeClaimTemplate", "k8s.io.api.batch.v1.JobTemplateSpec"}
+)
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _PACKAGE = re.compile(r"\bpackage\s+([\w.]+)\s*;")

@@ -477,6 +477,52 @@ SELECTOR = {"matchLabels": {"app": "x"}, "matchExpressions": [{"key": "tier", "o
             ["d", "1/2", "5m", "a,b", "img:a,img:b"],
             id="printStatefulSet",
         ),
+        pytest.param(
+            ("batch", "Job"),
+            {
+                "spec": {"completions": 3, "template": TEMPLATE, "selector": {"matchLabels": {"a": "b"}}},
+                "status": {
+                    "succeeded": 3,
+                    "startTime": ago(200),
+                    "completionTime": ago(80),
+                    "conditions": [{"type": "Complete", "status": "True"}],
+                },
+            },
+            ["d", "Complete", "3/3", "2m", "5m", "a,b", "img:a,img:b", "a=b"],
+            id="printJob-complete",
+        ),
+        pytest.param(
+            ("batch", "Job"),
+            {"spec": {"parallelism": 4}, "status": {"succeeded": 1, "startTime": ago(30)}},
+            ["d", "Running", "1/1 of 4", "30s", "5m", "", "", "<none>"],
+            id="printJob-running-no-completions",
+        ),
+        pytest.param(
+            ("batch", "Job"),
+            {"spec": {"completions": 2}, "status": {"conditions": [{"type": "Suspended", "status": "True"}]}},
+            ["d", "Suspended", "0/2", "", "5m", "", "", "<none>"],
+            id="printJob-suspended",
+        ),
+        pytest.param(
+            ("batch", "CronJob"),
+            {
+                "spec": {
+                    "schedule": "*/5 * * * *",
+                    "timeZone": "Etc/UTC",
+                    "suspend": True,
+                    "jobTemplate": {"spec": {"template": TEMPLATE}},
+                },
+                "status": {"active": [{"name": "x"}], "lastScheduleTime": ago(60)},
+            },
+            ["d", "*/5 * * * *", "Etc/UTC", "True", 1, "60s", "5m", "a,b", "img:a,img:b", "<none>"],
+            id="printCronJob",
+        ),
+        pytest.param(
+            ("batch", "CronJob"),
+            {"spec": {"schedule": "@hourly"}},
+            ["d", "@hourly", "<none>", "<unset>", 0, "<none>", "5m", "", "", "<none>"],
+            id="printCronJob-unset",
+        ),
     ],
 )
 def test_print_workloads(kind: tuple[str, str], obj: dict[str, Any], want: list[Any]) -> None:
@@ -734,6 +780,11 @@ UPSTREAM_COLUMNS: dict[tuple[str, str], str] = {
     ("apps", "DaemonSet"): "Name,Desired:integer,Current:integer,Ready:integer,Up-to-date:integer,Available:integer,"
     "Node Selector,Age,Containers*,Images*,Selector*",
     ("apps", "StatefulSet"): "Name,Ready,Age,Containers*,Images*",
+    ("batch", "Job"): "Name,Status,Completions,Duration,Age,Containers*,Images*,Selector*",
+    (
+        "batch",
+        "CronJob",
+    ): "Name,Schedule,Timezone,Suspend:boolean,Active:integer,Last Schedule,Age,Containers*,Images*,Selector*",
     ("", "Event"): "Last Seen,Type,Reason,Object,Subobject*,Source*,Message,First Seen*,Count*,Name*",
     ("", "Namespace"): "Name,Status,Age",
     ("", "Service"): "Name,Type,Cluster-IP,External-IP,Port(s),Age,Selector*",

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
+from kubeplane.api.defaults_batch import set_defaults_cron_job, set_defaults_job
 from kubeplane.api.defaults_workloads import (  # the _underscored wire helpers are shared by the two modules
     JSONObject,
     _ensure,
@@ -237,6 +238,8 @@ DEFAULTERS: Final[Mapping[tuple[str, str], Defaulter]] = MappingProxyType(
         ("apps/v1", "ReplicaSet"): set_defaults_replica_set,
         ("apps/v1", "DaemonSet"): set_defaults_daemon_set,
         ("apps/v1", "StatefulSet"): set_defaults_stateful_set,
+        ("batch/v1", "Job"): set_defaults_job,
+        ("batch/v1", "CronJob"): set_defaults_cron_job,
         ("discovery.k8s.io/v1", "EndpointSlice"): _endpoint_slice,
         ("scheduling.k8s.io/v1", "PriorityClass"): _priority_class,
         ("storage.k8s.io/v1", "StorageClass"): _storage_class,

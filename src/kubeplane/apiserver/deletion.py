@@ -116,7 +116,10 @@ async def delete_object(
                 return 200, marked
         grace = strategy.grace_period(obj, options.grace_period_seconds)
         finalizers = list(meta.get("finalizers") or [])
-        wanted = _FINALIZER_FOR_POLICY.get(options.propagation_policy or "")
+        policy = options.propagation_policy
+        if policy is None and not set(finalizers) & set(_FINALIZER_FOR_POLICY.values()):
+            policy = strategy.default_propagation_policy  # upstream shouldOrphanDependents' last resort
+        wanted = _FINALIZER_FOR_POLICY.get(policy or "")
         if wanted and wanted not in finalizers:
             finalizers.append(wanted)
         if grace > 0 or finalizers:

@@ -28,6 +28,7 @@ from kubeplane.api.validation.field import go_quote
 from kubeplane.api.views import int_field, items, mappings, meta_of, name_of, section
 from kubeplane.apiserver.conversion import events_v1_fields_to_core
 from kubeplane.apiserver.printers_apiservice import APISERVICE_PRINTER
+from kubeplane.apiserver.printers_batch import BATCH_PRINTERS
 from kubeplane.apiserver.printers_core_more import CORE_MORE_PRINTERS
 from kubeplane.apiserver.printers_endpoints import ENDPOINTS_PRINTERS
 from kubeplane.apiserver.printers_more import MORE_PRINTERS
@@ -390,6 +391,7 @@ def default_row(obj: Obj, now: float) -> list[Any]:
 DEFAULT_PRINTER: Final = Printer(DEFAULT_COLUMNS, default_row)
 PRINTERS: Final[Mapping[tuple[str, str], Printer]] = {
     **WORKLOAD_PRINTERS,
+    **BATCH_PRINTERS,
     **ENDPOINTS_PRINTERS,
     **MORE_PRINTERS,
     **CORE_MORE_PRINTERS,

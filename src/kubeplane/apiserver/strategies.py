@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 Obj = dict[str, Any]
 Finish = Callable[[bool], Awaitable[None]]
 
-_VALIDATION_MODULES = ("core", "apps", "cluster", "discovery", "networking")
+_VALIDATION_MODULES = ("core", "apps", "batch", "cluster", "discovery", "networking")
 
 
 @cache
@@ -47,6 +47,10 @@ def _spec_half(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 class Strategy:
     """Default behaviour: the whole object is user-owned; no status subresource; no generation."""
+
+    default_propagation_policy: str | None = None
+    """What a delete without ``propagationPolicy`` does (upstream ``DefaultGarbageCollectionPolicy``): None is
+    ``DeleteDependents`` (background); ``"Orphan"`` adds the ``orphan`` finalizer (batch/v1 Jobs)."""
 
     def __init__(self, info: ResourceInfo) -> None:
         self.info = info
@@ -294,6 +298,10 @@ def strategy_for(info: ResourceInfo) -> Strategy:
         return CRDStrategy(info)
     if (info.group, info.kind) == ("apiregistration.k8s.io", "APIService"):
         return APIServiceStrategy(info)
+    if (info.group, info.kind) == ("batch", "Job"):
+        from .strategies_batch import JobStrategy  # imported here: strategies_batch builds on this module
+
+        return JobStrategy(info)
     if (info.group, info.kind) == ("", "Service"):
         from .services import ServiceStrategy  # imported here: services builds on this module
 

@@ -37,7 +37,9 @@ def node_specs(node_config: Path | None, nodes: int | None) -> list[NodeSpec]:
     return uniform_cluster(nodes) if nodes is not None else demo_cluster()
 
 
-def fleet_options(*, pull_delay: float | None = None, shutdown_delay: str | None = None) -> FleetOptions:
+def fleet_options(
+    *, pull_delay: float | None = None, shutdown_delay: str | None = None, batch_run_time: str | None = None
+) -> FleetOptions:
     from kubeplane.api.durations import parse_duration
     from kubeplane.kubelet.fleet import FleetOptions
 
@@ -51,6 +53,13 @@ def fleet_options(*, pull_delay: float | None = None, shutdown_delay: str | None
             options.shutdown_delay = parse_duration(shutdown_delay) / 1e9
         except ValueError as exc:
             raise CLIError(f"--shutdown-delay: {exc}") from None
+    if batch_run_time is not None:
+        try:
+            options.batch_run_time = parse_duration(batch_run_time) / 1e9
+        except ValueError as exc:
+            raise CLIError(f"--batch-run-time: {exc}") from None
+        if options.batch_run_time < 0:
+            raise CLIError(f"--batch-run-time must not be negative, not {batch_run_time}")
     return options
 
 
@@ -62,6 +71,7 @@ def run_kubelet(
     nodes: int | None = None,
     pull_delay: float | None = None,
     shutdown_delay: str | None = None,
+    batch_run_time: str | None = None,
     kube_api_qps: float = 0.0,
     metrics_port: int = 10248,
     bind_address: str = "127.0.0.1",
@@ -71,7 +81,7 @@ def run_kubelet(
 
     configure_logging(verbosity)
     specs = node_specs(node_config, nodes)
-    options = fleet_options(pull_delay=pull_delay, shutdown_delay=shutdown_delay)
+    options = fleet_options(pull_delay=pull_delay, shutdown_delay=shutdown_delay, batch_run_time=batch_run_time)
 
     def build(client: Client) -> tuple[Fleet, str]:
         return Fleet(client, specs, options=options), f"with {len(specs)} node(s)"

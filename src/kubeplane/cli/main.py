@@ -430,6 +430,13 @@ def kubelet(
     nodes: Annotated[int | None, typer.Option("--nodes", help="The demo master plus N worker nodes.")] = None,
     pull_delay: PullDelayOpt = None,
     shutdown_delay: ShutdownDelayOpt = None,
+    batch_run_time: Annotated[
+        str | None,
+        typer.Option(
+            "--batch-run-time",
+            help="Go duration a Never/OnFailure pod's containers run without sim.kubeplane.io/duration (default 5s).",
+        ),
+    ] = None,
     kube_api_qps: Annotated[
         float, typer.Option("--kube-api-qps", help="Client rate limit of the whole fleet (0: none).")
     ] = 0.0,
@@ -449,6 +456,7 @@ def kubelet(
             nodes=nodes,
             pull_delay=pull_delay,
             shutdown_delay=shutdown_delay,
+            batch_run_time=batch_run_time,
             kube_api_qps=kube_api_qps,
             metrics_port=metrics_port,
             bind_address=bind_address,

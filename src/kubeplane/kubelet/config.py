@@ -22,6 +22,7 @@ format string over ``index``, default ``node-{index}``, indices from ``startInde
       evictionHard: {memory.available: 200Mi}
       heartbeat: true                     # false: registered but never heartbeating (a failed node)
       shutdownDelay: 500ms                # a container exits this long after SIGTERM (Go duration or seconds)
+      batchRunTime: 5s                    # how long a batch container without sim.kubeplane.io/duration runs
 
 Invariants: node names are unique across the file; every quantity parses; errors are one line naming the group
 (:class:`NodeConfigError`). Labels always include what a real kubelet registers (``kubernetes.io/hostname``,
@@ -73,6 +74,7 @@ _GROUP_KEYS = {
     "evictionHard",
     "heartbeat",
     "shutdownDelay",
+    "batchRunTime",
 }
 
 
@@ -102,14 +104,18 @@ class NodeSpec:
     shutdown_delay: float | None = None
     """Seconds a container of this node takes to exit after SIGTERM; None: the fleet's setting
     (:mod:`kubeplane.kubelet.termination`)."""
+    batch_run_time: float | None = None
+    """Seconds a container of a restartPolicy Never/OnFailure pod without ``sim.kubeplane.io/duration`` runs
+    before it exits 0 on this node; None: the fleet's setting (:mod:`kubeplane.kubelet.sim_exits`)."""
 
 
-def _shutdown_delay(group: str, value: Any) -> float | None:
-    """``shutdownDelay``: a Go duration (``"1.5s"``) or a number of seconds, not negative; None when absent."""
+def _shutdown_delay(group: str, value: Any, key: str = "shutdownDelay") -> float | None:
+    """``shutdownDelay`` (or ``batchRunTime``): a Go duration (``"1.5s"``) or a number of seconds, not negative;
+    None when absent."""
     if value is None:
         return None
     if isinstance(value, bool):
-        raise NodeConfigError(f"node group {group}: shutdownDelay must be a duration such as 500ms or 2s")
+        raise NodeConfigError(f"node group {group}: {key} must be a duration such as 500ms or 2s")
     if isinstance(value, int | float):
         seconds = float(value)
     else:
@@ -117,10 +123,10 @@ def _shutdown_delay(group: str, value: Any) -> float | None:
             seconds = parse_duration(str(value).strip()) / 1e9
         except ValueError:
             raise NodeConfigError(
-                f"node group {group}: shutdownDelay {value!r} is not a duration (use e.g. 500ms, 2s or 1m)"
+                f"node group {group}: {key} {value!r} is not a duration (use e.g. 500ms, 2s or 1m)"
             ) from None
     if seconds < 0:
-        raise NodeConfigError(f"node group {group}: shutdownDelay must not be negative")
+        raise NodeConfigError(f"node group {group}: {key} must not be negative")
     return seconds
 
 
@@ -230,6 +236,7 @@ def _expand(group: Mapping[str, Any], number: int, start: int) -> list[NodeSpec]
     eviction = {str(k): str(v) for k, v in (group.get("evictionHard") or {}).items()}
     os_name, arch = str(group.get("os", "linux")), str(group.get("arch", "amd64"))
     shutdown_delay = _shutdown_delay(label, group.get("shutdownDelay"))
+    batch_run_time = _shutdown_delay(label, group.get("batchRunTime"), "batchRunTime")
     specs = []
     for i, (name, index) in enumerate(names):
         labels = {
@@ -263,6 +270,7 @@ def _expand(group: Mapping[str, Any], number: int, start: int) -> list[NodeSpec]
                 eviction_hard=eviction,
                 heartbeat=bool(group.get("heartbeat", True)),
                 shutdown_delay=shutdown_delay,
+                batch_run_time=batch_run_time,
             )
         )
     return specs

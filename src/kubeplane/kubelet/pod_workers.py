@@ -8,8 +8,10 @@ restart, and terminate.
   each init container and each container: Pulling/Pulled (skipped when the image is on the node and the policy
   allows), Created, Started; then Running.
 * **Run to completion**: a pod annotated ``sim.kubeplane.io/duration`` exits after that long with
-  ``sim.kubeplane.io/exit-code`` and, by restartPolicy, ends Succeeded/Failed or restarts with upstream's
-  back-off (immediately, then 10 s doubling to 5 min; ``CrashLoopBackOff``).
+  ``sim.kubeplane.io/exit-code``; a batch pod (restartPolicy Never/OnFailure) without it after the node's batch
+  run time; the ``sim.kubeplane.io/fail-*`` annotations make runs fail (:mod:`~kubeplane.kubelet.sim_exits`).
+  By restartPolicy the pod then ends Succeeded/Failed or restarts with upstream's back-off (immediately, then
+  10 s doubling to 5 min; ``CrashLoopBackOff``).
 * **Termination** (``killPod``): Killing, wait for the containers to exit within the grace period, write the
   terminal status, then the status manager deletes the pod for good.
 * **Adoption**: a pod already running on the node when the fleet starts (a restarted ``kubeplane up``) is taken
@@ -34,7 +36,7 @@ from kubeplane.api.meta import parse_time
 from kubeplane.api.views import PodView, spec_of
 from kubeplane.client.clock import Clock
 
-from . import admission, container_logs, termination
+from . import admission, container_logs, sim_exits, termination
 from .device_manager import DeviceManager
 from .node import registration_node
 from .runtime import ContainerRuntime, PodRuntime, normalize_image
@@ -144,14 +146,11 @@ class PodWorkers:
             ticker.cancel()
 
     async def _run(self, sim: SimNode, rt: PodRuntime, containers: Mapping[str, Mapping[str, Any]]) -> None:
-        duration = annotation(rt.pod, DURATION_ANNOTATION)
-        if duration is None:
-            return
-        run_for = seconds(duration)
-        if run_for is None:
-            log.warning("pod %s: ignoring bad %s %r", rt.key, DURATION_ANNOTATION, duration)
-            return
-        await self._run_to_completion(sim, rt, run_for, containers)
+        for key in (DURATION_ANNOTATION, EXIT_CODE_ANNOTATION, *sim_exits.KNOBS):
+            text = annotation(rt.pod, key)
+            if text is not None and not sim_exits.well_formed(key, text):
+                log.warning("pod %s: ignoring bad %s %r", rt.key, key, text)
+        await self._run_to_completion(sim, rt, containers)
 
     async def _repeat_logs(self, rt: PodRuntime, every: float) -> None:
         """``sim.kubeplane.io/log-every``: each running container prints its lines again every ``every`` s
@@ -203,18 +202,22 @@ class PodWorkers:
         return int(entry.get("sizeBytes", 0))
 
     async def _run_to_completion(
-        self, sim: SimNode, rt: PodRuntime, seconds: float, containers: Mapping[str, Mapping[str, Any]]
+        self, sim: SimNode, rt: PodRuntime, containers: Mapping[str, Mapping[str, Any]]
     ) -> None:
+        """Each run ends as :func:`~kubeplane.kubelet.sim_exits.plan_run` says; by restartPolicy the pod then ends
+        Succeeded/Failed or its containers restart with upstream's back-off."""
         pod = rt.pod
         policy = spec_of(pod).get("restartPolicy") or "Always"
-        code_text = annotation(pod, EXIT_CODE_ANNOTATION) or "0"
-        try:
-            code = int(code_text)
-        except ValueError:
-            log.warning("pod %s: ignoring bad %s %r", rt.key, EXIT_CODE_ANNOTATION, code_text)
-            code = 0
+        batch_run_time = sim.spec.batch_run_time
+        if batch_run_time is None:
+            batch_run_time = self._options.batch_run_time
         while True:
-            await delay(self._clock, seconds)
+            run = rt.containers[0].restart_count if rt.containers else 0
+            plan = sim_exits.plan_run(pod, run, batch_run_time)
+            if plan is None:
+                return
+            code = plan.exit_code
+            await delay(self._clock, plan.seconds)
             now = self._clock.now()
             for c in rt.containers:
                 c.terminate(code, now)

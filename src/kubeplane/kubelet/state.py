@@ -66,6 +66,9 @@ class FleetOptions:
     shutdown_delay: float | None = None
     """Seconds a container takes to exit after SIGTERM, for nodes whose config does not say; None:
     :data:`~kubeplane.kubelet.termination.DEFAULT_STOP_TIME`. The grace period bounds it (then SIGKILL)."""
+    batch_run_time: float = 5.0
+    """Seconds a container of a restartPolicy Never/OnFailure pod without ``sim.kubeplane.io/duration`` runs
+    before it exits 0, for nodes whose config does not say (``batchRunTime``; ``--batch-run-time``)."""
     pulled_image_size: int = 100 * 2**20
     status_workers: int = 16
     register_concurrency: int = 16
