@@ -433,9 +433,7 @@ BUILTIN_RESOURCES: Final[tuple[ResourceInfo, ...]] = (
     ),
     # scheduling.k8s.io/v1alpha3: workload-aware scheduling (upstream pkg/registry/scheduling/{workload,podgroup,
     # compositepodgroup}/storage: no short names; Workload has no status, the other two a status subresource).
-    ResourceInfo(
-        "scheduling.k8s.io", "v1alpha3", "Workload", "workloads", namespaced=True, storage_prefix="workloads"
-    ),
+    ResourceInfo("scheduling.k8s.io", "v1alpha3", "Workload", "workloads", namespaced=True, storage_prefix="workloads"),
     ResourceInfo(
         "scheduling.k8s.io",
         "v1alpha3",

@@ -56,7 +56,7 @@ def test_valid_workload() -> None:
         (
             _workload(_tpl(policy={"basic": {}, "gang": {"minCount": 1}})),
             [
-                "spec.podGroupTemplates[0].schedulingPolicy: Invalid value: \"{`basic`, `gang`}\": exactly one of "
+                'spec.podGroupTemplates[0].schedulingPolicy: Invalid value: "{`basic`, `gang`}": exactly one of '
                 "`basic`, `gang` is required, but multiple fields are set"
             ],
         ),
