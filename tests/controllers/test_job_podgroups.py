@@ -73,7 +73,8 @@ async def test_ensure_pod_group_creates_it_from_the_template_once() -> None:
     assert pg["spec"]["workloadRef"] == {"workloadName": "train-wl", "templateName": "workers"}
     assert pg["spec"]["schedulingPolicy"] == {"gang": {"minCount": 4}}
     owners = pg["metadata"]["ownerReferences"]
-    assert owners[0]["kind"] == "Job" and owners[0]["controller"] is True
+    assert owners[0]["kind"] == "Job"
+    assert owners[0]["controller"] is True
     assert owners[1] == {
         "apiVersion": "scheduling.k8s.io/v1alpha3",
         "kind": "Workload",
