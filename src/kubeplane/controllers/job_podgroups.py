@@ -59,8 +59,9 @@ def compute_pod_group_name(workload_name: str, template_name: str) -> str:
 
 def _controller_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
     for ref in meta_of(obj).get("ownerReferences") or ():
-        if ref.get("controller"):
-            return ref
+        if isinstance(ref, Mapping) and ref.get("controller"):
+            found: Mapping[str, Any] = ref
+            return found
     return None
 
 
