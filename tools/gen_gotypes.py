@@ -56,6 +56,7 @@ API_PACKAGES = (
     "batch/v1",
     "policy/v1",
     "scheduling/v1",
+    "scheduling/v1alpha3",
     "storage/v1",
     "rbac/v1",
     "coordination/v1",
@@ -67,7 +68,7 @@ API_PACKAGES = (
     "authorization/v1",
 )
 # Packages the rooted ones refer to, whose own kinds are not served.
-REFERENCED_PACKAGES = ("scheduling/v1alpha3",)
+REFERENCED_PACKAGES: tuple[str, ...] = ()
 MACHINERY_PACKAGES = ("pkg/apis/meta/v1", "pkg/api/resource", "pkg/util/intstr", "pkg/runtime", "pkg/types")
 
 # Types with their own UnmarshalJSON (apimachinery), by type id -> the decoder kubeplane.api.typed applies.

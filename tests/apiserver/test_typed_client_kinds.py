@@ -60,6 +60,16 @@ MINIMAL: dict[tuple[str, str], dict[str, Any]] = {
     },
     ("coordination.k8s.io", "leases"): {"spec": {"holderIdentity": "me"}},
     ("scheduling.k8s.io", "priorityclasses"): {"value": 1000},
+    ("scheduling.k8s.io", "workloads"): {
+        "spec": {"podGroupTemplates": [{"name": "workers", "schedulingPolicy": {"gang": {"minCount": 2}}}]}
+    },
+    ("scheduling.k8s.io", "podgroups"): {"spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}},
+    ("scheduling.k8s.io", "compositepodgroups"): {
+        "spec": {
+            "workloadRef": {"workloadName": "w", "templateName": "t"},
+            "schedulingPolicy": {"gang": {"minGroupCount": 1}},
+        }
+    },
     ("policy", "poddisruptionbudgets"): {"spec": {"minAvailable": 1, "selector": {"matchLabels": _LABELS}}},
     ("storage.k8s.io", "storageclasses"): {"provisioner": "example.com/none"},
     ("storage.k8s.io", "csinodes"): {"spec": {"drivers": []}},

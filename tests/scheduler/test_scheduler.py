@@ -170,7 +170,7 @@ async def test_permit_timeout_rejects_and_requeues(stopper: list[Any]) -> None:
         if message:
             break
         await asyncio.sleep(0.01)
-    assert message == "0/1 nodes are available: 1 rejected due to timeout after waiting 0.05s at plugin WaitingPermit."
+    assert message == "0/1 nodes are available: 1 rejected due to timeout after waiting 50ms at plugin WaitingPermit."
     assert scheduler.cache.pod_count() == 0  # the assumed pod was forgotten
 
 

@@ -431,6 +431,27 @@ BUILTIN_RESOURCES: Final[tuple[ResourceInfo, ...]] = (
         storage_prefix="priorityclasses",
         short_names=("pc",),
     ),
+    # scheduling.k8s.io/v1alpha3: workload-aware scheduling (upstream pkg/registry/scheduling/{workload,podgroup,
+    # compositepodgroup}/storage: no short names; Workload has no status, the other two a status subresource).
+    ResourceInfo("scheduling.k8s.io", "v1alpha3", "Workload", "workloads", namespaced=True, storage_prefix="workloads"),
+    ResourceInfo(
+        "scheduling.k8s.io",
+        "v1alpha3",
+        "PodGroup",
+        "podgroups",
+        namespaced=True,
+        storage_prefix="podgroups",
+        subresources=(_status("PodGroup", "scheduling.k8s.io"),),
+    ),
+    ResourceInfo(
+        "scheduling.k8s.io",
+        "v1alpha3",
+        "CompositePodGroup",
+        "compositepodgroups",
+        namespaced=True,
+        storage_prefix="compositepodgroups",
+        subresources=(_status("CompositePodGroup", "scheduling.k8s.io"),),
+    ),
     ResourceInfo(
         "policy",
         "v1",

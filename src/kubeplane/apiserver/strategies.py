@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 Obj = dict[str, Any]
 Finish = Callable[[bool], Awaitable[None]]
 
-_VALIDATION_MODULES = ("core", "apps", "batch", "cluster", "discovery", "networking")
+_VALIDATION_MODULES = ("core", "apps", "batch", "cluster", "discovery", "networking", "scheduling_workload")
 
 
 @cache

@@ -42,10 +42,12 @@ from kubeplane.scheduler.framework.interface import (
     PostFilterResult,
     Status,
 )
+from kubeplane.scheduler.framework.pod_groups import PodGroupManager
 from kubeplane.scheduler.framework.registry import Registry
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import PodInfo, QueuedPodInfo
 from kubeplane.scheduler.plugins.default_preemption import DefaultPreemption
+from kubeplane.scheduler.plugins.gang_scheduling import NAME as GANG_SCHEDULING
 from kubeplane.scheduler.profile import build_profiles
 from kubeplane.scheduler.schedule_one import (
     FitError,
@@ -73,6 +75,8 @@ preemption's PodDisruptionBudgets)."""
 EVENT_NODE_ADD = ClusterEvent("Node", ActionType.ADD, "NodeAdd")
 EVENT_ASSIGNED_POD_DELETE = ClusterEvent("AssignedPod", ActionType.DELETE, "AssignedPodDelete")
 EVENT_ASSIGNED_POD_ADD = ClusterEvent("AssignedPod", ActionType.ADD, "AssignedPodAdd")
+EVENT_POD_GROUP_ADD = ClusterEvent("PodGroup", ActionType.ADD, "PodGroupAdd")
+EVENT_POD_GROUP_UPDATE = ClusterEvent("PodGroup", ActionType.update(), "PodGroupUpdate")
 
 
 def _truncate(message: str) -> str:
@@ -165,6 +169,12 @@ class Scheduler:
             resource: self.informers.informer_for(resource).lister() for resource in OBJECT_RESOURCES
         }
         self.handle.list_objects = self._list_objects
+        self.handle.pod_groups = PodGroupManager(
+            list_pods=self._list_pods,
+            is_assumed=self.cache.is_assumed_pod,
+            get_pod_group=self._get_pod_group,
+        )
+        self._pod_group_lister: Any = None
         self.profiles: dict[str, Framework] = build_profiles(self.config, self.handle, registry)
         first = next(iter(self.profiles.values()))
         events: dict[str, Any] = {}
@@ -205,6 +215,27 @@ class Scheduler:
         self._informers_started = False
         self.scheduled = 0
         self._register_handlers()
+        if any(GANG_SCHEDULING in fwk.plugins for fwk in self.profiles.values()):
+            self._watch_pod_groups()
+
+    def _list_pods(self, namespace: str) -> list[Any]:
+        return self._lister.list(namespace)
+
+    def _get_pod_group(self, namespace: str, name: str) -> Any:
+        return self._pod_group_lister.get(namespace, name) if self._pod_group_lister is not None else None
+
+    def _watch_pod_groups(self) -> None:
+        """The ``podgroups`` informer GangScheduling reads, and its events for the queue (upstream's PodGroup
+        event handlers): started only when a profile runs GangScheduling."""
+        informer = self.informers.informer_for("podgroups")
+        self._pod_group_lister = informer.lister()
+        informer.add_event_handler(
+            on_add=_guarded(lambda pg: self.queue.move_all_to_active_or_backoff_queue(EVENT_POD_GROUP_ADD, None, pg)),
+            on_update=_guarded(
+                lambda old, new: self.queue.move_all_to_active_or_backoff_queue(EVENT_POD_GROUP_UPDATE, old, new)
+            ),
+            on_delete=lambda pg: None,
+        )
 
     def _list_objects(self, resource: str, namespace: str) -> list[Any]:
         lister = self._object_listers.get(resource)

@@ -154,6 +154,24 @@ _BODIES: Final[dict[tuple[str, str], Callable[[str | None], Obj]]] = {
         "ports": [{"name": "http", "protocol": "TCP", "port": 80}],
     },
     ("scheduling.k8s.io", "PriorityClass"): lambda ns: {"value": 1000, "description": "fuzz"},
+    ("scheduling.k8s.io", "Workload"): lambda ns: {
+        "spec": {
+            "controllerRef": {"apiGroup": "batch", "kind": "Job", "name": "train"},
+            "podGroupTemplates": [{"name": "workers", "schedulingPolicy": {"gang": {"minCount": 4}}}],
+        }
+    },
+    ("scheduling.k8s.io", "PodGroup"): lambda ns: {
+        "spec": {
+            "workloadRef": {"workloadName": "train", "templateName": "workers"},
+            "schedulingPolicy": {"gang": {"minCount": 4}},
+        }
+    },
+    ("scheduling.k8s.io", "CompositePodGroup"): lambda ns: {
+        "spec": {
+            "workloadRef": {"workloadName": "train", "templateName": "racks"},
+            "schedulingPolicy": {"gang": {"minGroupCount": 1}},
+        }
+    },
     ("policy", "PodDisruptionBudget"): lambda ns: {"spec": {"minAvailable": 1, "selector": copy.deepcopy(SELECTOR)}},
     ("storage.k8s.io", "StorageClass"): lambda ns: {
         "provisioner": "example.com/disk",

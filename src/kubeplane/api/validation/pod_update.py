@@ -21,7 +21,15 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from kubeplane.api.validation import field, names
-from kubeplane.api.validation.common import IMMUTABLE_MSG, MAX_INT32, invalid_each, is_ipv6, normalize, spec_diff
+from kubeplane.api.validation.common import (
+    IMMUTABLE_MSG,
+    MAX_INT32,
+    invalid_each,
+    is_ipv6,
+    normalize,
+    spec_diff,
+    validate_immutable_field,
+)
 from kubeplane.api.validation.field import ErrorList
 from kubeplane.api.validation.reader import CORE_V1, Reader, finish
 
@@ -90,7 +98,7 @@ def _munge(spec: Reader, old: Reader) -> dict[str, Any]:
             for i, (c, o) in enumerate(zip(new_list, old_list, strict=True)):
                 if isinstance(c, dict) and isinstance(o, Mapping):
                     new_list[i] = {**c, "image": o.get("image")}
-    for key in ("activeDeadlineSeconds", "schedulingGates", "tolerations"):
+    for key in ("activeDeadlineSeconds", "schedulingGates", "tolerations", "schedulingGroup"):
         munged[key] = old.data.get(key)
     old_grace = old.data.get("terminationGracePeriodSeconds")
     if isinstance(old_grace, int) and old_grace < 0 and munged.get("terminationGracePeriodSeconds") == 1:
@@ -107,10 +115,18 @@ def _munge(spec: Reader, old: Reader) -> dict[str, Any]:
     return munged
 
 
+def check_scheduling_group_update(spec: Reader, old: Reader) -> None:
+    """``spec.schedulingGroup`` never changes, set or unset (core/v1 PodSpec: "This field is immutable"): the
+    scheduler keys a pod's gang by it once. Kept out of the generic munged-spec diff so the error names it."""
+    new_group, old_group = spec.data.get("schedulingGroup"), old.data.get("schedulingGroup")
+    spec.errs.extend(validate_immutable_field(new_group, old_group, spec.at("schedulingGroup")))
+
+
 def check_pod_spec_update(spec: Reader, old: Reader) -> None:
     """The update-only rules of upstream ``ValidatePodUpdate`` on the new ``spec`` against the ``old`` one."""
     if not _updates_allowed(spec, old):
         return
+    check_scheduling_group_update(spec, old)
     munged, old_norm = normalize(_munge(spec, old)), normalize(old.data)
     if munged != old_norm:
         detail = f"pod updates may not change fields other than {','.join(_UPDATABLE)}\n"

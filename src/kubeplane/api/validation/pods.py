@@ -207,6 +207,7 @@ def check_pod_spec(spec: Reader, *, resource_is_pod: bool) -> None:
             errs.append(field.duplicate(gate.path, name))
         seen_gates.add(name)
     check_topology_spread(spec)
+    check_scheduling_group(spec)
     for key in ("serviceAccountName", "nodeName", "priorityClassName"):
         value = spec.string(key)
         if value:
@@ -238,6 +239,22 @@ def check_pod_spec(spec: Reader, *, resource_is_pod: bool) -> None:
             errs.append(field.required(os.at("name"), "cannot be empty"))
         elif os.string("name") not in ("linux", "windows"):
             errs.append(field.not_supported(os.path, os.string("name"), supported=("linux", "windows")))
+
+
+def check_scheduling_group(spec: Reader) -> None:
+    """``spec.schedulingGroup`` (core/v1 ``PodSchedulingGroup``, a one-member union): ``podGroupName`` must be
+    set and a DNS subdomain (the PodGroup's name). Immutability is checked on update
+    (:func:`kubeplane.api.validation.pod_update.check_scheduling_group_update`)."""
+    group = spec.mapping("schedulingGroup")
+    if group is None:
+        return
+    name = group.opt_string("podGroupName")
+    if name is None:
+        spec.errs.append(field.invalid(spec.at("schedulingGroup"), "", detail="must specify one of: `podGroupName`"))
+    elif not name:
+        spec.errs.append(field.required(group.at("podGroupName")))
+    else:
+        spec.errs.extend(invalid_each(group.at("podGroupName"), name, names.is_dns1123_subdomain(name)))
 
 
 def validate_pod_spec(spec: object, path: Path, *, resource_is_pod: bool = False) -> ErrorList:

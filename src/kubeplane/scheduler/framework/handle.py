@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from kubeplane.client.informer import SharedInformerFactory
     from kubeplane.client.interface import Client
     from kubeplane.scheduler.framework.interface import Plugin
+    from kubeplane.scheduler.framework.pod_groups import PodGroupManager
     from kubeplane.scheduler.framework.runtime import Framework
     from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
 
@@ -106,6 +107,9 @@ class Handle:
     """The scheduling queue's nominations (set by the Scheduler once the queue exists; none offline)."""
     activate: Callable[[Iterable[PodInfo]], None] = _no_activation
     """Move pods waiting in the queue to activeQ at once (upstream ``PodActivator``)."""
+    pod_groups: PodGroupManager | None = None
+    """PodGroups and their pods' states (upstream ``PodGroupManager``): set by the Scheduler, and by explain
+    from its cluster file; None offline without one (GangScheduling then sees no groups)."""
 
     def snapshot(self) -> NodeInfoLister:
         return self.snapshot_lister

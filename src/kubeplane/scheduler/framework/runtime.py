@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from kubeplane.api.durations import format_duration
 from kubeplane.metrics import SchedulerMetrics
 from kubeplane.scheduler.framework.handle import Handle
 from kubeplane.scheduler.framework.interface import (
@@ -606,7 +607,8 @@ class Framework:
 
     async def _permit_timer(self, waiting: WaitingPod, plugin: str, timeout: float) -> None:
         await self.handle.clock.sleep(timeout)
-        waiting.reject(plugin, f"rejected due to timeout after waiting {timeout:g}s at plugin {plugin}")
+        waited = format_duration(round(timeout * 1e9))  # Go's %v of a time.Duration (waiting_pods_map.go)
+        waiting.reject(plugin, f"rejected due to timeout after waiting {waited} at plugin {plugin}")
 
     async def run_pre_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         start = _perf()

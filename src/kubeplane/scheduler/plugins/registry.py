@@ -8,6 +8,7 @@ from kubeplane.scheduler.framework.registry import Registry
 from kubeplane.scheduler.plugins import (
     default_binder,
     default_preemption,
+    gang_scheduling,
     image_locality,
     inter_pod_affinity,
     node_affinity,
@@ -40,6 +41,7 @@ _MODULES = (
     image_locality,
     default_preemption,
     default_binder,
+    gang_scheduling,
 )
 
 
