@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kubeplane.api.resources import default_table
+from kubeplane.api.resources import ResourceInfo, default_table
 from kubeplane.apiserver import fieldmanager
 
 CONFIGMAPS = default_table().get("", "v1", "configmaps")
@@ -154,7 +154,11 @@ def test_reset_fields_per_kind() -> None:
     # metadata.ownerReferences; deployments/status resets spec and metadata.labels; others the common rule
     pods = default_table().get("", "v1", "pods")
     nodes = default_table().get("", "v1", "nodes")
-    paths = lambda info, sub: sorted(fieldmanager.reset_fields(info, sub).paths())  # noqa: E731
+    assert pods is not None and nodes is not None and DEPLOYMENTS is not None and CONFIGMAPS is not None
+
+    def paths(info: ResourceInfo, sub: str) -> list[tuple[tuple[str, str], ...]]:
+        return sorted(fieldmanager.reset_fields(info, sub).paths())
+
     assert paths(pods, "status") == [
         (("f", "metadata"), ("f", "deletionTimestamp")),
         (("f", "metadata"), ("f", "ownerReferences")),
@@ -179,6 +183,7 @@ def test_status_apply_does_not_own_reset_labels() -> None:
         "metadata": {"name": "d", "namespace": "default", "labels": {"a": "1"}},
         "status": {"replicas": 1},
     }
+    assert DEPLOYMENTS is not None
     out = fieldmanager.apply(DEPLOYMENTS, live, config, "kcm", force=False, subresource="status", now=0)
     (entry,) = [e for e in out["metadata"]["managedFields"] if e["manager"] == "kcm"]
     assert entry["fieldsV1"] == {"f:status": {"f:replicas": {}}}

@@ -23,7 +23,8 @@ from .conftest import Server
 
 NS = "default"
 _LABELS = {"app": "typed"}
-_TEMPLATE = {"metadata": {"labels": _LABELS}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+_POD_SPEC: dict[str, Any] = {"containers": [{"name": "c", "image": "busybox"}]}
+_TEMPLATE: dict[str, Any] = {"metadata": {"labels": _LABELS}, "spec": _POD_SPEC}
 _SUBJECT = [{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}]
 
 # (group, plural) -> a minimal valid object (name given by the test)
@@ -51,11 +52,11 @@ MINIMAL: dict[tuple[str, str], dict[str, Any]] = {
         "spec": {"replicas": 0, "serviceName": "s", "selector": {"matchLabels": _LABELS}, "template": _TEMPLATE}
     },
     ("apps", "controllerrevisions"): {"revision": 1, "data": {"spec": {}}},
-    ("batch", "jobs"): {"spec": {"template": {**_TEMPLATE, "spec": {**_TEMPLATE["spec"], "restartPolicy": "Never"}}}},
+    ("batch", "jobs"): {"spec": {"template": {**_TEMPLATE, "spec": {**_POD_SPEC, "restartPolicy": "Never"}}}},
     ("batch", "cronjobs"): {
         "spec": {
             "schedule": "*/5 * * * *",
-            "jobTemplate": {"spec": {"template": {"spec": {**_TEMPLATE["spec"], "restartPolicy": "OnFailure"}}}},
+            "jobTemplate": {"spec": {"template": {"spec": {**_POD_SPEC, "restartPolicy": "OnFailure"}}}},
         }
     },
     ("coordination.k8s.io", "leases"): {"spec": {"holderIdentity": "me"}},
