@@ -154,7 +154,10 @@ def test_reset_fields_per_kind() -> None:
     # metadata.ownerReferences; deployments/status resets spec and metadata.labels; others the common rule
     pods = default_table().get("", "v1", "pods")
     nodes = default_table().get("", "v1", "nodes")
-    assert pods is not None and nodes is not None and DEPLOYMENTS is not None and CONFIGMAPS is not None
+    assert pods is not None
+    assert nodes is not None
+    assert DEPLOYMENTS is not None
+    assert CONFIGMAPS is not None
 
     def paths(info: ResourceInfo, sub: str) -> list[tuple[tuple[str, str], ...]]:
         return sorted(fieldmanager.reset_fields(info, sub).paths())
