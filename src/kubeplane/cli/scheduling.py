@@ -32,6 +32,7 @@ _OTHER_KINDS = (
     ("replicationcontrollers", "ReplicationController"),
     ("poddisruptionbudgets", "PodDisruptionBudget"),
     ("priorityclasses", "PriorityClass"),
+    ("podgroups", "PodGroup"),
 )
 
 

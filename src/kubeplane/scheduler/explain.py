@@ -35,6 +35,7 @@ from kubeplane.api.priority import global_default_class
 from kubeplane.api.views import PodView, meta_of, name_of, namespace_of, section, spec_of, status_of
 from kubeplane.scheduler.backend.snapshot import Snapshot
 from kubeplane.scheduler.config import KubeSchedulerConfiguration, default_config
+from kubeplane.scheduler.explain_gang import gang_state
 from kubeplane.scheduler.framework.diagnosis import FitError, NoNodesAvailableError, SchedulingError
 from kubeplane.scheduler.framework.handle import Handle
 from kubeplane.scheduler.framework.interface import CycleState, Status
@@ -56,6 +57,7 @@ _PLURALS = {
     "StatefulSet": "statefulsets",
     "ReplicationController": "replicationcontrollers",
     "PodDisruptionBudget": "poddisruptionbudgets",
+    "PodGroup": "podgroups",
 }
 
 
@@ -191,6 +193,9 @@ def explain(
     out: dict[str, Any] = {"pod": pod_info.key, "selected": None, "preFilter": {}, "nodes": {}, "message": ""}
     if bound_to is not None:
         out["boundTo"] = bound_to
+    gang = gang_state(pod, pods, objects)
+    if gang is not None:
+        out["gang"] = gang
     cycle = SchedulingCycle(rng=setup.rng, percentage_of_nodes_to_score=setup.percentage_of_nodes_to_score)
     recorder = CycleRecorder()
     state = CycleState()
@@ -277,6 +282,9 @@ def render_table(result: Mapping[str, Any]) -> Any:
     if nominated:
         victims = section(preemption, "candidates", nominated).get("victims") or []
         caption += f"\npreemption would nominate {nominated}, evicting {', '.join(victims)}"
+    gang = result.get("gang")
+    if gang:
+        caption += f"\ngang {gang['podGroup']}: {gang['message']}"
     if any(not entry.get("examined", True) for entry in nodes.values()):
         caption += "\n- : not examined by the scheduler (it had found enough feasible nodes); verdicts for the record"
     table = Table(title=title, caption=caption.strip() or None)
