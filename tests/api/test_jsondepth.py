@@ -190,9 +190,14 @@ def test_every_walk_of_request_data_runs_at_the_limit(walk: str) -> None:
     _with_frames(SERVER_FRAMES, WALKS[walk])
 
 
+RECURSIVE_MESSAGES = frozenset({"k8s.io.api.scheduling.v1alpha3.CompositePodGroupTemplate"})
+"""Messages upstream defines in terms of themselves (a Workload's composite template holds composite templates)."""
+
+
 def test_protobuf_messages_nest_only_as_deep_as_their_tables() -> None:
-    """The protobuf decoder recurses once per embedded message; the generated tables have no cycle, so no body
-    drives it deeper than the longest chain (upstream's gogo decoders have no limit of their own)."""
+    """The protobuf decoder recurses once per embedded message; apart from upstream's recursive messages the
+    tables have no cycle, so no body drives it deeper than the longest chain (upstream's gogo decoders have no
+    limit of their own), and the recursive ones stop at MAX_MESSAGE_DEPTH (next test)."""
     tables = protobuf.load_tables().messages
     longest: dict[str, int] = {}
 
@@ -201,11 +206,40 @@ def test_protobuf_messages_nest_only_as_deep_as_their_tables() -> None:
         if message not in longest:
             fields = tables.get(message, {})
             longest[message] = 1 + max(
-                (chain(f.type, seen | {message}) for f in fields.values() if f.type in tables), default=0
+                (
+                    chain(f.type, seen | {message})
+                    for f in fields.values()
+                    if f.type in tables and f.type not in RECURSIVE_MESSAGES
+                ),
+                default=0,
             )
         return longest[message]
 
     assert max(chain(message, frozenset()) for message in tables) < 20
+    assert protobuf.MAX_MESSAGE_DEPTH < 100
+
+
+def _length_delimited(number: int, payload: bytes) -> bytes:
+    size, out = len(payload), bytearray([number << 3 | 2])
+    while size >= 0x80:
+        out.append(size & 0x7F | 0x80)
+        size >>= 7
+    out.append(size)
+    return bytes(out) + payload
+
+
+def test_protobuf_recursive_message_past_the_depth_limit_is_a_nesting_error() -> None:
+    message = "k8s.io.api.scheduling.v1alpha3.CompositePodGroupTemplate"
+    field = next(n for n, f in protobuf.load_tables().messages[message].items() if f.type == message)
+    body = b""
+    for _ in range(protobuf.MAX_MESSAGE_DEPTH + 5):
+        body = _length_delimited(field, body)
+    with pytest.raises(protobuf.NestingError):
+        protobuf.decode_message(body, message)
+    shallow = b""
+    for _ in range(3):
+        shallow = _length_delimited(field, shallow)
+    assert protobuf.decode_message(shallow, message)
 
 
 def test_protobuf_raw_json_too_deep_for_orjson_is_a_nesting_error() -> None:

@@ -46,7 +46,7 @@ import struct
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -73,6 +73,11 @@ _SCALARS = _PACKABLE | {"string", "bytes"}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 _REPEATED, _INLINE, _KEEP_ZERO = 1, 2, 4
+MAX_MESSAGE_DEPTH: Final = 64
+"""How deeply embedded messages may nest in a body. The tables have recursive messages (scheduling.k8s.io's
+CompositePodGroupTemplate holds CompositePodGroupTemplates; validation caps the tree at 4), so the decoder, which
+recurses once per embedded message, bounds the depth itself: no built-in object nests messages 20 deep, and 64
+levels stay far inside Python's frame limit. Deeper is the JSON depth error (:class:`NestingError`)."""
 
 
 class ProtobufError(ValueError):
@@ -191,13 +196,15 @@ def decode_message(raw: bytes, message: str, *, tables: ProtoTables | None = Non
     tables = tables or load_tables()
     if message not in tables.messages:
         raise ProtobufError(f"unknown protobuf message {message}")
-    value = _message(raw, message, tables)
+    value = _message(raw, message, tables, 1)
     if not isinstance(value, dict):
         raise ProtobufError(f"{message} does not decode to a JSON object")
     return value
 
 
-def _message(buf: bytes, message: str, tables: ProtoTables) -> Any:
+def _message(buf: bytes, message: str, tables: ProtoTables, depth: int) -> Any:
+    if depth > MAX_MESSAGE_DEPTH:  # a recursive message (CompositePodGroupTemplate) nested past any real object
+        raise NestingError("{")
     special = _SPECIAL.get(message)
     if special is not None:
         return special(buf, message)
@@ -212,21 +219,21 @@ def _message(buf: bytes, message: str, tables: ProtoTables) -> Any:
         if field.map_key is not None:
             if not isinstance(value, bytes):
                 raise ProtobufError(f"{message}.{field.name}: map entry has wire type {wire}, expected 2")
-            key, item = _map_entry(value, field, message, tables)
+            key, item = _map_entry(value, field, message, tables, depth)
             out.setdefault(field.name, {})[key] = item
         elif field.repeated:
             items = out.setdefault(field.name, [])
             if isinstance(value, bytes) and field.type in _PACKABLE:
                 items.extend(_packed(value, field.type, message, field.name))
             else:
-                items.append(_value(wire, value, field, message, tables))
+                items.append(_value(wire, value, field, message, tables, depth))
         elif field.inline:
-            decoded = _value(wire, value, field, message, tables)
+            decoded = _value(wire, value, field, message, tables, depth)
             if not isinstance(decoded, dict):
                 raise ProtobufError(f"{message}.{field.name}: inline field is not a message")
             out.update(decoded)
         else:
-            decoded = _value(wire, value, field, message, tables)
+            decoded = _value(wire, value, field, message, tables, depth)
             if decoded is None or (field.type in _SCALARS and not field.keep_zero and not decoded):
                 out.pop(field.name, None)
             else:
@@ -234,36 +241,36 @@ def _message(buf: bytes, message: str, tables: ProtoTables) -> Any:
     return out
 
 
-def _map_entry(buf: bytes, field: ProtoField, message: str, tables: ProtoTables) -> tuple[Any, Any]:
+def _map_entry(buf: bytes, field: ProtoField, message: str, tables: ProtoTables, depth: int) -> tuple[Any, Any]:
     assert field.map_key is not None
     key_field = ProtoField(field.name, field.map_key)
-    key: Any = _zero(field.map_key, tables)
+    key: Any = _zero(field.map_key, tables, depth)
     item: Any = None
     for number, wire, value in _fields(buf, 0, f"{message}.{field.name} entry"):
         if number == 1:
-            key = _value(wire, value, key_field, message, tables)
+            key = _value(wire, value, key_field, message, tables, depth)
         elif number == 2:
-            item = _value(wire, value, field, message, tables)
-    return key, (_zero(field.type, tables) if item is None else item)
+            item = _value(wire, value, field, message, tables, depth)
+    return key, (_zero(field.type, tables, depth) if item is None else item)
 
 
-def _zero(typ: str, tables: ProtoTables) -> Any:
+def _zero(typ: str, tables: ProtoTables, depth: int) -> Any:
     if typ in ("string", "bytes"):
         return ""
     if typ == "bool":
         return False
     if typ in _SCALARS:
         return 0
-    return _message(b"", typ, tables)
+    return _message(b"", typ, tables, depth + 1)
 
 
-def _value(wire: int, value: int | bytes, field: ProtoField, message: str, tables: ProtoTables) -> Any:
+def _value(wire: int, value: int | bytes, field: ProtoField, message: str, tables: ProtoTables, depth: int) -> Any:
     typ = field.type
     if typ in _SCALARS:
         return _scalar(wire, value, typ, message, field.name)
     if not isinstance(value, bytes):
         raise ProtobufError(f"{message}.{field.name}: wire type {wire} for a message, expected 2")
-    return _message(value, typ, tables)
+    return _message(value, typ, tables, depth + 1)
 
 
 def _scalar(wire: int, value: int | bytes, typ: str, message: str, name: str) -> Any:
