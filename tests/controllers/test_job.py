@@ -12,8 +12,6 @@ import pytest
 from kubeplane.controllers.job_util import COMPLETION_INDEX_ANNOTATION
 from tests.controllers.jobenv import JOB_TRACKING_FINALIZER, JobEnv, condition, job_env, job_obj
 
-pytestmark = pytest.mark.asyncio
-
 
 @pytest.fixture
 async def env() -> AsyncIterator[JobEnv]:
@@ -35,11 +33,15 @@ async def test_job_creates_pod_and_completes(env: JobEnv) -> None:
     await env.finish(pod)
     done = await env.until_condition("Complete")
     status = done["status"]
-    assert status["succeeded"] == 1 and not status.get("failed") and not status.get("active")
-    assert status["completionTime"] and status["startTime"]
+    assert status["succeeded"] == 1
+    assert not status.get("failed")
+    assert not status.get("active")
+    assert status["completionTime"]
+    assert status["startTime"]
     criteria = condition(done, "SuccessCriteriaMet")
     complete = condition(done, "Complete")
-    assert criteria is not None and complete is not None
+    assert criteria is not None
+    assert complete is not None
     for cond in (criteria, complete):
         assert (cond["reason"], cond["message"]) == ("CompletionsReached", "Reached expected number of succeeded pods")
     assert status["completionTime"] == complete["lastTransitionTime"]
@@ -64,7 +66,9 @@ async def test_parallelism_and_completions(env: JobEnv) -> None:
 
     await env.until(one_left, "the third pod")
     job = await env.job()
-    assert job["status"]["active"] == 1 and job["status"]["ready"] == 0 and job["status"]["terminating"] == 0
+    assert job["status"]["active"] == 1
+    assert job["status"]["ready"] == 0
+    assert job["status"]["terminating"] == 0
     [last] = await env.pods(active_only=True)
     await env.finish(last)
     done = await env.until_condition("Complete")
@@ -91,8 +95,10 @@ async def test_backoff_limit_exceeded(env: JobEnv) -> None:
     assert cond is not None
     assert (cond["reason"], cond["message"]) == ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
     target = condition(failed, "FailureTarget")
-    assert target is not None and target["reason"] == "BackoffLimitExceeded"
-    assert failed["status"]["failed"] == 2 and not failed["status"].get("completionTime")
+    assert target is not None
+    assert target["reason"] == "BackoffLimitExceeded"
+    assert failed["status"]["failed"] == 2
+    assert not failed["status"].get("completionTime")
     assert await env.events("BackoffLimitExceeded") == ["Job has reached the specified backoff limit"]
 
 
@@ -100,7 +106,9 @@ async def test_indexed_job_runs_parallelism_at_a_time_and_completes_every_index(
     """TestControllerSyncJob "indexed job ...": pods get the completion-index annotation and label, hostname
     ``<job>-<i>``, generateName ``<job>-<i>-``, JOB_COMPLETION_INDEX; at most parallelism run; completedIndexes
     is the interval string."""
-    await env.create_job(job_obj(completions=5, parallelism=2, completionMode="Indexed", template_spec={"subdomain": "svc"}))
+    await env.create_job(
+        job_obj(completions=5, parallelism=2, completionMode="Indexed", template_spec={"subdomain": "svc"})
+    )
     seen: set[str] = set()
     for _ in range(3):
         pods = await env.pods(active_only=True)
@@ -111,7 +119,8 @@ async def test_indexed_job_runs_parallelism_at_a_time_and_completes_every_index(
             meta, spec = pod["metadata"], pod["spec"]
             ix = meta["annotations"][COMPLETION_INDEX_ANNOTATION]
             assert meta["labels"][COMPLETION_INDEX_ANNOTATION] == ix
-            assert spec["hostname"] == f"pi-{ix}" and spec["subdomain"] == "svc"
+            assert spec["hostname"] == f"pi-{ix}"
+            assert spec["subdomain"] == "svc"
             assert meta["generateName"] == f"pi-{ix}-"
             env_var = spec["containers"][0]["env"][0]
             assert env_var["name"] == "JOB_COMPLETION_INDEX"
@@ -125,7 +134,8 @@ async def test_indexed_job_runs_parallelism_at_a_time_and_completes_every_index(
         await env.until(drained, "next pods")
     done = await env.until_condition("Complete")
     assert seen == {"0", "1", "2", "3", "4"}
-    assert done["status"]["completedIndexes"] == "0-4" and done["status"]["succeeded"] == 5
+    assert done["status"]["completedIndexes"] == "0-4"
+    assert done["status"]["succeeded"] == 5
 
 
 async def test_suspend_deletes_pods_and_resume_resets_start_time(env: JobEnv) -> None:
@@ -139,7 +149,8 @@ async def test_suspend_deletes_pods_and_resume_resets_start_time(env: JobEnv) ->
     await env.client.patch(env.res("jobs"), "pi", {"spec": {"suspend": True}}, namespace="default")
     job = await env.until_condition("Suspended")
     cond = condition(job, "Suspended")
-    assert cond is not None and (cond["reason"], cond["message"]) == ("JobSuspended", "Job suspended")
+    assert cond is not None
+    assert (cond["reason"], cond["message"]) == ("JobSuspended", "Job suspended")
     await env.until_pods(0)
     assert await env.events("Suspended") == ["Job suspended"]
     await env.client.patch(env.res("jobs"), "pi", {"spec": {"suspend": False}}, namespace="default")
@@ -151,7 +162,8 @@ async def test_suspend_deletes_pods_and_resume_resets_start_time(env: JobEnv) ->
     await env.until(resumed, "resumed")
     job = await env.job()
     cond = condition(job, "Suspended")
-    assert cond is not None and (cond["reason"], cond["message"]) == ("JobResumed", "Job resumed")
+    assert cond is not None
+    assert (cond["reason"], cond["message"]) == ("JobResumed", "Job resumed")
     assert job["status"]["startTime"] != started
     await env.until_pods(2)
     assert await env.events("Resumed") == ["Job resumed"]

@@ -6,14 +6,13 @@ names the cases it pins)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
 from kubeplane.client.interface import Obj
 from kubeplane.controllers.job_util import COMPLETION_INDEX_ANNOTATION, INDEX_FAILURE_COUNT_ANNOTATION
 from tests.controllers.jobenv import JOB_TRACKING_FINALIZER, NS, JobEnv, condition, job_env, job_obj
-
-pytestmark = pytest.mark.asyncio
 
 
 @pytest.fixture
@@ -34,10 +33,12 @@ async def test_fail_job_on_exit_code(env: JobEnv) -> None:
     pods = await env.until_pods(2)
     await env.finish(pods[0], "Failed", exit_code=5)
     failed = await env.until_condition("Failed")
-    want = f"Container c for pod {NS}/{pods[0]['metadata']['name']} failed with exit code 5 matching FailJob rule at index 0"
+    pod_name = pods[0]["metadata"]["name"]
+    want = f"Container c for pod {NS}/{pod_name} failed with exit code 5 matching FailJob rule at index 0"
     for cond_type in ("FailureTarget", "Failed"):
         cond = condition(failed, cond_type)
-        assert cond is not None and (cond["reason"], cond["message"]) == ("PodFailurePolicy", want)
+        assert cond is not None
+        assert (cond["reason"], cond["message"]) == ("PodFailurePolicy", want)
     assert await env.pods(active_only=True) == []
     assert failed["status"]["failed"] == 2  # the deleted running pod counts as failed too
     assert await env.events("PodFailurePolicy") == [want]
@@ -54,10 +55,12 @@ async def test_ignore_disruption_target(env: JobEnv) -> None:
     [second] = await env.until_pods(1)
     assert second["metadata"]["name"] != first["metadata"]["name"]
     job = await env.job()
-    assert not job["status"].get("failed") and condition(job, "Failed") is None
+    assert not job["status"].get("failed")
+    assert condition(job, "Failed") is None
     await env.finish(second)
     done = await env.until_condition("Complete")
-    assert done["status"]["succeeded"] == 1 and not done["status"].get("failed")
+    assert done["status"]["succeeded"] == 1
+    assert not done["status"].get("failed")
 
 
 async def test_count_rule_counts_towards_backoff_limit(env: JobEnv) -> None:
@@ -69,7 +72,8 @@ async def test_count_rule_counts_towards_backoff_limit(env: JobEnv) -> None:
     await env.finish(pod, "Failed", exit_code=42)
     failed = await env.until_condition("Failed")
     cond = condition(failed, "Failed")
-    assert cond is not None and cond["reason"] == "BackoffLimitExceeded"
+    assert cond is not None
+    assert cond["reason"] == "BackoffLimitExceeded"
     assert failed["status"]["failed"] == 1
 
 
@@ -81,21 +85,22 @@ async def test_pod_replacement_policy_failed_waits_for_terminating_pods(env: Job
     await env.client.delete(env.res("pods"), pod["metadata"]["name"], namespace=NS)
 
     async def terminating() -> bool:
-        return (await env.job()).get("status", {}).get("terminating") == 1
+        return bool((await env.job()).get("status", {}).get("terminating") == 1)
 
     await env.until(terminating, "status.terminating 1")
     await env.clock.advance(30.0)
     await env.clock.advance(30.0)
     assert await env.pods(active_only=True) == []
     job = await env.job()
-    assert not job["status"].get("failed") and not job["status"].get("active")
+    assert not job["status"].get("failed")
+    assert not job["status"].get("active")
     await env.finish(pod, "Failed")
     [replacement] = await env.until_pods(1)
     assert replacement["metadata"]["name"] != pod["metadata"]["name"]
 
     async def counted() -> bool:
         status = (await env.job()).get("status", {})
-        return status.get("failed") == 1 and status.get("terminating") == 0
+        return bool(status.get("failed") == 1 and status.get("terminating") == 0)
 
     await env.until(counted, "failed 1, terminating 0")
 
@@ -111,7 +116,7 @@ async def test_terminating_or_failed_replaces_deleted_pod(env: JobEnv) -> None:
     assert (await env.job())["status"]["failed"] == 1
 
 
-def indexed(**spec: object) -> Obj:
+def indexed(**spec: Any) -> Obj:
     return job_obj(completionMode="Indexed", **spec)
 
 
@@ -138,16 +143,22 @@ async def test_backoff_limit_per_index_failed_indexes(env: JobEnv) -> None:
     await env.finish(again, "Failed")
 
     async def index_failed() -> bool:
-        return (await env.job()).get("status", {}).get("failedIndexes") == "1"
+        return bool((await env.job()).get("status", {}).get("failedIndexes") == "1")
 
     await env.until(index_failed, "failedIndexes 1")
     await env.finish(pods[0])
     await env.finish(pods[2])
     failed = await env.until_condition("Failed")
     cond = condition(failed, "Failed")
-    assert cond is not None and (cond["reason"], cond["message"]) == ("FailedIndexes", "Job has failed indexes")
+    assert cond is not None
+    assert (cond["reason"], cond["message"]) == ("FailedIndexes", "Job has failed indexes")
     status = failed["status"]
-    assert (status["failedIndexes"], status["completedIndexes"], status["failed"], status["succeeded"]) == ("1", "0,2", 2, 2)
+    assert (status["failedIndexes"], status["completedIndexes"], status["failed"], status["succeeded"]) == (
+        "1",
+        "0,2",
+        2,
+        2,
+    )
 
 
 async def test_max_failed_indexes_exceeded(env: JobEnv) -> None:
@@ -176,9 +187,11 @@ async def test_fail_index_rule(env: JobEnv) -> None:
     await env.finish(pods[0], "Failed", exit_code=3)
     await env.finish(pods[1])
     failed = await env.until_condition("Failed")
-    assert failed["status"]["failedIndexes"] == "0" and failed["status"]["completedIndexes"] == "1"
+    assert failed["status"]["failedIndexes"] == "0"
+    assert failed["status"]["completedIndexes"] == "1"
     cond = condition(failed, "Failed")
-    assert cond is not None and cond["reason"] == "FailedIndexes"
+    assert cond is not None
+    assert cond["reason"] == "FailedIndexes"
 
 
 async def test_success_policy(env: JobEnv) -> None:
@@ -191,8 +204,10 @@ async def test_success_policy(env: JobEnv) -> None:
     done = await env.until_condition("Complete")
     for cond_type in ("SuccessCriteriaMet", "Complete"):
         cond = condition(done, cond_type)
-        assert cond is not None and (cond["reason"], cond["message"]) == ("SuccessPolicy", "Matched rules at index 0")
-    assert done["status"]["completedIndexes"] == "0" and done["status"]["succeeded"] == 1
+        assert cond is not None
+        assert (cond["reason"], cond["message"]) == ("SuccessPolicy", "Matched rules at index 0")
+    assert done["status"]["completedIndexes"] == "0"
+    assert done["status"]["succeeded"] == 1
     assert await env.pods(active_only=True) == []
 
 
@@ -210,7 +225,8 @@ async def test_adopts_orphans_and_releases_non_matching(env: JobEnv) -> None:
     await env.until_pods(2)
     got = await env.client.get(env.res("pods"), "orphan", namespace=NS)
     [ref] = got["metadata"]["ownerReferences"]
-    assert ref["uid"] == job["metadata"]["uid"] and ref["controller"] is True
+    assert ref["uid"] == job["metadata"]["uid"]
+    assert ref["controller"] is True
     assert JOB_TRACKING_FINALIZER in got["metadata"]["finalizers"]
     await env.client.patch(env.res("pods"), "orphan", {"metadata": {"labels": {"job-name": "other"}}}, namespace=NS)
 

@@ -6,6 +6,7 @@ the pod-failure backoff (``backoff_utils_test.go`` TestNewBackoffRecord, TestGet
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -28,7 +29,12 @@ from kubeplane.controllers.job_util import COMPLETION_INDEX_ANNOTATION, JOB_TRAC
 T0 = 1_800_000_000.0
 
 
-def failed_pod(*, codes: list[tuple[str, int | None]] = (), init: list[tuple[str, int]] = (), conditions: list[tuple[str, str]] = ()) -> Obj:  # type: ignore[assignment]
+def failed_pod(
+    *,
+    codes: Sequence[tuple[str, int | None]] = (),
+    init: Sequence[tuple[str, int]] = (),
+    conditions: Sequence[tuple[str, str]] = (),
+) -> Obj:
     def statuses(items: Any) -> list[Obj]:
         out = []
         for name, code in items:
@@ -145,7 +151,9 @@ def test_match_pod_failure_policy_no_policy_counts() -> None:
         ("succeededIndexes is empty", [{"succeededCount": 1}], 10, "", ("", False)),
     ],
 )  # fmt: skip
-def test_match_success_policy(case: str, rules: list[Obj] | None, completions: int, succeeded: str, want: tuple[str, bool]) -> None:
+def test_match_success_policy(
+    case: str, rules: list[Obj] | None, completions: int, succeeded: str, want: tuple[str, bool]
+) -> None:
     policy = None if rules is None else {"rules": rules}
     assert match_success_policy(policy, completions, parse_indexes(succeeded, completions)) == want, case
 
@@ -186,9 +194,11 @@ def _indexed_pod(ix: int | str | None, phase: str, finalizer: bool = True) -> Ob
     ("case", "prev", "pods", "want_prev", "want"),
     [
         ("1 new succeeded index", "", [(2, "Succeeded")], "", "2"),
-        ("new succeeded indexes merge with the previous", "0-2", [(3, "Succeeded"), (5, "Succeeded"), (4, "Failed")], "0-2", "0-3"),  # 5 is out of range
+        ("new succeeded indexes merge with the previous (5 is out of range)", "0-2",
+         [(3, "Succeeded"), (5, "Succeeded"), (4, "Failed")], "0-2", "0-3"),
         ("pods without finalizer were counted already", "0", [(1, "Succeeded", False)], "0", "0"),
-        ("invalid and out-of-range indexes are ignored", "", [("x", "Succeeded"), (7, "Succeeded"), (None, "Succeeded")], "", ""),
+        ("invalid and out-of-range indexes are ignored", "",
+         [("x", "Succeeded"), (7, "Succeeded"), (None, "Succeeded")], "", ""),
     ],
 )  # fmt: skip
 def test_calculate_succeeded_indexes(case: str, prev: str, pods: list[Any], want_prev: str, want: str) -> None:
@@ -227,7 +237,8 @@ def test_pod_generate_name_with_index() -> None:
     assert pod_generate_name_with_index("pi", 3) == "pi-3-"
     long = "a" * 60
     got = pod_generate_name_with_index(long, 12)
-    assert got.endswith("-12-") and len(got) == 58
+    assert got.endswith("-12-")
+    assert len(got) == 58
 
 
 def _finished_at(phase: str, at: float) -> Obj:
@@ -243,18 +254,24 @@ def _finished_at(phase: str, at: float) -> Obj:
     [
         ("Empty backoff record with no latest failure", (0, None), [], [], (0, None)),
         ("Empty backoff record with one latest failure", (0, None), [], [T0 - 1], (1, T0 - 1)),
-        ("Empty backoff record with one latest failure and one latest success", (0, None), [T0 - 2], [T0 - 1], (1, T0 - 1)),
+        ("Empty backoff record with one latest failure and one latest success",
+         (0, None), [T0 - 2], [T0 - 1], (1, T0 - 1)),
         ("Empty backoff record with one latest failure and one latest success, latest success later",
          (0, None), [T0 - 1], [T0 - 2], (0, None)),
         ("Backoff record with one latest failure", (2, T0 - 10), [], [T0 - 1], (3, T0 - 1)),
-        ("Backoff record with one latest failure and one latest success", (2, T0 - 10), [T0 - 2], [T0 - 1], (1, T0 - 1)),
+        ("Backoff record with one latest failure and one latest success",
+         (2, T0 - 10), [T0 - 2], [T0 - 1], (1, T0 - 1)),
         ("Backoff record with one latest success", (2, T0 - 10), [T0 - 1], [], (0, None)),
         ("Backoff record with two latest failures after the latest success",
          (2, T0 - 10), [T0 - 5], [T0 - 6, T0 - 3, T0 - 1], (2, T0 - 1)),
     ],
 )  # fmt: skip
 def test_new_backoff_record(
-    case: str, old: tuple[int, float | None], succeeded: list[float], failed: list[float], want: tuple[int, float | None]
+    case: str,
+    old: tuple[int, float | None],
+    succeeded: list[float],
+    failed: list[float],
+    want: tuple[int, float | None],
 ) -> None:
     """TestNewBackoffRecord."""
     store = BackoffStore()
@@ -283,4 +300,5 @@ def test_get_remaining_backoff_time(case: str, failures: int, since_failure: flo
 
 
 def test_intervals_default_is_empty() -> None:
-    assert str(Intervals()) == "" and Intervals().total() == 0
+    assert str(Intervals()) == ""
+    assert Intervals().total() == 0
