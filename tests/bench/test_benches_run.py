@@ -23,6 +23,7 @@ def test_every_bench_is_covered() -> None:
         "fgd_bench.py",
         "gojson_bench.py",
         "informer_bench.py",
+        "job_controller_bench.py",
         "jsondepth_bench.py",
         "kubelet_bench.py",
         "pod_logs_bench.py",

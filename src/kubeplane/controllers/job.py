@@ -49,7 +49,13 @@ from kubeplane.client.workqueue import (
     RateLimitingQueue,
 )
 from kubeplane.controllers.controller_ref_manager import PodControllerRefManager, recheck_deletion_timestamp
-from kubeplane.controllers.controller_utils import PodControl, is_controlled_by
+from kubeplane.controllers.controller_utils import (
+    POD_CONTROLLER_UID_INDEX,
+    PodControl,
+    filter_pods_by_owner,
+    is_controlled_by,
+    pod_controller_uid_index,
+)
 from kubeplane.controllers.expectations import ControllerExpectations
 from kubeplane.controllers.job_backoff import BackoffStore, get_finished_time
 from kubeplane.controllers.job_context import JobParts, SyncJobCtx
@@ -123,7 +129,9 @@ class JobController(Controller):
         )
         self.jobs_resource = ctx.client.resource("jobs")
         self.job_informer = ctx.informers.informer_for(self.jobs_resource)
-        self.pod_informer = ctx.informers.informer_for("pods")
+        self.pod_informer = ctx.informers.informer_for(
+            "pods", indexers={POD_CONTROLLER_UID_INDEX: pod_controller_uid_index}
+        )
         self.job_lister = self.job_informer.lister()
         self.pod_lister = self.pod_informer.lister()
         self.recorder = ctx.recorder("job-controller")
@@ -336,10 +344,14 @@ class JobController(Controller):
 
     async def get_pods_for_job(self, job: Obj) -> list[Obj]:
         """The Job's pods after adopting matching orphans (adding the tracking finalizer) and releasing pods that
-        stop matching (upstream ``getPodsForJob``). Adopted pods are reported with the finalizer."""
+        stop matching (upstream ``getPodsForJob``). Adopted pods are reported with the finalizer.
+
+        Upstream lists every pod of the namespace; the candidates are only the Job's own pods and the orphans
+        (pods another controller owns are never claimed), so they come from the controller-UID index, as the
+        ReplicaSet controller's do: a sync costs the Job's pods, not the namespace's."""
         meta = meta_of(job)
         selector = apilabels.label_selector_as_selector(spec_of(job).get("selector"))
-        pods = self.pod_lister.list(str(meta.get("namespace") or ""))
+        pods = filter_pods_by_owner(self.pod_informer.indexer, job, include_orphaned_pods=True)
 
         async def fresh() -> Obj:
             got = await self.client.get(self.jobs_resource, str(meta["name"]), namespace=str(meta["namespace"]))
