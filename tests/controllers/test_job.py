@@ -10,7 +10,14 @@ from collections.abc import AsyncIterator
 import pytest
 
 from kubeplane.controllers.job_util import COMPLETION_INDEX_ANNOTATION
-from tests.controllers.jobenv import JOB_TRACKING_FINALIZER, JobEnv, condition, job_env, job_obj
+from tests.controllers.jobenv import (
+    JOB_TRACKING_FINALIZER,
+    JobEnv,
+    condition,
+    job_env,
+    job_obj,
+    running_job_controller,
+)
 
 
 @pytest.fixture
@@ -203,3 +210,52 @@ async def test_work_queue_job_completes_when_any_pod_succeeds(env: JobEnv) -> No
     await env.finish(pods[1])
     done = await env.until_condition("Complete")
     assert done["status"]["succeeded"] == 2
+
+
+async def test_scale_down_parallelism_deletes_surplus(env: JobEnv) -> None:
+    """TestControllerSyncJob "too many active pods": lowering parallelism deletes the least advanced pods, with
+    SuccessfulDelete events; status.active follows."""
+    await env.create_job(job_obj(parallelism=3, completions=5))
+    await env.until_pods(3)
+    await env.client.patch(env.res("jobs"), "pi", {"spec": {"parallelism": 1}}, namespace="default")
+    await env.until_pods(1)
+
+    async def one_active() -> bool:
+        return bool((await env.job()).get("status", {}).get("active") == 1)
+
+    await env.until(one_active, "status.active 1")
+    deleted = await env.events("SuccessfulDelete")
+    assert len(deleted) == 2
+    assert all(m.startswith("Deleted pod: pi-") for m in deleted)
+
+
+async def test_on_failure_restarts_reach_backoff_limit(env: JobEnv) -> None:
+    """TestControllerSyncJob "too many job failures with podRunning - multiple pods" (pastBackoffLimitOnFailure):
+    restartPolicy OnFailure, container restarts of running pods reaching backoffLimit fail the Job."""
+    await env.create_job(job_obj(backoffLimit=2, template_spec={"restartPolicy": "OnFailure"}))
+    [pod] = await env.until_pods(1)
+    status = {"phase": "Running", "containerStatuses": [{"name": "c", "restartCount": 2, "state": {"running": {}}}]}
+    await env.client.patch(env.res("pods"), pod["metadata"]["name"], {"status": status}, namespace="default",
+                           subresource="status")  # fmt: skip
+    failed = await env.until_condition("Failed")
+    cond = condition(failed, "Failed")
+    assert cond is not None
+    assert cond["reason"] == "BackoffLimitExceeded"
+    assert await env.pods(active_only=True) == []
+
+
+async def test_restarted_controller_changes_nothing_on_a_finished_job() -> None:
+    """syncJob of a finished Job does nothing (upstream "job finished" early return): a new controller after
+    completion creates no pod and writes no status."""
+    async with running_job_controller() as env:
+        await env.create_job(job_obj())
+        [pod] = await env.until_pods(1)
+        await env.finish(pod)
+        done = await env.until_condition("Complete")
+        client, clock = env.client, env.clock
+        async with running_job_controller(client=client, clock=clock) as again:
+            for _ in range(5):
+                await again.clock.advance(1.0)
+            assert len(await again.pods()) == 1
+            after = await again.job()
+            assert after["metadata"]["resourceVersion"] == done["metadata"]["resourceVersion"]

@@ -22,6 +22,7 @@ from kubeplane.controllers.job_indexed import (
     pod_generate_name_with_index,
     succeeded_indexes,
 )
+from kubeplane.controllers.job_manage import active_pods_for_removal
 from kubeplane.controllers.job_pod_failure_policy import match_pod_failure_policy
 from kubeplane.controllers.job_success_policy import match_success_policy
 from kubeplane.controllers.job_util import COMPLETION_INDEX_ANNOTATION, JOB_TRACKING_FINALIZER
@@ -302,3 +303,38 @@ def test_get_remaining_backoff_time(case: str, failures: int, since_failure: flo
 def test_intervals_default_is_empty() -> None:
     assert str(Intervals()) == ""
     assert Intervals().total() == 0
+
+
+def _active(name: str, ix: int | None, *, ready: bool = False, node: str = "") -> Obj:
+    meta: Obj = {"name": name, "uid": name, "annotations": {} if ix is None else {COMPLETION_INDEX_ANNOTATION: str(ix)}}
+    status: Obj = {"phase": "Running" if node else "Pending"}
+    if ready:
+        status["conditions"] = [{"type": "Ready", "status": "True"}]
+    return {"metadata": meta, "spec": {"nodeName": node} if node else {}, "status": status}
+
+
+def test_active_pods_for_removal_indexed_duplicates() -> None:
+    """TestControllerSyncJob "indexed job repeated completion index" / "indexed job with indexes outside of
+    range" / "indexed job with some pods deleted, podReplacementPolicy ...": of repeated indexes all but the most
+    advanced pod go, index-less and out-of-range pods go, then the least advanced of the rest."""
+    job = {"spec": {"completionMode": "Indexed", "completions": 3, "parallelism": 3}}
+    pods = [
+        _active("a0", 0, ready=True, node="n"),
+        _active("b0", 0),
+        _active("c1", 1, node="n"),
+        _active("d5", 5, ready=True, node="n"),
+        _active("e", None, ready=True, node="n"),
+        _active("f2", 2),
+    ]
+    names = sorted(p["metadata"]["name"] for p in active_pods_for_removal(job, pods, 0))
+    assert names == ["b0", "d5", "e"]
+    names = [p["metadata"]["name"] for p in active_pods_for_removal(job, pods, 4)]
+    assert sorted(names[:3]) == ["b0", "d5", "e"]
+    assert names[3] == "f2"  # unscheduled before scheduled
+
+
+def test_active_pods_for_removal_non_indexed_order() -> None:
+    """activePodsForRemoval: not ready < ready, unscheduled < scheduled, pending < running."""
+    job = {"spec": {"completions": 3}}
+    pods = [_active("ready", None, ready=True, node="n"), _active("pending", None), _active("running", None, node="n")]
+    assert [p["metadata"]["name"] for p in active_pods_for_removal(job, pods, 2)] == ["pending", "running"]

@@ -64,11 +64,9 @@ async def test_deletes_finished_job_after_ttl() -> None:
         now = env.clock.now()
         stamp = apimeta.format_time(now)
         done = [{"type": "Complete", "status": "True", "lastTransitionTime": stamp}]
-        await _status(
-            env,
-            {**job_obj("ttl"), "spec": {**job_obj("ttl")["spec"], "ttlSecondsAfterFinished": 30}},
-            {"conditions": done},
-        )
+        body = job_obj("ttl")
+        body["spec"]["ttlSecondsAfterFinished"] = 30
+        created_uid = (await _status(env, body, {"conditions": done}))["metadata"]["uid"]
         await env.client.create(env.res("jobs"), job_obj("keep"), namespace=NS)
         running = job_obj("running")
         running["spec"]["ttlSecondsAfterFinished"] = 0
@@ -85,7 +83,19 @@ async def test_deletes_finished_job_after_ttl() -> None:
                 return True
             return False
 
+        calls: list[tuple[str, dict[str, object]]] = []
+        real_delete = env.client.delete
+
+        async def spy(resource: object, name: str, **kw: object) -> object:
+            calls.append((name, kw))
+            return await real_delete(resource, name, **kw)  # type: ignore[arg-type]
+
+        env.client.delete = spy  # type: ignore[method-assign,assignment]
         await env.advance_until(gone, "ttl job deleted", step=1.0, tries=50)
+        [(name, kw)] = calls
+        assert name == "ttl"
+        assert kw["propagation_policy"] == "Background"
+        assert kw["preconditions"] == {"uid": created_uid}
         assert env.clock.now() - now >= 30.0
         for name in ("keep", "running"):
             assert (await env.client.get(env.res("jobs"), name, namespace=NS))["metadata"]["name"] == name
