@@ -1,6 +1,6 @@
 """The TTL-after-finished controller over the in-memory API server on a fake clock (upstream
 ``pkg/controller/ttlafterfinished/ttlafterfinished_controller_test.go``: TestTimeLeft's cases, and the
-processJob behaviour: delete at finish + TTL, background propagation with a UID precondition)."""
+processJob behaviour: delete at finish + TTL, foreground propagation with a UID precondition)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import pytest
 from kubeplane.api import meta as apimeta
 from kubeplane.client.errors import NotFoundError
 from kubeplane.client.interface import Obj
+from kubeplane.controllers.garbagecollector import GarbageCollector
+from kubeplane.controllers.job import JobController
 from kubeplane.controllers.ttlafterfinished import TTLAfterFinishedController, needs_cleanup, time_left
 from tests.controllers import harness
 from tests.controllers.jobenv import NS, job_obj
@@ -77,11 +79,12 @@ async def test_deletes_finished_job_after_ttl() -> None:
         assert (await env.client.get(env.res("jobs"), "ttl", namespace=NS))["metadata"]["name"] == "ttl"
 
         async def gone() -> bool:
+            """Deleted, or (foreground propagation, no garbage collector running here) being deleted."""
             try:
-                await env.client.get(env.res("jobs"), "ttl", namespace=NS)
+                job = await env.client.get(env.res("jobs"), "ttl", namespace=NS)
             except NotFoundError:
                 return True
-            return False
+            return bool(job["metadata"].get("deletionTimestamp"))
 
         calls: list[tuple[str, dict[str, object]]] = []
         real_delete = env.client.delete
@@ -94,7 +97,7 @@ async def test_deletes_finished_job_after_ttl() -> None:
         await env.advance_until(gone, "ttl job deleted", step=1.0, tries=50)
         [(name, kw)] = calls
         assert name == "ttl"
-        assert kw["propagation_policy"] == "Background"
+        assert kw["propagation_policy"] == "Foreground"
         assert kw["preconditions"] == {"uid": created_uid}
         assert env.clock.now() - now >= 30.0
         for name in ("keep", "running"):
@@ -113,3 +116,33 @@ async def test_ttl_change_is_seen_on_fresh_read() -> None:
             await env.clock.advance(5.0)
             await harness.settle()
         assert (await env.client.get(env.res("jobs"), "ttl", namespace=NS))["spec"]["ttlSecondsAfterFinished"] == 100
+
+
+async def test_completed_job_and_its_pods_are_gone_after_ttl() -> None:
+    """With the Job controller and the garbage collector: a Job with ttlSecondsAfterFinished 5 completes, and 5 s
+    later the foreground deletion removes its pod, then the Job."""
+    async with harness.running(TTLAfterFinishedController, JobController, GarbageCollector) as env:
+        body = job_obj("pi")
+        body["spec"]["ttlSecondsAfterFinished"] = 5
+        await env.client.create(env.res("jobs"), body, namespace=NS)
+
+        async def pods() -> list[Obj]:
+            items: list[Obj] = (await env.client.list(env.res("pods"), namespace=NS))["items"]
+            return items
+
+        async def one_pod() -> bool:
+            return len(await pods()) == 1
+
+        await env.advance_until(one_pod, "the job's pod", step=1.0, tries=50)
+        [pod] = await pods()
+        at = apimeta.format_time(env.clock.now())
+        status = {"phase": "Succeeded", "containerStatuses": [
+            {"name": "c", "state": {"terminated": {"exitCode": 0, "finishedAt": at}}}]}  # fmt: skip
+        await env.client.patch(env.res("pods"), pod["metadata"]["name"], {"status": status}, namespace=NS,
+                               subresource="status")  # fmt: skip
+
+        async def all_gone() -> bool:
+            jobs = (await env.client.list(env.res("jobs"), namespace=NS))["items"]
+            return not jobs and not await pods()
+
+        await env.advance_until(all_gone, "job and pod deleted", step=1.0, tries=200)

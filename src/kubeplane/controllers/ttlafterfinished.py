@@ -4,8 +4,9 @@ finished (upstream ``pkg/controller/ttlafterfinished``).
 A Job is a candidate when it has a TTL and a True ``Complete`` or ``Failed`` condition; its finish time is that
 condition's ``lastTransitionTime``. Before the TTL is up the key is requeued for exactly the time left (on the
 injected clock). When it is up the Job is read fresh from the API server (the TTL may have been changed or
-removed meanwhile) and deleted with background propagation and a UID precondition, so a newer Job of the same
-name is never deleted by mistake; the garbage collector then deletes its pods.
+removed meanwhile) and deleted with foreground propagation (upstream ``DeletePropagationForeground``: the garbage
+collector deletes its pods first, then the Job) and a UID precondition, so a newer Job of the same name is never
+deleted by mistake. A Job already being deleted is left alone.
 """
 
 from __future__ import annotations
@@ -58,7 +59,11 @@ def time_left(job: Mapping[str, Any], now: float) -> tuple[float, float]:
     and the TTL counted from it anyway."""
     finish = job_finish_time(job)
     if finish > now:
-        log.info("warning: found the job %s finished in the future; this is likely due to time skew", key_of(job))
+        log.info(
+            "Warning: Found Job finished in the future. This is likely due to time skew in the cluster. "
+            "Job cleanup will be deferred. job=%s",
+            key_of(job),
+        )
     expire_at = finish + float(spec_of(job).get("ttlSecondsAfterFinished") or 0)
     return expire_at - now, expire_at
 
@@ -75,16 +80,17 @@ class TTLAfterFinishedController(Controller):
         self.job_informer.add_event_handler(on_add=self._add_job, on_update=self._update_job)
 
     def _add_job(self, job: Obj) -> None:
-        if needs_cleanup(job):
+        if not meta_of(job).get("deletionTimestamp") and needs_cleanup(job):
             self.enqueue(job)
 
     def _update_job(self, old: Obj, cur: Obj) -> None:
-        if needs_cleanup(cur):
+        if not meta_of(cur).get("deletionTimestamp") and needs_cleanup(cur):
             self.enqueue(cur)
 
     def _processed_ttl(self, job: Obj) -> bool:
-        """Whether the TTL is up; if not (and the Job still needs cleanup), requeue for the time left."""
-        if not needs_cleanup(job):
+        """Whether the TTL is up; if not (and the Job still needs cleanup), requeue for the time left (upstream
+        ``processTTL``)."""
+        if meta_of(job).get("deletionTimestamp") or not needs_cleanup(job):
             return False
         left, _ = time_left(job, self.clock.now())
         if left <= 0:
@@ -110,7 +116,7 @@ class TTLAfterFinishedController(Controller):
                 self.jobs_resource,
                 name,
                 namespace=namespace,
-                propagation_policy="Background",
+                propagation_policy="Foreground",
                 preconditions={"uid": str(meta_of(fresh).get("uid") or "")},
             )
         except NotFoundError:
