@@ -259,3 +259,14 @@ async def test_managed_by_external_controller_is_skipped(env: JobEnv) -> None:
     await env.clock.advance(5.0)
     assert await env.pods() == []
     assert not (await env.job()).get("status")
+
+
+async def test_job_without_selector_creates_nothing(env: JobEnv) -> None:
+    """A Job the API did not default (no selector) is never acted on: its pods could not be claimed and would be
+    replaced forever (upstream's validation makes this unreachable)."""
+    body = job_obj()
+    del body["spec"]["selector"]
+    await env.create_job(body)
+    await env.clock.advance(5.0)
+    await env.clock.advance(5.0)
+    assert await env.pods() == []

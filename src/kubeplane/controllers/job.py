@@ -399,6 +399,11 @@ class JobController(Controller):
         if is_job_finished(job):
             self.backoff_store.remove(key)
             return
+        if spec_of(job).get("selector") is None:
+            # Unreachable upstream (validation requires the selector the API server generates). Acting on such a
+            # Job would create pods it can never claim, and replace them forever.
+            log.warning("job %s has no selector; not syncing it", key)
+            return
         mode = spec_of(job).get("completionMode")
         if mode not in (None, "NonIndexed", "Indexed"):
             await self.recorder.event(
