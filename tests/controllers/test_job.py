@@ -259,3 +259,21 @@ async def test_restarted_controller_changes_nothing_on_a_finished_job() -> None:
             assert len(await again.pods()) == 1
             after = await again.job()
             assert after["metadata"]["resourceVersion"] == done["metadata"]["resourceVersion"]
+
+
+async def test_pod_mutators_run_on_every_created_pod(env: JobEnv) -> None:
+    """The hook gang scheduling uses (``JobController.parts.pod_mutators``): each pod is built in one place
+    (``job_manage.build_pod``) and every mutator sees the Job, the pod and its completion index."""
+    seen: list[int | None] = []
+
+    def mark(job: dict[str, object], pod: dict[str, object], index: int | None) -> None:
+        seen.append(index)
+        meta = pod.setdefault("metadata", {})
+        assert isinstance(meta, dict)
+        meta.setdefault("annotations", {})["example.com/group"] = f"{job['metadata']['name']}-group"  # type: ignore[index]
+
+    env.controller.parts.pod_mutators.append(mark)
+    await env.create_job(job_obj(completions=2, parallelism=2, completionMode="Indexed"))
+    pods = await env.until_pods(2)
+    assert sorted(i for i in seen if i is not None) == [0, 1]
+    assert {p["metadata"]["annotations"]["example.com/group"] for p in pods} == {"pi-group"}
