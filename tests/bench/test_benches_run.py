@@ -24,6 +24,7 @@ def test_every_bench_is_covered() -> None:
         "gang_bench.py",
         "gojson_bench.py",
         "informer_bench.py",
+        "job_controller_bench.py",
         "jsondepth_bench.py",
         "kubelet_bench.py",
         "pod_logs_bench.py",

@@ -36,6 +36,8 @@ _MODULES: tuple[str, ...] = (
     "endpoints",
     "endpoints_slice",
     "endpoints_mirroring",
+    "job",
+    "ttlafterfinished",
 )
 """The controller modules under ``kubeplane.controllers``, each defining one :class:`Controller` subclass."""
 
