@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from kubeplane.controllers.job_podgroups import compute_pod_group_name
 from kubeplane.controllers.job_util import COMPLETION_INDEX_ANNOTATION
 from tests.controllers.jobenv import (
     JOB_TRACKING_FINALIZER,
@@ -277,3 +278,42 @@ async def test_pod_mutators_run_on_every_created_pod(env: JobEnv) -> None:
     pods = await env.until_pods(2)
     assert sorted(i for i in seen if i is not None) == [0, 1]
     assert {p["metadata"]["annotations"]["example.com/group"] for p in pods} == {"pi-group"}
+
+
+async def test_job_with_a_workload_gets_its_pod_group_and_pods_join_it() -> None:
+    """Upstream job_scheduling_manager.go: a new Job that controls a Workload naming it (``spec.controllerRef``)
+    gets the PodGroup of the Workload's template (``computePodGroupName``), and every pod it creates carries
+    ``spec.schedulingGroup.podGroupName`` of that group; Jobs without a Workload are untouched (the other tests)."""
+
+    async def setup(env: JobEnv) -> None:
+        job = await env.create_job(job_obj(completions=2, parallelism=2))
+        workload = {
+            "apiVersion": "scheduling.k8s.io/v1alpha3",
+            "kind": "Workload",
+            "metadata": {
+                "name": "train",
+                "namespace": job["metadata"]["namespace"],
+                "ownerReferences": [
+                    {
+                        "apiVersion": "batch/v1",
+                        "kind": "Job",
+                        "name": "pi",
+                        "uid": job["metadata"]["uid"],
+                        "controller": True,
+                    }
+                ],
+            },
+            "spec": {
+                "controllerRef": {"apiGroup": "batch", "kind": "Job", "name": "pi"},
+                "podGroupTemplates": [{"name": "workers", "schedulingPolicy": {"gang": {"minCount": 2}}}],
+            },
+        }
+        await env.client.create(env.res("workloads"), workload, namespace=job["metadata"]["namespace"])
+
+    async with running_job_controller(setup=setup) as env:
+        pods = await env.until_pods(2)
+        group = compute_pod_group_name("train", "workers")
+        assert {p["spec"]["schedulingGroup"]["podGroupName"] for p in pods} == {group}
+        pod_group = await env.client.get(env.res("podgroups"), group, namespace=pods[0]["metadata"]["namespace"])
+        assert pod_group["spec"]["schedulingPolicy"] == {"gang": {"minCount": 2}}
+        assert pod_group["spec"]["workloadRef"] == {"workloadName": "train", "templateName": "workers"}

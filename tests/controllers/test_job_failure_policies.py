@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from kubeplane.client.errors import InvalidError
 from kubeplane.client.interface import Obj
 from kubeplane.controllers.job_util import COMPLETION_INDEX_ANNOTATION, INDEX_FAILURE_COUNT_ANNOTATION
 from tests.controllers.jobenv import JOB_TRACKING_FINALIZER, NS, JobEnv, condition, job_env, job_obj
@@ -261,12 +262,13 @@ async def test_managed_by_external_controller_is_skipped(env: JobEnv) -> None:
     assert not (await env.job()).get("status")
 
 
-async def test_job_without_selector_creates_nothing(env: JobEnv) -> None:
-    """A Job the API did not default (no selector) is never acted on: its pods could not be claimed and would be
-    replaced forever (upstream's validation makes this unreachable)."""
+async def test_job_without_selector_is_refused_by_the_api(env: JobEnv) -> None:
+    """A manualSelector Job without a selector never reaches the controller: ValidateJobSpec refuses it
+    ("spec.selector: Required value"), so the controller's own guard (a Job without a selector is not synced: its
+    pods could not be claimed) only matters for objects stored some other way."""
     body = job_obj()
     del body["spec"]["selector"]
-    await env.create_job(body)
-    await env.clock.advance(5.0)
+    with pytest.raises(InvalidError, match=r"spec\.selector: Required value"):
+        await env.create_job(body)
     await env.clock.advance(5.0)
     assert await env.pods() == []

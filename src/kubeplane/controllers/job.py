@@ -70,6 +70,7 @@ from kubeplane.controllers.job_indexed import (
 )
 from kubeplane.controllers.job_manage import SYNC_JOB_BATCH_PERIOD, delete_active_pods, manage_job
 from kubeplane.controllers.job_pod_failure_policy import match_pod_failure_policy
+from kubeplane.controllers.job_podgroups import ensure_pod_group, find_workload, set_scheduling_group
 from kubeplane.controllers.job_status import track_job_status_and_remove_finalizers
 from kubeplane.controllers.job_success_policy import has_success_criteria_met_condition, match_success_policy
 from kubeplane.controllers.job_tracking import FinalizerExpectations
@@ -150,6 +151,10 @@ class JobController(Controller):
             backoff_store=self.backoff_store,
             enqueue_after=self.queue.add_after,
         )
+        self.workload_lister = ctx.informers.informer_for("workloads").lister()
+        self.pod_groups: dict[str, str] = {}
+        """Job uid -> the PodGroup its new pods join (gang scheduling, :mod:`.job_podgroups`)."""
+        self.parts.pod_mutators.append(self._set_scheduling_group)
         self.job_informer.add_event_handler(
             on_add=self._add_job, on_update=self._update_job, on_delete=self._delete_job
         )
@@ -278,7 +283,23 @@ class JobController(Controller):
         if old_ads is None or int(old_ads) != int(cur_ads):
             self.queue.add_after(key, float(cur_ads) - (self.clock.now() - start))
 
+    # --- gang scheduling (upstream job_scheduling_manager.go) ------------------------------------------------
+
+    async def _ensure_pod_group(self, job: Obj, pods: list[Obj]) -> None:
+        """The Job's PodGroup from its Workload, when one in the namespace names the Job as its controller (the
+        informer answers that without a request; only then does :func:`ensure_pod_group` read and create)."""
+        namespace = str(meta_of(job).get("namespace") or "")
+        if find_workload(job, self.workload_lister.list(namespace)) is None:
+            return
+        group = await ensure_pod_group(self.client, job, pods)
+        if group is not None:
+            self.pod_groups[str(meta_of(job).get("uid") or "")] = group
+
+    def _set_scheduling_group(self, job: Obj, pod: Obj, index: int | None) -> None:
+        set_scheduling_group(pod, self.pod_groups.get(str(meta_of(job).get("uid") or "")))
+
     def _delete_job(self, job: Obj) -> None:
+        self.pod_groups.pop(str(meta_of(job).get("uid") or ""), None)
         self.enqueue(job)
         self._cleanup_pod_finalizers(job)
 
@@ -440,6 +461,7 @@ class JobController(Controller):
         sctx.succeeded = int(status.get("succeeded") or 0) + len(new_succeeded) + len(sctx.uncounted_succeeded)
         sctx.failed = int(status.get("failed") or 0) + len(counted_failed) + len(sctx.uncounted_failed)
 
+        await self._ensure_pod_group(job, sctx.pods)  # before startTime: a PodGroup is made for a new Job only
         now = self.clock.now()
         if not status.get("startTime") and not suspended(job):
             status["startTime"] = apimeta.format_time(now)
@@ -611,10 +633,14 @@ class JobController(Controller):
         conditions: list[Obj] = job["status"].setdefault("conditions", [])
         now = self.clock.now()
         if suspended(job):
+            # A suspended Job has no start: the API refuses to move startTime of an unsuspended Job
+            # (ValidateJobUpdateStatus RejectStartTimeUpdateForUnsuspendedJob) but lets it go from unset to set,
+            # so resuming below can restart activeDeadlineSeconds' count.
+            cleared = job["status"].pop("startTime", None) is not None
             if ensure_condition_status(conditions, JOB_SUSPENDED, "True", "JobSuspended", "Job suspended", now):
                 await self.recorder.event(job, EVENT_TYPE_NORMAL, "Suspended", "Job suspended")
                 return True
-            return False
+            return cleared
         if ensure_condition_status(conditions, JOB_SUSPENDED, "False", "JobResumed", "Job resumed", now):
             await self.recorder.event(job, EVENT_TYPE_NORMAL, "Resumed", "Job resumed")
             # activeDeadlineSeconds counts continuous activity: resuming restarts it.
