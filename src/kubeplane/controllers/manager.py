@@ -36,6 +36,7 @@ _MODULES: tuple[str, ...] = (
     "endpoints",
     "endpoints_slice",
     "endpoints_mirroring",
+    "cronjob",
 )
 """The controller modules under ``kubeplane.controllers``, each defining one :class:`Controller` subclass."""
 
