@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from kubeplane.api import cron
-from kubeplane.api.views import controller_ref_of, meta_of, namespace_of, uid_of
+from kubeplane.api.views import controller_ref_of, meta_of, namespace_of, spec_of, uid_of
 from kubeplane.client.events import EVENT_TYPE_WARNING
 from kubeplane.client.interface import Obj
 from kubeplane.controllers import cronjob_util as cu
@@ -105,7 +105,7 @@ class CronJobController(Controller):
 
     def _update_cron_job(self, old: Obj, cur: Obj) -> None:
         """Upstream ``updateCronJob``: a new schedule or zone requeues for its next activation."""
-        old_spec, cur_spec = old.get("spec") or {}, cur.get("spec") or {}
+        old_spec, cur_spec = spec_of(old), spec_of(cur)
         if old_spec.get("schedule") != cur_spec.get("schedule") or old_spec.get("timeZone") != cur_spec.get("timeZone"):
             try:
                 sched = cron.parse_schedule(cu.format_schedule(cur, None))

@@ -29,7 +29,7 @@ from typing import Protocol
 from kubeplane.api import cron
 from kubeplane.api.meta import format_time, parse_time
 from kubeplane.api.validation.field import go_quote
-from kubeplane.api.views import meta_of, uid_of
+from kubeplane.api.views import mappings, meta_of, spec_of, status_of, uid_of
 from kubeplane.client.errors import AlreadyExistsError, APIStatusError, ForbiddenError, NotFoundError
 from kubeplane.client.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, object_reference
 from kubeplane.client.interface import Client, Obj
@@ -170,7 +170,7 @@ class CronJobSyncer:
                     )
                     result.update_status = True
                 if cu.is_job_succeeded(job):
-                    completion = (job.get("status") or {}).get("completionTime")
+                    completion = status_of(job).get("completionTime")
                     status = cj.setdefault("status", {})
                     last = status.get("lastSuccessfulTime")
                     if last is None:
@@ -180,7 +180,7 @@ class CronJobSyncer:
                     if completion and last and parse_time(str(completion)) > parse_time(str(last)):
                         status["lastSuccessfulTime"] = completion
                         result.update_status = True
-        for ref in list((cj.get("status") or {}).get("active") or []):
+        for ref in mappings(status_of(cj), "active"):
             if ref.get("uid") in children:
                 continue
             try:
@@ -195,7 +195,7 @@ class CronJobSyncer:
         now = self.now()
         cj = await self._reconcile_active(cj, jobs, result)
         meta = meta_of(cj)
-        spec = cj.get("spec") or {}
+        spec = spec_of(cj)
         if meta.get("deletionTimestamp"):
             return cj
         time_zone = spec.get("timeZone")
@@ -238,13 +238,13 @@ class CronJobSyncer:
             result.requeue_after = cu.next_schedule_time_duration(cj, now, sched)
             return cj
         namespace = str(meta.get("namespace") or "")
-        last = (cj.get("status") or {}).get("lastScheduleTime")
+        last = status_of(cj).get("lastScheduleTime")
         if cu.in_active_list_by_name(cj, namespace, cu.get_job_name(cj, scheduled)) or (
             last and parse_time(str(last)) == scheduled
         ):
             result.requeue_after = cu.next_schedule_time_duration(cj, now, sched)
             return cj
-        active = list((cj.get("status") or {}).get("active") or [])
+        active = mappings(status_of(cj), "active")
         policy = spec.get("concurrencyPolicy")
         if policy == "Forbid" and active:
             self.recorder.record(
@@ -290,7 +290,7 @@ class CronJobSyncer:
             )
         ref = object_reference({"kind": "Job", "apiVersion": "batch/v1", **job_resp})
         status = cj.setdefault("status", {})
-        status["active"] = [*(status.get("active") or []), ref]
+        status["active"] = [*mappings(status, "active"), ref]
         status["lastScheduleTime"] = format_time(scheduled)
         result.update_status = True
         result.requeue_after = cu.next_schedule_time_duration(cj, now, sched)
@@ -300,7 +300,7 @@ class CronJobSyncer:
 
     async def cleanup_finished_jobs(self, cj: Obj, jobs: Sequence[Obj]) -> bool:
         """Upstream ``cleanupFinishedJobs``: delete the oldest finished Jobs beyond the history limits."""
-        spec = cj.get("spec") or {}
+        spec = spec_of(cj)
         success_limit = spec.get("successfulJobsHistoryLimit")
         failed_limit = spec.get("failedJobsHistoryLimit")
         if success_limit is None and failed_limit is None:

@@ -28,7 +28,7 @@ from typing import Any, Final, Protocol
 from kubeplane.api import cron
 from kubeplane.api.meta import format_time, parse_time
 from kubeplane.api.validation.field import go_quote
-from kubeplane.api.views import meta_of
+from kubeplane.api.views import mappings, meta_of, section, spec_of, status_of
 from kubeplane.client.events import EVENT_TYPE_WARNING
 from kubeplane.client.interface import Obj
 from kubeplane.controllers.controller_utils import new_controller_ref
@@ -81,8 +81,8 @@ class Missed(enum.Enum):
 # --- status.active -----------------------------------------------------------------------------------------
 
 
-def _active(cj: Obj) -> list[Obj]:
-    return list((cj.get("status") or {}).get("active") or [])
+def _active(cj: Obj) -> list[Mapping[str, Any]]:
+    return mappings(status_of(cj), "active")
 
 
 def in_active_list(cj: Obj, uid: str) -> bool:
@@ -105,7 +105,7 @@ def delete_from_active_list(cj: Obj | None, uid: str) -> None:
 def finished_condition(job: Obj) -> str:
     """The type of the Job's true ``Complete`` or ``Failed`` condition, or ``""`` (upstream
     ``FinishedCondition`` / the controller's ``getFinishedStatus``)."""
-    for cond in (job.get("status") or {}).get("conditions") or []:
+    for cond in mappings(status_of(job), "conditions"):
         if cond.get("type") in ("Complete", "Failed") and cond.get("status") == "True":
             return str(cond["type"])
     return ""
@@ -117,14 +117,13 @@ def is_job_finished(job: Obj) -> bool:
 
 def is_job_succeeded(job: Obj) -> bool:
     return any(
-        c.get("type") == "Complete" and c.get("status") == "True"
-        for c in (job.get("status") or {}).get("conditions") or []
+        c.get("type") == "Complete" and c.get("status") == "True" for c in mappings(status_of(job), "conditions")
     )
 
 
 def job_start_time_key(job: Obj) -> tuple[int, datetime, str]:
     """Upstream ``byJobStartTime``: started Jobs first, oldest first, name breaking ties."""
-    start = (job.get("status") or {}).get("startTime")
+    start = status_of(job).get("startTime")
     name = str(meta_of(job).get("name") or "")
     if not start:
         return (1, cron.ZERO_TIME, name)
@@ -134,8 +133,8 @@ def job_start_time_key(job: Obj) -> tuple[int, datetime, str]:
 # --- schedule times ----------------------------------------------------------------------------------------
 
 
-def _time_field(obj: Obj, section: str, key: str) -> datetime | None:
-    value = (obj.get(section) or {}).get(key)
+def _time_field(obj: Obj, part: str, key: str) -> datetime | None:
+    value = section(obj, part).get(key)
     return parse_time(str(value)) if value else None
 
 
@@ -143,7 +142,7 @@ def format_schedule(cj: Obj, recorder: Recorder | None) -> str:
     """Upstream ``formatSchedule``: the schedule as ``ParseStandard`` should read it — prefixed with
     ``TZ=<spec.timeZone>`` when that zone loads; a schedule naming a zone itself is used as written, with an
     ``UnsupportedSchedule`` warning when a recorder is given."""
-    spec = cj.get("spec") or {}
+    spec = spec_of(cj)
     schedule = str(spec.get("schedule") or "")
     if cron.mentions_tz(schedule):
         if recorder is not None:
@@ -176,7 +175,7 @@ def most_recent_schedule_time(
     last = _time_field(cj, "status", "lastScheduleTime")
     if last is not None:
         earliest = last
-    deadline = (cj.get("spec") or {}).get("startingDeadlineSeconds")
+    deadline = spec_of(cj).get("startingDeadlineSeconds")
     if include_starting_deadline_seconds and deadline is not None:
         scheduling_deadline = now - timedelta(seconds=int(deadline))
         earliest = max(earliest, scheduling_deadline)
@@ -260,11 +259,11 @@ def get_job_from_template2(cj: Obj, scheduled: datetime) -> Obj:
     """Upstream ``getJobFromTemplate2``: the template's labels, annotations (plus the scheduled-timestamp one)
     and spec, the deterministic name, and a controller reference to the CronJob. ValueError when
     ``spec.timeZone`` does not load."""
-    template = (cj.get("spec") or {}).get("jobTemplate") or {}
-    tmeta = template.get("metadata") or {}
-    labels = dict(tmeta.get("labels") or {})
-    annotations = dict(tmeta.get("annotations") or {})
-    loc = cron.load_location(str((cj.get("spec") or {}).get("timeZone") or ""))
+    template = section(cj, "spec", "jobTemplate")
+    tmeta = meta_of(template)
+    labels = dict(section(tmeta, "labels"))
+    annotations = dict(section(tmeta, "annotations"))
+    loc = cron.load_location(str(spec_of(cj).get("timeZone") or ""))
     annotations[CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION] = format_rfc3339_in(scheduled, loc)
     meta: Obj = {
         "name": get_job_name(cj, scheduled),
@@ -278,7 +277,7 @@ def get_job_from_template2(cj: Obj, scheduled: datetime) -> Obj:
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": meta,
-        "spec": copy.deepcopy(template.get("spec") or {}),
+        "spec": copy.deepcopy(dict(spec_of(template))),
     }
 
 
