@@ -56,8 +56,12 @@ async def finish(env: Env[CronJobController], job: Obj, condition: str = "Comple
         "startTime": job["metadata"]["creationTimestamp"],
         "conditions": [{"type": condition, "status": "True", "lastTransitionTime": now}],
     }
-    if condition == "Complete":
+    if condition == "Complete":  # what upstream's Job status validation asks of a complete Job
         job["status"]["completionTime"] = now
+        job["status"]["succeeded"] = 1
+        job["status"]["conditions"].insert(
+            0, {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": now}
+        )
     await env.client.update(env.res("jobs"), job, namespace=NS, subresource="status")
 
 
@@ -69,9 +73,9 @@ async def tick(env: Env[CronJobController], seconds: float) -> None:
 
 
 async def count_jobs(env: Env[CronJobController], n: int) -> list[Obj]:
-    async def check() -> list[Obj] | None:
+    async def check() -> list[Obj]:
         got = await jobs(env)
-        return got if len(got) == n else None
+        return got if len(got) == n else []
 
     return await eventually(check, f"{n} jobs")
 
@@ -92,9 +96,9 @@ async def test_jobs_created_at_each_activation_with_upstream_names() -> None:
         (ref,) = job["metadata"]["ownerReferences"]
         assert (ref["kind"], ref["name"], ref["controller"]) == ("CronJob", "tick", True)
 
-        async def status_set() -> Obj | None:
+        async def status_set() -> Obj:
             cj = await get_cj(env)
-            return cj if (cj.get("status") or {}).get("active") else None
+            return cj if (cj.get("status") or {}).get("active") else {}
 
         cj = await eventually(status_set, "status.active")
         assert cj["status"]["lastScheduleTime"] == format_time(scheduled)
@@ -106,7 +110,7 @@ async def test_jobs_created_at_each_activation_with_upstream_names() -> None:
 
 async def test_completion_updates_status_and_history_limit_deletes_oldest() -> None:
     async def setup(env: Env[CronJobController]) -> None:
-        spec = {"successfulJobsHistoryLimit": 2, "failedJobsHistoryLimit": 1}
+        spec: dict[str, Any] = {"successfulJobsHistoryLimit": 2, "failedJobsHistoryLimit": 1}
         await env.client.create(env.res("cronjobs"), cronjob(**spec), namespace=NS)
 
     async with harness.running(CronJobController, setup=setup) as env:
@@ -118,11 +122,11 @@ async def test_completion_updates_status_and_history_limit_deletes_oldest() -> N
             await tick(env, 10)
             await finish(env, newest)
 
-        async def settled() -> Obj | None:
+        async def settled() -> Obj:
             names = [j["metadata"]["name"] for j in await jobs(env)]
             cj = await get_cj(env)
             status = cj.get("status") or {}
-            return cj if len(names) == 2 and not status.get("active") else None
+            return cj if len(names) == 2 and not status.get("active") else {}
 
         cj = await eventually(settled, "two successful jobs kept")
         names = [j["metadata"]["name"] for j in await jobs(env)]
