@@ -134,6 +134,25 @@ def _in(u: int, loc: tzinfo) -> datetime:
     return datetime.fromtimestamp(u, loc)
 
 
+def _step(u: int, c: datetime, value: int, bits: int, unit: int, loc: tzinfo) -> tuple[int, datetime, bool]:
+    """robfig's minute or second loop (add one ``unit`` until the field is allowed; wrap when it comes round to
+    0), in one jump when the zone's offset does not change on the way (the loop's result is then the same); one
+    step at a time otherwise. Returns the new instant, its fields and whether the loop wrapped."""
+    ahead = next((v for v in range(value + 1, 60) if 1 << v & bits), 60)
+    target = u + (ahead - value) * unit
+    if _offset(target, loc) == _offset(u, loc):
+        c = _in(target, loc)
+        return target, c, ahead == 60
+    while True:
+        u += unit
+        c = _in(u, loc)
+        field = c.minute if unit == 60 else c.second
+        if field == 0:
+            return u, c, True
+        if 1 << field & bits:
+            return u, c, False
+
+
 def _weekday(t: datetime) -> int:
     """Go's ``Weekday()``: Sunday is 0."""
     return (t.weekday() + 1) % 7
@@ -217,24 +236,17 @@ class SpecSchedule:
                     break
             if wrapped:
                 continue
-            while not 1 << c.minute & self.minute:
+            if not 1 << c.minute & self.minute:
                 if not added:
                     added = True
                     u -= u % 60
-                u += 60
-                c = _in(u, loc)
-                if c.minute == 0:
-                    wrapped = True
-                    break
+                    c = _in(u, loc)
+                u, c, wrapped = _step(u, c, c.minute, self.minute, 60, loc)
             if wrapped:
                 continue
-            while not 1 << c.second & self.second:
+            if not 1 << c.second & self.second:
                 added = True
-                u += 1
-                c = _in(u, loc)
-                if c.second == 0:
-                    wrapped = True
-                    break
+                u, c, wrapped = _step(u, c, c.second, self.second, 1, loc)
             if wrapped:
                 continue
             return _in(u, orig)
