@@ -7,7 +7,10 @@ and a schedule change requeueing for the new schedule (``TestControllerV2UpdateC
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from typing import Any
+
+import pytest
 
 from kubeplane.api.meta import format_time
 from kubeplane.client.interface import Obj
@@ -182,3 +185,81 @@ async def test_schedule_change_requeues_for_the_new_schedule() -> None:
         await tick(env, 31)
         (job,) = await count_jobs(env, 1)
         assert job["metadata"]["name"] == f"tick-{int(START + 60) // 60}"
+
+
+UPDATE_NOW = datetime(2016, 5, 19, 9, 59, 59, tzinfo=UTC)  # upstream justASecondBeforeTheHour
+BEFORE_THE_HOUR = "2016-05-19T09:59:00Z"
+
+
+def _update_case(schedule: str, *, tz: str | None = None, labels: str = "b", last: str | None = None) -> Obj:
+    cj = cronjob(schedule=schedule)
+    cj["spec"]["jobTemplate"]["metadata"]["labels"] = {"a": labels}
+    if tz is not None:
+        cj["spec"]["timeZone"] = tz
+    if last is not None:
+        cj["status"] = {"lastScheduleTime": last}
+    return cj
+
+
+UPDATE_CASES = {
+    "spec.template changed": (_update_case(""), _update_case("", labels="foo"), 0.0),
+    "spec.schedule changed": (
+        _update_case("30 * * * *", last=BEFORE_THE_HOUR),
+        _update_case("*/1 * * * *", labels="foo", last=BEFORE_THE_HOUR),
+        1.1,
+    ),
+    "spec.schedule with @every changed - cadence decrease": (
+        _update_case("@every 1m", last=BEFORE_THE_HOUR),
+        _update_case("@every 3m", labels="foo", last=BEFORE_THE_HOUR),
+        121.1,
+    ),
+    "spec.schedule with @every changed - cadence increase": (
+        _update_case("@every 3m", last=BEFORE_THE_HOUR),
+        _update_case("@every 1m", labels="foo", last=BEFORE_THE_HOUR),
+        1.1,
+    ),
+    "spec.timeZone not changed": (
+        _update_case("", tz="America/New_York"),
+        _update_case("", tz="America/New_York", labels="foo"),
+        0.0,
+    ),
+    "spec.timeZone changed": (_update_case("", tz="America/New_York"), _update_case("", labels="foo"), 0.0),
+}
+
+
+@pytest.mark.parametrize("name", list(UPDATE_CASES))
+async def test_controller_v2_update_cron_job(name: str) -> None:
+    """Upstream ``TestControllerV2UpdateCronJob``: a changed schedule or zone requeues the key for the new
+    schedule's next activation (plus ``nextScheduleDelta``); any other change requeues it now (delay 0)."""
+    old, new, expected = UPDATE_CASES[name]
+    async with harness.running(CronJobController, run=False) as env:
+        delays: list[float] = []
+        controller = env.controller
+        controller.now = lambda: UPDATE_NOW  # type: ignore[method-assign]
+        controller.enqueue_after = lambda _obj, delay: delays.append(delay)  # type: ignore[method-assign,assignment]
+        controller.enqueue = lambda _obj: delays.append(0.0)  # type: ignore[method-assign,assignment]
+        controller._update_cron_job(old, new)
+        assert delays == ([] if name == "spec.timeZone changed" else [pytest.approx(expected)])
+
+
+async def test_controller_v2_get_jobs_to_be_reconciled() -> None:
+    """Upstream ``TestControllerV2GetJobsToBeReconciled``: Jobs whose controller reference names the CronJob, in
+    its namespace, whatever their labels; not orphans, not other owners', not other namespaces'."""
+
+    def job(name: str, namespace: str = NS, owner: str | None = None) -> Obj:
+        meta: Obj = {"name": name, "namespace": namespace, "labels": {"key": "different-value"}}
+        if owner is not None:
+            meta["ownerReferences"] = [
+                {"apiVersion": "batch/v1", "kind": "CronJob", "name": owner, "uid": "u", "controller": True}
+            ]
+        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": {"template": {"spec": {}}}}
+
+    async def setup(env: Env[CronJobController]) -> None:
+        await env.client.create(env.res("namespaces"), {"metadata": {"name": "bar-ns"}})
+        for obj in (job("foo"), job("foo1", owner="fooer"), job("foo2", owner="another-cronjob"),
+                    job("foo3", "bar-ns", owner="fooer")):  # fmt: skip
+            await env.client.create(env.res("jobs"), obj, namespace=obj["metadata"]["namespace"])
+
+    async with harness.running(CronJobController, setup=setup, run=False) as env:
+        cj = {"metadata": {"name": "fooer", "namespace": NS}, "spec": {"jobTemplate": {"metadata": {"labels": {}}}}}
+        assert [j["metadata"]["name"] for j in env.controller.jobs_to_be_reconciled(cj)] == ["foo1"]

@@ -337,6 +337,123 @@ CASES: dict[str, Case] = {
         cronjob_creation_time=JUST_AFTER_PRIOR_HOUR, last_schedule_time=JUST_AFTER_THE_HOUR, expect_active=1,
         expected_requeue=H - S * (SHORT_DEAD + 1) + DELTA, expect_update_status=True,
     ),
+    "never ran, not valid schedule, R": Case(F, ERROR_SCHEDULE, JUST_BEFORE_THE_HOUR, expected_warnings=1),
+    "never ran, is time in zone, but time zone disabled": Case(
+        A, ON_THE_HOUR, JUST_AFTER_THE_HOUR, time_zone=NEW_YORK, expect_create=True, expect_active=1,
+        expected_requeue=H - M + DELTA, expect_update_status=True,
+    ),
+    "prev ran but done, not time, F": Case(
+        F, ON_THE_HOUR, JUST_BEFORE_THE_HOUR, ran_previously=True, expected_requeue=M + DELTA,
+        expect_update_status=True,
+    ),
+    "prev ran but done, is time, F": Case(
+        F, ON_THE_HOUR, JUST_AFTER_THE_HOUR, ran_previously=True, expect_create=True, expect_active=1,
+        expected_requeue=H - M + DELTA, expect_update_status=True,
+    ),
+    "prev ran but done, is time, R": Case(
+        R, ON_THE_HOUR, JUST_AFTER_THE_HOUR, ran_previously=True, expect_create=True, expect_active=1,
+        expected_requeue=H - M + DELTA, expect_update_status=True,
+    ),
+    "prev ran but done, is time, not past deadline": Case(
+        A, ON_THE_HOUR, JUST_AFTER_THE_HOUR, ran_previously=True, deadline=LONG_DEAD, expect_create=True,
+        expect_active=1, expected_requeue=H - M + DELTA, expect_update_status=True,
+    ),
+    "still active, not time, A": Case(
+        A, ON_THE_HOUR, JUST_BEFORE_THE_HOUR, ran_previously=True, still_active=True, expect_active=1,
+        expected_requeue=M + DELTA,
+    ),
+    "still active, not time, R": Case(
+        R, ON_THE_HOUR, JUST_BEFORE_THE_HOUR, ran_previously=True, still_active=True, expect_active=1,
+        expected_requeue=M + DELTA,
+    ),
+    "still active, is time, not past deadline": Case(
+        A, ON_THE_HOUR, JUST_AFTER_THE_HOUR, ran_previously=True, still_active=True, deadline=LONG_DEAD,
+        expect_create=True, expect_active=2, expected_requeue=H - M + DELTA, expect_update_status=True,
+    ),
+    "prev ran but done, long overdue, not past deadline, R": Case(
+        R, ON_THE_HOUR, WEEK_AFTER_THE_HOUR, ran_previously=True, deadline=LONG_DEAD, expect_create=True,
+        expect_active=1, expected_warnings=1, expected_requeue=H + DELTA, expect_update_status=True,
+    ),
+    "prev ran but done, long overdue, not past deadline, F": Case(
+        F, ON_THE_HOUR, WEEK_AFTER_THE_HOUR, ran_previously=True, deadline=LONG_DEAD, expect_create=True,
+        expect_active=1, expected_warnings=1, expected_requeue=H + DELTA, expect_update_status=True,
+    ),
+    "prev ran but done, long overdue, no deadline, A": Case(
+        A, ON_THE_HOUR, WEEK_AFTER_THE_HOUR, ran_previously=True, expect_create=True, expect_active=1,
+        expected_warnings=1, expected_requeue=H + DELTA, expect_update_status=True,
+    ),
+    "prev ran but done, long overdue, no deadline, R": Case(
+        R, ON_THE_HOUR, WEEK_AFTER_THE_HOUR, ran_previously=True, expect_create=True, expect_active=1,
+        expected_warnings=1, expected_requeue=H + DELTA, expect_update_status=True,
+    ),
+    "prev ran but done, long overdue, past short deadline, A": Case(
+        A, ON_THE_HOUR, WEEK_AFTER_THE_HOUR, ran_previously=True, deadline=SHORT_DEAD, expect_create=True,
+        expect_active=1, expected_requeue=H + DELTA, expect_update_status=True,
+    ),
+    "prev ran but done, long overdue, past medium deadline, R": Case(
+        R, ON_THE_HOUR, WEEK_AFTER_THE_HOUR, ran_previously=True, deadline=MEDIUM_DEAD, expect_create=True,
+        expect_active=1, expected_requeue=H + DELTA, expect_update_status=True,
+    ),
+    "prev ran but done, long overdue, past medium deadline, F": Case(
+        F, ON_THE_HOUR, WEEK_AFTER_THE_HOUR, ran_previously=True, deadline=MEDIUM_DEAD, expect_create=True,
+        expect_active=1, expected_requeue=H + DELTA, expect_update_status=True,
+    ),
+    "prev ran but done, long overdue, past short deadline, F": Case(
+        F, ON_THE_HOUR, WEEK_AFTER_THE_HOUR, ran_previously=True, deadline=SHORT_DEAD, expect_create=True,
+        expect_active=1, expected_requeue=H + DELTA, expect_update_status=True,
+    ),
+    "this started but went missing, not past deadline, f": Case(
+        F, ON_THE_HOUR, JUST_AFTER_THE_HOUR + timedelta(milliseconds=100), ran_previously=True, still_active=True,
+        deadline=LONG_DEAD, job_creation_time=TOP_OF_THE_HOUR + timedelta(milliseconds=100), expect_active=1,
+        expected_requeue=H - M - timedelta(milliseconds=100) + DELTA, job_still_not_found_in_lister=True,
+    ),
+    "this started but went missing, not past deadline, R": Case(
+        R, ON_THE_HOUR, JUST_AFTER_THE_HOUR + timedelta(milliseconds=100), ran_previously=True, still_active=True,
+        deadline=LONG_DEAD, job_creation_time=TOP_OF_THE_HOUR + timedelta(milliseconds=100), expect_active=1,
+        expected_requeue=H - M - timedelta(milliseconds=100) + DELTA, job_still_not_found_in_lister=True,
+    ),
+    "this started but is not present in cronjob active list, not past deadline, A": Case(
+        A, ON_THE_HOUR, JUST_AFTER_THE_HOUR + timedelta(milliseconds=100), ran_previously=True, still_active=True,
+        deadline=LONG_DEAD, job_creation_time=TOP_OF_THE_HOUR + timedelta(milliseconds=100), expect_active=1,
+        expected_requeue=H - M - timedelta(milliseconds=100) + DELTA, job_present_in_cj_active_status=False,
+    ),
+    "this started but is not present in cronjob active list, not past deadline, f": Case(
+        F, ON_THE_HOUR, JUST_AFTER_THE_HOUR + timedelta(milliseconds=100), ran_previously=True, still_active=True,
+        deadline=LONG_DEAD, job_creation_time=TOP_OF_THE_HOUR + timedelta(milliseconds=100), expect_active=1,
+        expected_requeue=H - M - timedelta(milliseconds=100) + DELTA, job_present_in_cj_active_status=False,
+    ),
+    "with @every schedule, never ran, is time, not past deadline": Case(
+        A, EVERY_HOUR, JUST_BEFORE_THE_HOUR + S * (SHORT_DEAD - 1), deadline=LONG_DEAD,
+        cronjob_creation_time=JUST_BEFORE_PRIOR_HOUR, job_creation_time=JUST_BEFORE_PRIOR_HOUR, expect_create=True,
+        expect_active=1, expected_requeue=H - S * (SHORT_DEAD - 1) + DELTA, expect_update_status=True,
+    ),
+    "with @every schedule, prev ran but done, not time": Case(
+        A, EVERY_HOUR, TOP_OF_THE_HOUR, ran_previously=True, cronjob_creation_time=JUST_BEFORE_PRIOR_HOUR,
+        job_creation_time=JUST_BEFORE_PRIOR_HOUR, last_schedule_time=JUST_BEFORE_THE_HOUR,
+        expected_requeue=H - M + DELTA, expect_update_status=True,
+    ),
+    "with @every schedule, prev ran but done, is time, past deadline": Case(
+        A, EVERY_HOUR, JUST_BEFORE_NEXT_HOUR + S * (SHORT_DEAD + 1), deadline=SHORT_DEAD, ran_previously=True,
+        cronjob_creation_time=JUST_BEFORE_PRIOR_HOUR, job_creation_time=JUST_BEFORE_PRIOR_HOUR,
+        last_schedule_time=JUST_BEFORE_THE_HOUR, expected_requeue=H - S * (SHORT_DEAD + 1) + DELTA,
+        expect_update_status=True,
+    ),
+    "with @every schedule, still active, not time": Case(
+        A, EVERY_HOUR, TOP_OF_THE_HOUR, ran_previously=True, still_active=True,
+        cronjob_creation_time=JUST_BEFORE_PRIOR_HOUR, job_creation_time=JUST_BEFORE_THE_HOUR,
+        last_schedule_time=JUST_BEFORE_THE_HOUR, expect_active=1, expected_requeue=H - M + DELTA,
+    ),
+    "with @every schedule, still active, is time, past deadline": Case(
+        A, EVERY_HOUR, JUST_BEFORE_NEXT_HOUR + S * (SHORT_DEAD + 1), deadline=SHORT_DEAD, ran_previously=True,
+        still_active=True, cronjob_creation_time=JUST_BEFORE_PRIOR_HOUR, job_creation_time=JUST_BEFORE_THE_HOUR,
+        last_schedule_time=JUST_BEFORE_THE_HOUR, expect_active=1, expected_requeue=H - S * (SHORT_DEAD + 1) + DELTA,
+    ),
+    "with @every schedule, still active, is time, not past deadline": Case(
+        A, EVERY_HOUR, JUST_BEFORE_NEXT_HOUR + S * (SHORT_DEAD - 1), deadline=LONG_DEAD, ran_previously=True,
+        still_active=True, cronjob_creation_time=JUST_BEFORE_PRIOR_HOUR, job_creation_time=JUST_BEFORE_THE_HOUR,
+        last_schedule_time=JUST_BEFORE_THE_HOUR, expect_create=True, expect_active=2,
+        expected_requeue=H - S * (SHORT_DEAD - 1) + DELTA, expect_update_status=True,
+    ),
     "do nothing if the namespace is terminating": Case(
         A, ON_THE_HOUR, JUST_AFTER_THE_HOUR, ran_previously=True, still_active=True,
         job_create_error=_terminating(), expect_err=True, job_present_in_cj_active_status=False,
