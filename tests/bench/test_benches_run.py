@@ -19,6 +19,7 @@ def test_every_bench_is_covered() -> None:
         "apiserver_bench.py",
         "cel_bench.py",
         "crd_bench.py",
+        "cronjob_bench.py",
         "endpoints_bench.py",
         "fgd_bench.py",
         "gang_bench.py",

@@ -48,7 +48,7 @@ def test_the_examples_are_there() -> None:
     names = {p.name for p in SIM.glob("*.yaml")}
     assert {"seeds-story.yaml", "bin-packing.yaml", "scale-out.yaml"} <= {p.name for p in _scenarios()}
     assert {"least-allocated.yaml", "most-allocated.yaml", "default.yaml", "fgd.yaml"} <= {p.name for p in _configs()}
-    assert {"openb-arrivals.yaml", "openb-fgd.yaml"} <= {p.name for p in _scenarios()}
+    assert {"openb-arrivals.yaml", "openb-fgd.yaml", "batch.yaml"} <= {p.name for p in _scenarios()}
     assert names == {p.name for p in _scenarios()} | {p.name for p in _configs()}
 
 

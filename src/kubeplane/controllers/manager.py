@@ -38,6 +38,7 @@ _MODULES: tuple[str, ...] = (
     "endpoints_mirroring",
     "job",
     "ttlafterfinished",
+    "cronjob",
 )
 """The controller modules under ``kubeplane.controllers``, each defining one :class:`Controller` subclass."""
 

@@ -27,6 +27,7 @@ from kubeplane.api.views import spec_of, status_of
 from . import outcomes
 from .clock import RealTimeClock, VirtualClock
 from .gpu import GpuMetrics
+from .workloads import pod_group
 
 Obj = Mapping[str, Any]
 
@@ -45,6 +46,8 @@ class PodRecord:
     requests: dict[str, int] = field(default_factory=dict)
     end: str = ""
     """One of :data:`outcomes.ENDED` once the pod ended; empty while it has not."""
+    group: str = ""
+    """The PodGroup the pod belongs to (``spec.schedulingGroup.podGroupName``; :mod:`.workloads`' gangs)."""
 
     def final_end(self) -> str:
         """The pod's end, or where it stands (running / pending) if it has not ended."""
@@ -114,6 +117,7 @@ class Observer:
         if record is None:
             record = self.pods[key] = PodRecord(str(meta.get("namespace")), str(meta["name"]), now)
             record.requests = pod_requests(pod)
+            record.group = pod_group(pod)
         node = str(spec.get("nodeName") or "")
         phase = str(status.get("phase") or "Pending")
         if node and record.scheduled is None:

@@ -72,6 +72,8 @@ TIMESERIES_CSV = "timeseries.csv"
 PODS_CSV = "pods.csv"
 GPU_CSV = "gpu.csv"
 ACTIONS_CSV = "actions.csv"
+JOBS_CSV = "jobs.csv"
+GANGS_CSV = "gangs.csv"
 REPORT_HTML = "report.html"
 COMPARISON_JSON = "comparison.json"
 COMPARISON_CSV = "comparison.csv"
@@ -86,8 +88,8 @@ def write_outputs(result: SimResultLike, out_dir: Path) -> dict[str, Path]:
     """Write ``summary.json``, ``timeseries.csv``, ``pods.csv`` and ``report.html`` for one run into ``out_dir``.
 
     The directory is created if needed; existing files of these names are replaced. Returns the paths keyed
-    ``summary``, ``timeseries``, ``pods`` and ``report``, and ``actions`` (actions.csv) and ``gpu`` (gpu.csv)
-    when the result has such rows.
+    ``summary``, ``timeseries``, ``pods`` and ``report``, and ``actions`` (actions.csv), ``gpu`` (gpu.csv),
+    ``jobs`` (jobs.csv) and ``gangs`` (gangs.csv) when the result has such rows.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = _write_run_data(result, out_dir)
@@ -233,6 +235,11 @@ def _write_run_data(result: SimResultLike, out_dir: Path) -> dict[str, Path]:
     if gpu_rows:  # one row per pod arrival (kubeplane.sim.gpu), only when the scenario has GPU pods
         paths["gpu"] = out_dir / GPU_CSV
         write_csv(gpu_rows, paths["gpu"])
+    for key, filename in (("jobs", JOBS_CSV), ("gangs", GANGS_CSV)):
+        rows: Sequence[Mapping[str, Any]] = getattr(result, key, None) or []
+        if rows:  # kubeplane.sim.workloads: the Jobs and the gangs the run saw, only when it has some
+            paths[key] = out_dir / filename
+            write_csv(rows, paths[key])
     return paths
 
 

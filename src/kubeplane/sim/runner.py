@@ -55,6 +55,7 @@ from .gpu import GPU_COLUMNS, GpuMetrics, declared_pod_types
 from .observer import Observer, ready
 from .scenario import Action, Arrival, Deletion, Generator, Scenario, ScenarioError
 from .summary import pod_rows, summarise
+from .workloads import JobObserver, gang_rows, workload_summary
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,10 @@ class SimResult:
     """Per pod arrival, when the scenario declares GPU pods: arrived/used/fragmented/idle milli-GPU (sim.gpu)."""
     actions: list[dict[str, Any]] = field(default_factory=list)
     """The scenario's actions as run: ``t``, ``action`` (the kind), ``label`` (what a plot marks), ``ok``."""
+    jobs: list[dict[str, Any]] = field(default_factory=list)
+    """One row per Job the run saw (:mod:`kubeplane.sim.workloads`): created, started, completed, deleted."""
+    gangs: list[dict[str, Any]] = field(default_factory=list)
+    """One row per PodGroup its pods named: pods, first created, last bound, wait time."""
 
     def write(self, out_dir: str | Path) -> dict[str, Path]:
         """summary.json, timeseries.csv, pods.csv and report.html in ``out_dir``."""
@@ -124,6 +129,7 @@ class _Run:
         self.rngs = {name: random.Random(root.getrandbits(64)) for name in
                      ("registry", "fleet", "scheduler", "controllers", "informers", "workload")}  # fmt: skip
         self.observer = Observer(self.clock)
+        self.job_observer = JobObserver(self.clock)
         self.observer.gpu = GpuMetrics.for_pod_types(_declared_pod_types(scenario))
         self.timeseries: list[dict[str, Any]] = []
         self.actions: list[dict[str, Any]] = []
@@ -160,6 +166,7 @@ class _Run:
             SharedInformer(client, "pods", clock=clock, rng=self.rngs["informers"]),
             SharedInformer(client, "nodes", clock=clock, rng=self.rngs["informers"]),
             SharedInformer(client, "events", clock=clock, rng=self.rngs["informers"]),
+            SharedInformer(client, "jobs", clock=clock, rng=self.rngs["informers"]),
         ]
         obs = self.observer
         informers[0].add_event_handler(on_add=lambda p: obs.pod(None, p), on_update=obs.pod, on_delete=obs.pod_deleted)
@@ -167,6 +174,10 @@ class _Run:
             on_add=lambda n: obs.node(None, n), on_update=obs.node, on_delete=obs.node_deleted
         )
         informers[2].add_event_handler(on_add=lambda e: obs.event(None, e), on_update=obs.event)
+        jobs = self.job_observer
+        informers[3].add_event_handler(
+            on_add=lambda j: jobs.job(None, j), on_update=jobs.job, on_delete=jobs.job_deleted
+        )
         driver = asyncio.ensure_future(clock.run(until=self.until))
         tasks: list[asyncio.Future[Any]] = []
         try:
@@ -287,17 +298,29 @@ class _Run:
         for i in range(gen.count):
             if i:
                 await self.clock.sleep(gen.interval if gen.interval is not None else rng.expovariate(gen.rate or 1.0))
-            pod = json.loads(json.dumps(gen.template))
-            meta = pod.setdefault("metadata", {})
+            obj = json.loads(json.dumps(gen.template))
+            meta = obj.setdefault("metadata", {})
             meta["name"] = f"{gen.name_prefix}{i}" if "name" not in meta else f"{meta['name']}-{i}"
             meta.pop("generateName", None)
-            pod.setdefault("apiVersion", "v1")
-            pod["kind"] = "Pod"
-            if gen.duration is not None:
-                low, high = gen.duration
-                meta.setdefault("annotations", {})[DURATION_ANNOTATION] = f"{rng.uniform(low, high):.3f}s"
-                pod.setdefault("spec", {}).setdefault("restartPolicy", "Never")
-            await self._create(pod)
+            if gen.kind != "Pod":
+                _set_duration(_pod_template(obj), gen, rng)
+                await self._create(obj)
+                continue
+            obj.setdefault("apiVersion", "v1")
+            obj["kind"] = "Pod"
+            if gen.gang is None:
+                _set_duration(obj, gen, rng)
+                await self._create(obj)
+                continue
+            size, min_count = gen.gang
+            group = str(meta["name"])
+            await self._create(_pod_group(group, str(meta.get("namespace") or "default"), min_count))
+            for k in range(size):
+                pod = json.loads(json.dumps(obj))
+                pod["metadata"]["name"] = f"{group}-{k}"
+                pod.setdefault("spec", {})["schedulingGroup"] = {"podGroupName": group}
+                _set_duration(pod, gen, rng)
+                await self._create(pod)
 
     async def _actions(self) -> None:
         """Run the scenario's actions in time order and record each as run (its time, label and whether it
@@ -456,14 +479,53 @@ class _Run:
         summary = summarise(obs, pods, self.timeseries, sim_seconds=self.clock.monotonic(), wall=wall,
                             headline=self.scenario.headline)  # fmt: skip
         gpu = obs.gpu.arrivals if obs.gpu is not None else []
-        return SimResult(self.scenario.name, self.label, self.seed, summary, self.timeseries, pods, gpu, self.actions)
+        jobs = self.job_observer.rows()
+        gangs = gang_rows(list(obs.pods.values()))
+        summary |= workload_summary(jobs, gangs)
+        return SimResult(
+            self.scenario.name, self.label, self.seed, summary, self.timeseries, pods, gpu, self.actions, jobs, gangs
+        )
+
+
+def _pod_template(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The pod template of a generated workload (a CronJob's is its Job template's), or None (a PodGroup)."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return None
+    if obj.get("kind") == "CronJob":
+        job = spec.get("jobTemplate")
+        spec = job.get("spec") if isinstance(job, dict) else None
+        if not isinstance(spec, dict):
+            return None
+    template = spec.get("template")
+    return template if isinstance(template, dict) else None
+
+
+def _set_duration(pod: dict[str, Any] | None, gen: Generator, rng: random.Random) -> None:
+    """The generator's run time on a pod (or pod template), drawn from its bounds: its containers finish then."""
+    if pod is None or gen.duration is None:
+        return
+    low, high = gen.duration
+    pod.setdefault("metadata", {}).setdefault("annotations", {})[DURATION_ANNOTATION] = f"{rng.uniform(low, high):.3f}s"
+    if gen.kind == "Pod":
+        pod.setdefault("spec", {}).setdefault("restartPolicy", "Never")
+
+
+def _pod_group(name: str, namespace: str, min_count: int) -> dict[str, Any]:
+    """A scheduling.k8s.io/v1alpha3 PodGroup with the gang policy (v1.37's ``spec.schedulingPolicy.gang``)."""
+    return {
+        "apiVersion": "scheduling.k8s.io/v1alpha3",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+    }
 
 
 def _declared_pod_types(scenario: Scenario) -> list[PodType]:
     """The pods the scenario declares (for the GPU target workload): manifests, generators and trace pods (the
     paper-order traces' originals, before inflation, as the paper derives its target workload)."""
     objects = [obj for arrival in scenario.arrivals for obj in arrival.objects]
-    types = declared_pod_types(objects, [(g.template, g.count) for g in scenario.generators])
+    types = declared_pod_types(objects, [(g.template, g.pods) for g in scenario.generators if g.pods])
     for trace in scenario.paper_traces:
         types += [trace_pod_type(pod) for pod in trace.pods]
     return types

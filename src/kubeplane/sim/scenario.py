@@ -150,8 +150,16 @@ class PaperTrace:
         ]
 
 
+GENERATOR_KINDS = ("Pod", "Job", "CronJob", "StatefulSet", "Deployment", "PodGroup")
+"""What a generator's template may be (``kind``, Pod when absent)."""
+
+
 @dataclass(frozen=True)
 class Generator:
+    """``count`` objects of ``template`` (``count`` gangs with ``gang``: each a PodGroup of ``minCount`` and
+    ``size`` pods naming it in ``spec.schedulingGroup``), named ``<namePrefix><i>``; ``duration`` goes on every
+    pod (template) they make."""
+
     count: int
     start: float
     template: Mapping[str, Any]
@@ -159,6 +167,16 @@ class Generator:
     interval: float | None = None
     name_prefix: str = "pod-"
     duration: tuple[float, float] | None = None
+    kind: str = "Pod"
+    gang: tuple[int, int] | None = None
+    """(size, minCount) of each gang, for a Pod template."""
+
+    @property
+    def pods(self) -> int:
+        """How many pods it creates directly (workload kinds' pods come from their controllers)."""
+        if self.kind != "Pod":
+            return 0
+        return self.count * (self.gang[0] if self.gang is not None else 1)
 
 
 @dataclass(frozen=True)
@@ -517,8 +535,14 @@ def _generator(value: Any, where: str) -> Generator:
     if not isinstance(value, Mapping):
         raise ScenarioError(f"{where}: expected a mapping")
     template = value.get("template")
-    if not isinstance(template, Mapping) or not section(template, "spec").get("containers"):
+    if not isinstance(template, Mapping):
+        raise ScenarioError(f"{where}.template: expected a manifest")
+    kind = str(template.get("kind") or "Pod")
+    if kind not in GENERATOR_KINDS:
+        raise ScenarioError(f"{where}.template: kind {kind} not supported (one of {', '.join(GENERATOR_KINDS)})")
+    if kind == "Pod" and not section(template, "spec").get("containers"):
         raise ScenarioError(f"{where}.template: expected a Pod manifest with spec.containers")
+    gang = _gang(value.get("gang"), kind, f"{where}.gang")
     count = value.get("count")
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
         raise ScenarioError(f"{where}.count: expected a non-negative integer")
@@ -545,9 +569,27 @@ def _generator(value: Any, where: str) -> Generator:
         template=template,
         rate=float(rate) if rate is not None else None,
         interval=seconds(interval, f"{where}.interval") if interval is not None else None,
-        name_prefix=str(value.get("namePrefix", "pod-")),
+        name_prefix=str(value.get("namePrefix", "pod-" if kind == "Pod" else kind.lower() + "-")),
         duration=bounds,
+        kind=kind,
+        gang=gang,
     )
+
+
+def _gang(value: Any, kind: str, where: str) -> tuple[int, int] | None:
+    """``gang: {size: N, minCount: M}`` (M defaults to N, at most N) for a Pod template."""
+    if value is None:
+        return None
+    if kind != "Pod" or not isinstance(value, Mapping):
+        raise ScenarioError(f"{where}: expected {{size, minCount}} with a Pod template")
+    _known(value, {"size", "minCount"}, where)
+    size = value.get("size")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        raise ScenarioError(f"{where}.size: expected a positive integer")
+    min_count = value.get("minCount", size)
+    if not isinstance(min_count, int) or isinstance(min_count, bool) or not 1 <= min_count <= size:
+        raise ScenarioError(f"{where}.minCount: expected an integer from 1 to size")
+    return size, min_count
 
 
 def _actions(entries: Any, base: Path) -> list[Action]:

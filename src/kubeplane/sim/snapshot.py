@@ -1,16 +1,23 @@
 """Snapshots: a simulation that starts from a live cluster's state, or from a kubeplane data dir.
 
 :func:`snapshot` reads the objects that decide scheduling — Nodes, Namespaces, PriorityClasses,
-PodDisruptionBudgets, Deployments, ReplicaSets, DaemonSets and Pods — through any kubeconfig (a real cluster
-included; read-only) or straight from a stopped or running kubeplane's SQLite store, and :func:`to_scenario`
-turns them into scenario data: the Nodes become the node config (capacity, allocatable, labels, taints,
-podCIDR, address, images), the rest arrive at t=0. A snapshot answers "what if I drain node X / add 10 nodes /
-switch to MostAllocated" without touching the cluster: add actions, or run it with another ``--config``.
+PodDisruptionBudgets, Deployments, ReplicaSets, DaemonSets, StatefulSets, CronJobs, Jobs and Pods — through any
+kubeconfig (a real cluster included; read-only) or straight from a stopped or running kubeplane's SQLite store,
+and :func:`to_scenario` turns them into scenario data: the Nodes become the node config (capacity, allocatable,
+labels, taints, podCIDR, address, images), the rest arrive at t=0. A snapshot answers "what if I drain node X /
+add 10 nodes / switch to MostAllocated" without touching the cluster: add actions, or run it with another ``--config``.
 
 What is kept of a pod: its spec, with ``nodeName`` for a bound pod, so it lands where it runs now (the kubelet
 admits it again), and its labels and annotations. Status, UIDs, resourceVersions, managedFields and
 ownerReferences are dropped (UIDs change in the simulation; controllers adopt the pods back by selector).
 Terminal pods are left out: they hold nothing.
+
+Batch and stateful workloads: a StatefulSet's pods are kept like a ReplicaSet's (the StatefulSet controller
+adopts them by selector, names and ordinals intact). A running Job is kept without its generated selector and
+the template labels naming its old UID, and its pods are left out: the Job starts its pods afresh in the
+simulation (what it had completed before is not carried over; a what-if replays the remaining work as new).
+Finished Jobs are left out; CronJobs are kept with their spec (their status, and so ``lastScheduleTime``, is not:
+they fire at their next activation after t=0).
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from kubeplane.api.views import annotations_of, is_pod_terminal
+from kubeplane.api.views import annotations_of, controller_ref_of, is_pod_terminal, mappings, status_of
 
 Obj = dict[str, Any]
 
@@ -36,6 +43,9 @@ KINDS: tuple[tuple[str, str], ...] = (
     ("replicasets", "/registry/replicasets/"),
     ("deployments", "/registry/deployments/"),
     ("daemonsets", "/registry/daemonsets/"),
+    ("statefulsets", "/registry/statefulsets/"),
+    ("cronjobs", "/registry/cronjobs/"),
+    ("jobs", "/registry/jobs/"),
 )
 _BUILTIN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _KIND = {
@@ -47,7 +57,13 @@ _KIND = {
     "replicasets": ("apps/v1", "ReplicaSet"),
     "daemonsets": ("apps/v1", "DaemonSet"),
     "pods": ("v1", "Pod"),
+    "statefulsets": ("apps/v1", "StatefulSet"),
+    "cronjobs": ("batch/v1", "CronJob"),
+    "jobs": ("batch/v1", "Job"),
 }
+_JOB_LABELS = ("batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name", "controller-uid", "job-name")
+"""What the API server adds to a Job's pod template (upstream ``generateSelector``): it names the old Job's UID,
+so a Job re-created with a new UID would be refused; the simulated API server adds them again."""
 
 
 async def _from_client(client: Any) -> dict[str, list[Obj]]:
@@ -129,6 +145,34 @@ def _node_group(node: Mapping[str, Any]) -> Obj:
     return group
 
 
+def _owner_kind(obj: Mapping[str, Any]) -> str:
+    ref = controller_ref_of(obj)
+    return str(ref.get("kind") or "") if ref is not None else ""
+
+
+def _job_finished(job: Mapping[str, Any]) -> bool:
+    return any(
+        c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+        for c in mappings(status_of(job), "conditions")
+    )
+
+
+def _renew_job(job: Obj) -> None:
+    """A Job as a new one: its generated selector and the labels naming the old UID go (unless the selector is
+    manual), so the simulated API server generates them for the new Job."""
+    spec = job.get("spec")
+    if not isinstance(spec, dict) or spec.get("manualSelector"):
+        return
+    spec.pop("selector", None)
+    template_meta = (spec.get("template") or {}).get("metadata")
+    if isinstance(template_meta, dict) and isinstance(template_meta.get("labels"), dict):
+        labels = {k: v for k, v in template_meta["labels"].items() if k not in _JOB_LABELS}
+        if labels:
+            template_meta["labels"] = labels
+        else:
+            template_meta.pop("labels")
+
+
 def to_scenario(objects: Mapping[str, Iterable[Mapping[str, Any]]], *, name: str = "snapshot") -> Obj:
     """Scenario data (see :mod:`kubeplane.sim.scenario`) that starts from ``objects``."""
     nodes = [_node_group(n) for n in objects.get("nodes", [])]
@@ -145,7 +189,14 @@ def to_scenario(objects: Mapping[str, Iterable[Mapping[str, Any]]], *, name: str
                     continue
                 if annotations_of(obj).get("kubernetes.io/config.mirror"):
                     continue  # mirror pods come from static pod manifests, not the API
-            manifests.append(_clean(obj, resource))
+                if _owner_kind(obj) == "Job":
+                    continue  # a Job's pods carry its old UID in their labels: the re-created Job makes new ones
+            if resource == "jobs" and _job_finished(obj):
+                continue  # a finished Job holds nothing (as a terminal pod)
+            cleaned = _clean(obj, resource)
+            if resource == "jobs":
+                _renew_job(cleaned)
+            manifests.append(cleaned)
     scenario: Obj = {"name": name, "duration": "1h"}
     if nodes:
         scenario["cluster"] = {"nodes": nodes}

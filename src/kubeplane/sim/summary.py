@@ -41,6 +41,9 @@ FIELDS: Final = frozenset(
         "gpu_capacity", "gpu_alloc_pct", "gpu_unallocated", "gpu_frag_pct", "gpu_frag_ratio_pct", "gpu_arrived_pct",
         "gpu_alloc_pct_peak", "gpu_alloc_pct_mean", "gpu_frag_pct_mean", "gpu_frag_ratio_pct_mean",
         *(f"gpu_alloc_pct_at_arrived_{r}" for r in (50, 80, 90, 100, 110, 120, 130)),
+        "jobs_created", "jobs_completed", "jobs_failed", "job_completion_time_p50", "job_completion_time_p90",
+        "job_completion_time_p99", "gangs", "gangs_bound", "gang_wait_time_p50", "gang_wait_time_p90",
+        "gang_wait_time_p99",
     }
 )  # fmt: skip
 """Every field a summary may have: what a scenario's ``headline`` may name (runs without GPU pods have no
