@@ -53,6 +53,23 @@ def test_time_left(case: str, ttl: int | None, finished: float | None, cond_type
     assert expire_at == (finished or 0) + (ttl or 0), case
 
 
+def _finished(cond_type: str, stamp: str) -> Obj:
+    """A terminal status the Job status validation accepts (ValidateJobUpdateStatus): startTime set, the
+    interim condition (SuccessCriteriaMet before Complete, FailureTarget before Failed) and, for Complete, a
+    completionTime — as the Job controller writes it."""
+    interim = "SuccessCriteriaMet" if cond_type == "Complete" else "FailureTarget"
+    status: Obj = {
+        "startTime": stamp,
+        "conditions": [
+            {"type": interim, "status": "True", "lastTransitionTime": stamp},
+            {"type": cond_type, "status": "True", "lastTransitionTime": stamp},
+        ],
+    }
+    if cond_type == "Complete":
+        status["completionTime"] = stamp
+    return status
+
+
 async def _status(env: harness.Env[TTLAfterFinishedController], body: Obj, status: Obj) -> Obj:
     created = await env.client.create(env.res("jobs"), body, namespace=NS)
     created["status"] = status
@@ -65,10 +82,9 @@ async def test_deletes_finished_job_after_ttl() -> None:
     async with harness.running(TTLAfterFinishedController) as env:
         now = env.clock.now()
         stamp = apimeta.format_time(now)
-        done = [{"type": "Complete", "status": "True", "lastTransitionTime": stamp}]
         body = job_obj("ttl")
         body["spec"]["ttlSecondsAfterFinished"] = 30
-        created_uid = (await _status(env, body, {"conditions": done}))["metadata"]["uid"]
+        created_uid = (await _status(env, body, _finished("Complete", stamp)))["metadata"]["uid"]
         await env.client.create(env.res("jobs"), job_obj("keep"), namespace=NS)
         running = job_obj("running")
         running["spec"]["ttlSecondsAfterFinished"] = 0
@@ -110,7 +126,7 @@ async def test_ttl_change_is_seen_on_fresh_read() -> None:
         stamp = apimeta.format_time(env.clock.now())
         body = job_obj("ttl")
         body["spec"]["ttlSecondsAfterFinished"] = 10
-        await _status(env, body, {"conditions": [{"type": "Failed", "status": "True", "lastTransitionTime": stamp}]})
+        await _status(env, body, _finished("Failed", stamp))
         await env.client.patch(env.res("jobs"), "ttl", {"spec": {"ttlSecondsAfterFinished": 100}}, namespace=NS)
         for _ in range(8):
             await env.clock.advance(5.0)

@@ -2,8 +2,9 @@
 *`` makes 12 Jobs in an hour at the right simulated times and keeps its history limit), job completion time and
 gang wait-time percentiles, generators of Jobs and gangs, and snapshots keeping Jobs, CronJobs and StatefulSets.
 
-Until the Job controller runs in the simulation (another helper's), the test plays it with a small controller
-registered in the manager for the run: each Job it sees is marked started at creation and Complete after the
+One test runs every real component (CronJob and Job controllers, scheduler, simulated kubelets finishing batch
+pods); the others, to pin exact times, play the Job controller with a small controller registered in the
+manager for the run instead: each Job it sees is marked started at creation and Complete after the
 seconds in its ``test.kubeplane.io/finish-after`` annotation (default 40), through the status subresource, on
 the simulation's clock — so the CronJob controller's cleanup and the report's percentiles see real Job status."""
 
@@ -106,6 +107,22 @@ def _cronjob(limit: int = 3) -> dict[str, Any]:
 
 
 SMALL = {"preset": "uniform", "workers": 2}
+
+
+def test_cronjob_job_pods_and_kubelets_run_together_on_simulated_time() -> None:
+    """The same hour with every real component: the CronJob controller creates each Job, the Job controller its
+    pod, the scheduler binds it, the simulated kubelet finishes it after the default batch run time (5 s, no
+    duration annotation), the Job controller marks the Job Complete and the CronJob controller keeps the newest
+    3 finished ones."""
+    scenario = Scenario.parse({"name": "cron", "duration": "1h", "cluster": SMALL,
+                               "workload": [{"at": 0, "manifest": _cronjob(limit=3)}]})  # fmt: skip
+    result = run(scenario, until=3601)
+    jobs = result.jobs
+    assert [j["name"] for j in jobs] == [f"tick-{int(DEFAULT_START + 300 * k) // 60}" for k in range(1, 13)]
+    assert [j["finished"] for j in jobs] == ["Complete"] * 11 + [""]
+    assert all(5.0 <= j["completion_time"] <= 10.0 for j in jobs[:11])
+    assert [j["name"] for j in jobs if j["deleted"] is None] == [j["name"] for j in jobs[8:]]
+    assert (result.summary["jobs_created"], result.summary["jobs_completed"]) == (12, 11)
 
 
 def test_cronjob_fires_on_simulated_time_and_keeps_its_history_limit(finisher: None) -> None:

@@ -2,10 +2,11 @@
 
 Upstream is ``pkg/apis/batch/validation/validation.go`` (v1.37). Job rules are in :mod:`.batch_job` and the Job
 status rules in :mod:`.batch_status`; this module adds ``ValidateCronJobCreate``/``ValidateCronJobUpdate``
-(schedule parse errors from robfig/cron's ``ParseStandard`` via :mod:`.cron_format`, ``TZ=`` in the schedule,
-``timeZone``, concurrencyPolicy, the job template, the history limits, the 52-character name limit on create)
-and exposes the three tables the API server merges (``CREATE_VALIDATORS``, ``UPDATE_VALIDATORS``,
-``STATUS_UPDATE_VALIDATORS``). A CronJob's status update is not validated upstream (an empty list).
+(schedule parse errors from robfig/cron's ``ParseStandard`` through :mod:`kubeplane.api.cron`, the parser the
+CronJob controller runs; ``TZ=`` in the schedule, ``timeZone``, concurrencyPolicy, the job template, the history
+limits, the 52-character name limit on create) and exposes the three tables the API server merges
+(``CREATE_VALIDATORS``, ``UPDATE_VALIDATORS``, ``STATUS_UPDATE_VALIDATORS``). A CronJob's status update is not
+validated upstream (an empty list).
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from kubeplane.api import cron
 from kubeplane.api.validation import field
 from kubeplane.api.validation.batch_job import check_job_spec_common, validate_job_create, validate_job_update
 from kubeplane.api.validation.batch_status import validate_job_status_update
 from kubeplane.api.validation.common import CreateValidator, UpdateValidator, read_optional_nonnegative
-from kubeplane.api.validation.cron_format import load_location_error, parse_standard_error
 from kubeplane.api.validation.field import ErrorList
 from kubeplane.api.validation.reader import NAMED_GROUPS, Reader
 from kubeplane.api.validation.selectors import read_label_selector
@@ -38,8 +39,10 @@ def _schedule(spec: Reader, old_schedule: str | None, time_zone: str | None) -> 
         errs.append(field.required(path))
         return
     allow_tz = old_schedule is not None and "TZ" in old_schedule
-    if (err := parse_standard_error(schedule)) is not None:
-        errs.append(field.invalid(path, schedule, detail=err))
+    try:
+        cron.parse_schedule(schedule)
+    except ValueError as exc:  # robfig/cron's ParseStandard message
+        errs.append(field.invalid(path, schedule, detail=str(exc)))
     if allow_tz and "TZ" in schedule and time_zone is not None:
         errs.append(
             field.invalid(path, schedule, detail="cannot use both timeZone field and TZ or CRON_TZ in schedule")
@@ -65,8 +68,10 @@ def _time_zone(spec: Reader, time_zone: str | None) -> None:
     if time_zone.lower() == "local":
         detail = "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones"
         errs.append(field.invalid(path, time_zone, detail=detail))
-    if (err := load_location_error(time_zone)) is not None:
-        errs.append(field.invalid(path, time_zone, detail=err))
+    try:
+        cron.load_location(time_zone)
+    except ValueError as exc:  # Go's time.LoadLocation message
+        errs.append(field.invalid(path, time_zone, detail=str(exc)))
 
 
 def _job_template(spec: Reader) -> None:
