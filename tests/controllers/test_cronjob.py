@@ -252,7 +252,8 @@ async def test_controller_v2_get_jobs_to_be_reconciled() -> None:
             meta["ownerReferences"] = [
                 {"apiVersion": "batch/v1", "kind": "CronJob", "name": owner, "uid": "u", "controller": True}
             ]
-        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": {"template": {"spec": {}}}}
+        pod_spec = {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}  # a valid Job
+        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": {"template": {"spec": pod_spec}}}
 
     async def setup(env: Env[CronJobController]) -> None:
         await env.client.create(env.res("namespaces"), {"metadata": {"name": "bar-ns"}})

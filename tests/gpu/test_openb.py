@@ -311,7 +311,7 @@ def test_pod_manifests_ask_for_whole_gpus_shares_and_models_as_the_gpu_model_rea
     resources = _container(whole)["resources"]
     assert resources["requests"] == resources["limits"] == {"cpu": "12000m", "memory": "16384Mi", GPU_RESOURCE: "2"}
     assert whole["spec"]["schedulerName"] == "gpu"
-    assert whole["spec"]["restartPolicy"] == "Never"
+    assert whole["spec"]["restartPolicy"] == "Always"  # runs until the trace deletes it (no batch run time)
     assert gpu_request(whole) == GpuRequest(2, 1000, frozenset({"V100M16", "V100M32"}))
     terms = whole["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
     assert terms == {

@@ -225,8 +225,8 @@ _SCALE: Final = Subresource("scale", "Scale", group="autoscaling")
 _PROXY_VERBS: Final = ("create", "delete", "get", "patch", "update")
 
 
-def _status(kind: str, group: str = "") -> Subresource:
-    return Subresource("status", kind, group=group)
+def _status(kind: str, group: str = "", version: str = "v1") -> Subresource:
+    return Subresource("status", kind, group=group, version=version)
 
 
 BUILTIN_RESOURCES: Final[tuple[ResourceInfo, ...]] = (
@@ -441,7 +441,7 @@ BUILTIN_RESOURCES: Final[tuple[ResourceInfo, ...]] = (
         "podgroups",
         namespaced=True,
         storage_prefix="podgroups",
-        subresources=(_status("PodGroup", "scheduling.k8s.io"),),
+        subresources=(_status("PodGroup", "scheduling.k8s.io", "v1alpha3"),),
     ),
     ResourceInfo(
         "scheduling.k8s.io",
@@ -450,7 +450,7 @@ BUILTIN_RESOURCES: Final[tuple[ResourceInfo, ...]] = (
         "compositepodgroups",
         namespaced=True,
         storage_prefix="compositepodgroups",
-        subresources=(_status("CompositePodGroup", "scheduling.k8s.io"),),
+        subresources=(_status("CompositePodGroup", "scheduling.k8s.io", "v1alpha3"),),
     ),
     ResourceInfo(
         "policy",

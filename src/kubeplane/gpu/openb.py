@@ -323,7 +323,8 @@ def pod_manifest(pod: TracePod, *, namespace: str = "default", scheduler_name: s
     """A bare Pod for one trace pod (the GPU model of :mod:`kubeplane.gpu.model`): one container ``main`` with
     requests = limits for CPU and memory; whole GPUs (``gpu_milli == 1000``) as ``nvidia.com/gpu: n`` in requests
     and limits; a share of one GPU as the annotation ``gpu.kubeplane.io/milli``; ``gpu_spec`` as a required node
-    affinity ``nvidia.com/gpu.product In [...]``. ``restartPolicy: Never`` and no duration: it runs until deleted.
+    affinity ``nvidia.com/gpu.product In [...]``. ``restartPolicy: Always`` and no duration: it runs until the trace
+    deletes it (a Never/OnFailure pod would finish after the simulated kubelet's batch run time).
     The trace name is the pod name (trace names are lowercase RFC 1123 already; the loader checks it)."""
     resources: dict[str, Any] = {"cpu": _milli(pod.cpu_milli), "memory": _mib(pod.memory_mib)}
     annotations: dict[str, str] = {}
@@ -336,7 +337,7 @@ def pod_manifest(pod: TracePod, *, namespace: str = "default", scheduler_name: s
             )
         annotations[GPU_MILLI_ANNOTATION] = str(pod.gpu_milli)
     spec: dict[str, Any] = {
-        "restartPolicy": "Never",
+        "restartPolicy": "Always",
         "containers": [
             {"name": "main", "image": POD_IMAGE, "resources": {"requests": dict(resources), "limits": dict(resources)}}
         ],
