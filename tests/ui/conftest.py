@@ -77,6 +77,9 @@ def new_page(browser: Any) -> Any:
     context.route("**/*", route)
     page = context.new_page()
     page.outside_requests = outside
+    page.console_errors = errors = []  # CSP violations and script errors show here
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
     page.set_default_timeout(30_000)
     return page
 

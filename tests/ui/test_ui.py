@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import ssl
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -42,6 +43,8 @@ def test_login_refuses_a_wrong_token_and_admits_the_right_one(browser: Any, up: 
     page.click("button[type=submit]")
     assert page.inner_text("#login-error") == "Invalid token."
     assert not [c for c in page.context.cookies() if c["name"] == "kubeplane-ui-session"]
+    assert page.console_errors == ["Failed to load resource: the server responded with a status of 401 (Unauthorized)"]
+    page.console_errors.clear()
     page.fill("#token", token)
     page.click("button[type=submit]")
     page.wait_for_url("**/ui/")
@@ -57,7 +60,45 @@ def test_login_refuses_a_wrong_token_and_admits_the_right_one(browser: Any, up: 
     assert cookie["sameSite"] == "Strict"
     assert token not in cookie["value"]
     assert page.outside_requests == []
+    assert page.console_errors == []
     page.context.close()
+
+
+POD_WITH_REQUESTS = """
+apiVersion: v1
+kind: Pod
+metadata: {name: ui-requests}
+spec:
+  nodeSelector: {kubernetes.io/hostname: node02}
+  containers:
+  - name: c
+    image: soscscs/myapp:v1
+    resources: {requests: {cpu: "1", memory: 2Gi}}
+"""
+
+
+def test_a_tile_shows_the_requests_of_its_pods_live(browser: Any, up: tuple[Cluster, str, str]) -> None:
+    """Allocation = requests of the pods bound to the node against its allocatable (NodeResourcesFit's view)."""
+    cluster, address, token = up
+    page = login(browser, address, token)
+    try:
+        cluster.kubectl("apply", "-f", "-", stdin=POD_WITH_REQUESTS)
+        cpu = "#node-grid .tile[data-node='node02'] .bar[aria-label='cpu requested']"
+        page.wait_for_selector(f"{cpu}[aria-valuenow='1000']")
+        allocatable = int(page.get_attribute(cpu, "aria-valuemax") or 0)
+        width = page.eval_on_selector(f"{cpu} .bar-fill", "e => e.style.width")
+        assert allocatable == 4000  # the seeds' nodes: 4 CPUs
+        assert width == "25%"
+        memory = "#node-grid .tile[data-node='node02'] .bar[aria-label='memory requested']"
+        assert page.get_attribute(memory, "aria-valuenow") == str(2 * 1024**3)
+        assert (
+            page.get_attribute("#node-grid .tile[data-node='node01'] .bar[aria-label='cpu requested']", "aria-valuenow")
+            == "0"
+        )
+        assert page.console_errors == []
+    finally:
+        cluster.kubectl("delete", "pod", "ui-requests", "--wait=false")
+        page.context.close()
 
 
 def test_nothing_but_the_login_page_is_served_without_a_session(up: tuple[Cluster, str, str]) -> None:
@@ -139,6 +180,7 @@ def test_pending_pod_explained_then_running_after_labelling_from_the_ui(
         assert pod is not None
         assert pod["spec"]["nodeName"] == "node01"
         assert page.outside_requests == []
+        assert page.console_errors == []
     finally:
         cluster.kubectl("delete", "deployment", "myapp1", "--wait=false")
         cluster.kubectl("label", "nodes", "--all", "kgc-")
@@ -171,3 +213,10 @@ def test_yaml_editor_shows_strict_errors_and_applies_a_valid_edit(browser: Any, 
     finally:
         cluster.kubectl("delete", "configmap", "ui-edit")
         page.context.close()
+
+
+def test_kubeplane_up_prints_the_ui_url() -> None:
+    from kubeplane.cli import up
+
+    message = up._ready_message("https://127.0.0.1:6443", Path(".kubeplane/kubeconfig"), 3, "one process")
+    assert "web UI: https://127.0.0.1:6443/ui/ (log in with the kubeconfig's token)" in message.splitlines()

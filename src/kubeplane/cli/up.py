@@ -79,8 +79,8 @@ def _ready_message(address: str, kubeconfig: Path, nodes: int, mode: str) -> str
     kubectl, comment = _kubectl()
     return (
         f"kubeplane is up ({mode}): API server on {address}, {nodes} node(s)\n"
-        f"web UI: {address}/ui/ (log in with the kubeconfig's token)\n"
         f"use it:\n  export KUBECONFIG={kubeconfig}\n  {kubectl} get nodes{comment}\n"
+        f"web UI: {address}/ui/ (log in with the kubeconfig's token)\n"
         "stop it with Ctrl-C"
     )
 

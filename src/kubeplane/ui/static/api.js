@@ -96,6 +96,7 @@ export class Informer {
         if (!this.version) await this._list();
         await this._watch();
       } catch (err) {
+        if (this._stopped) return; // the view that owned it went away: its abort is not an error
         if (err instanceof APIError && err.status === 410) { this.version = ""; continue; }
         setConnection(`watch ${this.path}: ${err.message}; retrying`);
         await new Promise((r) => setTimeout(r, 1000));

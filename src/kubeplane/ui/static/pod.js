@@ -7,8 +7,13 @@
 import { el, Informer, uiCall } from "./api.js";
 
 function statusText(s) {
-  if (!s || s.code === "Success") return "";
+  // A Filter plugin's verdict as text: "" when it passed or had nothing to check (Skip: its PreFilter said so).
+  if (!s || s.code === "Success" || s.code === "Skip") return "";
   return (s.reasons || [s.code]).join("; ");
+}
+
+function rejects(s) {
+  return !!s && s.code !== "Success" && s.code !== "Skip";
 }
 
 export function mount(container, params, store) {
@@ -31,10 +36,11 @@ export function mount(container, params, store) {
   function renderHead() {
     const p = store.pods.items.get(key);
     if (!p) { head.textContent = store.pods.synced ? "The pod does not exist (any more)." : "Loading…"; return; }
-    head.replaceChildren(
+    head.replaceChildren(...[
       el("span", { class: `phase ${p.phase}`, id: "pod-phase" }, p.phase),
       p.nodeName ? el("span", {}, " on ", el("a", { id: "pod-node", href: `#/node/${encodeURIComponent(p.nodeName)}` }, p.nodeName)) : el("span", {}, " not bound"),
-      p.nominatedNodeName ? el("span", {}, ` (nominated: ${p.nominatedNodeName})`) : null);
+      p.nominatedNodeName ? el("span", {}, ` (nominated: ${p.nominatedNodeName})`) : null,
+    ].filter(Boolean));
   }
 
   function renderCycle() {
@@ -44,11 +50,11 @@ export function mount(container, params, store) {
     const x = data.explain;
     const filterNames = [...new Set(Object.values(x.nodes).flatMap((n) => Object.keys(n.filters)))];
     const scorePlugins = x.scorePlugins || [];
-    let rows = Object.entries(x.nodes).map(([node, n]) => ({ node, ...n, feasible: Object.keys(n.filters).length > 0 && Object.values(n.filters).every((s) => s.code === "Success") }));
+    let rows = Object.entries(x.nodes).map(([node, n]) => ({ node, ...n, feasible: Object.keys(n.filters).length > 0 && !Object.values(n.filters).some(rejects) }));
     if (view.cut === "feasible") rows = rows.filter((r) => r.feasible);
     else if (view.cut.startsWith("rejected:")) {
       const plugin = view.cut.slice("rejected:".length);
-      rows = rows.filter((r) => r.filters[plugin] && r.filters[plugin].code !== "Success");
+      rows = rows.filter((r) => rejects(r.filters[plugin]));
     }
     const value = (r, col) => {
       if (col === "node") return r.node;
@@ -78,7 +84,8 @@ export function mount(container, params, store) {
         const s = r.filters[f];
         const text = statusText(s);
         const detail = r.details && r.details[f];
-        return el("td", { class: text ? "fail" : "pass", "data-plugin": f }, text || (s ? "✓" : "–"), detail ? el("div", { class: "detail" }, detail) : null);
+        const mark = !s ? "–" : s.code === "Skip" ? "skip" : "✓";
+        return el("td", { class: text ? "fail" : s && s.code === "Skip" ? "skip" : "pass", "data-plugin": f }, text || mark, detail ? el("div", { class: "detail" }, detail) : null);
       }),
       scorePlugins.map((sp) => {
         const s = r.scores[sp.name];
@@ -93,7 +100,7 @@ export function mount(container, params, store) {
     const parts = [
       el("p", { class: "verdict", id: "verdict" }, x.selected ? `Chosen node: ${x.selected}` : `Fits nowhere: ${x.message}`),
       x.boundTo ? el("p", {}, `Bound to ${x.boundTo}; the table is where the scheduler would place it now.`) : null,
-      preFilter.length ? el("p", { class: "prefilter" }, "PreFilter: ", preFilter.map(([n, s]) => `${n} ${statusText(s) || "✓"}`).join(" · ")) : null,
+      preFilter.length ? el("p", { class: "prefilter" }, "PreFilter: ", preFilter.map(([n, s]) => `${n} ${s.code === "Skip" ? "skip" : statusText(s) || "✓"}`).join(" · ")) : null,
       el("div", { class: "toolbar" }, el("label", {}, "Show ", cut), el("span", {}, `${rows.length} node(s)`)),
       el("div", { class: "table-scroll" }, el("table", { class: "grid cycle", id: "cycle-table" }, el("thead", {}, header), el("tbody", {}, body))),
     ];
