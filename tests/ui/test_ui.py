@@ -220,3 +220,32 @@ def test_kubeplane_up_prints_the_ui_url() -> None:
 
     message = up._ready_message("https://127.0.0.1:6443", Path(".kubeplane/kubeconfig"), 3, "one process")
     assert "web UI: https://127.0.0.1:6443/ui/ (log in with the kubeconfig's token)" in message.splitlines()
+
+
+def test_cordon_and_taint_from_the_node_view(browser: Any, up: tuple[Cluster, str, str]) -> None:
+    """kubectl cordon/uncordon (spec.unschedulable) and kubectl taint (spec.taints) as the UI sends them."""
+    cluster, address, token = up
+    page = login(browser, address, token)
+    try:
+        page.goto(f"{address}/ui/#/node/node02")
+        page.wait_for_selector("#cordon:text-is('Cordon')")
+        page.click("#cordon")
+        page.wait_for_selector("#cordon:text-is('Uncordon')")
+        assert cluster.json("get", "node", "node02")["spec"]["unschedulable"] is True
+        page.fill("#taint-args", "dedicated=ui:NoSchedule")
+        page.click("#taint-form button[type=submit]")
+        page.wait_for_selector("#node-taints li:has-text('dedicated=ui:NoSchedule')")
+        taints = cluster.json("get", "node", "node02")["spec"]["taints"]
+        assert {"key": "dedicated", "value": "ui", "effect": "NoSchedule"} in taints
+        page.fill("#taint-args", "dedicated:NoSchedule-")
+        page.click("#taint-form button[type=submit]")
+        page.wait_for_selector("#node-taints li:has-text('dedicated')", state="detached")
+        page.click("#cordon")
+        page.wait_for_selector("#cordon:text-is('Cordon')")
+        node = cluster.json("get", "node", "node02")
+        assert not node["spec"].get("unschedulable")
+        assert not [t for t in node["spec"].get("taints") or [] if t["key"] == "dedicated"]
+        assert page.console_errors == []
+    finally:
+        cluster.kubectl("uncordon", "node02")
+        page.context.close()
