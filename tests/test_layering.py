@@ -28,8 +28,10 @@ ALLOWED: dict[str, frozenset[str]] = {
     # GPUs: the scheduler plugins, the openb trace (kubelet node specs) and the FGD replay.
     "gpu": frozenset({"api", "client", "metrics", "scheduler", "kubelet"}),
     "sim": frozenset({"api", "store", "metrics", "apiserver", "client", "controllers", "scheduler", "kubelet", "gpu"}),
+    # the web UI: explain/what-if and the scheduler's configuration; the API only through the ASGI app it is given
+    "ui": frozenset({"api", "scheduler"}),
     "cli": frozenset(
-        {"api", "store", "metrics", "apiserver", "client", "controllers", "scheduler", "kubelet", "sim", "gpu"}
+        {"api", "store", "metrics", "apiserver", "client", "controllers", "scheduler", "kubelet", "sim", "gpu", "ui"}
     ),
 }
 # single modules of a higher package that lower ones may import: they depend on api alone (checked below).

@@ -81,6 +81,9 @@ class ServerConfig:
     """``--service-node-port-range``: where NodePorts come from."""
     service_account_admission: bool = True
     """The ServiceAccount admission plugin (``--disable-admission-plugins ServiceAccount`` turns it off)."""
+    ui: Callable[[APIServerApp], Any] | None = None
+    """Builds the web UI mounted at ``/ui`` over the app (``kubeplane.ui.UIApp``; the CLI passes it, as apiserver/
+    may not import the UI's layer)."""
 
 
 def open_store(config: ServerConfig) -> Store:
@@ -281,6 +284,8 @@ async def run_apiserver(
     app = APIServerApp(
         registry, tokens={token: "admin"} if config.auth else None, watch_buffer_bytes=config.watch_buffer_bytes
     )
+    if config.ui is not None:
+        app.ui = config.ui(app)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:

@@ -225,6 +225,7 @@ def apiserver(
     """Serve the Kubernetes API on 127.0.0.1 and write DATA_DIR/kubeconfig once it answers."""
     from kubeplane.apiserver.http.connections import ConnectionLimits
     from kubeplane.apiserver.server import ServerConfig, run_apiserver
+    from kubeplane.ui import mount as ui_mount
 
     if store not in ("sqlite", "memory", "etcd"):
         _fail(f"--store must be sqlite, memory or etcd, not {store!r}")
@@ -263,10 +264,12 @@ def apiserver(
         service_cluster_ip_range=service_cluster_ip_range,
         service_node_port_range=service_node_port_range,
         service_account_admission="ServiceAccount" not in disabled,
+        ui=ui_mount(),
     )
 
     def ready(address: str, kubeconfig: Path) -> None:
         typer.echo(f"kubeplane apiserver serving on {address}", err=True)
+        typer.echo(f"web UI: {address}/ui/ (log in with the kubeconfig's token)", err=True)
         typer.echo(f"use it: .venv/bin/kubectl --kubeconfig {kubeconfig} get namespaces", err=True)
 
     # uvicorn handles SIGINT/SIGTERM itself (graceful shutdown) and re-raises the signal when done; this

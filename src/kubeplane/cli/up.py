@@ -80,6 +80,7 @@ def _ready_message(address: str, kubeconfig: Path, nodes: int, mode: str) -> str
     return (
         f"kubeplane is up ({mode}): API server on {address}, {nodes} node(s)\n"
         f"use it:\n  export KUBECONFIG={kubeconfig}\n  {kubectl} get nodes{comment}\n"
+        f"web UI: {address}/ui/ (log in with the kubeconfig's token)\n"
         "stop it with Ctrl-C"
     )
 
@@ -181,6 +182,7 @@ def _run_one_process(opts: UpOptions, *, specs: list[NodeSpec], options: FleetOp
     from kubeplane.scheduler.config import ConfigError
     from kubeplane.scheduler.scheduler import Scheduler
     from kubeplane.store.interface import StoreError
+    from kubeplane.ui import mount as ui_mount
 
     async def attach(registry: Registry) -> Callable[[], Awaitable[None]]:
         client = LocalClient(registry)
@@ -229,6 +231,7 @@ def _run_one_process(opts: UpOptions, *, specs: list[NodeSpec], options: FleetOp
         etcd_servers=opts.etcd_endpoints,
         service_cluster_ip_range=opts.service_cluster_ip_range,
         service_node_port_range=opts.service_node_port_range,
+        ui=ui_mount(sched_config),
     )
     signal.signal(signal.SIGTERM, lambda _sig, _frame: None)  # uvicorn re-raises it after its shutdown
     try:

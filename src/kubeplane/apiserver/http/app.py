@@ -201,6 +201,7 @@ class APIServerApp:
         self.rng = rng or random.Random()
         self.watchers: set[CacheWatcher] = set()
         self.metrics = APIServerMetrics.for_registry(metrics_registry)
+        self.ui: Any = None  # the web UI mounted at /ui (kubeplane.ui.UIApp, set by the CLI): its own sessions
 
     def _refresh_documents(self) -> None:
         """Rebuild discovery and OpenAPI when the table changed (CRDs register and remove resources at runtime)."""
@@ -337,6 +338,9 @@ class APIServerApp:
         path: str = scope["path"]
         pairs = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         query = params.first_values(pairs)  # upstream's conversions read a repeated parameter's first value
+        if self.ui is not None and self.ui.handles(path):  # the UI authenticates by session, then through here
+            await self.ui(scope, receive, send)
+            return
         if path not in OPEN_PATHS and self.tokens is not None:
             self._authenticate(scope)
         if path in ("/healthz", "/livez", "/readyz"):

@@ -1,0 +1,79 @@
+"""The pod view's answer: :func:`kubeplane.scheduler.explain.explain` and ``what_if`` on the cluster as it is now.
+
+The cluster's state (nodes, pods and the objects plugins read) is listed through the API with the session's
+token (:mod:`.loopback`), exactly as ``kubeplane explain --pod NS/NAME`` lists it with a kubeconfig, so the UI
+and the CLI give the same answer for the same cluster. The cycle runs in a worker thread on plain copies of the
+objects: it binds nothing and never touches the API server's state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kubeplane.api.views import name_of, namespace_of
+from kubeplane.scheduler.config import KubeSchedulerConfiguration
+from kubeplane.scheduler.explain import ExplainError, explain
+from kubeplane.scheduler.whatif import what_if
+
+from . import loopback
+
+OTHER_KINDS = (
+    ("/api/v1/namespaces", "Namespace"),
+    ("/api/v1/services", "Service"),
+    ("/apis/apps/v1/replicasets", "ReplicaSet"),
+    ("/apis/apps/v1/statefulsets", "StatefulSet"),
+    ("/api/v1/replicationcontrollers", "ReplicationController"),
+    ("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget"),
+    ("/apis/scheduling.k8s.io/v1/priorityclasses", "PriorityClass"),
+)
+"""What ``kubeplane explain`` lists besides nodes and pods (cli/scheduling.py's ``_OTHER_KINDS``)."""
+
+
+class ExplainFailed(Exception):
+    """An answer for the browser: ``status`` is the HTTP code, ``body`` the JSON (a Status from the API, or
+    ``{"message"}``)."""
+
+    def __init__(self, status: int, body: Any) -> None:
+        super().__init__(str(body))
+        self.status, self.body = status, body
+
+
+async def _get(app: loopback.ASGIApp, path: str, token: str) -> Any:
+    response = await loopback.call(app, "GET", path, token=token)
+    if response.status != 200:
+        raise ExplainFailed(response.status, response.json())
+    return response.json()
+
+
+async def explain_pod(
+    app: loopback.ASGIApp,
+    token: str,
+    namespace: str,
+    name: str,
+    *,
+    config: KubeSchedulerConfiguration | None = None,
+    with_what_if: bool = True,
+) -> dict[str, Any]:
+    """``{"pod": the pod, "explain": explain's JSON, "whatIf": what_if's JSON or None}``; what_if only for a pod
+    that fits nowhere (for a pod that fits it has nothing to suggest)."""
+    pod = await _get(app, f"/api/v1/namespaces/{namespace}/pods/{name}", token)
+    nodes = (await _get(app, "/api/v1/nodes", token))["items"]
+    pods = (await _get(app, "/api/v1/pods", token))["items"]
+    others: list[dict[str, Any]] = []
+    for path, kind in OTHER_KINDS:
+        others += [{**o, "kind": kind} for o in (await _get(app, path, token))["items"]]
+    key = (namespace_of(pod) or "default", name_of(pod))
+    placed = [p for p in pods if (namespace_of(p) or "default", name_of(p)) != key]
+
+    def run() -> dict[str, Any]:
+        result = explain(pod, nodes=nodes, pods=placed, objects=others, config=config)
+        suggestions = None
+        if result.get("selected") is None and with_what_if:
+            suggestions = what_if(pod, nodes=nodes, pods=placed, objects=others, config=config)
+        return {"pod": pod, "explain": result, "whatIf": suggestions}
+
+    try:
+        return await asyncio.to_thread(run)
+    except ExplainError as exc:
+        raise ExplainFailed(422, {"message": str(exc)}) from None

@@ -1,0 +1,84 @@
+// The UI's shell: the shared informers (nodes, pods, FailedScheduling events), started once, and a hash router
+// (#/cluster, #/node/NAME, #/pod/NS/NAME, #/objects) that mounts one view at a time. A view is
+// { mount(container, params) -> unmount() }.
+import { Informer } from "./api.js";
+import { podRequests } from "./resources.js";
+import * as cluster from "./cluster.js";
+import * as node from "./node.js";
+import * as pod from "./pod.js";
+import * as objects from "./objects.js";
+
+function trimNode(n) {
+  const spec = n.spec || {};
+  const status = n.status || {};
+  return {
+    metadata: { name: n.metadata.name, labels: n.metadata.labels || {}, resourceVersion: n.metadata.resourceVersion },
+    unschedulable: !!spec.unschedulable,
+    taints: spec.taints || [],
+    allocatable: status.allocatable || {},
+    conditions: (status.conditions || []).map((c) => ({ type: c.type, status: c.status, reason: c.reason || "" })),
+  };
+}
+
+function trimPod(p) {
+  const spec = p.spec || {};
+  const status = p.status || {};
+  const scheduled = (status.conditions || []).find((c) => c.type === "PodScheduled");
+  return {
+    metadata: {
+      name: p.metadata.name, namespace: p.metadata.namespace, labels: p.metadata.labels || {},
+      uid: p.metadata.uid, deletionTimestamp: p.metadata.deletionTimestamp,
+    },
+    nodeName: spec.nodeName || "",
+    nominatedNodeName: status.nominatedNodeName || "",
+    phase: status.phase || "Pending",
+    requests: podRequests(spec),
+    unschedulable: !!(scheduled && scheduled.status === "False"),
+    schedulerName: spec.schedulerName || "default-scheduler",
+  };
+}
+
+function trimEvent(e) {
+  const io = e.involvedObject || {};
+  return {
+    metadata: { name: e.metadata.name, namespace: e.metadata.namespace },
+    pod: `${io.namespace || e.metadata.namespace}/${io.name}`,
+    message: e.message || "",
+    time: e.lastTimestamp || (e.series && e.series.lastObservedTime) || e.eventTime || e.metadata.creationTimestamp || "",
+  };
+}
+
+export const store = {
+  nodes: new Informer("/api/v1/nodes", { trim: trimNode }),
+  pods: new Informer("/api/v1/pods", { trim: trimPod }),
+  failed: new Informer("/api/v1/events", { trim: trimEvent, fieldSelector: "reason=FailedScheduling" }),
+};
+for (const informer of Object.values(store)) informer.start();
+
+const routes = [
+  [/^#\/node\/([^/]+)$/, node, (m) => ({ name: decodeURIComponent(m[1]) })],
+  [/^#\/pod\/([^/]+)\/([^/]+)$/, pod, (m) => ({ namespace: decodeURIComponent(m[1]), name: decodeURIComponent(m[2]) })],
+  [/^#\/objects(?:\?(.*))?$/, objects, (m) => Object.fromEntries(new URLSearchParams(m[1] || ""))],
+  [/^(?:#\/cluster(?:\?(.*))?)?$/, cluster, (m) => Object.fromEntries(new URLSearchParams(m[1] || ""))],
+];
+
+let unmount = null;
+function route() {
+  const hash = window.location.hash || "#/cluster";
+  const container = document.getElementById("view");
+  if (unmount) { unmount(); unmount = null; }
+  container.replaceChildren();
+  for (const [pattern, view, params] of routes) {
+    const m = pattern.exec(hash);
+    if (m) {
+      unmount = view.mount(container, params(m), store) || null;
+      for (const a of document.querySelectorAll("nav a")) {
+        a.toggleAttribute("aria-current", hash.startsWith(a.getAttribute("href")));
+      }
+      return;
+    }
+  }
+  container.textContent = "No such view.";
+}
+window.addEventListener("hashchange", route);
+route();
