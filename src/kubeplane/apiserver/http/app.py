@@ -28,6 +28,7 @@ from urllib.parse import parse_qsl
 from prometheus_client import CollectorRegistry
 
 from kubeplane.api import typed as apityped
+from kubeplane.api.crd.resource import CustomResourceInfo
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.views import section
 from kubeplane.apiserver import (
@@ -530,6 +531,8 @@ class APIServerApp:
         )
         as_table = negotiation.wants_table(request.headers.get("accept", ""))
         request.fields = fields = negotiation.FieldValidation.from_query(query)
+        if isinstance(resource, CustomResourceInfo) and resource.deprecation_warning:  # crdHandler.ServeHTTP
+            fields.warnings.append(resource.deprecation_warning)
         if info.resource == "bindings" and verb == "create" and info.namespace is not None:
             body = await request.json(self.max_body, into="Binding")  # legacy namespaces/NS/bindings: the pod is
             body = negotiation.typed_body(body, group="", version="v1", kind="Binding")  # the body's name
@@ -569,7 +572,8 @@ class APIServerApp:
             if call.verb == "list":
                 offload.note_items(len(result["items"]))
             doc = await offload.run(self._table, call, result, query)
-            await _send_json(send, route.code, doc, content_type=negotiation.TABLE_CONTENT_TYPE)
+            headers = fields.headers() if fields.warnings else None
+            await _send_json(send, route.code, doc, content_type=negotiation.TABLE_CONTENT_TYPE, headers=headers)
         else:
             code = 201 if call.created else route.code
             await _send_json(send, code, result, headers=fields.headers() if fields.warnings else None)
@@ -608,7 +612,11 @@ class APIServerApp:
             {
                 "type": "http.response.start",
                 "status": 200,
-                "headers": [(b"content-type", b"application/json"), (b"cache-control", b"no-cache, private")],
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"cache-control", b"no-cache, private"),
+                    *request.fields.headers(),
+                ],
             }
         )
         if error is not None or watcher is None:
@@ -625,7 +633,8 @@ class APIServerApp:
         deadline = loop.time() + timeout
         cache = self.registry.cache(resource)
         bookmarks = options.allow_bookmarks and watcher.follows_cache
-        converts = conversion.converts(resource)
+        converts = conversion.presents(resource)
+        view = f"{resource.api_version}#{id(resource)}"  # a CRD change registers a new info (new schemas)
 
         def present(obj: Obj) -> Obj:
             return conversion.from_storage(resource, obj)
@@ -635,7 +644,7 @@ class APIServerApp:
             shared by every watcher; a Table's, per watcher."""
             if as_table:
                 return self._table_frame(resource, event, request)
-            return event.presented_frame(present) if converts else event.frame()
+            return event.presented_frame(present, view) if converts else event.frame()
 
         async def stream() -> bytes:
             """Send the pending events in chunks of about WATCH_CHUNK bytes; return the last, partial chunk

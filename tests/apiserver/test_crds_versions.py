@@ -1,0 +1,203 @@
+"""A CRD with several versions, in-process (registry on a memory store): each version's own schema, the None
+conversion, defaulting on read, deprecation warnings.
+
+Upstream behaviour pinned (k8s.io/apiextensions-apiserver unless noted):
+* pkg/apiserver/customresource_handler.go ``getOrCreateServingInfoFor``: a strategy per version built with that
+  version's structural schema (``customresource.NewStrategy(..., structuralSchemas[v.Name] ...)``), so a write is
+  pruned, defaulted and validated with its own version's schema;
+* ``crdConversionRESTOptionsGetter``: the storage codec encodes in the storage version; decoding prunes and
+  defaults with the stored version's schema (``schemaCoercingDecoder``, ``unstructuredDefaulter``), converts with
+  ``nopConverter`` (only ``apiVersion`` changes) and prunes with the read version's (``schemaCoercingConverter``);
+* ``defaultDeprecationWarning``: ``<group>/<version> <Kind> is deprecated; use <group>/<v> <Kind>``.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from kubeplane.api.crd.resource import CustomResourceInfo, deprecation_warning
+from kubeplane.apiserver.crds import controller_of
+from kubeplane.apiserver.errors import APIError
+from kubeplane.apiserver.registry import Registry
+from kubeplane.store.memory import MemoryStore
+
+Obj = dict[str, Any]
+
+CRD: Obj = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "gizmos.multi.example.com"},
+    "spec": {
+        "group": "multi.example.com",
+        "scope": "Namespaced",
+        "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo"},
+        "versions": [
+            {
+                "name": "v1beta1",
+                "served": True,
+                "storage": False,
+                "deprecated": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "properties": {
+                                    "size": {"type": "string", "enum": ["small", "large"]},
+                                    "legacy": {"type": "string"},
+                                    "color": {"type": "string", "default": "red"},
+                                },
+                            }
+                        },
+                    }
+                },
+            },
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "properties": {
+                                    "size": {"type": "string", "maxLength": 3},
+                                    "color": {"type": "string"},
+                                    "replicas": {"type": "integer", "default": 1},
+                                },
+                            }
+                        },
+                    }
+                },
+            },
+        ],
+    },
+}
+
+
+@pytest.fixture
+async def registry() -> AsyncIterator[Registry]:
+    reg = Registry(store=MemoryStore(), now=lambda: 1_800_000_000.0, rng=random.Random(3))
+    await reg.start()
+    yield reg
+    await reg.stop()
+
+
+async def install(reg: Registry, crd: Obj) -> dict[str, CustomResourceInfo]:
+    crds = reg.resource("apiextensions.k8s.io", "customresourcedefinitions")
+    name = crd["metadata"]["name"]
+    if reg.get_cached(crds, None, name) is None:
+        await reg.create(crds, None, copy.deepcopy(crd))
+    else:
+        current = await reg.get(crds, None, name)
+        await reg.update(crds, None, name, {**copy.deepcopy(crd), "metadata": current["metadata"]})
+    await controller_of(reg).sync(name)
+    infos = {}
+    for version in ("v1beta1", "v1"):
+        info = reg.table.get("multi.example.com", version, "gizmos")
+        assert isinstance(info, CustomResourceInfo)
+        infos[version] = info
+    return infos
+
+
+def gizmo(version: str, spec: Obj, name: str = "g") -> Obj:
+    return {"apiVersion": f"multi.example.com/{version}", "kind": "Gizmo", "metadata": {"name": name}, "spec": spec}
+
+
+async def test_each_version_validates_with_its_own_schema(registry: Registry) -> None:
+    """NewStrategy per version: ``large`` passes v1beta1's enum but not v1's maxLength, and the reverse."""
+    infos = await install(registry, CRD)
+    await registry.create(infos["v1beta1"], "default", gizmo("v1beta1", {"size": "large"}, "a"))
+    with pytest.raises(APIError) as too_long:
+        await registry.create(infos["v1"], "default", gizmo("v1", {"size": "large"}, "b"))
+    assert too_long.value.status["message"] == (
+        'Gizmo.multi.example.com "b" is invalid: spec.size: Too long: may not be more than 3 bytes'
+    )
+    with pytest.raises(APIError) as enum:
+        await registry.create(infos["v1beta1"], "default", gizmo("v1beta1", {"size": "mid"}, "c"))
+    assert 'spec.size: Unsupported value: "mid": supported values: "small", "large"' in enum.value.status["message"]
+    await registry.create(infos["v1"], "default", gizmo("v1", {"size": "mid"}, "c"))
+
+
+async def test_created_at_beta_read_at_v1(registry: Registry) -> None:
+    """Pruned and defaulted at the request's version (v1beta1 defaults ``color``), converted to v1 and pruned by
+    v1's schema on encode (``legacy`` is not stored), stored in v1; the answer and every read come back through
+    decoding: v1's default ``replicas`` (unstructuredDefaulter), then the read version's pruning (at v1beta1
+    ``replicas`` goes); read at v1: ``apiVersion`` v1 (nopConverter) and ``replicas: 1``."""
+    infos = await install(registry, CRD)
+    created = await registry.create(infos["v1beta1"], "default", gizmo("v1beta1", {"legacy": "x", "bogus": 1}))
+    assert created["apiVersion"] == "multi.example.com/v1beta1"
+    assert created["spec"] == {"color": "red"}
+    stored = registry.get_cached(infos["v1"], "default", "g")
+    assert stored is not None
+    assert stored["apiVersion"] == "multi.example.com/v1"
+    assert stored["spec"] == {"color": "red"}
+    as_v1 = await registry.get(infos["v1"], "default", "g")
+    assert as_v1["apiVersion"] == "multi.example.com/v1"
+    assert as_v1["spec"] == {"color": "red", "replicas": 1}
+    as_beta = await registry.get(infos["v1beta1"], "default", "g")
+    assert as_beta["apiVersion"] == "multi.example.com/v1beta1"
+    assert as_beta["spec"] == {"color": "red"}
+
+
+async def test_update_at_a_version_uses_its_schema_and_stores_the_storage_version(registry: Registry) -> None:
+    infos = await install(registry, CRD)
+    await registry.create(infos["v1"], "default", gizmo("v1", {"size": "abc"}))
+    current = await registry.get(infos["v1beta1"], "default", "g")
+    with pytest.raises(APIError) as enum:  # v1beta1's enum applies to a write at v1beta1
+        await registry.update(infos["v1beta1"], "default", "g", current)
+    assert 'spec.size: Unsupported value: "abc"' in enum.value.status["message"]
+    current["spec"]["size"] = "small"
+    updated = await registry.update(infos["v1beta1"], "default", "g", current)
+    assert updated["apiVersion"] == "multi.example.com/v1beta1"
+    stored = registry.get_cached(infos["v1"], "default", "g")
+    assert stored is not None
+    assert stored["apiVersion"] == "multi.example.com/v1"
+    assert stored["spec"]["size"] == "small"
+
+
+async def test_a_default_added_later_shows_on_read(registry: Registry) -> None:
+    """unstructuredDefaulter in the storage codec: defaults apply when reading, not only on writes."""
+    infos = await install(registry, CRD)
+    await registry.create(infos["v1"], "default", gizmo("v1", {"size": "abc"}))
+    later = copy.deepcopy(CRD)
+    later["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["color"] = {
+        "type": "string",
+        "default": "blue",
+    }
+    infos = await install(registry, later)
+    assert (await registry.get(infos["v1"], "default", "g"))["spec"] == {"size": "abc", "color": "blue", "replicas": 1}
+    stored = registry.get_cached(infos["v1"], "default", "g")
+    assert stored is not None
+    assert "color" not in stored["spec"]  # nothing was written
+    listed = [o["spec"].get("color") for o in (await registry_list(registry, infos["v1"]))]
+    assert listed == ["blue"]
+
+
+async def registry_list(reg: Registry, info: CustomResourceInfo) -> list[Obj]:
+    from kubeplane.apiserver.listing import ListOptions, list_objects
+
+    result = await list_objects(reg, info, "default", ListOptions())
+    items: list[Obj] = result["items"]
+    return items
+
+
+def test_default_deprecation_warning() -> None:
+    """customresource_handler.go defaultDeprecationWarning: the newest served non-deprecated version named."""
+    beta = CRD["spec"]["versions"][0]
+    assert deprecation_warning(CRD, beta) == (
+        "multi.example.com/v1beta1 Gizmo is deprecated; use multi.example.com/v1 Gizmo"
+    )
+    alone = copy.deepcopy(CRD)
+    alone["spec"]["versions"][1]["deprecated"] = True
+    assert deprecation_warning(alone, beta) == "multi.example.com/v1beta1 Gizmo is deprecated"
+    assert deprecation_warning(CRD, {**beta, "deprecationWarning": "gone soon"}) == "gone soon"
+    assert deprecation_warning(CRD, CRD["spec"]["versions"][1]) == ""
