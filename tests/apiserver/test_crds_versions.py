@@ -201,3 +201,48 @@ def test_default_deprecation_warning() -> None:
     assert deprecation_warning(alone, beta) == "multi.example.com/v1beta1 Gizmo is deprecated"
     assert deprecation_warning(CRD, {**beta, "deprecationWarning": "gone soon"}) == "gone soon"
     assert deprecation_warning(CRD, CRD["spec"]["versions"][1]) == ""
+
+
+async def _http_get(
+    reg: Registry, path: str, accept: str = "application/json"
+) -> tuple[int, list[tuple[bytes, bytes]]]:
+    import random as _random
+
+    from prometheus_client import CollectorRegistry
+
+    from kubeplane.apiserver.http.app import APIServerApp
+
+    app = APIServerApp(reg, metrics_registry=CollectorRegistry(), rng=_random.Random(0))
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "headers": [(b"accept", accept.encode())],
+    }
+    await app(scope, receive, send)
+    return int(sent[0]["status"]), list(sent[0]["headers"])
+
+
+async def test_deprecated_version_answers_with_a_warning(registry: Registry) -> None:
+    """crdHandler.ServeHTTP adds the version's deprecation warning to every request to it (JSON and Table);
+    the non-deprecated version gets none."""
+    infos = await install(registry, CRD)
+    await registry.create(infos["v1"], "default", gizmo("v1", {}))
+    text = b'299 - "multi.example.com/v1beta1 Gizmo is deprecated; use multi.example.com/v1 Gizmo"'
+    for accept in ("application/json", "application/json;as=Table;v=v1;g=meta.k8s.io"):
+        code, headers = await _http_get(registry, "/apis/multi.example.com/v1beta1/namespaces/default/gizmos/g", accept)
+        assert code == 200
+        assert (b"warning", text) in headers
+    code, headers = await _http_get(registry, "/apis/multi.example.com/v1/namespaces/default/gizmos/g")
+    assert code == 200
+    assert not [h for h in headers if h[0] == b"warning"]
