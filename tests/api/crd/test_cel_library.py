@@ -187,3 +187,16 @@ def test_runtime_budget_stops_validation() -> None:
         "validation rules will be run"
     ]
     assert cel.validate({"items": [1, 2]}, LIST_SCHEMA) == []
+
+
+def test_optional_old_self_without_old_self_is_refused_at_crd_creation() -> None:
+    """validation.go: ``optionalOldSelf`` on a rule that does not use ``oldSelf``."""
+    from kubeplane.api.crd import celdefinition
+    from kubeplane.api.validation.field import new_path
+
+    schema = {"type": "string", "x-kubernetes-validations": [{"rule": "self != ''", "optionalOldSelf": True}]}
+    errs = [str(e) for e in celdefinition.validate_rules_of_schema(schema, new_path("s"))]
+    assert errs == [
+        "s.x-kubernetes-validations[0].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule"
+    ]
+    assert celdefinition.validate_rules_of_schema(SCHEMA, new_path("s")) == []

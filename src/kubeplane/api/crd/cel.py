@@ -8,13 +8,18 @@ CRD itself, pkg/apis/apiextensions/validation/validation.go (compile errors as
 The engine is cel-python (``celpy``): an interpreter without cel-go's type checker, so a rule is *parsed* at CRD
 creation and checked for functions and variables that do not exist (comprehension variables scoped); type errors
 cel-go finds at compile time surface here at evaluation (``no such overload`` → upstream's runtime message for
-that case). No cost estimation or budget. The CRD-time checks are :mod:`.celdefinition`'s. Invariants:
+that case). Functions are the Kubernetes base environment's (:mod:`.cel_library`); runtime cost is counted and
+limited as upstream (:mod:`.cel_cost`: per call and per object), the CRD-time cost estimates are not made. The
+CRD-time checks are :mod:`.celdefinition`'s. Invariants:
 
 * a rule is evaluated only on a non-null value, with ``self`` bound to it; at a resource root ``self`` also has
   ``apiVersion``, ``kind`` and ``metadata.{name,generateName}`` (``model.WithTypeAndObjectMeta``);
 * a rule naming ``oldSelf`` (a transition rule) runs only when the old value exists: on update, correlated
-  through object properties, map values and ``x-kubernetes-list-type: map`` items by key, never on create
-  (``optionalOldSelf``, which upstream evaluates then with an empty optional, is not supported: skipped too);
+  through object properties, map values and ``x-kubernetes-list-type: map`` items by key, never on create;
+  with ``optionalOldSelf: true`` it always runs, ``oldSelf`` being an optional (``optional.none()`` when there
+  is no correlated old value);
+* once the object's cost budget is spent, no further rule runs (``validation failed due to running out of
+  cost budget, no further validation rules will be run``);
 * evaluation never raises: whatever cel-python throws becomes upstream's ``<error> evaluating rule: <rule>``
   (a 422, never a 5xx);
 * errors come in upstream's order: the node's rules in order, then ``allOf``, then children.
