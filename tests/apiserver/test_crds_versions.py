@@ -246,3 +246,33 @@ async def test_deprecated_version_answers_with_a_warning(registry: Registry) -> 
     code, headers = await _http_get(registry, "/apis/multi.example.com/v1/namespaces/default/gizmos/g")
     assert code == 200
     assert not [h for h in headers if h[0] == b"warning"]
+
+
+async def test_cel_rules_run_with_the_request_versions_schema(registry: Registry) -> None:
+    """The strategy's CEL validator is built from the version's schema (NewStrategy per version): a rule only
+    v1beta1 has applies to writes at v1beta1 alone; its ``optionalOldSelf`` rule runs on create."""
+    crd = copy.deepcopy(CRD)
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["x-kubernetes-validations"] = [
+        {
+            "rule": "!has(self.legacy) || quantity(self.legacy).isLessThan(quantity('1Gi'))",
+            "message": "legacy must be under 1Gi",
+        },
+        {"rule": "!oldSelf.hasValue()", "message": "create only", "optionalOldSelf": True},
+    ]
+    infos = await install(registry, crd)
+    with pytest.raises(APIError) as big:
+        await registry.create(infos["v1beta1"], "default", gizmo("v1beta1", {"legacy": "2Gi"}, "a"))
+    assert (
+        big.value.status["message"]
+        == 'Gizmo.multi.example.com "a" is invalid: spec: Invalid value: "object": legacy must be under 1Gi'
+    )
+    await registry.create(infos["v1beta1"], "default", gizmo("v1beta1", {"legacy": "1Mi"}, "b"))
+    current = await registry.get(infos["v1beta1"], "default", "b")
+    current["spec"]["size"] = "small"
+    with pytest.raises(APIError) as again:
+        await registry.update(infos["v1beta1"], "default", "b", current)
+    assert 'spec: Invalid value: "object": create only' in again.value.status["message"]
+    at_v1 = await registry.get(infos["v1"], "default", "b")
+    at_v1["spec"]["size"] = "abc"
+    await registry.update(infos["v1"], "default", "b", at_v1)  # v1 has neither rule
