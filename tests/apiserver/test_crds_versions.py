@@ -205,7 +205,8 @@ def test_default_deprecation_warning() -> None:
 
 async def _http_get(
     reg: Registry, path: str, accept: str = "application/json"
-) -> tuple[int, list[tuple[bytes, bytes]]]:
+) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """One GET through the ASGI app in process: status, headers, body."""
     import random as _random
 
     from prometheus_client import CollectorRegistry
@@ -230,7 +231,8 @@ async def _http_get(
         "headers": [(b"accept", accept.encode())],
     }
     await app(scope, receive, send)
-    return int(sent[0]["status"]), list(sent[0]["headers"])
+    body = b"".join(bytes(m.get("body", b"")) for m in sent[1:])
+    return int(sent[0]["status"]), list(sent[0]["headers"]), body
 
 
 async def test_deprecated_version_answers_with_a_warning(registry: Registry) -> None:
@@ -240,10 +242,11 @@ async def test_deprecated_version_answers_with_a_warning(registry: Registry) -> 
     await registry.create(infos["v1"], "default", gizmo("v1", {}))
     text = b'299 - "multi.example.com/v1beta1 Gizmo is deprecated; use multi.example.com/v1 Gizmo"'
     for accept in ("application/json", "application/json;as=Table;v=v1;g=meta.k8s.io"):
-        code, headers = await _http_get(registry, "/apis/multi.example.com/v1beta1/namespaces/default/gizmos/g", accept)
+        path = "/apis/multi.example.com/v1beta1/namespaces/default/gizmos/g"
+        code, headers, _ = await _http_get(registry, path, accept)
         assert code == 200
         assert (b"warning", text) in headers
-    code, headers = await _http_get(registry, "/apis/multi.example.com/v1/namespaces/default/gizmos/g")
+    code, headers, _ = await _http_get(registry, "/apis/multi.example.com/v1/namespaces/default/gizmos/g")
     assert code == 200
     assert not [h for h in headers if h[0] == b"warning"]
 
@@ -276,3 +279,45 @@ async def test_cel_rules_run_with_the_request_versions_schema(registry: Registry
     at_v1 = await registry.get(infos["v1"], "default", "b")
     at_v1["spec"]["size"] = "abc"
     await registry.update(infos["v1"], "default", "b", at_v1)  # v1 has neither rule
+
+
+def _with_columns_and_status() -> Obj:
+    crd = copy.deepcopy(CRD)
+    beta, v1 = crd["spec"]["versions"]
+    beta["additionalPrinterColumns"] = [{"name": "Size", "type": "string", "jsonPath": ".spec.size"}]
+    v1["additionalPrinterColumns"] = [{"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"}]
+    v1["subresources"] = {"status": {}}
+    for version in (beta, v1):
+        props = version["schema"]["openAPIV3Schema"]["properties"]
+        props["status"] = {"type": "object", "properties": {"ready": {"type": "boolean"}}}
+    return crd
+
+
+async def test_printer_columns_are_per_version(registry: Registry) -> None:
+    """getColumnsForVersion / tableconvertor.New per version: each version's Table has its own columns."""
+    import orjson
+
+    await install(registry, _with_columns_and_status())
+    table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+    names = {}
+    for version in ("v1beta1", "v1"):
+        code, _, sent = await _http_get(registry, f"/apis/multi.example.com/{version}/namespaces/default/gizmos", table)
+        assert code == 200
+        names[version] = [c["name"] for c in orjson.loads(sent)["columnDefinitions"]]
+    assert names == {"v1beta1": ["Name", "Size"], "v1": ["Name", "Replicas"]}
+
+
+async def test_status_subresource_is_per_version(registry: Registry) -> None:
+    """customresource strategy per version (``status`` from the version's subresources): v1 has the status
+    subresource, so its main resource ignores status; v1beta1 has none, so its writes set status."""
+    infos = await install(registry, _with_columns_and_status())
+    assert infos["v1"].subresource("status") is not None
+    assert infos["v1beta1"].subresource("status") is None
+    created = await registry.create(infos["v1"], "default", {**gizmo("v1", {}), "status": {"ready": True}})
+    assert "status" not in created
+    at_beta = await registry.get(infos["v1beta1"], "default", "g")
+    updated = await registry.update(infos["v1beta1"], "default", "g", {**at_beta, "status": {"ready": True}})
+    assert updated["status"] == {"ready": True}
+    at_v1 = await registry.get(infos["v1"], "default", "g")
+    again = await registry.update(infos["v1"], "default", "g", {**at_v1, "status": {"ready": False}})
+    assert again["status"] == {"ready": True}
