@@ -155,6 +155,13 @@ class Registry:
         resource's versions share one key, each written through its own strategy)."""
         return self.resource("", "events") if conversion.converts(info) else info
 
+    def _written(self, info: CustomResourceInfo, stored: Obj) -> Obj:
+        """A custom resource just written, as read back. At the storage version the write already pruned and
+        defaulted it with the very schema reading applies, so reading back changes nothing and is skipped."""
+        if info.version == info.storage_version or not info.storage_version:
+            return stored
+        return self._with_type(info, stored)
+
     @staticmethod
     def _stored(info: ResourceInfo, obj: Obj) -> Obj:
         """``obj`` in the form written to storage: a custom resource in its CRD's storage version."""
@@ -244,7 +251,7 @@ class Registry:
             if finish is not None:
                 await finish(done)
         if isinstance(info, CustomResourceInfo):  # the answer is what storage gives back (read form)
-            return self._with_type(info, self._stored(info, obj))
+            return self._written(info, self._stored(info, obj))
         return obj
 
     async def _validate_and_store(
@@ -356,16 +363,16 @@ class Registry:
             if custom:
                 new = self._stored(info, new)
             if new == old or (dry_run and subresource == "status"):
-                return self._with_type(info, new) if custom else new
+                return self._written(info, new) if isinstance(info, CustomResourceInfo) else new
             finish = None if subresource == "status" else await strategy.begin_update(self, new, old, dry_run=dry_run)
             stored = False
             try:
                 if dry_run:
-                    return self._with_type(info, new) if custom else new
+                    return self._written(info, new) if isinstance(info, CustomResourceInfo) else new
                 if strategy.should_delete_during_update(new):  # e.g. the last finalizer went: delete (upstream)
                     await self._remove(info, key, current.mod_revision, new)
                     stored = True
-                    return self._with_type(info, new) if custom else new
+                    return self._written(info, new) if isinstance(info, CustomResourceInfo) else new
                 try:
                     kv = await self.store.update(key, encode(new), expected_mod_revision=current.mod_revision)
                 except Conflict:
@@ -377,7 +384,7 @@ class Registry:
                 if finish is not None:
                     await finish(stored)
             new["metadata"]["resourceVersion"] = str(kv.mod_revision)
-            return self._with_type(info, new) if custom else new
+            return self._written(info, new) if isinstance(info, CustomResourceInfo) else new
         raise errors.conflict(info.group, info.plural, name, "too many concurrent updates; try again")
 
     def _updated(
