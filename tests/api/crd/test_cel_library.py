@@ -197,6 +197,7 @@ def test_optional_old_self_without_old_self_is_refused_at_crd_creation() -> None
     schema = {"type": "string", "x-kubernetes-validations": [{"rule": "self != ''", "optionalOldSelf": True}]}
     errs = [str(e) for e in celdefinition.validate_rules_of_schema(schema, new_path("s"))]
     assert errs == [
-        "s.x-kubernetes-validations[0].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule"
+        "s.x-kubernetes-validations[0].optionalOldSelf: Invalid value: true: "
+        "may not be set if oldSelf is not used in rule"
     ]
     assert celdefinition.validate_rules_of_schema(SCHEMA, new_path("s")) == []

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import lark
 from celpy.evaluation import Evaluator
 
 __all__ = ["PER_CALL_LIMIT", "RUNTIME_BUDGET", "CostExceeded", "CostingEvaluator", "Tracker"]
@@ -52,14 +51,14 @@ class Tracker:
 class CostingEvaluator(Evaluator):
     """cel-python's interpreter, counting cost into ``tracker`` and stopping past its limit."""
 
-    def __init__(self, ast: lark.Tree[Any], activation: Any, tracker: Tracker) -> None:
+    def __init__(self, ast: Any, activation: Any, tracker: Tracker) -> None:
         super().__init__(ast, activation)
         self.tracker = tracker
 
-    def sub_evaluator(self, ast: lark.Tree[Any]) -> Evaluator:
+    def sub_evaluator(self, ast: Any) -> Evaluator:
         return CostingEvaluator(ast, self.activation, self.tracker)
 
-    def _visit_tree(self, tree: lark.Tree[Any]) -> Any:  # lark's Interpreter reaches every node through this
+    def _visit_tree(self, tree: Any) -> Any:  # lark's Interpreter reaches every node through this
         if tree.data in _COSTED:
             tracker = self.tracker
             tracker.cost += 1
