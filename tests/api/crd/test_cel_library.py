@@ -85,6 +85,9 @@ def test_optional_old_self_runs_on_create_with_an_empty_optional() -> None:
         ("quantity('2').add(3).asInteger() == 5 && quantity('5').sub(quantity('1')).isInteger()", True),
         ("quantity('500m').asApproximateFloat() == 0.5 && quantity('-1m').sign() == -1", True),
         ("isQuantity('1Mi') && !isQuantity('1x') && quantity('1').isLessThan(quantity('2'))", True),
+        ("quantity('50k').add(20).sub(quantity('100k')).sub(-50000) == quantity('20')", True),
+        ("quantity('3').mul(2) == quantity('6') && quantity('1').div(3) == quantity('0.3333')", True),
+        ("quantity('7').divInt(2) == quantity('3') && quantity('200M').compareTo(quantity('0.2G')) == 0", True),
         # library/ip.go, cidr.go
         ("ip('10.0.0.1').family() == 4 && isIP('::1') && ip('::1').isLoopback()", True),
         ("!ip.isCanonical('2001:db8::0:1') && ip('192.168.0.1').isGlobalUnicast()", True),
@@ -132,6 +135,16 @@ def test_library_functions(rule: str, ok: bool) -> None:
             "IPv4 field has octet with leading zero",
         ),
         ("ip('::ffff:1.2.3.4').family() == 6", 'IPv4-mapped IPv6 address "::ffff:1.2.3.4" is not allowed'),
+        (
+            "ip('1.2.a.4').family() == 4",
+            'IP Address "1.2.a.4" parse error during conversion from string: ParseAddr("1.2.a.4"): '
+            'unexpected character (at "a.4")',
+        ),
+        (  # cidr.go stringToCIDR wraps parseCIDR's already prefixed error
+            "cidr('10.0.0.0/33').prefixLength() == 1",
+            "network address parse error during conversion from string: network address parse error during "
+            'conversion from string: netip.ParsePrefix("10.0.0.0/33"): prefix length out of range',
+        ),
         (
             "url('foo').getHost() == ''",
             'URL parse error during conversion from string: parse "foo": invalid URI for request',

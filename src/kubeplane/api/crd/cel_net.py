@@ -2,8 +2,9 @@
 cel-python, on Python's ``ipaddress`` with Go ``net/netip``'s rules: no zones, no IPv4-mapped IPv6 addresses, no
 leading zeros in IPv4 octets; ``isGlobalUnicast`` as netip's (private ranges count, 255.255.255.255 does not).
 Errors are upstream's (``IP Address "x" parse error during conversion from string: ParseAddr("x"): unable to
-parse IP``); netip's detail after ``ParseAddr(...)`` is matched for the common IPv4 mistakes and is
-``unable to parse IP`` otherwise.
+parse IP``; ``cidr()``'s with upstream's doubled ``network address parse error during conversion from string:``
+prefix); netip's own details are reproduced for IPv4 (its ``parseIPv4`` scan) and prefixes, while an invalid
+IPv6 text is reported as ``unable to parse IP`` whatever netip's detail.
 """
 
 from __future__ import annotations
@@ -44,65 +45,93 @@ class CIDR:
         return f"{self.addr}/{self.prefix}"
 
 
-def _netip_detail(raw: str) -> str:
-    """netip.ParseAddr's reason for the common IPv4 mistakes; ``unable to parse IP`` otherwise."""
-    if ":" not in raw and raw.replace(".", "").isdigit():
-        fields = raw.split(".")
-        for f in fields:
-            if f == "":
-                return "IPv4 field must have at least one digit"
-            if len(f) > 1 and f[0] == "0":
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _ipv4_error(s: str) -> str | None:
+    """netip ``parseIPv4``'s error for ``s``, or None when it parses."""
+    val, dig_len, pos = 0, 0, 0
+    for i, c in enumerate(s):
+        if "0" <= c <= "9":
+            if dig_len == 1 and val == 0:
                 return "IPv4 field has octet with leading zero"
-            if int(f) > 255:
+            val = val * 10 + int(c)
+            dig_len += 1
+            if val > 255:
                 return "IPv4 field has value >255"
-        if len(fields) < 4:
-            return "IPv4 address too short"
-        if len(fields) > 4:
-            return "IPv4 address too long"
-    return "unable to parse IP"
+        elif c == ".":
+            if i == 0 or i == len(s) - 1 or s[i - 1] == ".":
+                return f"IPv4 field must have at least one digit (at {_quote(s[i:])})"
+            if pos == 3:
+                return "IPv4 address too long"
+            pos += 1
+            val, dig_len = 0, 0
+        else:
+            return f"unexpected character (at {_quote(s[i:])})"
+    return "IPv4 address too short" if pos < 3 else None
+
+
+def _parse_addr_error(s: str) -> str | None:
+    """netip ``ParseAddr``'s error text (``ParseAddr("x"): ...``) for ``s``, or None when it parses. IPv6
+    details other than a missing address are reported as ``unable to parse IP``."""
+    for c in s:
+        if c == ".":
+            detail = _ipv4_error(s)
+            break
+        if c == ":":
+            try:
+                ipaddress.IPv6Address(s.split("%", 1)[0])
+            except ValueError:
+                detail = "unable to parse IP"
+            else:
+                detail = None if not s.endswith("%") else "zone must be a non-empty string"
+            break
+        if c == "%":
+            detail = "missing IPv6 address"
+            break
+    else:
+        detail = "unable to parse IP"
+    return None if detail is None else f"ParseAddr({_quote(s)}): {detail}"
 
 
 def parse_addr(raw: str) -> Address:
     """upstream ``parseIPAddr``; ValueError with its message."""
+    problem = _parse_addr_error(raw)
+    if problem is not None:
+        raise ValueError(f"IP Address {_quote(raw)} parse error during conversion from string: {problem}")
     if "%" in raw:
-        try:
-            ipaddress.ip_address(raw.split("%", 1)[0])
-        except ValueError:
-            pass
-        else:
-            raise ValueError(f'IP address "{raw}" with zone value is not allowed')
-    try:
-        if ":" not in raw and any(len(f) > 1 and f[0] == "0" for f in raw.split(".")):
-            raise ValueError
-        addr = ipaddress.ip_address(raw)
-    except ValueError:
-        detail = _netip_detail(raw)
-        raise ValueError(
-            f'IP Address "{raw}" parse error during conversion from string: ParseAddr("{raw}"): {detail}'
-        ) from None
+        raise ValueError(f"IP address {_quote(raw)} with zone value is not allowed")
+    addr = ipaddress.ip_address(raw)
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        raise ValueError(f'IPv4-mapped IPv6 address "{raw}" is not allowed')
+        raise ValueError(f"IPv4-mapped IPv6 address {_quote(raw)} is not allowed")
     return addr
 
 
+_CIDR_ERROR = "network address parse error during conversion from string: "
+
+
 def parse_cidr(raw: str) -> CIDR:
-    """upstream ``parseCIDR`` (netip.ParsePrefix: the address is kept unmasked); ValueError with its message."""
-    prefix = "network address parse error during conversion from string: "
-    addr_text, slash, bits = raw.partition("/")
-    if not slash:
-        raise ValueError(f"{prefix}netip.ParsePrefix(\"{raw}\"): no '/'")
-    try:
-        if "%" in addr_text or (":" not in addr_text and any(len(f) > 1 and f[0] == "0" for f in addr_text.split("."))):
-            raise ValueError
-        addr = ipaddress.ip_address(addr_text)
-    except ValueError:
-        detail = f'ParseAddr("{addr_text}"): {_netip_detail(addr_text)}'
-        raise ValueError(f'{prefix}netip.ParsePrefix("{raw}"): {detail}') from None
+    """upstream ``parseCIDR`` over netip ``ParsePrefix`` (the address is kept unmasked); ValueError with its
+    message."""
+    slash = raw.rfind("/")
+    prefix = f"{_CIDR_ERROR}netip.ParsePrefix({_quote(raw)}): "
+    if slash < 0:
+        raise ValueError(prefix + "no '/'")
+    addr_text, bits = raw[:slash], raw[slash + 1 :]
+    problem = _parse_addr_error(addr_text)
+    if problem is not None:
+        raise ValueError(prefix + problem)
+    if "%" in addr_text:
+        raise ValueError(prefix + "IPv6 zones cannot be present in a prefix")
+    addr = ipaddress.ip_address(addr_text)
+    if (len(bits) > 1 and not ("1" <= bits[0] <= "9")) or not bits.isascii() or not bits.lstrip("+-").isdigit():
+        raise ValueError(prefix + f"bad bits after slash: {_quote(bits)}")
     width = 32 if addr.version == 4 else 128
-    if not bits.isdigit() or not bits.isascii() or (len(bits) > 1 and bits[0] == "0") or int(bits) > width:
-        raise ValueError(f'{prefix}netip.ParsePrefix("{raw}"): bad bits after slash: "{bits}"')
+    if not 0 <= int(bits) <= width:
+        raise ValueError(prefix + "prefix length out of range")
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        raise ValueError(f'IPv4-mapped IPv6 address "{raw}" is not allowed')
+        raise ValueError(f"IPv4-mapped IPv6 address {_quote(raw)} is not allowed")
     return CIDR(addr, int(bits))
 
 
@@ -179,12 +208,13 @@ def _is_global_unicast(v: Any) -> Any:
 
 
 def _cidr(arg: Any) -> Any:
+    """``stringToCIDR``: parseCIDR's error under a second ``network address parse error ...`` prefix."""
     if not isinstance(arg, str):
         raise TypeError("cidr")
     try:
         return parse_cidr(str(arg))
     except ValueError as exc:
-        return error(str(exc))
+        return error(_CIDR_ERROR + str(exc))
 
 
 def _is_cidr(arg: Any) -> Any:
@@ -204,12 +234,14 @@ def _c(v: Any) -> CIDR:
 
 
 def _contains_ip(c: Any, other: Any) -> Any:
+    """``cidrContainsIPString``: a string that is no IP ends in ``no such overload`` (upstream passes the
+    receiver, not the parse error, to ``MaybeNoSuchOverloadErr``)."""
     net = _c(c).network
     if isinstance(other, str):
         try:
             addr = parse_addr(str(other))
-        except ValueError as exc:
-            return error(str(exc))
+        except ValueError:
+            raise TypeError("containsIP") from None
     else:
         addr = _addr(other)
     return celtypes.BoolType(addr.version == net.version and addr in net)
@@ -221,7 +253,7 @@ def _contains_cidr(c: Any, other: Any) -> Any:
         try:
             other = parse_cidr(str(other))
         except ValueError as exc:
-            return error(str(exc))
+            return error(_CIDR_ERROR + str(exc))
     inner = _c(other)
     if inner.addr.version != net.version:
         return celtypes.BoolType(False)

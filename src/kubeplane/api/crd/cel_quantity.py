@@ -4,7 +4,8 @@ Parsing follows apimachinery's ``resource.ParseQuantity`` (pkg/api/resource/quan
 ``parseQuantityString`` and the suffixer): a sign, digits, an optional fraction, then a suffix that is a
 binary-SI (``Ki`` .. ``Ei``), decimal-SI (``n u m k M G T P E``) or decimal-exponent (``e3``, ``E-2``) one,
 with upstream's three errors. Values are exact (``Decimal``), so comparisons and sums are exact as
-``inf.Dec``'s; ``asInteger`` fails with ``cannot convert value to integer`` outside int64 or for a fraction.
+``inf.Dec``'s; ``asInteger`` fails with ``cannot convert value to integer`` outside int64 or for a fraction;
+``mul``, ``div`` (rounded half up to 4 or the given 0..10 decimals) and ``divInt`` by an integer.
 """
 
 from __future__ import annotations
@@ -174,6 +175,40 @@ def _sub(q: Any, other: Any) -> Any:
     return Quantity(_CTX.subtract(_q(q).value, _operand(other)))
 
 
+def _int_operand(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError("int expected")
+    return int(value)
+
+
+def _mul(q: Any, n: Any) -> Any:
+    return Quantity(_CTX.multiply(_q(q).value, Decimal(_int_operand(n))))
+
+
+_DIV_BY_ZERO = "internal error: division by zero error"  # upstream panics; cel-go reports the recovered panic
+
+
+def _div(q: Any, n: Any, places: Any = None) -> Any:
+    """``div``: the quotient rounded half up to ``places`` decimals (4 unless given; 0 to 10)."""
+    value, denominator = _q(q).value, _int_operand(n)
+    if denominator == 0:
+        return error(_DIV_BY_ZERO)
+    digits = 4 if places is None else _int_operand(places)
+    if digits > 10 or digits < 0:
+        return error(f"the valid range for roundVal is 0 to 10 but {digits} was passed")
+    quotient = _CTX.divide(value, Decimal(denominator))
+    return Quantity(quotient.quantize(Decimal(1).scaleb(-digits), rounding=decimal.ROUND_HALF_UP, context=_CTX))
+
+
+def _div_int(q: Any, n: Any) -> Any:
+    """``divInt``: the quotient truncated to an integer."""
+    value, denominator = _q(q).value, _int_operand(n)
+    if denominator == 0:
+        return error(_DIV_BY_ZERO)
+    quotient = _CTX.divide(value, Decimal(denominator))
+    return Quantity(quotient.to_integral_value(rounding=decimal.ROUND_DOWN, context=_CTX))
+
+
 def _compare_to(q: Any, other: Any) -> Any:
     a, b = _q(q).value, _q(other).value
     return celtypes.IntType((a > b) - (a < b))
@@ -213,6 +248,9 @@ FUNCTIONS: Mapping[str, Callable[..., Any]] = {
     "asApproximateFloat": _as_approximate_float,
     "add": _add,
     "sub": _sub,
+    "mul": _mul,
+    "div": _div,
+    "divInt": _div_int,
     "compareTo": compare_to,
     "isGreaterThan": _is_greater_than,
     "isLessThan": _is_less_than,
