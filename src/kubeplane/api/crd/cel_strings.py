@@ -109,15 +109,19 @@ def _split(s: Any, sep: Any, n: Any = None) -> Any:
 
 
 def _substring(s: Any, start: Any, end: Any = None) -> Any:
+    """cel-go ``substr``/``substrRange``: a reversed range is reported before either bound."""
     text = _string(s)
     first = int(start)
-    last = len(text) if end is None else int(end)
-    if first < 0 or first > len(text):
-        return error(f"index out of range: {first}")
-    if end is not None and (last < 0 or last > len(text)):
-        return error(f"index out of range: {last}")
+    if end is None:
+        if first < 0 or first > len(text):
+            return error(f"index out of range: {first}")
+        return S(text[first:])
+    last = int(end)
     if first > last:
         return error(f"invalid substring range. start: {first}, end: {last}")
+    for bound in (first, last):
+        if bound < 0 or bound > len(text):
+            return error(f"index out of range: {bound}")
     return S(text[first:last])
 
 
