@@ -321,3 +321,31 @@ async def test_status_subresource_is_per_version(registry: Registry) -> None:
     at_v1 = await registry.get(infos["v1"], "default", "g")
     again = await registry.update(infos["v1"], "default", "g", {**at_v1, "status": {"ready": False}})
     assert again["status"] == {"ready": True}
+
+
+async def test_objects_stored_in_a_former_storage_version_read_with_its_schema(registry: Registry) -> None:
+    """unstructuredDefaulter defaults with the schema of the object's own (stored) version, then the converter
+    prunes with the read version's: an object written while v1beta1 was the storage version gets v1beta1's
+    ``color`` default, not v1's ``replicas``, when read at v1 after the storage version moved to v1."""
+    beta_storage = copy.deepcopy(CRD)
+    beta_storage["spec"]["versions"][0]["storage"] = True
+    beta_storage["spec"]["versions"][1]["storage"] = False
+    infos = await install(registry, beta_storage)
+    await registry.create(infos["v1beta1"], "default", gizmo("v1beta1", {"size": "small"}))
+    stored = registry.get_cached(infos["v1"], "default", "g")
+    assert stored is not None
+    assert stored["apiVersion"] == "multi.example.com/v1beta1"
+    assert "color" in stored["spec"]  # written with v1beta1's default
+    del stored  # the cache's object is not to be changed
+    later = copy.deepcopy(beta_storage)
+    color = later["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["color"]
+    color["default"] = "green"
+    later["spec"]["versions"][0]["storage"] = False
+    later["spec"]["versions"][1]["storage"] = True
+    infos = await install(registry, later)
+    await registry.create(infos["v1beta1"], "default", gizmo("v1beta1", {"size": "small"}, "h"))
+    as_v1 = await registry.get(infos["v1"], "default", "g")
+    assert as_v1["apiVersion"] == "multi.example.com/v1"
+    assert as_v1["spec"] == {"size": "small", "color": "red"}  # stored in v1beta1: v1's replicas default not applied
+    fresh = await registry.get(infos["v1"], "default", "h")
+    assert fresh["spec"] == {"size": "small", "color": "green", "replicas": 1}  # stored in v1 now
