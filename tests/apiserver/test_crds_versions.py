@@ -236,8 +236,8 @@ async def _http_get(
 
 
 async def test_deprecated_version_answers_with_a_warning(registry: Registry) -> None:
-    """crdHandler.ServeHTTP adds the version's deprecation warning to every request to it (JSON and Table);
-    the non-deprecated version gets none."""
+    """crdHandler.ServeHTTP adds the version's deprecation warning to every request to it (JSON, Table and
+    errors); the non-deprecated version gets none."""
     infos = await install(registry, CRD)
     await registry.create(infos["v1"], "default", gizmo("v1", {}))
     text = b'299 - "multi.example.com/v1beta1 Gizmo is deprecated; use multi.example.com/v1 Gizmo"'
@@ -249,6 +249,9 @@ async def test_deprecated_version_answers_with_a_warning(registry: Registry) -> 
     code, headers, _ = await _http_get(registry, "/apis/multi.example.com/v1/namespaces/default/gizmos/g")
     assert code == 200
     assert not [h for h in headers if h[0] == b"warning"]
+    code, headers, _ = await _http_get(registry, "/apis/multi.example.com/v1beta1/namespaces/default/gizmos/none")
+    assert code == 404  # the warning goes out with an error answer too (filters/warning.go writes it first)
+    assert (b"warning", text) in headers
 
 
 async def test_cel_rules_run_with_the_request_versions_schema(registry: Registry) -> None:

@@ -243,7 +243,7 @@ class APIServerApp:
         try:
             await self._handle(scope, receive, send_counted)
         except APIError as exc:
-            await _send_json(send_counted, exc.code, exc.status)
+            await _send_json(send_counted, exc.code, exc.status, headers=exc.headers)
         except StoreError as exc:  # the storage backend failed (etcd unreachable, a write's outcome unknown)
             log.warning("storage error serving %s %s: %s", scope.get("method"), scope.get("path"), exc)
             await _send_json(send_counted, 500, errors.internal(str(exc)).status)
@@ -370,7 +370,13 @@ class APIServerApp:
         if info.group == metrics_api.GROUP:
             await self._metrics_api(request, send)
             return
-        await self._resource(request, send)
+        try:
+            await self._resource(request, send)
+        except APIError as exc:  # warnings recorded before the failure go out with it (filters/warning.go)
+            fields: negotiation.FieldValidation | None = getattr(request, "fields", None)
+            if fields is not None and fields.warnings:
+                exc.headers = fields.headers()
+            raise
 
     async def _metrics_api(self, request: Request, send: Send) -> None:
         """``metrics.k8s.io`` (:mod:`kubeplane.apiserver.metrics_api`): get and list only, as metrics-server."""
