@@ -214,3 +214,26 @@ def test_optional_old_self_without_old_self_is_refused_at_crd_creation() -> None
         "may not be set if oldSelf is not used in rule"
     ]
     assert celdefinition.validate_rules_of_schema(SCHEMA, new_path("s")) == []
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "[10, 20].all(i, v, v == (i + 1) * 10)",
+        "{'a': 1, 'b': 2}.exists(k, v, k == 'b' && v == 2)",
+        "[1, 2, 3].existsOne(i, v, v == 2) && ![1, 2, 2].existsOne(i, v, v == 2)",
+        "[1, 2, 3].transformList(i, v, i * v) == [0, 2, 6]",
+        "[1, 2, 3].transformList(i, v, v > 1, v) == [2, 3]",
+        "{'a': 1}.transformMap(k, v, v + 1) == {'a': 2}",
+        "[1, 2].all(x, x > 0)",
+    ],
+)
+def test_two_variable_comprehensions(rule: str) -> None:
+    """cel-go ext/comprehensions.go (TwoVarComprehensions, base environment 1.32): index or key and value."""
+    assert cel.compile_expression(rule).error == ""
+    schema = {"type": "object", "x-kubernetes-validations": [{"rule": rule}]}
+    assert cel.validate({"metadata": {}}, schema) == []
+
+
+def test_two_variable_comprehension_variables_are_scoped() -> None:
+    assert "undeclared reference to 'w'" in cel.compile_expression("[1].all(i, v, w > 0)").error

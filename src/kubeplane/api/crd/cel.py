@@ -49,6 +49,7 @@ from kubeplane.api.validation.field import (
     required,
 )
 
+from .cel_comprehensions import TWO_VARIABLE, is_two_variable
 from .cel_cost import PER_CALL_LIMIT, RUNTIME_BUDGET, CostExceeded, CostingEvaluator, Tracker
 from .cel_library import FUNCTIONS, PACKAGES
 from .cel_types import EMPTY, LibraryError, Optional
@@ -58,7 +59,7 @@ Schema = Mapping[str, Any]
 __all__ = ["Compiled", "compile_expression", "has_rules", "valid_field_path", "validate"]
 
 REASONS = ("FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired")
-_MACROS = frozenset({"has", "all", "exists", "exists_one", "map", "filter"})
+_MACROS = frozenset({"has", "all", "exists", "exists_one", "map", "filter"}) | TWO_VARIABLE
 
 
 _KNOWN = frozenset(base_functions) | frozenset(FUNCTIONS) | _MACROS
@@ -77,7 +78,7 @@ class Compiled:
     error: str
 
 
-_COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+_COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "map", "filter"}) | TWO_VARIABLE
 _TYPE_NAMES = frozenset(
     {"int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type", "dyn"}
     | {"duration", "timestamp"}
@@ -102,9 +103,10 @@ def _undeclared(tree: Any, bound: frozenset[str]) -> Iterator[Any]:
         target, args = subtrees
         yield from _undeclared(target, bound)
         exprs = [c for c in args.children if not isinstance(c, str)]
-        names = [str(t) for e in exprs[:1] for n in e.find_data("ident") for t in n.children if isinstance(t, str)]
-        inner = bound | frozenset(names[:1])
-        for expr in exprs[1:]:
+        count = 2 if is_two_variable(tree) else 1  # cel-go's two-variable forms bind index/key and value
+        names = [str(t) for e in exprs[:count] for n in e.find_data("ident") for t in n.children if isinstance(t, str)]
+        inner = bound | frozenset(names[:count])
+        for expr in exprs[count:]:
             yield from _undeclared(expr, inner)
         return
     for sub in subtrees:

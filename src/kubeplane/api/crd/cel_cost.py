@@ -58,6 +58,14 @@ class CostingEvaluator(Evaluator):
     def sub_evaluator(self, ast: Any) -> Evaluator:
         return CostingEvaluator(ast, self.activation, self.tracker)
 
+    def member_dot_arg(self, tree: Any) -> Any:
+        """cel-python's method calls and macros, and cel-go's two-variable comprehensions."""
+        from . import cel_comprehensions
+
+        if len(tree.children) == 3 and cel_comprehensions.is_two_variable(tree):
+            return cel_comprehensions.evaluate(self, tree)
+        return super().member_dot_arg(tree)
+
     def _visit_tree(self, tree: Any) -> Any:  # lark's Interpreter reaches every node through this
         if tree.data in _COSTED:
             tracker = self.tracker

@@ -5,9 +5,9 @@ with the environment of its minimum compatibility version, 1.36): the URLs, Rege
 ``CrossTypeNumericComparisons``, ``OptionalTypes``, Quantity, strings v2, sets, IP and CIDR, Format and semver
 v1. One function name serves every library declaring it (``indexOf`` on strings and lists, ``compareTo`` on
 quantities and semvers, ``contains`` on strings and ``sets.``); each implementation tells its overload by its
-arguments and raises ``TypeError`` (cel-python's ``no such overload``) for any other. Not provided: the Authz
-library (no authorizer in CRD rules), two-variable comprehensions (``all(k, v, ...)``: cel-python's parser has
-one variable), the image library, the ``.?``/``[?]`` optional syntax, string ``format``.
+arguments and raises ``TypeError`` (cel-python's ``no such overload``) for any other. Two-variable
+comprehensions are evaluated by :mod:`.cel_comprehensions`. Not provided: the Authz library (no authorizer in
+CRD rules), the image library, the ``.?``/``[?]`` optional syntax, string ``format``.
 """
 
 from __future__ import annotations
