@@ -21,6 +21,8 @@ from typing import Any
 
 from celpy.evaluation import Evaluator
 
+from . import cel_comprehensions
+
 __all__ = ["PER_CALL_LIMIT", "RUNTIME_BUDGET", "CostExceeded", "CostingEvaluator", "Tracker"]
 
 PER_CALL_LIMIT = 1_000_000
@@ -60,8 +62,6 @@ class CostingEvaluator(Evaluator):
 
     def member_dot_arg(self, tree: Any) -> Any:
         """cel-python's method calls and macros, and cel-go's two-variable comprehensions."""
-        from . import cel_comprehensions
-
         if len(tree.children) == 3 and cel_comprehensions.is_two_variable(tree):
             return cel_comprehensions.evaluate(self, tree)
         return super().member_dot_arg(tree)
