@@ -5,6 +5,8 @@ In process (no HTTP: the bench measures kubeplane's code, not the transport), ov
 * ``cr_creates_per_s``: ``Registry.create`` of CronTab custom resources (prune, default, validate against a
   structural schema with a pattern, bounds and a nested list, then store), and ``configmap_creates_per_s``, the
   same loop for ConfigMaps as the baseline of a built-in kind without that work.
+* ``cr_list_items_per_s``: custom resources listed per second through ``list_objects`` (each item read as
+  upstream's CRD storage codec reads it: pruned and defaulted with its stored version's schema).
 * ``validate_us``, ``prune_us``, ``default_us``: microseconds per object of :func:`kubeplane.api.crd.values.
   validate_value`, :func:`kubeplane.api.crd.prune.prune` and ``apply_defaults`` (with a deep copy of the
   object, which dominates) on the same object.
@@ -93,7 +95,7 @@ def emit(metric: str, value: float, unit: str, quick: bool) -> None:
     sys.stdout.flush()
 
 
-async def creates(count: int) -> tuple[float, float]:
+async def creates(count: int) -> tuple[float, float, float]:
     registry = Registry(store=MemoryStore())
     await registry.start()
     try:
@@ -112,7 +114,12 @@ async def creates(count: int) -> tuple[float, float]:
         for i in range(count):
             await registry.create(cm, "default", {"metadata": {"name": f"m{i}"}, "data": {"a": "b"}})
         cm_rate = count / (time.perf_counter() - start)
-        return cr_rate, cm_rate
+        from kubeplane.apiserver.listing import ListOptions, list_objects
+
+        start = time.perf_counter()
+        listed = len((await list_objects(registry, cr, "default", ListOptions()))["items"])
+        list_rate = listed / (time.perf_counter() - start)
+        return cr_rate, cm_rate, list_rate
     finally:
         await registry.stop()
 
@@ -122,9 +129,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     count = 500 if args.quick else 5000
-    cr_rate, cm_rate = asyncio.run(creates(count))
+    cr_rate, cm_rate, list_rate = asyncio.run(creates(count))
     emit("cr_creates_per_s", cr_rate, "ops/s", args.quick)
     emit("configmap_creates_per_s", cm_rate, "ops/s", args.quick)
+    emit("cr_list_items_per_s", list_rate, "items/s", args.quick)
     pruned, _ = prune(OBJECT, SCHEMA)
     apply_defaults(pruned, SCHEMA)
     number = 500 if args.quick else 5000

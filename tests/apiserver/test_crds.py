@@ -4,8 +4,9 @@ against a kubeplane apiserver (TLS, the test's own kubeconfig and kubectl cache 
 Upstream behaviour pinned, by file (k8s.io/apiextensions-apiserver unless noted):
 * pkg/controller/status/naming_controller.go, pkg/controller/establish: NamesAccepted and Established;
   ``kubectl wait --for condition=established``; a name conflict (``KindConflict``).
-* pkg/apiserver/customresource_handler.go: CRs served at every served version, strict field validation from
-  pruning (``unknown field "spec.foo"``), defaulting, kube-openapi validation messages (validation.go).
+* pkg/apiserver/customresource_handler.go: CRs served at every served version, each with its own schema,
+  strict field validation from pruning (``unknown field "spec.foo"``), defaulting (on read too), kube-openapi
+  validation messages (validation.go), deprecated versions' warnings.
 * pkg/registry/customresource/tableconvertor: additionalPrinterColumns in kubectl get.
 * pkg/controller/openapi/builder: ``kubectl explain`` shows the schema's descriptions.
 * pkg/registry/customresource/etcd.go: status and scale subresources.
@@ -357,6 +358,65 @@ def test_restart_serves_stored_crds(tmp_path: Path) -> None:
         assert got["spec"]["replicas"] == 1
     finally:
         server.stop()
+
+
+GIZMOS = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gizmos.multi.example.com
+spec:
+  group: multi.example.com
+  scope: Namespaced
+  names: {plural: gizmos, singular: gizmo, kind: Gizmo}
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: false
+    deprecated: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: string, enum: [small, large]}
+  - name: v1
+    served: true
+    storage: true
+    additionalPrinterColumns:
+    - {name: Size, type: string, jsonPath: .spec.size}
+    - {name: Replicas, type: integer, jsonPath: .spec.replicas}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: string}
+              replicas: {type: integer, default: 2}
+"""
+
+
+def test_versions_with_their_own_schemas_and_deprecation(kubectl: Kubectl) -> None:
+    """customresource_handler.go: a deprecated version's requests carry ``defaultDeprecationWarning`` (kubectl
+    prints it as ``Warning: ...``); a CR created at v1alpha1 is validated with v1alpha1's schema (its enum) and
+    read at v1 carries ``apiVersion`` v1 and v1's default (nopConverter, unstructuredDefaulter)."""
+    kubectl("apply", "-f", "-", stdin=GIZMOS)
+    kubectl("wait", "--for", "condition=established", "--timeout=30s", "crd/gizmos.multi.example.com")
+    alpha = "apiVersion: multi.example.com/v1alpha1\nkind: Gizmo\nmetadata:\n  name: g\nspec:\n  size: {size}\n"
+    bad = kubectl("apply", "-f", "-", stdin=alpha.format(size="mid"), check=False)
+    assert 'spec.size: Unsupported value: "mid": supported values: "small", "large"' in bad.stderr
+    made = kubectl("apply", "-f", "-", stdin=alpha.format(size="small"))
+    assert "Warning: multi.example.com/v1alpha1 Gizmo is deprecated; use multi.example.com/v1 Gizmo" in made.stderr
+    as_v1 = kubectl.json("get", "gizmos.v1.multi.example.com", "g")
+    assert (as_v1["apiVersion"], as_v1["spec"]) == ("multi.example.com/v1", {"size": "small", "replicas": 2})
+    rows = kubectl("get", "gizmos.v1.multi.example.com").stdout.split("\n")
+    assert rows[0].split() == ["NAME", "SIZE", "REPLICAS"]
+    assert rows[1].split() == ["g", "small", "2"]
+    kubectl("delete", "crd", "gizmos.multi.example.com", "--timeout=30s")
 
 
 WIDGETS = """

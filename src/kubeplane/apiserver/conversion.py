@@ -3,13 +3,20 @@
 kube-apiserver stores events.k8s.io/v1 Events and core/v1 Events as one resource ("cohabitating"): both APIs
 read and write the same objects, each in its own field names (upstream ``pkg/apis/events/v1/conversion.go``).
 kubeplane stores the core/v1 form; the events.k8s.io/v1 form is produced on the way out and folded back on the
-way in. Every other resource is stored in its only version and passes through unchanged.
+way in. Custom resources are stored in their CRD's storage version and read as upstream's CRD storage codec
+reads them (apiextensions-apiserver customresource_handler.go ``crdConversionRESTOptionsGetter``): pruned and
+defaulted with the schema of the version they are stored in (``schemaCoercingDecoder``, ``unstructuredDefaulter``:
+so a default added to the schema later shows on every read), converted by rewriting ``apiVersion``
+(``nopConverter``), then pruned with the read version's schema (``schemaCoercingConverter``); written converted
+to the storage version and pruned with its schema (the same converter on encode). Every other
+resource is stored in its only version and passes through unchanged.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kubeplane.api.crd import prune as crdprune
 from kubeplane.api.crd.resource import CustomResourceInfo
 from kubeplane.api.resources import ResourceInfo
 
@@ -29,19 +36,54 @@ _CORE_TO_EVENTS_V1 = {core: v1 for v1, core in _EVENTS_V1.items()}
 
 
 def converts(info: ResourceInfo) -> bool:
-    """events.k8s.io, and a custom resource's served versions other than its (served) storage version, whose
-    objects are stored in the storage version (conversion strategy None: only ``apiVersion`` changes)."""
-    if isinstance(info, CustomResourceInfo):
-        return info.converts
-    return info.group == "events.k8s.io"
+    """events.k8s.io, whose objects are stored as another resource's (core/v1 Events). Custom resources are
+    written through their own version's strategy and stored under the same key: :func:`stored_custom`."""
+    return not isinstance(info, CustomResourceInfo) and info.group == "events.k8s.io"
+
+
+def presents(info: ResourceInfo) -> bool:
+    """Whether a stored object is shown otherwise than stored: events.k8s.io and every custom resource."""
+    return isinstance(info, CustomResourceInfo) or converts(info)
+
+
+def read_custom(info: CustomResourceInfo, obj: Obj) -> Obj:
+    """A stored custom resource as read at ``info``'s version (a new object; ``obj`` is not changed): pruned and
+    defaulted with its stored version's schema, ``apiVersion`` and ``kind`` set, pruned with ``info``'s schema
+    and cleared of ``null``s the schema does not allow. An object whose stored version the CRD no longer has is
+    only relabelled."""
+    stored_version = str(obj.get("apiVersion") or "").rpartition("/")[2]
+    stored_schema = info.schemas.get(stored_version)
+    out = obj
+    if stored_schema:
+        out, _ = crdprune.prune(obj, stored_schema)
+        crdprune.apply_defaults(out, stored_schema)
+    out = {**out, "apiVersion": info.api_version, "kind": info.kind}
+    if info.schema and stored_version != info.version:
+        out, _ = crdprune.prune(out, info.schema)
+        crdprune.drop_nulls_without_defaults(out, info.schema)
+    return out
+
+
+def stored_custom(info: CustomResourceInfo, obj: Obj) -> Obj:
+    """A custom resource written at ``info``'s version in its stored form: converted to the storage version
+    (upstream's encoder version, served or not) and pruned with its schema (``schemaCoercingConverter`` on
+    encode), so fields only the request's version has are not stored."""
+    if not info.storage_version or info.storage_version == info.version:
+        return obj
+    out: Obj = {**obj, "apiVersion": f"{info.group}/{info.storage_version}"}
+    storage_schema = info.schemas.get(info.storage_version)
+    if storage_schema:
+        out, _ = crdprune.prune(out, storage_schema)
+        crdprune.drop_nulls_without_defaults(out, storage_schema)
+    return out
 
 
 def from_storage(info: ResourceInfo, obj: Obj) -> Obj:
-    """The stored (core/v1) object as ``info``'s version presents it (a new dict; ``obj`` is not changed)."""
+    """The stored object as ``info``'s version presents it (a new dict; ``obj`` is not changed)."""
+    if isinstance(info, CustomResourceInfo):
+        return read_custom(info, obj)
     if not converts(info):
         return obj
-    if isinstance(info, CustomResourceInfo):
-        return {**obj, "apiVersion": info.api_version}
     out: Obj = {"apiVersion": info.api_version, "kind": info.kind}
     for key, value in obj.items():
         if key in ("apiVersion", "kind"):
@@ -59,7 +101,5 @@ def to_storage(info: ResourceInfo, storage: ResourceInfo, obj: Obj) -> Obj:
     """An object written through ``info`` in the stored form of ``storage``."""
     if not converts(info):
         return obj
-    if isinstance(info, CustomResourceInfo):
-        return {**obj, "apiVersion": storage.api_version}
     fields = events_v1_fields_to_core({k: v for k, v in obj.items() if k not in ("apiVersion", "kind")})
     return {"apiVersion": storage.api_version, "kind": storage.kind, **fields}

@@ -3,9 +3,12 @@
 * :class:`CRDStrategy`: the CRD kind (registry/customresourcedefinition/strategy.go): v1 defaults, validation
   (:mod:`kubeplane.api.crd.definition`), ``status.storedVersions`` started with the storage version on create
   and grown when the storage version changes, generation on spec changes, status split.
-* :class:`CustomResourceStrategy`: one per served version (registry/customresource/strategy.go): pruning and
-  defaulting by the structural schema, validation with kube-openapi's messages (:mod:`kubeplane.api.crd.values`),
-  generation, the status split when the status subresource is on.
+* :class:`CustomResourceStrategy`: one per served version (registry/customresource/strategy.go), with that
+  version's schema: pruning and defaulting (upstream's request decoder for the version), validation with
+  kube-openapi's messages and CEL rules (:mod:`kubeplane.api.crd.values`), generation, the status split when the
+  version has the status subresource. A write at any version is stored in the storage version and answered as
+  read back (:mod:`.conversion`: the stored version's defaults, the ``None`` conversion, the read version's
+  pruning), as upstream's CRD storage codec answers it.
 * :class:`CRDController`: what upstream runs as the naming, establishing and finalizer controllers, run here in
   the API server process, because what it changes is the server's own resource table: names accepted (conflicts
   with other CRDs of the group refused, ``NamesAccepted``), the versions registered in the table (served by the
@@ -15,8 +18,6 @@
   strategy's write hooks, and at start for every stored CRD (restarts serve what is stored: the accepted ones
   are registered before the server answers).
 
-Departure (documented in docs/apiserver.md): a served version other than the storage version is validated,
-pruned and defaulted with the storage version's schema (upstream: the request's version's).
 """
 
 from __future__ import annotations
@@ -186,7 +187,7 @@ def _set_condition(registry: Registry, crd: Obj, ctype: str, status: str, reason
 
 
 class CustomResourceStrategy(Strategy):
-    """One served version of a CRD; ``schema`` is the storage version's (see the module's departure)."""
+    """One served version of a CRD with its own ``schema`` (upstream ``NewStrategy`` per version)."""
 
     def __init__(self, info: CustomResourceInfo, schema: Mapping[str, Any]) -> None:
         super().__init__(info)
@@ -400,15 +401,6 @@ class CRDController:
             return
         await self._unregister(name, keep_caches=True)
         self._fingerprints[name] = fingerprint
-        stored = storage_version(crd)
-        schema = next(
-            (
-                ((v.get("schema") or {}).get("openAPIV3Schema") or {})
-                for v in (crd.get("spec") or {}).get("versions") or ()
-                if v.get("name") == stored
-            ),
-            {},
-        )
         for info in infos:
             if self.registry.table.get(info.group, info.version, info.plural) is not None:
                 log.warning("CRD %s: %s %s is already served; not registered", name, info.group_resource, info.version)
@@ -420,7 +412,7 @@ class CRDController:
                 self.registry.caches[prefix] = cache
                 await cache.start()
             self.registry.custom_strategies[(info.group, info.version, info.plural)] = CustomResourceStrategy(
-                info, schema if info.converts else info.schema
+                info, info.schema
             )
             structural.register(self._owner(name), info.group, info.version, info.kind, info.schema)
         self.registered[name] = infos

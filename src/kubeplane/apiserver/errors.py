@@ -33,6 +33,8 @@ class APIError(Exception):
         self.reason = reason
         self.message = message
         self.details = details
+        self.headers: list[tuple[bytes, bytes]] | None = None
+        """Response headers sent with the Status (the request's ``Warning`` headers)."""
 
     @property
     def status(self) -> dict[str, Any]:

@@ -143,20 +143,29 @@ class Registry:
         return self._with_type(info, obj)
 
     def _with_type(self, info: ResourceInfo, obj: Obj) -> Obj:
-        if conversion.converts(info):
+        """A stored object as ``info`` presents it (custom resources: read through their CRD's schemas)."""
+        if conversion.presents(info):
             return conversion.from_storage(info, obj)
         if obj.get("apiVersion") == info.api_version and obj.get("kind") == info.kind:
             return obj
-        if isinstance(info, CustomResourceInfo):  # stored in a former storage version (conversion None)
-            return {**obj, "apiVersion": info.api_version, "kind": info.kind}
         return {"apiVersion": info.api_version, "kind": info.kind, **obj}
 
     def storage_resource(self, info: ResourceInfo) -> ResourceInfo:
-        """The resource whose form is stored for ``info`` (itself, except for cohabiting versions)."""
-        if isinstance(info, CustomResourceInfo):
-            storage = self.table.get(info.group, info.storage_version, info.plural) if info.converts else None
-            return storage or info
+        """The resource whose form is stored for ``info`` (itself, except for cohabiting versions; a custom
+        resource's versions share one key, each written through its own strategy)."""
         return self.resource("", "events") if conversion.converts(info) else info
+
+    def _written(self, info: CustomResourceInfo, stored: Obj) -> Obj:
+        """A custom resource just written, as read back. At the storage version the write already pruned and
+        defaulted it with the very schema reading applies, so reading back changes nothing and is skipped."""
+        if info.version == info.storage_version or not info.storage_version:
+            return stored
+        return self._with_type(info, stored)
+
+    @staticmethod
+    def _stored(info: ResourceInfo, obj: Obj) -> Obj:
+        """``obj`` in the form written to storage: a custom resource in its CRD's storage version."""
+        return conversion.stored_custom(info, obj) if isinstance(info, CustomResourceInfo) else obj
 
     # -- create ------------------------------------------------------------------------------------------------
 
@@ -241,6 +250,8 @@ class Registry:
         finally:
             if finish is not None:
                 await finish(done)
+        if isinstance(info, CustomResourceInfo):  # the answer is what storage gives back (read form)
+            return self._written(info, self._stored(info, obj))
         return obj
 
     async def _validate_and_store(
@@ -256,7 +267,7 @@ class Registry:
             return True
         for _ in range(MAX_RETRIES if generate else 1):
             try:
-                kv = await self.store.create(info.key(metadata["name"], namespace), encode(obj))
+                kv = await self.store.create(info.key(metadata["name"], namespace), encode(self._stored(info, obj)))
             except KeyExists:
                 if generate:  # upstream GenerateNameRetries: a fresh suffix, a few times
                     metadata["name"] = apimeta.generate_name(str(metadata["generateName"]), self.rng)
@@ -343,21 +354,25 @@ class Registry:
             if precondition is not None and precondition != str(current.mod_revision):
                 raise errors.conflict(info.group, info.plural, name, errors.OPTIMISTIC_LOCK)
             old = decode(current)
+            custom = isinstance(info, CustomResourceInfo)
+            seen = self._with_type(info, old) if custom else old  # upstream decodes (defaults, converts) the old
             new = await offload.run(
-                self._updated, info, name, strategy, transform, old, subresource, manager, track_subresource
+                self._updated, info, name, strategy, transform, seen, subresource, manager, track_subresource
             )
             new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+            if custom:
+                new = self._stored(info, new)
             if new == old or (dry_run and subresource == "status"):
-                return new
+                return self._written(info, new) if isinstance(info, CustomResourceInfo) else new
             finish = None if subresource == "status" else await strategy.begin_update(self, new, old, dry_run=dry_run)
             stored = False
             try:
                 if dry_run:
-                    return new
+                    return self._written(info, new) if isinstance(info, CustomResourceInfo) else new
                 if strategy.should_delete_during_update(new):  # e.g. the last finalizer went: delete (upstream)
                     await self._remove(info, key, current.mod_revision, new)
                     stored = True
-                    return new
+                    return self._written(info, new) if isinstance(info, CustomResourceInfo) else new
                 try:
                     kv = await self.store.update(key, encode(new), expected_mod_revision=current.mod_revision)
                 except Conflict:
@@ -369,7 +384,7 @@ class Registry:
                 if finish is not None:
                     await finish(stored)
             new["metadata"]["resourceVersion"] = str(kv.mod_revision)
-            return new
+            return self._written(info, new) if isinstance(info, CustomResourceInfo) else new
         raise errors.conflict(info.group, info.plural, name, "too many concurrent updates; try again")
 
     def _updated(

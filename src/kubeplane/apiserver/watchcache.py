@@ -97,7 +97,7 @@ class WatchEvent:
     prev: Obj | None
     size: int = 0
     _frame: bytes | None = field(default=None, repr=False)
-    _presented: bytes | None = field(default=None, repr=False)
+    _presented: dict[str, bytes] | None = field(default=None, repr=False)
     _added: WatchEvent | None = field(default=None, repr=False)
     _deleted: WatchEvent | None = field(default=None, repr=False)
 
@@ -108,14 +108,16 @@ class WatchEvent:
             self._frame = escape_html(orjson.dumps({"type": self.type, "object": self.obj}, option=_NEWLINE))
         return self._frame
 
-    def presented_frame(self, present: Callable[[Obj], Obj]) -> bytes:
-        """The watch line of the object as ``present`` shows it, encoded once. The only presentation besides the
-        stored one is events.k8s.io/v1's view of a stored core Event, so one slot caches it."""
+    def presented_frame(self, present: Callable[[Obj], Obj], view: str = "") -> bytes:
+        """The watch line of the object as ``present`` shows it, encoded once per ``view`` (events.k8s.io/v1's
+        view of a stored core Event; a custom resource at one served version with its schema)."""
         if self._presented is None:
-            self._presented = escape_html(
-                orjson.dumps({"type": self.type, "object": present(self.obj)}, option=_NEWLINE)
-            )
-        return self._presented
+            self._presented = {}
+        line = self._presented.get(view)
+        if line is None:
+            line = escape_html(orjson.dumps({"type": self.type, "object": present(self.obj)}, option=_NEWLINE))
+            self._presented[view] = line
+        return line
 
     def as_added(self) -> WatchEvent:
         """This change for a watcher whose selector the object enters: an ADDED of the new state."""

@@ -8,13 +8,18 @@ CRD itself, pkg/apis/apiextensions/validation/validation.go (compile errors as
 The engine is cel-python (``celpy``): an interpreter without cel-go's type checker, so a rule is *parsed* at CRD
 creation and checked for functions and variables that do not exist (comprehension variables scoped); type errors
 cel-go finds at compile time surface here at evaluation (``no such overload`` → upstream's runtime message for
-that case). No cost estimation or budget. The CRD-time checks are :mod:`.celdefinition`'s. Invariants:
+that case). Functions are the Kubernetes base environment's (:mod:`.cel_library`); runtime cost is counted and
+limited as upstream (:mod:`.cel_cost`: per call and per object), the CRD-time cost estimates are not made. The
+CRD-time checks are :mod:`.celdefinition`'s. Invariants:
 
 * a rule is evaluated only on a non-null value, with ``self`` bound to it; at a resource root ``self`` also has
   ``apiVersion``, ``kind`` and ``metadata.{name,generateName}`` (``model.WithTypeAndObjectMeta``);
 * a rule naming ``oldSelf`` (a transition rule) runs only when the old value exists: on update, correlated
-  through object properties, map values and ``x-kubernetes-list-type: map`` items by key, never on create
-  (``optionalOldSelf``, which upstream evaluates then with an empty optional, is not supported: skipped too);
+  through object properties, map values and ``x-kubernetes-list-type: map`` items by key, never on create;
+  with ``optionalOldSelf: true`` it always runs, ``oldSelf`` being an optional (``optional.none()`` when there
+  is no correlated old value);
+* once the object's cost budget is spent, no further rule runs (``validation failed due to running out of
+  cost budget, no further validation rules will be run``);
 * evaluation never raises: whatever cel-python throws becomes upstream's ``<error> evaluating rule: <rule>``
   (a 422, never a 5xx);
 * errors come in upstream's order: the node's rules in order, then ``allOf``, then children.
@@ -25,7 +30,7 @@ Compiled programs are cached by rule text (:func:`compile_expression`), so a CRD
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -33,7 +38,7 @@ from typing import Any
 import celpy
 from celpy import celtypes
 from celpy.celparser import CELParseError
-from celpy.evaluation import CELEvalError, base_functions
+from celpy.evaluation import base_functions
 
 from kubeplane.api.validation.field import (
     ErrorList,
@@ -44,104 +49,20 @@ from kubeplane.api.validation.field import (
     required,
 )
 
+from .cel_comprehensions import TWO_VARIABLE, is_two_variable
+from .cel_cost import PER_CALL_LIMIT, RUNTIME_BUDGET, CostExceeded, CostingEvaluator, Tracker
+from .cel_library import FUNCTIONS, PACKAGES
+from .cel_types import EMPTY, LibraryError, Optional
+
 Schema = Mapping[str, Any]
 
 __all__ = ["Compiled", "compile_expression", "has_rules", "valid_field_path", "validate"]
 
 REASONS = ("FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired")
-_MACROS = frozenset({"has", "all", "exists", "exists_one", "map", "filter"})
+_MACROS = frozenset({"has", "all", "exists", "exists_one", "map", "filter"}) | TWO_VARIABLE
 
 
-# -- the Kubernetes and cel-go extension functions cel-python lacks (apiserver/pkg/cel/library, cel-go ext) ------
-
-
-def _lower_ascii(s: celtypes.StringType) -> celtypes.StringType:
-    return celtypes.StringType("".join(c.lower() if c.isascii() else c for c in s))
-
-
-def _upper_ascii(s: celtypes.StringType) -> celtypes.StringType:
-    return celtypes.StringType("".join(c.upper() if c.isascii() else c for c in s))
-
-
-def _trim(s: celtypes.StringType) -> celtypes.StringType:
-    return celtypes.StringType(s.strip())
-
-
-def _join(items: celtypes.ListType, sep: celtypes.StringType | None = None) -> celtypes.StringType:
-    return celtypes.StringType((sep or "").join(str(i) for i in items))
-
-
-def _split(s: celtypes.StringType, sep: celtypes.StringType) -> celtypes.ListType:
-    return celtypes.ListType([celtypes.StringType(p) for p in s.split(sep)])
-
-
-def _replace(s: celtypes.StringType, old: celtypes.StringType, new: celtypes.StringType) -> celtypes.StringType:
-    return celtypes.StringType(s.replace(old, new))
-
-
-def _substring(s: celtypes.StringType, start: celtypes.IntType, end: celtypes.IntType | None = None) -> Any:
-    return celtypes.StringType(s[int(start) : None if end is None else int(end)])
-
-
-def _index_of(target: Any, item: Any) -> celtypes.IntType:
-    if isinstance(target, str):
-        return celtypes.IntType(target.find(item))
-    return celtypes.IntType(next((i for i, v in enumerate(target) if v == item), -1))
-
-
-def _last_index_of(target: Any, item: Any) -> celtypes.IntType:
-    if isinstance(target, str):
-        return celtypes.IntType(target.rfind(item))
-    return celtypes.IntType(next((i for i in range(len(target) - 1, -1, -1) if target[i] == item), -1))
-
-
-def _is_sorted(items: Any) -> celtypes.BoolType:
-    return celtypes.BoolType(all(items[i] <= items[i + 1] for i in range(len(items) - 1)))
-
-
-def _sum(items: Any) -> Any:
-    total: Any = celtypes.IntType(0) if not items else items[0]
-    for v in items[1:]:
-        total = total + v
-    return total
-
-
-def _min(items: Any) -> Any:
-    return min(items)
-
-
-def _max(items: Any) -> Any:
-    return max(items)
-
-
-def _find(s: celtypes.StringType, pattern: celtypes.StringType) -> celtypes.StringType:
-    m = re.search(pattern, s)
-    return celtypes.StringType(m.group(0) if m else "")
-
-
-def _find_all(s: celtypes.StringType, pattern: celtypes.StringType, limit: Any = None) -> celtypes.ListType:
-    found = [celtypes.StringType(m.group(0)) for m in re.finditer(pattern, s)]
-    return celtypes.ListType(found if limit is None or int(limit) < 0 else found[: int(limit)])
-
-
-EXTENSIONS: Mapping[str, Callable[..., Any]] = {
-    "lowerAscii": _lower_ascii,
-    "upperAscii": _upper_ascii,
-    "trim": _trim,
-    "join": _join,
-    "split": _split,
-    "replace": _replace,
-    "substring": _substring,
-    "indexOf": _index_of,
-    "lastIndexOf": _last_index_of,
-    "isSorted": _is_sorted,
-    "sum": _sum,
-    "min": _min,
-    "max": _max,
-    "find": _find,
-    "findAll": _find_all,
-}
-_KNOWN = frozenset(base_functions) | frozenset(EXTENSIONS) | _MACROS
+_KNOWN = frozenset(base_functions) | frozenset(FUNCTIONS) | _MACROS
 _ENV = celpy.Environment()
 
 
@@ -157,12 +78,12 @@ class Compiled:
     error: str
 
 
-_COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+_COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "map", "filter"}) | TWO_VARIABLE
 _TYPE_NAMES = frozenset(
     {"int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type", "dyn"}
     | {"duration", "timestamp"}
 )
-_VARIABLES = frozenset({"self", "oldSelf"}) | _TYPE_NAMES
+_VARIABLES = frozenset({"self", "oldSelf"}) | _TYPE_NAMES | frozenset(PACKAGES)
 
 
 def _undeclared(tree: Any, bound: frozenset[str]) -> Iterator[Any]:
@@ -182,9 +103,10 @@ def _undeclared(tree: Any, bound: frozenset[str]) -> Iterator[Any]:
         target, args = subtrees
         yield from _undeclared(target, bound)
         exprs = [c for c in args.children if not isinstance(c, str)]
-        names = [str(t) for e in exprs[:1] for n in e.find_data("ident") for t in n.children if isinstance(t, str)]
-        inner = bound | frozenset(names[:1])
-        for expr in exprs[1:]:
+        count = 2 if is_two_variable(tree) else 1  # cel-go's two-variable forms bind index/key and value
+        names = [str(t) for e in exprs[:count] for n in e.find_data("ident") for t in n.children if isinstance(t, str)]
+        inner = bound | frozenset(names[:count])
+        for expr in exprs[count:]:
             yield from _undeclared(expr, inner)
         return
     for sub in subtrees:
@@ -215,7 +137,7 @@ def compile_expression(source: str) -> Compiled:
         message = f"undeclared reference to '{token}' (in container '')"
         return Compiled(None, False, _located(source, line, column, message))
     uses_old = any(str(t) == "oldSelf" for n in tree.find_data("ident") for t in n.children if isinstance(t, str))
-    return Compiled(_ENV.program(tree, functions=dict(EXTENSIONS)), uses_old, "")
+    return Compiled(_ENV.program(tree, functions=dict(FUNCTIONS)), uses_old, "")
 
 
 def _has_rules(schema: Schema) -> bool:
@@ -275,27 +197,50 @@ def _root_value(obj: Mapping[str, Any]) -> dict[str, Any]:
 # -- evaluation --------------------------------------------------------------------------------------------------
 
 
-def validate(obj: Mapping[str, Any], schema: Schema, old: Mapping[str, Any] | None = None) -> ErrorList:
-    """Errors of every rule in ``schema`` against the custom resource ``obj`` (``old`` on update)."""
+class _Budget:
+    """What is left of the object's runtime cost budget; ``remaining < 0`` once exhausted (nothing more runs)."""
+
+    __slots__ = ("per_call", "remaining")
+
+    def __init__(self, remaining: int, per_call: int) -> None:
+        self.remaining = remaining
+        self.per_call = per_call
+
+
+_OUT_OF_BUDGET = "validation failed due to running out of cost budget, no further validation rules will be run"
+_CANCELLED = "operation cancelled: actual cost limit exceeded"
+
+
+def validate(
+    obj: Mapping[str, Any],
+    schema: Schema,
+    old: Mapping[str, Any] | None = None,
+    *,
+    budget: int = RUNTIME_BUDGET,
+    per_call_limit: int = PER_CALL_LIMIT,
+) -> ErrorList:
+    """Errors of every rule in ``schema`` against the custom resource ``obj`` (``old`` on update), drawing on
+    one runtime cost ``budget`` (upstream ``RuntimeCELCostBudget``), each program stopped past
+    ``per_call_limit`` (``PerCallLimit``)."""
     errs: ErrorList = []
     old_root = _root_value(old) if old is not None else None
-    _validate(_root_value(obj), old_root, schema, None, errs, root=True)
+    _validate(_root_value(obj), old_root, schema, None, errs, _Budget(budget, per_call_limit))
     return errs
 
 
-def _validate(value: Any, old: Any, schema: Schema, path: Path | None, errs: ErrorList, *, root: bool = False) -> None:
-    if value is None:
+def _validate(value: Any, old: Any, schema: Schema, path: Path | None, errs: ErrorList, budget: _Budget) -> None:
+    if value is None or budget.remaining < 0:
         return
-    _expressions(value, old, schema, path, errs)
+    _expressions(value, old, schema, path, errs, budget)
     for sub in schema.get("allOf") or ():
         if isinstance(sub, Mapping):
-            _validate(value, old, sub, path, errs, root=root)
+            _validate(value, old, sub, path, errs, budget)
     if isinstance(value, list):
         items = schema.get("items")
         if isinstance(items, Mapping):
             olds = _correlate_list(value, old, schema)
             for i, item in enumerate(value):
-                _validate(item, olds[i], items, _index(path, i), errs)
+                _validate(item, olds[i], items, _index(path, i), errs, budget)
     elif isinstance(value, dict):
         old_map = old if isinstance(old, dict) else {}
         props: Mapping[str, Any] = schema.get("properties") or {}
@@ -303,9 +248,9 @@ def _validate(value: Any, old: Any, schema: Schema, path: Path | None, errs: Err
         for key, item in value.items():
             sub = props.get(key)
             if isinstance(sub, Mapping):
-                _validate(item, old_map.get(key), sub, _child(path, key), errs)
+                _validate(item, old_map.get(key), sub, _child(path, key), errs, budget)
             elif isinstance(extra, Mapping):
-                _validate(item, old_map.get(key), extra, _key(path, key), errs)
+                _validate(item, old_map.get(key), extra, _key(path, key), errs, budget)
 
 
 def _child(path: Path | None, name: str) -> Path:
@@ -333,14 +278,24 @@ def _correlate_list(value: list[Any], old: Any, schema: Schema) -> list[Any]:
     return [by_key.get(key_of(v)) for v in value]
 
 
-def _expressions(value: Any, old: Any, schema: Schema, path: Path | None, errs: ErrorList) -> None:
+def _activation(old: Any, rule: Mapping[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+    """``self``, the packages, and ``oldSelf``: the old value, or for an ``optionalOldSelf`` rule an optional
+    (``optional.none()`` when there is no correlated old value, as on create)."""
+    if not rule.get("optionalOldSelf"):
+        return base
+    wrapped = EMPTY if old is None else Optional(base.get("oldSelf"), present=True)
+    return {**base, "oldSelf": wrapped}
+
+
+def _expressions(value: Any, old: Any, schema: Schema, path: Path | None, errs: ErrorList, budget: _Budget) -> None:
+    """``validateExpressions``: each rule in order; cost drawn from ``budget``; an exhausted budget stops all."""
     rules = schema.get("x-kubernetes-validations")
     if not isinstance(rules, list) or not rules:
         return
     stype = str(schema.get("type") or "")
-    activation: dict[str, Any] = {"self": to_cel(value, schema)}
+    base: dict[str, Any] = {"self": to_cel(value, schema), **PACKAGES}
     if old is not None:
-        activation["oldSelf"] = to_cel(old, schema)
+        base["oldSelf"] = to_cel(old, schema)
     for rule in rules:
         if not isinstance(rule, Mapping) or not str(rule.get("rule") or "").strip():
             continue
@@ -348,9 +303,16 @@ def _expressions(value: Any, old: Any, schema: Schema, path: Path | None, errs: 
         if compiled.program is None:
             errs.append(invalid(path, stype, detail=f"rule compile error: compilation failed: {compiled.error}"))
             continue
-        if compiled.uses_old_self and old is None:
+        if compiled.uses_old_self and old is None and not rule.get("optionalOldSelf"):
             continue  # transition rules need an existing, correlated old value
-        outcome = _run(compiled.program, activation)
+        activation = _activation(old, rule, base)
+        tracker = Tracker(budget.per_call)
+        outcome = _run(compiled.program, activation, tracker)
+        if tracker.cost > budget.remaining:
+            errs.append(invalid(path, stype, detail=_OUT_OF_BUDGET))
+            budget.remaining = -1
+            return
+        budget.remaining -= tracker.cost
         if isinstance(outcome, Exception):
             errs.append(invalid(path, stype, detail=_eval_error(outcome, rule)))
             continue
@@ -360,30 +322,40 @@ def _expressions(value: Any, old: Any, schema: Schema, path: Path | None, errs: 
         normalized = _normalized_field_path(str(rule.get("fieldPath") or ""), schema)
         if normalized:
             current = _child(path, normalized)
-        detail = _message_expression(rule, activation) or _message_or_default(rule)
-        errs.append(_error_for_reason(current, stype, detail, rule.get("reason")))
+        message = _message_expression(rule, activation, budget)
+        errs.append(_error_for_reason(current, stype, message or _message_or_default(rule), rule.get("reason")))
+        if budget.remaining < 0:
+            return
 
 
-def _run(program: celpy.Runner, activation: dict[str, Any]) -> Any:
+def _run(program: celpy.Runner, activation: dict[str, Any], tracker: Tracker) -> Any:
+    """The program's value, or the exception that ended it (never raised: a rule's failure is the client's 422,
+    never the server's 500)."""
+    evaluator = CostingEvaluator(program.ast, program.new_activation(), tracker)
     try:
-        result = program.evaluate(activation)
-    except CELEvalError as exc:
+        return evaluator.evaluate(activation)
+    except CostExceeded as exc:
         return exc
-    except Exception as exc:  # a rule's failure is the client's 422, never the server's 500
+    except Exception as exc:
         return exc
-    return result
 
 
 def _eval_error(exc: Exception, rule: Mapping[str, Any]) -> str:
     """Upstream's runtime error details (``validateExpressions``), from cel-python's exception."""
+    if isinstance(exc, CostExceeded):
+        return f"'{_CANCELLED}': call cost exceeds limit for rule: {_rule_error_string(rule)}"
     text = str(exc.args[0]) if exc.args else str(exc)
     cause = exc.args[1] if len(exc.args) > 1 else type(exc)
+    if cause is LibraryError:
+        return f"{text} evaluating rule: {_rule_error_string(rule)}"
     if "no matching overload" in text or "no such overload" in text:
         return (
             "'no such overload': call arguments did not match a supported operator, function or macro "
             f"signature for rule: {_rule_error_string(rule)}"
         )
-    if cause is KeyError:
+    if text.startswith("Attempt to reduce an empty sequence"):  # cel-python's own list.min()
+        text = "min called on empty list"
+    elif cause is KeyError:
         m = re.search(r"'([^']*)'", text)
         text = f"no such key: {m.group(1)}" if m else "no such key"
     elif cause is ZeroDivisionError:
@@ -393,16 +365,22 @@ def _eval_error(exc: Exception, rule: Mapping[str, Any]) -> str:
     return f"{text} evaluating rule: {_rule_error_string(rule)}"
 
 
-def _message_expression(rule: Mapping[str, Any], activation: dict[str, Any]) -> str:
-    """The rule's ``messageExpression`` evaluated, or ``""`` when absent or failing (upstream then falls back to
-    the rule's message, ``evalMessageExpression``'s non-fatal errors)."""
+def _message_expression(rule: Mapping[str, Any], activation: dict[str, Any], budget: _Budget) -> str:
+    """The rule's ``messageExpression`` evaluated (``evalMessageExpression``), or ``""`` when absent or failing
+    (upstream then uses the rule's message); its cost is drawn from ``budget`` too, and exhausting it ends
+    validation (``remaining`` set below zero)."""
     source = str(rule.get("messageExpression") or "")
     if not source.strip():
         return ""
     compiled = compile_expression(source)
     if compiled.program is None:
         return ""
-    out = _run(compiled.program, activation)
+    tracker = Tracker(budget.per_call)
+    out = _run(compiled.program, activation, tracker)
+    if tracker.cost > budget.remaining:
+        budget.remaining = -1
+        return ""
+    budget.remaining -= tracker.cost
     if not isinstance(out, str):
         return ""
     text = out.strip()

@@ -7,8 +7,11 @@ then, only when none of those failed at the node, compilation: ``Invalid value: 
 compilation failed: ...`` on ``rule`` (the bad value is Go's ``%#v`` of the internal struct),
 ``messageExpression compilation failed: ...`` on ``messageExpression``, and ``oldSelf cannot be used on the
 uncorrelatable portion of the schema within <path>`` for a transition rule under the items of a list that is
-not ``x-kubernetes-list-type: map``. Children are checked before their parent, as upstream recurses first.
-Not checked: the cost estimates (no cost model in cel-python) and cel-go's type checking (see :mod:`.cel`).
+not ``x-kubernetes-list-type: map``, and ``optionalOldSelf: Invalid value: true: may not be set if oldSelf is not
+used in rule``. Children are checked before their parent, as upstream recurses first.
+Not checked: the estimated cost limits (``estimated rule cost exceeds budget by factor of ...``: they need
+cel-go's type-checked cost estimator over ``maxLength``/``maxItems``; see :mod:`.cel_cost`) and cel-go's type
+checking (see :mod:`.cel`).
 """
 
 from __future__ import annotations
@@ -141,7 +144,11 @@ def _compile(rule: Mapping[str, Any], rpath: Path, uncorrelatable: Path | None) 
         if message.error:
             detail = "messageExpression compilation failed: " + message.error
             errs.append(invalid(rpath.child("messageExpression"), go_rule(rule), detail=detail))
-    if compiled.uses_old_self and uncorrelatable is not None:
-        detail = f"oldSelf cannot be used on the uncorrelatable portion of the schema within {uncorrelatable}"
-        errs.append(invalid(rpath.child("rule"), str(rule["rule"]), detail=detail))
+    if compiled.uses_old_self:
+        if uncorrelatable is not None:
+            detail = f"oldSelf cannot be used on the uncorrelatable portion of the schema within {uncorrelatable}"
+            errs.append(invalid(rpath.child("rule"), str(rule["rule"]), detail=detail))
+    elif rule.get("optionalOldSelf") is not None:
+        detail = "may not be set if oldSelf is not used in rule"
+        errs.append(invalid(rpath.child("optionalOldSelf"), bool(rule["optionalOldSelf"]), detail=detail))
     return errs

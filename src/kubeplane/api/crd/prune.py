@@ -20,7 +20,7 @@ from typing import Any
 
 Schema = Mapping[str, Any]
 
-__all__ = ["apply_defaults", "prune"]
+__all__ = ["apply_defaults", "drop_nulls_without_defaults", "prune"]
 
 _ROOT_KEEP = ("apiVersion", "kind", "metadata")
 
@@ -102,3 +102,31 @@ def _default(value: Any, schema: Schema) -> None:
                     value[index] = copy.deepcopy(items["default"])
                 else:
                     _default(item, items)
+
+
+def drop_nulls_without_defaults(obj: dict[str, Any], schema: Schema) -> None:
+    """Upstream ``PruneNonNullableNullsWithoutDefaults`` alone (no defaults set): a ``null`` in a non-nullable
+    property or item that has no ``default`` is dropped, in place (what the schema coercer does after a
+    conversion, with the target version's schema)."""
+    _drop_nulls(obj, schema)
+
+
+def _drop_nulls(value: Any, schema: Schema) -> None:
+    if isinstance(value, dict):
+        properties: Mapping[str, Schema] = schema.get("properties") or {}
+        additional = schema.get("additionalProperties")
+        for key, item in list(value.items()):
+            sub = properties.get(key)
+            if sub is None and isinstance(additional, Mapping):
+                sub = additional
+            if sub is None:
+                continue
+            if item is None and not sub.get("nullable") and "default" not in sub:
+                del value[key]
+            else:
+                _drop_nulls(item, sub)
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, Mapping):
+            for item in value:
+                _drop_nulls(item, items)

@@ -1,10 +1,12 @@
 """What a CustomResourceDefinition serves: one :class:`CustomResourceInfo` per served version.
 
 A CRD's versions share one storage prefix (``<group>/<plural>``, upstream's etcd key) and so one watch cache;
-objects are stored in the storage version (``spec.versions[].storage``) and a served version that is not it is
-presented by rewriting ``apiVersion`` (conversion strategy ``None``: upstream's ``nopConverter``). Versions are
-registered in upstream's discovery order (``version.CompareKubeAwareVersionStrings``: GA before beta before
-alpha, higher first), so the first is the preferred one.
+objects are stored in the storage version (``spec.versions[].storage``) and presented at each served version by
+rewriting ``apiVersion`` (conversion strategy ``None``: upstream's ``nopConverter``), each version with its own
+schema (``schemas`` holds every version's, for reading objects stored in a former storage version). Versions
+are registered in upstream's discovery order (``version.CompareKubeAwareVersionStrings``: GA before beta before
+alpha, higher first), so the first is the preferred one. A deprecated version carries the warning every
+request to it gets (``deprecationWarning``, or upstream's ``defaultDeprecationWarning``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ __all__ = [
     "CustomResourceInfo",
     "PrinterColumn",
     "crd_versions",
+    "deprecation_warning",
     "kube_version_key",
     "resources_for",
     "storage_version",
@@ -54,6 +57,10 @@ class CustomResourceInfo(ResourceInfo):
     scale: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
     crd_uid: str = ""
     storage_served: bool = True
+    schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, compare=False, hash=False)
+    """Every version's ``openAPIV3Schema`` by version name (served or not)."""
+    deprecation_warning: str = ""
+    """The ``Warning`` header's text for a deprecated version; empty when the version is not deprecated."""
 
     @property
     def converts(self) -> bool:
@@ -105,6 +112,28 @@ def _columns(version: Mapping[str, Any]) -> tuple[PrinterColumn, ...]:
     return tuple(out)
 
 
+def deprecation_warning(crd: Mapping[str, Any], version: Mapping[str, Any]) -> str:
+    """Upstream ``defaultDeprecationWarning`` (customresource_handler.go), or the version's own
+    ``deprecationWarning``: ``<group>/<version> <Kind> is deprecated; use <group>/<newest> <Kind>``, naming the
+    highest served, non-deprecated version that sorts after it (``CompareKubeAwareVersionStrings``)."""
+    if not version.get("deprecated"):
+        return ""
+    if version.get("deprecationWarning") is not None:
+        return str(version["deprecationWarning"])
+    spec = crd.get("spec") or {}
+    group, kind = spec.get("group", ""), (spec.get("names") or {}).get("kind", "")
+    name = str(version.get("name", ""))
+    msg = f"{group}/{name} {kind} is deprecated"
+    newer = [
+        str(v.get("name"))
+        for v in crd_versions(crd)
+        if v.get("served") and not v.get("deprecated") and kube_version_key(str(v.get("name"))) < kube_version_key(name)
+    ]
+    if not newer:
+        return msg
+    return f"{msg}; use {group}/{min(newer, key=kube_version_key)} {kind}"
+
+
 def resources_for(crd: Mapping[str, Any]) -> list[CustomResourceInfo]:
     """The served versions of an accepted CRD, preferred first (names from ``status.acceptedNames``, as upstream
     serves only accepted names; spec names before the naming controller ran)."""
@@ -119,6 +148,7 @@ def resources_for(crd: Mapping[str, Any]) -> list[CustomResourceInfo]:
     meta = crd.get("metadata") or {}
     out = []
     storage_served = any(v.get("served") and v.get("name") == storage for v in crd_versions(crd))
+    schemas = {str(v.get("name")): (v.get("schema") or {}).get("openAPIV3Schema") or {} for v in crd_versions(crd)}
     for version in crd_versions(crd):
         if not version.get("served"):
             continue
@@ -151,6 +181,8 @@ def resources_for(crd: Mapping[str, Any]) -> list[CustomResourceInfo]:
                 scale=subs.get("scale") if isinstance(subs.get("scale"), Mapping) else None,
                 crd_uid=str(meta.get("uid", "")),
                 storage_served=storage_served,
+                schemas=schemas,
+                deprecation_warning=deprecation_warning(crd, version),
             )
         )
     out.sort(key=lambda i: kube_version_key(i.version))

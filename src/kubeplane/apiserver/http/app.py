@@ -28,6 +28,7 @@ from urllib.parse import parse_qsl
 from prometheus_client import CollectorRegistry
 
 from kubeplane.api import typed as apityped
+from kubeplane.api.crd.resource import CustomResourceInfo
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.views import section
 from kubeplane.apiserver import (
@@ -243,7 +244,7 @@ class APIServerApp:
         try:
             await self._handle(scope, receive, send_counted)
         except APIError as exc:
-            await _send_json(send_counted, exc.code, exc.status)
+            await _send_json(send_counted, exc.code, exc.status, headers=exc.headers)
         except StoreError as exc:  # the storage backend failed (etcd unreachable, a write's outcome unknown)
             log.warning("storage error serving %s %s: %s", scope.get("method"), scope.get("path"), exc)
             await _send_json(send_counted, 500, errors.internal(str(exc)).status)
@@ -373,7 +374,13 @@ class APIServerApp:
         if info.group == metrics_api.GROUP:
             await self._metrics_api(request, send)
             return
-        await self._resource(request, send)
+        try:
+            await self._resource(request, send)
+        except APIError as exc:  # warnings recorded before the failure go out with it (filters/warning.go)
+            fields: negotiation.FieldValidation | None = getattr(request, "fields", None)
+            if fields is not None and fields.warnings:
+                exc.headers = fields.headers()
+            raise
 
     async def _metrics_api(self, request: Request, send: Send) -> None:
         """``metrics.k8s.io`` (:mod:`kubeplane.apiserver.metrics_api`): get and list only, as metrics-server."""
@@ -534,6 +541,8 @@ class APIServerApp:
         )
         as_table = negotiation.wants_table(request.headers.get("accept", ""))
         request.fields = fields = negotiation.FieldValidation.from_query(query)
+        if isinstance(resource, CustomResourceInfo) and resource.deprecation_warning:  # crdHandler.ServeHTTP
+            fields.warnings.append(resource.deprecation_warning)
         if info.resource == "bindings" and verb == "create" and info.namespace is not None:
             body = await request.json(self.max_body, into="Binding")  # legacy namespaces/NS/bindings: the pod is
             body = negotiation.typed_body(body, group="", version="v1", kind="Binding")  # the body's name
@@ -573,7 +582,8 @@ class APIServerApp:
             if call.verb == "list":
                 offload.note_items(len(result["items"]))
             doc = await offload.run(self._table, call, result, query)
-            await _send_json(send, route.code, doc, content_type=negotiation.TABLE_CONTENT_TYPE)
+            headers = fields.headers() if fields.warnings else None
+            await _send_json(send, route.code, doc, content_type=negotiation.TABLE_CONTENT_TYPE, headers=headers)
         else:
             code = 201 if call.created else route.code
             await _send_json(send, code, result, headers=fields.headers() if fields.warnings else None)
@@ -612,7 +622,11 @@ class APIServerApp:
             {
                 "type": "http.response.start",
                 "status": 200,
-                "headers": [(b"content-type", b"application/json"), (b"cache-control", b"no-cache, private")],
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"cache-control", b"no-cache, private"),
+                    *request.fields.headers(),
+                ],
             }
         )
         if error is not None or watcher is None:
@@ -629,7 +643,8 @@ class APIServerApp:
         deadline = loop.time() + timeout
         cache = self.registry.cache(resource)
         bookmarks = options.allow_bookmarks and watcher.follows_cache
-        converts = conversion.converts(resource)
+        converts = conversion.presents(resource)
+        view = f"{resource.api_version}#{id(resource)}"  # a CRD change registers a new info (new schemas)
 
         def present(obj: Obj) -> Obj:
             return conversion.from_storage(resource, obj)
@@ -639,7 +654,7 @@ class APIServerApp:
             shared by every watcher; a Table's, per watcher."""
             if as_table:
                 return self._table_frame(resource, event, request)
-            return event.presented_frame(present) if converts else event.frame()
+            return event.presented_frame(present, view) if converts else event.frame()
 
         async def stream() -> bytes:
             """Send the pending events in chunks of about WATCH_CHUNK bytes; return the last, partial chunk
