@@ -16,7 +16,7 @@ Watch
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -322,3 +322,21 @@ async def _pump(source: StoreWatch, watcher: CacheWatcher) -> None:
         pass
     finally:
         watcher.close()
+
+
+def list_options(query: Mapping[str, str]) -> ListOptions:
+    """ListOptions decoded as upstream's parameter codec (:mod:`kubeplane.apiserver.params`): a malformed limit or
+    timeoutSeconds is a 400 with strconv's message; a negative limit pages nothing (upstream pages only when > 0)."""
+    parsed = params.parse_int64(query["limit"]) if "limit" in query else 0
+    if "timeoutSeconds" in query:
+        params.parse_int64(query["timeoutSeconds"])
+    send_initial = query.get("sendInitialEvents")
+    return ListOptions(
+        label_selector=query.get("labelSelector", ""),
+        field_selector=query.get("fieldSelector", ""),
+        limit=max(parsed, 0),
+        continue_token=query.get("continue", ""),
+        resource_version=query.get("resourceVersion", ""),
+        resource_version_match=query.get("resourceVersionMatch", ""),
+        send_initial_events=None if send_initial is None else params.go_bool(send_initial),
+    )

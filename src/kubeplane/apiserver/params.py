@@ -17,12 +17,13 @@ functions (apimachinery ``pkg/apis/meta/v1/zz_generated.conversion.go``) over th
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Iterable
 
 from . import errors
 
-__all__ = ["first_values", "go_bool", "parse_int64", "parse_resource_version"]
+__all__ = ["first_values", "go_bool", "parse_int64", "parse_resource_version", "timeout_seconds"]
 
 _INT64 = re.compile(r"[+-]?[0-9]+")
 _UINT64 = re.compile(r"[0-9]+")
@@ -89,3 +90,12 @@ def parse_resource_version(value: str) -> int:
             f"resourceVersion: Invalid value: {quoted}: strconv.ParseUint: parsing {quoted}: {reason}"
         )
     return int(value)
+
+
+def timeout_seconds(value: str | None, rng: random.Random) -> float:
+    """Client's timeoutSeconds (an int64, 400 otherwise), else upstream's default: a random duration in
+    [30 min, 60 min). As upstream, 0 takes the default and a negative value times the watch out at once."""
+    seconds = 0 if value is None else parse_int64(value)
+    if seconds:
+        return float(max(seconds, 0))
+    return 1800.0 * (1 + rng.random())

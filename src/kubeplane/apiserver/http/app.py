@@ -51,7 +51,7 @@ from kubeplane.apiserver.dispatch import Call
 from kubeplane.apiserver.dryrun import OPTIONS_KIND, dry_run
 from kubeplane.apiserver.errors import APIError
 from kubeplane.apiserver.kubelet_client import KubeletClient
-from kubeplane.apiserver.listing import ListOptions, WatchOptions, bookmark_event
+from kubeplane.apiserver.listing import WatchOptions, bookmark_event, list_options
 from kubeplane.apiserver.registry import Registry
 from kubeplane.apiserver.watchcache import WATCHER_BUDGET, CacheWatcher, Obj, WatchEvent
 from kubeplane.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -571,7 +571,7 @@ class APIServerApp:
             body = _typed_delete_options(await _optional_json(request, self.max_body))
             call.delete_options = DeleteOptions.parse(body, query)
         if verb in ("list", "watch", "deletecollection"):  # a watch decodes (and refuses) the same ListOptions
-            call.list_options = _list_options(query)
+            call.list_options = list_options(query)
         if verb == "get" and "resourceVersion" in query:  # upstream's storage parses it before the lookup
             params.parse_resource_version(query["resourceVersion"])
         if verb == "watch":
@@ -599,7 +599,7 @@ class APIServerApp:
         self, request: Request, send: Send, call: Call, route: dispatch.Route, *, as_table: bool = False
     ) -> None:
         query, resource = request.query, call.resource
-        timeout = _timeout_seconds(query.get("timeoutSeconds"), self.rng)
+        timeout = params.timeout_seconds(query.get("timeoutSeconds"), self.rng)
         send_initial = query.get("sendInitialEvents")
         call.watch_options = options = WatchOptions(
             label_selector=query.get("labelSelector", ""),
@@ -707,33 +707,6 @@ class APIServerApp:
 async def _wait_disconnect(receive: Receive) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
-
-
-def _timeout_seconds(value: str | None, rng: random.Random) -> float:
-    """Client's timeoutSeconds (an int64, 400 otherwise), else upstream's default: a random duration in
-    [30 min, 60 min). As upstream, 0 takes the default and a negative value times the watch out at once."""
-    seconds = 0 if value is None else params.parse_int64(value)
-    if seconds:
-        return float(max(seconds, 0))
-    return 1800.0 * (1 + rng.random())
-
-
-def _list_options(query: Mapping[str, str]) -> ListOptions:
-    """ListOptions decoded as upstream's parameter codec (:mod:`kubeplane.apiserver.params`): a malformed limit or
-    timeoutSeconds is a 400 with strconv's message; a negative limit pages nothing (upstream pages only when > 0)."""
-    parsed = params.parse_int64(query["limit"]) if "limit" in query else 0
-    if "timeoutSeconds" in query:
-        params.parse_int64(query["timeoutSeconds"])
-    send_initial = query.get("sendInitialEvents")
-    return ListOptions(
-        label_selector=query.get("labelSelector", ""),
-        field_selector=query.get("fieldSelector", ""),
-        limit=max(parsed, 0),
-        continue_token=query.get("continue", ""),
-        resource_version=query.get("resourceVersion", ""),
-        resource_version_match=query.get("resourceVersionMatch", ""),
-        send_initial_events=None if send_initial is None else params.go_bool(send_initial),
-    )
 
 
 async def _optional_json(request: Request, limit: int) -> Any:
