@@ -6,6 +6,7 @@ finish terminating only when it says so). Each test names the upstream behaviour
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from kubeplane.client.errors import NotFoundError
@@ -57,10 +58,8 @@ async def _finish_deletions(env: Env[Any]) -> None:
     """The kubelet's part of a graceful delete: pods being deleted go at once."""
     for name, pod in (await _pods(env)).items():
         if pod["metadata"].get("deletionTimestamp"):
-            try:
+            with contextlib.suppress(NotFoundError):
                 await env.client.delete(env.res("pods"), name, namespace=NS, grace_period_seconds=0)
-            except NotFoundError:
-                pass
 
 
 async def _status(env: Env[Any]) -> dict[str, Any]:
@@ -95,7 +94,8 @@ async def test_ordered_ready_creates_in_order_and_scales_in_from_the_highest_ord
         pods = await _pods(env)
         assert sorted(pods) == ["web-0", "web-1", "web-2"]
         web1 = pods["web-1"]
-        assert web1["spec"]["hostname"] == "web-1" and web1["spec"]["subdomain"] == "web"
+        assert web1["spec"]["hostname"] == "web-1"
+        assert web1["spec"]["subdomain"] == "web"
         assert web1["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"] == "web-1"
         assert web1["metadata"]["labels"]["apps.kubernetes.io/pod-index"] == "1"
         status = await _status(env)
@@ -110,9 +110,8 @@ async def test_ordered_ready_creates_in_order_and_scales_in_from_the_highest_ord
         await env.client.update(env.res("statefulsets"), sts, namespace=NS)
         await _quiet(env)
         pods = await _pods(env)
-        assert pods["web-2"]["metadata"].get("deletionTimestamp") and not pods["web-1"]["metadata"].get(
-            "deletionTimestamp"
-        ), "web-2 goes first, alone"
+        assert pods["web-2"]["metadata"].get("deletionTimestamp"), "web-2 goes first"
+        assert not pods["web-1"]["metadata"].get("deletionTimestamp"), "one at a time"
         await _finish_deletions(env)
         await _quiet(env)
         assert (await _pods(env))["web-1"]["metadata"].get("deletionTimestamp")

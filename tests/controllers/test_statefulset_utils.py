@@ -85,7 +85,8 @@ def test_identity_matches_and_update_identity() -> None:
     assert identity_matches(sts, pod)
     assert pod["metadata"]["labels"][POD_NAME_LABEL] == "foo-1"
     assert pod["metadata"]["labels"][POD_INDEX_LABEL] == "1"
-    assert pod["spec"]["hostname"] == "foo-1" and pod["spec"]["subdomain"] == "governingsvc"
+    assert pod["spec"]["hostname"] == "foo-1"
+    assert pod["spec"]["subdomain"] == "governingsvc"
     for change in ("namespace", "label"):
         broken = copy.deepcopy(pod)
         if change == "namespace":
@@ -259,8 +260,10 @@ def _revision(data: Any, number: int, name: str = "", created: str = "") -> dict
 def test_equal_and_find_equal_revisions() -> None:
     """TestEqualRevision / TestFindEqualRevisions: equal data is equal whatever the names; order is kept."""
     a1, a2, b = _revision({"x": 1}, 1, "a1"), _revision({"x": 1}, 2, "a2"), _revision({"x": 2}, 3, "b")
-    assert equal_revision(None, None) and not equal_revision(a1, None)
-    assert equal_revision(a1, a2) and not equal_revision(a1, b)
+    assert equal_revision(None, None)
+    assert not equal_revision(a1, None)
+    assert equal_revision(a1, a2)
+    assert not equal_revision(a1, b)
     assert [r["metadata"]["name"] for r in find_equal_revisions([b, a2, a1], a1)] == ["a2", "a1"]
 
 
@@ -274,4 +277,5 @@ def test_sort_controller_revisions_and_next_revision() -> None:
     ]
     ordered = sort_controller_revisions(revs)
     assert [r["metadata"]["name"] for r in ordered] == ["z", "a", "b", "c"]
-    assert next_revision(ordered) == 4 and next_revision([]) == 1
+    assert next_revision(ordered) == 4
+    assert next_revision([]) == 1
