@@ -99,6 +99,7 @@ async def test_orphan_revision_is_adopted_and_reused(env: Env) -> None:
         return revs[0] if refs else None
 
     again = await eventually(adopted, what="the orphan adopted")
+    assert again is not None
     assert again["metadata"]["name"] == revision["metadata"]["name"]
     assert again["metadata"]["ownerReferences"][0]["uid"] == ds["metadata"]["uid"]
     assert again["revision"] == 1
