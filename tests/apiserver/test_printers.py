@@ -734,6 +734,7 @@ UPSTREAM_COLUMNS: dict[tuple[str, str], str] = {
     ("apps", "DaemonSet"): "Name,Desired:integer,Current:integer,Ready:integer,Up-to-date:integer,Available:integer,"
     "Node Selector,Age,Containers*,Images*,Selector*",
     ("apps", "StatefulSet"): "Name,Ready,Age,Containers*,Images*",
+    ("apps", "ControllerRevision"): "Name,Controller,Revision,Age",
     ("", "Event"): "Last Seen,Type,Reason,Object,Subobject*,Source*,Message,First Seen*,Count*,Name*",
     ("", "Namespace"): "Name,Status,Age",
     ("", "Service"): "Name,Type,Cluster-IP,External-IP,Port(s),Age,Selector*",
