@@ -67,7 +67,7 @@ async def test_update_keeps_data_immutable_and_may_change_revision() -> None:
 def test_controller_revision_row() -> None:
     """printControllerRevision: the controller as ``<kind>.<group>/<name>`` (lower-cased), else <none>."""
     ref = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": "u", "controller": True}
-    obj = {
+    obj: dict[str, Any] = {
         "metadata": {"name": "web-abc", "creationTimestamp": format_time(NOW - 90), "ownerReferences": [ref]},
         "revision": 2,
     }
