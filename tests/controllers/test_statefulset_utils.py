@@ -212,11 +212,21 @@ def test_claim_owner_up_to_date(
 
 def test_create_apply_revision() -> None:
     """TestCreateApplyRevision: a revision of the set restores its template onto a changed set; its data is
-    upstream's getPatch (the template with ``$patch: replace``) and it carries the set's annotations."""
+    upstream's getPatch (the template as Go marshals it — with ``resources: {}``, without ``creationTimestamp`` — with
+    ``$patch: replace``, keys sorted) and it carries the set's annotations."""
     sts = _set()
     sts["metadata"]["annotations"] = {"kubernetes.io/change-cause": "first"}
     revision = new_revision(sts, 1, 0)
-    assert revision["data"] == {"spec": {"template": {**sts["spec"]["template"], "$patch": "replace"}}}
+    go_template = {
+        "metadata": {"labels": {"foo": "bar"}},
+        "spec": {"containers": [{"image": "nginx", "name": "nginx", "resources": {}}]},
+    }
+    assert revision["data"] == {"spec": {"template": {"$patch": "replace", **go_template}}}
+    assert go_json(revision["data"]) == (
+        b'{"spec":{"template":{"$patch":"replace","metadata":{"labels":{"foo":"bar"}},'
+        b'"spec":{"containers":[{"image":"nginx","name":"nginx","resources":{}}]}}}}'
+    )
+    assert list(revision["data"]["spec"]["template"]) == ["$patch", "metadata", "spec"]
     assert revision["metadata"]["annotations"] == {"kubernetes.io/change-cause": "first"}
     assert revision["metadata"]["labels"]["foo"] == "bar"
     assert revision["metadata"]["name"] == f"foo-{revision['metadata']['labels'][CONTROLLER_REVISION_HASH_LABEL]}"
@@ -224,7 +234,7 @@ def test_create_apply_revision() -> None:
     changed["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:2"
     changed["spec"]["template"]["metadata"]["labels"]["extra"] = "x"
     restored = apply_revision(changed, revision)
-    assert restored["spec"]["template"] == sts["spec"]["template"]
+    assert restored["spec"]["template"] == go_template
     assert get_patch(restored) == get_patch(sts)
 
 

@@ -25,7 +25,7 @@ from kubeplane.client.interface import Client, Obj, PatchType
 from kubeplane.controllers.controller_ref_manager import BaseControllerRefManager
 from kubeplane.controllers.controller_utils import compute_hash, new_controller_ref
 from kubeplane.controllers.daemonset_util import HASH_LABEL
-from kubeplane.controllers.history import go_json, revision_of
+from kubeplane.controllers.history import go_json, go_template, revision_of, sorted_json
 
 __all__ = ["ControllerRevisionRefManager", "DaemonSetHistory", "get_patch", "match"]
 
@@ -34,7 +34,7 @@ log = logging.getLogger("kubeplane.controllers.daemonset")
 
 def get_patch(ds: Mapping[str, Any]) -> Obj:
     """Upstream ``getPatch``: the patch restoring this template (kubectl's ``rollout undo`` applies it)."""
-    template = copy.deepcopy(spec_of(ds).get("template") or {})
+    template = go_template(spec_of(ds).get("template") or {})
     template["$patch"] = "replace"
     return {"spec": {"template": template}}
 
@@ -180,7 +180,7 @@ class DaemonSetHistory:
             "apiVersion": "apps/v1",
             "kind": "ControllerRevision",
             "metadata": meta,
-            "data": get_patch(ds),
+            "data": sorted_json(get_patch(ds)),
             "revision": revision,
         }
         try:

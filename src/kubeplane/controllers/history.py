@@ -12,11 +12,11 @@ The hash (upstream ``HashControllerRevision``): Go's ``fnv.New32()`` — FNV-1, 
 upstream's code is FNV-1 and this follows the code) — over ``data``'s raw JSON bytes, then, when a collision
 count is given, its decimal digits; the sum printed in decimal and passed through ``rand.SafeEncodeString``.
 The raw bytes are :func:`go_json` of ``data``: sorted keys, no spaces, ``<``, ``>``, ``&``, U+2028 and U+2029
-escaped, exactly Go's ``json.Marshal`` of the ``map[string]interface{}`` upstream's ``getPatch`` builds. Where
-the value can still differ from upstream's: upstream marshals the template from the typed Go struct first, so
-its JSON carries the zero values Go prints without ``omitempty`` (``"creationTimestamp":null``,
-``"resources":{}``); kubeplane's template is the defaulted wire JSON and lacks them unless the client sent
-them. The hash is deterministic and changes with the data and the collision count, which is all that is relied on.
+escaped, exactly Go's ``json.Marshal`` of the ``map[string]interface{}`` upstream's ``getPatch`` builds, and
+the template in it is :func:`go_template` (Go's typed encoding adds ``resources: {}`` to every container). So
+for a template kubeplane stores as kube-apiserver would, ``data`` is byte for byte upstream's (kubectl's
+``rollout undo`` compares those bytes to decide "skipped rollback", and it does skip), and so is the hash.
+``data`` is also stored with its keys in sorted order, so the API server serves those same bytes.
 
 Invariants: revisions are compared by data (:func:`equal_revision`), never by name; names only have to be
 unique, and a name taken by different data bumps the collision count until one is free
@@ -45,11 +45,13 @@ __all__ = [
     "find_equal_revisions",
     "fnv32",
     "go_json",
+    "go_template",
     "hash_controller_revision",
     "new_controller_revision",
     "next_revision",
     "revision_of",
     "sort_controller_revisions",
+    "sorted_json",
 ]
 
 log = logging.getLogger("kubeplane.controllers.history")
@@ -81,6 +83,30 @@ def go_json(value: Any) -> bytes:
         if raw in text:
             text = text.replace(raw, escaped)
     return text.encode()
+
+
+def go_template(template: Mapping[str, Any]) -> Obj:
+    """A pod template as Go's ``json.Marshal`` of the typed ``PodTemplateSpec`` prints it: the zero value of
+    the one non-pointer struct field that ``omitempty`` cannot drop is added — each container's ``resources:
+    {}`` (``metadata.creationTimestamp`` is ``omitzero`` since apimachinery v0.33, so it is left out) — so
+    :func:`go_json` of a patch built from it is the bytes upstream's ``getPatch`` (and kubectl's) produces for
+    the same template."""
+    out = copy.deepcopy(dict(template))
+    out["metadata"] = dict(out["metadata"]) if isinstance(out.get("metadata"), Mapping) else {}
+    spec = out.get("spec")
+    if isinstance(spec, dict):
+        for key in ("initContainers", "containers", "ephemeralContainers"):
+            for container in spec.get(key) or ():
+                if isinstance(container, dict):
+                    container.setdefault("resources", {})
+    return out
+
+
+def sorted_json(value: Any) -> Any:
+    """``value`` with every object's keys in sorted order (how Go marshals a map), so a serializer that keeps
+    insertion order writes the same bytes as :func:`go_json`."""
+    loaded: Any = json.loads(go_json(value))
+    return loaded
 
 
 def controller_revision_name(prefix: str, hash_: str) -> str:
@@ -124,7 +150,7 @@ def new_controller_revision(
             "labels": labels,
             "ownerReferences": [new_controller_ref(parent, api_version=api_version, kind=kind)],
         },
-        "data": copy.deepcopy(data),
+        "data": sorted_json(data),
         "revision": revision,
     }
     hash_ = hash_controller_revision(cr, collision_count)

@@ -24,7 +24,7 @@ from kubeplane.controllers.controller_utils import (
     new_controller_ref,
     scaled_value_from_int_or_percent,
 )
-from kubeplane.controllers.history import new_controller_revision
+from kubeplane.controllers.history import go_template, new_controller_revision
 from kubeplane.controllers.podutil import is_pod_available, is_pod_ready
 
 __all__ = [
@@ -390,7 +390,7 @@ def new_versioned_stateful_set_pod(
 def get_patch(sts: Mapping[str, Any]) -> Obj:
     """Upstream ``getPatch``: ``{"spec": {"template": <template, "$patch": "replace">}}`` — the patch that
     restores this template (kubectl's ``rollout undo`` applies it as a strategic merge patch)."""
-    template = copy.deepcopy(spec_of(sts).get("template") or {})
+    template = go_template(spec_of(sts).get("template") or {})
     template["$patch"] = "replace"
     return {"spec": {"template": template}}
 
