@@ -62,9 +62,7 @@ class StatefulSetController(Controller):
         self.stateful_pod_control = StatefulPodControl(
             ctx.client, self.pods.lister(), self.claims.lister(), self.recorder
         )
-        self.control = StatefulSetControl(
-            ctx.client, self.stateful_pod_control, self.history, ctx.clock.now, self.sets.lister()
-        )
+        self.control = StatefulSetControl(ctx.client, self.stateful_pod_control, self.history, ctx.clock.now)
         self.sets.add_event_handler(on_add=self.enqueue, on_update=self._update_set, on_delete=self.enqueue)
         self.pods.add_event_handler(on_add=self._add_pod, on_update=self._update_pod, on_delete=self._delete_pod)
         self.revisions.add_event_handler(

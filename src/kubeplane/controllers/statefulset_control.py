@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 from kubeplane.api.views import is_being_deleted, meta_of, name_of, namespace_of, spec_of, status_of
-from kubeplane.client.errors import APIStatusError, NotFoundError
+from kubeplane.client.errors import ConflictError, NotFoundError
 from kubeplane.client.interface import Client, Obj
 from kubeplane.controllers.controller_utils import AggregateError
 from kubeplane.controllers.history import (
@@ -76,7 +76,7 @@ log = logging.getLogger("kubeplane.controllers.statefulset")
 
 MAX_BATCH_SIZE: Final = 500
 """Upstream ``MaxBatchSize``: the most concurrent requests of a Parallel set."""
-_STATUS_RETRIES: Final = 10
+_STATUS_RETRIES: Final = 5
 
 
 def _min_ready(sts: Mapping[str, Any]) -> int:
@@ -118,13 +118,11 @@ class StatefulSetControl:
         pod_control: StatefulPodControl,
         history: History,
         clock_now: Callable[[], float],
-        set_lister: Any,
     ) -> None:
         self.client = client
         self.pod_control = pod_control
         self.history = history
         self.now = clock_now
-        self.set_lister = set_lister
         self.sets = client.resource("statefulsets")
 
     # --- revisions ---------------------------------------------------------------------------------------------
@@ -360,7 +358,9 @@ class StatefulSetControl:
 
     async def update_stateful_set_status(self, sts: Obj, status: Obj) -> None:
         """Upstream ``updateStatefulSetStatus`` + the status updater: complete a finished rolling update, then
-        write the status if anything changed, retrying conflicts on the lister's copy."""
+        write the status if anything changed, retrying conflicts on a fresh copy. Upstream re-reads the lister
+        between retries with a backoff; kubeplane reads the API server (the lister may not have seen this
+        controller's previous write yet, and there is no sleep between tries)."""
         complete_rolling_update(sts, status)
         if not inconsistent_status(sts, status):
             return
@@ -372,13 +372,12 @@ class StatefulSetControl:
             try:
                 await self.client.update(self.sets, to_update, namespace=namespace_of(sts), subresource="status")
                 return
-            except APIStatusError:
+            except ConflictError:
                 if attempt == _STATUS_RETRIES - 1:
                     raise
-                fresh = self.set_lister.get(namespace_of(sts), name_of(sts))
-                if fresh is None:
-                    raise
-                to_update = copy.deepcopy(fresh)
+                to_update = await self.client.get(self.sets, name_of(sts), namespace=namespace_of(sts))
+                if meta_of(to_update).get("uid") != meta_of(sts).get("uid"):
+                    return  # replaced by a namesake: its own sync writes its status
 
 
 async def _run_for_all(count: int, fn: Callable[[int], Awaitable[bool]], monotonic: bool) -> bool:
