@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 Obj = dict[str, Any]
 Finish = Callable[[bool], Awaitable[None]]
 
-_VALIDATION_MODULES = ("core", "apps", "cluster", "discovery", "networking")
+_VALIDATION_MODULES = ("core", "apps", "apps_revisions", "cluster", "discovery", "networking")
 
 
 @cache

@@ -1,8 +1,7 @@
 """Kind-specific validation of apps/v1 workloads, as kube-apiserver's ``pkg/apis/apps/validation``.
 
 Deployment, ReplicaSet, DaemonSet and StatefulSet: their ``spec`` on create and update (plus the registry
-strategies' selector immutability), and their ``status`` on the ``/status`` subresource; ControllerRevision's
-``data`` and ``revision``. Metadata is validated
+strategies' selector immutability), and their ``status`` on the ``/status`` subresource. Metadata is validated
 generically by the API server, so paths here are rooted at the object (``spec.selector``) and nothing looks at
 ``metadata``. The API server loads this module by name and calls the three tables at the bottom; every
 validator takes the already defaulted JSON dicts and returns an :data:`ErrorList`, never raising. What the
@@ -28,7 +27,6 @@ from typing import Any, Final
 
 from kubeplane.api.validation import field, names
 from kubeplane.api.validation.common import (
-    IMMUTABLE_MSG,
     CreateValidator,
     UpdateValidator,
     int_or_percent_value,
@@ -40,7 +38,7 @@ from kubeplane.api.validation.common import (
     validate_positive_int_or_percent,
 )
 from kubeplane.api.validation.field import ErrorList
-from kubeplane.api.validation.reader import NAMED_GROUPS, Reader
+from kubeplane.api.validation.reader import Reader
 from kubeplane.api.validation.selectors import as_selector, read_label_selector, validate_label_selector
 from kubeplane.api.validation.workloads import (
     SELECTOR_MISMATCH,
@@ -340,28 +338,6 @@ def validate_stateful_set_status_update(new: Mapping[str, Any], old: Mapping[str
     return errs
 
 
-# --- ControllerRevision ------------------------------------------------------------------------------------
-
-
-def validate_controller_revision(obj: Mapping[str, Any]) -> ErrorList:
-    """Upstream ``ValidateControllerRevisionCreate`` (metadata is validated generically): ``data`` is
-    required, ``revision`` is not negative."""
-    errs: ErrorList = []
-    root = NAMED_GROUPS.root(obj, errs)
-    if not root.has("data"):
-        errs.append(field.required(root.at("data"), "data is mandatory"))
-    read_nonnegative(root, "revision", bits=64)
-    return errs
-
-
-def validate_controller_revision_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> ErrorList:
-    """Upstream ``ValidateControllerRevisionUpdate``: the create rules, then ``data`` is immutable."""
-    errs = validate_controller_revision(new)
-    if new.get("data") != old.get("data"):
-        errs.append(field.invalid(field.new_path("data"), new.get("data"), detail=IMMUTABLE_MSG))
-    return errs
-
-
 # --- the registry's tables ---------------------------------------------------------------------------------
 
 CREATE_VALIDATORS: Final[dict[tuple[str, str], CreateValidator]] = {
@@ -369,14 +345,12 @@ CREATE_VALIDATORS: Final[dict[tuple[str, str], CreateValidator]] = {
     ("apps", "ReplicaSet"): validate_replica_set,
     ("apps", "DaemonSet"): validate_daemon_set,
     ("apps", "StatefulSet"): validate_stateful_set,
-    ("apps", "ControllerRevision"): validate_controller_revision,
 }
 UPDATE_VALIDATORS: Final[dict[tuple[str, str], UpdateValidator]] = {
     ("apps", "Deployment"): validate_deployment_update,
     ("apps", "ReplicaSet"): validate_replica_set_update,
     ("apps", "DaemonSet"): validate_daemon_set_update,
     ("apps", "StatefulSet"): validate_stateful_set_update,
-    ("apps", "ControllerRevision"): validate_controller_revision_update,
 }
 STATUS_UPDATE_VALIDATORS: Final[dict[tuple[str, str], UpdateValidator]] = {
     ("apps", "Deployment"): validate_deployment_status_update,
