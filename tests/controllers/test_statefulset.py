@@ -260,3 +260,46 @@ async def test_failed_pod_is_replaced() -> None:
         await _quiet(env)
         after = (await _pods(env))["web-0"]
         assert after["metadata"]["uid"] != before["metadata"]["uid"]
+
+
+async def test_rolling_update_with_max_unavailable_deletes_that_many_at_once() -> None:
+    """TestStatefulSetControlRollingUpdateWithMaxUnavailable (updateStatefulSetAfterInvariantEstablished):
+    with maxUnavailable 2 (Parallel, so both come back at once) the two highest ordinals go together; the next
+    two wait until those are Ready again."""
+    async with harness.running(StatefulSetController) as env:
+        strategy = {"type": "RollingUpdate", "rollingUpdate": {"partition": 0, "maxUnavailable": 2}}
+        body = _sts(4, updateStrategy=strategy, podManagementPolicy="Parallel")
+        await env.client.create(env.res("statefulsets"), body, namespace=NS)
+        await _bring_up(env, 4)
+        sts = await env.client.get(env.res("statefulsets"), "web", namespace=NS)
+        sts["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:2"
+        await env.client.update(env.res("statefulsets"), sts, namespace=NS)
+        await _quiet(env)
+        deleting = sorted(n for n, p in (await _pods(env)).items() if p["metadata"].get("deletionTimestamp"))
+        assert deleting == ["web-2", "web-3"]
+        await _finish_deletions(env)
+        await _quiet(env)
+        pods = await _pods(env)
+        assert not any(p["metadata"].get("deletionTimestamp") for p in pods.values()), "web-2/3 not Ready yet"
+        for name in ("web-2", "web-3"):
+            await _make_ready(env, name)
+        await _quiet(env)
+        deleting = sorted(n for n, p in (await _pods(env)).items() if p["metadata"].get("deletionTimestamp"))
+        assert deleting == ["web-0", "web-1"]
+
+
+async def test_min_ready_seconds_counts_available_replicas_on_the_clock() -> None:
+    """computeReplicaStatus with minReadySeconds: a Ready pod is available only after minReadySeconds on the
+    injected clock; the set is requeued after that long (syncStatefulSet)."""
+    async with harness.running(StatefulSetController) as env:
+        await env.client.create(env.res("statefulsets"), _sts(1, minReadySeconds=30), namespace=NS)
+        await _quiet(env)
+        await _make_ready(env, "web-0")
+        await _quiet(env)
+        status = await _status(env)
+        assert (status["readyReplicas"], status.get("availableReplicas", 0)) == (1, 0)
+
+        async def available() -> bool:
+            return int((await _status(env)).get("availableReplicas") or 0) == 1
+
+        await env.advance_until(available, "availableReplicas 1 after minReadySeconds", step=5.0, tries=40)
