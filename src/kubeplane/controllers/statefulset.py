@@ -27,7 +27,7 @@ from typing import Any, ClassVar, Final
 from kubeplane.api import labels as apilabels
 from kubeplane.api.views import controller_ref_of, is_being_deleted, meta_of, namespace_of, spec_of
 from kubeplane.client.interface import Obj
-from kubeplane.controllers.base import Controller, ControllerContext, key_of, split_key
+from kubeplane.controllers.base import Controller, ControllerContext, split_key
 from kubeplane.controllers.controller_ref_manager import PodControllerRefManager, recheck_deletion_timestamp
 from kubeplane.controllers.controller_utils import PodControl
 from kubeplane.controllers.history import History
@@ -209,6 +209,3 @@ class StatefulSetController(Controller):
         )
         pods = self.pods.lister().list(namespace_of(sts))
         return await manager.claim_pods(pods, lambda pod: is_member_of(sts, pod))
-
-    def key(self, sts: Obj) -> str:
-        return key_of(sts)
