@@ -785,6 +785,7 @@ UPSTREAM_COLUMNS: dict[tuple[str, str], str] = {
         "batch",
         "CronJob",
     ): "Name,Schedule,Timezone,Suspend:boolean,Active:integer,Last Schedule,Age,Containers*,Images*,Selector*",
+    ("apps", "ControllerRevision"): "Name,Controller,Revision,Age",
     ("", "Event"): "Last Seen,Type,Reason,Object,Subobject*,Source*,Message,First Seen*,Count*,Name*",
     ("", "Namespace"): "Name,Status,Age",
     ("", "Service"): "Name,Type,Cluster-IP,External-IP,Port(s),Age,Selector*",

@@ -32,6 +32,7 @@ def test_every_bench_is_covered() -> None:
         "sa_token_bench.py",
         "sim_bench.py",
         "ssa_bench.py",
+        "statefulset_bench.py",
         "store_bench.py",
         "typed_decode_bench.py",
         "views_bench.py",

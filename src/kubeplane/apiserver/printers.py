@@ -31,6 +31,7 @@ from kubeplane.apiserver.printers_apiservice import APISERVICE_PRINTER
 from kubeplane.apiserver.printers_batch import BATCH_PRINTERS
 from kubeplane.apiserver.printers_core_more import CORE_MORE_PRINTERS
 from kubeplane.apiserver.printers_endpoints import ENDPOINTS_PRINTERS
+from kubeplane.apiserver.printers_history import CONTROLLER_REVISION_PRINTERS
 from kubeplane.apiserver.printers_more import MORE_PRINTERS
 from kubeplane.apiserver.printers_workloads import (
     AGE_COLUMN,
@@ -395,6 +396,7 @@ PRINTERS: Final[Mapping[tuple[str, str], Printer]] = {
     **ENDPOINTS_PRINTERS,
     **MORE_PRINTERS,
     **CORE_MORE_PRINTERS,
+    **CONTROLLER_REVISION_PRINTERS,
     ("", "Node"): Printer(NODE_COLUMNS, node_row),
     ("", "Namespace"): Printer(NAMESPACE_COLUMNS, namespace_row),
     ("", "Event"): Printer(EVENT_COLUMNS, event_row),

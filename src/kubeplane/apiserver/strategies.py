@@ -25,7 +25,16 @@ if TYPE_CHECKING:
 Obj = dict[str, Any]
 Finish = Callable[[bool], Awaitable[None]]
 
-_VALIDATION_MODULES = ("core", "apps", "batch", "cluster", "discovery", "networking", "scheduling_workload")
+_VALIDATION_MODULES = (
+    "core",
+    "apps",
+    "apps_revisions",
+    "batch",
+    "cluster",
+    "discovery",
+    "networking",
+    "scheduling_workload",
+)
 
 
 @cache

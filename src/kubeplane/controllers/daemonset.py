@@ -14,12 +14,13 @@ to exactly that node; the controller finds a pod's node from ``spec.nodeName`` o
 term (``GetTargetNodeName``). Each pod has the DaemonSet as controller owner and the label
 ``controller-revision-hash``.
 
-Revisions. kubeplane's API server does not serve ``controllerrevisions``, so the controller keeps no history
-objects: the hash is computed directly from the pod template and ``status.collisionCount`` (the Deployment's
-:func:`~kubeplane.controllers.controller_utils.compute_hash`: FNV-32a over the template's canonical
-JSON, safe-encoded). Its values therefore differ from upstream's
-(which hashes Go's printed struct), but it plays the same role: a pod is *updated* when its
-``controller-revision-hash`` (or the deprecated ``pod-template-generation``) matches the current template.
+Revisions (upstream ``constructHistory``): each template is a ControllerRevision ``<ds>-<hash>`` whose data
+is the patch ``kubectl rollout undo`` applies (:mod:`.daemonset_history`); ``hash`` is the Deployment's
+:func:`~kubeplane.controllers.controller_utils.compute_hash` of the template and ``status.collisionCount`` (FNV-32a
+over the template's canonical JSON, safe-encoded; upstream hashes Go's printed struct, so the values differ),
+and the current revision's ``controller-revision-hash`` label is what pods carry: a pod is *updated* when its
+label (or the deprecated ``pod-template-generation``) matches it. Old revisions no pod uses are pruned to
+``revisionHistoryLimit`` after each manage/rolling-update pass (``cleanupHistory``).
 
 Each sync (upstream ``syncDaemonSet``): skip a selector-everything set (``SelectingAll`` event) or one being
 deleted; if earlier creates/deletes are not yet observed by the informer (*expectations*), only refresh the
@@ -39,7 +40,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, ClassVar, Final
 
 from kubeplane.api import labels as apilabels
@@ -58,16 +59,17 @@ from kubeplane.client.errors import APIStatusError, NotFoundError
 from kubeplane.client.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
 from kubeplane.client.interface import Obj
 from kubeplane.controllers.base import Controller, ControllerContext, key_of, split_key
+from kubeplane.controllers.controller_ref_manager import recheck_deletion_timestamp
 from kubeplane.controllers.controller_utils import (
     NAMESPACE_TERMINATING_CAUSE,
     SLOW_START_INITIAL_BATCH_SIZE,
     PodControl,
-    compute_hash,
     has_status_cause,
     new_controller_ref,
     slow_start_batch,
     with_type_meta,
 )
+from kubeplane.controllers.daemonset_history import DaemonSetHistory
 from kubeplane.controllers.daemonset_update import rolling_update_plan, updated_desired_node_counts
 from kubeplane.controllers.daemonset_util import (
     HASH_LABEL,
@@ -145,6 +147,7 @@ class DaemonSetController(Controller):
         self.daemonsets = ctx.informers.informer_for("daemonsets")
         self.pods = ctx.informers.informer_for("pods")
         self.nodes = ctx.informers.informer_for("nodes")
+        self.revisions = ctx.informers.informer_for("controllerrevisions")
         self.ds_resource = ctx.client.resource("daemonsets")
         self.pod_resource = ctx.client.resource("pods")
         self.recorder = ctx.recorder(_COMPONENT)
@@ -152,11 +155,17 @@ class DaemonSetController(Controller):
         self.pod_control = PodControl(ctx.client, self.recorder)
         self.failed_pods_backoff = Backoff(FAILED_POD_BACKOFF_INITIAL, FAILED_POD_BACKOFF_MAX)
         self.burst_replicas = BURST_REPLICAS
+        self.history = DaemonSetHistory(ctx.client, self.revisions.lister(), self._can_adopt, self._all_daemon_pods)
         self.daemonsets.add_event_handler(
             on_add=self.enqueue, on_update=self._update_daemonset, on_delete=self._delete_daemonset
         )
         self.pods.add_event_handler(on_add=self._add_pod, on_update=self._update_pod, on_delete=self._delete_pod)
         self.nodes.add_event_handler(on_add=self._add_node, on_update=self._update_node, on_delete=self._delete_node)
+        self.revisions.add_event_handler(
+            on_add=self._history_changed,
+            on_update=lambda _old, new: self._history_changed(new),
+            on_delete=self._history_changed,
+        )
 
     # --- handlers ------------------------------------------------------------------------------------------
 
@@ -176,6 +185,34 @@ class DaemonSetController(Controller):
         if ds is None or meta_of(ds).get("uid") != ref.get("uid"):
             return None
         return ds
+
+    def _history_changed(self, history: Obj) -> None:
+        """Upstream ``addHistory`` / ``updateHistory`` / ``deleteHistory``, reduced to their effect: the
+        owning set is synced (an orphan's matching sets, which may adopt it)."""
+        ref = controller_ref_of(history)
+        if ref is not None:
+            ds = self._resolve(namespace_of(history), ref)
+            if ds is not None:
+                self.enqueue(ds)
+            return
+        for ds in self._daemonsets_for_pod(history):
+            self.enqueue(ds)
+
+    def _can_adopt(self, ds: Obj) -> Callable[[], Awaitable[None]]:
+        async def fresh() -> Obj:
+            got = await self.client.get(self.ds_resource, name_of(ds), namespace=namespace_of(ds))
+            if meta_of(got).get("uid") != meta_of(ds).get("uid"):
+                raise RuntimeError(
+                    f"original DaemonSet {namespace_of(ds)}/{name_of(ds)} is gone: got uid "
+                    f"{meta_of(got).get('uid')}, wanted {meta_of(ds).get('uid')}"
+                )
+            return got
+
+        return recheck_deletion_timestamp(fresh)
+
+    def _all_daemon_pods(self, ds: Obj) -> list[Obj]:
+        """The set's pods, deleted terminal ones included (what cleanupHistory and dedup look at)."""
+        return [p for pods in self.nodes_to_daemon_pods(ds, include_deleted_terminal=True).values() for p in pods]
 
     def _daemonsets_for_pod(self, pod: Mapping[str, Any]) -> list[Obj]:
         meta = meta_of(pod)
@@ -318,7 +355,11 @@ class DaemonSetController(Controller):
             return
         if is_being_deleted(ds):
             return
-        hash_ = compute_hash(spec_of(ds).get("template") or {}, status_of(ds).get("collisionCount"))
+        try:
+            cur, old = await self.history.construct_history(ds)
+        except Exception as exc:
+            raise RuntimeError(f"failed to construct revisions of DaemonSet: {exc}") from exc
+        hash_ = str(labels_of(cur).get(HASH_LABEL) or "")
         if not self.expectations.satisfied_expectations(key):
             await self._update_status(ds, nodes, hash_, update_observed_generation=False)
             return
@@ -327,6 +368,10 @@ class DaemonSetController(Controller):
             await self._manage(ds, nodes, hash_)
             if self.expectations.satisfied_expectations(key) and rolling_update_params(ds) is not None:
                 await self._rolling_update(ds, nodes, hash_)
+            try:
+                await self.history.cleanup_history(ds, old)
+            except Exception as exc:
+                raise RuntimeError(f"failed to clean up revisions of DaemonSet: {exc}") from exc
         except Exception as exc:
             error = exc
         try:

@@ -25,6 +25,7 @@ _MODULES: tuple[str, ...] = (
     "replicaset",
     "deployment",
     "daemonset",
+    "statefulset",
     "garbagecollector",
     "namespace",
     "disruption",
