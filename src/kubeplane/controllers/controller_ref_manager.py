@@ -1,17 +1,19 @@
 """ControllerRef management: which objects a controller owns (upstream ``pkg/controller/controller_ref_manager.go``).
 
-A controller claims the objects (pods, ReplicaSets) it should own. An object owned by another controller is
+A controller claims the objects (pods, ReplicaSets, ControllerRevisions) it should own. An object owned by another controller is
 ignored; one owned by us that no longer matches the selector is released (unless we are being deleted); a live
 orphan that matches is adopted by a strategic-merge patch of its ownerReferences (``controller: true``,
 ``blockOwnerDeletion: true``) after a fresh GET confirms the owner is not being deleted.
-:class:`BaseControllerRefManager` holds the claim/adopt/release rules once; :class:`PodControllerRefManager` and
-:class:`ReplicaSetControllerRefManager` supply only how their resource is patched.
+:class:`BaseControllerRefManager` holds the claim/adopt/release rules once; :class:`PodControllerRefManager`
+supplies how pods are patched, and :class:`ReplicaSetControllerRefManager` and
+:class:`ControllerRevisionRefManager` only name their kind and resource.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "BaseControllerRefManager",
+    "ControllerRevisionRefManager",
     "PodControllerRefManager",
     "ReplicaSetControllerRefManager",
     "recheck_deletion_timestamp",
@@ -248,12 +250,12 @@ class PodControllerRefManager(BaseControllerRefManager):
         await self.release(pod)
 
 
-class ReplicaSetControllerRefManager(BaseControllerRefManager):
-    """Claims ReplicaSets for a Deployment (upstream ``ReplicaSetControllerRefManager``). Adopted ReplicaSets
-    are reported as the adoption patch returned them (fresher than the cache: the Deployment controller
-    updates them next and would otherwise conflict on the resourceVersion)."""
+class _OwnedKindRefManager(BaseControllerRefManager):
+    """Claims objects of one kind (``resource``) by selector, adopting with a strategic merge patch. Adopted
+    objects are reported as the adoption patch returned them (fresher than the cache: the controller updates them
+    next and would otherwise conflict on the resourceVersion)."""
 
-    object_kind: ClassVar[str] = "ReplicaSet"
+    resource_name: ClassVar[str]
 
     def __init__(
         self,
@@ -267,7 +269,7 @@ class ReplicaSetControllerRefManager(BaseControllerRefManager):
     ) -> None:
         super().__init__(controller, selector, api_version=api_version, kind=kind, can_adopt=can_adopt)
         self.client = client
-        self.resource = client.resource("replicasets")
+        self.resource = client.resource(self.resource_name)
 
     async def _patch(self, namespace: str, name: str, patch: Mapping[str, Any]) -> Obj:
         return await self.client.patch(
@@ -277,6 +279,24 @@ class ReplicaSetControllerRefManager(BaseControllerRefManager):
     def _adopted(self, original: Obj, patched: Obj) -> Obj:
         return patched
 
+
+class ReplicaSetControllerRefManager(_OwnedKindRefManager):
+    """Claims ReplicaSets for a Deployment (upstream ``ReplicaSetControllerRefManager``)."""
+
+    object_kind: ClassVar[str] = "ReplicaSet"
+    resource_name: ClassVar[str] = "replicasets"
+
     async def claim_replica_sets(self, rs_list: Iterable[Obj]) -> list[Obj]:
         """The ReplicaSets this Deployment owns after adopting and releasing (selector match only)."""
         return await self.claim_objects(rs_list, self.selector_matches)
+
+
+class ControllerRevisionRefManager(_OwnedKindRefManager):
+    """Claims ControllerRevisions for a DaemonSet or StatefulSet (upstream
+    ``ControllerRevisionControllerRefManager``)."""
+
+    object_kind: ClassVar[str] = "ControllerRevision"
+    resource_name: ClassVar[str] = "controllerrevisions"
+
+    async def claim_controller_revisions(self, revisions: Iterable[Obj]) -> list[Obj]:
+        return await self.claim_objects(revisions, self.selector_matches)

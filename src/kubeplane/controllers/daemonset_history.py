@@ -15,19 +15,19 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 from kubeplane.api import labels as apilabels
 from kubeplane.api.views import labels_of, meta_of, name_of, namespace_of, spec_of, status_of
 from kubeplane.client.errors import AlreadyExistsError
 from kubeplane.client.interface import Client, Obj, PatchType
-from kubeplane.controllers.controller_ref_manager import BaseControllerRefManager
+from kubeplane.controllers.controller_ref_manager import ControllerRevisionRefManager
 from kubeplane.controllers.controller_utils import compute_hash, new_controller_ref
 from kubeplane.controllers.daemonset_util import HASH_LABEL
 from kubeplane.controllers.history import go_json, go_template, revision_of, sorted_json
 
-__all__ = ["ControllerRevisionRefManager", "DaemonSetHistory", "get_patch", "match"]
+__all__ = ["DaemonSetHistory", "get_patch", "match"]
 
 log = logging.getLogger("kubeplane.controllers.daemonset")
 
@@ -42,37 +42,6 @@ def get_patch(ds: Mapping[str, Any]) -> Obj:
 def match(ds: Mapping[str, Any], history: Mapping[str, Any]) -> bool:
     """Upstream ``Match``: the revision's data is this set's patch, byte for byte (as Go's JSON)."""
     return go_json(get_patch(ds)) == go_json(history.get("data"))
-
-
-class ControllerRevisionRefManager(BaseControllerRefManager):
-    """Claims ControllerRevisions (upstream ``ControllerRevisionControllerRefManager``)."""
-
-    object_kind: ClassVar[str] = "ControllerRevision"
-
-    def __init__(
-        self,
-        client: Client,
-        controller: Mapping[str, Any],
-        selector: apilabels.Selector,
-        *,
-        api_version: str,
-        kind: str,
-        can_adopt: Callable[[], Awaitable[None]],
-    ) -> None:
-        super().__init__(controller, selector, api_version=api_version, kind=kind, can_adopt=can_adopt)
-        self.client = client
-        self.resource = client.resource("controllerrevisions")
-
-    async def _patch(self, namespace: str, name: str, patch: Mapping[str, Any]) -> Obj:
-        return await self.client.patch(
-            self.resource, name, dict(patch), patch_type=PatchType.STRATEGIC, namespace=namespace
-        )
-
-    def _adopted(self, original: Obj, patched: Obj) -> Obj:
-        return patched
-
-    async def claim_controller_revisions(self, revisions: Iterable[Obj]) -> list[Obj]:
-        return await self.claim_objects(revisions, self.selector_matches)
 
 
 class DaemonSetHistory:
