@@ -156,7 +156,11 @@ class Registry:
         if isinstance(info, CustomResourceInfo):
             storage = self.table.get(info.group, info.storage_version, info.plural) if info.converts else None
             return storage or info
-        return self.resource("", "events") if conversion.converts(info) else info
+        if not conversion.converts(info):
+            return info
+        if info.group == "events.k8s.io":
+            return self.resource("", "events")
+        return self.table.get(info.group, conversion.storage_version(info), info.plural) or info
 
     # -- create ------------------------------------------------------------------------------------------------
 
