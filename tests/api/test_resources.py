@@ -307,7 +307,8 @@ def test_scheduling_workloads_and_podgroups_served_at_v1beta1_and_v1alpha3_over_
     }
     for plural in ("workloads", "podgroups"):
         beta, alpha = (TABLE.get("scheduling.k8s.io", v, plural) for v in ("v1beta1", "v1alpha3"))
-        assert beta is not None and alpha is not None
+        assert beta is not None
+        assert alpha is not None
         assert beta.storage_prefix == alpha.storage_prefix == plural
         assert (beta.kind, beta.namespaced, beta.short_names) == (alpha.kind, alpha.namespaced, alpha.short_names)
     status = TABLE.get("scheduling.k8s.io", "v1beta1", "podgroups")
