@@ -222,3 +222,19 @@ def test_discovery_lists_both_versions_in_upstreams_priority(server: Server) -> 
     assert list(versions) == ["v1", "v1beta1", "v1alpha3"]
     assert versions["v1beta1"] == ["podgroups", "workloads"]
     assert versions["v1alpha3"] == ["compositepodgroups", "podgroups", "workloads"]
+
+
+def test_watch_list_at_the_other_version_sends_its_objects_and_bookmark(server: Server) -> None:
+    """WatchList (sendInitialEvents): the initial ADDED events and the initial-events-end BOOKMARK carry the
+    requested version's apiVersion (upstream's cacher converts every event for the watcher's version)."""
+    status, created = _json(server, "POST", f"{A3}/podgroups", _pod_group("conv-wl", "v1alpha3"))
+    assert status == 201, created
+    query = (
+        "?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+        "&timeoutSeconds=1&fieldSelector=metadata.name%3Dconv-wl"
+    )
+    events = _watch(server, f"{B1}/podgroups{query}")
+    assert [e["type"] for e in events[:2]] == ["ADDED", "BOOKMARK"], events
+    assert [e["object"]["apiVersion"] for e in events[:2]] == ["scheduling.k8s.io/v1beta1"] * 2
+    assert events[0]["object"]["metadata"]["uid"] == created["metadata"]["uid"]
+    assert events[1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
