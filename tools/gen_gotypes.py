@@ -57,6 +57,7 @@ API_PACKAGES = (
     "policy/v1",
     "scheduling/v1",
     "scheduling/v1alpha3",
+    "scheduling/v1beta1",
     "storage/v1",
     "rbac/v1",
     "coordination/v1",
@@ -67,6 +68,10 @@ API_PACKAGES = (
     "authentication/v1",
     "authorization/v1",
 )
+# Kinds of a rooted package that kube-apiserver no longer serves: not roots (so nothing decodes or documents
+# them). scheduling.k8s.io/v1beta1 PriorityClass was removed in 1.22 (its zz_generated.prerelease-lifecycle.go);
+# the package is rooted for v1.37's v1beta1 Workload and PodGroup.
+REMOVED_KINDS: dict[str, tuple[str, ...]] = {"scheduling/v1beta1": ("PriorityClass", "PriorityClassList")}
 # Packages the rooted ones refer to, whose own kinds are not served.
 REFERENCED_PACKAGES: tuple[str, ...] = ()
 MACHINERY_PACKAGES = ("pkg/apis/meta/v1", "pkg/api/resource", "pkg/util/intstr", "pkg/runtime", "pkg/types")
@@ -298,7 +303,10 @@ def build(api: Path, machinery: Path, tag: str) -> dict[str, object]:
     for pkg in packages:
         if pkg.group is None or pkg.path.endswith("/meta/v1"):
             continue
+        removed = next((kinds for p, kinds in REMOVED_KINDS.items() if pkg.path.endswith("/" + p)), ())
         for kind in pkg.kinds:
+            if kind in removed:
+                continue
             type_id = f"{pkg.path}.{kind}"
             roots[f"{pkg.group}/{pkg.version}/{kind}"] = type_id
             visit(type_id)

@@ -33,6 +33,12 @@ Output format (sorted, deterministic, one message per line)::
 Status ...) are listed under ``meta.k8s.io/v1`` and apply to every group version.
 
 Usage: ``.venv/bin/python tools/gen_proto_tables.py --proto-root /tmp/protos [--check]``.
+
+Adding packages: ``--add k8s.io.api.scheduling.v1beta1 [--add ...]`` takes only those packages' messages and kinds
+from the root (the other ``.proto`` files there resolve their references) and merges them into the committed
+tables, keeping every other message. The committed tables hold fields newer than any one mirror commit
+(``NodeFeatures.containerUlimits``), so regenerating them wholesale from one commit would lose fields; a
+package added later (scheduling.k8s.io/v1beta1, from the k8s.io/api commit ``gotypes.json`` records) is merged.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 OUT = Path(__file__).resolve().parent.parent / "src" / "kubeplane" / "api" / "proto_tables.json"
 
@@ -200,6 +207,11 @@ KEEP_ZERO: dict[str, tuple[str, ...]] = {
     ),
     "k8s.io.api.batch.v1.JobStatus": ("ready", "terminating"),
     "k8s.io.api.batch.v1.SuccessPolicyRule": ("succeededCount",),
+    "k8s.io.api.scheduling.v1beta1.GangSchedulingPolicy": ("minCount",),
+    "k8s.io.api.scheduling.v1beta1.CompositeGangSchedulingPolicy": ("minGroupCount",),
+    "k8s.io.api.scheduling.v1beta1.PodGroupSpec": ("priority",),
+    "k8s.io.api.scheduling.v1beta1.PodGroupTemplate": ("priority",),
+    "k8s.io.api.scheduling.v1beta1.CompositePodGroupTemplate": ("priority",),
     "k8s.io.api.batch.v1.CronJobSpec": (
         "startingDeadlineSeconds", "suspend", "successfulJobsHistoryLimit", "failedJobsHistoryLimit",
     ),
@@ -213,6 +225,7 @@ GROUP_VERSIONS = {
     "k8s.io.api.autoscaling.v1": "autoscaling/v1",
     "k8s.io.api.coordination.v1": "coordination.k8s.io/v1",
     "k8s.io.api.scheduling.v1": "scheduling.k8s.io/v1",
+    "k8s.io.api.scheduling.v1beta1": "scheduling.k8s.io/v1beta1",
     "k8s.io.api.storage.v1": "storage.k8s.io/v1",
     "k8s.io.api.rbac.v1": "rbac.authorization.k8s.io/v1",
     "k8s.io.api.events.v1": "events.k8s.io/v1",
@@ -224,7 +237,14 @@ META_KINDS = (
     "UpdateOptions", "WatchEvent",
 )  # fmt: skip
 NOT_KINDS = frozenset(
-    {_CORE + "PodTemplateSpec", _CORE + "PersistentVolumeClaimTemplate", "k8s.io.api.batch.v1.JobTemplateSpec"}
+    {
+        _CORE + "PodTemplateSpec",
+        _CORE + "PersistentVolumeClaimTemplate",
+        "k8s.io.api.batch.v1.JobTemplateSpec",
+        # no longer served: scheduling.k8s.io/v1beta1 PriorityClass was removed in 1.22
+        "k8s.io.api.scheduling.v1beta1.PriorityClass",
+        "k8s.io.api.scheduling.v1beta1.PriorityClassList",
+    }
 )
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
@@ -274,8 +294,9 @@ def _resolve(typ: str, package: str, known: set[str]) -> str:
     return full
 
 
-def build(root: Path) -> dict[str, object]:
-    """Parse every ``generated.proto`` under ``root`` and return the tables (see module docstring)."""
+def build(root: Path, only: frozenset[str] = frozenset()) -> dict[str, object]:
+    """Parse every ``generated.proto`` under ``root`` and return the tables (see module docstring); with
+    ``only``, just the messages and kinds of those proto packages (hand-listed entries of others are skipped)."""
     parsed: dict[str, list[tuple[str, str, int, str, str, str]]] = {}
     for path in sorted(root.rglob("generated.proto")):
         try:
@@ -294,8 +315,12 @@ def build(root: Path) -> dict[str, object]:
                 resolved = _resolve(typ, package, known)
             out.append(Field(number, name, resolved, REPEATED if label == "repeated" else 0))
         messages[full] = out
+    if only:
+        messages = {m: fs for m, fs in messages.items() if m.rsplit(".", 1)[0] in only}
     for table, flag in ((INLINE, INLINE_FLAG), (KEEP_ZERO, KEEP_ZERO_FLAG)):
         for message, names in table.items():
+            if only and message.rsplit(".", 1)[0] not in only:
+                continue
             fields = messages.get(message)
             if fields is None:
                 raise SystemExit(f"hand-listed message {message} not found in the protos")
@@ -313,7 +338,8 @@ def build(root: Path) -> dict[str, object]:
         is_top_level = metadata is not None and metadata.type in (_META + "ObjectMeta", _META + "ListMeta")
         if version and is_top_level and full not in NOT_KINDS:
             kinds.setdefault(version, {})[name] = full
-    kinds["meta.k8s.io/v1"] = {kind: _META + kind for kind in META_KINDS}
+    if not only:
+        kinds["meta.k8s.io/v1"] = {kind: _META + kind for kind in META_KINDS}
     return {
         "kinds": {v: dict(sorted(k.items())) for v, k in sorted(kinds.items())},
         "messages": {
@@ -321,6 +347,15 @@ def build(root: Path) -> dict[str, object]:
             for m, fs in sorted(messages.items())
         },
     }
+
+
+def merge(committed: dict[str, Any], added: dict[str, Any]) -> dict[str, object]:
+    """``committed`` with ``added``'s messages and kinds put in (an added package replaces its old entries)."""
+    kinds = {v: dict(k) for v, k in committed["kinds"].items()}
+    for version, names in added["kinds"].items():
+        kinds[version] = dict(sorted({**kinds.get(version, {}), **names}.items()))
+    messages = {**committed["messages"], **added["messages"]}
+    return {"kinds": dict(sorted(kinds.items())), "messages": dict(sorted(messages.items()))}
 
 
 def render(tables: dict[str, object]) -> str:
@@ -338,8 +373,14 @@ def main() -> int:
     parser.add_argument("--proto-root", type=Path, required=True, help="directory with the generated.proto copies")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--check", action="store_true", help="fail if the committed file is out of date")
+    parser.add_argument(
+        "--add", action="append", default=[], help="merge only this proto package into the committed tables"
+    )
     args = parser.parse_args()
-    text = render(build(args.proto_root))
+    tables = build(args.proto_root, frozenset(args.add))
+    if args.add:
+        tables = merge(json.loads(OUT.read_text()), tables)
+    text = render(tables)
     if args.check:
         if args.out.read_text() != text:
             print(f"{args.out} is out of date; rerun tools/gen_proto_tables.py", file=sys.stderr)

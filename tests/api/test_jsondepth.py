@@ -190,7 +190,12 @@ def test_every_walk_of_request_data_runs_at_the_limit(walk: str) -> None:
     _with_frames(SERVER_FRAMES, WALKS[walk])
 
 
-RECURSIVE_MESSAGES = frozenset({"k8s.io.api.scheduling.v1alpha3.CompositePodGroupTemplate"})
+RECURSIVE_MESSAGES = frozenset(
+    {
+        "k8s.io.api.scheduling.v1alpha3.CompositePodGroupTemplate",
+        "k8s.io.api.scheduling.v1beta1.CompositePodGroupTemplate",
+    }
+)
 """Messages upstream defines in terms of themselves (a Workload's composite template holds composite templates)."""
 
 
@@ -228,8 +233,8 @@ def _length_delimited(number: int, payload: bytes) -> bytes:
     return bytes(out) + payload
 
 
-def test_protobuf_recursive_message_past_the_depth_limit_is_a_nesting_error() -> None:
-    message = "k8s.io.api.scheduling.v1alpha3.CompositePodGroupTemplate"
+@pytest.mark.parametrize("message", sorted(RECURSIVE_MESSAGES))
+def test_protobuf_recursive_message_past_the_depth_limit_is_a_nesting_error(message: str) -> None:
     field = next(n for n, f in protobuf.load_tables().messages[message].items() if f.type == message)
     body = b""
     for _ in range(protobuf.MAX_MESSAGE_DEPTH + 5):

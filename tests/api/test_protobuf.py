@@ -414,3 +414,17 @@ def test_tables_ship_inside_the_package() -> None:
     assert tables.message_for("autoscaling/v1", "Scale") == "k8s.io.api.autoscaling.v1.Scale"
     assert tables.message_for("v1", "PodTemplateSpec") is None
     assert CONTENT_TYPE == "application/vnd.kubernetes.protobuf"
+
+
+def test_scheduling_v1beta1_pod_group() -> None:
+    """A scheduling.k8s.io/v1beta1 PodGroup (upstream scheduling/v1beta1/generated.proto, merged into the tables
+    with tools/gen_proto_tables.py --add): a zero ``minCount`` (int32, no omitempty) and ``priority`` (*int32)
+    are kept, as Go's marshaller writes them."""
+    spec = msg(3, msg(2, num(1, 0))) + ld(7, "high") + num(8, 0)
+    body = envelope("scheduling.k8s.io/v1beta1", "PodGroup", meta("gang") + msg(2, spec))
+    assert decode_object(body) == {
+        "kind": "PodGroup",
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "metadata": {"name": "gang"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 0}}, "priorityClassName": "high", "priority": 0},
+    }

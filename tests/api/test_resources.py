@@ -11,6 +11,7 @@ from kubeplane.api.resources import (
     DuplicateResourceError,
     ResourceInfo,
     ResourceTable,
+    Subresource,
     default_table,
 )
 
@@ -86,7 +87,7 @@ def test_builtin_resource_matches_upstream(gr: tuple[str, str], expected: tuple[
 
 def test_table_covers_exactly_the_expected_resources() -> None:
     assert {(r.group, r.plural) for r in TABLE} == set(EXPECTED)
-    assert len(TABLE) == len(BUILTIN_RESOURCES)
+    assert len(TABLE) == len(BUILTIN_RESOURCES) == len(EXPECTED) + 2  # workloads, podgroups twice
 
 
 @pytest.mark.parametrize(
@@ -289,3 +290,47 @@ def test_unregister_removes_every_lookup_and_moves_the_generation() -> None:
     assert table.get("example.com", "v1", "widgets") is None
     assert table.generation == before + 2
     assert table.unregister("example.com", "v1", "widgets") is None
+
+
+def test_scheduling_workloads_and_podgroups_served_at_v1beta1_and_v1alpha3_over_one_prefix() -> None:
+    """v1.37 serves Workload and PodGroup at v1beta1 (k8s.io/api scheduling/v1beta1/register.go) and v1alpha3,
+    CompositePodGroup at v1alpha3 only; the versions of a resource share its etcd prefix (one storage)."""
+    versions = {
+        plural: [r.version for r in TABLE if (r.group, r.plural) == ("scheduling.k8s.io", plural)]
+        for plural in ("workloads", "podgroups", "compositepodgroups", "priorityclasses")
+    }
+    assert versions == {
+        "workloads": ["v1beta1", "v1alpha3"],
+        "podgroups": ["v1beta1", "v1alpha3"],
+        "compositepodgroups": ["v1alpha3"],
+        "priorityclasses": ["v1"],
+    }
+    for plural in ("workloads", "podgroups"):
+        beta, alpha = (TABLE.get("scheduling.k8s.io", v, plural) for v in ("v1beta1", "v1alpha3"))
+        assert beta is not None
+        assert alpha is not None
+        assert beta.storage_prefix == alpha.storage_prefix == plural
+        assert (beta.kind, beta.namespaced, beta.short_names) == (alpha.kind, alpha.namespaced, alpha.short_names)
+    status = TABLE.get("scheduling.k8s.io", "v1beta1", "podgroups")
+    assert status is not None
+    assert status.subresource("status") == Subresource("status", "PodGroup", "scheduling.k8s.io", "v1beta1")
+
+
+@pytest.mark.parametrize(
+    ("name", "version"),
+    [
+        ("podgroups", "v1beta1"),
+        ("PodGroup", "v1beta1"),
+        ("podgroups.scheduling.k8s.io", "v1beta1"),
+        ("podgroups.v1alpha3.scheduling.k8s.io", "v1alpha3"),
+        ("workloads", "v1beta1"),
+        ("workloads.v1alpha3.scheduling.k8s.io", "v1alpha3"),
+        ("compositepodgroups", "v1alpha3"),
+    ],
+)
+def test_unqualified_scheduling_names_prefer_v1beta1(name: str, version: str) -> None:
+    """kubectl's RESTMapper prefers the earlier version in discovery (upstream's priority v1beta1 before
+    v1alpha3); ``plural.version.group`` picks a version."""
+    info = TABLE.resolve(name)
+    assert info is not None
+    assert (info.group, info.version) == ("scheduling.k8s.io", version)

@@ -181,8 +181,8 @@ def test_kind_parses_with_the_typed_client(server: Server, api_client: Any, reso
         return
     name = (
         NAMES.get((resource.group, resource.plural))
-        or f"typed-{(resource.group or 'core').split('.')[0]}-{resource.plural}"
-    )  # events cohabit: one per group
+        or f"typed-{(resource.group or 'core').split('.')[0]}-{resource.plural}-{resource.version}"
+    )  # events cohabit, and PodGroups and Workloads are one storage at v1beta1 and v1alpha3: one per group version
     _create(server, resource, name)
     scoped = "namespaced_" if resource.namespaced else ""
     args: tuple[str, ...] = (name, _namespace(resource)) if resource.namespaced else (name,)

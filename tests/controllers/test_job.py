@@ -308,7 +308,9 @@ async def test_job_with_a_workload_gets_its_pod_group_and_pods_join_it() -> None
                 "podGroupTemplates": [{"name": "workers", "schedulingPolicy": {"gang": {"minCount": 2}}}],
             },
         }
-        await env.client.create(env.res("workloads"), workload, namespace=job["metadata"]["namespace"])
+        await env.client.create(
+            env.res("workloads.v1alpha3.scheduling.k8s.io"), workload, namespace=job["metadata"]["namespace"]
+        )
 
     async with running_job_controller(setup=setup) as env:
         pods = await env.until_pods(2)

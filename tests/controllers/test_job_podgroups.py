@@ -66,17 +66,17 @@ def test_new_job_and_management_rules() -> None:
 
 async def test_ensure_pod_group_creates_it_from_the_template_once() -> None:
     client = await LocalClient.in_memory()
-    wl = await client.create(client.resource("workloads"), workload(), namespace="default")
+    wl = await client.create(client.resource("workloads.v1alpha3.scheduling.k8s.io"), workload(), namespace="default")
     name = await ensure_pod_group(client, job(), [])
     assert name == compute_pod_group_name("train-wl", "workers")
-    pg = await client.get(client.resource("podgroups"), name, namespace="default")
+    pg = await client.get(client.resource("podgroups.v1alpha3.scheduling.k8s.io"), name, namespace="default")
     assert pg["spec"]["workloadRef"] == {"workloadName": "train-wl", "templateName": "workers"}
     assert pg["spec"]["schedulingPolicy"] == {"gang": {"minCount": 4}}
     owners = pg["metadata"]["ownerReferences"]
     assert owners[0]["kind"] == "Job"
     assert owners[0]["controller"] is True
-    assert owners[1] == {
-        "apiVersion": "scheduling.k8s.io/v1alpha3",
+    assert owners[1] == {  # the controller's version (v1beta1, v1.37's) though the Workload was created at v1alpha3
+        "apiVersion": "scheduling.k8s.io/v1beta1",
         "kind": "Workload",
         "name": "train-wl",
         "uid": wl["metadata"]["uid"],

@@ -275,3 +275,12 @@ async def test_restart_half_way() -> None:
             await env.eventually(gone, "the restarted controller finishing the namespace")
     finally:
         await client.close()
+
+
+async def test_each_resource_is_emptied_at_one_version(env: Env) -> None:
+    """Upstream's deleter walks ``ServerPreferredNamespacedResources``: one version per group and resource, so
+    PodGroups (served at v1beta1 and v1alpha3 over one storage) are listed and deleted once, at v1beta1."""
+    deletable = env.controller.deletable_resources()
+    pairs = [(r.group, r.plural) for r in deletable]
+    assert len(pairs) == len(set(pairs))
+    assert [r.version for r in deletable if (r.group, r.plural) == ("scheduling.k8s.io", "podgroups")] == ["v1beta1"]

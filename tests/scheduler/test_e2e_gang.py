@@ -39,9 +39,9 @@ def gang_pod(name: str, group: str = "train") -> Obj:
     }
 
 
-def pod_group(name: str, min_count: int) -> Obj:
+def pod_group(name: str, min_count: int, version: str = "v1beta1") -> Obj:
     return {
-        "apiVersion": "scheduling.k8s.io/v1alpha3",
+        "apiVersion": f"scheduling.k8s.io/{version}",
         "kind": "PodGroup",
         "metadata": {"name": name, "namespace": "default"},
         "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
@@ -87,7 +87,9 @@ async def test_gang_of_four_binds_none_with_room_for_three_then_all_after_a_node
     scheduler = Scheduler(client, config=parse_config(GANG_CONFIG), clock=clock, rng=random.Random(1))
     task = asyncio.ensure_future(scheduler.run())
     try:
-        await client.create(client.resource("podgroups"), pod_group("train", 4), namespace="default")
+        # created at v1alpha3: the scheduler's informer (v1beta1) sees the same stored object
+        v1alpha3 = client.resource("podgroups.v1alpha3.scheduling.k8s.io")
+        await client.create(v1alpha3, pod_group("train", 4, "v1alpha3"), namespace="default")
         for i in range(4):
             await client.create(client.resource("pods"), gang_pod(f"worker-{i}"), namespace="default")
 

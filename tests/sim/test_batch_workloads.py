@@ -190,7 +190,7 @@ def test_gang_rows_and_wait_time() -> None:
 
 
 def test_gang_generator_creates_podgroups_and_grouped_pods() -> None:
-    """A Pod generator with ``gang: {size, minCount}`` makes, per gang, a scheduling.k8s.io/v1alpha3 PodGroup
+    """A Pod generator with ``gang: {size, minCount}`` makes, per gang, a scheduling.k8s.io/v1beta1 PodGroup
     (``spec.schedulingPolicy.gang.minCount``) and ``size`` pods naming it in ``spec.schedulingGroup``; the report
     groups them into gangs with their wait times."""
     pod = {"spec": {"containers": [{"name": "c", "image": "busybox:1.36", "resources": {"requests": {"cpu": "100m"}}}]}}

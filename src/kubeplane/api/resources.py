@@ -5,8 +5,8 @@ and kubectl-style name resolution need: kind, scope, short names, categories, su
 ``metadata.name`` rule, and the etcd key prefix. Prefixes are kube-apiserver's: the resource name, except the
 historical ``SpecialDefaultResourcePrefixes`` (nodes under ``minions``, services under ``services/specs``,
 endpoints under ``services/endpoints``, replication controllers under ``controllers``). Resources that
-upstream stores together ("cohabitating": core/v1 and events.k8s.io/v1 events) share one prefix, so both
-APIs see the same objects.
+upstream stores together ("cohabitating": core/v1 and events.k8s.io/v1 events), and the versions of one
+resource (scheduling.k8s.io v1beta1 and v1alpha3 PodGroups), share one prefix, so all see the same objects.
 
 Resolution order
     A short name, kind or plural can belong to more than one group (``ev``, ``Event``, ``events``). Lookups
@@ -431,8 +431,21 @@ BUILTIN_RESOURCES: Final[tuple[ResourceInfo, ...]] = (
         storage_prefix="priorityclasses",
         short_names=("pc",),
     ),
-    # scheduling.k8s.io/v1alpha3: workload-aware scheduling (upstream pkg/registry/scheduling/{workload,podgroup,
+    # scheduling.k8s.io workload-aware scheduling (upstream pkg/registry/scheduling/{workload,podgroup,
     # compositepodgroup}/storage: no short names; Workload has no status, the other two a status subresource).
+    # Workload and PodGroup are served at v1beta1 and v1alpha3 over one storage (stored at v1alpha3:
+    # apiserver/conversion.py STORAGE_VERSIONS); v1beta1 comes first, as upstream's version priority (v1,
+    # v1beta1, v1alpha3) orders discovery and so kubectl's choice for ``kubectl get podgroups``.
+    ResourceInfo("scheduling.k8s.io", "v1beta1", "Workload", "workloads", namespaced=True, storage_prefix="workloads"),
+    ResourceInfo(
+        "scheduling.k8s.io",
+        "v1beta1",
+        "PodGroup",
+        "podgroups",
+        namespaced=True,
+        storage_prefix="podgroups",
+        subresources=(_status("PodGroup", "scheduling.k8s.io", "v1beta1"),),
+    ),
     ResourceInfo("scheduling.k8s.io", "v1alpha3", "Workload", "workloads", namespaced=True, storage_prefix="workloads"),
     ResourceInfo(
         "scheduling.k8s.io",

@@ -151,9 +151,14 @@ class Registry:
         return {"apiVersion": info.api_version, "kind": info.kind, **obj}
 
     def storage_resource(self, info: ResourceInfo) -> ResourceInfo:
-        """The resource whose form is stored for ``info`` (itself, except for cohabiting versions; a custom
-        resource's versions share one key, each written through its own strategy)."""
-        return self.resource("", "events") if conversion.converts(info) else info
+        """The resource whose form is stored for ``info``: itself, except for cohabiting versions (events.k8s.io
+        Events are stored as core Events; a multi-version built-in's versions as its storage version's row). A
+        custom resource's versions share one key, each written through its own strategy: itself."""
+        if isinstance(info, CustomResourceInfo) or not conversion.converts(info):
+            return info
+        if info.group == "events.k8s.io":
+            return self.resource("", "events")
+        return self.table.get(info.group, conversion.storage_version(info), info.plural) or info
 
     def _written(self, info: CustomResourceInfo, stored: Obj) -> Obj:
         """A custom resource just written, as read back. At the storage version the write already pruned and

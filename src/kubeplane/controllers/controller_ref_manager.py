@@ -1,9 +1,9 @@
 """ControllerRef management: which objects a controller owns (upstream ``pkg/controller/controller_ref_manager.go``).
 
-A controller claims the objects (pods, ReplicaSets, ControllerRevisions) it should own. An object owned by another controller is
-ignored; one owned by us that no longer matches the selector is released (unless we are being deleted); a live
-orphan that matches is adopted by a strategic-merge patch of its ownerReferences (``controller: true``,
-``blockOwnerDeletion: true``) after a fresh GET confirms the owner is not being deleted.
+A controller claims the objects (pods, ReplicaSets, ControllerRevisions) it should own. An object owned by
+another controller is ignored; one owned by us that no longer matches the selector is released (unless we are
+being deleted); a live orphan that matches is adopted by a strategic-merge patch of its ownerReferences
+(``controller: true``, ``blockOwnerDeletion: true``) after a fresh GET confirms the owner is not being deleted.
 :class:`BaseControllerRefManager` holds the claim/adopt/release rules once; :class:`PodControllerRefManager`
 supplies how pods are patched, and :class:`ReplicaSetControllerRefManager` and
 :class:`ControllerRevisionRefManager` only name their kind and resource.

@@ -37,7 +37,11 @@ __all__ = [
 ]
 
 DNS1123_SUBDOMAIN_MAX_LENGTH = 253
-API_VERSION = "scheduling.k8s.io/v1alpha3"
+API_VERSION = "scheduling.k8s.io/v1beta1"
+"""The version the Job controller reads and writes Workloads and PodGroups in: v1.37's, which real v1.37 clients
+use (kubeplane also serves v1alpha3 over the same objects, so v1alpha3 Workloads are found too)."""
+WORKLOADS = "workloads.v1beta1.scheduling.k8s.io"
+POD_GROUPS = "podgroups.v1beta1.scheduling.k8s.io"
 
 
 def compute_pod_group_name(workload_name: str, template_name: str) -> str:
@@ -150,16 +154,16 @@ async def ensure_pod_group(client: Client, job: Mapping[str, Any], pods: Sequenc
     if not should_manage(job):
         return None
     namespace = meta_of(job).get("namespace", "default")
-    workloads = (await client.list(client.resource("workloads"), namespace=namespace))["items"]
+    workloads = (await client.list(client.resource(WORKLOADS), namespace=namespace))["items"]
     workload = find_workload(job, workloads)
     if workload is None:
         return None
     wanted = pod_group_for(job, workload)
     name = wanted["metadata"]["name"]
-    groups = (await client.list(client.resource("podgroups"), namespace=namespace))["items"]
+    groups = (await client.list(client.resource(POD_GROUPS), namespace=namespace))["items"]
     if any(meta_of(g).get("name") == name and _controlled_by(g, job) for g in groups):
         return str(name)
     if not is_new_job(job, pods):
         return None
-    await client.create(client.resource("podgroups"), wanted, namespace=namespace)
+    await client.create(client.resource(POD_GROUPS), wanted, namespace=namespace)
     return str(name)

@@ -203,8 +203,14 @@ class NamespaceController(Controller):
             self.enqueue_after(ns, self.grace)
 
     def deletable_resources(self) -> list[ResourceInfo]:
-        """Namespaced resources that support ``delete`` (upstream filters discovery the same way)."""
-        return [r for r in resource_table(self.client) if r.namespaced and "delete" in r.verbs]
+        """Namespaced resources that support ``delete`` (upstream filters discovery the same way), each at its
+        first version (``ServerPreferredNamespacedResources``: one version per group and resource, so v1beta1
+        PodGroups, not their v1alpha3 view of the same objects too)."""
+        out: dict[tuple[str, str], ResourceInfo] = {}
+        for r in resource_table(self.client):
+            if r.namespaced and "delete" in r.verbs:
+                out.setdefault((r.group, r.plural), r)
+        return list(out.values())
 
     async def sync(self, key: str) -> None:
         if self.lister.get(None, key) is None:

@@ -75,6 +75,9 @@ preemption's PodDisruptionBudgets)."""
 EVENT_NODE_ADD = ClusterEvent("Node", ActionType.ADD, "NodeAdd")
 EVENT_ASSIGNED_POD_DELETE = ClusterEvent("AssignedPod", ActionType.DELETE, "AssignedPodDelete")
 EVENT_ASSIGNED_POD_ADD = ClusterEvent("AssignedPod", ActionType.ADD, "AssignedPodAdd")
+POD_GROUPS_RESOURCE = "podgroups.v1beta1.scheduling.k8s.io"
+"""The PodGroups informer's version: v1.37's kube-scheduler watches scheduling.k8s.io/v1beta1 (the objects are
+the same at v1alpha3, stored once)."""
 EVENT_POD_GROUP_ADD = ClusterEvent("PodGroup", ActionType.ADD, "PodGroupAdd")
 EVENT_POD_GROUP_UPDATE = ClusterEvent("PodGroup", ActionType.update(), "PodGroupUpdate")
 
@@ -227,7 +230,7 @@ class Scheduler:
     def _watch_pod_groups(self) -> None:
         """The ``podgroups`` informer GangScheduling reads, and its events for the queue (upstream's PodGroup
         event handlers): started only when a profile runs GangScheduling."""
-        informer = self.informers.informer_for("podgroups")
+        informer = self.informers.informer_for(POD_GROUPS_RESOURCE)
         self._pod_group_lister = informer.lister()
         informer.add_event_handler(
             on_add=_guarded(lambda pg: self.queue.move_all_to_active_or_backoff_queue(EVENT_POD_GROUP_ADD, None, pg)),

@@ -237,7 +237,7 @@ class _Run:
 
     async def _create(self, obj: Mapping[str, Any]) -> None:
         try:
-            info = self.client.resource(str(obj.get("kind")))
+            info = self.client.resource(_qualified_kind(obj))
         except KeyError:
             log.warning("sim: unknown kind %s; skipped", obj.get("kind"))
             return
@@ -511,10 +511,18 @@ def _set_duration(pod: dict[str, Any] | None, gen: Generator, rng: random.Random
         pod.setdefault("spec", {}).setdefault("restartPolicy", "Never")
 
 
+def _qualified_kind(obj: Mapping[str, Any]) -> str:
+    """``Kind.version.group`` for an object of a named group (so a v1alpha3 PodGroup goes to v1alpha3 when v1beta1
+    is preferred), the bare kind otherwise."""
+    group, _, version = str(obj.get("apiVersion") or "").rpartition("/")
+    return f"{obj.get('kind')}.{version}.{group}" if group else str(obj.get("kind"))
+
+
 def _pod_group(name: str, namespace: str, min_count: int) -> dict[str, Any]:
-    """A scheduling.k8s.io/v1alpha3 PodGroup with the gang policy (v1.37's ``spec.schedulingPolicy.gang``)."""
+    """A scheduling.k8s.io/v1beta1 PodGroup (v1.37's version; the same object as v1alpha3's) with the gang policy
+    (``spec.schedulingPolicy.gang``)."""
     return {
-        "apiVersion": "scheduling.k8s.io/v1alpha3",
+        "apiVersion": "scheduling.k8s.io/v1beta1",
         "kind": "PodGroup",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},

@@ -1,5 +1,6 @@
-"""Validation of the workload-aware scheduling kinds of scheduling.k8s.io/v1alpha3: Workload, PodGroup and
-CompositePodGroup, as upstream ``pkg/apis/scheduling/validation/validation.go`` (v1.37).
+"""Validation of the workload-aware scheduling kinds of scheduling.k8s.io: Workload, PodGroup and
+CompositePodGroup, as upstream ``pkg/apis/scheduling/validation/validation.go`` (v1.37). Upstream validates the
+internal type, so v1beta1 and v1alpha3 objects (one storage, the same fields) get the same errors.
 
 The API server loads this module by name (``_VALIDATION_MODULES`` in :mod:`kubeplane.apiserver.strategies`) and
 looks validators up by ``(group, kind)`` in the tables at the bottom. Same contract as :mod:`.cluster`: JSON dicts

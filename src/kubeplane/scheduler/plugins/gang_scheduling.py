@@ -1,5 +1,5 @@
 """GangScheduling: all-or-nothing scheduling of the pods of a PodGroup with a ``gang`` policy (upstream
-``pkg/scheduler/framework/plugins/gangscheduling``, v1.37, scheduling.k8s.io/v1alpha3).
+``pkg/scheduler/framework/plugins/gangscheduling``, v1.37, scheduling.k8s.io/v1beta1 PodGroups).
 
 * PreEnqueue holds a pod of a gang out of the active queue until its PodGroup exists and at least
   ``minCount`` pods of the group exist (unscheduled, assumed or bound).
