@@ -10,7 +10,8 @@ Upstream defaults kept (zero or empty counts as unset where upstream's checks ar
     * parallelism 16, podInitialBackoffSeconds 1, podMaxBackoffSeconds 10; percentageOfNodesToScore stays
       None (upstream's 0: adaptive);
     * no profiles: one; a single profile without a name: ``default-scheduler``;
-    * each profile's plugins merged into the default set (:func:`~.plugins.merge_plugins`), then default args
+    * each profile's plugins merged (:func:`~.plugins.merge_plugins`) into the default set of the feature
+      gates (:func:`~.plugins.default_plugins`), then default args
       appended, in name order, for every enabled in-tree plugin with an args type and no ``pluginConfig`` entry;
     * clientConnection: contentType ``application/vnd.kubernetes.protobuf``, qps 50, burst 100;
     * leaderElection: leaderElect true, leaseDuration 15s, renewDeadline 10s, retryPeriod 2s, resourceLock
@@ -25,6 +26,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from kubeplane.scheduler.config.args import ARGS_PLUGINS, default_args
+from kubeplane.scheduler.config.features import DEFAULT_GATES, FeatureGates
 from kubeplane.scheduler.config.plugins import default_plugins, merge_plugins
 from kubeplane.scheduler.config.types import (
     EXTENSION_POINTS,
@@ -105,14 +107,14 @@ def default_plugin_config(plugins: Plugins, explicit: list[RawPluginConfig]) -> 
     return MappingProxyType(config)
 
 
-def _profiles(raw: RawConfig) -> tuple[Profile, ...]:
+def _profiles(raw: RawConfig, gates: FeatureGates) -> tuple[Profile, ...]:
     raws = raw.profiles or [RawProfile()]
     out: list[Profile] = []
     for rp in raws:
         name = rp.scheduler_name
         if name is None:
             name = DEFAULT_SCHEDULER_NAME if len(raws) == 1 else ""
-        plugins = merge_plugins(default_plugins(), rp.plugins)
+        plugins = merge_plugins(default_plugins(gates), rp.plugins)
         out.append(
             Profile(
                 scheduler_name=name,
@@ -153,14 +155,17 @@ def _leader_election(given: Mapping[str, Any]) -> LeaderElection:
     )
 
 
-def apply_defaults(raw: RawConfig) -> KubeSchedulerConfiguration:
-    """Upstream v1 defaulting of a decoded configuration (see the module docstring); does not validate."""
+def apply_defaults(raw: RawConfig, gates: FeatureGates = DEFAULT_GATES) -> KubeSchedulerConfiguration:
+    """Upstream v1 defaulting of a decoded configuration (see the module docstring); does not validate.
+
+    ``gates`` decide the default plugin set (upstream ``applyFeatureGates``); v1.37's defaults unless given.
+    """
     return KubeSchedulerConfiguration(
         parallelism=16 if raw.parallelism is None else raw.parallelism,
         percentage_of_nodes_to_score=raw.percentage_of_nodes_to_score,
         pod_initial_backoff_seconds=1 if raw.pod_initial_backoff_seconds is None else raw.pod_initial_backoff_seconds,
         pod_max_backoff_seconds=10 if raw.pod_max_backoff_seconds is None else raw.pod_max_backoff_seconds,
-        profiles=_profiles(raw),
+        profiles=_profiles(raw, gates),
         client_connection=_client_connection(raw.client_connection),
         leader_election=_leader_election(raw.leader_election),
         delay_cache_until_active=raw.delay_cache_until_active,

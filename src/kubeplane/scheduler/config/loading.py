@@ -36,6 +36,7 @@ import yaml
 from kubeplane.api.validation import field as fielderr
 from kubeplane.scheduler.config.args import ARGS_PLUGINS, decode_args
 from kubeplane.scheduler.config.defaults import RawConfig, RawPluginConfig, RawProfile, apply_defaults
+from kubeplane.scheduler.config.features import DEFAULT_GATES, FeatureGates
 from kubeplane.scheduler.config.types import (
     API_VERSION,
     EXTENSION_POINTS,
@@ -204,22 +205,24 @@ def _out_of_tree_registry(f: Fields) -> dict[str, str]:
     return out
 
 
-def parse_config(data: Mapping[str, Any]) -> KubeSchedulerConfiguration:
+def parse_config(data: Mapping[str, Any], *, feature_gates: FeatureGates | None = None) -> KubeSchedulerConfiguration:
     """Decode, default and validate a ``KubeSchedulerConfiguration`` document (see the module docstring).
 
-    Raises :class:`ConfigError` listing every problem, one line each.
+    ``feature_gates`` (kube-scheduler's ``--feature-gates``, :func:`~.features.parse_feature_gates`) decide the
+    default plugin set; v1.37's defaults when None. Raises :class:`ConfigError` listing every problem, one line
+    each.
     """
     raw = decode(data)
-    cfg = apply_defaults(raw)
+    cfg = apply_defaults(raw, feature_gates or DEFAULT_GATES)
     errors = validate(raw, cfg)
     if errors:
         raise ConfigError(errors)
     return cfg
 
 
-def default_config() -> KubeSchedulerConfiguration:
+def default_config(*, feature_gates: FeatureGates | None = None) -> KubeSchedulerConfiguration:
     """The configuration kube-scheduler runs without a file: one ``default-scheduler`` profile, all defaults."""
-    return parse_config({"apiVersion": API_VERSION, "kind": KIND})
+    return parse_config({"apiVersion": API_VERSION, "kind": KIND}, feature_gates=feature_gates)
 
 
 def _one_line(text: str) -> str:
@@ -242,7 +245,9 @@ def _parse(path: Path, text: str) -> object:
         raise ConfigError([f"{path}: invalid YAML: {_one_line(str(exc))}"]) from None
 
 
-def load_config(path: str | os.PathLike[str]) -> KubeSchedulerConfiguration:
+def load_config(
+    path: str | os.PathLike[str], *, feature_gates: FeatureGates | None = None
+) -> KubeSchedulerConfiguration:
     """Read, parse and :func:`parse_config` the file at ``path`` (YAML, or JSON for ``*.json``)."""
     p = Path(path)
     try:
@@ -255,7 +260,7 @@ def load_config(path: str | os.PathLike[str]) -> KubeSchedulerConfiguration:
         raise ConfigError([f"{p}: cannot read: {exc.strerror or exc}"]) from None
     data = _parse(p, text) if text.strip() else None
     if data is None:
-        return default_config()
+        return default_config(feature_gates=feature_gates)
     if not isinstance(data, Mapping):
         raise ConfigError([f"{p}: the configuration must be an object, not {type(data).__name__}"])
-    return parse_config(data)
+    return parse_config(data, feature_gates=feature_gates)

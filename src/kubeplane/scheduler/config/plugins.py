@@ -18,6 +18,9 @@ Three steps turn a profile's ``plugins`` into the ordered plugin lists the frame
    ``getScoreWeights``); the total must not overflow ``int64`` (upstream's check, kept although weights are
    bounded).
 
+The default set depends on the feature gates (:func:`apply_feature_gates`, upstream ``applyFeatureGates``):
+:func:`default_plugins` takes them, v1.37's defaults (:data:`~.features.DEFAULT_GATES`) unless given.
+
 kubeplane's exception to upstream: a plugin of :data:`UPSTREAM_DEFAULT_PLUGINS` that the caller's ``available``
 map lacks (not implemented yet: VolumeBinding, InterPodAffinity, ...) is silently left out wherever it is
 enabled, so the default configuration and configurations written for real kube-scheduler load before every
@@ -36,6 +39,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kubeplane.api.validation import field as fielderr
+from kubeplane.scheduler.config import features
+from kubeplane.scheduler.config.features import DEFAULT_GATES, FeatureGates
 from kubeplane.scheduler.config.types import (
     EXTENSION_POINTS,
     MULTI_POINT,
@@ -50,6 +55,7 @@ __all__ = [
     "UPSTREAM_DEFAULT_PLUGINS",
     "UPSTREAM_IN_TREE_PLUGINS",
     "ResolvedPlugins",
+    "apply_feature_gates",
     "default_plugins",
     "merge_plugin_set",
     "merge_plugins",
@@ -57,7 +63,7 @@ __all__ = [
     "validate_queue_sort_shared",
 ]
 
-UPSTREAM_DEFAULT_PLUGINS: Final[tuple[PluginRef, ...]] = (
+_BASE_PLUGINS: Final[tuple[PluginRef, ...]] = (
     PluginRef("SchedulingGates"),
     PluginRef("PrioritySort"),
     PluginRef("NodeUnschedulable"),
@@ -72,20 +78,65 @@ UPSTREAM_DEFAULT_PLUGINS: Final[tuple[PluginRef, ...]] = (
     PluginRef("VolumeZone"),
     PluginRef("PodTopologySpread", 2),
     PluginRef("InterPodAffinity", 2),
-    PluginRef("DynamicResources", 2),
     PluginRef("DefaultPreemption"),
     PluginRef("NodeResourcesBalancedAllocation", 1),
     PluginRef("ImageLocality", 1),
     PluginRef("DefaultBinder"),
-    PluginRef("NodeDeclaredFeatures"),
 )
-"""v1.37's default ``multiPoint`` list (``getDefaultPlugins`` + ``applyFeatureGates`` with v1.37's default gates).
+"""v1.37's ``getDefaultPlugins`` list before ``applyFeatureGates``."""
+
+_GATED_PLUGINS: Final[frozenset[str]] = frozenset(
+    {
+        "DynamicResources",
+        "NodeDeclaredFeatures",
+        "DeferredPodScheduling",
+        "GangScheduling",
+        "TopologyPlacementGenerator",
+        "PodGroupPodsCount",
+    }
+)
+"""The plugins :func:`apply_feature_gates` may add to the default list."""
+
+
+def apply_feature_gates(enabled: tuple[PluginRef, ...], gates: FeatureGates) -> tuple[PluginRef, ...]:
+    """Upstream ``applyFeatureGates``: the default ``multiPoint`` list as the gates change it.
+
+    * NodeDeclaredFeatures (GA, locked on): NodeDeclaredFeatures appended;
+    * DynamicResourceAllocation (GA, locked on): DynamicResources (weight 2) inserted before DefaultPreemption,
+      so an idle ResourceClaim is deallocated before a pod is evicted;
+    * InPlacePodVerticalScalingSchedulerPreemption (alpha): DeferredPodScheduling appended;
+    * GenericWorkload and GangScheduling (beta, off): GangScheduling appended;
+    * TopologyAwareWorkloadScheduling (alpha): TopologyPlacementGenerator and PodGroupPodsCount (weight 1)
+      appended.
+
+    Appended plugins follow the order above. kubeplane implements DynamicResources, NodeDeclaredFeatures and
+    GangScheduling; the others drop out silently like every unimplemented upstream default (module docstring).
+    """
+    out = list(enabled)
+    if gates.enabled(features.NODE_DECLARED_FEATURES):
+        out.append(PluginRef("NodeDeclaredFeatures"))
+    if gates.enabled(features.DYNAMIC_RESOURCE_ALLOCATION):
+        names = [p.name for p in out]
+        if "DefaultPreemption" in names:
+            out.insert(names.index("DefaultPreemption"), PluginRef("DynamicResources", 2))
+    if gates.enabled(features.IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION):
+        out.append(PluginRef("DeferredPodScheduling"))
+    if gates.enabled(features.GENERIC_WORKLOAD) and gates.enabled(features.GANG_SCHEDULING):
+        out.append(PluginRef("GangScheduling"))
+    if gates.enabled(features.TOPOLOGY_AWARE_WORKLOAD_SCHEDULING):
+        out += [PluginRef("TopologyPlacementGenerator"), PluginRef("PodGroupPodsCount", 1)]
+    return tuple(out)
+
+
+UPSTREAM_DEFAULT_PLUGINS: Final[tuple[PluginRef, ...]] = apply_feature_gates(_BASE_PLUGINS, DEFAULT_GATES)
+"""v1.37's default ``multiPoint`` list with v1.37's default gates (``getDefaultPlugins`` + ``applyFeatureGates``).
 
 DynamicResources (weight 2) sits before DefaultPreemption so an idle ResourceClaim is deallocated before a pod
 is evicted; NodeDeclaredFeatures is appended by its gate (GA, locked on in v1.37). Plugins of gates that are
 off by default in v1.37 are absent: DeferredPodScheduling (InPlacePodVerticalScalingSchedulerPreemption,
-alpha), GangScheduling (GenericWorkload, beta off), TopologyPlacementGenerator and PodGroupPodsCount
-(TopologyAwareWorkloadScheduling, alpha).
+alpha), GangScheduling (GenericWorkload and GangScheduling, beta off), TopologyPlacementGenerator and
+PodGroupPodsCount (TopologyAwareWorkloadScheduling, alpha); :func:`default_plugins` adds them when the gates
+are on.
 """
 
 UPSTREAM_IN_TREE_PLUGINS: Final[frozenset[str]] = frozenset(p.name for p in UPSTREAM_DEFAULT_PLUGINS) | {
@@ -97,7 +148,8 @@ UPSTREAM_IN_TREE_PLUGINS: Final[frozenset[str]] = frozenset(p.name for p in UPST
 }
 """Every in-tree plugin name of v1.37's registry (``pkg/scheduler/framework/plugins/names``)."""
 
-_DEFAULT_NAMES: Final = frozenset(p.name for p in UPSTREAM_DEFAULT_PLUGINS)
+_DEFAULT_NAMES: Final = frozenset(p.name for p in _BASE_PLUGINS) | _GATED_PLUGINS
+"""Names excused when enabled but not available: every plugin some gate setting puts in the default list."""
 
 _INTERFACES: Final[Mapping[str, str]] = {
     "preEnqueue": "PreEnqueuePlugin",
@@ -135,9 +187,9 @@ _MAX_NODE_SCORE: Final = 100
 _MAX_TOTAL_SCORE: Final = 2**63 - 1
 
 
-def default_plugins() -> Plugins:
-    """Upstream's default :class:`Plugins`: everything in ``multiPoint``."""
-    return Plugins(multi_point=PluginSet(enabled=UPSTREAM_DEFAULT_PLUGINS))
+def default_plugins(gates: FeatureGates = DEFAULT_GATES) -> Plugins:
+    """Upstream's default :class:`Plugins` under ``gates`` (v1.37's defaults unless given): all in ``multiPoint``."""
+    return Plugins(multi_point=PluginSet(enabled=apply_feature_gates(_BASE_PLUGINS, gates)))
 
 
 def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
