@@ -285,6 +285,16 @@ def apiserver(
         pass
 
 
+FeatureGatesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--feature-gates",
+        help="kube-scheduler feature gates, key=value pairs separated by commas (e.g. "
+        "GenericWorkload=true,GangScheduling=true); v1.37's defaults otherwise.",
+    ),
+]
+
+
 @app.command()
 def scheduler(
     kubeconfig: KubeconfigOpt = None,
@@ -302,6 +312,7 @@ def scheduler(
     resource_namespace: ResourceNamespaceOpt = None,
     metrics_port: Annotated[int, _metrics_port_opt()] = 10259,
     bind_address: BindAddressOpt = "127.0.0.1",
+    feature_gates: FeatureGatesOpt = None,
 ) -> None:
     """Run kube-scheduler against an API server (kubeplane's or any Kubernetes cluster's)."""
     from kubeplane.cli.component import CLIError, LeaderElectionFlags
@@ -324,6 +335,7 @@ def scheduler(
             leader_election=flags,
             metrics_port=metrics_port,
             bind_address=bind_address,
+            feature_gates=feature_gates,
         )
     except CLIError as exc:
         _fail(str(exc))
@@ -393,6 +405,7 @@ def up(
     scheduler_config: Annotated[
         Path | None, typer.Option("--scheduler-config", help="KubeSchedulerConfiguration file.")
     ] = None,
+    feature_gates: FeatureGatesOpt = None,
     processes: Annotated[
         bool, typer.Option("--processes", help="One process per component over HTTP (default: one process).")
     ] = False,
@@ -412,7 +425,8 @@ def up(
         run_up(
             UpOptions(
                 data_dir=data_dir, port=port, node_config=node_config, nodes=nodes, store=store,
-                scheduler_config=scheduler_config, processes=processes, verbosity=verbosity,
+                scheduler_config=scheduler_config, feature_gates=feature_gates, processes=processes,
+                verbosity=verbosity,
                 pull_delay=pull_delay, shutdown_delay=shutdown_delay, etcd_servers=etcd_servers,
                 service_cluster_ip_range=service_cluster_ip_range, service_node_port_range=service_node_port_range,
             )
@@ -486,6 +500,7 @@ def explain(
             "by re-running the filters on a modified copy of the cluster.",
         ),
     ] = False,
+    feature_gates: FeatureGatesOpt = None,
 ) -> None:
     """Explain where a pod would be scheduled and why every other node was rejected or ranked lower."""
     from kubeplane.cli.component import CLIError
@@ -500,6 +515,7 @@ def explain(
             kubeconfig=kubeconfig,
             seed=seed,
             what_if=what_if,
+            feature_gates=feature_gates,
         )
     except CLIError as exc:
         _fail(str(exc))

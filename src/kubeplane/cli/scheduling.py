@@ -57,13 +57,25 @@ def load_objects(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _load_config(config: Path | None) -> Any:
+def _feature_gates(value: str | None) -> Any:
+    """kube-scheduler's ``--feature-gates`` value parsed, or a one-line :class:`CLIError` in pflag's words."""
+    from kubeplane.scheduler.config import FeatureGateError, parse_feature_gates
+
+    try:
+        return parse_feature_gates(value)
+    except FeatureGateError as exc:
+        raise CLIError(f'invalid argument "{value}" for "--feature-gates" flag: {exc}') from None
+
+
+def _load_config(config: Path | None, feature_gates: str | None = None) -> Any:
+    """The configuration of ``--config`` (default: none) defaulted under ``--feature-gates`` (default: v1.37's)."""
     from kubeplane.scheduler.config import ConfigError, default_config, load_config
 
+    gates = _feature_gates(feature_gates)
     if config is None:
-        return default_config()
+        return default_config(feature_gates=gates)
     try:
-        return load_config(config)
+        return load_config(config, feature_gates=gates)
     except ConfigError as exc:
         raise CLIError(f"invalid scheduler configuration {config}:\n" + "\n".join(exc.errors)) from None
 
@@ -101,13 +113,14 @@ def run_explain(
     kubeconfig: str | None,
     seed: int,
     what_if: bool = False,
+    feature_gates: str | None = None,
 ) -> None:
     from kubeplane.scheduler.config import ConfigError
     from kubeplane.scheduler.explain import ExplainError, explain, render_table
 
     if output not in ("table", "json"):
         raise CLIError(f"-o must be table or json, not {output!r}")
-    cfg = _load_config(config)
+    cfg = _load_config(config, feature_gates)
     pod: dict[str, Any] | None = None
     if cluster is not None:
         objects = load_objects(cluster)
@@ -160,6 +173,7 @@ def run_scheduler(
     leader_election: LeaderElectionFlags | None = None,
     metrics_port: int = 10259,
     bind_address: str = "127.0.0.1",
+    feature_gates: str | None = None,
 ) -> None:
     """``kubeplane scheduler``: the configured profiles against the cluster of ``kubeconfig`` (else the file's
     clientConnection.kubeconfig, else the usual lookup, else in-cluster), under leader election by default (see
@@ -168,7 +182,7 @@ def run_scheduler(
     from kubeplane.scheduler.scheduler import Scheduler
 
     configure_logging(verbosity)
-    cfg = _load_config(config)
+    cfg = _load_config(config, feature_gates)
     le = apply_leader_election_flags(cfg.leader_election, leader_election or LeaderElectionFlags())
 
     def build(client: Client) -> tuple[Scheduler, str]:

@@ -95,6 +95,8 @@ class UpOptions:
     nodes: int | None = None
     store: str = "sqlite"
     scheduler_config: Path | None = None
+    feature_gates: str | None = None
+    """kube-scheduler's ``--feature-gates`` (``key=value,...``), for the scheduler in either mode."""
     processes: bool = False
     verbosity: int = 0
     pull_delay: float | None = None
@@ -121,7 +123,7 @@ def run_up(opts: UpOptions) -> None:
         raise CLIError(f"--port must be between 0 and 65535, not {opts.port}")
     specs = node_specs(opts.node_config, opts.nodes)
     options = fleet_options(pull_delay=opts.pull_delay, shutdown_delay=opts.shutdown_delay)
-    sched_config = _load_config(opts.scheduler_config)
+    sched_config = _load_config(opts.scheduler_config, opts.feature_gates)
     configure_logging(opts.verbosity)
     lock = _claim_data_dir(opts.data_dir)
     try:
@@ -320,6 +322,7 @@ def _run_processes(opts: UpOptions, names: list[str]) -> None:
             "--leader-elect=false",
             "--metrics-port=0",
             *(["--config", str(opts.scheduler_config)] if opts.scheduler_config else []),
+            *(["--feature-gates", opts.feature_gates] if opts.feature_gates else []),
             *verbose,
         ],
         "kubelet": ["kubelet", "--metrics-port=0", *kubelet, *verbose],

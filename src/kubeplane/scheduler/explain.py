@@ -195,6 +195,9 @@ def explain(
         out["boundTo"] = bound_to
     gang = gang_state(pod, pods, objects)
     if gang is not None:
+        # whether the profile runs GangScheduling (a profile naming it, or the GenericWorkload and GangScheduling
+        # feature gates adding it to the defaults): without it the group is not all-or-nothing
+        gang["enforced"] = "GangScheduling" in fwk.plugins
         out["gang"] = gang
     cycle = SchedulingCycle(rng=setup.rng, percentage_of_nodes_to_score=setup.percentage_of_nodes_to_score)
     recorder = CycleRecorder()
@@ -285,6 +288,8 @@ def render_table(result: Mapping[str, Any]) -> Any:
     gang = result.get("gang")
     if gang:
         caption += f"\ngang {gang['podGroup']}: {gang['message']}"
+        if gang.get("enforced") is False:
+            caption += " (GangScheduling is not enabled: the pods are scheduled one by one)"
     if any(not entry.get("examined", True) for entry in nodes.values()):
         caption += "\n- : not examined by the scheduler (it had found enough feasible nodes); verdicts for the record"
     table = Table(title=title, caption=caption.strip() or None)
