@@ -289,8 +289,8 @@ FeatureGatesOpt = Annotated[
     str | None,
     typer.Option(
         "--feature-gates",
-        help="kube-scheduler feature gates, key=value pairs separated by commas (e.g. "
-        "GenericWorkload=true,GangScheduling=true); v1.37's defaults otherwise.",
+        help="kube-scheduler feature gates: comma-separated Name=true|false pairs (gang scheduling: "
+        "GenericWorkload=true and GangScheduling=true); v1.37's defaults otherwise.",
     ),
 ]
 
