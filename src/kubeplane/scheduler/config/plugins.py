@@ -109,8 +109,9 @@ def apply_feature_gates(enabled: tuple[PluginRef, ...], gates: FeatureGates) -> 
     * TopologyAwareWorkloadScheduling (alpha): TopologyPlacementGenerator and PodGroupPodsCount (weight 1)
       appended.
 
-    Appended plugins follow the order above. kubeplane implements DynamicResources, NodeDeclaredFeatures and
-    GangScheduling; the others drop out silently like every unimplemented upstream default (module docstring).
+    Appended plugins follow the order above (upstream's order for DeferredPodScheduling among them is not in
+    the sources read; kubeplane has not implemented it). Of these plugins kubeplane implements GangScheduling
+    only; the others drop out silently like every unimplemented upstream default (module docstring).
     """
     out = list(enabled)
     if gates.enabled(features.NODE_DECLARED_FEATURES):
