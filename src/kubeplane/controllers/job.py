@@ -287,13 +287,18 @@ class JobController(Controller):
 
     async def _ensure_pod_group(self, job: Obj, pods: list[Obj]) -> None:
         """The Job's PodGroup from its Workload, when one in the namespace names the Job as its controller (the
-        informer answers that without a request; only then does :func:`ensure_pod_group` read and create)."""
+        informer answers that without a request; only then does :func:`ensure_pod_group` read and create). Once
+        found, a Job's group is remembered: its name is fixed by the Workload and template, so later syncs make
+        no request for it."""
+        uid = str(meta_of(job).get("uid") or "")
+        if uid in self.pod_groups:
+            return
         namespace = str(meta_of(job).get("namespace") or "")
         if find_workload(job, self.workload_lister.list(namespace)) is None:
             return
         group = await ensure_pod_group(self.client, job, pods)
         if group is not None:
-            self.pod_groups[str(meta_of(job).get("uid") or "")] = group
+            self.pod_groups[uid] = group
 
     def _set_scheduling_group(self, job: Obj, pod: Obj, index: int | None) -> None:
         set_scheduling_group(pod, self.pod_groups.get(str(meta_of(job).get("uid") or "")))
