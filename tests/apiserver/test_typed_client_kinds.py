@@ -74,6 +74,11 @@ MINIMAL: dict[tuple[str, str], dict[str, Any]] = {
     ("policy", "poddisruptionbudgets"): {"spec": {"minAvailable": 1, "selector": {"matchLabels": _LABELS}}},
     ("storage.k8s.io", "storageclasses"): {"provisioner": "example.com/none"},
     ("storage.k8s.io", "csinodes"): {"spec": {"drivers": []}},
+    ("storage.k8s.io", "csidrivers"): {"spec": {"attachRequired": False}},
+    ("storage.k8s.io", "csistoragecapacities"): {"storageClassName": "standard", "capacity": "10Gi"},
+    ("storage.k8s.io", "volumeattachments"): {
+        "spec": {"attacher": "example.com", "nodeName": "n1", "source": {"persistentVolumeName": "pv1"}}
+    },
     ("rbac.authorization.k8s.io", "roles"): {"rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]},
     ("rbac.authorization.k8s.io", "clusterroles"): {
         "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]

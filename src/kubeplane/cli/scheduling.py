@@ -33,6 +33,13 @@ _OTHER_KINDS = (
     ("poddisruptionbudgets", "PodDisruptionBudget"),
     ("priorityclasses", "PriorityClass"),
     ("podgroups", "PodGroup"),
+    ("persistentvolumes", "PersistentVolume"),
+    ("persistentvolumeclaims", "PersistentVolumeClaim"),
+    ("storageclasses", "StorageClass"),
+    ("csinodes", "CSINode"),
+    ("csidrivers", "CSIDriver"),
+    ("csistoragecapacities", "CSIStorageCapacity"),
+    ("volumeattachments", "VolumeAttachment"),
 )
 
 

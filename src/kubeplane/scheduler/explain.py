@@ -58,7 +58,18 @@ _PLURALS = {
     "ReplicationController": "replicationcontrollers",
     "PodDisruptionBudget": "poddisruptionbudgets",
     "PodGroup": "podgroups",
+    "PersistentVolume": "persistentvolumes",
+    "PersistentVolumeClaim": "persistentvolumeclaims",
+    "StorageClass": "storageclasses",
+    "CSINode": "csinodes",
+    "CSIDriver": "csidrivers",
+    "CSIStorageCapacity": "csistoragecapacities",
+    "VolumeAttachment": "volumeattachments",
 }
+_CLUSTER_SCOPED = frozenset(
+    {"namespaces", "persistentvolumes", "storageclasses", "csinodes", "csidrivers", "volumeattachments"}
+)
+"""Plurals listed with namespace "" (the cluster file's namespace of such objects is ignored)."""
 
 
 class ExplainError(Exception):
@@ -129,7 +140,7 @@ def prepare(
     for obj in objects:
         plural = _PLURALS.get(str(obj.get("kind") or ""))
         if plural is not None:
-            ns = "" if plural == "namespaces" else namespace_of(obj) or "default"
+            ns = "" if plural in _CLUSTER_SCOPED else namespace_of(obj) or "default"
             by_kind.setdefault((plural, ns), []).append(obj)
 
     def list_objects(resource: str, namespace: str) -> list[Mapping[str, Any]]:

@@ -62,6 +62,19 @@ __all__ = ["Scheduler"]
 log = logging.getLogger("kubeplane.scheduler")
 
 NOTE_LENGTH_LIMIT = 1024
+STORAGE_EVENT_RESOURCES = {
+    "persistentvolumes": "PersistentVolume",
+    "persistentvolumeclaims": "PersistentVolumeClaim",
+    "storageclasses": "StorageClass",
+    "csinodes": "CSINode",
+    "csidrivers": "CSIDriver",
+    "csistoragecapacities": "CSIStorageCapacity",
+    "volumeattachments": "VolumeAttachment",
+}
+"""The storage objects' informers and the ClusterEvent resource each one's changes are (upstream
+``framework.PersistentVolume``, ...): every add, update and delete moves the pods a plugin registered for it
+(upstream's ``addAllEventHandlers`` with ``buildEvtResHandler``). Updates are the generic ``ActionType.update()``
+(upstream ``framework.Update``)."""
 OBJECT_RESOURCES = (
     "namespaces",
     "services",
@@ -69,9 +82,10 @@ OBJECT_RESOURCES = (
     "statefulsets",
     "replicationcontrollers",
     "poddisruptionbudgets",
+    *STORAGE_EVENT_RESOURCES,
 )
 """Objects plugins may read through ``Handle.list_objects`` (namespaceSelector, default topology spreading,
-preemption's PodDisruptionBudgets)."""
+preemption's PodDisruptionBudgets, the volume plugins' storage objects)."""
 EVENT_NODE_ADD = ClusterEvent("Node", ActionType.ADD, "NodeAdd")
 EVENT_ASSIGNED_POD_DELETE = ClusterEvent("AssignedPod", ActionType.DELETE, "AssignedPodDelete")
 EVENT_ASSIGNED_POD_ADD = ClusterEvent("AssignedPod", ActionType.ADD, "AssignedPodAdd")
@@ -266,6 +280,21 @@ class Scheduler:
             on_add=_guarded(self._on_pod_add),
             on_update=_guarded(self._on_pod_update),
             on_delete=_guarded(self._on_pod_delete),
+        )
+        for resource, kind in STORAGE_EVENT_RESOURCES.items():
+            self._register_object_events(resource, kind)
+
+    def _register_object_events(self, resource: str, kind: str) -> None:
+        """Changes of ``resource`` move pods as ClusterEvents of ``kind`` (labels as upstream's: ``PvAdd`` is
+        ``PersistentVolumeAdd`` here)."""
+        move = self.queue.move_all_to_active_or_backoff_queue
+        add = ClusterEvent(kind, ActionType.ADD, f"{kind}Add")
+        update = ClusterEvent(kind, ActionType.update(), f"{kind}Update")
+        delete = ClusterEvent(kind, ActionType.DELETE, f"{kind}Delete")
+        self.informers.informer_for(resource).add_event_handler(
+            on_add=_guarded(lambda obj: move(add, None, obj)),
+            on_update=_guarded(lambda old, new: move(update, old, new)),
+            on_delete=_guarded(lambda obj: move(delete, obj, None)),
         )
 
     def _on_node_add(self, node: Any) -> None:

@@ -26,6 +26,14 @@ OTHER_KINDS = (
     ("/api/v1/replicationcontrollers", "ReplicationController"),
     ("/apis/policy/v1/poddisruptionbudgets", "PodDisruptionBudget"),
     ("/apis/scheduling.k8s.io/v1/priorityclasses", "PriorityClass"),
+    ("/apis/scheduling.k8s.io/v1beta1/podgroups", "PodGroup"),
+    ("/api/v1/persistentvolumes", "PersistentVolume"),
+    ("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim"),
+    ("/apis/storage.k8s.io/v1/storageclasses", "StorageClass"),
+    ("/apis/storage.k8s.io/v1/csinodes", "CSINode"),
+    ("/apis/storage.k8s.io/v1/csidrivers", "CSIDriver"),
+    ("/apis/storage.k8s.io/v1/csistoragecapacities", "CSIStorageCapacity"),
+    ("/apis/storage.k8s.io/v1/volumeattachments", "VolumeAttachment"),
 )
 """What ``kubeplane explain`` lists besides nodes and pods (cli/scheduling.py's ``_OTHER_KINDS``)."""
 

@@ -179,6 +179,15 @@ _BODIES: Final[dict[tuple[str, str], Callable[[str | None], Obj]]] = {
         "reclaimPolicy": "Delete",
     },
     ("storage.k8s.io", "CSINode"): lambda ns: {"spec": {"drivers": [{"name": "example.com", "nodeID": "n1"}]}},
+    ("storage.k8s.io", "CSIDriver"): lambda ns: {"spec": {"attachRequired": True, "storageCapacity": True}},
+    ("storage.k8s.io", "CSIStorageCapacity"): lambda ns: {
+        "storageClassName": "standard",
+        "capacity": "10Gi",
+        "nodeTopology": {"matchLabels": {"kubernetes.io/hostname": "n1"}},
+    },
+    ("storage.k8s.io", "VolumeAttachment"): lambda ns: {
+        "spec": {"attacher": "example.com", "nodeName": "n1", "source": {"persistentVolumeName": "pv1"}}
+    },
     ("rbac.authorization.k8s.io", "Role"): lambda ns: {"rules": copy.deepcopy(RULES)},
     ("rbac.authorization.k8s.io", "ClusterRole"): lambda ns: {"rules": copy.deepcopy(RULES)},
     ("rbac.authorization.k8s.io", "RoleBinding"): lambda ns: {
