@@ -3,7 +3,8 @@
 Upstream is the ``defaults.go`` (and the generated ``zz_generated.defaults.go``) of ``pkg/apis/core/v1``,
 ``apps/v1``, ``scheduling/v1``, ``storage/v1`` and ``rbac/v1`` at v1.37; ``tests/api/test_defaults.py`` names
 the upstream behaviour each case pins. Pods and the workloads that carry pod templates live in
-:mod:`kubeplane.api.defaults_workloads`; this module holds the other kinds and the dispatch.
+:mod:`kubeplane.api.defaults_workloads`, storage.k8s.io in :mod:`kubeplane.api.defaults_storage`; this module
+holds the other kinds and the dispatch.
 
 Contract
     ``apply_defaults(obj)`` mutates a wire-format object in place, keyed by its ``apiVersion`` and ``kind``;
@@ -27,6 +28,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from kubeplane.api.defaults_batch import set_defaults_cron_job, set_defaults_job
+from kubeplane.api.defaults_storage import set_defaults_csi_driver, set_defaults_storage_class
 from kubeplane.api.defaults_workloads import (  # the _underscored wire helpers are shared by the two modules
     JSONObject,
     _ensure,
@@ -187,25 +189,6 @@ def _priority_class(priority_class: JSONObject) -> None:
     _set_nil(priority_class, "preemptionPolicy", "PreemptLowerPriority")
 
 
-def _storage_class(storage_class: JSONObject) -> None:
-    _set_nil(storage_class, "reclaimPolicy", "Delete")
-    _set_nil(storage_class, "volumeBindingMode", "Immediate")
-
-
-def _csi_driver(driver: JSONObject) -> None:
-    """``SetDefaults_CSIDriver`` with its gates (CSIVolumeFSGroupPolicy, CSIInlineVolume) at their GA values."""
-    spec = _ensure(driver, "spec")
-    if spec is None:
-        return
-    _set_nil(spec, "attachRequired", True)
-    _set_nil(spec, "podInfoOnMount", False)
-    _set_nil(spec, "storageCapacity", False)
-    _set_nil(spec, "fsGroupPolicy", "ReadWriteOnceWithFSType")
-    if not spec.get("volumeLifecycleModes"):
-        spec["volumeLifecycleModes"] = ["Persistent"]
-    _set_nil(spec, "requiresRepublish", False)
-
-
 def _role_binding(binding: JSONObject) -> None:
     """``SetDefaults_RoleBinding``/``ClusterRoleBinding`` (roleRef.apiGroup) and ``SetDefaults_Subject``:
     User and Group subjects get the RBAC group; a ServiceAccount's is the core group ``""``, which
@@ -242,8 +225,8 @@ DEFAULTERS: Final[Mapping[tuple[str, str], Defaulter]] = MappingProxyType(
         ("batch/v1", "CronJob"): set_defaults_cron_job,
         ("discovery.k8s.io/v1", "EndpointSlice"): _endpoint_slice,
         ("scheduling.k8s.io/v1", "PriorityClass"): _priority_class,
-        ("storage.k8s.io/v1", "StorageClass"): _storage_class,
-        ("storage.k8s.io/v1", "CSIDriver"): _csi_driver,
+        ("storage.k8s.io/v1", "StorageClass"): set_defaults_storage_class,
+        ("storage.k8s.io/v1", "CSIDriver"): set_defaults_csi_driver,
         ("rbac.authorization.k8s.io/v1", "RoleBinding"): _role_binding,
         ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): _role_binding,
     }

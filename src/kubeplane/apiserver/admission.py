@@ -9,6 +9,8 @@
   PreemptLowerPriority. A pod that gives a priority or preemptionPolicy other than the computed one is 403.
 * DefaultTolerationSeconds: pods tolerate ``node.kubernetes.io/not-ready`` and ``unreachable`` (NoExecute) for
   300 s unless they say otherwise.
+* DefaultStorageClass, StorageObjectInUseProtection (create) and PersistentVolumeClaimResize (update):
+  :mod:`kubeplane.apiserver.admission_storage`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from kubeplane.api.priority import global_default_class
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.views import status_of
 
-from . import admission_serviceaccount, errors
+from . import admission_serviceaccount, admission_storage, errors
 
 if TYPE_CHECKING:
     from .registry import Registry
@@ -47,11 +49,19 @@ async def admit_create(registry: Registry, info: ResourceInfo, obj: dict[str, An
                 str(obj["metadata"].get("name") or ""),
                 f"unable to create new content in namespace {namespace} because it is being terminated",
             )
+    await admission_storage.admit_create(registry, info, obj)
     if info.group == "" and info.kind == "Pod":
         if registry.service_account_admission:
             await admission_serviceaccount.admit(registry, obj)
         _admit_priority(registry, obj)
         _default_tolerations(obj)
+
+
+async def admit_update(
+    registry: Registry, info: ResourceInfo, new: dict[str, Any], old: dict[str, Any], subresource: str | None
+) -> None:
+    """Validating admission of an update (after the strategy's validation, as upstream's updateValidation)."""
+    admission_storage.validate_update(registry, info, new, old, subresource)
 
 
 def _admit_priority(registry: Registry, pod: dict[str, Any]) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from kubeplane.api.typed import go_json_type
 from kubeplane.api.validation.field import Error as FieldError
+from kubeplane.api.validation.field import dedupe
 
 
 class APIError(Exception):
@@ -136,10 +137,11 @@ OPTIMISTIC_LOCK = "the object has been modified; please apply your changes to th
 def invalid(group: str, kind: str, name: str, errors: Sequence[FieldError]) -> APIError:
     """422 with one cause per field error (upstream NewInvalid)."""
     causes = [{"reason": str(e.type), "message": e.error_body(), "field": e.field} for e in errors]
-    if len(errors) == 1:
-        summary = str(errors[0])
+    shown = dedupe(errors)  # ErrorList.ToAggregate: each message once (a cause may repeat)
+    if len(shown) == 1:
+        summary = str(shown[0])
     else:
-        summary = "[" + ", ".join(str(e) for e in errors) + "]"
+        summary = "[" + ", ".join(str(e) for e in shown) + "]"
     details: dict[str, Any] = {"name": name, "kind": kind, "causes": causes}
     if group:
         details["group"] = group

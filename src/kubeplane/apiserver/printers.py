@@ -33,6 +33,7 @@ from kubeplane.apiserver.printers_core_more import CORE_MORE_PRINTERS
 from kubeplane.apiserver.printers_endpoints import ENDPOINTS_PRINTERS
 from kubeplane.apiserver.printers_history import CONTROLLER_REVISION_PRINTERS
 from kubeplane.apiserver.printers_more import MORE_PRINTERS
+from kubeplane.apiserver.printers_storage import STORAGE_PRINTERS
 from kubeplane.apiserver.printers_workloads import (
     AGE_COLUMN,
     CREATED_DOC,
@@ -395,6 +396,7 @@ PRINTERS: Final[Mapping[tuple[str, str], Printer]] = {
     **BATCH_PRINTERS,
     **ENDPOINTS_PRINTERS,
     **MORE_PRINTERS,
+    **STORAGE_PRINTERS,
     **CORE_MORE_PRINTERS,
     **CONTROLLER_REVISION_PRINTERS,
     ("", "Node"): Printer(NODE_COLUMNS, node_row),

@@ -80,7 +80,8 @@ class Registry:
             prefix = info.collection_key()
             if prefix not in self.caches:
                 self.caches[prefix] = WatchCache(store=store, prefix=prefix)
-            self.strategies[(info.group, info.plural)] = strategy_for(info)
+            strategy = self.strategies[(info.group, info.plural)] = strategy_for(info)
+            strategy.now = now
 
     async def start(self) -> None:
         for cache in self.caches.values():
@@ -365,6 +366,7 @@ class Registry:
                 self._updated, info, name, strategy, transform, seen, subresource, manager, track_subresource
             )
             new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+            await admission.admit_update(self, info, new, old, subresource)
             if custom:
                 new = self._stored(info, new)
             if new == old or (dry_run and subresource == "status"):

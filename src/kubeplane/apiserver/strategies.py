@@ -10,6 +10,7 @@ the default (no status split, no generation).
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,7 @@ _VALIDATION_MODULES = (
     "discovery",
     "networking",
     "scheduling_workload",
+    "storage_csi",
 )
 
 
@@ -65,6 +67,8 @@ class Strategy:
         self.info = info
         self.has_status = info.subresource("status") is not None
         self.tracks_generation = self.has_status
+        self.now: Callable[[], float] = time.time
+        """The API server's clock (the registry sets its own), for times a strategy stamps."""
 
     # -- create / update ---------------------------------------------------------------------------------------
 
@@ -315,4 +319,8 @@ def strategy_for(info: ResourceInfo) -> Strategy:
         from .services import ServiceStrategy  # imported here: services builds on this module
 
         return ServiceStrategy(info)
+    from .strategies_storage import STORAGE_STRATEGIES  # imported here: it builds on this module
+
+    if (info.group, info.kind) in STORAGE_STRATEGIES:
+        return STORAGE_STRATEGIES[(info.group, info.kind)](info)
     return STRATEGIES.get((info.group, info.kind), Strategy)(info)

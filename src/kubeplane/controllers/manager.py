@@ -40,6 +40,8 @@ _MODULES: tuple[str, ...] = (
     "job",
     "ttlafterfinished",
     "cronjob",
+    "pvc_protection",
+    "pv_protection",
 )
 """The controller modules under ``kubeplane.controllers``, each defining one :class:`Controller` subclass."""
 
