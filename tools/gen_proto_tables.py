@@ -215,12 +215,24 @@ KEEP_ZERO: dict[str, tuple[str, ...]] = {
     "k8s.io.api.batch.v1.CronJobSpec": (
         "startingDeadlineSeconds", "suspend", "successfulJobsHistoryLimit", "failedJobsHistoryLimit",
     ),
+    "k8s.io.api.storage.v1.StorageClass": ("allowVolumeExpansion", "reclaimPolicy", "volumeBindingMode"),
+    "k8s.io.api.storage.v1.CSIDriverSpec": (
+        "attachRequired", "podInfoOnMount", "storageCapacity", "fsGroupPolicy", "requiresRepublish",
+        "seLinuxMount", "nodeAllocatableUpdatePeriodSeconds", "serviceAccountTokenInSecrets",
+        "preventPodSchedulingIfMissing",
+    ),
+    "k8s.io.api.storage.v1.TokenRequest": ("expirationSeconds",),
+    "k8s.io.api.storage.v1.VolumeNodeResources": ("count",),
+    "k8s.io.api.storage.v1.VolumeAttachmentSource": ("persistentVolumeName",),
+    "k8s.io.api.storage.v1.VolumeAttachmentStatus": ("attached",),
+    "k8s.io.api.storage.v1.VolumeError": ("errorCode",),
 }  # fmt: skip
 
 GROUP_VERSIONS = {
     "k8s.io.api.core.v1": "v1",
     "k8s.io.api.apps.v1": "apps/v1",
     "k8s.io.api.batch.v1": "batch/v1",
+    "k8s.io.api.storage.v1": "storage.k8s.io/v1",
     "k8s.io.api.policy.v1": "policy/v1",
     "k8s.io.api.autoscaling.v1": "autoscaling/v1",
     "k8s.io.api.coordination.v1": "coordination.k8s.io/v1",

@@ -418,7 +418,8 @@ KIND_CASES: list[Any] = [
     pytest.param(_obj("storage.k8s.io/v1", "CSIDriver", spec={"attachRequired": False}),
                  {"spec": {"attachRequired": False, "podInfoOnMount": False, "storageCapacity": False,
                            "fsGroupPolicy": "ReadWriteOnceWithFSType", "volumeLifecycleModes": ["Persistent"],
-                           "requiresRepublish": False}}, id="SetDefaults_CSIDriver"),
+                           "requiresRepublish": False, "seLinuxMount": False}},
+                 id="SetDefaults_CSIDriver"),  # seLinuxMount: SELinuxMountReadWriteOncePod on in v1.37
     pytest.param(_obj("rbac.authorization.k8s.io/v1", "RoleBinding", roleRef={"kind": "Role", "name": "r"},
                       subjects=[{"kind": "User", "name": "u"}, {"kind": "Group", "name": "g"},
                                 {"kind": "ServiceAccount", "name": "s", "namespace": "n"}]),
