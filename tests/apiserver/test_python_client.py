@@ -143,9 +143,8 @@ def test_crud_of_every_kind(
     if kind in ("PersistentVolume", "PersistentVolumeClaim"):
         # StorageObjectInUseProtection's finalizer holds it until its controller (not running here) lets go
         assert resource.get(name=name, namespace=ns).metadata.deletionTimestamp
-        resource.patch(
-            name=name, namespace=ns, body={"metadata": {"finalizers": None}}, content_type="application/merge-patch+json"
-        )
+        unprotect = {"metadata": {"finalizers": None}}
+        resource.patch(name=name, namespace=ns, body=unprotect, content_type="application/merge-patch+json")
     with pytest.raises(client.ApiException) as gone:
         resource.get(name=name, namespace=ns)
     assert gone.value.status == 404

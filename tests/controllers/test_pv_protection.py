@@ -37,7 +37,7 @@ async def _set_phase(env: Env, phase: str) -> None:
 
 
 async def test_unbound_deleted_pv_loses_finalizer() -> None:
-    """"deleted PV with finalizer + not bound -> finalizer is removed" (a new PV is Pending)."""
+    """ "deleted PV with finalizer + not bound -> finalizer is removed" (a new PV is Pending)."""
     async with harness.running(PVProtectionController) as env:
         created = await env.client.create(env.res("persistentvolumes"), volume())
         assert created["metadata"]["finalizers"] == [PV_PROTECTION_FINALIZER]
@@ -46,7 +46,7 @@ async def test_unbound_deleted_pv_loses_finalizer() -> None:
 
 
 async def test_bound_pv_is_kept_until_released() -> None:
-    """"deleted PV with finalizer + bound -> finalizer is not removed", then released -> removed (the update
+    """ "deleted PV with finalizer + bound -> finalizer is not removed", then released -> removed (the update
     queues it again)."""
     async with harness.running(PVProtectionController) as env:
         await env.client.create(env.res("persistentvolumes"), volume())
@@ -61,7 +61,7 @@ async def test_bound_pv_is_kept_until_released() -> None:
 
 
 async def test_missing_finalizer_is_added() -> None:
-    """"PV without finalizer -> finalizer is added"."""
+    """ "PV without finalizer -> finalizer is added"."""
     async with harness.running(PVProtectionController) as env:
         created = await env.client.create(env.res("persistentvolumes"), volume())
         created["metadata"]["finalizers"] = []

@@ -45,7 +45,7 @@ async def _gone(env: Env, name: str = "pvc1") -> bool:
 
 
 async def test_unused_deleted_pvc_loses_finalizer_and_goes() -> None:
-    """"deleted PVC with finalizer + no pods -> finalizer is removed"."""
+    """ "deleted PVC with finalizer + no pods -> finalizer is removed"."""
     async with harness.running(PVCProtectionController) as env:
         created = await env.client.create(env.res("persistentvolumeclaims"), claim(), namespace=NS)
         assert created["metadata"]["finalizers"] == [PVC_PROTECTION_FINALIZER]
@@ -54,7 +54,7 @@ async def test_unused_deleted_pvc_loses_finalizer_and_goes() -> None:
 
 
 async def test_claim_used_by_scheduled_pod_is_kept_until_the_pod_goes() -> None:
-    """"deleted PVC with finalizer + pod with the PVC exists -> finalizer is not removed", then "pod using PVC
+    """ "deleted PVC with finalizer + pod with the PVC exists -> finalizer is not removed", then "pod using PVC
     is deleted -> finalizer is removed" (a pod deletion queues its claims)."""
     async with harness.running(PVCProtectionController) as env:
         await env.client.create(env.res("persistentvolumeclaims"), claim(), namespace=NS)
@@ -70,7 +70,7 @@ async def test_claim_used_by_scheduled_pod_is_kept_until_the_pod_goes() -> None:
 
 
 async def test_finished_pod_still_holds_the_claim() -> None:
-    """"deleted PVC with finalizer + pod with the PVC finished but is not deleted -> finalizer is not removed":
+    """ "deleted PVC with finalizer + pod with the PVC finished but is not deleted -> finalizer is not removed":
     podUsesPVC looks at nodeName only, not the phase."""
     async with harness.running(PVCProtectionController) as env:
         await env.client.create(env.res("persistentvolumeclaims"), claim(), namespace=NS)
@@ -83,7 +83,7 @@ async def test_finished_pod_still_holds_the_claim() -> None:
 
 
 async def test_unscheduled_pod_or_other_claim_does_not_hold() -> None:
-    """"deleted PVC with finalizer + pod with the PVC and is not scheduled -> finalizer is removed" and "pod
+    """ "deleted PVC with finalizer + pod with the PVC and is not scheduled -> finalizer is removed" and "pod
     uses another PVC -> finalizer is removed"."""
     async with harness.running(PVCProtectionController) as env:
         await env.client.create(env.res("persistentvolumeclaims"), claim(), namespace=NS)
@@ -94,7 +94,7 @@ async def test_unscheduled_pod_or_other_claim_does_not_hold() -> None:
 
 
 async def test_missing_finalizer_is_added() -> None:
-    """"PVC without finalizer -> finalizer is added" (claims created before the admission plugin ran)."""
+    """ "PVC without finalizer -> finalizer is added" (claims created before the admission plugin ran)."""
     async with harness.running(PVCProtectionController) as env:
         res = env.res("persistentvolumeclaims")
         created = await env.client.create(res, claim(), namespace=NS)
