@@ -1,12 +1,12 @@
 """Server-side Table columns of StorageClass, CSINode, RoleBinding and ClusterRoleBinding.
 
 Upstream: ``pkg/printers/internalversion/printers.go`` (v1.37) ``AddHandlers``: the column names, types and
-priorities, and the rows of ``printStorageClass`` (reclaim policy ``Delete`` and binding mode
-``Immediate`` when unset), ``printCSINode`` (the number of drivers), ``printRoleBinding``/``printClusterRoleBinding``
-(``Kind/name`` of the roleRef; users, groups and ``namespace/name`` service accounts joined by ``, ``). Column
-descriptions that upstream takes from ``SwaggerDoc()`` come from the same Go comments
-(:mod:`kubeplane.api.openapi_docs`). Endpoints and EndpointSlice are in :mod:`.printers_endpoints`.
-Role and ClusterRole print Name and Created At, which is the default printer.
+priorities, and the rows of ``printStorageClass`` (`` (default)`` after a default class's name, reclaim policy
+``Delete`` and binding mode ``Immediate`` when unset), ``printCSINode`` (the number of drivers),
+``printRoleBinding``/``printClusterRoleBinding`` (``Kind/name`` of the roleRef; users, groups and
+``namespace/name`` service accounts joined by ``, ``). Column descriptions that upstream takes from
+``SwaggerDoc()`` come from the same Go comments (:mod:`kubeplane.api.openapi_docs`). Endpoints and EndpointSlice
+are in :mod:`.printers_endpoints`. Role and ClusterRole print Name and Created At, which is the default printer.
 """
 
 from __future__ import annotations
@@ -28,9 +28,18 @@ def _doc(go_type: str, field: str) -> str:
     return str(fields.get(field, {}).get("description", ""))
 
 
+_DEFAULT_CLASS_ANNOTATIONS: Final = (
+    "storageclass.kubernetes.io/is-default-class",
+    "storageclass.beta.kubernetes.io/is-default-class",
+)
+
+
 def storage_class_row(obj: Obj, now: float) -> list[Any]:
+    """``printStorageClass``: a default class (``storageutil.IsDefaultAnnotation``) is named ``<name> (default)``."""
+    annotations = section(obj, "metadata", "annotations")
+    default = any(annotations.get(key) == "true" for key in _DEFAULT_CLASS_ANNOTATIONS)
     return [
-        name_of(obj),
+        name_of(obj) + (" (default)" if default else ""),
         str(obj.get("provisioner") or ""),
         str(obj.get("reclaimPolicy") or "Delete"),
         str(obj.get("volumeBindingMode") or "Immediate"),
