@@ -218,8 +218,8 @@ def test_csi_node_update_validation() -> None:
     changed = copy.deepcopy(old)
     changed["spec"]["drivers"][0]["nodeID"] = "nodeB"
     assert update("CSINode", changed, old) == [
-        'spec.drivers: Invalid value: {"name":"io.kubernetes.storage.csi.driver","nodeID":"nodeB",'
-        '"topologyKeys":["company.com/zone1"]}: field is immutable'
+        'spec.drivers: Invalid value: {"Name":"io.kubernetes.storage.csi.driver","NodeID":"nodeB",'
+        '"TopologyKeys":["company.com/zone1"],"Allocatable":null}: field is immutable'
     ]
     long_old = csi_node(node_driver(nodeID="a" * 200))
     long_new = csi_node(node_driver(nodeID="a" * 200), node_driver("d2.io", nodeID="b" * 250))
@@ -339,9 +339,10 @@ def test_volume_attachment_spec_is_read_only() -> None:
     old = attachment()
     assert update("VolumeAttachment", {**old, "status": {"attached": True}}, old) == []
     moved = attachment(nodeName="other")
-    (message,) = update("VolumeAttachment", moved, old)
-    assert message.startswith('spec: Invalid value: {"attacher":"myattacher","nodeName":"other"')
-    assert message.endswith(": field is immutable")
+    assert update("VolumeAttachment", moved, old) == [
+        'spec: Invalid value: {"Attacher":"myattacher","Source":{"PersistentVolumeName":"myvolume",'
+        '"InlineVolumeSpec":null},"NodeName":"other"}: field is immutable'
+    ]
 
 
 def test_registry_tables_reach_the_api_server() -> None:
@@ -352,3 +353,23 @@ def test_registry_tables_reach_the_api_server() -> None:
         assert (G, kind) in _validators("CREATE_VALIDATORS")
         assert (G, kind) in _validators("UPDATE_VALIDATORS")
     assert (G, "VolumeAttachment") in _validators("STATUS_UPDATE_VALIDATORS")
+
+
+def test_persistent_volume_csi_source_driver_name() -> None:
+    """validateCSIPersistentVolumeSource (pkg/apis/core/validation, TestValidateCSIVolumeSource cases "driver name:
+    ... invalid", "missing driver name"): the driver is a CSI driver name, then the volume handle is required."""
+    from kubeplane.api.validation.core import CREATE_VALIDATORS as CORE
+
+    def volume(csi: Obj) -> Obj:
+        spec = {"accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"}, "csi": csi}
+        return {"metadata": {"name": "pv"}, "spec": spec}
+
+    assert msgs(CORE[("", "PersistentVolume")](volume({"driver": "csi.example.io", "volumeHandle": "h"}))) == []
+    assert msgs(CORE[("", "PersistentVolume")](volume({"driver": "", "volumeHandle": ""}))) == [
+        "spec.csi.driver: Required value",
+        f'spec.csi.driver: Invalid value: "": {SUBDOMAIN}',
+        "spec.csi.volumeHandle: Required value",
+    ]
+    assert msgs(CORE[("", "PersistentVolume")](volume({"driver": "Bad_Driver", "volumeHandle": "h"}))) == [
+        f'spec.csi.driver: Invalid value: "Bad_Driver": {SUBDOMAIN}'
+    ]

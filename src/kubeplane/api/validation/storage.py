@@ -31,6 +31,7 @@ from kubeplane.api.validation.field import ErrorList
 from kubeplane.api.validation.reader import CORE_V1, Reader, finish, parse_quantity
 from kubeplane.api.validation.resources import validate_resource_quantity_value
 from kubeplane.api.validation.selectors import check_label_selector, check_node_selector
+from kubeplane.api.validation.storage_csi import validate_csi_driver_name
 
 __all__ = [
     "validate_persistent_volume",
@@ -125,8 +126,10 @@ def validate_persistent_volume(pv: Mapping[str, Any]) -> ErrorList:
             errs.append(field.required(source.at("path")))
         if source_key == "local" and affinity is None:
             errs.append(field.required(spec.at("nodeAffinity"), "Local volume requires node affinity"))
-        if source_key == "csi" and not source.string("volumeHandle"):
-            errs.append(field.required(source.at("volumeHandle")))
+        if source_key == "csi":  # validateCSIPersistentVolumeSource: the driver name, then the handle
+            errs.extend(validate_csi_driver_name(source.string("driver"), source.at("driver")))
+            if not source.string("volumeHandle"):
+                errs.append(field.required(source.at("volumeHandle")))
     if count == 0:
         errs.append(field.required(field.new_path("spec"), "must specify a volume type"))
     host_path = spec.child("hostPath").string("path")

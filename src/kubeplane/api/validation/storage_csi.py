@@ -12,6 +12,8 @@ Invariants
     * Gates at their v1.37 values: SELinuxMountReadWriteOncePod and MutableCSINodeAllocatableCount on (so
       ``seLinuxMount`` is required -- the defaulter sets it -- and a CSINode driver's ``allocatable`` may change).
     * Path quirks are upstream's: a CSIDriver's attachRequired is reported at ``spec.attachedRequired``.
+    * A bad value that upstream passes as an internal struct (a CSINode driver, a VolumeAttachment spec) is shown
+      as Go's json.Marshal shows it: Go field names, no JSON tags.
 """
 
 from __future__ import annotations
@@ -166,6 +168,17 @@ def _csi_node_driver(driver: Reader, seen: set[str], *, allow_long_node_id: bool
         errs.extend(_qualified_name(key, driver.path or field.new_path("spec")))
 
 
+def _internal_driver(driver: Reader) -> dict[str, Any]:
+    """The bad value upstream prints: json.Marshal of the internal ``storage.CSINodeDriver`` (no JSON tags, so Go
+    field names) with ``Allocatable`` cleared for the comparison."""
+    return {
+        "Name": driver.string("name"),
+        "NodeID": driver.string("nodeID"),
+        "TopologyKeys": driver.raw("topologyKeys"),
+        "Allocatable": None,
+    }
+
+
 def _validate_csi_node(obj: Mapping[str, Any], *, allow_long_node_id: bool) -> ErrorList:
     errs: ErrorList = []
     seen: set[str] = set()
@@ -195,7 +208,7 @@ def validate_csi_node_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> 
             after = {k: v for k, v in new_driver.data.items() if k != "allocatable"}
             if normalize(before) != normalize(after):
                 path = field.new_path("spec", "drivers")
-                errs.append(field.invalid(path, dict(new_driver.data), detail=IMMUTABLE_MSG))
+                errs.append(field.invalid(path, _internal_driver(new_driver), detail=IMMUTABLE_MSG))
     return errs
 
 
@@ -244,7 +257,8 @@ def validate_csi_storage_capacity_update(new: Mapping[str, Any], old: Mapping[st
     errs = _validate_capacity(new, allow_invalid_label_value=_has_invalid_label_value(old_selector))
     root = NAMED_GROUPS.root(new, [])
     if normalize(root.raw("nodeTopology")) != normalize(old_root.raw("nodeTopology")):
-        errs.append(field.invalid(field.new_path("nodeTopology"), root.raw("nodeTopology"), detail=IMMUTABLE_MSG))
+        shown = read_label_selector(root, "nodeTopology")  # Go's JSON form of the *metav1.LabelSelector
+        errs.append(field.invalid(field.new_path("nodeTopology"), shown, detail=IMMUTABLE_MSG))
     if root.string("storageClassName") != old_root.string("storageClassName"):
         value = root.string("storageClassName")
         errs.append(field.invalid(field.new_path("storageClassName"), value, detail=IMMUTABLE_MSG))
@@ -331,6 +345,21 @@ def validate_volume_attachment(obj: Mapping[str, Any]) -> ErrorList:
     return errs
 
 
+def _internal_spec(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """json.Marshal of the internal ``storage.VolumeAttachmentSpec`` (Go field names; an inline volume spec is
+    shown in its JSON form, not rebuilt)."""
+    spec = NAMED_GROUPS.root(obj, []).child("spec")
+    source = spec.child("source")
+    return {
+        "Attacher": spec.string("attacher"),
+        "Source": {
+            "PersistentVolumeName": source.opt_string("persistentVolumeName"),
+            "InlineVolumeSpec": source.raw("inlineVolumeSpec"),
+        },
+        "NodeName": spec.string("nodeName"),
+    }
+
+
 def validate_volume_attachment_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> ErrorList:
     """``ValidateVolumeAttachment`` (twice: the strategy's and ValidateVolumeAttachmentUpdate's own) and the
     read-only spec: ``spec: Invalid value: ...: field is immutable``."""
@@ -339,7 +368,7 @@ def validate_volume_attachment_update(new: Mapping[str, Any], old: Mapping[str, 
     errs *= 2
     spec, old_spec = new.get("spec"), old.get("spec")
     if normalize(spec) != normalize(old_spec):
-        errs.append(field.invalid(field.new_path("spec"), spec, detail=IMMUTABLE_MSG))
+        errs.append(field.invalid(field.new_path("spec"), _internal_spec(new), detail=IMMUTABLE_MSG))
     return errs
 
 
