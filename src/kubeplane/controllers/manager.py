@@ -40,6 +40,7 @@ _MODULES: tuple[str, ...] = (
     "job",
     "ttlafterfinished",
     "cronjob",
+    "pv_controller",
 )
 """The controller modules under ``kubeplane.controllers``, each defining one :class:`Controller` subclass."""
 
