@@ -42,6 +42,7 @@ _MODULES: tuple[str, ...] = (
     "cronjob",
     "pvc_protection",
     "pv_protection",
+    "pv_controller",
 )
 """The controller modules under ``kubeplane.controllers``, each defining one :class:`Controller` subclass."""
 
