@@ -40,6 +40,7 @@ _MODULES: tuple[str, ...] = (
     "job",
     "ttlafterfinished",
     "cronjob",
+    "attachdetach",
 )
 """The controller modules under ``kubeplane.controllers``, each defining one :class:`Controller` subclass."""
 
