@@ -35,6 +35,13 @@ def test_attachment_name_is_upstreams() -> None:
     assert len(expected) == 68  # isAttachmentName: "csi-" + 64 hex digits
 
 
+async def _node(env: Env[Any], name: str = "n1", *, managed: bool = True) -> None:
+    """A Node as the kubelet registers it: annotated controller-managed-attach-detach (or not)."""
+    annotations = {"volumes.kubernetes.io/controller-managed-attach-detach": "true"} if managed else {}
+    body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "annotations": annotations}}
+    await env.client.create(env.res("nodes"), body)
+
+
 async def _pod(env: Env[Any], name: str, claim: str, node: str = "n1") -> Obj:
     body = pod_obj(name, node=node)
     body["spec"].update(claim_pod_spec(claim))
@@ -64,6 +71,7 @@ async def test_attaches_then_detaches_when_the_pod_ends() -> None:
     """A scheduled pod with a Bound CSI claim (no CSIDriver: attach required) gets the VolumeAttachment upstream's
     csiAttacher.Attach creates; attached -> SuccessfulAttachVolume on the pod; the pod Succeeded -> deleted."""
     async with running(AttachDetachController) as env:
+        await _node(env)
         claim = await create_claim(env.client, "claim")
         await bind(env.client, claim, "pvc-aaaa", handle="vol-aaaa")
         await _pod(env, "app", "claim")
@@ -89,6 +97,7 @@ async def _absent(value: Any) -> bool:
 async def test_unbound_claim_waits_and_attach_not_required_skips() -> None:
     """No attachment while the claim is not Bound; none at all for a driver with attachRequired false."""
     async with running(AttachDetachController) as env:
+        await _node(env)
         claim = await create_claim(env.client, "claim")
         await _pod(env, "app", "claim")
         await settle()
@@ -105,10 +114,26 @@ async def test_unbound_claim_waits_and_attach_not_required_skips() -> None:
         assert names == [attachment_name("vol-bbbb", DRIVER, "n1")]
 
 
+async def test_only_controller_managed_nodes_get_attachments() -> None:
+    """The populator skips nodes without the controller-managed-attach-detach annotation; once the kubelet
+    sets it, the volume is attached."""
+    async with running(AttachDetachController) as env:
+        await _node(env, managed=False)
+        claim = await create_claim(env.client, "claim")
+        await bind(env.client, claim, "pvc-ffff", handle="vol-ffff")
+        await _pod(env, "app", "claim")
+        await settle()
+        assert (await env.client.list(env.res("volumeattachments")))["items"] == []
+        annotations = {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}
+        await env.client.patch(env.res("nodes"), "n1", {"metadata": {"annotations": annotations}})
+        await eventually(lambda: _va(env, attachment_name("vol-ffff", DRIVER, "n1")), "attachment once managed")
+
+
 async def test_attach_errors_and_timeout_record_failed_attach() -> None:
     """status.attachError -> FailedAttachVolume with the driver's message; no attachment within csiTimeout ->
     upstream's "timed out waiting for external-attacher" message."""
     async with running(AttachDetachController) as env:
+        await _node(env)
         claim = await create_claim(env.client, "claim")
         await bind(env.client, claim, "pvc-dddd", handle="vol-dddd")
         await _pod(env, "app", "claim")

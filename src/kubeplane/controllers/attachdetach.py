@@ -22,9 +22,10 @@ Reconciling one (node, PV) key:
   volume unmounted (``volumesInUse``) or for maxWaitForUnmountDuration; the simulated kubelet unmounts nothing, so
   the detach starts as soon as the last pod using the volume on the node is terminated or gone.
 
-Simplifications, stated: every node is taken as controller-managed (upstream requires the kubelet's
-``volumes.kubernetes.io/controller-managed-attach-detach`` annotation); ``node.status.volumesAttached`` is not
-written (the kubelet here reads the VolumeAttachment itself); no Multi-Attach check.
+Only nodes the controller manages get attachments: a Node annotated
+``volumes.kubernetes.io/controller-managed-attach-detach: "true"`` (the kubelet sets it when it registers; the
+populator skips other nodes). Simplifications, stated: ``node.status.volumesAttached`` is not written (the kubelet
+here reads the VolumeAttachment itself); no Multi-Attach check.
 
 Invariants: level-triggered per key ``<node>/<pv>``; the only memory is which attaches this controller started
 and when (``_attaching``), used for the events and the timeout, never to decide what must exist. A
@@ -40,7 +41,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from kubeplane.api.views import TERMINAL_PHASES, meta_of, name_of, namespace_of, section, spec_of, status_of
+from kubeplane.api.views import (
+    TERMINAL_PHASES,
+    annotations_of,
+    meta_of,
+    name_of,
+    namespace_of,
+    section,
+    spec_of,
+    status_of,
+)
 from kubeplane.client.cache import NODE_NAME_INDEX
 from kubeplane.client.errors import AlreadyExistsError, NotFoundError
 from kubeplane.client.interface import Obj
@@ -57,6 +67,7 @@ RETRY_INITIAL, RETRY_MAX = 0.5, 122.0
 CLAIMS_INDEX = "attachdetach/claims"
 PV_NODE_INDEX = "attachdetach/pv-node"
 PV_INDEX = "attachdetach/pv"
+CONTROLLER_MANAGED_ANNOTATION = "volumes.kubernetes.io/controller-managed-attach-detach"
 
 
 def attachment_name(volume_handle: str, driver: str, node: str) -> str:
@@ -118,6 +129,7 @@ class AttachDetachController(Controller):
         self.claims = inf.informer_for("persistentvolumeclaims")
         self.volumes = inf.informer_for("persistentvolumes")
         self.drivers = inf.informer_for("csidrivers")
+        self.nodes = inf.informer_for("nodes")
         self.attachments = inf.informer_for("volumeattachments", indexers={PV_NODE_INDEX: _va_keys, PV_INDEX: _va_pv})
         self._vas = ctx.client.resource("volumeattachments")
         self._attaching: dict[str, _Attaching] = {}
@@ -126,6 +138,7 @@ class AttachDetachController(Controller):
         self.volumes.add_event_handler(on_add=self._on_pv, on_update=self._on_pv_update, on_delete=self._on_pv)
         self.drivers.add_event_handler(on_add=self._on_driver, on_update=self._on_driver_update,
                                        on_delete=self._on_driver)  # fmt: skip
+        self.nodes.add_event_handler(on_add=self._on_node, on_update=self._on_node_update, on_delete=self._on_node)
         self.attachments.add_event_handler(
             on_add=self._on_va, on_update=self._on_va_update, on_delete=self._on_va, resync_period=60.0
         )
@@ -188,6 +201,17 @@ class AttachDetachController(Controller):
             if section(spec_of(pv), "csi").get("driver") == name_of(driver):
                 self._on_pv(pv)
 
+    def _on_node_update(self, old: Obj, node: Obj) -> None:
+        if _managed(old) != _managed(node):
+            self._on_node(node)
+
+    def _on_node(self, node: Obj) -> None:
+        for pod in self.pods.indexer.by_index(NODE_NAME_INDEX, name_of(node)):
+            self._on_pod(pod)
+        for va in self.attachments.lister().list():
+            if section(va, "spec").get("nodeName") == name_of(node):
+                self._on_va(va)
+
     def _on_va_update(self, _old: Obj, va: Obj) -> None:
         self._on_va(va)
 
@@ -213,7 +237,7 @@ class AttachDetachController(Controller):
 
     def _wanted(self, pv: Obj | None, node: str) -> tuple[str, list[Obj]] | None:
         """The attachment (pv, node) needs, with the pods needing it; None when none is needed."""
-        if pv is None:
+        if pv is None or not _managed(self.nodes.lister().get(None, node)):
             return None
         csi = spec_of(pv).get("csi")
         if not csi:
@@ -292,6 +316,11 @@ class AttachDetachController(Controller):
         for pod in pods:
             ref = {"apiVersion": "v1", "kind": "Pod", "metadata": meta_of(pod)}
             self.recorder.record(ref, type_, reason, message)
+
+
+def _managed(node: Obj | None) -> bool:
+    """The node's kubelet leaves attaching to this controller (upstream ``nodeAttachDetachManaged``)."""
+    return node is not None and annotations_of(node).get(CONTROLLER_MANAGED_ANNOTATION) == "true"
 
 
 def _va_pv(va: Obj) -> list[str]:
