@@ -117,33 +117,34 @@ class VolumeManager:
     def __init__(self, informers: SharedInformerFactory, *, clock: Clock, events: NodeEvents) -> None:
         self._factory, self._clock, self._events = informers, clock, events
         self._informers: dict[str, SharedInformer] = {}
-        self._ready: asyncio.Future[None] | None = None
+        self._ready: asyncio.Future[None] | None = None  # the informers' start-up, once
         self._waiters: dict[str, set[asyncio.Event]] = {}
 
     # --- informers --------------------------------------------------------------------------------------------
 
     async def _ensure_started(self) -> None:
+        """Start the storage informers once (in a task of its own, so a cancelled first waiter cannot leave the
+        others waiting for a sync nobody finishes) and wait for their sync."""
         if self._ready is None:
-            self._ready = asyncio.get_running_loop().create_future()
-            keys = {
-                "persistentvolumeclaims": lambda o: f"pvc:{namespace_of(o)}/{name_of(o)}",
-                "persistentvolumes": lambda o: f"pv:{name_of(o)}",
-                "csidrivers": lambda o: f"csidriver:{name_of(o)}",
-                "volumeattachments": lambda o: f"va:{name_of(o)}",
-            }
-            for plural, key in keys.items():
-                informer = self._informers[plural] = self._factory.informer_for(plural)
-
-                def wake(obj: Obj, key: Any = key) -> None:
-                    self._wake(key(obj))
-
-                informer.add_event_handler(
-                    on_add=wake, on_update=lambda _old, new, wake=wake: wake(new), on_delete=wake
-                )
-                informer.start()
-            await asyncio.gather(*(i.wait_for_sync() for i in self._informers.values()))
-            self._ready.set_result(None)
+            self._ready = asyncio.ensure_future(self._start())
         await asyncio.shield(self._ready)
+
+    async def _start(self) -> None:
+        keys = {
+            "persistentvolumeclaims": lambda o: f"pvc:{namespace_of(o)}/{name_of(o)}",
+            "persistentvolumes": lambda o: f"pv:{name_of(o)}",
+            "csidrivers": lambda o: f"csidriver:{name_of(o)}",
+            "volumeattachments": lambda o: f"va:{name_of(o)}",
+        }
+        for plural, key in keys.items():
+            informer = self._informers[plural] = self._factory.informer_for(plural)
+
+            def wake(obj: Obj, key: Any = key) -> None:
+                self._wake(key(obj))
+
+            informer.add_event_handler(on_add=wake, on_update=lambda _old, new, wake=wake: wake(new), on_delete=wake)
+            informer.start()
+        await asyncio.gather(*(i.wait_for_sync() for i in self._informers.values()))
 
     def _wake(self, key: str) -> None:
         for event in self._waiters.get(key, ()):
