@@ -139,9 +139,7 @@ class AttachDetachController(Controller):
         self.drivers.add_event_handler(on_add=self._on_driver, on_update=self._on_driver_update,
                                        on_delete=self._on_driver)  # fmt: skip
         self.nodes.add_event_handler(on_add=self._on_node, on_update=self._on_node_update, on_delete=self._on_node)
-        self.attachments.add_event_handler(
-            on_add=self._on_va, on_update=self._on_va_update, on_delete=self._on_va, resync_period=60.0
-        )
+        self.attachments.add_event_handler(on_add=self._on_va, on_update=self._on_va_update, on_delete=self._on_va)
 
     # --- keys from events -------------------------------------------------------------------------------------
 
