@@ -36,7 +36,7 @@ from typing import Any
 
 from kubeplane.api.views import meta_of, name_of, section, status_of
 from kubeplane.client.clock import Clock
-from kubeplane.client.errors import ConflictError, NotFoundError
+from kubeplane.client.errors import NotFoundError
 from kubeplane.client.informer import SharedInformerFactory
 from kubeplane.client.interface import Client, Obj, PatchType
 from kubeplane.client.workqueue import QueueShutDown, RateLimitingQueue
@@ -242,9 +242,6 @@ class SimAttacher:
     async def _patch_finalizers(self, resource: Any, obj: Obj, finalizers: list[str]) -> None:
         meta = meta_of(obj)
         patch = {"metadata": {"finalizers": finalizers or None, "resourceVersion": meta.get("resourceVersion")}}
-        try:
+        # a stale cache makes this a conflict: the worker retries with the queue's back-off
+        with contextlib.suppress(NotFoundError):
             await self.client.patch(resource, name_of(obj), patch, patch_type=PatchType.MERGE)
-        except NotFoundError:
-            return
-        except ConflictError:
-            raise  # a stale cache: retried with the queue's backoff once the informer has the new version
