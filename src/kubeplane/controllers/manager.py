@@ -43,6 +43,7 @@ _MODULES: tuple[str, ...] = (
     "pvc_protection",
     "pv_protection",
     "pv_controller",
+    "attachdetach",
 )
 """The controller modules under ``kubeplane.controllers``, each defining one :class:`Controller` subclass."""
 

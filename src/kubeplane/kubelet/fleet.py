@@ -54,10 +54,11 @@ from collections.abc import Callable, Iterable, Sequence
 
 from kubeplane.api.views import TERMINAL_PHASES, PodView, name_of, uid_of
 from kubeplane.client.clock import Clock, SystemClock
-from kubeplane.client.informer import SharedInformer
+from kubeplane.client.informer import SharedInformer, SharedInformerFactory
 from kubeplane.client.interface import Client
 
 from .config import NodeSpec
+from .csi_attacher import SimAttacher
 from .device_manager import DeviceManager
 from .eviction_manager import EvictionManager
 from .kubelet_server import KubeletServer
@@ -77,6 +78,7 @@ from .state import (
 )
 from .static_pods import is_mirror_pod
 from .status_manager import StatusManager
+from .volume_manager import VolumeManager
 
 __all__ = ["DURATION_ANNOTATION", "Fleet", "FleetOptions", "SimNode"]
 
@@ -114,6 +116,10 @@ class Fleet:
         self.node_status = NodeStatus(client, clock=self.clock, options=self.options, events=self.events)
         self._tasks: list[asyncio.Task[None]] = []
         self.status = StatusManager(client, clock=self.clock, runtimes=self.runtimes, nodes=self.nodes)
+        # storage: claims, PVs, attachments (started lazily by the volume manager, and by the attacher's run)
+        self.storage_informers = SharedInformerFactory(client, clock=self.clock, rng=self.rng)
+        self.volumes = VolumeManager(self.storage_informers, clock=self.clock, events=self.events)
+        self.attacher = SimAttacher(client, self.storage_informers, self.clock)
         self.workers = PodWorkers(
             clock=self.clock,
             options=self.options,
@@ -122,6 +128,7 @@ class Fleet:
             status=self.status,
             devices=self.devices,
             events=self.events,
+            volumes=self.volumes,
         )
         self.eviction = EvictionManager(
             clock=self.clock,
@@ -167,6 +174,7 @@ class Fleet:
         self.pod_informer.start()
         await self.pod_informer.wait_for_sync()
         self._tasks.extend(self.status.start(self.options.status_workers))
+        self._tasks.append(asyncio.get_running_loop().create_task(self.attacher.run(), name="external-attacher"))
         for sim in self.nodes.values():
             self._start_node(sim)
 
@@ -216,6 +224,7 @@ class Fleet:
         await self.kubelet_server.stop()
         await self.pod_informer.stop()
         await self.node_informer.stop()
+        await self.storage_informers.stop()
         for sim in self.nodes.values():
             if sim.recorder is not None:
                 await sim.recorder.close()

@@ -4,7 +4,9 @@ restart, and terminate.
 
 * **Admission** (:mod:`~kubeplane.kubelet.admission`): a rejected pod becomes Failed with upstream's reason and a
   Warning event; an admitted pod holds its resources (and GPU devices) on the node from then on.
-* **Start** (``SyncPod``): the sandbox (pod IP from the node's podCIDR, the node's address for hostNetwork), then
+* **Start** (``SyncPod``): a pod with claim volumes first waits until they are attached and mounted
+  (:mod:`~kubeplane.kubelet.volume_manager`; ContainerCreating meanwhile), then the sandbox (pod IP from the
+  node's podCIDR, the node's address for hostNetwork), then
   each init container and each container: Pulling/Pulled (skipped when the image is on the node and the policy
   allows), Created, Started; then Running.
 * **Run to completion**: a pod annotated ``sim.kubeplane.io/duration`` exits after that long with
@@ -54,6 +56,7 @@ from .state import (
     seconds,
 )
 from .status_manager import StatusManager
+from .volume_manager import VolumeManager, has_claims
 
 log = logging.getLogger("kubeplane.kubelet.fleet")
 
@@ -81,9 +84,11 @@ class PodWorkers:
         status: StatusManager,
         devices: DeviceManager,
         events: NodeEvents,
+        volumes: VolumeManager | None = None,
     ) -> None:
         self._clock, self._options, self._runtimes = clock, options, runtimes
         self._tasks, self._status, self._devices, self._events = tasks, status, devices, events
+        self._volumes = volumes
 
     def new_runtime(self, sim: SimNode, pod: Obj) -> PodRuntime:
         """A fresh runtime for ``pod`` on ``sim``, known to the fleet (and the status manager) from now on."""
@@ -120,6 +125,9 @@ class PodWorkers:
     async def run_pod(self, sim: SimNode, rt: PodRuntime) -> None:
         """Sandbox, init containers, containers, Running; then run to completion if the pod says how long."""
         pod = rt.pod
+        if self._volumes is not None and has_claims(pod):  # upstream SyncPod: WaitForAttachAndMount first
+            await self._volumes.wait_for_attach_and_mount(sim, rt)
+            pod = rt.pod
         spec = spec_of(pod)
         await delay(self._clock, self._options.sandbox_delay)
         rt.pod_ip = sim.spec.address if spec.get("hostNetwork") else sim.ips.allocate()
