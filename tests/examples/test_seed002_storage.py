@@ -9,7 +9,9 @@ CheckCSIStorageCapacity on the published CSIStorageCapacity objects.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +19,11 @@ import yaml
 from typer.testing import CliRunner
 
 from kubeplane.cli.main import app
+from kubeplane.client.local import LocalClient
 from kubeplane.scheduler.config import load_config
 from kubeplane.scheduler.framework.handle import Handle
 from kubeplane.scheduler.profile import build_profiles
+from kubeplane.scheduler.scheduler import Scheduler
 from tests.examples.example_dist import declared_entry_points
 from tests.examples.storage_fixtures import (
     capacity,
@@ -31,6 +35,7 @@ from tests.examples.storage_fixtures import (
     pod,
     storage_class,
 )
+from tests.scheduler.test_e2e_local import Cluster
 
 CONFIG = Path(__file__).resolve().parents[2] / "examples" / "seeds" / "scheduler-config-002.yaml"
 runner = CliRunner()
@@ -133,3 +138,30 @@ def test_csi_missing_claim_is_unresolvable_at_pre_filter(tmp_path: Path) -> None
         "code": "UnschedulableAndUnresolvable",
         "reasons": ['persistentvolumeclaim "data" not found'],
     }
+
+
+async def test_live_scheduler_leaves_a_too_large_lvm_claim_pending() -> None:
+    """The live path: the scheduler's informers serve the class and claims; the pod stays Pending with the reason.
+
+    (Only the rejection is checked live: kubeplane simulates no open-local driver, so a fitting claim of this
+    class would wait for provisioning at VolumeBinding's PreBind.)
+    """
+    client = await LocalClient.in_memory()
+    scheduler = Scheduler(client, config=load_config(CONFIG), rng=random.Random(0))
+    task = asyncio.ensure_future(scheduler.run())
+    cluster = Cluster(client, scheduler)
+    try:
+        for obj in (node("node01", vgs={"vg0": "20Gi"}), node("node02", vgs={"vg0": "50Gi"})):
+            await client.create(client.resource("nodes"), obj)
+        await client.create(client.resource("storageclasses"), lvm_class())
+        await client.create(
+            client.resource("persistentvolumeclaims"), claim("data", "60Gi", "open-local-lvm"), namespace="default"
+        )
+        await cluster.create(pod("db", "data"))
+        message = await cluster.failed_message("db")
+        assert message == f"0/2 nodes are available: 2 {LVM_REASON}."
+    finally:
+        await scheduler.stop()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await client.close()
