@@ -211,8 +211,11 @@ def test_lvm_filter(
 
 
 def test_lvm_bound_and_missing_claims_pass() -> None:
-    objects = [lvm_class(), claim("bound", "1Ti", "open-local-lvm", volume="pv-x")]
-    assert _lvm(objects, pod("p", "bound", "missing"), [node("n1", vgs={"vg0": "1Gi"})]) == {"n1": None}
+    objects = [lvm_class(), claim("bound", "1Ti", "open-local-lvm", volume="pv-x"), claim("c", "2Gi", "open-local-lvm")]
+    nodes = [node("n1", vgs={"vg0": "1Gi"})]
+    assert _lvm(objects, pod("p", "bound", "missing"), nodes) == {"n1": None}
+    # a missing claim does not hide the others
+    assert _reasons(_lvm(objects, pod("p", "missing", "c"), nodes)["n1"]) == (LVM_FULL.format("c"),)
 
 
 def test_lvm_counts_claims_headed_for_the_node() -> None:

@@ -86,8 +86,19 @@ def by_name(objects: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]
     return {str((o.get("metadata") or {}).get("name") or ""): o for o in objects}
 
 
-def pod_claims(handle: Handle, pod: PodInfo) -> list[Claim]:
-    """The pod's claims, read through ``handle``; raises :class:`ClaimLookupError` for a missing or deleting one.
+def _unusable(name: str, obj: Mapping[str, Any] | None, ephemeral: bool) -> str | None:
+    if obj is None:
+        if ephemeral:
+            return f'waiting for ephemeral volume controller to create the persistentvolumeclaim "{name}"'
+        return f'persistentvolumeclaim "{name}" not found'
+    if (obj.get("metadata") or {}).get("deletionTimestamp"):
+        return f'persistentvolumeclaim "{name}" is being deleted'
+    return None
+
+
+def pod_claims(handle: Handle, pod: PodInfo, *, strict: bool = True) -> list[Claim]:
+    """The pod's claims, read through ``handle``; raises :class:`ClaimLookupError` for a missing or deleting one
+    (with ``strict=False`` such claims are left out instead).
 
     Messages (upstream VolumeBinding): ``persistentvolumeclaim "<name>" not found``, ``waiting for ephemeral
     volume controller to create the persistentvolumeclaim "<name>"``, ``persistentvolumeclaim "<name>" is being
@@ -96,7 +107,8 @@ def pod_claims(handle: Handle, pod: PodInfo) -> list[Claim]:
     names = list(claim_names(pod.pod))
     if not names:
         return []
-    stored = by_name(handle.list_objects("persistentvolumeclaims", pod.namespace))
+    namespace = pod.namespace or "default"  # a pod file without a namespace, as explain reads it
+    stored = by_name(handle.list_objects("persistentvolumeclaims", namespace))
     claims: list[Claim] = []
     seen: set[str] = set()
     for name, ephemeral in names:
@@ -104,14 +116,12 @@ def pod_claims(handle: Handle, pod: PodInfo) -> list[Claim]:
             continue
         seen.add(name)
         obj = stored.get(name)
-        if obj is None:
-            if ephemeral:
-                raise ClaimLookupError(
-                    f'waiting for ephemeral volume controller to create the persistentvolumeclaim "{name}"'
-                )
-            raise ClaimLookupError(f'persistentvolumeclaim "{name}" not found')
-        if (obj.get("metadata") or {}).get("deletionTimestamp"):
-            raise ClaimLookupError(f'persistentvolumeclaim "{name}" is being deleted')
+        problem = _unusable(name, obj, ephemeral)
+        if problem is not None:
+            if strict:
+                raise ClaimLookupError(problem)
+            continue
+        assert obj is not None
         class_name = str((obj.get("spec") or {}).get("storageClassName") or "")
-        claims.append(Claim(f"{pod.namespace}/{name}", obj, class_name, claim_request(obj)))
+        claims.append(Claim(f"{namespace}/{name}", obj, class_name, claim_request(obj)))
     return claims

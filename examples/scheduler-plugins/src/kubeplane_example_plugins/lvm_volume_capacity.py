@@ -62,7 +62,6 @@ from kubeplane.scheduler.framework.plugin_args import InvalidArgs
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
 from kubeplane_example_plugins.claims import (
     SELECTED_NODE_ANNOTATION,
-    ClaimLookupError,
     claim_names,
     claim_request,
     pod_claims,
@@ -181,10 +180,7 @@ class LvmVolumeCapacity:
     def _wanted(self, pod: PodInfo, classes: Mapping[str, str | None]) -> tuple[tuple[str, _Volume], ...]:
         if not classes or not any(True for _ in claim_names(pod.pod)):
             return ()
-        try:
-            claims = pod_claims(self.handle, pod)
-        except ClaimLookupError:
-            return ()  # not this plugin's to report (module docstring)
+        claims = pod_claims(self.handle, pod, strict=False)  # missing ones: not this plugin's to report
         wanted = [
             (c.key, _Volume(classes[c.class_name], c.size)) for c in claims if not c.bound and c.class_name in classes
         ]
@@ -205,7 +201,7 @@ class LvmVolumeCapacity:
                 continue
             ref = spec.get("claimRef") or {}
             if ref.get("name"):
-                claimed.add(f"{ref.get('namespace') or ''}/{ref['name']}")
+                claimed.add(f"{ref.get('namespace') or 'default'}/{ref['name']}")
             required = (spec.get("nodeAffinity") or {}).get("required")
             if not required:
                 continue  # not node-local: it uses no node's volume group
@@ -217,7 +213,7 @@ class LvmVolumeCapacity:
             meta = pvc.get("metadata") or {}
             spec = pvc.get("spec") or {}
             class_name = spec.get("storageClassName") or ""
-            key = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+            key = f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
             if class_name not in classes or spec.get("volumeName") or key in claimed:
                 continue
             selected = str((meta.get("annotations") or {}).get(SELECTED_NODE_ANNOTATION) or "")
@@ -233,7 +229,7 @@ class LvmVolumeCapacity:
         for placed in node.pods:
             if placed.uid == pod.uid:
                 continue
-            keys.update(f"{placed.namespace}/{name}" for name, _ in claim_names(placed.pod))
+            keys.update(f"{placed.namespace or 'default'}/{name}" for name, _ in claim_names(placed.pod))
         return [view.pending[k][0] for k in sorted(keys - own) if k in view.pending]
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
