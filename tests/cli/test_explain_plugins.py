@@ -1,9 +1,9 @@
 """The seed 002 configuration (out-of-tree Filter plugins) through ``kubeplane explain`` on files.
 
-Verbatim it names two plugins kubeplane does not ship (CheckCSIStorageCapacity, LvmVolumeCapacity): that must
-be a clear "does not exist" error listing what is available. With stand-ins for those two registered through
-``outOfTreeRegistry`` it loads, DefaultPreemption is off, and CheckPodCountLimit (podCountLimit 2, from the
-example plugins' entry point) keeps a third pod off a node that runs two.
+Verbatim it names four custom plugins, all kubeplane's example plugins (entry points of the example
+distribution, installed by ``make venv``): it loads, DefaultPreemption is off, and CheckPodCountLimit
+(podCountLimit 2) keeps a third pod off a node that runs two; pods without claims pass the two storage plugins
+(CheckCSIStorageCapacity, LvmVolumeCapacity; their own cases are in tests/examples/test_seed002_storage.py).
 """
 
 from __future__ import annotations
@@ -12,12 +12,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 from typer.testing import CliRunner
 
 from kubeplane.cli.main import app
-from kubeplane.scheduler.config import ConfigError, load_config
+from kubeplane.scheduler.config import load_config
 from kubeplane.scheduler.framework.handle import Handle
 from kubeplane.scheduler.profile import build_profiles
 
@@ -53,12 +52,6 @@ profiles:
 """
 """``/work/shared/seeds/002_*.txt`` line 29, un-flattened."""
 
-STANDINS = """\
-outOfTreeRegistry:
-  CheckCSIStorageCapacity: tests.scheduler.plugins.standin_plugins:CheckCSIStorageCapacity
-  LvmVolumeCapacity: tests.scheduler.plugins.standin_plugins:LvmVolumeCapacity
-"""
-
 
 def _node(name: str) -> dict[str, Any]:
     allocatable = {"cpu": "4", "memory": "8Gi", "pods": "110"}
@@ -83,29 +76,8 @@ def _explain(tmp_path: Path, items: list[dict[str, Any]], config: str) -> tuple[
     return result.exit_code, result.output
 
 
-def test_seed_002_verbatim_names_the_unshipped_plugins(tmp_path: Path) -> None:
+def test_seed_002_verbatim_loads_without_default_preemption(tmp_path: Path) -> None:
     (tmp_path / "sched.yaml").write_text(SEED_002)
-    config = load_config(tmp_path / "sched.yaml")  # the file itself is valid
-    with pytest.raises(ConfigError) as info:
-        build_profiles(config, Handle())
-    errors = info.value.errors
-    assert [e.split(": plugin ")[0] for e in errors] == [
-        "profiles[0].plugins.preFilter.enabled[0]",
-        "profiles[0].plugins.filter.enabled[2]",
-        "profiles[0].plugins.filter.enabled[3]",
-    ]
-    assert 'plugin "CheckCSIStorageCapacity" does not exist; available plugins: ' in errors[0]
-    assert 'plugin "LvmVolumeCapacity" does not exist; available plugins: ' in errors[2]
-    available = errors[0].split("available plugins: ")[1].split(", ")
-    assert {"CheckPodCountLimit", "CheckPodLimitResources", "DefaultPreemption", "NodeResourcesFit"} <= set(available)
-
-    code, output = _explain(tmp_path, [_node("a")], SEED_002)
-    assert code == 1
-    assert 'plugin "LvmVolumeCapacity" does not exist; available plugins: BestFit, CheckPodCountLimit, ' in output
-
-
-def test_seed_002_with_stand_ins_loads_without_default_preemption(tmp_path: Path) -> None:
-    (tmp_path / "sched.yaml").write_text(SEED_002 + STANDINS)
     fwk = build_profiles(load_config(tmp_path / "sched.yaml"), Handle())["default-scheduler"]
     assert fwk.post_filter_plugins == []
     filters = [p.name() for p in fwk.filter_plugins]
@@ -127,7 +99,7 @@ def test_seed_002_pod_count_limit_sends_the_third_pod_elsewhere(tmp_path: Path) 
         _pod("two", "full"),
         _pod("done", "free", phase="Succeeded"),
     ]
-    code, output = _explain(tmp_path, items, SEED_002 + STANDINS)
+    code, output = _explain(tmp_path, items, SEED_002)
     assert code == 0, output
     result = json.loads(output)
     assert result["selected"] == "free"
@@ -139,7 +111,7 @@ def test_seed_002_pod_count_limit_sends_the_third_pod_elsewhere(tmp_path: Path) 
 
 def test_seed_002_third_pod_stays_unschedulable_with_the_plugin_reason(tmp_path: Path) -> None:
     items = [_node("a"), _node("b"), _pod("a1", "a"), _pod("a2", "a"), _pod("b1", "b", cpu_limit="2500m")]
-    code, output = _explain(tmp_path, items, SEED_002 + STANDINS)
+    code, output = _explain(tmp_path, items, SEED_002)
     assert code == 0, output
     result = json.loads(output)
     assert result["selected"] is None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 from typing import Any
 
 import pytest
@@ -18,6 +17,7 @@ from kubeplane_example_plugins import (
     CheckPodLimitResources,
     CheckPodLimitResourcesArgs,
 )
+from tests.examples.example_dist import REINSTALL, declared_entry_points, installed_entry_points
 
 ARGS = fielderr.new_path("args")
 
@@ -39,10 +39,12 @@ def _node(pods: list[PodInfo], allocatable: dict[str, str] | None = None) -> Nod
 
 
 def test_entry_points_are_declared_by_the_distribution() -> None:
-    eps = importlib.metadata.distribution("kubeplane-example-plugins").entry_points
-    assert {(ep.name, ep.value) for ep in eps if ep.group == "kubeplane.scheduler.plugins"} == {
-        ("CheckPodCountLimit", "kubeplane_example_plugins.pod_count_limit:CheckPodCountLimit"),
-        ("CheckPodLimitResources", "kubeplane_example_plugins.pod_limit_resources:CheckPodLimitResources"),
+    assert installed_entry_points() == declared_entry_points(), f"stale install of the example plugins: {REINSTALL}"
+    assert declared_entry_points() == {
+        "CheckPodCountLimit": "kubeplane_example_plugins.pod_count_limit:CheckPodCountLimit",
+        "CheckPodLimitResources": "kubeplane_example_plugins.pod_limit_resources:CheckPodLimitResources",
+        "CheckCSIStorageCapacity": "kubeplane_example_plugins.csi_storage_capacity:CheckCSIStorageCapacity",
+        "LvmVolumeCapacity": "kubeplane_example_plugins.lvm_volume_capacity:LvmVolumeCapacity",
     }
 
 

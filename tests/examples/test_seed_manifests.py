@@ -123,7 +123,12 @@ def test_scheduler_config_002_loads_and_builds() -> None:
     assert list(profiles) == ["default-scheduler"]
     fwk = profiles["default-scheduler"]
     assert fwk.post_filter_plugins == []  # DefaultPreemption disabled
-    assert [p.name() for p in fwk.filter_plugins][-2:] == ["CheckPodCountLimit", "CheckPodLimitResources"]
+    assert [p.name() for p in fwk.filter_plugins][-4:] == [
+        "CheckPodCountLimit",
+        "CheckPodLimitResources",
+        "CheckCSIStorageCapacity",
+        "LvmVolumeCapacity",
+    ]
     assert getattr(fwk.plugins["CheckPodCountLimit"], "limit", None) == 2
 
 

@@ -1,9 +1,9 @@
 """Seed 002's scheduler configuration, verbatim, running live over the local transport (issue 8's acceptance).
 
-The two example plugins come from their installed distribution's entry points; the two plugins the seed names
-that kubeplane does not ship (CheckCSIStorageCapacity, LvmVolumeCapacity) are a user's own, installed as a
-distribution whose entry points name test stand-ins. CheckPodCountLimit (podCountLimit 2) keeps a third pod off a
-node that runs two, and with DefaultPreemption disabled nothing is ever evicted for a pod that fits nowhere.
+All four custom plugins the seed names (CheckPodCountLimit, CheckPodLimitResources, CheckCSIStorageCapacity,
+LvmVolumeCapacity) come from the example distribution's entry points (``make venv`` installs it).
+CheckPodCountLimit (podCountLimit 2) keeps a third pod off a node that runs two, and with DefaultPreemption
+disabled nothing is ever evicted for a pod that fits nowhere; pods without claims pass both storage plugins.
 """
 
 from __future__ import annotations
@@ -12,23 +12,14 @@ import asyncio
 import random
 from pathlib import Path
 
-import pytest
-
 from kubeplane.client.local import LocalClient
 from kubeplane.scheduler.config import load_config
 from kubeplane.scheduler.scheduler import Scheduler
 from tests.cli.test_explain_plugins import SEED_002
-from tests.scheduler.plugins.test_out_of_tree import MOD, _dist_info
 from tests.scheduler.test_e2e_local import Cluster, node, pod
 
 
-async def test_seed_002_configuration_verbatim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _dist_info(
-        tmp_path / "site",
-        "storage-plugins",
-        {"CheckCSIStorageCapacity": f"{MOD}:CheckCSIStorageCapacity", "LvmVolumeCapacity": f"{MOD}:LvmVolumeCapacity"},
-    )
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+async def test_seed_002_configuration_verbatim(tmp_path: Path) -> None:
     config_file = tmp_path / "scheduler-config.yaml"
     config_file.write_text(SEED_002)
     config = load_config(config_file)
@@ -39,9 +30,13 @@ async def test_seed_002_configuration_verbatim(tmp_path: Path, monkeypatch: pyte
     scheduler = Scheduler(client, config=config, rng=random.Random(0))
     fwk = scheduler.profiles["default-scheduler"]
     assert [p.name() for p in fwk.post_filter_plugins] == []  # DefaultPreemption is disabled
-    assert {"CheckPodCountLimit", "CheckPodLimitResources", "LvmVolumeCapacity"} <= {
-        p.name() for p in fwk.filter_plugins
-    }
+    assert [p.name() for p in fwk.filter_plugins][-4:] == [
+        "CheckPodCountLimit",
+        "CheckPodLimitResources",
+        "CheckCSIStorageCapacity",
+        "LvmVolumeCapacity",
+    ]
+    assert "CheckCSIStorageCapacity" in [p.name() for p in fwk.pre_filter_plugins]
     task = asyncio.ensure_future(scheduler.run())
     cluster = Cluster(client, scheduler)
     try:

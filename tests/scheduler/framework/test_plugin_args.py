@@ -14,8 +14,8 @@ from kubeplane.scheduler.framework.plugin_args import InvalidArgs, args_type_of,
 from tests.scheduler.plugins.standin_plugins import (
     LabelGate,
     LabelGateArgs,
-    LvmVolumeCapacity,
     Selector,
+    StandinFilter,
     new_label_gate,
 )
 
@@ -153,11 +153,11 @@ def test_args_type_is_found_on_the_class_or_the_factory_signature() -> None:
         def name(self) -> str:
             return "ByConstructor"
 
-    def mapping_factory(args: Mapping[str, Any], handle: Handle) -> LvmVolumeCapacity:
-        return LvmVolumeCapacity(args, handle)
+    def mapping_factory(args: Mapping[str, Any], handle: Handle) -> StandinFilter:
+        return StandinFilter(args, handle)
 
     assert args_type_of(WithArgs) is LabelGateArgs
     assert args_type_of(LabelGate, new_label_gate) is LabelGateArgs
     assert args_type_of(ByConstructor, ByConstructor) is LabelGateArgs
-    assert args_type_of(LvmVolumeCapacity, LvmVolumeCapacity) is None
-    assert args_type_of(LvmVolumeCapacity, mapping_factory) is None
+    assert args_type_of(StandinFilter, StandinFilter) is None
+    assert args_type_of(StandinFilter, mapping_factory) is None

@@ -1,4 +1,4 @@
-"""Out-of-tree plugins for the tests: stand-ins for the seed's unshipped plugins, and shapes the loader must
+"""Out-of-tree plugins for the tests: no-op stand-ins (a PreFilter + Filter, a Filter), and shapes the loader must
 accept (typed factory, plain mapping args) or refuse (not a plugin, no return annotation, wrong NAME)."""
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from kubeplane.scheduler.framework.interface import CycleState, PreFilterExtensi
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
 
 
-class CheckCSIStorageCapacity:
-    """No-op PreFilter + Filter standing in for the seed's CheckCSIStorageCapacity."""
+class StandinPreFilter:
+    """No-op PreFilter + Filter (a stand-in with the shape of the seed's CheckCSIStorageCapacity)."""
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.args = args
 
     def name(self) -> str:
-        return "CheckCSIStorageCapacity"
+        return "StandinPreFilter"
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
@@ -33,14 +33,14 @@ class CheckCSIStorageCapacity:
         return None
 
 
-class LvmVolumeCapacity:
-    """No-op Filter standing in for the seed's LvmVolumeCapacity; keeps its plain-mapping args."""
+class StandinFilter:
+    """No-op Filter (a stand-in with the shape of the seed's LvmVolumeCapacity); keeps its plain-mapping args."""
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.args = dict(args)
 
     def name(self) -> str:
-        return "LvmVolumeCapacity"
+        return "StandinFilter"
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         return None
@@ -100,7 +100,7 @@ class NotAPlugin:
     """Has no name() and no extension point."""
 
 
-class Misnamed(LvmVolumeCapacity):
+class Misnamed(StandinFilter):
     """Declares a NAME other than the one it is registered under."""
 
     NAME = "SomethingElse"

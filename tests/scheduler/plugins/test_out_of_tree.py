@@ -16,7 +16,7 @@ from kubeplane.scheduler.framework.registry import Registry
 from kubeplane.scheduler.plugins.out_of_tree import ENTRY_POINT_GROUP
 from kubeplane.scheduler.plugins.registry import new_in_tree_registry, registry_for
 from kubeplane.scheduler.profile import build_profiles
-from tests.scheduler.plugins.standin_plugins import CheckCSIStorageCapacity, LabelGate, LabelGateArgs
+from tests.scheduler.plugins.standin_plugins import LabelGate, LabelGateArgs, StandinPreFilter
 
 MOD = "tests.scheduler.plugins.standin_plugins"
 HEADER = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
@@ -55,24 +55,24 @@ def test_installed_example_plugins_are_found_through_entry_points() -> None:
 
 
 def test_entry_point_on_sys_path_registers_its_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _dist_info(tmp_path, "standins", {"CheckCSIStorageCapacity": f"{MOD}:CheckCSIStorageCapacity"})
+    _dist_info(tmp_path, "standins", {"StandinPreFilter": f"{MOD}:StandinPreFilter"})
     monkeypatch.syspath_prepend(str(tmp_path))
     registry = registry_for(parse_config(HEADER))
-    entry = registry.entry("CheckCSIStorageCapacity")
+    entry = registry.entry("StandinPreFilter")
     assert entry is not None
-    assert entry.cls is CheckCSIStorageCapacity
+    assert entry.cls is StandinPreFilter
     assert entry.points == frozenset({"preFilter", "filter"})
     assert "distribution standins 1.0" in entry.origin
 
 
 def test_entry_point_discovery_in_a_fresh_interpreter(tmp_path: Path) -> None:
     """What ``kubeplane scheduler`` sees: a new process with a distribution on its path, nothing patched."""
-    _dist_info(tmp_path, "standins", {"LvmVolumeCapacity": f"{MOD}:LvmVolumeCapacity"})
+    _dist_info(tmp_path, "standins", {"StandinFilter": f"{MOD}:StandinFilter"})
     code = textwrap.dedent(
         """
         from kubeplane.scheduler.config import default_config
         from kubeplane.scheduler.plugins.registry import registry_for
-        print(sorted(n for n in registry_for(default_config()) if n.startswith(("Lvm", "CheckPod"))))
+        print(sorted(n for n in registry_for(default_config()) if n.startswith(("Standin", "CheckPod"))))
         """
     )
     root = Path(__file__).resolve().parents[3]
@@ -83,14 +83,14 @@ def test_entry_point_discovery_in_a_fresh_interpreter(tmp_path: Path) -> None:
         text=True,
         check=True,
     )
-    assert out.stdout.strip() == "['CheckPodCountLimit', 'CheckPodLimitResources', 'LvmVolumeCapacity']"
+    assert out.stdout.strip() == "['CheckPodCountLimit', 'CheckPodLimitResources', 'StandinFilter']"
 
 
 @pytest.mark.parametrize(
     ("name", "value", "problem"),
     [
-        ("NodeName", f"{MOD}:LvmVolumeCapacity", 'plugin name "NodeName" is already taken by an in-tree plugin'),
-        ("VolumeBinding", f"{MOD}:LvmVolumeCapacity", 'plugin name "VolumeBinding" is already taken by an in-tree'),
+        ("NodeName", f"{MOD}:StandinFilter", 'plugin name "NodeName" is already taken by an in-tree plugin'),
+        ("VolumeBinding", f"{MOD}:StandinFilter", 'plugin name "VolumeBinding" is already taken by an in-tree'),
         ("Broken", "no_such_module_xyz:Plugin", 'cannot import module "no_such_module_xyz": ModuleNotFoundError'),
         ("Broken", f"{MOD}:Missing", f'module "{MOD}" has no attribute "Missing"'),
         ("NotAPlugin", f"{MOD}:NotAPlugin", "has no name() method: it is not a scheduler plugin"),
@@ -114,15 +114,15 @@ def test_bad_entry_points_are_one_line_each(
 
 
 def test_two_distributions_cannot_register_one_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _dist_info(tmp_path, "first", {"LvmVolumeCapacity": f"{MOD}:LvmVolumeCapacity"})
-    _dist_info(tmp_path, "second", {"LvmVolumeCapacity": f"{MOD}:LvmVolumeCapacity"})
+    _dist_info(tmp_path, "first", {"StandinFilter": f"{MOD}:StandinFilter"})
+    _dist_info(tmp_path, "second", {"StandinFilter": f"{MOD}:StandinFilter"})
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(ConfigError) as info:
         registry_for(parse_config(HEADER))
     assert info.value.errors == [
-        f'entry point LvmVolumeCapacity = "{MOD}:LvmVolumeCapacity" of distribution second 1.0: plugin name '
-        f'"LvmVolumeCapacity" is already taken by the plugin registered by entry point LvmVolumeCapacity = '
-        f'"{MOD}:LvmVolumeCapacity" of distribution first 1.0'
+        f'entry point StandinFilter = "{MOD}:StandinFilter" of distribution second 1.0: plugin name '
+        f'"StandinFilter" is already taken by the plugin registered by entry point StandinFilter = '
+        f'"{MOD}:StandinFilter" of distribution first 1.0'
     ]
 
 
@@ -150,10 +150,10 @@ def test_import_path_registration_through_the_configuration() -> None:
 
 def test_import_path_is_added_to_an_explicit_registry_without_changing_it() -> None:
     base = new_in_tree_registry()
-    config = parse_config(_config(outOfTreeRegistry={"LvmVolumeCapacity": f"{MOD}:LvmVolumeCapacity"}))
+    config = parse_config(_config(outOfTreeRegistry={"StandinFilter": f"{MOD}:StandinFilter"}))
     merged = registry_for(config, base)
-    assert "LvmVolumeCapacity" in merged
-    assert "LvmVolumeCapacity" not in base
+    assert "StandinFilter" in merged
+    assert "StandinFilter" not in base
     assert "CheckPodCountLimit" not in merged  # entry points are the caller's choice with an explicit registry
     assert registry_for(parse_config(HEADER), base) is base
 
@@ -200,14 +200,14 @@ def test_out_of_tree_registry_must_be_an_object() -> None:
         ),
         (
             "NodeName",
-            f"{MOD}:LvmVolumeCapacity",
-            f'outOfTreeRegistry.NodeName: Invalid value: "{MOD}:LvmVolumeCapacity": plugin name "NodeName" is '
+            f"{MOD}:StandinFilter",
+            f'outOfTreeRegistry.NodeName: Invalid value: "{MOD}:StandinFilter": plugin name "NodeName" is '
             "already taken by an in-tree plugin",
         ),
         (
             "CheckPodCountLimit",
-            f"{MOD}:LvmVolumeCapacity",
-            f'outOfTreeRegistry.CheckPodCountLimit: Invalid value: "{MOD}:LvmVolumeCapacity": plugin name '
+            f"{MOD}:StandinFilter",
+            f'outOfTreeRegistry.CheckPodCountLimit: Invalid value: "{MOD}:StandinFilter": plugin name '
             '"CheckPodCountLimit" is already taken by the plugin registered by entry point CheckPodCountLimit = '
             '"kubeplane_example_plugins.pod_count_limit:CheckPodCountLimit" of distribution '
             "kubeplane-example-plugins 0.1.0",
@@ -226,14 +226,14 @@ def test_bad_import_paths_are_one_clear_line(name: str, spec: str, expected: str
 
 def test_unknown_plugins_list_in_tree_and_out_of_tree_plugins() -> None:
     data = _config(
-        outOfTreeRegistry={"LvmVolumeCapacity": f"{MOD}:LvmVolumeCapacity"},
+        outOfTreeRegistry={"StandinFilter": f"{MOD}:StandinFilter"},
         profiles=[{"plugins": {"filter": {"enabled": [{"name": "NoSuchPlugin"}]}}}],
     )
     [line] = _errors(data)
     assert line.startswith('profiles[0].plugins.filter.enabled[0]: plugin "NoSuchPlugin" does not exist; available')
     available = line.split("available plugins: ")[1].split(", ")
     assert available == sorted(available)
-    assert {"CheckPodCountLimit", "CheckPodLimitResources", "LvmVolumeCapacity", "NodeName"} <= set(available)
+    assert {"CheckPodCountLimit", "CheckPodLimitResources", "StandinFilter", "NodeName"} <= set(available)
 
 
 # --- typed args through the profile builder --------------------------------------------------------------------
@@ -273,16 +273,16 @@ def test_enabled_typed_plugin_without_its_required_args() -> None:
 
 def test_plain_mapping_args_keep_working() -> None:
     data = _config(
-        outOfTreeRegistry={"LvmVolumeCapacity": f"{MOD}:LvmVolumeCapacity"},
+        outOfTreeRegistry={"StandinFilter": f"{MOD}:StandinFilter"},
         profiles=[
             {
-                "plugins": {"filter": {"enabled": [{"name": "LvmVolumeCapacity"}]}},
-                "pluginConfig": [{"name": "LvmVolumeCapacity", "args": {"anything": [1, "two"]}}],
+                "plugins": {"filter": {"enabled": [{"name": "StandinFilter"}]}},
+                "pluginConfig": [{"name": "StandinFilter", "args": {"anything": [1, "two"]}}],
             }
         ],
     )
     fwk = build_profiles(parse_config(data), Handle())["default-scheduler"]
-    assert getattr(fwk.plugins["LvmVolumeCapacity"], "args", None) == {"anything": [1, "two"]}
+    assert getattr(fwk.plugins["StandinFilter"], "args", None) == {"anything": [1, "two"]}
 
 
 def test_registry_new_decodes_typed_args_for_direct_callers() -> None:
