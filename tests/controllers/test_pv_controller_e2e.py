@@ -35,6 +35,17 @@ async def _create(env: Env[Any], obj: dict[str, Any]) -> dict[str, Any]:
     return await env.client.create(env.res(obj["kind"]), obj, namespace=obj["metadata"].get("namespace"))
 
 
+async def _delete_for_good(env: Env[Any], plural: str, name: str, namespace: str | None = None) -> None:
+    """Delete and drop the protection finalizers (kubernetes.io/pvc-protection, pv-protection, added by the
+    StorageObjectInUseProtection admission), as the protection controllers would: this harness runs only the
+    binder, and upstream's binder sees a claim or volume with a finalizer as still there."""
+    await env.client.delete(env.res(plural), name, namespace=namespace)
+    try:
+        await env.client.patch(env.res(plural), name, {"metadata": {"finalizers": None}}, namespace=namespace)
+    except NotFoundError:
+        pass
+
+
 async def _phase(env: Env[Any], kind: str, name: str) -> str:
     try:
         got = await (get_volume(env, name) if kind == "pv" else get_claim(env, name))
@@ -175,7 +186,7 @@ async def test_claim_deleted_retain_released_delete_left_to_provisioner() -> Non
         await env.advance_until(lambda: _bound(env, "c-keep"), "c-keep bound", step=1.0)
         await env.advance_until(lambda: _bound(env, "c-del"), "c-del bound", step=1.0)
         for name in ("c-keep", "c-del"):
-            await env.client.delete(env.res("persistentvolumeclaims"), name, namespace=NS)
+            await _delete_for_good(env, "persistentvolumeclaims", name, NS)
 
         async def released() -> bool:
             return await _phase(env, "pv", "keep") == "Released" and await _phase(env, "pv", "pv-del") == "Released"
@@ -194,7 +205,7 @@ async def test_bound_claim_loses_volume() -> None:
         await _create(env, {**new_volume("pv1", "1Gi"), "status": {}})
         await _create(env, {**new_claim("c1", "1Gi"), "status": {}})
         await env.advance_until(lambda: _bound(env, "c1"), "bound", step=1.0)
-        await env.client.delete(env.res("persistentvolumes"), "pv1")
+        await _delete_for_good(env, "persistentvolumes", "pv1")
         await env.advance_until(lambda: _lost(env, "c1"), "claim lost", step=1.0)
         assert (
             "Warning",
