@@ -95,7 +95,9 @@ def config(capacity: str | None = "10Gi", **driver: Any) -> Obj:
 
 
 @contextlib.asynccontextmanager
-async def csi_fleet(data: Obj, *, client: LocalClient | None = None, clock: FakeClock | None = None) -> AsyncIterator[CSIEnv]:
+async def csi_fleet(
+    data: Obj, *, client: LocalClient | None = None, clock: FakeClock | None = None
+) -> AsyncIterator[CSIEnv]:
     clock = clock or FakeClock()
     own = client is None
     client = client or await LocalClient.in_memory(now=clock.now)

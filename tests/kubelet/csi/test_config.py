@@ -19,10 +19,13 @@ from kubeplane.kubelet.csi.objects import capacity_object, csidriver_object, csi
 def test_default_driver_when_absent() -> None:
     specs = demo_cluster()
     assert all(s.csi_drivers == (DEFAULT_DRIVER,) for s in specs)
-    assert DEFAULT_DRIVER.name == "csi.kubeplane.io" and DEFAULT_DRIVER.topology_key == NODE_TOPOLOGY_KEY
+    assert DEFAULT_DRIVER.name == "csi.kubeplane.io"
+    assert DEFAULT_DRIVER.topology_key == NODE_TOPOLOGY_KEY
     assert {s.labels[NODE_TOPOLOGY_KEY] for s in specs} == {"master", "node01", "node02"}
     pools = Pools(DEFAULT_DRIVER, specs)
-    assert not pools.tracked and pools.total is None and pools.segments["node01"].fits(10**15)
+    assert not pools.tracked
+    assert pools.total is None
+    assert pools.segments["node01"].fits(10**15)
 
 
 def test_full_driver_config() -> None:
@@ -44,10 +47,13 @@ def test_full_driver_config() -> None:
     )
     (driver,) = specs[0].csi_drivers
     assert (driver.attach_required, driver.provision_time, driver.delete_time) == (True, 1.5, 2.0)
-    assert driver.topology_key == ZONE_TOPOLOGY_KEY and driver.max_volumes_per_node == 8
+    assert driver.topology_key == ZONE_TOPOLOGY_KEY
+    assert driver.max_volumes_per_node == 8
     assert driver.storage_classes[0]["volumeBindingMode"] == "Immediate"
     assert driver.storage_classes[0]["provisioner"] == "zonal.example.com"
-    assert driver.storage_classes[0]["metadata"]["annotations"] == {"storageclass.kubernetes.io/is-default-class": "true"}
+    assert driver.storage_classes[0]["metadata"]["annotations"] == {
+        "storageclass.kubernetes.io/is-default-class": "true"
+    }
     assert NODE_TOPOLOGY_KEY not in specs[0].labels  # no node-topology driver: no label
     pools = Pools(driver, specs)
     # zone a holds node-1 and node-3: the zone's capacity is summed over its nodes
@@ -68,11 +74,11 @@ def test_full_driver_config() -> None:
 
 def test_empty_list_runs_no_driver_and_unconfigured_nodes_have_no_capacity() -> None:
     assert parse_node_config({"csiDrivers": [], "nodes": [{"name": "a"}]})[0].csi_drivers == ()
-    specs = parse_node_config(
-        {"nodes": [{"name": "a", "csiCapacity": {"csi.kubeplane.io": "1Gi"}}, {"name": "b"}]}
-    )
+    specs = parse_node_config({"nodes": [{"name": "a", "csiCapacity": {"csi.kubeplane.io": "1Gi"}}, {"name": "b"}]})
     pools = Pools(specs[0].csi_drivers[0], specs)
-    assert pools.tracked and pools.segments["a"].total == 2**30 and pools.segments["b"].total == 0
+    assert pools.tracked
+    assert pools.segments["a"].total == 2**30
+    assert pools.segments["b"].total == 0
 
 
 def test_capacity_object_shape() -> None:
@@ -81,7 +87,10 @@ def test_capacity_object_shape() -> None:
     assert obj["metadata"] == {
         "generateName": "csisc-",
         "namespace": "kube-system",
-        "labels": {"csi.storage.k8s.io/drivername": "csi.kubeplane.io", "csi.storage.k8s.io/managed-by": "external-provisioner"},
+        "labels": {
+            "csi.storage.k8s.io/drivername": "csi.kubeplane.io",
+            "csi.storage.k8s.io/managed-by": "external-provisioner",
+        },
     }
     assert obj["nodeTopology"] == {"matchLabels": {NODE_TOPOLOGY_KEY: "node01"}}
     assert obj["capacity"] == obj["maximumVolumeSize"] == "5Gi"
@@ -119,4 +128,5 @@ def test_errors_are_one_line(config: dict[str, Any], message: str) -> None:
         data.update(config)
     with pytest.raises(NodeConfigError) as info:
         parse_node_config(data)
-    assert message in str(info.value) and "\n" not in str(info.value)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)

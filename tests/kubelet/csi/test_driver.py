@@ -30,7 +30,8 @@ async def test_publishes_csidriver_csinodes_labels_and_capacity() -> None:
         for name in ("n1", "n2"):
             csinode = await env.get("csinodes", name)
             node = await env.get("nodes", name)
-            assert csinode is not None and node is not None
+            assert csinode is not None
+            assert node is not None
             assert csinode["spec"]["drivers"] == [
                 {"name": DRIVER, "nodeID": name, "topologyKeys": [NODE_TOPOLOGY_KEY], "allocatable": {"count": 5}}
             ]
@@ -44,13 +45,15 @@ async def test_publishes_csidriver_csinodes_labels_and_capacity() -> None:
 
         await env.until(published, "a CSIStorageCapacity per (class, node)")
         obj = (await env.items("csistoragecapacities", "kube-system"))[0]
-        assert obj["metadata"]["generateName"] == "csisc-" and obj["maximumVolumeSize"] == "10Gi"
+        assert obj["metadata"]["generateName"] == "csisc-"
+        assert obj["maximumVolumeSize"] == "10Gi"
 
 
 async def test_unlimited_driver_publishes_no_capacity() -> None:
     async with csi_fleet(config(capacity=None)) as env:
         driver = await env.get("csidrivers", DRIVER)
-        assert driver is not None and driver["spec"]["storageCapacity"] is False
+        assert driver is not None
+        assert driver["spec"]["storageCapacity"] is False
         assert "allocatable" not in (await env.get("csinodes", "n1") or {})["spec"]["drivers"][0]
         await env.create_class("local")
         claim = await env.create_claim("data", "1Ti", node="n2")
@@ -83,17 +86,28 @@ async def test_provisions_on_the_selected_node_and_capacity_follows() -> None:
         assert pv["metadata"]["finalizers"] == ["external-provisioner.volume.kubernetes.io/finalizer"]
         spec = pv["spec"]
         assert spec["capacity"] == {"storage": "4Gi"}
-        assert spec["accessModes"] == ["ReadWriteOnce"] and spec["storageClassName"] == "local"
-        assert spec["persistentVolumeReclaimPolicy"] == "Delete" and spec["mountOptions"] == ["noatime"]
-        assert spec["csi"]["driver"] == DRIVER and spec["csi"]["fsType"] == "xfs" and spec["csi"]["volumeHandle"]
+        assert spec["accessModes"] == ["ReadWriteOnce"]
+        assert spec["storageClassName"] == "local"
+        assert spec["persistentVolumeReclaimPolicy"] == "Delete"
+        assert spec["mountOptions"] == ["noatime"]
+        assert spec["csi"]["driver"] == DRIVER
+        assert spec["csi"]["fsType"] == "xfs"
+        assert spec["csi"]["volumeHandle"]
         assert spec["csi"]["volumeAttributes"]["storage.kubernetes.io/csiProvisionerIdentity"].endswith(DRIVER)
         assert spec["nodeAffinity"] == {
             "required": {
-                "nodeSelectorTerms": [{"matchExpressions": [{"key": NODE_TOPOLOGY_KEY, "operator": "In", "values": ["n1"]}]}]
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": NODE_TOPOLOGY_KEY, "operator": "In", "values": ["n1"]}]}
+                ]
             }
         }
         ref = spec["claimRef"]
-        assert (ref["kind"], ref["namespace"], ref["name"], ref["uid"]) == ("PersistentVolumeClaim", "default", "data", uid)
+        assert (ref["kind"], ref["namespace"], ref["name"], ref["uid"]) == (
+            "PersistentVolumeClaim",
+            "default",
+            "data",
+            uid,
+        )
         assert ref["resourceVersion"] == claim["metadata"]["resourceVersion"]
         stats = env.fleet.csi.stats()[DRIVER]
         assert (stats.provisioned, stats.used_bytes, stats.total_bytes) == (1, 4 * GI, 20 * GI)
@@ -220,7 +234,8 @@ async def test_zonal_driver_segments_are_zones() -> None:
     }
     async with csi_fleet(data) as env:
         node = await env.get("nodes", "n1")
-        assert node is not None and NODE_TOPOLOGY_KEY not in node["metadata"]["labels"]
+        assert node is not None
+        assert NODE_TOPOLOGY_KEY not in node["metadata"]["labels"]
         await env.create_class("local")
         await env.until(
             lambda: _capacities_are(env, {("local", "a"): "10Gi", ("local", "b"): "5Gi"}), "a capacity per zone"
