@@ -322,16 +322,18 @@ def _merge(defaults: Mapping[str, Any], group: Mapping[str, Any]) -> dict[str, A
     return merged
 
 
-def parse_node_config(data: Any) -> list[NodeSpec]:
-    """Node specs from parsed YAML (a list of groups, or ``{nodes: [...], defaults: {...}}``)."""
+def parse_node_config(data: Any, *, csi_drivers: tuple[CSIDriverSpec, ...] | None = None) -> list[NodeSpec]:
+    """Node specs from parsed YAML (a list of groups, or ``{nodes: [...], defaults: {...}}``). ``csi_drivers``:
+    the CSI drivers when the data has no ``csiDrivers`` (a running fleet's, for nodes added to it)."""
     defaults: Mapping[str, Any] = {}
-    drivers: tuple[CSIDriverSpec, ...] = (DEFAULT_DRIVER,)
+    drivers: tuple[CSIDriverSpec, ...] = (DEFAULT_DRIVER,) if csi_drivers is None else csi_drivers
     if isinstance(data, Mapping):
         unknown = set(data) - {"nodes", "defaults", "apiVersion", "kind", "csiDrivers"}
         if unknown:
             raise NodeConfigError(f"node config: unknown field(s) {', '.join(sorted(unknown))}")
         try:
-            drivers = parse_csi_drivers(data.get("csiDrivers"), present="csiDrivers" in data)
+            if "csiDrivers" in data or csi_drivers is None:
+                drivers = parse_csi_drivers(data.get("csiDrivers"), present="csiDrivers" in data)
         except CSIConfigError as exc:
             raise NodeConfigError(str(exc)) from None
         defaults = data.get("defaults") or {}

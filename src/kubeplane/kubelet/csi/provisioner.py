@@ -166,6 +166,8 @@ class Provisioner:
 
     def _volume_event(self, pv: Obj) -> None:
         if annotations_of(pv).get(ANN_PROVISIONED_BY) in self.pools:
+            if not meta_of(pv).get("deletionTimestamp") and name_of(pv) not in self._deleted:
+                self._adopt(pv)  # one created elsewhere (a snapshot's, another fleet's restart) counts too
             self.volume_queue.add(name_of(pv))
 
     def _volume_deleted(self, pv: Obj) -> None:
@@ -181,14 +183,22 @@ class Provisioner:
         """Count every existing PV of our drivers in its segment (a restarted fleet); call after the PV
         informer synced."""
         for pv in self.volumes.indexer.list():
-            driver = annotations_of(pv).get(ANN_PROVISIONED_BY)
-            pools = self.pools.get(str(driver))
-            if pools is None or (spec_of(pv).get("csi") or {}).get("driver") != pools.driver.name:
-                continue
-            seg = volume_segment(pv, pools.driver.topology_key)
+            self._adopt(pv)
+
+    def _adopt(self, pv: Obj) -> None:
+        """Count an existing PV of one of our drivers in its segment (idempotent)."""
+        pools = self.pools.get(str(annotations_of(pv).get(ANN_PROVISIONED_BY)))
+        if pools is None or (spec_of(pv).get("csi") or {}).get("driver") != pools.driver.name:
+            return
+        seg = volume_segment(pv, pools.driver.topology_key)
+        if seg is None or pools.holds(name_of(pv)):
+            return
+        try:
             size = parse_quantity(str((spec_of(pv).get("capacity") or {}).get("storage", "0"))).value()
-            if seg is not None:
-                pools.consume(seg, name_of(pv), size)
+        except QuantityError:
+            return
+        if pools.consume(seg, name_of(pv), size):
+            self.capacity_changed(pools.driver.name, seg)
 
     # --- running -------------------------------------------------------------------------------------------
 
