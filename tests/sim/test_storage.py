@@ -83,7 +83,7 @@ def test_snapshot_keeps_storage_objects_and_rebinds_by_name() -> None:
         "status": {"phase": "Bound"},
     }  # fmt: skip
     pvc = {"metadata": {"name": "data", "namespace": "default", "uid": "old"}, "spec": {"volumeName": "pvc-1"}}
-    objects = {
+    objects: dict[str, list[dict[str, Any]]] = {
         "storageclasses": [{"metadata": {"name": "standard"}, "provisioner": DRIVER}],
         "csidrivers": [{"metadata": {"name": DRIVER}, "spec": {"attachRequired": False}}],
         "csinodes": [{"metadata": {"name": "n1"}, "spec": {"drivers": []}}],
