@@ -136,6 +136,7 @@ class _Run:
         self.actions: list[dict[str, Any]] = []
         self.metrics: list[Any] = []  # one CollectorRegistry per scheduler incarnation (counters add up)
         self._scheduler_task: asyncio.Future[None] | None = None
+        self._storage = storage_declared(scenario.nodes)  # storage columns and fields (kubeplane.sim.storage)
 
     async def run(self) -> SimResult:
         with _young_gc_only():
@@ -467,7 +468,7 @@ class _Run:
         if obs.gpu is not None:
             reading = obs.gpu.reading(t)
             row.update({k: reading[k] for k in GPU_COLUMNS})
-        if storage_declared(self.scenario.nodes):
+        if self._storage:
             row.update(storage_row(self.fleet.csi))
         self.timeseries.append(row)
         if self.progress is not None:
@@ -485,8 +486,7 @@ class _Run:
         jobs = self.job_observer.rows()
         gangs = gang_rows(list(obs.pods.values()))
         summary |= workload_summary(jobs, gangs)
-        declared = storage_declared(self.scenario.nodes)
-        summary |= storage_summary(self.fleet.csi, self.timeseries, declared=declared)
+        summary |= storage_summary(self.fleet.csi, self.timeseries, declared=self._storage)
         return SimResult(
             self.scenario.name, self.label, self.seed, summary, self.timeseries, pods, gpu, self.actions, jobs, gangs
         )

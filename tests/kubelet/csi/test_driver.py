@@ -251,3 +251,26 @@ async def test_zonal_driver_segments_are_zones() -> None:
 
 async def _capacities_are(env: CSIEnv, want: dict[tuple[str, str], str]) -> bool:
     return await env.capacities() == want
+
+
+async def test_two_fleets_each_provision_and_publish_for_their_own_nodes() -> None:
+    """external-provisioner's distributed mode (--node-deployment): each instance acts for its own nodes only."""
+    clock = FakeClock()
+    client = await LocalClient.in_memory(now=clock.now)
+    other = {
+        "csiDrivers": [{"name": DRIVER}],
+        "nodes": [{"count": 1, "namePattern": "m{index}", "csiCapacity": {DRIVER: "3Gi"}}],
+    }
+    try:
+        async with csi_fleet(config(), client=client, clock=clock) as env, csi_fleet(other, client=client, clock=clock):
+            await env.create_class("local")
+            want = {("local", "n1"): "10Gi", ("local", "n2"): "10Gi", ("local", "m1"): "3Gi"}
+            await env.until(lambda: _capacities_are(env, want), "one object per segment of both fleets")
+            claim = await env.create_claim("on-m1", "2Gi", node="m1")
+            await env.until(lambda: _exists(env, f"pvc-{claim['metadata']['uid']}"), "the PV on the other fleet")
+            await env.until(lambda: _capacities_are(env, {**want, ("local", "m1"): "1Gi"}), "m1's capacity")
+            await env.clock.advance(5)
+            assert await env.capacities() == {**want, ("local", "m1"): "1Gi"}  # nobody deletes the other's
+            assert env.fleet.csi.stats()[DRIVER].provisioned == 0
+    finally:
+        await client.close()

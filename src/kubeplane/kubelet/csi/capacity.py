@@ -63,6 +63,8 @@ class Pools:
         self.driver = driver
         self.tracked = False
         self.segments: dict[str, Segment] = {}
+        self._node_segment: dict[str, str] = {}  # node -> segment value
+        self._volume_segment: dict[str, str] = {}  # PV name -> segment value
         self.add_nodes(nodes)
 
     def add_nodes(self, nodes: Iterable[NodeSpec]) -> list[str]:
@@ -87,33 +89,33 @@ class Pools:
                 if seg.total is not None and amount is not None:
                     seg.total += amount
             seg.nodes.add(spec.name)
+            self._node_segment[spec.name] = value
             if value not in changed:
                 changed.append(value)
         return changed
 
     def segment_of_node(self, node: str) -> Segment | None:
-        for seg in self.segments.values():
-            if node in seg.nodes:
-                return seg
-        return None
+        value = self._node_segment.get(node)
+        return None if value is None else self.segments[value]
 
     def consume(self, segment: str, volume: str, size: int) -> bool:
         """Count ``volume`` in ``segment``; False (nothing changes) when it is counted already."""
         seg = self.segments.get(segment)
-        if seg is None or volume in seg.volumes:
+        if seg is None or volume in self._volume_segment:
             return False
         seg.volumes[volume] = size
+        self._volume_segment[volume] = segment
         return True
 
     def release(self, volume: str) -> str | None:
         """Stop counting ``volume``; the segment it was in, or None."""
-        for seg in self.segments.values():
-            if seg.volumes.pop(volume, None) is not None:
-                return seg.value
-        return None
+        value = self._volume_segment.pop(volume, None)
+        if value is not None:
+            del self.segments[value].volumes[volume]
+        return value
 
     def holds(self, volume: str) -> bool:
-        return any(volume in seg.volumes for seg in self.segments.values())
+        return volume in self._volume_segment
 
     @property
     def used(self) -> int:
@@ -127,7 +129,7 @@ class Pools:
         return sum(seg.total or 0 for seg in self.segments.values())
 
     def volume_count(self) -> int:
-        return sum(len(seg.volumes) for seg in self.segments.values())
+        return len(self._volume_segment)
 
 
 def _bytes(quantity: str | None) -> int:

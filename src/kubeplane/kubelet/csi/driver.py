@@ -37,7 +37,7 @@ from kubeplane.kubelet.config import NodeSpec
 
 from .capacity import Pools
 from .config import CSIDriverSpec
-from .objects import CAPACITY_NAMESPACE, DRIVER_NAME_LABEL, MANAGED_BY, MANAGED_BY_LABEL
+from .objects import CAPACITY_NAMESPACE, MANAGED_BY, MANAGED_BY_LABEL
 from .provisioner import Provisioner
 from .publisher import CapacityItem, CapacityPublisher, publish_csidriver, publish_storage_classes, register_csinode
 
@@ -200,12 +200,9 @@ class CSIPlugins:
                 self.capacity_queue.add(item)
 
     def _capacity_event(self, obj: Obj) -> None:
-        labels = (obj.get("metadata") or {}).get("labels") or {}
-        driver = self.drivers.get(str(labels.get(DRIVER_NAME_LABEL)))
-        if driver is None:
-            return
-        seg = ((obj.get("nodeTopology") or {}).get("matchLabels") or {}).get(driver.topology_key, "")
-        self.capacity_queue.add((driver.name, str(obj.get("storageClassName") or ""), str(seg)))
+        item = self.capacity.item_of(obj) if self.capacity is not None else None
+        if item is not None:
+            self.capacity_queue.add(item)
 
     async def _capacity_worker(self) -> None:
         assert self.capacity is not None

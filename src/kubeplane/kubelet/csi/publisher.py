@@ -146,8 +146,17 @@ class CapacityPublisher:
     def all_items(self) -> list[CapacityItem]:
         """Every wanted item plus every item an existing object stands for (so obsolete ones are deleted)."""
         wanted = [item for driver in self.pools for item in self.items_for(driver)]
-        existing = [i for obj in self.informer.indexer.list() if (i := _item_of(obj, self._drivers())) is not None]
+        existing = [i for obj in self.informer.indexer.list() if (i := self.item_of(obj)) is not None]
         return list(dict.fromkeys([*wanted, *existing]))
+
+    def item_of(self, obj: Obj) -> CapacityItem | None:
+        """The item an object stands for, if it is one of this fleet's segments (another fleet's objects carry
+        the same labels: they are its business, as external-provisioner's per-node managed-by in distributed
+        mode keeps them apart)."""
+        item = _item_of(obj, self._drivers())
+        if item is None or item[2] not in self.pools[item[0]].segments:
+            return None
+        return item
 
     def _drivers(self) -> dict[str, CSIDriverSpec]:
         return {name: pools.driver for name, pools in self.pools.items()}
@@ -156,7 +165,7 @@ class CapacityPublisher:
         """The free bytes the item's object must show; None: the item must have no object."""
         driver, cls, seg = item
         pools = self.pools.get(driver)
-        if pools is None or not pools.tracked or seg not in pools.segments:
+        if pools is None or not pools.tracked:
             return None
         if not any(name_of(c) == cls and c.get("provisioner") == driver for c in self._classes()):
             return None
@@ -171,6 +180,9 @@ class CapacityPublisher:
         return sorted(found, key=lambda o: str(meta_of(o).get("creationTimestamp") or "") + name_of(o))
 
     async def sync(self, item: CapacityItem) -> None:
+        pools = self.pools.get(item[0])
+        if pools is None or item[2] not in pools.segments:
+            return  # not a segment of this fleet
         free = self._wanted(item)
         objects = self._objects(item)
         keep = objects[:1] if free is not None else []
