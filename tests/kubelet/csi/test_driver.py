@@ -274,3 +274,28 @@ async def test_two_fleets_each_provision_and_publish_for_their_own_nodes() -> No
             assert env.fleet.csi.stats()[DRIVER].provisioned == 0
     finally:
         await client.close()
+
+
+async def test_an_immediate_claim_seen_by_two_fleets_gets_one_volume() -> None:
+    """volume_store.go StoreVolume: AlreadyExists is success for the loser, which returns its reservation."""
+    clock = FakeClock()
+    client = await LocalClient.in_memory(now=clock.now)
+    other = {
+        "csiDrivers": [{"name": DRIVER}],
+        "nodes": [{"count": 2, "namePattern": "m{index}", "csiCapacity": {DRIVER: "5Gi"}}],
+    }
+    try:
+        async with (
+            csi_fleet(config(), client=client, clock=clock) as env,
+            csi_fleet(other, client=client, clock=clock) as env2,
+        ):
+            await env.create_class("now", mode="Immediate")
+            claim = await env.create_claim("both", "1Gi", cls="now")
+            await env.until(lambda: _exists(env, f"pvc-{claim['metadata']['uid']}"), "the PV")
+            await env.clock.advance(5)
+            assert len(await env.items("persistentvolumes")) == 1
+            stats = [env.fleet.csi.stats()[DRIVER], env2.fleet.csi.stats()[DRIVER]]
+            assert sum(s.provisioned for s in stats) == 1
+            assert sum(s.used_bytes for s in stats) == GI  # the loser released its reservation
+    finally:
+        await client.close()

@@ -137,6 +137,7 @@ class Provisioner:
         self.capacity_changed = capacity_changed
         self.own_node = own_node
         self._deleted: set[str] = set()
+        self._rescheduled: dict[str, Any] = {}  # claim key -> the resourceVersion we removed selected-node from
         self.counters = {name: Counters() for name in pools}
         self.identity = {name: f"{int(clock.now() * 1000)}-{rng.randrange(10000)}-{name}" for name in pools}
         self._rng = rng
@@ -244,6 +245,8 @@ class Provisioner:
         claim = self.claims.indexer.get(key)
         if claim is None or spec_of(claim).get("volumeName"):
             return False
+        if self._rescheduled.get(key) == meta_of(claim).get("resourceVersion"):
+            return False  # the informer still shows the claim we took the selected node from
         driver = self._driver_of_claim(claim)
         if driver is None:
             return False
@@ -266,15 +269,18 @@ class Provisioner:
             claim, "Normal", "Provisioning", f'External provisioner is provisioning volume for claim "{key}"'
         )
         try:
-            await self._provision(pools, claim, cls, selected, pv_name)
+            created = await self._provision(pools, claim, cls, selected, pv_name)
         except ProvisionError as exc:
             self.counters[driver].failed += 1
             recorder.record(claim, "Warning", "ProvisioningFailed", str(exc))
             if exc.reschedule and selected:
                 await self._reschedule(claim)
+                self._rescheduled[key] = meta_of(claim).get("resourceVersion")
                 return False
             return True
-        self.counters[driver].provisioned += 1
+        self._rescheduled.pop(key, None)
+        if created:  # AlreadyExists is success too (StoreVolume), but the other creator counts the volume
+            self.counters[driver].provisioned += 1
         recorder.record(claim, "Normal", "ProvisioningSucceeded", f"Successfully provisioned volume {pv_name}")
         return False
 
@@ -294,7 +300,8 @@ class Provisioner:
         ordered = candidates[offset:] + candidates[:offset]
         return next((seg for seg in ordered if seg.fits(size)), ordered[0])
 
-    async def _provision(self, pools: Pools, claim: Obj, cls: Obj, selected: str, pv_name: str) -> None:
+    async def _provision(self, pools: Pools, claim: Obj, cls: Obj, selected: str, pv_name: str) -> bool:
+        """CreateVolume and the PV; False when the PV turned out to exist already."""
         size = claim_size(claim)
         seg = self._segment(pools, claim, cls, selected, size)
         driver = pools.driver
@@ -324,10 +331,12 @@ class Provisioner:
         except AlreadyExistsError:
             pools.release(pv_name)  # StoreVolume: it is there already (another worker or fleet made it)
             self.capacity_changed(driver.name, seg.value)
+            return False
         except BaseException:
             pools.release(pv_name)
             self.capacity_changed(driver.name, seg.value)
             raise
+        return True
 
     async def _reschedule(self, claim: Obj) -> None:
         """``rescheduleProvisioning``: drop the selected-node annotation so the scheduler chooses again."""
