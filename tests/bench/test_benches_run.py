@@ -20,6 +20,7 @@ def test_every_bench_is_covered() -> None:
         "cel_bench.py",
         "crd_bench.py",
         "cronjob_bench.py",
+        "csi_bench.py",
         "endpoints_bench.py",
         "fgd_bench.py",
         "gang_bench.py",

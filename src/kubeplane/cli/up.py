@@ -15,6 +15,8 @@ Invariants:
   components use a kubeconfig of their own until then.
 * A restart on the same data dir brings the same cluster back (SQLite store): the fleet finds its Nodes and
   adopts the pods that were running.
+* The cluster has a default StorageClass ``standard`` (node-local, WaitForFirstConsumer, backed by the fleet's
+  default simulated CSI driver ``csi.kubeplane.io``) unless a class of that name exists, as kind and minikube.
 * SIGINT/SIGTERM stop the components first, then the API server, then close the store: every write the API
   acknowledged is on disk.
 """
@@ -187,7 +189,10 @@ def _run_one_process(opts: UpOptions, *, specs: list[NodeSpec], options: FleetOp
     from kubeplane.ui import mount as ui_mount
 
     async def attach(registry: Registry) -> Callable[[], Awaitable[None]]:
+        from kubeplane.kubelet.csi.publisher import ensure_standard_storage_class
+
         client = LocalClient(registry)
+        await ensure_standard_storage_class(client)
         fleet = Fleet(client, specs, options=options)
         ca = opts.data_dir / "ca.crt"  # the root CA publisher's --root-ca-file
         manager = ControllerManager(
@@ -279,6 +284,21 @@ def _wait_for_nodes(
         time.sleep(0.2)
 
 
+def _standard_class(kubeconfig: Path) -> None:
+    """The default StorageClass ``standard`` over HTTP (``--processes``), unless it exists."""
+    from kubeplane.client.http import HTTPClient
+    from kubeplane.kubelet.csi.publisher import ensure_standard_storage_class
+
+    async def create() -> None:
+        client = HTTPClient.from_kubeconfig(kubeconfig)
+        try:
+            await ensure_standard_storage_class(client)
+        finally:
+            await client.close()
+
+    asyncio.run(create())
+
+
 def _run_processes(opts: UpOptions, names: list[str]) -> None:
     """Each component as its own process over HTTP; logs in ``DATA_DIR/logs/<component>.log``. The components
     use a kubeconfig of their own; ``DATA_DIR/kubeconfig`` appears once every node has registered."""
@@ -352,6 +372,7 @@ def _run_processes(opts: UpOptions, names: list[str]) -> None:
                 address = next(
                     line.split("server: ", 1)[1] for line in private.read_text().splitlines() if "server: " in line
                 )
+        _standard_class(private)
         _wait_for_nodes(private, names, children, logs, lambda: stopping)
         if stopping:
             return

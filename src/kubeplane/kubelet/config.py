@@ -23,6 +23,15 @@ format string over ``index``, default ``node-{index}``, indices from ``startInde
       heartbeat: true                     # false: registered but never heartbeating (a failed node)
       shutdownDelay: 500ms                # a container exits this long after SIGTERM (Go duration or seconds)
       batchRunTime: 5s                    # how long a batch container without sim.kubeplane.io/duration runs
+      csiCapacity: {csi.kubeplane.io: 100Gi}  # per CSI driver: per node (node topology), summed per zone (zone)
+
+The mapping form also takes ``csiDrivers:``, the simulated CSI drivers the fleet runs (absent: one default driver
+``csi.kubeplane.io``, node-local, unlimited capacity; ``[]``: none) - each with ``name``, ``topology`` (``node``:
+key ``topology.csi.kubeplane.io/node``; ``zone``: ``topology.kubernetes.io/zone``), ``attachRequired``,
+``provisionTime``, ``deleteTime``, ``maxVolumesPerNode`` and ``storageClasses`` (see
+:mod:`kubeplane.kubelet.csi.config` and docs/csi.md). Every node carries the file's driver list
+(``NodeSpec.csi_drivers``), so whoever builds a fleet from the specs runs the drivers; when a node-topology driver
+exists every node is labelled ``topology.csi.kubeplane.io/node=<its name>`` at registration.
 
 Invariants: node names are unique across the file; every quantity parses; errors are one line naming the group
 (:class:`NodeConfigError`). Labels always include what a real kubelet registers (``kubernetes.io/hostname``,
@@ -43,6 +52,15 @@ import yaml
 from kubeplane.api.durations import parse_duration
 from kubeplane.api.quantity import QuantityError, parse_quantity
 from kubeplane.api.taints import parse_taint
+
+from .csi.config import (
+    DEFAULT_DRIVER,
+    NODE_TOPOLOGY_KEY,
+    CSIConfigError,
+    CSIDriverSpec,
+    parse_csi_capacity,
+    parse_csi_drivers,
+)
 
 DEFAULT_KUBELET_VERSION = "v1.37.0"
 DEFAULT_CAPACITY: Mapping[str, str] = {"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"}
@@ -75,6 +93,7 @@ _GROUP_KEYS = {
     "heartbeat",
     "shutdownDelay",
     "batchRunTime",
+    "csiCapacity",
 }
 
 
@@ -107,6 +126,10 @@ class NodeSpec:
     batch_run_time: float | None = None
     """Seconds a container of a restartPolicy Never/OnFailure pod without ``sim.kubeplane.io/duration`` runs
     before it exits 0 on this node; None: the fleet's setting (:mod:`kubeplane.kubelet.sim_exits`)."""
+    csi_capacity: Mapping[str, str] = field(default_factory=dict)
+    """CSI driver name -> storage capacity quantity on this node (``csiCapacity``)."""
+    csi_drivers: tuple[CSIDriverSpec, ...] = (DEFAULT_DRIVER,)
+    """The node config's ``csiDrivers`` (the same tuple on every node of one file)."""
 
 
 def _shutdown_delay(group: str, value: Any, key: str = "shutdownDelay") -> float | None:
@@ -207,7 +230,9 @@ def _format(group: str, template: str, **values: Any) -> str:
         raise NodeConfigError(f"node group {group}: bad template {template!r}: {exc}") from None
 
 
-def _expand(group: Mapping[str, Any], number: int, start: int) -> list[NodeSpec]:
+def _expand(
+    group: Mapping[str, Any], number: int, start: int, drivers: tuple[CSIDriverSpec, ...] = (DEFAULT_DRIVER,)
+) -> list[NodeSpec]:
     label = str(group.get("name") or group.get("namePattern") or f"#{number}")
     unknown = set(group) - _GROUP_KEYS
     if unknown:
@@ -237,6 +262,11 @@ def _expand(group: Mapping[str, Any], number: int, start: int) -> list[NodeSpec]
     os_name, arch = str(group.get("os", "linux")), str(group.get("arch", "amd64"))
     shutdown_delay = _shutdown_delay(label, group.get("shutdownDelay"))
     batch_run_time = _shutdown_delay(label, group.get("batchRunTime"), "batchRunTime")
+    try:
+        csi_capacity = parse_csi_capacity(label, group.get("csiCapacity"), drivers)
+    except CSIConfigError as exc:
+        raise NodeConfigError(str(exc)) from None
+    node_topology = any(d.topology == "node" for d in drivers)
     specs = []
     for i, (name, index) in enumerate(names):
         labels = {
@@ -246,6 +276,8 @@ def _expand(group: Mapping[str, Any], number: int, start: int) -> list[NodeSpec]
             HOSTNAME_LABEL: name,
             "kubernetes.io/os": os_name,
         }
+        if node_topology:  # the node plugin's topology label (kubelet's nodeinfomanager adds it on registration)
+            labels[NODE_TOPOLOGY_KEY] = name
         if group.get("region"):
             labels[REGION_LABEL] = str(group["region"])
         if zones:
@@ -271,6 +303,8 @@ def _expand(group: Mapping[str, Any], number: int, start: int) -> list[NodeSpec]
                 heartbeat=bool(group.get("heartbeat", True)),
                 shutdown_delay=shutdown_delay,
                 batch_run_time=batch_run_time,
+                csi_capacity=csi_capacity,
+                csi_drivers=drivers,
             )
         )
     return specs
@@ -279,7 +313,7 @@ def _expand(group: Mapping[str, Any], number: int, start: int) -> list[NodeSpec]
 def _merge(defaults: Mapping[str, Any], group: Mapping[str, Any]) -> dict[str, Any]:
     merged = {k: v for k, v in defaults.items() if k not in ("name", "count", "namePattern", "startIndex")}
     for key, value in group.items():
-        if key in ("capacity", "allocatable", "labels", "annotations", "evictionHard") and isinstance(
+        if key in ("capacity", "allocatable", "labels", "annotations", "evictionHard", "csiCapacity") and isinstance(
             merged.get(key), Mapping
         ):
             merged[key] = {**merged[key], **(value or {})}
@@ -288,13 +322,20 @@ def _merge(defaults: Mapping[str, Any], group: Mapping[str, Any]) -> dict[str, A
     return merged
 
 
-def parse_node_config(data: Any) -> list[NodeSpec]:
-    """Node specs from parsed YAML (a list of groups, or ``{nodes: [...], defaults: {...}}``)."""
+def parse_node_config(data: Any, *, csi_drivers: tuple[CSIDriverSpec, ...] | None = None) -> list[NodeSpec]:
+    """Node specs from parsed YAML (a list of groups, or ``{nodes: [...], defaults: {...}}``). ``csi_drivers``:
+    the CSI drivers when the data has no ``csiDrivers`` (a running fleet's, for nodes added to it)."""
     defaults: Mapping[str, Any] = {}
+    drivers: tuple[CSIDriverSpec, ...] = (DEFAULT_DRIVER,) if csi_drivers is None else csi_drivers
     if isinstance(data, Mapping):
-        unknown = set(data) - {"nodes", "defaults", "apiVersion", "kind"}
+        unknown = set(data) - {"nodes", "defaults", "apiVersion", "kind", "csiDrivers"}
         if unknown:
             raise NodeConfigError(f"node config: unknown field(s) {', '.join(sorted(unknown))}")
+        try:
+            if "csiDrivers" in data or csi_drivers is None:
+                drivers = parse_csi_drivers(data.get("csiDrivers"), present="csiDrivers" in data)
+        except CSIConfigError as exc:
+            raise NodeConfigError(str(exc)) from None
         defaults = data.get("defaults") or {}
         data = data.get("nodes")
     if not isinstance(data, list) or not data:
@@ -303,7 +344,7 @@ def parse_node_config(data: Any) -> list[NodeSpec]:
     for number, group in enumerate(data, 1):
         if not isinstance(group, Mapping):
             raise NodeConfigError(f"node config: group #{number} is not a mapping")
-        specs.extend(_expand(_merge(defaults, group), number, len(specs)))
+        specs.extend(_expand(_merge(defaults, group), number, len(specs), drivers))
     seen: set[str] = set()
     resolved = []
     for position, spec in enumerate(specs):

@@ -19,6 +19,8 @@ module                                         upstream (``pkg/kubelet``) and jo
 :mod:`~kubeplane.kubelet.mirror_pods`          ``config/file.go`` and ``pod/mirror_client.go``: static pods and
                                                their mirror pods
 :mod:`~kubeplane.kubelet.state`                what they share: options, ``SimNode``, pod tasks, events
+:mod:`~kubeplane.kubelet.csi`                  kubernetes-csi's external-provisioner and node plugins: the
+                                               node config's simulated CSI drivers (``Fleet.csi``)
 =============================================  =================================================================
 
 Shape (one event loop, everything on the injected clock):
@@ -59,6 +61,8 @@ from kubeplane.client.interface import Client
 
 from .config import NodeSpec
 from .csi_attacher import SimAttacher
+from .csi.config import CSIDriverSpec
+from .csi.driver import CSIPlugins
 from .device_manager import DeviceManager
 from .eviction_manager import EvictionManager
 from .kubelet_server import KubeletServer
@@ -97,6 +101,7 @@ class Fleet:
         clock: Clock | None = None,
         rng: random.Random | None = None,
         options: FleetOptions | None = None,
+        csi_drivers: Sequence[CSIDriverSpec] | None = None,
     ) -> None:
         self.client = client
         self.clock = clock or SystemClock()
@@ -152,6 +157,17 @@ class Fleet:
         self.kubelet_server = KubeletServer(
             clock=self.clock, nodes=lambda: self.nodes, find_pod=self.find_pod, node_pods=self._running_on
         )
+        drivers = csi_drivers if csi_drivers is not None else (nodes[0].csi_drivers if nodes else ())
+        self.csi = CSIPlugins(
+            client,
+            nodes,
+            drivers,
+            clock=self.clock,
+            rng=random.Random(",".join(sorted(self.nodes))),  # its own stream: the fleet's rng draws as before
+            node_uid=lambda name: self.nodes[name].uid,
+            node_labels=lambda name: ((self.nodes[name].node or {}).get("metadata") or {}).get("labels") or {},
+        )
+        """The simulated CSI drivers (``csiDrivers`` of the node config; none when it is ``[]``)."""
         self._started = self._stopped = False
         self.on_registered: Callable[[int, int], None] | None = None
         """Called with (registered, total) as nodes register during :meth:`start` (progress displays)."""
@@ -173,6 +189,7 @@ class Fleet:
         await self.node_informer.wait_for_sync()
         self.pod_informer.start()
         await self.pod_informer.wait_for_sync()
+        await self.csi.start()
         self._tasks.extend(self.status.start(self.options.status_workers))
         self._tasks.append(asyncio.get_running_loop().create_task(self.attacher.run(), name="external-attacher"))
         for sim in self.nodes.values():
@@ -194,6 +211,7 @@ class Fleet:
             sim = self.nodes[spec.name] = SimNode(spec)
             added.append(sim)
         await asyncio.gather(*(self.node_status.register(sim) for sim in added))
+        await self.csi.add_nodes(specs)
         for sim in added:
             self._start_node(sim)
 
@@ -210,6 +228,7 @@ class Fleet:
         if self._stopped:
             return
         self._stopped = True
+        await self.csi.stop()
         for task in [*self._tasks, *self.pod_tasks.all()]:
             task.cancel()
         for task in [*self._tasks, *self.pod_tasks.all()]:

@@ -54,6 +54,7 @@ from .clock import RealTimeClock, VirtualClock
 from .gpu import GPU_COLUMNS, GpuMetrics, declared_pod_types
 from .observer import Observer, ready
 from .scenario import Action, Arrival, Deletion, Generator, Scenario, ScenarioError
+from .storage import storage_declared, storage_row, storage_summary
 from .summary import pod_rows, summarise
 from .workloads import JobObserver, gang_rows, workload_summary
 
@@ -135,6 +136,7 @@ class _Run:
         self.actions: list[dict[str, Any]] = []
         self.metrics: list[Any] = []  # one CollectorRegistry per scheduler incarnation (counters add up)
         self._scheduler_task: asyncio.Future[None] | None = None
+        self._storage = storage_declared(scenario.nodes)  # storage columns and fields (kubeplane.sim.storage)
 
     async def run(self) -> SimResult:
         with _young_gc_only():
@@ -373,7 +375,7 @@ class _Run:
             patch = {"spec": {"template": {"spec": {"containers": [{"name": target, "image": str(args["image"])}]}}}}
             await client.patch(info, str(args["name"]), patch, patch_type=PatchType.STRATEGIC, namespace=namespace)
         elif action.kind == "addNodes":
-            specs = parse_node_config([dict(args)])
+            specs = parse_node_config([dict(args)], csi_drivers=tuple(self.fleet.csi.drivers.values()))
             await self.fleet.add_nodes(specs)
         elif action.kind == "schedulerConfig":
             await self._restart_scheduler(args.get("config") or {})
@@ -466,6 +468,8 @@ class _Run:
         if obs.gpu is not None:
             reading = obs.gpu.reading(t)
             row.update({k: reading[k] for k in GPU_COLUMNS})
+        if self._storage:
+            row.update(storage_row(self.fleet.csi))
         self.timeseries.append(row)
         if self.progress is not None:
             scheduled = sum(1 for r in obs.pods.values() if r.scheduled is not None)
@@ -482,6 +486,7 @@ class _Run:
         jobs = self.job_observer.rows()
         gangs = gang_rows(list(obs.pods.values()))
         summary |= workload_summary(jobs, gangs)
+        summary |= storage_summary(self.fleet.csi, self.timeseries, declared=self._storage)
         return SimResult(
             self.scenario.name, self.label, self.seed, summary, self.timeseries, pods, gpu, self.actions, jobs, gangs
         )

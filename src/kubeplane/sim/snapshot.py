@@ -18,6 +18,12 @@ the template labels naming its old UID, and its pods are left out: the Job start
 simulation (what it had completed before is not carried over; a what-if replays the remaining work as new).
 Finished Jobs are left out; CronJobs are kept with their spec (their status, and so ``lastScheduleTime``, is not:
 they fire at their next activation after t=0).
+
+Storage: CSIDrivers, CSINodes, StorageClasses, CSIStorageCapacities, PersistentVolumes and PersistentVolumeClaims
+are kept (before the pods that use them). A claim keeps ``spec.volumeName`` and a volume its ``claimRef`` by
+namespace and name only (the old UID and resourceVersion go), so the PV controller binds the pair again as a
+pre-bound one; status (phase) is the PV controller's to set again. A volume of a simulated CSI driver is counted
+in that driver's capacity when the fleet sees it (:mod:`kubeplane.kubelet.csi.provisioner`).
 """
 
 from __future__ import annotations
@@ -39,6 +45,12 @@ KINDS: tuple[tuple[str, str], ...] = (
     ("namespaces", "/registry/namespaces/"),
     ("priorityclasses", "/registry/priorityclasses/"),
     ("poddisruptionbudgets", "/registry/poddisruptionbudgets/"),
+    ("csidrivers", "/registry/csidrivers/"),
+    ("csinodes", "/registry/csinodes/"),
+    ("storageclasses", "/registry/storageclasses/"),
+    ("csistoragecapacities", "/registry/csistoragecapacities/"),
+    ("persistentvolumes", "/registry/persistentvolumes/"),
+    ("persistentvolumeclaims", "/registry/persistentvolumeclaims/"),
     ("pods", "/registry/pods/"),
     ("replicasets", "/registry/replicasets/"),
     ("deployments", "/registry/deployments/"),
@@ -57,6 +69,12 @@ _KIND = {
     "replicasets": ("apps/v1", "ReplicaSet"),
     "daemonsets": ("apps/v1", "DaemonSet"),
     "pods": ("v1", "Pod"),
+    "csidrivers": ("storage.k8s.io/v1", "CSIDriver"),
+    "csinodes": ("storage.k8s.io/v1", "CSINode"),
+    "storageclasses": ("storage.k8s.io/v1", "StorageClass"),
+    "csistoragecapacities": ("storage.k8s.io/v1", "CSIStorageCapacity"),
+    "persistentvolumes": ("v1", "PersistentVolume"),
+    "persistentvolumeclaims": ("v1", "PersistentVolumeClaim"),
     "statefulsets": ("apps/v1", "StatefulSet"),
     "cronjobs": ("batch/v1", "CronJob"),
     "jobs": ("batch/v1", "Job"),
@@ -173,6 +191,15 @@ def _renew_job(job: Obj) -> None:
             template_meta.pop("labels")
 
 
+def _renew_claim_ref(pv: Obj) -> None:
+    """A PV's claimRef by name only: the claim is re-created with a new UID (the PV controller's pre-bound
+    case); an unbound claimRef-less PV is left as it is."""
+    ref = (pv.get("spec") or {}).get("claimRef")
+    if isinstance(ref, dict):
+        for key in ("uid", "resourceVersion"):
+            ref.pop(key, None)
+
+
 def to_scenario(objects: Mapping[str, Iterable[Mapping[str, Any]]], *, name: str = "snapshot") -> Obj:
     """Scenario data (see :mod:`kubeplane.sim.scenario`) that starts from ``objects``."""
     nodes = [_node_group(n) for n in objects.get("nodes", [])]
@@ -196,6 +223,8 @@ def to_scenario(objects: Mapping[str, Iterable[Mapping[str, Any]]], *, name: str
             cleaned = _clean(obj, resource)
             if resource == "jobs":
                 _renew_job(cleaned)
+            if resource == "persistentvolumes":
+                _renew_claim_ref(cleaned)
             manifests.append(cleaned)
     scenario: Obj = {"name": name, "duration": "1h"}
     if nodes:

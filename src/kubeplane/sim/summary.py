@@ -43,11 +43,12 @@ FIELDS: Final = frozenset(
         *(f"gpu_alloc_pct_at_arrived_{r}" for r in (50, 80, 90, 100, 110, 120, 130)),
         "jobs_created", "jobs_completed", "jobs_failed", "job_completion_time_p50", "job_completion_time_p90",
         "job_completion_time_p99", "gangs", "gangs_bound", "gang_wait_time_p50", "gang_wait_time_p90",
-        "gang_wait_time_p99",
+        "gang_wait_time_p99", "volumes_provisioned", "volumes_deleted", "volume_provisioning_failures",
+        "storage_capacity_bytes", "storage_used_bytes", "storage_used_bytes_peak", "storage_used_pct_peak",
     }
 )  # fmt: skip
 """Every field a summary may have: what a scenario's ``headline`` may name (runs without GPU pods have no
-``gpu_*``)."""
+``gpu_*``; runs without storage no ``volumes_*``/``storage_*``: :mod:`kubeplane.sim.storage`)."""
 
 
 def pod_rows(records: Sequence[PodRecord]) -> list[dict[str, Any]]:
