@@ -176,8 +176,10 @@ class VolumeRestrictions:
     ) -> tuple[PreFilterResult | None, Status | None]:
         needs_check = any(_needs_restrictions_check(v) for v in pod.spec.get("volumes") or ())
         rwop: set[str] = set()
-        lister = StorageLister(self._handle)
+        lister: StorageLister | None = None  # built only for a pod with claims (most pods have none)
         for claim_name in claim_volumes(pod.pod):
+            if lister is None:
+                lister = StorageLister(self._handle)
             try:
                 pvc = lister.pvc(pod.namespace, claim_name)
             except NotFoundError as e:

@@ -162,9 +162,12 @@ class VolumeZone:
     def _pv_topologies_of_pod(self, pod: PodInfo) -> tuple[tuple[PVTopology, ...], Status | None]:
         """Upstream ``getPVbyPod``."""
         out: list[PVTopology] = []
+        claims = list(claim_volumes(pod.pod))
+        if not claims:
+            return (), None
         lister = StorageLister(self._handle)
         try:
-            for claim_name in claim_volumes(pod.pod):
+            for claim_name in claims:
                 if not claim_name:
                     return (), Status.unresolvable("PersistentVolumeClaim had no name")
                 pvc = lister.pvc(pod.namespace, claim_name)
