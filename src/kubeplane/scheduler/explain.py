@@ -223,8 +223,11 @@ def explain(
         if recorder.post_filter_ran:
             out["preemption"] = _preemption(state, recorder, exc.diagnosis.post_filter_msg)
     except SchedulingError as exc:
-        raise ExplainError(exc.status.message()) from None
-    cycle.record_unexamined(fwk, state, pod_info, node_infos, recorder)
+        # A plugin's Error ends the cycle (the pod would be retried with backoff): report what was recorded up
+        # to it, the erroring node's status included, as upstream's cycle reports the error for the pod.
+        out["error"] = out["message"] = exc.status.message()
+    if "error" not in out:
+        cycle.record_unexamined(fwk, state, pod_info, node_infos, recorder)
     out["selected"] = recorder.selected
     out["preFilter"] = {name: _status_json(s) for name, s in recorder.pre_filter.items()}
     if recorder.mismatches:

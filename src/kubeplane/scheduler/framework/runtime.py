@@ -288,7 +288,9 @@ class Framework:
         return None
 
     def run_all_filter_plugins(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> dict[str, Status | None]:
-        """Every Filter plugin's verdict on one node, not stopping at the first failure (explain)."""
+        """Every Filter plugin's verdict on one node, not stopping at the first failure (explain). Keyed by plugin,
+        so an Error keeps the plugin's own message (upstream's plugin tests compare it; ``run_filter_plugins``
+        adds the ``running Filter plugin`` prefix for the cycle's error)."""
         out: dict[str, Status | None] = {}
         for plugin in self.filter_plugins:
             name = plugin.name()
@@ -299,8 +301,6 @@ class Framework:
                 status = plugin.filter(state, pod, node)
             except Exception as exc:
                 status = Status.from_error(exc)
-            if status is not None and status.code not in (Code.SUCCESS,) and not status.is_rejected():
-                status = _wrap("Filter", name, status)
             out[name] = None if status is None or status.code == Code.SUCCESS else status.with_plugin(name)
         return out
 

@@ -281,6 +281,17 @@ class PodInfo:
     def host_ports(self) -> tuple[HostPort, ...]:
         return _host_ports(self.pod)
 
+    @functools.cached_property
+    def pvc_ref_keys(self) -> tuple[str, ...]:
+        """``namespace/claimName`` of each ``persistentVolumeClaim`` volume, repeats kept (upstream counts a
+        claim once per volume that names it in ``NodeInfo.PVCRefCounts``)."""
+        ns = self.namespace
+        return tuple(
+            f"{ns}/{claim.get('claimName') or ''}"
+            for volume in self.spec.get("volumes") or ()
+            if (claim := volume.get("persistentVolumeClaim")) is not None
+        )
+
     def with_node_name(self, node_name: str) -> PodInfo:
         """A PodInfo for a copy of the pod with ``spec.nodeName`` set (the assumed pod), reusing what was
         computed: requests, affinity and tolerations do not depend on the node name."""
@@ -454,6 +465,9 @@ class NodeInfo:
         self.requested = Resource()
         self.non_zero_requested = Resource()
         self.image_states: dict[str, ImageStateSummary] = {}
+        self.pvc_ref_counts: dict[str, int] = {}
+        """``namespace/claim`` -> how many volumes of this node's pods name the claim (upstream
+        ``NodeInfo.PVCRefCounts``); a key is present only while its count is positive."""
         self.generation = next_generation()
         if node is not None:
             self.set_node(node)
@@ -513,9 +527,20 @@ class NodeInfo:
             self.requested.sub(pod.requests)
             for port in pod.host_ports:
                 self.used_ports.remove(port)
+        if pod.pvc_ref_keys:
+            self._update_pvc_ref_counts(pod.pvc_ref_keys, sign)
         self.non_zero_requested.milli_cpu += sign * pod.non_zero_cpu
         self.non_zero_requested.memory += sign * pod.non_zero_memory
         self.generation = next_generation()
+
+    def _update_pvc_ref_counts(self, keys: tuple[str, ...], sign: int) -> None:
+        counts = self.pvc_ref_counts
+        for key in keys:
+            count = counts.get(key, 0) + sign
+            if count > 0:
+                counts[key] = count
+            else:
+                counts.pop(key, None)
 
     def clone(self) -> NodeInfo:
         """A copy whose pod lists and aggregates can be changed without touching this one.
@@ -537,6 +562,7 @@ class NodeInfo:
         other.requested = self.requested.clone()
         other.non_zero_requested = self.non_zero_requested.clone()
         other.image_states = self.image_states
+        other.pvc_ref_counts = dict(self.pvc_ref_counts)
         other.generation = self.generation
         return other
 

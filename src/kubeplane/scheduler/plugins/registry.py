@@ -17,10 +17,13 @@ from kubeplane.scheduler.plugins import (
     node_resources_balanced_allocation,
     node_resources_fit,
     node_unschedulable,
+    node_volume_limits,
     pod_topology_spread,
     priority_sort,
     scheduling_gates,
     taint_toleration,
+    volume_restrictions,
+    volume_zone,
 )
 from kubeplane.scheduler.plugins.out_of_tree import load_entry_points, load_import_paths
 
@@ -35,6 +38,9 @@ _MODULES = (
     node_affinity,
     node_ports,
     node_resources_fit,
+    volume_restrictions,
+    node_volume_limits,
+    volume_zone,
     pod_topology_spread,
     inter_pod_affinity,
     node_resources_balanced_allocation,
