@@ -4,6 +4,7 @@ behaviour it pins (pv_controller.go / pv_controller_base.go; e2e: test/e2e/stora
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from kubeplane.client.errors import NotFoundError
@@ -40,10 +41,8 @@ async def _delete_for_good(env: Env[Any], plural: str, name: str, namespace: str
     StorageObjectInUseProtection admission), as the protection controllers would: this harness runs only the
     binder, and upstream's binder sees a claim or volume with a finalizer as still there."""
     await env.client.delete(env.res(plural), name, namespace=namespace)
-    try:
+    with contextlib.suppress(NotFoundError):
         await env.client.patch(env.res(plural), name, {"metadata": {"finalizers": None}}, namespace=namespace)
-    except NotFoundError:
-        pass
 
 
 async def _phase(env: Env[Any], kind: str, name: str) -> str:

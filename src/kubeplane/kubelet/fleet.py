@@ -60,9 +60,9 @@ from kubeplane.client.informer import SharedInformer, SharedInformerFactory
 from kubeplane.client.interface import Client
 
 from .config import NodeSpec
-from .csi_attacher import SimAttacher
 from .csi.config import CSIDriverSpec
 from .csi.driver import CSIPlugins
+from .csi_attacher import SimAttacher
 from .device_manager import DeviceManager
 from .eviction_manager import EvictionManager
 from .kubelet_server import KubeletServer
