@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from kubeplane.client.clock import FakeClock
@@ -74,11 +74,13 @@ class Env:
 
 
 @contextlib.asynccontextmanager
-async def running_fleet(nodes: Sequence[Any], options: FleetOptions) -> AsyncIterator[Env]:
-    """A started fleet of ``nodes`` (node-config groups) on a fresh in-memory API server; stopped on exit."""
+async def running_fleet(nodes: Sequence[Any] | Mapping[str, Any], options: FleetOptions) -> AsyncIterator[Env]:
+    """A started fleet of ``nodes`` (node-config groups, or a whole node config with ``nodes:``) on a fresh
+    in-memory API server; stopped on exit."""
     clock = FakeClock()
     client = await LocalClient.in_memory(now=clock.now)
-    fleet = Fleet(client, parse_node_config(list(nodes)), clock=clock, rng=random.Random(1), options=options)
+    config = nodes if isinstance(nodes, Mapping) else list(nodes)
+    fleet = Fleet(client, parse_node_config(config), clock=clock, rng=random.Random(1), options=options)
     await fleet.start()
     try:
         yield Env(client, clock, fleet)

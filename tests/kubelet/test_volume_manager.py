@@ -20,7 +20,8 @@ from kubeplane.kubelet.volume_manager import POD_ATTACH_AND_MOUNT_TIMEOUT, SYNC_
 from tests.kubelet.harness import Env, Obj, running_fleet
 from tests.kubelet.storage_objects import DRIVER, bind, claim_pod_spec, create_claim, create_csidriver
 
-NODES = [{"name": "n1"}]
+NODES = {"csiDrivers": [], "nodes": [{"name": "n1"}]}
+"""No simulated CSI driver: each test publishes the CSIDriver it needs (attachRequired true or false)."""
 
 
 @pytest.fixture

@@ -8,7 +8,10 @@ deleteVolumeOperation; volume_store.go's ProvisioningSucceeded event), and kubel
 
 from __future__ import annotations
 
+import contextlib
+
 from kubeplane.client.clock import FakeClock
+from kubeplane.client.errors import NotFoundError
 from kubeplane.client.local import LocalClient
 from kubeplane.kubelet.csi.config import NODE_TOPOLOGY_KEY
 
@@ -83,7 +86,10 @@ async def test_provisions_on_the_selected_node_and_capacity_follows() -> None:
             "volume.kubernetes.io/provisioner-deletion-secret-name": "",
             "volume.kubernetes.io/provisioner-deletion-secret-namespace": "",
         }
-        assert pv["metadata"]["finalizers"] == ["external-provisioner.volume.kubernetes.io/finalizer"]
+        assert pv["metadata"]["finalizers"] == [
+            "external-provisioner.volume.kubernetes.io/finalizer",
+            "kubernetes.io/pv-protection",  # StorageObjectInUseProtection admission
+        ]
         spec = pv["spec"]
         assert spec["capacity"] == {"storage": "4Gi"}
         assert spec["accessModes"] == ["ReadWriteOnce"]
@@ -179,6 +185,12 @@ async def test_released_delete_volume_is_deleted_and_capacity_returned() -> None
         await env.client.patch(pvs, pv_name, {"status": {"phase": "Released"}}, subresource="status")
 
         async def gone() -> bool:
+            # the pv-protection controller (not run here) lets a Released PV go: drop its finalizer once the
+            # driver has deleted the PV and removed its own
+            with contextlib.suppress(NotFoundError):
+                pv = await env.client.get(pvs, pv_name)
+                if pv["metadata"].get("finalizers") == ["kubernetes.io/pv-protection"]:
+                    await env.client.patch(pvs, pv_name, {"metadata": {"finalizers": None}})
             return not await _exists(env, pv_name)
 
         await env.clock.advance(5)
