@@ -35,6 +35,7 @@ PLUGINS = frozenset(
         "ImageLocality",
         "InterPodAffinity",
         "PodTopologySpread",
+        "VolumeBinding",
     }
 )
 CASE_FILES = (
@@ -67,7 +68,7 @@ def test_the_upstream_cases_and_the_runner_are_in_the_repository() -> None:
     assert sorted(p.name for p in (CONFORMANCE / "upstream").glob("*.json")) == list(CASE_FILES)
     for name in ("run.py", "FORMAT.md", "README.md"):
         assert (CONFORMANCE / name).is_file(), f"{CONFORMANCE / name} is missing"
-    assert len(CASES) == 156
+    assert len(CASES) == 170
 
 
 @pytest.mark.parametrize("case", CASES)

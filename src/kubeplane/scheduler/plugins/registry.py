@@ -21,6 +21,7 @@ from kubeplane.scheduler.plugins import (
     priority_sort,
     scheduling_gates,
     taint_toleration,
+    volume_binding,
 )
 from kubeplane.scheduler.plugins.out_of_tree import load_entry_points, load_import_paths
 
@@ -42,6 +43,7 @@ _MODULES = (
     default_preemption,
     default_binder,
     gang_scheduling,
+    volume_binding,
 )
 
 
