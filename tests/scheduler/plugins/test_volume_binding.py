@@ -141,7 +141,8 @@ EPH_VOL = {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}
 def test_pre_filter_rejects_unusable_claims(name: str, objs: list[Any], volume: Any, reason: str) -> None:
     """Upstream ``podHasPVCs``: UnschedulableAndUnresolvable with the error's message."""
     _, status = plugin(WAIT_CLASS, *objs).pre_filter(CycleState(), pod(volume), [])
-    assert status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE, name
+    assert status is not None
+    assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE, name
     assert status.reasons == (reason,)
 
 
@@ -150,11 +151,13 @@ def test_pre_filter_skip_and_pre_score_with_and_without_capacity_scoring() -> No
     static bindings) and skips without it (no scorer)."""
     state = CycleState()
     _, status = plugin().pre_filter(state, pod({"name": "e", "emptyDir": {}}), [])
-    assert status is not None and status.code == Code.SKIP
+    assert status is not None
+    assert status.code == Code.SKIP
     assert plugin().pre_score(state, pod(), []) is None
     off = FeatureGates(MappingProxyType({**DEFAULT_GATES, "StorageCapacityScoring": False}))
     status = plugin(gates=off).pre_score(state, pod(), [])
-    assert status is not None and status.code == Code.SKIP
+    assert status is not None
+    assert status.code == Code.SKIP
 
 
 def test_filter_reserve_unreserve_and_pre_bind_state() -> None:
@@ -184,12 +187,14 @@ async def test_pre_bind_errors_and_all_bound() -> None:
     state = CycleState()
     state.write(volume_binding.STATE_KEY, volume_binding.StateData())
     status = await pl.pre_bind(state, pod(), "node-a")
-    assert status is not None and status.code == Code.ERROR
+    assert status is not None
+    assert status.code == Code.ERROR
     assert status.reasons == ('no pod volumes found for node "node-a"',)
     state.write(volume_binding.STATE_KEY, volume_binding.StateData(all_bound=True))
     assert await pl.pre_bind(state, pod(), "node-a") is None
     status = await pl.pre_bind(CycleState(), pod(), "node-a")
-    assert status is not None and status.code == Code.ERROR
+    assert status is not None
+    assert status.code == Code.ERROR
 
 
 def test_default_args_shape_prefers_free_capacity() -> None:

@@ -1,5 +1,6 @@
-"""VolumeBinding's binder, pinned to upstream ``volumebinding/binder_test.go``: ``TestFindPodVolumesWithoutProvisioning``
-and ``TestFindPodVolumesWithProvisioning`` (scenario names verbatim, each under the three CSIDriver variants:
+"""VolumeBinding's binder, pinned to upstream ``volumebinding/binder_test.go``:
+``TestFindPodVolumesWithoutProvisioning`` and ``TestFindPodVolumesWithProvisioning`` (scenario names verbatim,
+each under the three CSIDriver variants:
 none, with and without capacity tracking), ``TestAssumePodVolumes``, ``TestRevertAssumedPodVolumes``,
 ``TestBindPodVolumes`` (API updates, then polling until the PV controller binds; timeout and
 provisioning-failure errors) and the assume cache's ``TestAssumeUpdatePVCache``/``TestRestorePVCache`` semantics.
@@ -161,7 +162,9 @@ WITHOUT_PROVISIONING: dict[str, tuple[list[Any], list[Any], list[tuple[Any, Any]
     "prebound-pvc": ([PREBOUND], [PV_NODE1A_BOUND], [], [], True),
     "unbound-pvc,pv-same-node": ([UNBOUND], [PV_NODE2, PV_NODE1A, PV_NODE1B], [(UNBOUND, PV_NODE1A)], [], False),
     "unbound-pvc,pv-different-node": ([UNBOUND], [PV_NODE2], [], [ERR_REASON_BIND_CONFLICT], False),
-    "two-unbound-pvcs": ([UNBOUND, UNBOUND2], [PV_NODE1A, PV_NODE1B], [(UNBOUND, PV_NODE1A), (UNBOUND2, PV_NODE1B)], [], False),
+    "two-unbound-pvcs": (
+        [UNBOUND, UNBOUND2], [PV_NODE1A, PV_NODE1B], [(UNBOUND, PV_NODE1A), (UNBOUND2, PV_NODE1B)], [], False
+    ),
     "two-unbound-pvcs,order-by-size": (
         [UNBOUND2, UNBOUND], [PV_NODE1A, PV_NODE1B], [(UNBOUND, PV_NODE1A), (UNBOUND2, PV_NODE1B)], [], False
     ),
@@ -200,7 +203,7 @@ def test_find_pod_volumes_pvc_not_found_and_generic_ephemeral() -> None:
     """Upstream "pvc-not-found" and "generic-ephemeral,no-pvc"/"...,wrong-pvc"/"...,with-pvc"."""
     binder, store = binder_for([PV_BOUND])
     with pytest.raises(
-        BinderError, match='error getting PVC "testns/bound-pvc": could not find v1.PersistentVolumeClaim'
+        BinderError, match=r'error getting PVC "testns/bound-pvc": could not find v1\.PersistentVolumeClaim'
     ):
         find(binder, make_pod([BOUND]))
     pod = {"metadata": {"name": "test-pod", "namespace": "testns", "uid": "pod-uid"},
@@ -332,8 +335,9 @@ def test_assume_cache_version_rules() -> None:
     informer = copy.deepcopy(PV_NODE1A)
     informer["metadata"]["resourceVersion"] = "6"
     store.put(informer)
-    assert cache.get("pv-node1a") is informer and not cache.is_assumed("pv-node1a")
-    with pytest.raises(AssumeCacheError, match='could not find v1.PersistentVolume "pv-x"'):
+    assert cache.get("pv-node1a") is informer
+    assert not cache.is_assumed("pv-node1a")
+    with pytest.raises(AssumeCacheError, match=r'could not find v1\.PersistentVolume "pv-x"'):
         cache.assume({"metadata": {"name": "pv-x", "resourceVersion": "1"}})
 
 
@@ -398,7 +402,8 @@ async def test_bind_pod_volumes_waits_for_the_pv_controller() -> None:
         store.put(bound)
     store.put(pv("pv-provisioned", NODE1, "1Gi", "3", PROVISIONED, WAIT_PROV))
     await _advance(clock, task, 2)
-    assert task.done() and task.result() is None
+    assert task.done()
+    assert task.result() is None
 
 
 async def test_bind_pod_volumes_times_out_and_reports_provisioning_failure() -> None:
@@ -420,7 +425,7 @@ async def test_bind_pod_volumes_times_out_and_reports_provisioning_failure() -> 
     binder.assume_pod_volumes(pod, NODE1, volumes)
     task = asyncio.ensure_future(binder.bind_pod_volumes(pod, NODE1, volumes))
     await _advance(clock, task, 12)
-    with pytest.raises(BinderError, match="^binding volumes: context deadline exceeded$"):
+    with pytest.raises(BinderError, match=r"^binding volumes: context deadline exceeded$"):
         task.result()
     binder.assume_pod_volumes(pod, NODE1, volumes := PodVolumes([], [DynamicProvision(PROVISIONED)]))
     task = asyncio.ensure_future(binder.bind_pod_volumes(pod, NODE1, volumes))
@@ -430,7 +435,7 @@ async def test_bind_pod_volumes_times_out_and_reports_provisioning_failure() -> 
     dropped["metadata"]["resourceVersion"] = "7"
     store.put(dropped)
     await _advance(clock, task, 2)
-    with pytest.raises(BinderError, match='^binding volumes: provisioning failed for PVC "provisioned-pvc"$'):
+    with pytest.raises(BinderError, match=r'^binding volumes: provisioning failed for PVC "provisioned-pvc"$'):
         task.result()
 
 
@@ -442,7 +447,7 @@ async def test_bind_api_update_failure_reverts_what_was_not_written() -> None:
     pod = make_pod([UNBOUND, PROVISIONED])
     volumes = PodVolumes([BindingInfo(UNBOUND, PV_NODE1A)], [DynamicProvision(PROVISIONED)])
     binder.assume_pod_volumes(pod, NODE1, volumes)
-    with pytest.raises(BinderError, match="^the object has been modified$"):
+    with pytest.raises(BinderError, match=r"^the object has been modified$"):
         await binder.bind_pod_volumes(pod, NODE1, volumes)
     assert not binder.pvc_cache.is_assumed("testns/provisioned-pvc")
     assert binder.pv_cache.is_assumed("pv-node1a")  # written: it stays assumed until the informer catches up

@@ -141,7 +141,8 @@ class PodVolumeClaims:
     pvs: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     classes: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     drivers: dict[str, Mapping[str, Any]] = field(default_factory=dict)
-    capacities: list[Mapping[str, Any]] = field(default_factory=list)
+    capacities: dict[str, list[CompiledCapacity]] = field(default_factory=dict)
+    """The CSIStorageCapacities by storage class, in list order, with their compiled topology and limit."""
 
 
 def volume_limit(capacity: Mapping[str, Any]) -> int | None:
@@ -154,15 +155,25 @@ def volume_limit(capacity: Mapping[str, Any]) -> int | None:
     return None if raw is None else parse_value(raw)
 
 
-def _node_has_access(node_labels: Mapping[str, str], capacity: Mapping[str, Any]) -> bool:
-    """Upstream ``nodeHasAccess``: the capacity's ``nodeTopology`` selector matches the node (none: no access)."""
+@dataclass(frozen=True, slots=True)
+class CompiledCapacity:
+    """A CSIStorageCapacity with its ``nodeTopology`` compiled (None: it reaches no node, as upstream's
+    ``nodeHasAccess`` for a nil or unparsable selector) and its :func:`volume_limit`."""
+
+    obj: Mapping[str, Any]
+    topology: labels.Selector | None
+    limit: int | None
+
+
+def compile_capacity(capacity: Mapping[str, Any]) -> CompiledCapacity:
     topology = capacity.get("nodeTopology")
-    if topology is None:
-        return False
-    try:
-        return labels.label_selector_as_selector(topology).matches(node_labels)
-    except SelectorError:
-        return False
+    selector: labels.Selector | None = None
+    if topology is not None:
+        try:
+            selector = labels.label_selector_as_selector(topology)
+        except SelectorError:
+            selector = None
+    return CompiledCapacity(capacity, selector, volume_limit(capacity))
 
 
 class VolumeBinder:
@@ -174,6 +185,7 @@ class VolumeBinder:
         self.pvc_cache: AssumeCache = pvc_cache(handle.list_objects)
         self.bind_timeout = bind_timeout_seconds
         self._affinity = NodeAffinityCache()
+        self._compiled_capacities: dict[tuple[str, str, str], CompiledCapacity] = {}
 
     def _cluster(self, resource: str) -> dict[str, Mapping[str, Any]]:
         return {_name(o): o for o in self._handle.list_objects(resource, "")}
@@ -218,8 +230,24 @@ class VolumeBinder:
             claims.unbound_volumes_delay_binding[cls] = [pv for pv in claims.pvs.values() if volume_class(pv) == cls]
         if claims.unbound_claims_delay_binding:
             claims.drivers = self._cluster("csidrivers")
-            claims.capacities = list(self._handle.list_objects("csistoragecapacities", ""))
+            claims.capacities = self._capacities_by_class()
         return claims
+
+    def _capacities_by_class(self) -> dict[str, list[CompiledCapacity]]:
+        """The CSIStorageCapacities by class; each object version is compiled once (by namespace, name and
+        resourceVersion), since Filter matches every one against every node."""
+        out: dict[str, list[CompiledCapacity]] = {}
+        seen: dict[tuple[str, str, str], CompiledCapacity] = {}
+        for obj in self._handle.list_objects("csistoragecapacities", ""):
+            meta = _meta(obj)
+            key = (str(meta.get("namespace") or ""), _name(obj), str(meta.get("resourceVersion") or ""))
+            compiled = self._compiled_capacities.get(key)
+            if compiled is None or compiled.obj is not obj:
+                compiled = compile_capacity(obj)
+            seen[key] = compiled
+            out.setdefault(str(obj.get("storageClassName") or ""), []).append(compiled)
+        self._compiled_capacities = seen
+        return out
 
     @staticmethod
     def _is_delay_binding_mode(pvc: Mapping[str, Any], classes: Mapping[str, Mapping[str, Any]]) -> bool:
@@ -352,12 +380,10 @@ class VolumeBinder:
         driver = claims.drivers.get(provisioner)
         if driver is None or not (driver.get("spec") or {}).get("storageCapacity"):
             return True, None
-        for capacity in claims.capacities:
-            if capacity.get("storageClassName") != class_name:
-                continue
-            limit = volume_limit(capacity)
-            if limit is not None and limit >= size and _node_has_access(node_labels, capacity):
-                return True, capacity
+        for capacity in claims.capacities.get(class_name, ()):
+            limit, topology = capacity.limit, capacity.topology
+            if limit is not None and limit >= size and topology is not None and topology.matches(node_labels):
+                return True, capacity.obj
         return False, None
 
     # --- Reserve / Unreserve ---------------------------------------------------------------------------------
