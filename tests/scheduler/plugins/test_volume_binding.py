@@ -216,3 +216,31 @@ def test_registered_in_tree() -> None:
     """One registry row puts VolumeBinding into the default profile (which already names it)."""
     assert "VolumeBinding" in new_in_tree_registry()
     copy.deepcopy(default_args("VolumeBinding"))
+
+
+def test_score_vector_agrees_with_score() -> None:
+    """The vector path (DESIGN decision 6) returns what Score returns per node: zeros for a pod without
+    PodVolumes, the capacity score where Filter recorded dynamic provisions with a CSIStorageCapacity."""
+    import numpy as np
+
+    from kubeplane.scheduler.backend.node_table import NodeTable
+    from kubeplane.scheduler.plugins.volume_binding_binder import DynamicProvision, PodVolumes
+
+    pl = plugin()
+    nodes = [NodeInfo({"metadata": {"name": n, "labels": {}}}) for n in ("node-a", "node-b", "node-c")]
+    table = NodeTable(nodes)
+    rows = np.arange(3, dtype=np.int64)
+    state = CycleState()
+    state.write(volume_binding.STATE_KEY, volume_binding.StateData())
+    assert pl.score_vector(state, pod(), table, rows).tolist() == [0, 0, 0]
+    pvc = claim("pvc-a")
+    data = volume_binding.StateData(
+        pod_volumes_by_node={
+            "node-a": PodVolumes([], [DynamicProvision(pvc, {"capacity": "10Gi"})]),
+            "node-b": PodVolumes([], [DynamicProvision(pvc, {"capacity": "2Gi"})]),
+        }
+    )
+    state.write(volume_binding.STATE_KEY, data)
+    per_node = [pl.score(state, pod(PVC_VOL), n)[0] for n in nodes]
+    assert per_node == [90, 50, 0]  # default shape: 10% and 50% used; node-c has no PodVolumes
+    assert pl.score_vector(state, pod(PVC_VOL), table, rows).tolist() == per_node

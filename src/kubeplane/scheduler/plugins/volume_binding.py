@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+import numpy as np
+
 from kubeplane.scheduler.config.features import DEFAULT_GATES, STORAGE_CAPACITY_SCORING, FeatureGates
 from kubeplane.scheduler.framework.interface import (
     MAX_NODE_SCORE,
@@ -42,6 +44,7 @@ from kubeplane.scheduler.plugins.volume_binding_scorer import (
 )
 
 if TYPE_CHECKING:
+    from kubeplane.scheduler.backend.node_table import IntArray, NodeTable
     from kubeplane.scheduler.framework.handle import Handle
     from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
 
@@ -183,6 +186,20 @@ class VolumeBinding:
             return 0, None
         resources: ClassResources = class_resources_of(volumes, self._capacity_scoring)
         return self._scorer(resources), None
+
+    def score_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
+        """:meth:`score` for ``rows``: all zeros without a scorer or without PodVolumes (a pod with no claims,
+        which PreScore lets through with StorageCapacityScoring on), so such pods cost no per-node call."""
+        out: IntArray = np.zeros(len(rows), np.int64)
+        data = state.get(STATE_KEY)
+        if self._scorer is None or not isinstance(data, StateData) or not data.pod_volumes_by_node:
+            return out
+        by_node = data.pod_volumes_by_node
+        for i, row in enumerate(rows.tolist()):
+            volumes = by_node.get(table.names[row])
+            if volumes is not None:
+                out[i] = self._scorer(class_resources_of(volumes, self._capacity_scoring))
+        return out
 
     def score_extensions(self) -> ScoreExtensions | None:
         return None
