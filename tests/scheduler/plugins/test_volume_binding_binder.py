@@ -451,3 +451,17 @@ async def test_bind_api_update_failure_reverts_what_was_not_written() -> None:
         await binder.bind_pod_volumes(pod, NODE1, volumes)
     assert not binder.pvc_cache.is_assumed("testns/provisioned-pvc")
     assert binder.pv_cache.is_assumed("pv-node1a")  # written: it stays assumed until the informer catches up
+
+
+def test_capacity_lookup_keeps_upstream_list_order() -> None:
+    """``hasEnoughCapacity`` returns the first fitting CSIStorageCapacity in list order; the by-label index must
+    not change which one (a matchExpressions capacity listed first wins over a matchLabels one, and vice versa)."""
+    by_expr = capacity_obj("expr", None, "1Gi")
+    by_expr["nodeTopology"] = {"matchExpressions": [{"key": NODE_KEY, "operator": "In", "values": [NODE1]}]}
+    by_label = capacity_obj("label", NODE1, "1Gi")
+    too_small = capacity_obj("small", NODE1, "1Mi")
+    for order in ([too_small, by_expr, by_label], [too_small, by_label, by_expr]):
+        binder, _ = binder_for([PROVISIONED, driver(True), *order])
+        volumes, reasons = find(binder, make_pod([PROVISIONED]))
+        assert reasons == []
+        assert volumes.dynamic_provisions[0].node_capacity is order[1]

@@ -141,7 +141,7 @@ class PodVolumeClaims:
     pvs: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     classes: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     drivers: dict[str, Mapping[str, Any]] = field(default_factory=dict)
-    capacities: dict[str, list[CompiledCapacity]] = field(default_factory=dict)
+    capacities: dict[str, CapacityIndex] = field(default_factory=dict)
     """The CSIStorageCapacities by storage class, in list order, with their compiled topology and limit."""
 
 
@@ -163,6 +163,42 @@ class CompiledCapacity:
     obj: Mapping[str, Any]
     topology: labels.Selector | None
     limit: int | None
+
+
+class CapacityIndex:
+    """One class's CSIStorageCapacities, looked up by node in upstream's list order.
+
+    Upstream scans every capacity for every node (its own TODO asks for "some kind of lookup structure"). Here a
+    capacity whose ``nodeTopology`` is only ``matchLabels`` is filed under one of its (key, value) pairs, so a node
+    considers only the capacities filed under its own labels plus those with other selectors; candidates are then
+    checked in list order exactly as upstream, so the first fitting capacity is the same one.
+    """
+
+    def __init__(self, items: Sequence[CompiledCapacity]) -> None:
+        self.items = list(items)
+        self._by_label: dict[tuple[str, str], list[int]] = {}
+        self._keys: set[str] = set()
+        self._other: list[int] = []
+        for i, c in enumerate(self.items):
+            if c.topology is None:
+                continue  # reaches no node
+            topology = c.obj.get("nodeTopology") or {}
+            match_labels = topology.get("matchLabels") or {}
+            if match_labels and not topology.get("matchExpressions"):
+                key = next(iter(match_labels))
+                self._by_label.setdefault((key, str(match_labels[key])), []).append(i)
+                self._keys.add(key)
+            else:
+                self._other.append(i)
+
+    def candidates(self, node_labels: Mapping[str, str]) -> list[CompiledCapacity]:
+        positions = list(self._other)
+        for key in self._keys:
+            value = node_labels.get(key)
+            if value is not None:
+                positions.extend(self._by_label.get((key, value), ()))
+        positions.sort()
+        return [self.items[i] for i in positions]
 
 
 def compile_capacity(capacity: Mapping[str, Any]) -> CompiledCapacity:
@@ -233,10 +269,10 @@ class VolumeBinder:
             claims.capacities = self._capacities_by_class()
         return claims
 
-    def _capacities_by_class(self) -> dict[str, list[CompiledCapacity]]:
+    def _capacities_by_class(self) -> dict[str, CapacityIndex]:
         """The CSIStorageCapacities by class; each object version is compiled once (by namespace, name and
         resourceVersion), since Filter matches every one against every node."""
-        out: dict[str, list[CompiledCapacity]] = {}
+        by_class: dict[str, list[CompiledCapacity]] = {}
         seen: dict[tuple[str, str, str], CompiledCapacity] = {}
         for obj in self._handle.list_objects("csistoragecapacities", ""):
             meta = _meta(obj)
@@ -245,9 +281,9 @@ class VolumeBinder:
             if compiled is None or compiled.obj is not obj:
                 compiled = compile_capacity(obj)
             seen[key] = compiled
-            out.setdefault(str(obj.get("storageClassName") or ""), []).append(compiled)
+            by_class.setdefault(str(obj.get("storageClassName") or ""), []).append(compiled)
         self._compiled_capacities = seen
-        return out
+        return {cls: CapacityIndex(items) for cls, items in by_class.items()}
 
     @staticmethod
     def _is_delay_binding_mode(pvc: Mapping[str, Any], classes: Mapping[str, Mapping[str, Any]]) -> bool:
@@ -380,7 +416,8 @@ class VolumeBinder:
         driver = claims.drivers.get(provisioner)
         if driver is None or not (driver.get("spec") or {}).get("storageCapacity"):
             return True, None
-        for capacity in claims.capacities.get(class_name, ()):
+        index = claims.capacities.get(class_name)
+        for capacity in index.candidates(node_labels) if index is not None else ():
             limit, topology = capacity.limit, capacity.topology
             if limit is not None and limit >= size and topology is not None and topology.matches(node_labels):
                 return True, capacity.obj
