@@ -38,6 +38,7 @@ def test_v1_37_defaults() -> None:
         "GenericWorkload": False,
         "InPlacePodVerticalScalingSchedulerPreemption": False,
         "NodeDeclaredFeatures": True,
+        "StorageCapacityScoring": True,
         "TopologyAwareWorkloadScheduling": False,
     }
     assert parse_feature_gates(None) is DEFAULT_GATES

@@ -47,6 +47,7 @@ __all__ = [
     "IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION",
     "KNOWN_GATES",
     "NODE_DECLARED_FEATURES",
+    "STORAGE_CAPACITY_SCORING",
     "TOPOLOGY_AWARE_WORKLOAD_SCHEDULING",
     "FeatureGateError",
     "FeatureGates",
@@ -63,6 +64,8 @@ GENERIC_WORKLOAD: Final = "GenericWorkload"
 IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION: Final = "InPlacePodVerticalScalingSchedulerPreemption"
 NODE_DECLARED_FEATURES: Final = "NodeDeclaredFeatures"
 TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: Final = "TopologyAwareWorkloadScheduling"
+STORAGE_CAPACITY_SCORING: Final = "StorageCapacityScoring"
+"""VolumeBinding scores nodes by the free capacity of CSIStorageCapacity objects (KEP-4049; beta, on in v1.37)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,7 @@ KNOWN_GATES: Final[Mapping[str, FeatureSpec]] = MappingProxyType(
         GENERIC_WORKLOAD: FeatureSpec(False, "BETA"),
         IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION: FeatureSpec(False, "ALPHA"),
         NODE_DECLARED_FEATURES: FeatureSpec(True, "GA", lock_to_default=True),
+        STORAGE_CAPACITY_SCORING: FeatureSpec(True, "BETA"),
         TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: FeatureSpec(False, "ALPHA"),
     }
 )

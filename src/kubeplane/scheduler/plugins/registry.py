@@ -22,6 +22,7 @@ from kubeplane.scheduler.plugins import (
     priority_sort,
     scheduling_gates,
     taint_toleration,
+    volume_binding,
     volume_restrictions,
     volume_zone,
 )
@@ -48,6 +49,7 @@ _MODULES = (
     default_preemption,
     default_binder,
     gang_scheduling,
+    volume_binding,
 )
 
 
