@@ -41,6 +41,7 @@ _MODULES = (
     node_resources_fit,
     volume_restrictions,
     node_volume_limits,
+    volume_binding,
     volume_zone,
     pod_topology_spread,
     inter_pod_affinity,
@@ -49,7 +50,6 @@ _MODULES = (
     default_preemption,
     default_binder,
     gang_scheduling,
-    volume_binding,
 )
 
 
