@@ -582,12 +582,26 @@ async def scenario(cluster: Cluster, timeline: list[tuple[float, str]]) -> None:
         # --- both API servers, etcd and every informer agree -------------------------------------------------
         expected = summary(state)
 
-        async def servers_agree() -> bool:
-            one = summary((await clients[1].list(pods, namespace="default"))["items"])
-            two = summary((await c2.list(pods, namespace="default"))["items"])
-            return one == two == expected
+        listed: dict[int, dict[str, tuple[str, str, str]]] = {}
 
-        await wait_for("both API servers to list the same pods", servers_agree, 15, 0.5)
+        async def servers_agree() -> bool:
+            listed[1] = summary((await clients[1].list(pods, namespace="default"))["items"])
+            listed[2] = summary((await c2.list(pods, namespace="default"))["items"])
+            return listed[1] == listed[2] == expected
+
+        try:
+            await wait_for("both API servers to list the same pods", servers_agree, 15, 0.5)
+        except AssertionError as exc:
+            differ = sorted(
+                n
+                for n in {*expected, *listed[1], *listed[2]}
+                if not expected.get(n) == listed[1].get(n) == listed[2].get(n)
+            )
+            rows = [
+                f"{n}: converged {expected.get(n)}, server 1 {listed[1].get(n)}, server 2 {listed[2].get(n)}"
+                for n in differ[:10]
+            ]
+            raise AssertionError("\n".join([f"{exc}: {len(differ)} pods differ", *rows])) from None
 
         def etcd_revisions() -> dict[str, int]:
             out = json.loads(cluster.etcd.etcdctl("get", "--prefix", "/registry/pods/", "--keys-only", "-w", "json"))
