@@ -45,12 +45,13 @@ every informer converges" can be observed as):
 Deposed leaders. Under load a healthy leader can miss its renew deadline: a renewal is a PUT that waits behind
 everything else the API server is doing (no API priority and fairness), and ``LeaderElector`` stops leading 10 s
 after *sending* its last successful renewal (stricter than client-go, so that two leaders never overlap), so a
-leader whose renewals take over ~4 s each is deposed. On the loaded CI machine renewals took 4.5 s and more while
-the scheduler's own event loop stayed responsive (under 0.6 s of lag): the wait was in the API server. A deposed
-kube-scheduler exits at once with "leaderelection lost" (exit code 1) and its kubelet restarts the static pod; the
-test plays that kubelet (``Cluster.supervise``): a scheduler that exited that way, and only that way, is restarted
-with the same kubeconfig. Any other exit of a process the test did not kill (a traceback, another exit code, a
-scheduler that gave up when an etcd member or an API server went away) fails the test with the process's log.
+leader whose renewals take over ~4 s each is deposed. On a loaded 2-core machine renewals took 4.5 s and more
+while the leader's own event loop stayed responsive (at most 0.6 s of lag): the wait was in the API server. A
+deposed kube-scheduler exits at once with "leaderelection lost" (exit code 1) and its kubelet restarts the static
+pod; the test plays that kubelet (``Cluster.restart_deposed_schedulers``, polled while the scenario runs): a
+scheduler that exited that way, and only that way, is restarted with the same kubeconfig. Any other exit of a
+process the test did not kill (a traceback, another exit code, a scheduler that gave up when an etcd member or an
+API server went away) fails the test, with that process's log first.
 
 Everything is bounded (``DEADLINE`` for the scenario, ``STALL`` for one request to a live API server, the pytest
 timeout above both) and every process is stopped by its PID in ``finally``.
