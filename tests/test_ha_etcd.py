@@ -698,7 +698,14 @@ def test_control_plane_survives_losing_an_etcd_member_an_apiserver_and_the_leadi
         )
         for kubeconfig in (prefer_1, prefer_2, prefer_1):
             cluster.start_scheduler(kubeconfig)
-        asyncio.run(scenario(cluster, timeline))
+        try:
+            asyncio.run(scenario(cluster, timeline))
+        except AssertionError as exc:
+            dead = cluster.unexpected_deaths()
+            if not dead or "EXITED UNEXPECTEDLY" in str(exc):
+                raise
+            # whatever timed out, a component that died is the likelier cause: show its log
+            raise AssertionError(f"{exc}\n{cluster.tails()}") from exc
     finally:
         cluster.stop()
         print("timeline:", timeline)
