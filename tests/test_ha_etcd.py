@@ -39,7 +39,19 @@ every informer converges" can be observed as):
   each key under ``/registry/pods/`` (the resourceVersion is etcd's revision, as with kube-apiserver); the key
   count is the pod count. An informer through each server that lived through the whole run, and a fresh one
   through each, hold exactly that.
-* Only the three processes the test killed died; the Lease moved to another scheduler.
+* Only the three processes the test killed died, apart from deposed leaders (below); the Lease moved to another
+  scheduler.
+
+Deposed leaders. Under load a healthy leader can miss its renew deadline: a renewal is a PUT that waits behind
+everything else the API server is doing (no API priority and fairness), and ``LeaderElector`` stops leading 10 s
+after *sending* its last successful renewal (stricter than client-go, so that two leaders never overlap), so a
+leader whose renewals take over ~4 s each is deposed. On a loaded 2-core machine renewals took 4.5 s and more
+while the leader's own event loop stayed responsive (at most 0.6 s of lag): the wait was in the API server. A
+deposed kube-scheduler exits at once with "leaderelection lost" (exit code 1) and its kubelet restarts the static
+pod; the test plays that kubelet (``Cluster.restart_deposed_schedulers``, polled while the scenario runs): a
+scheduler that exited that way, and only that way, is restarted with the same kubeconfig. Any other exit of a
+process the test did not kill (a traceback, another exit code, a scheduler that gave up when an etcd member or an
+API server went away) fails the test, with that process's log first.
 
 Everything is bounded (``DEADLINE`` for the scenario, ``STALL`` for one request to a live API server, the pytest
 timeout above both) and every process is stopped by its PID in ``finally``.
@@ -54,7 +66,6 @@ import base64
 import contextlib
 import dataclasses
 import json
-import os
 import random
 import re
 import signal
@@ -110,14 +121,24 @@ class Proc:
     process: subprocess.Popen[bytes]
     log: Path
     killed: bool = False
+    deposed: bool = False  # a scheduler that exited with "leaderelection lost" and was restarted (module docstring)
 
     def text(self) -> str:
         return self.log.read_text(errors="replace")
 
     def sigkill(self) -> None:
         self.killed = True
-        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.send_signal(signal.SIGKILL)  # by PID, and a no-op once the process has been reaped
         self.process.wait(timeout=10)
+
+    def lost_lease(self) -> bool:
+        """Exited as a deposed kube-scheduler does: exit code 1 after writing "leaderelection lost"."""
+        return self.process.poll() == 1 and "\nleaderelection lost\n" in f"\n{self.text()}"
+
+    def tail(self, lines: int = 40) -> str:
+        """The log's last lines without the informers' repetitive "watch failed" noise of a failover."""
+        kept = [line for line in self.text().splitlines() if "watch failed" not in line]
+        return "\n".join(kept[-lines:])
 
 
 def spawn(name: str, args: list[str], logs: Path) -> Proc:
@@ -157,6 +178,7 @@ class Cluster:
         self.procs: list[Proc] = []
         self.apiservers: dict[int, Proc] = {}
         self.schedulers: list[Proc] = []
+        self.scheduler_kubeconfigs: dict[str, Path] = {}
         (tmp / "scheduler.yaml").write_text(SCHEDULER_CONFIG)
 
     def kubeconfig(self, server: int) -> Path:
@@ -231,7 +253,23 @@ class Cluster:
         )
         self.procs.append(proc)
         self.schedulers.append(proc)
+        self.scheduler_kubeconfigs[proc.name] = kubeconfig
         return proc
+
+    def restart_deposed_schedulers(self) -> list[tuple[str, str]]:
+        """Play kube-scheduler's kubelet: restart each scheduler that exited with "leaderelection lost" (and was
+        not killed by the test) with its kubeconfig; return (deposed, replacement) names."""
+        restarted = []
+        for proc in list(self.schedulers):
+            if not proc.killed and not proc.deposed and proc.lost_lease():
+                proc.deposed = True
+                replacement = self.start_scheduler(self.scheduler_kubeconfigs[proc.name])
+                restarted.append((proc.name, replacement.name))
+        return restarted
+
+    def unexpected_deaths(self) -> list[Proc]:
+        """Processes that exited although the test did not kill them and they were not deposed leaders."""
+        return [p for p in self.procs if p.process.poll() is not None and not p.killed and not p.deposed]
 
     def start(self, name: str, args: list[str]) -> Proc:
         proc = spawn(name, args, self.logs)
@@ -246,7 +284,11 @@ class Cluster:
         self.etcd.stop()
 
     def tails(self) -> str:
-        return "\n".join(f"--- {p.name} (rc={p.process.poll()})\n{p.text()[-1500:]}" for p in self.procs)
+        """Every process's log tail; a process that exited unexpectedly gets a longer one, and comes first."""
+        dead = self.unexpected_deaths()
+        parts = [f"--- {p.name} EXITED UNEXPECTEDLY (rc={p.process.poll()})\n{p.tail(80)}" for p in dead]
+        parts += [f"--- {p.name} (rc={p.process.poll()})\n{p.tail(12)}" for p in self.procs if p not in dead]
+        return "\n".join(parts)
 
 
 def scheduler_identity(proc: Proc) -> str | None:
@@ -367,6 +409,14 @@ async def scenario(cluster: Cluster, timeline: list[tuple[float, str]]) -> None:
     creator = Creator(clients)
     killed_identity = ""
     killed_at = 0.0  # wall-clock time of the leader's SIGKILL
+
+    async def supervise() -> None:
+        while True:
+            for deposed, replacement in cluster.restart_deposed_schedulers():
+                mark(f"{deposed} deposed (leaderelection lost), restarted as {replacement}")
+            await asyncio.sleep(0.5)
+
+    supervisor = asyncio.create_task(supervise())
     try:
 
         async def nodes_ready() -> bool:
@@ -533,12 +583,26 @@ async def scenario(cluster: Cluster, timeline: list[tuple[float, str]]) -> None:
         # --- both API servers, etcd and every informer agree -------------------------------------------------
         expected = summary(state)
 
-        async def servers_agree() -> bool:
-            one = summary((await clients[1].list(pods, namespace="default"))["items"])
-            two = summary((await c2.list(pods, namespace="default"))["items"])
-            return one == two == expected
+        listed: dict[int, dict[str, tuple[str, str, str]]] = {}
 
-        await wait_for("both API servers to list the same pods", servers_agree, 15, 0.5)
+        async def servers_agree() -> bool:
+            listed[1] = summary((await clients[1].list(pods, namespace="default"))["items"])
+            listed[2] = summary((await c2.list(pods, namespace="default"))["items"])
+            return listed[1] == listed[2] == expected
+
+        try:
+            await wait_for("both API servers to list the same pods", servers_agree, 15, 0.5)
+        except AssertionError as exc:
+            differ = sorted(
+                n
+                for n in {*expected, *listed[1], *listed[2]}
+                if not expected.get(n) == listed[1].get(n) == listed[2].get(n)
+            )
+            rows = [
+                f"{n}: converged {expected.get(n)}, server 1 {listed[1].get(n)}, server 2 {listed[2].get(n)}"
+                for n in differ[:10]
+            ]
+            raise AssertionError("\n".join([f"{exc}: {len(differ)} pods differ", *rows])) from None
 
         def etcd_revisions() -> dict[str, int]:
             out = json.loads(cluster.etcd.etcdctl("get", "--prefix", "/registry/pods/", "--keys-only", "-w", "json"))
@@ -575,8 +639,9 @@ async def scenario(cluster: Cluster, timeline: list[tuple[float, str]]) -> None:
         mark("API servers, etcd and 4 informers agree")
 
         # --- only what the test killed died; the Lease moved -------------------------------------------------
-        died = [p.name for p in cluster.procs if not p.killed and p.process.poll() is not None]
+        died = [p.name for p in cluster.unexpected_deaths()]
         assert died == [], cluster.tails()
+        assert all(p.name.startswith("scheduler-") and p.lost_lease() for p in cluster.procs if p.deposed)
         killed = [p.name for p in cluster.procs if p.killed]
         assert len(killed) == 2
         assert killed[0] == "apiserver-1-0"
@@ -585,6 +650,9 @@ async def scenario(cluster: Cluster, timeline: list[tuple[float, str]]) -> None:
         assert killed_identity
         assert await holder() not in ("", killed_identity)
     finally:
+        supervisor.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await supervisor
         for informer in long_lived.values():
             await informer.stop()
         for client in clients.values():
@@ -630,7 +698,14 @@ def test_control_plane_survives_losing_an_etcd_member_an_apiserver_and_the_leadi
         )
         for kubeconfig in (prefer_1, prefer_2, prefer_1):
             cluster.start_scheduler(kubeconfig)
-        asyncio.run(scenario(cluster, timeline))
+        try:
+            asyncio.run(scenario(cluster, timeline))
+        except AssertionError as exc:
+            dead = cluster.unexpected_deaths()
+            if not dead or "EXITED UNEXPECTEDLY" in str(exc):
+                raise
+            # whatever timed out, a component that died is the likelier cause: show its log
+            raise AssertionError(f"{exc}\n{cluster.tails()}") from exc
     finally:
         cluster.stop()
         print("timeline:", timeline)
