@@ -137,3 +137,25 @@ async def test_other_drivers_are_left_alone(env: AEnv) -> None:
     assert va is not None
     assert not va["metadata"].get("finalizers")
     assert not (va.get("status") or {}).get("attached")
+
+
+async def test_per_driver_times_override_the_defaults(env: AEnv) -> None:
+    """The node config's csiDrivers[].attachTime (the fleet passes them as ``times``): this driver attaches
+    after 0.5 s instead of the attacher's default 3 s."""
+    env.attacher.times = {DRIVER: (0.5, 0.0)}
+    await env.create_pv("pv9")
+    name = await env.create_va("pv9")
+
+    async def pv_finalized() -> bool:
+        pv = await env.client.get(env.client.resource("persistentvolumes"), "pv9")
+        return "external-attacher/csi-kubeplane-io" in (pv["metadata"].get("finalizers") or [])
+
+    await eventually(pv_finalized, "the attacher's finalizers")
+    await settle()
+    await env.clock.advance(0.5)
+
+    async def attached() -> Obj | None:
+        found = await env.va(name)
+        return found if found and (found.get("status") or {}).get("attached") else None
+
+    assert await eventually(attached, "attached after 0.5 s") is not None

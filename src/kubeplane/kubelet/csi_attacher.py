@@ -89,11 +89,15 @@ class SimAttacher:
         drivers: Collection[str] | None = None,
         publish_context: Mapping[str, str] | None = None,
         workers: int = 4,
+        times: Mapping[str, tuple[float, float]] | None = None,
     ) -> None:
+        """``times``: per driver (attach, detach) seconds, overriding ``attach_time``/``detach_time`` (the node
+        config's ``csiDrivers[].attachTime``/``detachTime``)."""
         self.client, self.clock = client, clock
         self.attach_time, self.detach_time = attach_time, detach_time
         self.drivers = None if drivers is None else frozenset(drivers)
         self.publish_context = dict(publish_context or {})
+        self.times = dict(times or {})
         self.workers = workers
         self._vas = client.resource("volumeattachments")
         self._pvs = client.resource("persistentvolumes")
@@ -192,7 +196,8 @@ class SimAttacher:
         finalizer = finalizer_name(driver)
         finalizers = [str(f) for f in meta.get("finalizers") or []]
         if meta.get("deletionTimestamp"):
-            if finalizer in finalizers and self._wait(name, "detach", self.detach_time):
+            detach_time = self.times.get(driver, (self.attach_time, self.detach_time))[1]
+            if finalizer in finalizers and self._wait(name, "detach", detach_time):
                 await self._patch_finalizers(self._vas, va, [f for f in finalizers if f != finalizer])
                 self._due.pop(name, None)
             return
@@ -205,7 +210,7 @@ class SimAttacher:
         pv_name = section(spec, "source").get("persistentVolumeName")
         if pv_name:
             await self._add_pv_finalizer(str(pv_name), finalizer)
-        if not self._wait(name, "attach", self.attach_time):
+        if not self._wait(name, "attach", self.times.get(driver, (self.attach_time, self.detach_time))[0]):
             return
         status: Obj = {"attached": True, "attachError": None}
         if self.publish_context:

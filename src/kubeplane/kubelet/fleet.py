@@ -168,6 +168,7 @@ class Fleet:
             node_labels=lambda name: ((self.nodes[name].node or {}).get("metadata") or {}).get("labels") or {},
         )
         """The simulated CSI drivers (``csiDrivers`` of the node config; none when it is ``[]``)."""
+        self.attacher.times = {d.name: (d.attach_time, d.detach_time) for d in drivers}
         self._started = self._stopped = False
         self.on_registered: Callable[[int, int], None] | None = None
         """Called with (registered, total) as nodes register during :meth:`start` (progress displays)."""

@@ -38,6 +38,8 @@ def test_full_driver_config() -> None:
                     "attachRequired": True,
                     "provisionTime": "1.5s",
                     "deleteTime": 2,
+                    "attachTime": "500ms",
+                    "detachTime": "1s",
                     "maxVolumesPerNode": 8,
                     "storageClasses": [{"name": "fast", "volumeBindingMode": "Immediate", "default": True}],
                 }
@@ -47,6 +49,7 @@ def test_full_driver_config() -> None:
     )
     (driver,) = specs[0].csi_drivers
     assert (driver.attach_required, driver.provision_time, driver.delete_time) == (True, 1.5, 2.0)
+    assert (driver.attach_time, driver.detach_time) == (0.5, 1.0)
     assert driver.topology_key == ZONE_TOPOLOGY_KEY
     assert driver.max_volumes_per_node == 8
     assert driver.storage_classes[0]["volumeBindingMode"] == "Immediate"

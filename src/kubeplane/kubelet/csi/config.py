@@ -7,6 +7,8 @@
       attachRequired: false          # CSIDriver spec.attachRequired
       provisionTime: 2s              # CreateVolume takes this long (Go duration, on the injected clock)
       deleteTime: 1s                 # DeleteVolume takes this long
+      attachTime: 500ms              # external-attacher: ControllerPublishVolume takes this long (attachRequired)
+      detachTime: 0s                 # ControllerUnpublishVolume takes this long
       maxVolumesPerNode: 16          # CSINode drivers[].allocatable.count; absent: not set (unlimited)
       storageClasses:                # optional: StorageClasses the fleet creates for this driver if missing
       - {name: fast, volumeBindingMode: Immediate, reclaimPolicy: Retain, default: false}
@@ -54,6 +56,8 @@ _DRIVER_KEYS = {
     "attachRequired",
     "provisionTime",
     "deleteTime",
+    "attachTime",
+    "detachTime",
     "maxVolumesPerNode",
     "storageClasses",
 }
@@ -84,6 +88,10 @@ class CSIDriverSpec:
     """Seconds CreateVolume takes."""
     delete_time: float = 0.0
     """Seconds DeleteVolume takes."""
+    attach_time: float = 0.0
+    """Seconds the simulated external-attacher takes to attach a volume (drivers with attachRequired)."""
+    detach_time: float = 0.0
+    """Seconds it takes to detach one."""
     max_volumes_per_node: int | None = None
     storage_classes: tuple[Mapping[str, Any], ...] = field(default=())
     """StorageClass objects (complete, ``provisioner`` = this driver) the fleet creates when missing."""
@@ -181,6 +189,8 @@ def _driver(index: int, entry: Any) -> CSIDriverSpec:
         attach_required=attach,
         provision_time=_duration(where, "provisionTime", entry.get("provisionTime")),
         delete_time=_duration(where, "deleteTime", entry.get("deleteTime")),
+        attach_time=_duration(where, "attachTime", entry.get("attachTime")),
+        detach_time=_duration(where, "detachTime", entry.get("detachTime")),
         max_volumes_per_node=limit,
         storage_classes=tuple(_storage_class(where, name, c) for c in classes),
     )
