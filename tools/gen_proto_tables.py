@@ -238,7 +238,6 @@ GROUP_VERSIONS = {
     "k8s.io.api.coordination.v1": "coordination.k8s.io/v1",
     "k8s.io.api.scheduling.v1": "scheduling.k8s.io/v1",
     "k8s.io.api.scheduling.v1beta1": "scheduling.k8s.io/v1beta1",
-    "k8s.io.api.storage.v1": "storage.k8s.io/v1",
     "k8s.io.api.rbac.v1": "rbac.authorization.k8s.io/v1",
     "k8s.io.api.events.v1": "events.k8s.io/v1",
     "k8s.io.api.authentication.v1": "authentication.k8s.io/v1",
