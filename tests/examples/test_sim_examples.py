@@ -259,3 +259,21 @@ def test_the_api_names_are_the_modules_own() -> None:
     assert kubeplane.sim.SimResult is runner.SimResult
     assert kubeplane.sim.run is runner.run
     assert kubeplane.sim.simulate is runner.simulate
+
+
+def test_the_storage_example_runs_out_of_node_local_capacity_until_a_node_joins() -> None:
+    """examples/sim/storage.yaml: 7 replicas with 40Gi claims on 3 nodes of 100Gi (2 each fit, VolumeBinding's
+    capacity check against the driver's CSIStorageCapacity objects): 6 bound at once, two per node, the 7th only
+    after node04 (100Gi) joins at 10m; every claim provisioned."""
+    result = kubeplane.sim.run(SIM / "storage.yaml")
+    pods = sorted(_pods(result, "db-"), key=lambda p: p["name"])
+    assert len(pods) == 7
+    early = [p for p in pods if p["scheduled"] is not None and p["scheduled"] < 600]
+    late = [p for p in pods if p not in early]
+    assert len(early) == 6
+    assert {p["node"] for p in early} == {"node01", "node02", "node03"}
+    assert all(sum(p["node"] == n for p in early) == 2 for n in ("node01", "node02", "node03"))
+    (last,) = late
+    assert last["node"] == "node04" and last["scheduled"] >= 600
+    assert result.summary["volumes_provisioned"] == 7
+    assert result.summary["storage_used_bytes"] == 7 * 40 * 2**30
