@@ -274,6 +274,7 @@ def test_the_storage_example_runs_out_of_node_local_capacity_until_a_node_joins(
     assert {p["node"] for p in early} == {"node01", "node02", "node03"}
     assert all(sum(p["node"] == n for p in early) == 2 for n in ("node01", "node02", "node03"))
     (last,) = late
-    assert last["node"] == "node04" and last["scheduled"] >= 600
+    assert last["node"] == "node04"
+    assert last["scheduled"] >= 600
     assert result.summary["volumes_provisioned"] == 7
     assert result.summary["storage_used_bytes"] == 7 * 40 * 2**30
