@@ -37,6 +37,7 @@ def build_profiles(
     """schedulerName -> Framework. ``registry`` defaults to :func:`registry_for` ``config``; a given registry
     gets the file's ``outOfTreeRegistry`` added (in a copy). Raises ConfigError."""
     registry = registry_for(config, registry)
+    handle.extra["feature_gates"] = config.feature_gates
     available = registry.available()
     resolved_all = [resolve_plugins(p, available, profile_index=i) for i, p in enumerate(config.profiles)]
     validate_queue_sort_shared(resolved_all, plugin_configs=[p.plugin_config for p in config.profiles])

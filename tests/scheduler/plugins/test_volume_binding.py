@@ -244,3 +244,21 @@ def test_score_vector_agrees_with_score() -> None:
     per_node = [pl.score(state, pod(PVC_VOL), n)[0] for n in nodes]
     assert per_node == [90, 50, 0]  # default shape: 10% and 50% used; node-c has no PodVolumes
     assert pl.score_vector(state, pod(PVC_VOL), table, rows).tolist() == per_node
+
+
+def test_feature_gates_reach_the_plugin_through_the_configuration() -> None:
+    """kube-scheduler's ``--feature-gates`` (``default_config(feature_gates=...)``) reach VolumeBinding through
+    ``Handle.extra`` (upstream's ``feature.Features`` handed to every factory): StorageCapacityScoring off, the
+    built plugin has no capacity scoring and PreScore skips."""
+    from kubeplane.scheduler.config import default_config, parse_feature_gates
+    from kubeplane.scheduler.profile import build_profiles
+
+    for value, scoring in (("StorageCapacityScoring=false", False), ("", True)):
+        handle = Handle()
+        config = default_config(feature_gates=parse_feature_gates(value or None))
+        fwk = build_profiles(config, handle)["default-scheduler"]
+        vb = fwk.plugins["VolumeBinding"]
+        assert isinstance(vb, volume_binding.VolumeBinding)
+        assert vb._capacity_scoring is scoring
+        status = vb.pre_score(CycleState(), pod(), [])
+        assert (status is not None and status.code == Code.SKIP) is not scoring

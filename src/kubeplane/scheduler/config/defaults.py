@@ -171,4 +171,5 @@ def apply_defaults(raw: RawConfig, gates: FeatureGates = DEFAULT_GATES) -> KubeS
         delay_cache_until_active=raw.delay_cache_until_active,
         extenders=(),
         out_of_tree_registry=MappingProxyType(dict(raw.out_of_tree_registry)),
+        feature_gates=gates,
     )

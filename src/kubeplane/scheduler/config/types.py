@@ -29,6 +29,8 @@ from kubeplane.api.durations import format_duration, parse_duration
 from kubeplane.api.validation import field as fielderr
 from kubeplane.api.validation.field import Path
 
+from .features import DEFAULT_GATES, FeatureGates
+
 __all__ = [
     "API_VERSION",
     "EXTENSION_POINTS",
@@ -220,6 +222,9 @@ class KubeSchedulerConfiguration:
     delay_cache_until_active: bool = False
     extenders: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
     out_of_tree_registry: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+    feature_gates: FeatureGates = field(default=DEFAULT_GATES, hash=False, compare=False)
+    """kube-scheduler's ``--feature-gates`` the configuration was defaulted under; plugins whose behaviour a
+    gate changes read them from ``Handle.extra["feature_gates"]`` (set by ``build_profiles``)."""
 
     def profile(self, scheduler_name: str) -> Profile | None:
         """The profile named ``scheduler_name``, or None."""
