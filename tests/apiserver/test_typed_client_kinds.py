@@ -79,6 +79,23 @@ MINIMAL: dict[tuple[str, str], dict[str, Any]] = {
     ("storage.k8s.io", "volumeattachments"): {
         "spec": {"attacher": "example.com", "nodeName": "n1", "source": {"persistentVolumeName": "pv1"}}
     },
+    ("resource.k8s.io", "deviceclasses"): {"spec": {"selectors": [{"cel": {"expression": "true"}}]}},
+    ("resource.k8s.io", "resourceclaims"): {
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}
+    },
+    ("resource.k8s.io", "resourceclaimtemplates"): {
+        "spec": {
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}
+        }
+    },
+    ("resource.k8s.io", "resourceslices"): {
+        "spec": {
+            "driver": "gpu.example.com",
+            "nodeName": "n1",
+            "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "gpu-0"}],
+        }
+    },
     ("rbac.authorization.k8s.io", "roles"): {"rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]},
     ("rbac.authorization.k8s.io", "clusterroles"): {
         "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]

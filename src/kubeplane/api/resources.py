@@ -504,6 +504,29 @@ BUILTIN_RESOURCES: Final[tuple[ResourceInfo, ...]] = (
         subresources=(_status("VolumeAttachment", "storage.k8s.io"),),
     ),
     ResourceInfo(
+        "resource.k8s.io", "v1", "DeviceClass", "deviceclasses", namespaced=False, storage_prefix="deviceclasses"
+    ),
+    ResourceInfo(
+        "resource.k8s.io",
+        "v1",
+        "ResourceClaim",
+        "resourceclaims",
+        namespaced=True,
+        storage_prefix="resourceclaims",
+        subresources=(_status("ResourceClaim", "resource.k8s.io"),),
+    ),
+    ResourceInfo(
+        "resource.k8s.io",
+        "v1",
+        "ResourceClaimTemplate",
+        "resourceclaimtemplates",
+        namespaced=True,
+        storage_prefix="resourceclaimtemplates",
+    ),
+    ResourceInfo(
+        "resource.k8s.io", "v1", "ResourceSlice", "resourceslices", namespaced=False, storage_prefix="resourceslices"
+    ),
+    ResourceInfo(
         "rbac.authorization.k8s.io",
         "v1",
         "Role",

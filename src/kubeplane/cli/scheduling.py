@@ -40,6 +40,9 @@ _OTHER_KINDS = (
     ("csidrivers", "CSIDriver"),
     ("csistoragecapacities", "CSIStorageCapacity"),
     ("volumeattachments", "VolumeAttachment"),
+    ("resourceclaims", "ResourceClaim"),
+    ("resourceslices", "ResourceSlice"),
+    ("deviceclasses", "DeviceClass"),
 )
 
 

@@ -65,9 +65,21 @@ _PLURALS = {
     "CSIDriver": "csidrivers",
     "CSIStorageCapacity": "csistoragecapacities",
     "VolumeAttachment": "volumeattachments",
+    "ResourceClaim": "resourceclaims",
+    "ResourceSlice": "resourceslices",
+    "DeviceClass": "deviceclasses",
 }
 _CLUSTER_SCOPED = frozenset(
-    {"namespaces", "persistentvolumes", "storageclasses", "csinodes", "csidrivers", "volumeattachments"}
+    {
+        "namespaces",
+        "persistentvolumes",
+        "storageclasses",
+        "csinodes",
+        "csidrivers",
+        "volumeattachments",
+        "resourceslices",
+        "deviceclasses",
+    }
 )
 """Plurals listed with namespace "" (the cluster file's namespace of such objects is ignored)."""
 

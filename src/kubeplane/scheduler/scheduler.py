@@ -70,9 +70,12 @@ STORAGE_EVENT_RESOURCES = {
     "csidrivers": "CSIDriver",
     "csistoragecapacities": "CSIStorageCapacity",
     "volumeattachments": "VolumeAttachment",
+    "resourceclaims": "ResourceClaim",
+    "resourceslices": "ResourceSlice",
+    "deviceclasses": "DeviceClass",
 }
-"""The storage objects' informers and the ClusterEvent resource each one's changes are (upstream
-``framework.PersistentVolume``, ...): every add, update and delete moves the pods a plugin registered for it
+"""The storage and DRA (resource.k8s.io) objects' informers and the ClusterEvent resource each one's changes are
+(upstream ``framework.PersistentVolume``, ...): every add, update and delete moves the pods a plugin registered for it
 (upstream's ``addAllEventHandlers`` with ``buildEvtResHandler``). Updates are the generic ``ActionType.update()``
 (upstream ``framework.Update``)."""
 OBJECT_RESOURCES = (
@@ -85,7 +88,8 @@ OBJECT_RESOURCES = (
     *STORAGE_EVENT_RESOURCES,
 )
 """Objects plugins may read through ``Handle.list_objects`` (namespaceSelector, default topology spreading,
-preemption's PodDisruptionBudgets, the volume plugins' storage objects)."""
+preemption's PodDisruptionBudgets, the volume plugins' storage objects, DynamicResources' claims, slices and
+classes)."""
 EVENT_NODE_ADD = ClusterEvent("Node", ActionType.ADD, "NodeAdd")
 EVENT_ASSIGNED_POD_DELETE = ClusterEvent("AssignedPod", ActionType.DELETE, "AssignedPodDelete")
 EVENT_ASSIGNED_POD_ADD = ClusterEvent("AssignedPod", ActionType.ADD, "AssignedPodAdd")

@@ -34,6 +34,9 @@ OTHER_KINDS = (
     ("/apis/storage.k8s.io/v1/csidrivers", "CSIDriver"),
     ("/apis/storage.k8s.io/v1/csistoragecapacities", "CSIStorageCapacity"),
     ("/apis/storage.k8s.io/v1/volumeattachments", "VolumeAttachment"),
+    ("/apis/resource.k8s.io/v1/resourceclaims", "ResourceClaim"),
+    ("/apis/resource.k8s.io/v1/resourceslices", "ResourceSlice"),
+    ("/apis/resource.k8s.io/v1/deviceclasses", "DeviceClass"),
 )
 """What ``kubeplane explain`` lists besides nodes and pods (cli/scheduling.py's ``_OTHER_KINDS``)."""
 

@@ -188,6 +188,25 @@ _BODIES: Final[dict[tuple[str, str], Callable[[str | None], Obj]]] = {
     ("storage.k8s.io", "VolumeAttachment"): lambda ns: {
         "spec": {"attacher": "example.com", "nodeName": "n1", "source": {"persistentVolumeName": "pv1"}}
     },
+    ("resource.k8s.io", "DeviceClass"): lambda ns: {
+        "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}
+    },
+    ("resource.k8s.io", "ResourceClaim"): lambda ns: {
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}
+    },
+    ("resource.k8s.io", "ResourceClaimTemplate"): lambda ns: {
+        "spec": {
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}
+        }
+    },
+    ("resource.k8s.io", "ResourceSlice"): lambda ns: {
+        "spec": {
+            "driver": "gpu.example.com",
+            "nodeName": "n1",
+            "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "gpu-0", "attributes": {"model": {"string": "A100"}}}],
+        }
+    },
     ("rbac.authorization.k8s.io", "Role"): lambda ns: {"rules": copy.deepcopy(RULES)},
     ("rbac.authorization.k8s.io", "ClusterRole"): lambda ns: {"rules": copy.deepcopy(RULES)},
     ("rbac.authorization.k8s.io", "RoleBinding"): lambda ns: {
