@@ -37,10 +37,20 @@ def _pod(name: str, *volumes: dict[str, Any], node: str = "") -> dict[str, Any]:
     }
 
 
-def _explain(tmp_path: Path, items: list[dict[str, Any]], pod: dict[str, Any]) -> dict[str, Any]:
+BOUND = {"pv.kubernetes.io/bind-completed": "yes"}
+"""A claim VolumeBinding takes as bound: volumeName and the PV controller's bind-completed annotation (upstream
+``isPVCFullyBound``); without it the claim is an unbound Immediate one and VolumeBinding's PreFilter rejects."""
+
+
+def _explain(
+    tmp_path: Path, items: list[dict[str, Any]], pod: dict[str, Any], config: dict[str, Any] | None = None
+) -> dict[str, Any]:
     (tmp_path / "cluster.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     (tmp_path / "pod.json").write_text(json.dumps(pod))
     args = ["explain", "--cluster", str(tmp_path / "cluster.json"), "--pod", str(tmp_path / "pod.json"), "-o", "json"]
+    if config is not None:
+        (tmp_path / "config.json").write_text(json.dumps(config))
+        args += ["--config", str(tmp_path / "config.json")]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     out: dict[str, Any] = json.loads(result.output)
@@ -80,7 +90,7 @@ def test_a_zonal_volume_pins_the_pod_to_its_zone(tmp_path: Path) -> None:
     claim = {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
-        "metadata": {"name": "data", "namespace": "default"},
+        "metadata": {"name": "data", "namespace": "default", "annotations": BOUND},
         "spec": {"volumeName": "pv-a"},
     }
     items = [_node("in-a", {zone: "a"}), _node("in-b", {zone: "b"}), pv, claim]
@@ -117,7 +127,7 @@ def test_a_node_at_its_csi_volume_limit_is_filtered(tmp_path: Path) -> None:
             {
                 "apiVersion": "v1",
                 "kind": "PersistentVolumeClaim",
-                "metadata": {"name": f"c-{i}", "namespace": "default"},
+                "metadata": {"name": f"c-{i}", "namespace": "default", "annotations": BOUND},
                 "spec": {"volumeName": f"pv-{i}"},
             }
         )
@@ -143,8 +153,16 @@ def test_a_plugin_error_is_reported_with_the_recorded_statuses(tmp_path: Path) -
         "metadata": {"name": "p-scratch", "namespace": "default"},
         "spec": {"storageClassName": "x"},
     }
-    out = _explain(tmp_path, [_node("n1"), claim], _pod("p", {"name": "scratch", "ephemeral": {}}))
     message = "PVC default/p-scratch was not created for pod default/p (pod is not owner)"
+    # the default profile: VolumeBinding's PreFilter refuses the claim first (upstream podHasPVCs), unresolvable
+    out = _explain(tmp_path, [_node("n1"), claim], _pod("p", {"name": "scratch", "ephemeral": {}}))
+    assert out["preFilter"]["VolumeBinding"] == {"code": "UnschedulableAndUnresolvable", "reasons": [message]}
+    # NodeVolumeLimits alone: its Filter errs, the cycle stops and explain reports it
+    only = {"multiPoint": {"disabled": [{"name": "*"}], "enabled": [{"name": "PrioritySort"}, {"name": "DefaultBinder"},
+            {"name": "NodeVolumeLimits"}]}}  # fmt: skip
+    config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+              "profiles": [{"schedulerName": "default-scheduler", "plugins": only}]}  # fmt: skip
+    out = _explain(tmp_path, [_node("n1"), claim], _pod("p", {"name": "scratch", "ephemeral": {}}), config)
     assert out["error"] == f"running Filter plugin 'NodeVolumeLimits': {message}"
     assert out["nodes"]["n1"]["filters"]["NodeVolumeLimits"] == {"code": "Error", "reasons": [message]}
     assert out["selected"] is None

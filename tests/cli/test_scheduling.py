@@ -117,8 +117,8 @@ def test_explain_table_marks_the_winner(files: Path) -> None:
         ),
         pytest.param(
             {"profiles": [{"schedulerName": "s", "plugins": {"filter": {"enabled": [{"name": "Foo"}]}}}]},
-            'plugin "Foo" does not exist; available plugins: BestFit, CheckPodCountLimit, CheckPodLimitResources, '
-            "DefaultBinder",
+            'plugin "Foo" does not exist; available plugins: BestFit, CheckCSIStorageCapacity, CheckPodCountLimit, '
+            "CheckPodLimitResources, DefaultBinder",
             id="unknown-plugin",
         ),
     ],

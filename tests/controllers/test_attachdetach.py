@@ -166,7 +166,9 @@ async def test_end_to_end_with_the_kubelet_fleet() -> None:
     attached; deleting the pod deletes the attachment (the attacher's finalizer removed after detaching)."""
     clock = FakeClock()
     client = await LocalClient.in_memory(now=clock.now)
-    fleet = Fleet(client, parse_node_config([{"name": "n1"}]), clock=clock, rng=random.Random(1),
+    # no simulated CSI driver (its CSIDriver would say attachRequired false): the test's own CSIDriver applies
+    nodes = parse_node_config({"csiDrivers": [], "nodes": [{"name": "n1"}]})
+    fleet = Fleet(client, nodes, clock=clock, rng=random.Random(1),
                   options=FleetOptions(pull_delay=0.0, status_workers=2))  # fmt: skip
     fleet.attacher.attach_time = 5.0
     await fleet.start()

@@ -19,6 +19,7 @@ there uses, must stay within ``spec.drivers[].allocatable.count`` of each driver
 
 from __future__ import annotations
 
+import random
 import string
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -101,12 +102,19 @@ def _volume_limits(csi_node: Mapping[str, Any] | None) -> dict[str, int]:
     return limits
 
 
+_PREFIX_SEED = 0x6B756265
+"""Seed of the unbound-claim volume-ID prefix (see ``NodeVolumeLimits.__init__``)."""
+
+
 class NodeVolumeLimits:
     """PreFilter, Filter and EnqueueExtensions (upstream type ``CSILimits``)."""
 
     def __init__(self, handle: Handle, random_volume_id_prefix: str | None = None) -> None:
         self._handle = handle
-        rng = handle.rng
+        # Its own fixed-seed stream, never the handle's: drawing from handle.rng would shift the scheduler's
+        # tie-breaking sequence (a simulation's placements would change with the profile's plugin list). The
+        # prefix only has to differ from real volume handles, so a constant seed is as good as upstream's rand.
+        rng = random.Random(_PREFIX_SEED)
         self._prefix = random_volume_id_prefix or "".join(
             rng.choice(string.ascii_lowercase + string.digits) for _ in range(32)
         )
@@ -387,5 +395,6 @@ CSILimits = NodeVolumeLimits
 
 def new(args: Mapping[str, Any], handle: Handle) -> NodeVolumeLimits:
     """The plugin factory; NodeVolumeLimits has no args. The unbound-claim prefix is random per plugin
-    (``rand.String(32)`` upstream); drawn from the handle's RNG so runs are reproducible."""
+    (``rand.String(32)`` upstream); drawn from a private fixed-seed RNG so runs are reproducible and the
+    scheduler's own RNG is untouched."""
     return NodeVolumeLimits(handle)
