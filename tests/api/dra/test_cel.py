@@ -347,3 +347,15 @@ def test_runtime_cost_is_bounded_by_the_limit() -> None:
     with pytest.raises(SelectorRuntimeError) as err:
         compiled.evaluate(_gpu("A100"), cost_limit=2)
     assert err.value.message == "operation cancelled: actual cost limit exceeded"
+
+
+def test_verdicts_are_memoised_on_the_device() -> None:
+    """A view is immutable: a selector runs once per device (then answered from the memo), errors included."""
+    compiled = compile_selector('device.attributes["gpu.example.com"].model == "A100"')
+    device = _gpu("A100")
+    assert compiled.evaluate(device) is True
+    assert device.memo == {(compiled.expression, CEL_SELECTOR_EXPRESSION_MAX_COST): True}
+    failing = compile_selector('device.attributes["gpu.example.com"].nothing == 1')
+    for _ in range(2):
+        with pytest.raises(SelectorRuntimeError, match="no such key: nothing"):
+            failing.evaluate(device)

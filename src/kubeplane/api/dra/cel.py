@@ -202,34 +202,43 @@ class CompiledSelector:
     expression: str
     program: celpy.Runner
     max_cost: int
+    activation: Any  # the program's base activation (functions); each evaluation clones it with ``device``
 
     def evaluate(self, device: DeviceView, *, cost_limit: int = CEL_SELECTOR_EXPRESSION_MAX_COST) -> bool:
-        """Whether ``device`` matches; :class:`SelectorRuntimeError` with cel-go's message otherwise."""
+        """Whether ``device`` matches; :class:`SelectorRuntimeError` with cel-go's message otherwise. The
+        verdict is memoised on the (immutable) device."""
+        key = (self.expression, cost_limit)
+        known = device.memo.get(key)
+        if known is None:
+            known = device.memo[key] = self._evaluate(device, cost_limit)
+        if isinstance(known, str):
+            raise SelectorRuntimeError(known)
+        return known
+
+    def _evaluate(self, device: DeviceView, cost_limit: int) -> bool | str:
         try:
             variable = device.cel_value()
         except DeviceAttributeError as exc:
-            raise SelectorRuntimeError(str(exc)) from None
-        evaluator = _Evaluator(self.program.ast, self.program.new_activation(), Tracker(cost_limit))
+            return str(exc)
+        evaluator = _Evaluator(self.program.ast, self.activation, Tracker(cost_limit))
         try:
             result = evaluator.evaluate(_activation(variable))
         except CostExceeded:
-            raise SelectorRuntimeError(_CANCELLED) from None
+            return _CANCELLED
         except CELEvalError as exc:
-            raise SelectorRuntimeError(runtime_message(exc)) from None
+            return runtime_message(exc)
         except Exception as exc:  # cel-python's own failures are the device's, never the caller's crash
-            raise SelectorRuntimeError(str(exc) or type(exc).__name__) from None
+            return str(exc) or type(exc).__name__
         if isinstance(result, bool | celtypes.BoolType):
             return bool(result)
         kind = type_name(result)
-        raise SelectorRuntimeError(
+        return (
             f"CEL result of type {kind} could not be converted to bool: type conversion error from '{kind}' to 'bool'"
         )
 
     def cost(self, device: DeviceView) -> int:
         """The actual cost of one evaluation on ``device`` (for tests and benches); errors count too."""
-        evaluator = _Evaluator(
-            self.program.ast, self.program.new_activation(), Tracker(CEL_SELECTOR_EXPRESSION_MAX_COST)
-        )
+        evaluator = _Evaluator(self.program.ast, self.activation, Tracker(CEL_SELECTOR_EXPRESSION_MAX_COST))
         with contextlib.suppress(Exception):  # the cost so far is the answer
             evaluator.evaluate(_activation(device.cel_value()))
         return evaluator.tracker.cost
@@ -345,7 +354,7 @@ def _compile(expression: str) -> CompiledSelector | SelectorCompileError:
     if kind is not None and kind != "bool":
         return SelectorCompileError(f"must evaluate to bool or the unknown type, not {kind}")
     program = _ENV.program(tree, functions=dict(FUNCTIONS))
-    return CompiledSelector(expression, program, cel_estimate.max_cost(tree))
+    return CompiledSelector(expression, program, cel_estimate.max_cost(tree), program.new_activation())
 
 
 def compile_selector(expression: str) -> CompiledSelector:

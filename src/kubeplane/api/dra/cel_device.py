@@ -11,8 +11,9 @@ Upstream: staging/src/k8s.io/dynamic-resource-allocation/cel/compile.go (``kuber
 * looking up a domain the device has no attribute in gives an empty map (never ``no such key``): ``"x" in
   device.attributes`` is false, ``device.attributes["x"].y`` fails with ``no such key: y``;
 * attribute values are CEL ``bool``, ``int``, ``string`` or a semver (``version``), capacities quantities;
-* a device's CEL value is built once per :class:`DeviceView` (cached on it), since one device is matched against
-  many selectors.
+* a device's CEL value is built once per :class:`DeviceView` (cached on it), and each selector's verdict on it is
+  memoised there too: one device is matched against many selectors, and the same selector again and again (every
+  pod, every scheduling cycle), while cel-python interprets a selector in about 250 us.
 """
 
 from __future__ import annotations
@@ -112,6 +113,11 @@ class DeviceView:
     capacity: Mapping[str, Any] = field(default_factory=dict)
     allow_multiple_allocations: bool = False
     _cel: list[Any] = field(default_factory=list, init=False, repr=False, compare=False, hash=False)
+    memo: dict[tuple[str, int], bool | str] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
+    """Selector results on this device (by expression and cost limit; a str is a runtime error's message): a
+    view is immutable, so a selector's verdict on it never changes."""
 
     @classmethod
     def from_api(cls, driver: str, device: Mapping[str, Any]) -> DeviceView:
