@@ -297,3 +297,39 @@ def test_pod_resource_claims(claims: list[Obj], expected: list[str]) -> None:
     errs: ErrorList = []
     validate_pod_resource_claims(CORE_V1.root({"spec": {"resourceClaims": claims}}, errs).child("spec"))
     assert texts(errs) == expected
+
+
+def test_tolerations_and_taints() -> None:
+    """validateDeviceToleration ("invalid-toleration-operator", "toleration-value-with-exists") and
+    validateDeviceTaint ("missing-taint-effect", "invalid-taint-effect")."""
+    obj = claim(tolerations=[{"key": "k", "operator": "Exists", "value": "v"}, {"operator": "Gt", "effect": "Bad"}])
+    assert texts(v.validate_resource_claim(obj)) == [
+        'spec.devices.requests[0].exactly.tolerations[0].value: Invalid value: "v": must be empty for operator '
+        "`Exists`",
+        'spec.devices.requests[0].exactly.tolerations[1].operator: Unsupported value: "Gt": supported values: '
+        '"Equal", "Exists"',
+        'spec.devices.requests[0].exactly.tolerations[1].effect: Unsupported value: "Bad": supported values: '
+        '"NoExecute", "NoSchedule", "None"',
+    ]
+    device: Obj = {"name": "d", "taints": [{"key": "k"}, {"key": "k", "effect": "Bad"}]}
+    assert texts(v.validate_resource_slice(slice_(devices=[device]))) == [
+        "spec.devices[0].taints[0].effect: Required value",
+        'spec.devices[0].taints[1].effect: Unsupported value: "Bad": supported values: "NoExecute", "NoSchedule", '
+        '"None"',
+    ]
+
+
+def test_device_status_must_be_allocated() -> None:
+    """validateDeviceStatus "invalid-device-status-not-allocated" and a duplicate entry; the value printed is
+    SharedDeviceID.String()."""
+    allocation = {
+        "devices": {"results": [{"request": "gpu", "driver": "gpu.example.com", "pool": "p", "device": "d0"}]}
+    }
+    old = {**claim(), "status": {"allocation": allocation}}
+    entry = {"driver": "gpu.example.com", "pool": "p", "device": "d0"}
+    other = {"driver": "gpu.example.com", "pool": "p", "device": "d1"}
+    new = {**claim(), "status": {"allocation": allocation, "devices": [entry, other, entry]}}
+    assert texts(v.validate_resource_claim_status_update(new, old)) == [
+        "status.devices[1]: Invalid value: gpu.example.com/p/d1: must be an allocated device in the claim",
+        "status.devices[2]: Duplicate value: gpu.example.com/p/d0",
+    ]

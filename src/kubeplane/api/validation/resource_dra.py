@@ -35,7 +35,7 @@ from kubeplane.api.validation.common import (
     invalid_each,
     normalize,
 )
-from kubeplane.api.validation.field import ErrorList, Path
+from kubeplane.api.validation.field import ErrorList, GoSyntax, Path
 from kubeplane.api.validation.reader import NAMED_GROUPS, Reader
 from kubeplane.api.validation.storage_csi import validate_csi_driver_name
 
@@ -56,6 +56,8 @@ POOL_NAME_MAX_LENGTH: Final = 253
 DEVICE_MAX_DOMAIN_LENGTH: Final = 63
 DEVICE_MAX_ID_LENGTH: Final = 32
 ATTRIBUTE_MAX_VALUE_LENGTH: Final = 64
+DEVICE_TAINTS_MAX_LENGTH: Final = 16
+ALLOCATED_DEVICE_STATUS_MAX_CONDITIONS: Final = 8
 _ALLOCATION_MODES: Final = ("All", "ExactCount")
 _REQUEST_REF: Final = (
     "must be the name of a request in the claim or the name of a request and a subrequest separated by '/'"
@@ -80,6 +82,60 @@ def _too_many(errs: ErrorList, r: Reader, key: str, maximum: int) -> None:
     count = len(r.array(key))
     if count > maximum:
         errs.append(field.too_many(r.at(key), actual=count, maximum=maximum))
+
+
+# --- taints and tolerations -----------------------------------------------------------------------------------
+
+_TOLERATION_OPERATORS: Final = ("Equal", "Exists")
+_TAINT_EFFECTS: Final = ("NoExecute", "NoSchedule", "None")  # sets.List(validDeviceTaintEffects): sorted
+
+
+def _label_name(key: str, path: Path) -> ErrorList:
+    """metav1validation ``ValidateLabelName``: a qualified name."""
+    return invalid_each(path, key, names.is_qualified_name(key))
+
+
+def _label_value(value: str, path: Path) -> ErrorList:
+    return invalid_each(path, value, names.is_valid_label_value(value))
+
+
+def _tolerations(r: Reader) -> None:
+    """``validateDeviceToleration`` for each of ``r``'s tolerations."""
+    for toleration in r.each("tolerations"):
+        errs = toleration.errs
+        key, value = toleration.string("key"), toleration.string("value")
+        if key:
+            errs.extend(_label_name(key, toleration.at("key")))
+        operator = toleration.string("operator")
+        if operator == "Exists":
+            if value:
+                detail = "must be empty for operator `Exists`"
+                errs.append(field.invalid(toleration.at("value"), value, detail=detail))
+        elif operator == "Equal":
+            errs.extend(_label_value(value, toleration.at("value")))
+        elif not operator:
+            errs.append(field.required(toleration.at("operator")))
+        else:
+            errs.append(field.not_supported(toleration.at("operator"), operator, supported=_TOLERATION_OPERATORS))
+        effect = toleration.string("effect")
+        if effect and effect not in _TAINT_EFFECTS:
+            errs.append(field.not_supported(toleration.at("effect"), effect, supported=_TAINT_EFFECTS))
+
+
+def _taints(device: Reader) -> None:
+    """``validateDeviceTaint`` for each of a slice device's taints (at most 16)."""
+    _too_many(device.errs, device, "taints", DEVICE_TAINTS_MAX_LENGTH)
+    for taint in device.each("taints"):
+        errs = taint.errs
+        errs.extend(_label_name(taint.string("key"), taint.at("key")))
+        value = taint.string("value")
+        if value:
+            errs.extend(_label_value(value, taint.at("value")))
+        effect = taint.string("effect")
+        if not effect:
+            errs.append(field.required(taint.at("effect")))
+        elif effect not in _TAINT_EFFECTS:
+            errs.append(field.not_supported(taint.at("effect"), effect, supported=_TAINT_EFFECTS))
 
 
 # --- selectors and CEL -----------------------------------------------------------------------------------------
@@ -135,6 +191,7 @@ def _exact_request(r: Reader) -> None:
     _device_class_name(r)
     _selectors(r, "selectors")
     _allocation_mode(r)
+    _tolerations(r)
 
 
 def _request_names(spec: Reader) -> dict[str, set[str] | None]:
@@ -314,6 +371,7 @@ def validate_resource_claim_status_update(new: Mapping[str, Any], old: Mapping[s
             errs.append(field.duplicate(ref.path, ref.raw("uid")))
         uids.add(uid)
     allocation, old_allocation = status.raw("allocation"), old_status.raw("allocation")
+    _devices_status(status, allocation)
     if status.array("reservedFor") and allocation is None:
         errs.append(field.forbidden(status.at("reservedFor"), "may not be specified when `allocated` is not set"))
     if allocation is not None and old_allocation is not None:
@@ -328,6 +386,38 @@ def validate_resource_claim_status_update(new: Mapping[str, Any], old: Mapping[s
             _pool_name(result, "pool")
             errs.extend(_label(result.string("device"), result.at("device")))
     return errs
+
+
+def _device_id(r: Reader) -> str:
+    """structured ``SharedDeviceID.String()``: driver/pool/device, then /shareID when shared."""
+    parts = [r.string("driver"), r.string("pool"), r.string("device")]
+    share = r.opt_string("shareID")
+    return "/".join(parts + ([share] if share else []))
+
+
+def _devices_status(status: Reader, allocation: Any) -> None:
+    """``validateDeviceStatus`` for each ``status.devices`` entry: a driver, pool and device that the
+    allocation holds, unique, at most 8 conditions."""
+    errs = status.errs
+    allocated: set[str] = set()
+    if isinstance(allocation, Mapping):
+        results = NAMED_GROUPS.root(allocation, []).child("devices").each("results")
+        allocated = {_device_id(result) for result in results}
+    seen: set[str] = set()
+    for device in status.each("devices"):
+        errs.extend(validate_csi_driver_name(device.string("driver"), device.at("driver")))
+        _pool_name(device, "pool")
+        errs.extend(_label(device.string("device"), device.at("device")))
+        ident = _device_id(device)
+        if ident not in allocated:
+            errs.append(field.invalid(device.path, GoSyntax(ident), detail="must be an allocated device in the claim"))
+        if ident in seen:
+            errs.append(field.duplicate(device.path, GoSyntax(ident)))
+        seen.add(ident)
+        conditions = len(device.array("conditions"))
+        if conditions > ALLOCATED_DEVICE_STATUS_MAX_CONDITIONS:
+            maximum = ALLOCATED_DEVICE_STATUS_MAX_CONDITIONS
+            errs.append(field.too_many(device.at("conditions"), actual=conditions, maximum=maximum))
 
 
 def validate_resource_claim_template(obj: Mapping[str, Any]) -> ErrorList:
@@ -401,6 +491,7 @@ def _device(device: Reader, per_device_node_selection: bool) -> None:
             errs.append(field.required(path.child("value")))
         else:
             entry.quantity("value")
+    _taints(device)
     if per_device_node_selection:
         _node_fields(
             device,
