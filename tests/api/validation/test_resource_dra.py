@@ -333,3 +333,31 @@ def test_device_status_must_be_allocated() -> None:
         "status.devices[1]: Invalid value: gpu.example.com/p/d1: must be an allocated device in the claim",
         "status.devices[2]: Duplicate value: gpu.example.com/p/d0",
     ]
+
+
+def test_shared_counters_and_consumption() -> None:
+    """validateCounterSet and validateDeviceCounterConsumption: names required, counters required; a slice has
+    sharedCounters or devices, not both ("only one of `sharedCounters` or `devices` is allowed")."""
+    shared = slice_(devices=None, sharedCounters=[{"name": "gpu-0", "counters": {"memory": {"value": "80Gi"}}}, {}])
+    assert texts(v.validate_resource_slice(shared)) == [
+        "spec.sharedCounters[1].name: Required value",
+        "spec.sharedCounters[1].counters: Required value",
+    ]
+    device: Obj = {"name": "d", "consumesCounters": [{"counterSet": "gpu-0", "counters": {"memory": {"value": "1Gi"}}}]}
+    assert v.validate_resource_slice(slice_(devices=[device])) == []
+    both = slice_(sharedCounters=[{"name": "gpu-0", "counters": {"memory": {"value": "80Gi"}}}])
+    assert texts(v.validate_resource_slice(both)) == [
+        'spec: Invalid value: "": only one of `sharedCounters` or `devices` is allowed'
+    ]
+
+
+def test_capacity_requests() -> None:
+    """A request's consumable capacity: qualified names, quantities."""
+    good = claim(capacity={"requests": {"memory": "10Gi"}})
+    assert v.validate_resource_claim(good) == []
+    bad = texts(v.validate_resource_claim(claim(capacity={"requests": {"a/b/c": "10Gi", "memory": "ten"}})))
+    assert bad[0] == (
+        'spec.devices.requests[0].exactly.capacity.requests[a/b/c]: Invalid value: "a/b/c": must be either '
+        "<domain>/<identifier> or a C identifier"
+    )
+    assert bad[1].startswith('spec.devices.requests[0].exactly.capacity.requests[memory]: Invalid value: "ten"')

@@ -57,6 +57,9 @@ DEVICE_MAX_DOMAIN_LENGTH: Final = 63
 DEVICE_MAX_ID_LENGTH: Final = 32
 ATTRIBUTE_MAX_VALUE_LENGTH: Final = 64
 DEVICE_TAINTS_MAX_LENGTH: Final = 16
+SLICE_MAX_COUNTER_SETS: Final = 8
+COUNTERS_PER_COUNTER_SET: Final = 32
+COUNTER_CONSUMPTIONS_PER_DEVICE: Final = 2
 ALLOCATED_DEVICE_STATUS_MAX_CONDITIONS: Final = 8
 _ALLOCATION_MODES: Final = ("All", "ExactCount")
 _REQUEST_REF: Final = (
@@ -192,6 +195,17 @@ def _exact_request(r: Reader) -> None:
     _selectors(r, "selectors")
     _allocation_mode(r)
     _tolerations(r)
+    _capacity_requests(r)
+
+
+def _capacity_requests(r: Reader) -> None:
+    """``capacity.requests`` of a request (consumable capacity): qualified names, parsable quantities."""
+    capacity = r.mapping("capacity")
+    if capacity is None:
+        return
+    for key in sorted(capacity.child("requests").data):
+        r.errs.extend(_qualified_key(key, capacity.at("requests").key(key)))
+    capacity.quantities("requests")
 
 
 def _request_names(spec: Reader) -> dict[str, set[str] | None]:
@@ -492,6 +506,7 @@ def _device(device: Reader, per_device_node_selection: bool) -> None:
         else:
             entry.quantity("value")
     _taints(device)
+    _consumes_counters(device)
     if per_device_node_selection:
         _node_fields(
             device,
@@ -533,6 +548,56 @@ def _node_fields(r: Reader, keys: tuple[str, ...], message: str) -> list[str]:
     return chosen
 
 
+def _counters(r: Reader, maximum: int) -> None:
+    """A map of counter name (DNS label) to ``{value: quantity}``: required, at most ``maximum`` entries."""
+    counters = r.mapping("counters")
+    if counters is None or not counters.data:
+        r.errs.append(field.required(r.at("counters")))
+        return
+    if len(counters.data) > maximum:
+        r.errs.append(field.too_many(r.at("counters"), actual=len(counters.data), maximum=maximum))
+    for name in sorted(counters.data):
+        path = r.at("counters").key(name)
+        r.errs.extend(_label(name, path))
+        entry = counters.child(name)
+        if entry.raw("value") is None:
+            r.errs.append(field.required(path.child("value")))
+        else:
+            entry.quantity("value")
+
+
+def _counter_sets(spec: Reader) -> None:
+    """``validateCounterSet`` for each of ``sharedCounters`` (at most 8, unique names)."""
+    _too_many(spec.errs, spec, "sharedCounters", SLICE_MAX_COUNTER_SETS)
+    seen: set[str] = set()
+    for counter_set in spec.each("sharedCounters"):
+        name = counter_set.string("name")
+        if not name:
+            spec.errs.append(field.required(counter_set.at("name")))
+        else:
+            spec.errs.extend(_label(name, counter_set.at("name")))
+            if name in seen:
+                spec.errs.append(field.duplicate(counter_set.at("name"), name))
+            seen.add(name)
+        _counters(counter_set, COUNTERS_PER_COUNTER_SET)
+
+
+def _consumes_counters(device: Reader) -> None:
+    """``validateDeviceCounterConsumption`` for each of a device's ``consumesCounters`` (at most 2)."""
+    _too_many(device.errs, device, "consumesCounters", COUNTER_CONSUMPTIONS_PER_DEVICE)
+    seen: set[str] = set()
+    for consumption in device.each("consumesCounters"):
+        name = consumption.string("counterSet")
+        if not name:
+            device.errs.append(field.required(consumption.at("counterSet")))
+        else:
+            device.errs.extend(_label(name, consumption.at("counterSet")))
+            if name in seen:
+                device.errs.append(field.duplicate(consumption.at("counterSet"), name))
+            seen.add(name)
+        _counters(consumption, COUNTERS_PER_COUNTER_SET)
+
+
 def _slice_spec(spec: Reader, old_spec: Reader | None) -> None:
     errs = spec.errs
     errs.extend(validate_csi_driver_name(spec.string("driver"), spec.at("driver")))
@@ -567,6 +632,7 @@ def _slice_spec(spec: Reader, old_spec: Reader | None) -> None:
             errs.append(field.duplicate(device.at("name"), name))
         seen.add(name)
         _device(device, per_device)
+    _counter_sets(spec)
 
 
 def _dig(r: Reader, keys: tuple[str, ...]) -> Any:
