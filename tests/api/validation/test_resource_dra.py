@@ -361,3 +361,16 @@ def test_capacity_requests() -> None:
         "<domain>/<identifier> or a C identifier"
     )
     assert bad[1].startswith('spec.devices.requests[0].exactly.capacity.requests[memory]: Invalid value: "ten"')
+
+
+def test_device_limits() -> None:
+    """ "too-many-devices": 128, or ResourceSliceMaxDevicesWithAdvancedFeatures (64) once a device has taints."""
+    plain = [{"name": f"d{i}"} for i in range(129)]
+    assert texts(v.validate_resource_slice(slice_(devices=plain))) == [
+        "spec.devices: Too many: 129: must have at most 128 items"
+    ]
+    tainted: list[Obj] = [{"name": f"d{i}"} for i in range(65)]
+    tainted[0]["taints"] = [{"key": "k", "effect": "NoSchedule"}]
+    assert texts(v.validate_resource_slice(slice_(devices=tainted))) == [
+        "spec.devices: Too many: 65: must have at most 64 items"
+    ]

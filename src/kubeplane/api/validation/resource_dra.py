@@ -51,6 +51,7 @@ CEL_SELECTOR_EXPRESSION_MAX_LENGTH: Final = 10 * 1024
 OPAQUE_PARAMETERS_MAX_LENGTH: Final = 10 * 1024
 RESERVED_FOR_MAX_SIZE: Final = 256
 SLICE_MAX_DEVICES: Final = 128
+SLICE_MAX_DEVICES_ADVANCED: Final = 64  # ResourceSliceMaxDevicesWithAdvancedFeatures: taints or counters
 MAX_ATTRIBUTES_AND_CAPACITIES: Final = 32
 POOL_NAME_MAX_LENGTH: Final = 253
 DEVICE_MAX_DOMAIN_LENGTH: Final = 63
@@ -623,7 +624,10 @@ def _slice_spec(spec: Reader, old_spec: Reader | None) -> None:
     _node_fields(spec, keys, _NODE_FIELDS)
     if spec.raw("sharedCounters") is not None and spec.raw("devices") is not None:
         errs.append(field.invalid(spec.path, "", detail="only one of `sharedCounters` or `devices` is allowed"))
-    _too_many(errs, spec, "devices", SLICE_MAX_DEVICES)
+    advanced = any(
+        isinstance(d, Mapping) and (d.get("taints") or d.get("consumesCounters")) for d in spec.array("devices")
+    )
+    _too_many(errs, spec, "devices", SLICE_MAX_DEVICES_ADVANCED if advanced else SLICE_MAX_DEVICES)
     per_device = spec.raw("perDeviceNodeSelection") is True
     seen: set[str] = set()
     for device in spec.each("devices"):
