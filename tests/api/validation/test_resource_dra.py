@@ -374,3 +374,17 @@ def test_device_limits() -> None:
     assert texts(v.validate_resource_slice(slice_(devices=tainted))) == [
         "spec.devices: Too many: 65: must have at most 64 items"
     ]
+
+
+def test_device_class_extended_resource_name_and_stored_selectors() -> None:
+    """validateDeviceClassSpec: extendedResourceName must be an extended resource name; on update, selectors equal
+    to the stored ones are not compiled again (``stored``)."""
+    obj: Obj = {"metadata": {"name": "c"}, "spec": {"extendedResourceName": "example.com/gpu"}}
+    assert v.validate_device_class(obj) == []
+    obj["spec"]["extendedResourceName"] = "gpu"
+    assert texts(v.validate_device_class(obj)) == [
+        'spec.extendedResourceName: Invalid value: "gpu": must be a valid extended resource name'
+    ]
+    stored = {"metadata": {"name": "c"}, "spec": {"selectors": [{"cel": {"expression": "?!"}}]}}
+    assert v.validate_device_class_update(stored, stored) == []
+    assert len(v.validate_device_class(stored)) == 1

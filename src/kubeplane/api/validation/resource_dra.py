@@ -37,6 +37,7 @@ from kubeplane.api.validation.common import (
 )
 from kubeplane.api.validation.field import ErrorList, GoSyntax, Path
 from kubeplane.api.validation.reader import NAMED_GROUPS, Reader
+from kubeplane.api.validation.resources import is_extended_resource_name
 from kubeplane.api.validation.storage_csi import validate_csi_driver_name
 
 __all__ = ["CREATE_VALIDATORS", "STATUS_UPDATE_VALIDATORS", "UPDATE_VALIDATORS", "validate_cel_selector"]
@@ -335,19 +336,32 @@ def _device_claim(devices: Reader) -> None:
 # --- DeviceClass -----------------------------------------------------------------------------------------------
 
 
-def validate_device_class(obj: Mapping[str, Any]) -> ErrorList:
-    """``ValidateDeviceClass``: selectors (CEL compiled), config (opaque), extendedResourceName."""
+def _device_class(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> ErrorList:
+    """``validateDeviceClassSpec``: selectors (compiled unless unchanged from ``old``: upstream's ``stored``),
+    config (opaque), extendedResourceName."""
     errs: ErrorList = []
     spec = NAMED_GROUPS.root(obj, errs).child("spec")
-    _selectors(spec, "selectors")
+    old_selectors = NAMED_GROUPS.root(old, []).child("spec").raw("selectors") if old is not None else None
+    if old is not None and normalize(spec.raw("selectors")) == normalize(old_selectors):
+        _too_many(errs, spec, "selectors", DEVICE_SELECTORS_MAX_SIZE)
+    else:
+        _selectors(spec, "selectors")
     _too_many(errs, spec, "config", DEVICE_CONFIG_MAX_SIZE)
     for config in spec.each("config"):
         _opaque(config)
+    extended = spec.opt_string("extendedResourceName")
+    if extended is not None and not is_extended_resource_name(extended):
+        detail = "must be a valid extended resource name"
+        errs.append(field.invalid(spec.at("extendedResourceName"), extended, detail=detail))
     return errs
 
 
+def validate_device_class(obj: Mapping[str, Any]) -> ErrorList:
+    return _device_class(obj, None)
+
+
 def validate_device_class_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> ErrorList:
-    return validate_device_class(new)
+    return _device_class(new, old)
 
 
 # --- ResourceClaim and ResourceClaimTemplate -------------------------------------------------------------------
