@@ -226,6 +226,15 @@ KEEP_ZERO: dict[str, tuple[str, ...]] = {
     "k8s.io.api.storage.v1.VolumeAttachmentSource": ("persistentVolumeName",),
     "k8s.io.api.storage.v1.VolumeAttachmentStatus": ("attached",),
     "k8s.io.api.storage.v1.VolumeError": ("errorCode",),
+    # resource.k8s.io/v1: pointer scalars (types.go) and ResourcePool's numbers without omitempty
+    "k8s.io.api.resource.v1.ResourcePool": ("generation", "resourceSliceCount"),
+    "k8s.io.api.resource.v1.ResourceSliceSpec": ("nodeName", "allNodes", "perDeviceNodeSelection"),
+    "k8s.io.api.resource.v1.Device": ("nodeName", "allNodes", "bindsToNode", "allowMultipleAllocations"),
+    "k8s.io.api.resource.v1.DeviceAttribute": ("int", "bool", "string", "version"),
+    "k8s.io.api.resource.v1.ExactDeviceRequest": ("adminAccess",),
+    "k8s.io.api.resource.v1.DeviceToleration": ("tolerationSeconds",),
+    "k8s.io.api.resource.v1.DeviceRequestAllocationResult": ("adminAccess",),
+    "k8s.io.api.resource.v1.DeviceClassSpec": ("extendedResourceName",),
 }  # fmt: skip
 
 GROUP_VERSIONS = {
@@ -241,6 +250,7 @@ GROUP_VERSIONS = {
     "k8s.io.api.rbac.v1": "rbac.authorization.k8s.io/v1",
     "k8s.io.api.events.v1": "events.k8s.io/v1",
     "k8s.io.api.authentication.v1": "authentication.k8s.io/v1",
+    "k8s.io.api.resource.v1": "resource.k8s.io/v1",
 }
 META_KINDS = (
     "APIGroup", "APIGroupList", "APIResourceList", "APIVersions", "CreateOptions", "DeleteOptions", "GetOptions",
@@ -252,6 +262,7 @@ NOT_KINDS = frozenset(
         _CORE + "PodTemplateSpec",
         _CORE + "PersistentVolumeClaimTemplate",
         "k8s.io.api.batch.v1.JobTemplateSpec",
+        "k8s.io.api.resource.v1.ResourceClaimTemplateSpec",
         # no longer served: scheduling.k8s.io/v1beta1 PriorityClass was removed in 1.22
         "k8s.io.api.scheduling.v1beta1.PriorityClass",
         "k8s.io.api.scheduling.v1beta1.PriorityClassList",

@@ -805,6 +805,10 @@ UPSTREAM_COLUMNS: dict[tuple[str, str], str] = {
     "TokenRequests,RequiresRepublish:boolean,Modes,Age",
     ("storage.k8s.io", "CSIStorageCapacity"): "Name,StorageClassName,Capacity",  # printCSIStorageCapacity: no Age
     ("storage.k8s.io", "VolumeAttachment"): "Name,Attacher,PV,Node,Attached:boolean,Age",
+    ("resource.k8s.io", "DeviceClass"): "Name,Age",
+    ("resource.k8s.io", "ResourceClaim"): "Name,State,Age",
+    ("resource.k8s.io", "ResourceClaimTemplate"): "Name,Age",
+    ("resource.k8s.io", "ResourceSlice"): "Name,Node,Driver,Pool,Age",
     ("rbac.authorization.k8s.io", "RoleBinding"): "Name,Role,Age,Users*,Groups*,ServiceAccounts*",
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"): "Name,Role,Age,Users*,Groups*,ServiceAccounts*",
     ("", "PersistentVolume"): "Name,Capacity,Access Modes,Reclaim Policy,Status,Claim,StorageClass,"

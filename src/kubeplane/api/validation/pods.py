@@ -31,6 +31,7 @@ from kubeplane.api.validation.containers import (
     validate_init_containers,
 )
 from kubeplane.api.validation.field import ErrorList, Path
+from kubeplane.api.validation.pod_claims import validate_pod_resource_claims
 from kubeplane.api.validation.pod_update import check_pod_spec_update, validate_pod_status_update
 from kubeplane.api.validation.reader import CORE_V1, Reader, finish, type_error
 from kubeplane.api.validation.resources import (
@@ -173,6 +174,7 @@ def check_pod_spec(spec: Reader, *, resource_is_pod: bool) -> None:
         errs.append(field.required(spec.at("terminationGracePeriodSeconds")))
     grace = spec.integer("terminationGracePeriodSeconds", None)
     volumes = _validate_volumes(spec)
+    validate_pod_resource_claims(spec)
     claim_names = frozenset(c.string("name") for c in spec.items("resourceClaims")) - {""}
     validate_containers(spec, volumes=volumes, claim_names=claim_names, grace=grace)
     validate_init_containers(spec, volumes=volumes, claim_names=claim_names, grace=grace)

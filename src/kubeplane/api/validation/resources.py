@@ -24,6 +24,7 @@ from kubeplane.api.validation.reader import Reader
 
 __all__ = [
     "HUGEPAGES_PREFIX",
+    "is_extended_resource_name",
     "is_integer_resource",
     "is_overcommit_allowed",
     "is_standard_resource_name",
@@ -73,6 +74,11 @@ def _is_native(name: str) -> bool:
 
 def _is_extended(name: str) -> bool:
     return not _is_native(name) and not name.startswith("requests.") and not names.is_qualified_name("requests." + name)
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """Upstream ``IsExtendedResourceName``."""
+    return _is_extended(name)
 
 
 def is_overcommit_allowed(name: str) -> bool:
