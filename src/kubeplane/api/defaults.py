@@ -28,6 +28,11 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from kubeplane.api.defaults_batch import set_defaults_cron_job, set_defaults_job
+from kubeplane.api.defaults_resource import (
+    set_defaults_resource_claim,
+    set_defaults_resource_claim_template,
+    set_defaults_resource_slice,
+)
 from kubeplane.api.defaults_storage import set_defaults_csi_driver, set_defaults_storage_class
 from kubeplane.api.defaults_workloads import (  # the _underscored wire helpers are shared by the two modules
     JSONObject,
@@ -227,6 +232,9 @@ DEFAULTERS: Final[Mapping[tuple[str, str], Defaulter]] = MappingProxyType(
         ("scheduling.k8s.io/v1", "PriorityClass"): _priority_class,
         ("storage.k8s.io/v1", "StorageClass"): set_defaults_storage_class,
         ("storage.k8s.io/v1", "CSIDriver"): set_defaults_csi_driver,
+        ("resource.k8s.io/v1", "ResourceClaim"): set_defaults_resource_claim,
+        ("resource.k8s.io/v1", "ResourceClaimTemplate"): set_defaults_resource_claim_template,
+        ("resource.k8s.io/v1", "ResourceSlice"): set_defaults_resource_slice,
         ("rbac.authorization.k8s.io/v1", "RoleBinding"): _role_binding,
         ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): _role_binding,
     }

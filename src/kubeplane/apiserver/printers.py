@@ -30,6 +30,7 @@ from kubeplane.apiserver.conversion import events_v1_fields_to_core
 from kubeplane.apiserver.printers_apiservice import APISERVICE_PRINTER
 from kubeplane.apiserver.printers_batch import BATCH_PRINTERS
 from kubeplane.apiserver.printers_core_more import CORE_MORE_PRINTERS
+from kubeplane.apiserver.printers_dra import DRA_PRINTERS
 from kubeplane.apiserver.printers_endpoints import ENDPOINTS_PRINTERS
 from kubeplane.apiserver.printers_history import CONTROLLER_REVISION_PRINTERS
 from kubeplane.apiserver.printers_more import MORE_PRINTERS
@@ -397,6 +398,7 @@ PRINTERS: Final[Mapping[tuple[str, str], Printer]] = {
     **ENDPOINTS_PRINTERS,
     **MORE_PRINTERS,
     **STORAGE_PRINTERS,
+    **DRA_PRINTERS,
     **CORE_MORE_PRINTERS,
     **CONTROLLER_REVISION_PRINTERS,
     ("", "Node"): Printer(NODE_COLUMNS, node_row),

@@ -36,6 +36,7 @@ _VALIDATION_MODULES = (
     "networking",
     "scheduling_workload",
     "storage_csi",
+    "resource_dra",
 )
 
 
@@ -323,4 +324,8 @@ def strategy_for(info: ResourceInfo) -> Strategy:
 
     if (info.group, info.kind) in STORAGE_STRATEGIES:
         return STORAGE_STRATEGIES[(info.group, info.kind)](info)
+    from .strategies_dra import DRA_STRATEGIES  # imported here: it builds on this module
+
+    if (info.group, info.kind) in DRA_STRATEGIES:
+        return DRA_STRATEGIES[(info.group, info.kind)](info)
     return STRATEGIES.get((info.group, info.kind), Strategy)(info)
