@@ -29,7 +29,7 @@ def _of(name: str, body: Mapping[str, Any], admin: Any) -> Request:
         name=name,
         device_class_name=str(body.get("deviceClassName") or ""),
         allocation_mode=str(body.get("allocationMode") or "ExactCount"),
-        count=int(body.get("count") if body.get("count") is not None else 1),
+        count=int(body.get("count") or 0) if body.get("count") is not None else 1,
         admin_access=bool(admin),
         has_admin_access=admin is not None,
         selectors=tuple(body.get("selectors") or ()),

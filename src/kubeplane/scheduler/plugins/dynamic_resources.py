@@ -8,7 +8,8 @@
   cannot take another consumer; "resource claim ns/name is in the process of being allocated" while in flight;
   "request R: device class C does not exist" (Unschedulable: a DeviceClass event can fix it); else the allocator
   over every slice, DeviceClass and the allocated state (informer claims with in-flight allocations substituted).
-* Filter: allocated claims' nodeSelector ("resourceclaim not available on the node"); pending claims through the
+* Filter: allocated claims' nodeSelector, and their binding conditions (failed, or not ready past the binding
+  timeout) ("resourceclaim not available on the node"); pending claims through the
   allocator ("cannot allocate all claims"; per-node allocator failures with their message; fatal ones as Error).
 * PostFilter: deallocate one unavailable claim not reserved by another pod ("deallocation of ResourceClaim
   completed"), as upstream.
@@ -19,7 +20,7 @@
   (``handle.client`` None) the in-memory state is the result.
 
 Not implemented: extended resources backed by DRA (DRAExtendedResource) -- a pod's extended-resource requests are
-left to NodeResourcesFit; binding-condition waits in PreBind.
+left to NodeResourcesFit; binding-condition waits in PreBind (Filter's binding checks are implemented).
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ from kubeplane.scheduler.framework.interface import (
     PreFilterResult,
     ScoreExtensions,
     Status,
+)
+from kubeplane.scheduler.plugins.dynamic_resources_binding import (
+    BindingFailedError,
+    is_claim_ready_for_binding,
+    is_claim_timeout,
 )
 from kubeplane.scheduler.plugins.dynamic_resources_claims import (
     ClaimError,
@@ -213,6 +219,8 @@ class DynamicResources:
             return None
         node_obj = node.node or {"metadata": {"name": node.name}}
         unavailable = [i for i, sel in enumerate(s.available_on) if sel is not None and not sel.matches(node_obj)]
+        if self.features.device_binding_and_status:
+            unavailable += self._not_ready_for_binding(s, unavailable)
         allocations: list[dict[str, Any]] | None = None
         if s.allocator is not None:
             pending = [s.claims[i] for i in s.to_allocate]
@@ -230,6 +238,22 @@ class DynamicResources:
         if allocations is not None:
             s.node_allocations[node.name] = allocations
         return None
+
+    def _not_ready_for_binding(self, s: StateData, unavailable: list[int]) -> list[int]:
+        """Upstream Filter's binding check: allocated claims whose binding failed, or which are not ready and
+        timed out (they are unavailable on every node; PostFilter deallocates one)."""
+        out: list[int] = []
+        for index, claim in enumerate(s.claims):
+            if index in unavailable or not (claim.get("status") or {}).get("allocation"):
+                continue
+            try:
+                ready = is_claim_ready_for_binding(claim)
+            except BindingFailedError:
+                out.append(index)
+                continue
+            if not ready and is_claim_timeout(claim, self._handle.clock.now()):
+                out.append(index)
+        return out
 
     # --- PostFilter ------------------------------------------------------------------------------------------
 
