@@ -21,6 +21,7 @@ def test_every_bench_is_covered() -> None:
         "crd_bench.py",
         "cronjob_bench.py",
         "csi_bench.py",
+        "dra_allocator_bench.py",
         "dra_cel_bench.py",
         "endpoints_bench.py",
         "fgd_bench.py",

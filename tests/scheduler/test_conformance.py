@@ -39,6 +39,7 @@ PLUGINS = frozenset(
         "VolumeZone",
         "NodeVolumeLimits",
         "VolumeBinding",
+        "DynamicResources",
     }
 )
 CASE_FILES = (
@@ -71,7 +72,8 @@ def test_the_upstream_cases_and_the_runner_are_in_the_repository() -> None:
     assert sorted(p.name for p in (CONFORMANCE / "upstream").glob("*.json")) == list(CASE_FILES)
     for name in ("run.py", "FORMAT.md", "README.md"):
         assert (CONFORMANCE / name).is_file(), f"{CONFORMANCE / name} is missing"
-    assert len(CASES) == 156 + 11 + 12 + 17 + 14  # + VolumeRestrictions, VolumeZone, NodeVolumeLimits, VolumeBinding
+    # + VolumeRestrictions, VolumeZone, NodeVolumeLimits, VolumeBinding, DynamicResources
+    assert len(CASES) == 156 + 11 + 12 + 17 + 14 + 33
 
 
 @pytest.mark.parametrize("case", CASES)

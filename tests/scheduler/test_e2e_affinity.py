@@ -56,6 +56,7 @@ async def test_required_anti_affinity_on_hostname_leaves_the_extra_replica_pendi
     message = await cluster.failed_message("web-3")
     assert message == (
         "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. "
+        "no new claims to deallocate, "
         "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.."
     )
 
@@ -69,7 +70,7 @@ async def test_anti_affinity_on_kgc_waits_until_node02_is_relabelled(cluster: Cl
     message = await cluster.failed_message("second")
     assert message == (
         "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 node(s) didn't match pod anti-affinity rules. "
-        "preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
+        "no new claims to deallocate, preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
         "2 No preemption victims found for incoming pod.."
     )
     await _label_nodes(cluster, {"node02": {"kgc": "b"}})

@@ -187,7 +187,7 @@ async def test_too_big_stays_pending_with_upstreams_message_then_fits_on_a_new_n
     message = await cluster.failed_message("big")
     assert message == (
         "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. "
-        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
+        "no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
     )
     got = (await cluster.get_pod("big"))["status"]["conditions"]
     assert [(c["type"], c["status"], c["reason"]) for c in got] == [("PodScheduled", "False", "Unschedulable")]

@@ -90,7 +90,7 @@ async def test_preemption_policy_never_stays_pending_without_evicting(cluster: C
     message = await cluster.failed_message("polite")
     assert message == (
         "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. "
-        "preemption: not eligible due to preemptionPolicy=Never.."
+        "no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never.."
     )
     pods: list[dict[str, Any]] = [await cluster.get_pod(n) for names in placed.values() for n in names]
     assert not any(p["metadata"].get("deletionTimestamp") for p in pods)
@@ -104,6 +104,6 @@ async def test_equal_priority_finds_no_victims(cluster: Cluster) -> None:
     message = await cluster.failed_message("peer")
     assert message == (
         "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. "
-        "preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
+        "no new claims to deallocate, preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
         "2 No preemption victims found for incoming pod.."
     )

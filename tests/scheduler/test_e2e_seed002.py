@@ -29,7 +29,8 @@ async def test_seed_002_configuration_verbatim(tmp_path: Path) -> None:
         await client.create(client.resource("nodes"), node(name))
     scheduler = Scheduler(client, config=config, rng=random.Random(0))
     fwk = scheduler.profiles["default-scheduler"]
-    assert [p.name() for p in fwk.post_filter_plugins] == []  # DefaultPreemption is disabled
+    # DefaultPreemption is disabled; DynamicResources (v1.37 default profile) keeps its PostFilter
+    assert [p.name() for p in fwk.post_filter_plugins] == ["DynamicResources"]
     assert [p.name() for p in fwk.filter_plugins][-4:] == [
         "CheckPodCountLimit",
         "CheckPodLimitResources",
@@ -50,7 +51,7 @@ async def test_seed_002_configuration_verbatim(tmp_path: Path) -> None:
         message = await cluster.failed_message("pinned")
         assert message == (
             "0/2 nodes are available: 1 node(s) already run 2 pods (podCountLimit), "
-            "1 node(s) didn't match Pod's node affinity/selector."
+            "1 node(s) didn't match Pod's node affinity/selector. no new claims to deallocate."
         )
         assert "preemption" not in message
     finally:

@@ -85,6 +85,14 @@ def preemption(
     assert out["selected"] is None, "the pod must not fit for preemption to run"
     result: dict[str, Any] = out["preemption"]
     result["fitError"] = out["message"]
+    # The default profile runs DynamicResources' PostFilter before DefaultPreemption; for a pod without claims it
+    # says "no new claims to deallocate" and upstream RunPostFilterPlugins joins every Unschedulable plugin's
+    # reasons. Strip that prefix so DefaultPreemption's own (upstream TestPostFilter) messages compare verbatim.
+    prefix = "no new claims to deallocate, "
+    if result["message"]:
+        assert result["message"].startswith(prefix), result["message"]
+        result["message"] = result["message"].removeprefix(prefix)
+        result["fitError"] = result["fitError"].replace(f". {prefix}", ". ", 1)
     return result
 
 

@@ -8,6 +8,7 @@ from kubeplane.scheduler.framework.registry import Registry
 from kubeplane.scheduler.plugins import (
     default_binder,
     default_preemption,
+    dynamic_resources,
     gang_scheduling,
     image_locality,
     inter_pod_affinity,
@@ -47,6 +48,7 @@ _MODULES = (
     inter_pod_affinity,
     node_resources_balanced_allocation,
     image_locality,
+    dynamic_resources,
     default_preemption,
     default_binder,
     gang_scheduling,

@@ -1,0 +1,111 @@
+"""The pod's ResourceClaims (upstream ``resourceclaim.Name``/``IsForPod``/``CanBeReserved``/``IsReservedForPod``
+and the plugin's ``foreachPodResourceClaim``), and the in-flight allocations between Reserve and PreBind
+(upstream's claim assume cache with ``SignalClaimPendingAllocation``), shared by every pod of the profile so the
+next pod does not take a device a reserved pod is about to get."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+__all__ = ["RESERVED_FOR_MAX_SIZE", "ClaimError", "InFlight", "can_be_reserved", "is_reserved_for_pod", "pod_claims"]
+
+RESERVED_FOR_MAX_SIZE = 256
+"""resourceapi.ResourceClaimReservedForMaxSize."""
+
+
+class ClaimError(Exception):
+    """The pod cannot be scheduled now; the message is the status reason."""
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def claim_name(pod: Mapping[str, Any], resource: Mapping[str, Any]) -> tuple[str | None, bool]:
+    """Upstream ``resourceclaim.Name``: (claim name or None when none was generated, must check owner)."""
+    if resource.get("resourceClaimName"):
+        return str(resource["resourceClaimName"]), False
+    if resource.get("resourceClaimTemplateName"):
+        for status in (pod.get("status") or {}).get("resourceClaimStatuses") or ():
+            if status.get("name") == resource.get("name"):
+                name = status.get("resourceClaimName")
+                return (str(name) if name else None), True
+        meta = _meta(pod)
+        raise ClaimError(f'pod "{meta.get("namespace")}/{meta.get("name")}": ResourceClaim not created yet')
+    raise ClaimError(
+        f'pod "{_meta(pod).get("namespace")}/{_meta(pod).get("name")}", '
+        f"spec.resourceClaim {resource.get('name')!r}: unsupported"
+    )
+
+
+def is_for_pod(pod: Mapping[str, Any], claim: Mapping[str, Any]) -> None:
+    uid = _meta(pod).get("uid")
+    for ref in _meta(claim).get("ownerReferences") or ():
+        if ref.get("uid") == uid and ref.get("controller"):
+            return
+    raise ClaimError(
+        f"ResourceClaim {_meta(claim).get('namespace')}/{_meta(claim).get('name')} was not created for pod "
+        f"{_meta(pod).get('namespace')}/{_meta(pod).get('name')} (pod is not owner)"
+    )
+
+
+def can_be_reserved(claim: Mapping[str, Any]) -> bool:
+    return len((claim.get("status") or {}).get("reservedFor") or ()) < RESERVED_FOR_MAX_SIZE
+
+
+def is_reserved_for_pod(pod: Mapping[str, Any], claim: Mapping[str, Any]) -> bool:
+    uid = _meta(pod).get("uid")
+    return any(r.get("uid") == uid for r in (claim.get("status") or {}).get("reservedFor") or ())
+
+
+class InFlight:
+    """Claims allocated at Reserve and not yet written by PreBind: uid -> the claim with its allocation."""
+
+    def __init__(self) -> None:
+        self.claims: dict[str, Mapping[str, Any]] = {}
+
+    def has(self, uid: str) -> bool:
+        return uid in self.claims
+
+    def signal(self, uid: str, claim: Mapping[str, Any]) -> None:
+        self.claims[uid] = claim
+
+    def remove(self, uid: str) -> bool:
+        return self.claims.pop(uid, None) is not None
+
+    def overlay(self, claims: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """The informer's claims with in-flight versions substituted (upstream ``ListAllAllocatedDevices``)."""
+        out = []
+        seen = set()
+        for c in claims:
+            uid = str(_meta(c).get("uid") or "")
+            if uid and uid in self.claims:
+                out.append(self.claims[uid])
+                seen.add(uid)
+            else:
+                out.append(c)
+        out.extend(c for uid, c in self.claims.items() if uid not in seen)
+        return out
+
+
+def pod_claims(
+    pod: Mapping[str, Any], lookup: Callable[[str, str], Mapping[str, Any] | None]
+) -> list[tuple[str, Mapping[str, Any]]]:
+    """Upstream ``foreachPodResourceClaim``: (pod claim name, claim) for every claim that exists; raises
+    :class:`ClaimError` with upstream's reason for a missing, deleted or foreign claim."""
+    ns = str(_meta(pod).get("namespace") or "default")
+    out = []
+    for resource in (pod.get("spec") or {}).get("resourceClaims") or ():
+        name, check_owner = claim_name(pod, resource)
+        if name is None:
+            continue
+        claim = lookup(ns, name)
+        if claim is None:
+            raise ClaimError(f'resourceclaim.resource.k8s.io "{name}" not found')
+        if _meta(claim).get("deletionTimestamp") is not None:
+            raise ClaimError(f'resourceclaim "{name}" is being deleted')
+        if check_owner:
+            is_for_pod(pod, claim)
+        out.append((str(resource.get("name")), claim))
+    return out
