@@ -44,6 +44,7 @@ _MODULES: tuple[str, ...] = (
     "pv_protection",
     "pv_controller",
     "attachdetach",
+    "resourceclaim",
 )
 """The controller modules under ``kubeplane.controllers``, each defining one :class:`Controller` subclass."""
 

@@ -24,6 +24,8 @@ format string over ``index``, default ``node-{index}``, indices from ``startInde
       shutdownDelay: 500ms                # a container exits this long after SIGTERM (Go duration or seconds)
       batchRunTime: 5s                    # how long a batch container without sim.kubeplane.io/duration runs
       csiCapacity: {csi.kubeplane.io: 100Gi}  # per CSI driver: per node (node topology), summed per zone (zone)
+      devices:                            # DRA devices of simulated drivers, one ResourceSlice per (node, driver)
+      - {driver: gpu.example.com, count: 2, attributes: {model: A100}, capacity: {memory: 40Gi}}
 
 The mapping form also takes ``csiDrivers:``, the simulated CSI drivers the fleet runs (absent: one default driver
 ``csi.kubeplane.io``, node-local, unlimited capacity; ``[]``: none) - each with ``name``, ``topology`` (``node``:
@@ -32,6 +34,11 @@ key ``topology.csi.kubeplane.io/node``; ``zone``: ``topology.kubernetes.io/zone`
 :mod:`kubeplane.kubelet.csi.config` and docs/csi.md). Every node carries the file's driver list
 (``NodeSpec.csi_drivers``), so whoever builds a fleet from the specs runs the drivers; when a node-topology driver
 exists every node is labelled ``topology.csi.kubeplane.io/node=<its name>`` at registration.
+
+``devices`` (per group): the DRA devices the node's simulated DRA drivers publish and prepare -- a list of device
+groups, each ``driver``, ``count``, ``namePattern`` (default ``<first label of driver>-{index}``), ``startIndex``,
+``attributes`` (string / int / bool / ``{version: x.y.z}``; every device also gets an int ``index``) and
+``capacity`` (quantities); see :mod:`kubeplane.kubelet.dra.config` and docs/dra-drivers.md.
 
 Invariants: node names are unique across the file; every quantity parses; errors are one line naming the group
 (:class:`NodeConfigError`). Labels always include what a real kubelet registers (``kubernetes.io/hostname``,
@@ -61,6 +68,7 @@ from .csi.config import (
     parse_csi_capacity,
     parse_csi_drivers,
 )
+from .dra.config import DeviceConfigError, DeviceGroupSpec, parse_devices
 
 DEFAULT_KUBELET_VERSION = "v1.37.0"
 DEFAULT_CAPACITY: Mapping[str, str] = {"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"}
@@ -94,6 +102,7 @@ _GROUP_KEYS = {
     "shutdownDelay",
     "batchRunTime",
     "csiCapacity",
+    "devices",
 }
 
 
@@ -130,6 +139,8 @@ class NodeSpec:
     """CSI driver name -> storage capacity quantity on this node (``csiCapacity``)."""
     csi_drivers: tuple[CSIDriverSpec, ...] = (DEFAULT_DRIVER,)
     """The node config's ``csiDrivers`` (the same tuple on every node of one file)."""
+    devices: tuple[DeviceGroupSpec, ...] = ()
+    """The node's DRA device groups (``devices``), published by :mod:`kubeplane.kubelet.dra`."""
 
 
 def _shutdown_delay(group: str, value: Any, key: str = "shutdownDelay") -> float | None:
@@ -266,6 +277,10 @@ def _expand(
         csi_capacity = parse_csi_capacity(label, group.get("csiCapacity"), drivers)
     except CSIConfigError as exc:
         raise NodeConfigError(str(exc)) from None
+    try:
+        devices = parse_devices(label, group.get("devices"))
+    except DeviceConfigError as exc:
+        raise NodeConfigError(str(exc)) from None
     node_topology = any(d.topology == "node" for d in drivers)
     specs = []
     for i, (name, index) in enumerate(names):
@@ -305,6 +320,7 @@ def _expand(
                 batch_run_time=batch_run_time,
                 csi_capacity=csi_capacity,
                 csi_drivers=drivers,
+                devices=devices,
             )
         )
     return specs

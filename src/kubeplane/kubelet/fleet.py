@@ -21,6 +21,8 @@ module                                         upstream (``pkg/kubelet``) and jo
 :mod:`~kubeplane.kubelet.state`                what they share: options, ``SimNode``, pod tasks, events
 :mod:`~kubeplane.kubelet.csi`                  kubernetes-csi's external-provisioner and node plugins: the
                                                node config's simulated CSI drivers (``Fleet.csi``)
+:mod:`~kubeplane.kubelet.dra`                  ``cm/dra`` and the DRA kubelet plugins: the node config's
+                                               ``devices`` as ResourceSlices, claims prepared (``Fleet.dra``)
 =============================================  =================================================================
 
 Shape (one event loop, everything on the injected clock):
@@ -64,6 +66,8 @@ from .csi.config import CSIDriverSpec
 from .csi.driver import CSIPlugins
 from .csi_attacher import SimAttacher
 from .device_manager import DeviceManager
+from .dra.manager import DRAManager
+from .dra.slices import SlicePublisher
 from .eviction_manager import EvictionManager
 from .kubelet_server import KubeletServer
 from .mirror_pods import MirrorPods
@@ -125,6 +129,9 @@ class Fleet:
         self.storage_informers = SharedInformerFactory(client, clock=self.clock, rng=self.rng)
         self.volumes = VolumeManager(self.storage_informers, clock=self.clock, events=self.events)
         self.attacher = SimAttacher(client, self.storage_informers, self.clock)
+        self.dra = DRAManager(client, clock=self.clock, node_of=self._dra_node)
+        """The kubelets' DRA manager and simulated DRA drivers (the node config's ``devices``)."""
+        self.dra_slices = SlicePublisher(client, node_uid=lambda name: self.nodes[name].uid)
         self.workers = PodWorkers(
             clock=self.clock,
             options=self.options,
@@ -134,6 +141,7 @@ class Fleet:
             devices=self.devices,
             events=self.events,
             volumes=self.volumes,
+            dra=self.dra,
         )
         self.eviction = EvictionManager(
             clock=self.clock,
@@ -191,6 +199,7 @@ class Fleet:
         self.pod_informer.start()
         await self.pod_informer.wait_for_sync()
         await self.csi.start()
+        await self.dra_slices.sync([sim.spec for sim in self.nodes.values()], self._dra_drivers())
         self._tasks.extend(self.status.start(self.options.status_workers))
         self._tasks.append(asyncio.get_running_loop().create_task(self.attacher.run(), name="external-attacher"))
         for sim in self.nodes.values():
@@ -213,8 +222,16 @@ class Fleet:
             added.append(sim)
         await asyncio.gather(*(self.node_status.register(sim) for sim in added))
         await self.csi.add_nodes(specs)
+        await self.dra_slices.sync(specs, self._dra_drivers())
         for sim in added:
             self._start_node(sim)
+
+    def _dra_drivers(self) -> set[str]:
+        return {group.driver for sim in self.nodes.values() for group in sim.spec.devices}
+
+    def _dra_node(self, name: str) -> tuple[NodeSpec, Obj]:
+        sim = self.nodes[name]
+        return sim.spec, sim.node or {"metadata": {"name": name, "labels": dict(sim.spec.labels)}}
 
     async def run(self) -> None:
         """Start, then run until cancelled (stopping cleanly)."""
@@ -391,6 +408,7 @@ class Fleet:
             sim = self.nodes.get(rt.node)
             if sim is not None:
                 sim.release(rt)
+                self.dra.unprepare(sim.name, rt.pod)
                 if rt.static_hash and sim.static_runtimes.get(rt.static_hash) is rt:
                     del sim.static_runtimes[rt.static_hash]
 

@@ -13,6 +13,7 @@ import uuid
 from typing import Any
 
 from kubeplane.api.meta import format_micro_time, format_time
+from kubeplane.api.nodedeclaredfeatures import kubelet_declared_features
 
 from .config import NodeSpec
 from .eviction import pressure_condition
@@ -97,6 +98,7 @@ def registration_node(spec: NodeSpec, now: float, images: list[Obj], *, kubelet_
             "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
             "nodeInfo": node_info(spec),
             "images": images[:MAX_IMAGES],
+            "declaredFeatures": kubelet_declared_features(),
         },
     }
 

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kubeplane.api.meta import format_time
+from kubeplane.api.nodedeclaredfeatures import kubelet_declared_features
 from kubeplane.api.views import EMPTY, NodeView, uid_of
 from kubeplane.client.clock import Clock
 from kubeplane.client.errors import AlreadyExistsError, ConflictError, NotFoundError
@@ -165,6 +166,7 @@ class NodeStatus:
                     {"type": "Hostname", "address": sim.name},
                 ],
                 daemonEndpoints={"kubeletEndpoint": {"Port": self.kubelet_port}},
+                declaredFeatures=kubelet_declared_features(),
             )
         sim.node = await self._client.patch(
             self._nodes_res, sim.name, {"status": status}, patch_type=PatchType.STRATEGIC, subresource="status"

@@ -40,6 +40,7 @@ from kubeplane.client.clock import Clock
 
 from . import admission, container_logs, sim_exits, termination
 from .device_manager import DeviceManager
+from .dra.manager import FAILED_PREPARE_REASON, DRAManager, pod_uses_dra
 from .node import registration_node
 from .runtime import ContainerRuntime, PodRuntime, normalize_image
 from .state import (
@@ -85,10 +86,12 @@ class PodWorkers:
         devices: DeviceManager,
         events: NodeEvents,
         volumes: VolumeManager | None = None,
+        dra: DRAManager | None = None,
     ) -> None:
         self._clock, self._options, self._runtimes = clock, options, runtimes
         self._tasks, self._status, self._devices, self._events = tasks, status, devices, events
         self._volumes = volumes
+        self._dra = dra
 
     def new_runtime(self, sim: SimNode, pod: Obj) -> PodRuntime:
         """A fresh runtime for ``pod`` on ``sim``, known to the fleet (and the status manager) from now on."""
@@ -127,6 +130,13 @@ class PodWorkers:
         pod = rt.pod
         if self._volumes is not None and has_claims(pod):  # upstream SyncPod: WaitForAttachAndMount first
             await self._volumes.wait_for_attach_and_mount(sim, rt)
+            pod = rt.pod
+        if self._dra is not None and pod_uses_dra(pod):  # kuberuntime SyncPod: PrepareDynamicResources first
+            await self._dra.wait_for_prepare(
+                sim.name,
+                lambda: rt.pod,
+                lambda msg: self._events.pod(sim, rt.pod, "Warning", FAILED_PREPARE_REASON, msg),
+            )
             pod = rt.pod
         spec = spec_of(pod)
         await delay(self._clock, self._options.sandbox_delay)
@@ -235,6 +245,7 @@ class PodWorkers:
                     if sidecar.running:
                         sidecar.terminate(0, now)
                 sim.release(rt)
+                self.unprepare(sim, rt)
                 self._status.mark_dirty(rt)
                 return
             restarts = rt.containers[0].restart_count if rt.containers else 0
@@ -294,6 +305,11 @@ class PodWorkers:
             rt.holding = False
         return rt
 
+    def unprepare(self, sim: SimNode, rt: PodRuntime) -> None:
+        """The pod is done with its DRA claims (upstream ``SyncTerminatedPod``: ``UnprepareDynamicResources``)."""
+        if self._dra is not None:
+            self._dra.unprepare(sim.name, rt.pod)
+
     # --- termination -------------------------------------------------------------------------------------------
 
     def begin_termination(self, sim: SimNode, rt: PodRuntime) -> None:
@@ -330,6 +346,7 @@ class PodWorkers:
             )
             rt.phase = "Succeeded" if exited_zero and running else "Failed"
         sim.release(rt)
+        self.unprepare(sim, rt)
         rt.delete_requested = True
         self._status.mark_dirty(rt)
 

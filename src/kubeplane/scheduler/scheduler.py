@@ -131,6 +131,8 @@ def _node_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> ActionType:
         action |= ActionType.UPDATE_NODE_CONDITION
     if o_meta.get("annotations") != n_meta.get("annotations"):
         action |= ActionType.UPDATE_NODE_ANNOTATION
+    if (o_status.get("declaredFeatures") or []) != (n_status.get("declaredFeatures") or []):
+        action |= ActionType.UPDATE_NODE_DECLARED_FEATURES  # NodeDeclaredFeatures: GA, locked on in v1.37
     return action
 
 

@@ -13,6 +13,7 @@ from kubeplane.scheduler.plugins import (
     image_locality,
     inter_pod_affinity,
     node_affinity,
+    node_declared_features,
     node_name,
     node_ports,
     node_resources_balanced_allocation,
@@ -52,6 +53,7 @@ _MODULES = (
     default_preemption,
     default_binder,
     gang_scheduling,
+    node_declared_features,
 )
 
 
