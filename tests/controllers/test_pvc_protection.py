@@ -131,13 +131,14 @@ async def _deleting_in_cache(env: Env) -> bool:
 
 def test_pod_uses_pvc_ephemeral_rules() -> None:
     """podUsesPVC: an ephemeral volume's claim is <pod>-<volume> and must be controlled by the pod; a shut-down
-    pod (deleted with grace 0) no longer uses it; an unscheduled pod uses nothing."""
+    pod (deleted with grace 0) no longer uses it; an unscheduled pod uses nothing. (``ephemeral.VolumeIsForPod``
+    also wants the claim in the pod's namespace, as an informer's claim always is.)"""
     pod: dict[str, Any] = {
         "metadata": {"name": "p", "namespace": NS, "uid": "u1"},
         "spec": {"nodeName": "n", "volumes": [{"name": "scratch", "ephemeral": {}}]},
     }
-    owned = {"metadata": {"name": "p-scratch", "ownerReferences": [{"uid": "u1", "controller": True}]}}
-    stranger = {"metadata": {"name": "p-scratch", "ownerReferences": [{"uid": "u2", "controller": True}]}}
+    owned = {"metadata": {"name": "p-scratch", "namespace": NS, "ownerReferences": [{"uid": "u1", "controller": True}]}}
+    stranger = {"metadata": {**owned["metadata"], "ownerReferences": [{"uid": "u2", "controller": True}]}}
     assert pod_pvc_keys(pod) == [f"{NS}/p-scratch"]
     assert pod_uses_pvc(pod, owned)
     assert not pod_uses_pvc(pod, stranger)

@@ -37,12 +37,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from kubeplane.api.views import (
-    TERMINAL_PHASES,
     annotations_of,
     meta_of,
     name_of,
@@ -55,6 +54,7 @@ from kubeplane.client.cache import NODE_NAME_INDEX
 from kubeplane.client.errors import AlreadyExistsError, NotFoundError
 from kubeplane.client.interface import Obj
 from kubeplane.controllers.base import Controller, ControllerContext
+from kubeplane.controllers.pv_controller_util import is_pod_terminated, pod_pvc_index
 
 __all__ = ["AttachDetachController", "attachment_name", "is_pod_terminated"]
 
@@ -74,33 +74,6 @@ def attachment_name(volume_handle: str, driver: str, node: str) -> str:
     """Upstream ``getAttachmentName``: ``csi-`` + hex sha256 of handle, driver and node concatenated (the same
     function as :func:`kubeplane.kubelet.csi_attacher.attachment_name`; the layers may not share a module)."""
     return "csi-" + hashlib.sha256(f"{volume_handle}{driver}{node}".encode()).hexdigest()
-
-
-def _not_running(statuses: Iterable[Mapping[str, Any]]) -> bool:
-    return all("terminated" in (s.get("state") or {}) or "waiting" in (s.get("state") or {}) for s in statuses)
-
-
-def is_pod_terminated(pod: Obj) -> bool:
-    """Upstream ``volumeutil.IsPodTerminated``: Failed or Succeeded, or deleted with no container running."""
-    status = status_of(pod)
-    if status.get("phase") in TERMINAL_PHASES:
-        return True
-    return bool(meta_of(pod).get("deletionTimestamp")) and all(
-        _not_running(status.get(k) or ())
-        for k in ("initContainerStatuses", "containerStatuses", "ephemeralContainerStatuses")
-    )
-
-
-def pod_claims(pod: Obj) -> list[str]:
-    """``namespace/claim`` of each claim ``pod``'s volumes name (generic ephemeral: ``<pod>-<volume>``)."""
-    namespace, out = namespace_of(pod), []
-    for volume in spec_of(pod).get("volumes") or ():
-        source = volume.get("persistentVolumeClaim")
-        if source is not None and source.get("claimName"):
-            out.append(f"{namespace}/{source['claimName']}")
-        elif volume.get("ephemeral") is not None:
-            out.append(f"{namespace}/{name_of(pod)}-{volume.get('name')}")
-    return out
 
 
 def _va_keys(va: Obj) -> list[str]:
@@ -125,7 +98,7 @@ class AttachDetachController(Controller):
         super().__init__(ctx)
         inf = ctx.informers
         self.recorder = ctx.recorder("attachdetach-controller")
-        self.pods = inf.informer_for("pods", indexers={CLAIMS_INDEX: pod_claims})
+        self.pods = inf.informer_for("pods", indexers={CLAIMS_INDEX: pod_pvc_index})
         self.claims = inf.informer_for("persistentvolumeclaims")
         self.volumes = inf.informer_for("persistentvolumes")
         self.drivers = inf.informer_for("csidrivers")
@@ -148,7 +121,7 @@ class AttachDetachController(Controller):
         if not node:
             return ()
         keys = []
-        for claim_key in pod_claims(pod):
+        for claim_key in pod_pvc_index(pod):
             namespace, _, claim = claim_key.partition("/")
             pvc = self.claims.lister().get(namespace, claim)
             pv = spec_of(pvc).get("volumeName") if pvc is not None else None
@@ -225,7 +198,7 @@ class AttachDetachController(Controller):
         for pod in self.pods.indexer.by_index(NODE_NAME_INDEX, node):
             if is_pod_terminated(pod):
                 continue
-            for claim_key in pod_claims(pod):
+            for claim_key in pod_pvc_index(pod):
                 namespace, _, claim = claim_key.partition("/")
                 pvc = self.claims.lister().get(namespace, claim)
                 if pvc is not None and status_of(pvc).get("phase") == "Bound" and spec_of(pvc).get("volumeName") == pv:

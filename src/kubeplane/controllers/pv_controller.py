@@ -27,6 +27,7 @@ import logging
 from typing import ClassVar, Final
 
 from kubeplane.api.views import meta_of, spec_of
+from kubeplane.api.volumes import claim_key
 from kubeplane.client.errors import ConflictError
 from kubeplane.client.interface import Obj
 from kubeplane.client.workqueue import QueueShutDown, WorkQueue
@@ -34,7 +35,7 @@ from kubeplane.controllers.base import Controller, ControllerContext, key_of, sp
 from kubeplane.controllers.pv_controller_index import ObjectStore, VolumeIndex
 from kubeplane.controllers.pv_controller_operations import Operations
 from kubeplane.controllers.pv_controller_reclaim import VolumeSync
-from kubeplane.controllers.pv_controller_util import POD_PVC_INDEX, claim_key, claimref_key, pod_pvc_index
+from kubeplane.controllers.pv_controller_util import POD_PVC_INDEX, claimref_key, pod_pvc_index
 
 __all__ = ["DEFAULT_SYNC_PERIOD", "PersistentVolumeController"]
 

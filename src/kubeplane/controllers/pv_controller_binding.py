@@ -19,12 +19,18 @@ from __future__ import annotations
 import logging
 
 from kubeplane.api.views import meta_of, spec_of
+from kubeplane.api.volumes import (
+    ANN_BIND_COMPLETED,
+    ANN_BOUND_BY_CONTROLLER,
+    claim_class,
+    claim_key,
+    is_delay_binding_provisioning,
+    is_volume_bound_to_claim,
+)
 from kubeplane.client.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
 from kubeplane.client.interface import Obj
 from kubeplane.controllers.pv_controller_operations import Operations
 from kubeplane.controllers.pv_controller_util import (
-    ANN_BIND_COMPLETED,
-    ANN_BOUND_BY_CONTROLLER,
     EXTERNAL_PROVISIONING,
     FAILED_BINDING,
     POD_PVC_INDEX,
@@ -33,12 +39,8 @@ from kubeplane.controllers.pv_controller_util import (
     WAIT_FOR_FIRST_CONSUMER,
     WAIT_FOR_POD_SCHEDULED,
     check_volume_satisfy_claim,
-    claim_class,
-    claim_key,
     claimref_key,
-    is_delay_binding_provisioning,
     is_pod_terminated,
-    is_volume_bound_to_claim,
 )
 from kubeplane.controllers.pv_controller_writes import PVWrites
 

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from kubeplane.api.views import meta_of, spec_of
+from kubeplane.api.volumes import find_matching_volume
 from kubeplane.client.interface import Obj
-from kubeplane.controllers.pv_controller_util import find_matching_volume
 
 __all__ = [
     "ObjectStore",

@@ -24,18 +24,16 @@ from __future__ import annotations
 import logging
 
 from kubeplane.api.views import meta_of, spec_of, status_of
+from kubeplane.api.volumes import ANN_DYNAMICALLY_PROVISIONED, ANN_MIGRATED_TO, check_volume_mode_mismatches
 from kubeplane.client.errors import NotFoundError
 from kubeplane.client.events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING
 from kubeplane.client.interface import Obj
 from kubeplane.controllers.pv_controller_binding import ClaimSync
 from kubeplane.controllers.pv_controller_util import (
-    ANN_DYNAMICALLY_PROVISIONED,
-    ANN_MIGRATED_TO,
     POD_PVC_INDEX,
     VOLUME_FAILED_DELETE,
     VOLUME_FAILED_RECYCLE,
     VOLUME_MISMATCH,
-    check_volume_mode_mismatches,
     claimref_key,
     is_pod_terminated,
 )

@@ -17,12 +17,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from kubeplane.api.views import meta_of, spec_of, status_of
-from kubeplane.client.cache import Indexer, Lister
-from kubeplane.client.events import EventRecorder
-from kubeplane.client.interface import Client, Obj
-from kubeplane.controllers.podutil import parse_timestamp
-from kubeplane.controllers.pv_controller_index import ObjectStore, VolumeIndex, store_object_update
-from kubeplane.controllers.pv_controller_util import (
+from kubeplane.api.volumes import (
     ANN_BETA_STORAGE_PROVISIONER,
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
@@ -31,6 +26,11 @@ from kubeplane.controllers.pv_controller_util import (
     get_bind_volume_to_claim,
     quantity_of,
 )
+from kubeplane.client.cache import Indexer, Lister
+from kubeplane.client.events import EventRecorder
+from kubeplane.client.interface import Client, Obj
+from kubeplane.controllers.podutil import parse_timestamp
+from kubeplane.controllers.pv_controller_index import ObjectStore, VolumeIndex, store_object_update
 
 __all__ = ["PVWrites", "default_class"]
 

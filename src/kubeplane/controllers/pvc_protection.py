@@ -24,9 +24,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Final
 
 from kubeplane.api.views import is_pod_terminal, meta_of, spec_of
+from kubeplane.api.volumes import volume_claim_name, volume_is_for_pod
 from kubeplane.client.interface import Obj
 
 from .base import Controller, ControllerContext, split_key
+from .pv_controller_util import pod_pvc_index as pod_pvc_keys
 
 __all__ = ["PVC_PROTECTION_FINALIZER", "PVCProtectionController", "pod_pvc_keys", "pod_uses_pvc"]
 
@@ -55,36 +57,10 @@ def _volumes(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [v for v in spec_of(pod).get("volumes") or () if isinstance(v, Mapping)]
 
 
-def _ephemeral_claim_name(pod: Mapping[str, Any], volume: Mapping[str, Any]) -> str:
-    """``ephemeral.VolumeClaimName``: ``<pod name>-<volume name>``."""
-    return f"{meta_of(pod).get('name', '')}-{volume.get('name', '')}"
-
-
-def pod_pvc_keys(pod: Mapping[str, Any]) -> list[str]:
-    """``PodPVCIndexFunc``: ``namespace/claim`` of every claim the pod's volumes name (ephemeral ones included)."""
-    namespace = str(meta_of(pod).get("namespace") or "")
-    keys: list[str] = []
-    for volume in _volumes(pod):
-        claim = volume.get("persistentVolumeClaim")
-        if isinstance(claim, Mapping):
-            keys.append(f"{namespace}/{claim.get('claimName', '')}")
-        elif isinstance(volume.get("ephemeral"), Mapping):
-            keys.append(f"{namespace}/{_ephemeral_claim_name(pod, volume)}")
-    return keys
-
-
 def _pod_is_shut_down(pod: Mapping[str, Any]) -> bool:
     """``podIsShutDown``: deleted with a zero grace period (the kubelet is done with it, or it was forced)."""
     meta = meta_of(pod)
     return bool(meta.get("deletionTimestamp")) and meta.get("deletionGracePeriodSeconds") == 0
-
-
-def _controlled_by(obj: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
-    uid = meta_of(owner).get("uid")
-    return any(
-        isinstance(ref, Mapping) and ref.get("controller") is True and ref.get("uid") == uid
-        for ref in meta_of(obj).get("ownerReferences") or ()
-    )
 
 
 def pod_uses_pvc(pod: Mapping[str, Any], pvc: Mapping[str, Any]) -> bool:
@@ -100,8 +76,8 @@ def pod_uses_pvc(pod: Mapping[str, Any], pvc: Mapping[str, Any]) -> bool:
         if (
             not _pod_is_shut_down(pod)
             and isinstance(volume.get("ephemeral"), Mapping)
-            and _ephemeral_claim_name(pod, volume) == name
-            and _controlled_by(pvc, pod)
+            and volume_claim_name(pod, volume) == name
+            and volume_is_for_pod(pod, pvc) is None
         ):
             return True
     return False

@@ -40,7 +40,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeplane.api.views import meta_of, name_of, namespace_of, section, spec_of, status_of, uid_of
+from kubeplane.api.views import meta_of, name_of, namespace_of, spec_of, status_of, uid_of
+from kubeplane.api.volumes import volume_claim_name, volume_is_for_pod
 from kubeplane.client.clock import Clock
 from kubeplane.client.informer import SharedInformer, SharedInformerFactory
 
@@ -180,7 +181,7 @@ class VolumeManager:
         name, namespace = str(volume.get("name")), namespace_of(pod)
         source = volume.get("persistentVolumeClaim")
         ephemeral = source is None
-        claim = f"{name_of(pod)}-{name}" if ephemeral else str((source or {}).get("claimName") or "")
+        claim = volume_claim_name(pod, volume) if ephemeral else str((source or {}).get("claimName") or "")
         prefix = f"error processing PVC {namespace}/{claim}: "
         state.depends_on.add(f"pvc:{namespace}/{claim}")
         pvc = self._get("persistentvolumeclaims", namespace, claim)
@@ -195,10 +196,8 @@ class VolumeManager:
         pv_name = str(spec_of(pvc).get("volumeName") or "")
         if not pv_name:
             raise _ProcessingError(prefix + "PVC has empty pvc.Spec.VolumeName")
-        if ephemeral and not _controlled_by(pvc, pod):  # component-helpers ephemeral.VolumeIsForPod
-            raise _ProcessingError(
-                f"PVC {namespace}/{claim} was not created for pod {namespace}/{name_of(pod)} (pod is not owner)"
-            )
+        if ephemeral and (error := volume_is_for_pod(pod, pvc)) is not None:
+            raise _ProcessingError(error)
         state.depends_on.add(f"pv:{pv_name}")
         pv = self._get("persistentvolumes", None, pv_name)
         if pv is None:
@@ -279,10 +278,3 @@ class VolumeManager:
                     waiting.discard(event)
                     if not waiting:
                         del self._waiters[key]
-
-
-def _controlled_by(obj: Obj, owner: Obj) -> bool:
-    """metav1.IsControlledBy: a controller ownerReference with the owner's UID."""
-    uid = uid_of(owner)
-    refs = section(obj, "metadata").get("ownerReferences") or ()
-    return any(ref.get("controller") and ref.get("uid") == uid for ref in refs)

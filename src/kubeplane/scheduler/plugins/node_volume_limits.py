@@ -24,6 +24,7 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from kubeplane.api.volumes import claim_class, volume_claim_name, volume_is_for_pod
 from kubeplane.scheduler.framework.interface import (
     ActionType,
     ClusterEvent,
@@ -39,12 +40,9 @@ from kubeplane.scheduler.plugins.volume_util import (
     NotFoundError,
     StorageLister,
     csi_volume_handle,
-    ephemeral_claim_name,
     in_tree_plugin_by_name,
     in_tree_plugin_of,
     is_csi_migration_on,
-    pvc_storage_class,
-    volume_is_for_pod,
 )
 
 if TYPE_CHECKING:
@@ -176,7 +174,7 @@ class NodeVolumeLimits:
             if (claim := volume.get("persistentVolumeClaim")) is not None:
                 name = claim.get("claimName") or ""
             elif volume.get("ephemeral") is not None:
-                name = ephemeral_claim_name(pod.pod, volume)
+                name = volume_claim_name(pod.pod, volume)
             else:
                 continue
             if name == added:
@@ -286,7 +284,7 @@ class NodeVolumeLimits:
             if (claim := volume.get("persistentVolumeClaim")) is not None:
                 claim_name = str(claim.get("claimName") or "")
             elif volume.get("ephemeral") is not None:
-                claim_name = ephemeral_claim_name(pod, volume)
+                claim_name = volume_claim_name(pod, volume)
                 is_ephemeral = True
             else:
                 self._check_attachable_inline_volume(volume, csi_node, result)
@@ -333,7 +331,7 @@ class NodeVolumeLimits:
         self, lister: StorageLister, csi_node: Mapping[str, Any] | None, pvc: Mapping[str, Any]
     ) -> tuple[str, str]:
         """Upstream ``getCSIDriverInfoFromSC``: an unbound claim counts for its class's provisioner."""
-        class_name = pvc_storage_class(pvc)
+        class_name = claim_class(pvc)
         if not class_name:
             return "", ""  # no class: Immediate binding, so it must be bound before scheduling
         try:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
+from kubeplane.api.volumes import pod_claim_names, volume_is_for_pod
 from kubeplane.scheduler.config.features import DEFAULT_GATES, STORAGE_CAPACITY_SCORING, FeatureGates
 from kubeplane.scheduler.framework.interface import (
     MAX_NODE_SCORE,
@@ -34,7 +35,6 @@ from kubeplane.scheduler.framework.interface import (
 )
 from kubeplane.scheduler.plugins.resource_allocation import MAX_CUSTOM_PRIORITY_SCORE, ShapePoint
 from kubeplane.scheduler.plugins.volume_binding_binder import BinderError, PodVolumeClaims, PodVolumes, VolumeBinder
-from kubeplane.scheduler.plugins.volume_binding_helpers import EphemeralError, pod_claim_names, volume_is_for_pod
 from kubeplane.scheduler.plugins.volume_binding_hints import events_to_register
 from kubeplane.scheduler.plugins.volume_binding_scorer import (
     ClassResources,
@@ -120,8 +120,8 @@ class VolumeBinding:
                 )
             if (pvc.get("metadata") or {}).get("deletionTimestamp") is not None:
                 raise ValueError(f'persistentvolumeclaim "{name}" is being deleted')
-            if is_ephemeral:
-                volume_is_for_pod(pod.pod, pvc)
+            if is_ephemeral and (error := volume_is_for_pod(pod.pod, pvc)) is not None:
+                raise ValueError(error)
         return has_pvc
 
     def pre_filter(
@@ -129,7 +129,7 @@ class VolumeBinding:
     ) -> tuple[PreFilterResult | None, Status | None]:
         try:
             has_pvc = self._pod_has_pvcs(pod)
-        except (ValueError, EphemeralError) as exc:
+        except ValueError as exc:
             return None, Status.unresolvable(str(exc))
         if not has_pvc:
             state.write(STATE_KEY, StateData())

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kubeplane.scheduler.plugins.volume_binding_helpers import claim_key, volume_class
+from kubeplane.api.volumes import claim_key, volume_class
 
 __all__ = ["AssumeCache", "AssumeCacheError", "NotFoundInCache", "list_pvs", "pv_cache", "pvc_cache"]
 

@@ -29,6 +29,20 @@ from typing import TYPE_CHECKING, Any, Final
 
 from kubeplane.api import labels
 from kubeplane.api.labels import SelectorError
+from kubeplane.api.volumes import (
+    ANN_BIND_COMPLETED,
+    ANN_SELECTED_NODE,
+    NOT_SUPPORTED_PROVISIONER,
+    NodeAffinityCache,
+    claim_class,
+    claim_key,
+    find_matching_volume,
+    get_bind_volume_to_claim,
+    pod_claim_names,
+    requested_storage,
+    volume_class,
+    volume_is_for_pod,
+)
 from kubeplane.client.errors import APIStatusError
 from kubeplane.scheduler.plugins.volume_binding_assume_cache import (
     AssumeCache,
@@ -38,20 +52,9 @@ from kubeplane.scheduler.plugins.volume_binding_assume_cache import (
     pvc_cache,
 )
 from kubeplane.scheduler.plugins.volume_binding_helpers import (
-    ANN_BIND_COMPLETED,
-    ANN_SELECTED_NODE,
-    NOT_SUPPORTED_PROVISIONER,
-    NodeAffinityCache,
-    claim_class,
-    claim_key,
     claim_storage_request,
-    find_matching_volume,
-    get_bind_volume_to_claim,
     match_topology_selector_terms,
-    pod_claim_names,
     pv_capacity,
-    volume_class,
-    volume_is_for_pod,
 )
 
 if TYPE_CHECKING:
@@ -246,11 +249,8 @@ class VolumeBinder:
         claims.classes = self._cluster("storageclasses")
         for name, is_ephemeral in pod_claim_names(pod):
             bound, pvc = self._is_pvc_bound(namespace, name, pvcs)
-            if is_ephemeral:
-                try:
-                    volume_is_for_pod(pod, pvc)
-                except ValueError as exc:
-                    raise BinderError(str(exc)) from exc
+            if is_ephemeral and (error := volume_is_for_pod(pod, pvc)) is not None:
+                raise BinderError(error)
             if bound:
                 claims.bound_claims.append(pvc)
                 continue
@@ -350,7 +350,7 @@ class VolumeBinder:
             pv = claims.pvs.get(str((pvc.get("spec") or {}).get("volumeName") or ""))
             if pv is None:
                 return True, False
-            if not self._affinity.check(pv, node_labels):
+            if self._affinity.check(pv, node_labels) is not None:
                 return False, True
         return True, True
 
@@ -358,7 +358,7 @@ class VolumeBinder:
         self, claims: PodVolumeClaims, to_bind: list[Mapping[str, Any]], node_labels: Mapping[str, str]
     ) -> tuple[bool, list[BindingInfo], list[Mapping[str, Any]]]:
         """Upstream ``findMatchingVolumes``: claims smallest request first, each PV used once."""
-        ordered = sorted(to_bind, key=lambda c: claim_storage_request(c) or 0)
+        ordered = sorted(to_bind, key=requested_storage)  # byPVCSize: Quantity.Cmp of the requests
         chosen: dict[str, Mapping[str, Any]] = {}
         bindings: list[BindingInfo] = []
         unbound: list[Mapping[str, Any]] = []
@@ -366,7 +366,9 @@ class VolumeBinder:
         for pvc in ordered:
             pvs = claims.unbound_volumes_delay_binding.get(claim_class(pvc), [])
             try:
-                pv = find_matching_volume(pvc, pvs, node_labels, chosen, True, self._affinity)
+                pv = find_matching_volume(
+                    pvc, pvs, node_labels=node_labels, excluded=chosen, delay_binding=True, affinity=self._affinity
+                )
             except ValueError as exc:
                 raise BinderError(str(exc)) from exc
             if pv is None:
@@ -566,10 +568,8 @@ class VolumeBinder:
                 raise BinderError(f"failed to check binding: {exc}") from exc
             if _rv(binding.pv) > _rv(pv):
                 return False
-            if not self._affinity.check(pv, node_labels):
-                raise BinderError(
-                    f'pv "{_name(pv)}" node affinity doesn\'t match node "{node_name}": no matching NodeSelectorTerms'
-                )
+            if (error := self._affinity.check(pv, node_labels)) is not None:
+                raise BinderError(f'pv "{_name(pv)}" node affinity doesn\'t match node "{node_name}": {error}')
             ref = (pv.get("spec") or {}).get("claimRef")
             if not ref or not ref.get("uid"):
                 raise BinderError(f'ClaimRef got reset for pv "{_name(pv)}"')
@@ -593,11 +593,8 @@ class VolumeBinder:
                     pv = self.pv_cache.get_api_obj(volume_name)
                 except NotFoundInCache:
                     return False
-                if not self._affinity.check(pv, node_labels):
-                    raise BinderError(
-                        f'pv "{volume_name}" node affinity doesn\'t match node "{node_name}": '
-                        "no matching NodeSelectorTerms"
-                    )
+                if (error := self._affinity.check(pv, node_labels)) is not None:
+                    raise BinderError(f'pv "{volume_name}" node affinity doesn\'t match node "{node_name}": {error}')
             if not is_pvc_fully_bound(pvc):
                 return False
         return True

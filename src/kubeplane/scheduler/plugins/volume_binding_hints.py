@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from kubeplane.api.volumes import pod_claim_names
 from kubeplane.scheduler.framework.interface import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from kubeplane.scheduler.framework.types import PodInfo
 from kubeplane.scheduler.plugins.volume_binding_binder import volume_limit
-from kubeplane.scheduler.plugins.volume_binding_helpers import pod_claim_names
 
 __all__ = [
     "MIGRATED_PLUGINS_ANNOTATION",

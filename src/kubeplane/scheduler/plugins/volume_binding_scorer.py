@@ -11,9 +11,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kubeplane.api.quantity import parse_value
+from kubeplane.api.volumes import claim_class
 from kubeplane.scheduler.plugins.resource_allocation import ShapePoint, build_broken_linear_function, go_round
 from kubeplane.scheduler.plugins.volume_binding_binder import PodVolumes
-from kubeplane.scheduler.plugins.volume_binding_helpers import claim_class, claim_storage_request
+from kubeplane.scheduler.plugins.volume_binding_helpers import claim_storage_request
 
 __all__ = ["MAX_UTILIZATION", "ClassResources", "StorageResource", "VolumeCapacityScorer", "build_scorer_function"]
 

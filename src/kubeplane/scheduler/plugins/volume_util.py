@@ -6,9 +6,9 @@ statuses verbatim: a client-go lister's ``errors.NewNotFound(<group>.Resource("<
 ``persistentvolumeclaim "x" not found`` for the core group and ``storageclass.storage.k8s.io "x" not found`` for
 storage.k8s.io (``GroupResource.String()`` adds the group).
 
-Also the small shared helpers of upstream's ``component-helpers/storage/volume`` and ``.../ephemeral`` that the
-VolumeRestrictions, VolumeZone and NodeVolumeLimits plugins use. Invariant: nothing here mutates an object it was
-given (informer objects are shared).
+Also :func:`claim_volumes` and csi-translation-lib's parts the volume plugins use; upstream's
+``component-helpers/storage/volume`` and ``.../ephemeral`` helpers are in :mod:`kubeplane.api.volumes`. Invariant:
+nothing here mutates an object it was given (informer objects are shared).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from kubeplane.scheduler.framework.handle import Handle
 
 __all__ = [
-    "BETA_STORAGE_CLASS_ANNOTATION",
     "IN_TREE_PLUGINS",
     "MIGRATED_PLUGINS_ANNOTATION",
     "InTreePlugin",
@@ -31,15 +30,10 @@ __all__ = [
     "StorageLister",
     "claim_volumes",
     "csi_volume_handle",
-    "ephemeral_claim_name",
     "in_tree_plugin_by_name",
     "in_tree_plugin_of",
     "is_csi_migration_on",
-    "pvc_storage_class",
-    "volume_is_for_pod",
 ]
-
-BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 
 
 class NotFoundError(LookupError):
@@ -113,38 +107,6 @@ class StorageLister:
                 by_node.setdefault(str(spec_of(va).get("nodeName") or ""), []).append(va)
             self._va_by_node = by_node
         return self._va_by_node.get(node_name, ())
-
-
-def pvc_storage_class(pvc: Mapping[str, Any]) -> str:
-    """The claim's class: the beta annotation first, then ``spec.storageClassName``, else ""
-    (upstream ``storagehelpers.GetPersistentVolumeClaimClass``)."""
-    annotations = meta_of(pvc).get("annotations") or EMPTY
-    if BETA_STORAGE_CLASS_ANNOTATION in annotations:
-        return str(annotations[BETA_STORAGE_CLASS_ANNOTATION])
-    return str(spec_of(pvc).get("storageClassName") or "")
-
-
-def ephemeral_claim_name(pod: Mapping[str, Any], volume: Mapping[str, Any]) -> str:
-    """The PVC name of a generic ephemeral volume: ``<pod name>-<volume name>`` (upstream
-    ``ephemeral.VolumeClaimName``)."""
-    return f"{name_of(pod)}-{volume.get('name') or ''}"
-
-
-def volume_is_for_pod(pod: Mapping[str, Any], pvc: Mapping[str, Any]) -> str | None:
-    """None when ``pvc`` is controlled by ``pod`` (same namespace, controller owner reference with the pod's
-    UID), else upstream ``ephemeral.VolumeIsForPod``'s error message."""
-    pod_meta, pvc_meta = meta_of(pod), meta_of(pvc)
-    pod_uid = pod_meta.get("uid") or ""
-    controlled = any(
-        ref.get("controller") is True and (ref.get("uid") or "") == pod_uid
-        for ref in pvc_meta.get("ownerReferences") or ()
-    )
-    if namespace_of(pvc) != namespace_of(pod) or not controlled:
-        return (
-            f"PVC {namespace_of(pvc)}/{name_of(pvc)} was not created for pod "
-            f"{namespace_of(pod)}/{name_of(pod)} (pod is not owner)"
-        )
-    return None
 
 
 def claim_volumes(pod: Mapping[str, Any]) -> Iterator[str]:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kubeplane.api.volumes import claim_class
 from kubeplane.scheduler.framework.interface import (
     ActionType,
     ClusterEvent,
@@ -32,7 +33,7 @@ from kubeplane.scheduler.framework.interface import (
     QueueingHint,
     Status,
 )
-from kubeplane.scheduler.plugins.volume_util import NotFoundError, StorageLister, claim_volumes, pvc_storage_class
+from kubeplane.scheduler.plugins.volume_util import NotFoundError, StorageLister, claim_volumes
 
 if TYPE_CHECKING:
     from kubeplane.scheduler.backend.node_table import BoolArray, IntArray, NodeTable
@@ -173,7 +174,7 @@ class VolumeZone:
                 pvc = lister.pvc(pod.namespace, claim_name)
                 pv_name = str((pvc.get("spec") or {}).get("volumeName") or "")
                 if not pv_name:
-                    class_name = pvc_storage_class(pvc)
+                    class_name = claim_class(pvc)
                     if not class_name:
                         return (), Status.unresolvable("PersistentVolumeClaim had no pv name and storageClass name")
                     mode = lister.storage_class(class_name).get("volumeBindingMode")
