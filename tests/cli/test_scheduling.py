@@ -82,12 +82,16 @@ def test_explain_unschedulable_pod_reports_the_scheduler_message(files: Path) ->
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     assert out["selected"] is None
-    assert out["message"] == (
-        "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. "
-        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
+    # every PostFilter plugin's reason, joined (upstream RunPostFilterPlugins): DynamicResources' then preemption's
+    post_filter = (
+        "no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
-    # 10 CPUs exceed every node's allocatable: UnschedulableAndUnresolvable, so no node is a candidate.
-    assert out["preemption"] == {"nominatedNode": None, "candidates": {}, "message": out["message"][81:-1]}
+    assert out["message"] == (
+        f"0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. {post_filter}."
+    )
+    # 10 CPUs exceed every node's allocatable: UnschedulableAndUnresolvable, so no node is a candidate; the
+    # section's message is the PostFilter plugins' joined one
+    assert out["preemption"] == {"nominatedNode": None, "candidates": {}, "message": post_filter}
     # explain runs every filter on every node: the master fails both plugins, counted once (the first) above.
     assert out["nodes"]["master"]["filters"]["NodeResourcesFit"]["reasons"] == ["Insufficient cpu"]
 

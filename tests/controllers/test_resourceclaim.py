@@ -117,7 +117,10 @@ async def test_create_claim_from_template() -> None:
                 "blockOwnerDeletion": True,
             }
         ]
-        assert made["spec"] == template()["spec"]["spec"]
+        # the template's spec, with the API's defaults (SetDefaults_ExactDeviceRequest: ExactCount, count 1)
+        requests = [{"name": "req-0", "exactly": {"deviceClassName": "my-resource-class", "allocationMode":
+                     "ExactCount", "count": 1}}]  # fmt: skip
+        assert made["spec"] == {"devices": {"requests": requests}}
         statuses = (await _pod(env))["status"]["resourceClaimStatuses"]
         assert statuses == [{"name": POD_CLAIM, "resourceClaimName": meta["name"]}]
         # "nop": a second sync changes nothing.

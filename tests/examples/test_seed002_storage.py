@@ -60,7 +60,8 @@ def test_seed_002_configuration_loads_with_its_four_custom_plugins() -> None:
     fwk = build_profiles(load_config(CONFIG), Handle())["default-scheduler"]
     assert [p.name() for p in fwk.filter_plugins][-4:] == SEED_PLUGINS
     assert [p.name() for p in fwk.pre_filter_plugins][-1] == "CheckCSIStorageCapacity"
-    assert fwk.post_filter_plugins == []
+    # DefaultPreemption is disabled; DynamicResources' PostFilter (deallocating idle claims) stays, as upstream
+    assert [p.name() for p in fwk.post_filter_plugins] == ["DynamicResources"]
 
 
 LVM_REASON = "node(s) did not have enough free LVM volume group space for claim default/data"
@@ -161,7 +162,8 @@ async def test_live_scheduler_leaves_a_too_large_lvm_claim_pending() -> None:
         )
         await cluster.create(pod("db", "data"))
         message = await cluster.failed_message("db")
-        assert message == f"0/2 nodes are available: 2 {LVM_REASON}."
+        # DynamicResources' PostFilter reason follows (upstream joins every PostFilter plugin's; no preemption here)
+        assert message == f"0/2 nodes are available: 2 {LVM_REASON}. no new claims to deallocate."
     finally:
         await scheduler.stop()
         task.cancel()

@@ -122,7 +122,8 @@ def test_scheduler_config_002_loads_and_builds() -> None:
     profiles = build_profiles(config, Handle())
     assert list(profiles) == ["default-scheduler"]
     fwk = profiles["default-scheduler"]
-    assert fwk.post_filter_plugins == []  # DefaultPreemption disabled
+    # DefaultPreemption disabled; DynamicResources' PostFilter stays (v1.37's default profile)
+    assert [p.name() for p in fwk.post_filter_plugins] == ["DynamicResources"]
     assert [p.name() for p in fwk.filter_plugins][-4:] == [
         "CheckPodCountLimit",
         "CheckPodLimitResources",

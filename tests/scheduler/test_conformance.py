@@ -55,12 +55,22 @@ CASE_FILES = (
 )
 
 
+KNOWN_GAPS = {
+    "dynamicresources/filter/39": "extended resources backed by DRA (DRAExtendedResource, GA in v1.37) are not "
+    "implemented yet: issue 27 stays open for them",
+}
+"""Cases of implemented plugins that fail for a named, documented gap: strict xfail, so fixing the gap fails the
+test until the entry is removed."""
+
+
 def _cases() -> list[Any]:
     out = []
     for name in CASE_FILES:
         for case in json.loads((CONFORMANCE / "upstream" / name).read_text())["cases"]:
             if case["plugin"] in PLUGINS:
-                out.append(pytest.param(case, id=f"{case['plugin']}/{case['kind']}/{case['id']}"))
+                gap = KNOWN_GAPS.get(case["id"])
+                marks = [pytest.mark.xfail(strict=True, reason=gap)] if gap else []
+                out.append(pytest.param(case, id=f"{case['plugin']}/{case['kind']}/{case['id']}", marks=marks))
     return out
 
 
