@@ -30,6 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+import numpy as np
+
 from kubeplane.api.nodeaffinity import NodeSelector, new_node_selector
 from kubeplane.scheduler.dra.allocated import gather_allocated_state
 from kubeplane.scheduler.dra.allocator import AllocationError, Allocator, FailedOnNode
@@ -60,9 +62,10 @@ from kubeplane.scheduler.plugins.dynamic_resources_claims import (
     pod_claims,
 )
 from kubeplane.scheduler.plugins.dynamic_resources_hints import events_to_register
-from kubeplane.scheduler.plugins.helper import default_normalize_score
+from kubeplane.scheduler.plugins.helper import default_normalize_score, default_normalize_vector
 
 if TYPE_CHECKING:
+    from kubeplane.scheduler.backend.node_table import IntArray, NodeTable
     from kubeplane.scheduler.framework.handle import Handle
     from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
 
@@ -308,9 +311,23 @@ class DynamicResources:
         s = state.get(STATE_KEY)
         if not isinstance(s, StateData) or not s.claims:
             return 0, None
-        allocations = s.node_allocations.get(node.name)
+        return self._score_node(s, node.name), None
+
+    def score_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
+        """:meth:`score` for ``rows``: all zeros for a pod without claims (upstream's Score returns 0 for it on
+        every node; here without a per-node call, so pods without claims keep their speed)."""
+        out: IntArray = np.zeros(len(rows), np.int64)
+        s = state.get(STATE_KEY)
+        if not isinstance(s, StateData) or not s.claims:
+            return out
+        for i, row in enumerate(rows.tolist()):
+            out[i] = self._score_node(s, table.names[row])
+        return out
+
+    def _score_node(self, s: StateData, node_name: str) -> int:
+        allocations = s.node_allocations.get(node_name)
         if allocations is None:
-            return 0, None
+            return 0
         score = 0
         for k, index in enumerate(s.to_allocate):
             allocated = {r.get("request") for r in (allocations[k].get("devices") or {}).get("results") or ()}
@@ -320,12 +337,19 @@ class DynamicResources:
                 for i, sub in enumerate(req.get("firstAvailable") or ()):
                     if f"{req.get('name')}/{sub.get('name')}" in allocated:
                         score += FIRST_AVAILABLE_MAX - i
-        return score, None
+        return score
 
     def score_extensions(self) -> ScoreExtensions | None:
         return self
 
+    def normalize_vector(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
+        """:meth:`normalize_score` over the array :meth:`score_vector` returned."""
+        return default_normalize_vector(MAX_NODE_SCORE, False, scores)
+
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status | None:
+        s = state.get(STATE_KEY)
+        if not isinstance(s, StateData) or not s.claims:
+            return None  # every score is 0, which normalising leaves 0
         return default_normalize_score(MAX_NODE_SCORE, False, scores)
 
     # --- Reserve / Unreserve ---------------------------------------------------------------------------------
