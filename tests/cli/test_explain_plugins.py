@@ -79,7 +79,8 @@ def _explain(tmp_path: Path, items: list[dict[str, Any]], config: str) -> tuple[
 def test_seed_002_verbatim_loads_without_default_preemption(tmp_path: Path) -> None:
     (tmp_path / "sched.yaml").write_text(SEED_002)
     fwk = build_profiles(load_config(tmp_path / "sched.yaml"), Handle())["default-scheduler"]
-    assert fwk.post_filter_plugins == []
+    # DefaultPreemption disabled; DynamicResources' PostFilter stays (v1.37's default profile)
+    assert [p.name() for p in fwk.post_filter_plugins] == ["DynamicResources"]
     filters = [p.name() for p in fwk.filter_plugins]
     assert filters[-4:] == [
         "CheckPodCountLimit",
@@ -117,5 +118,5 @@ def test_seed_002_third_pod_stays_unschedulable_with_the_plugin_reason(tmp_path:
     assert result["selected"] is None
     assert result["message"] == (
         "0/2 nodes are available: 1 node(s) already run 2 pods (podCountLimit), "
-        "1 node(s) would exceed 0.7 of allocatable cpu in pod limits."
-    )
+        "1 node(s) would exceed 0.7 of allocatable cpu in pod limits. no new claims to deallocate."
+    )  # DynamicResources' PostFilter reason, as upstream joins every PostFilter plugin's

@@ -446,7 +446,8 @@ async def test_scheduler_annotates_distinct_devices_for_pods_that_must_not_share
         assert not got["spec"].get("nodeName")
         assert [c["message"] for c in conditions if c.get("reason") == "Unschedulable"] == [
             "0/2 nodes are available: 1 node(s) had no GPU, 1 node(s) had no GPU with 600 milli free. "
-            "preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, "
+            "no new claims to deallocate, preemption: 0/2 nodes are available: 1 No preemption victims found for "
+            "incoming pod, "
             "1 Preemption is not helpful for scheduling.."
         ]
     finally:
