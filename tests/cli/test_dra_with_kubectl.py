@@ -12,20 +12,13 @@ allocator (a device allocated once), pkg/kubelet/cm/dra (prepare before the cont
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-KUBEPLANE = [sys.executable, "-m", "kubeplane.cli.main"]
-KUBECTL = Path(sys.executable).parent / "kubectl"
+from tests.cli.up_cluster import Cluster, running_up
 
 NODES = """\
 csiDrivers: []
@@ -73,72 +66,19 @@ spec:
 """
 
 
-class Cluster:
-    def __init__(self, tmp: Path, kubeconfig: Path) -> None:
-        self.tmp, self.kubeconfig = tmp, kubeconfig
-
-    def kubectl(self, *args: str, stdin: str | None = None) -> str:
-        base = [str(KUBECTL), "--kubeconfig", str(self.kubeconfig), "--cache-dir", str(self.tmp / "cache")]
-        done = subprocess.run([*base, *args], input=stdin, capture_output=True, text=True, timeout=60, check=False)
-        if done.returncode != 0:
-            log = (self.tmp / "up.log").read_text()[-3000:]
-            raise AssertionError(f"kubectl {' '.join(args)}: {done.stderr}\n--- up.log ---\n{log}")
-        return done.stdout
-
-    def get(self, *args: str) -> Any:
-        return json.loads(self.kubectl("get", *args, "-o", "json"))
-
-    def wait(self, what: str, check: Callable[[], Any], timeout: float = 90) -> Any:
-        deadline = time.monotonic() + timeout
-        while not (value := check()):
-            if time.monotonic() > deadline:
-                log = (self.tmp / "up.log").read_text()[-3000:]
-                raise AssertionError(f"timed out waiting for {what}\n--- up.log ---\n{log}")
-            time.sleep(0.3)
-        return value
-
-    def phase(self, pod: str) -> str:
-        return str(self.get("pod", pod).get("status", {}).get("phase"))
-
-    def unschedulable_message(self, pod: str) -> str:
-        for cond in self.get("pod", pod).get("status", {}).get("conditions") or ():
-            if cond["type"] == "PodScheduled" and cond["status"] == "False":
-                return str(cond.get("message") or "")
-        return ""
-
-    def claim_of(self, pod: str) -> dict[str, Any]:
-        statuses = self.get("pod", pod)["status"].get("resourceClaimStatuses") or []
-        (status,) = statuses
-        claim: dict[str, Any] = self.get("resourceclaim", status["resourceClaimName"])
-        return claim
+def _claim_of(cluster: Cluster, pod: str) -> dict[str, Any]:
+    """The claim the resourceclaim controller made for ``pod`` (pod.status.resourceClaimStatuses)."""
+    statuses = cluster.get("pod", pod)["status"].get("resourceClaimStatuses") or []
+    (status,) = statuses
+    claim: dict[str, Any] = cluster.get("resourceclaim", status["resourceClaimName"])
+    return claim
 
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    assert KUBECTL.is_file(), f"the project's kubectl is missing at {KUBECTL}"
-    (tmp_path / "nodes.yaml").write_text(NODES)
-    data = tmp_path / "data"
-    log = (tmp_path / "up.log").open("wb")
-    up = subprocess.Popen(
-        [*KUBEPLANE, "up", "--data-dir", str(data), "--port", "0", "--store", "memory",
-         "--node-config", str(tmp_path / "nodes.yaml"), "--pull-delay", "0", "--shutdown-delay", "0s"],
-        stdout=log, stderr=log,
-    )  # fmt: skip
-    cluster = Cluster(tmp_path, data / "kubeconfig")
-    try:
-        cluster.wait("kubeplane up's kubeconfig", lambda: up.poll() is not None or cluster.kubeconfig.exists())
-        assert up.poll() is None, (tmp_path / "up.log").read_text()
-        cluster.wait("2 Ready nodes", lambda: cluster.kubectl("get", "nodes", "--no-headers").count(" Ready ") == 2)
+    with running_up(tmp_path, NODES, ready_nodes=2) as cluster:
         cluster.wait("2 ResourceSlices", lambda: len(cluster.get("resourceslices")["items"]) == 2)
         yield cluster
-    finally:
-        os.kill(up.pid, signal.SIGTERM)
-        try:
-            up.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            up.kill()
-            up.wait()
-        log.close()
 
 
 def test_a100_claims_land_on_node01_until_its_devices_are_taken(cluster: Cluster) -> None:
@@ -151,7 +91,7 @@ def test_a100_claims_land_on_node01_until_its_devices_are_taken(cluster: Cluster
     devices = set()
     for pod in ("train-1", "train-2"):
         assert cluster.get("pod", pod)["spec"]["nodeName"] == "node01"
-        claim = cluster.claim_of(pod)
+        claim = _claim_of(cluster, pod)
         (result,) = claim["status"]["allocation"]["devices"]["results"]
         assert (result["driver"], result["pool"], result["request"]) == ("gpu.example.com", "node01", "gpu")
         devices.add(result["device"])
@@ -165,8 +105,8 @@ def test_a100_claims_land_on_node01_until_its_devices_are_taken(cluster: Cluster
     assert message.startswith("0/2 nodes are available: 2 cannot allocate all claims."), message
 
     # deleting one frees its device: the third pod gets it
-    freed = cluster.claim_of("train-1")["status"]["allocation"]["devices"]["results"][0]["device"]
+    freed = _claim_of(cluster, "train-1")["status"]["allocation"]["devices"]["results"][0]["device"]
     cluster.kubectl("delete", "pod", "train-1", "--wait=true")
     cluster.wait("train-3 Running", lambda: cluster.phase("train-3") == "Running", timeout=120)
-    (result,) = cluster.claim_of("train-3")["status"]["allocation"]["devices"]["results"]
+    (result,) = _claim_of(cluster, "train-3")["status"]["allocation"]["devices"]["results"]
     assert (result["pool"], result["device"]) == ("node01", freed)

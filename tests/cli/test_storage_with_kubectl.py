@@ -19,16 +19,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import pytest
 
-KUBEPLANE = [sys.executable, "-m", "kubeplane.cli.main"]
-KUBECTL = Path(sys.executable).parent / "kubectl"
+from tests.cli.up_cluster import KUBEPLANE, Cluster, running_up
 
 DRIVERS = """\
 csiDrivers:
@@ -139,67 +136,11 @@ spec:
 """
 
 
-class Cluster:
-    def __init__(self, tmp: Path, kubeconfig: Path) -> None:
-        self.tmp, self.kubeconfig = tmp, kubeconfig
-
-    def kubectl(self, *args: str, stdin: str | None = None) -> str:
-        base = [str(KUBECTL), "--kubeconfig", str(self.kubeconfig), "--cache-dir", str(self.tmp / "cache")]
-        done = subprocess.run([*base, *args], input=stdin, capture_output=True, text=True, timeout=60, check=False)
-        if done.returncode != 0:
-            log = (self.tmp / "up.log").read_text()[-3000:]
-            raise AssertionError(f"kubectl {' '.join(args)}: {done.stderr}\n--- up.log ---\n{log}")
-        return done.stdout
-
-    def get(self, *args: str) -> Any:
-        return json.loads(self.kubectl("get", *args, "-o", "json"))
-
-    def wait(self, what: str, check: Callable[[], Any], timeout: float = 90) -> Any:
-        deadline = time.monotonic() + timeout
-        while not (value := check()):
-            if time.monotonic() > deadline:
-                log = (self.tmp / "up.log").read_text()[-3000:]
-                raise AssertionError(f"timed out waiting for {what}\n--- up.log ---\n{log}")
-            time.sleep(0.3)
-        return value
-
-    def phase(self, pod: str) -> str:
-        return str(self.get("pod", pod).get("status", {}).get("phase"))
-
-    def unschedulable_message(self, pod: str) -> str:
-        """The PodScheduled=False condition's message (what ``kubectl describe`` shows), or ""."""
-        for cond in self.get("pod", pod).get("status", {}).get("conditions") or ():
-            if cond["type"] == "PodScheduled" and cond["status"] == "False":
-                return str(cond.get("message") or "")
-        return ""
-
-
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    assert KUBECTL.is_file(), f"the project's kubectl is missing at {KUBECTL}"
-    (tmp_path / "nodes.yaml").write_text(NODES)
-    data = tmp_path / "data"
-    log = (tmp_path / "up.log").open("wb")
-    up = subprocess.Popen(
-        [*KUBEPLANE, "up", "--data-dir", str(data), "--port", "0", "--store", "memory",
-         "--node-config", str(tmp_path / "nodes.yaml"), "--pull-delay", "0", "--shutdown-delay", "0s"],
-        stdout=log, stderr=log,
-    )  # fmt: skip
-    cluster = Cluster(tmp_path, data / "kubeconfig")
-    try:
-        cluster.wait("kubeplane up's kubeconfig", lambda: up.poll() is not None or cluster.kubeconfig.exists())
-        assert up.poll() is None, (tmp_path / "up.log").read_text()
-        cluster.wait("3 Ready nodes", lambda: cluster.kubectl("get", "nodes", "--no-headers").count(" Ready ") == 3)
+    with running_up(tmp_path, NODES, ready_nodes=3) as cluster:
         cluster.wait("3 CSINodes", lambda: len(cluster.get("csinodes")["items"]) == 3)
         yield cluster
-    finally:
-        os.kill(up.pid, signal.SIGTERM)
-        try:
-            up.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            up.kill()
-            up.wait()
-        log.close()
 
 
 def _start_kubelet(cluster: Cluster, log: IO[bytes]) -> subprocess.Popen[bytes]:
