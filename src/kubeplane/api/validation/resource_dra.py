@@ -581,36 +581,32 @@ def _counters(r: Reader, maximum: int) -> None:
             entry.quantity("value")
 
 
+def _named_counter_lists(parent: Reader, key: str, name_key: str, limit: int) -> None:
+    """At most ``limit`` items of ``parent[key]``, each named by ``name_key`` (required, a DNS label, unique) and
+    holding at most COUNTERS_PER_COUNTER_SET counters: what ``validateCounterSet`` and
+    ``validateDeviceCounterConsumption`` both check."""
+    _too_many(parent.errs, parent, key, limit)
+    seen: set[str] = set()
+    for item in parent.each(key):
+        name = item.string(name_key)
+        if not name:
+            parent.errs.append(field.required(item.at(name_key)))
+        else:
+            parent.errs.extend(_label(name, item.at(name_key)))
+            if name in seen:
+                parent.errs.append(field.duplicate(item.at(name_key), name))
+            seen.add(name)
+        _counters(item, COUNTERS_PER_COUNTER_SET)
+
+
 def _counter_sets(spec: Reader) -> None:
     """``validateCounterSet`` for each of ``sharedCounters`` (at most 8, unique names)."""
-    _too_many(spec.errs, spec, "sharedCounters", SLICE_MAX_COUNTER_SETS)
-    seen: set[str] = set()
-    for counter_set in spec.each("sharedCounters"):
-        name = counter_set.string("name")
-        if not name:
-            spec.errs.append(field.required(counter_set.at("name")))
-        else:
-            spec.errs.extend(_label(name, counter_set.at("name")))
-            if name in seen:
-                spec.errs.append(field.duplicate(counter_set.at("name"), name))
-            seen.add(name)
-        _counters(counter_set, COUNTERS_PER_COUNTER_SET)
+    _named_counter_lists(spec, "sharedCounters", "name", SLICE_MAX_COUNTER_SETS)
 
 
 def _consumes_counters(device: Reader) -> None:
     """``validateDeviceCounterConsumption`` for each of a device's ``consumesCounters`` (at most 2)."""
-    _too_many(device.errs, device, "consumesCounters", COUNTER_CONSUMPTIONS_PER_DEVICE)
-    seen: set[str] = set()
-    for consumption in device.each("consumesCounters"):
-        name = consumption.string("counterSet")
-        if not name:
-            device.errs.append(field.required(consumption.at("counterSet")))
-        else:
-            device.errs.extend(_label(name, consumption.at("counterSet")))
-            if name in seen:
-                device.errs.append(field.duplicate(consumption.at("counterSet"), name))
-            seen.add(name)
-        _counters(consumption, COUNTERS_PER_COUNTER_SET)
+    _named_counter_lists(device, "consumesCounters", "counterSet", COUNTER_CONSUMPTIONS_PER_DEVICE)
 
 
 def _slice_spec(spec: Reader, old_spec: Reader | None) -> None:
