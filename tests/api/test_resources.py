@@ -81,6 +81,20 @@ EXPECTED = {
     # create-only reviews (never stored; the prefix is unused)
     ("authentication.k8s.io", "tokenreviews"): ("TokenReview", False, "tokenreviews", ()),
     ("authentication.k8s.io", "selfsubjectreviews"): ("SelfSubjectReview", False, "selfsubjectreviews", ()),
+    ("authorization.k8s.io", "subjectaccessreviews"): ("SubjectAccessReview", False, "subjectaccessreviews", ()),
+    ("authorization.k8s.io", "selfsubjectaccessreviews"): (
+        "SelfSubjectAccessReview",
+        False,
+        "selfsubjectaccessreviews",
+        (),
+    ),
+    ("authorization.k8s.io", "localsubjectaccessreviews"): (
+        "LocalSubjectAccessReview",
+        True,
+        "localsubjectaccessreviews",
+        (),
+    ),
+    ("authorization.k8s.io", "selfsubjectrulesreviews"): ("SelfSubjectRulesReview", False, "selfsubjectrulesreviews", ()),
 }
 
 

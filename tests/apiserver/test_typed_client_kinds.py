@@ -141,6 +141,14 @@ MINIMAL: dict[tuple[str, str], dict[str, Any]] = {
     },
     ("authentication.k8s.io", "tokenreviews"): {"spec": {"token": "x"}},
     ("authentication.k8s.io", "selfsubjectreviews"): {},
+    ("authorization.k8s.io", "subjectaccessreviews"): {
+        "spec": {"user": "jane", "resourceAttributes": {"verb": "get", "resource": "pods"}}
+    },
+    ("authorization.k8s.io", "selfsubjectaccessreviews"): {"spec": {"resourceAttributes": {"verb": "get"}}},
+    ("authorization.k8s.io", "localsubjectaccessreviews"): {
+        "spec": {"user": "jane", "resourceAttributes": {"verb": "get", "namespace": "default"}}
+    },
+    ("authorization.k8s.io", "selfsubjectrulesreviews"): {"spec": {"namespace": "default"}},
 }
 # kinds whose name is fixed by their spec (a CRD's ``plural.group``, an APIService's ``version.group``)
 NAMES: dict[tuple[str, str], str] = {

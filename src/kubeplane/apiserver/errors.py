@@ -172,11 +172,13 @@ def unauthorized() -> APIError:
 
 
 def forbidden(group: str, resource: str, name: str, why: str) -> APIError:
-    prefix = (
-        f'{_qualified(group, resource)} "{name}" is forbidden'
-        if name
-        else f"{_qualified(group, resource)} is forbidden"
-    )
+    """``errors.NewForbidden``: no resource (a non-resource path) reads ``forbidden: ...``."""
+    if not resource:
+        prefix = "forbidden"
+    elif name:
+        prefix = f'{_qualified(group, resource)} "{name}" is forbidden'
+    else:
+        prefix = f"{_qualified(group, resource)} is forbidden"
     return APIError(code=403, reason="Forbidden", message=f"{prefix}: {why}", details=_details(group, resource, name))
 
 
