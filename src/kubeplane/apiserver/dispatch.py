@@ -34,6 +34,7 @@ from kubeplane.api.patch import json_merge_patch
 from kubeplane.api.resources import ResourceInfo
 
 from . import apply, errors, offload, reviews, subresources, tokenrequest
+from .auth import reviews as authorization_reviews
 from .deletion import DeleteOptions, delete_collection, delete_object
 from .listing import ListOptions, WatchOptions, list_objects, open_watch
 from .registry import Registry
@@ -221,6 +222,10 @@ async def _create(registry: Registry, call: Call) -> Obj:
     if reviews.handles(call.resource):  # answered, not stored
         return reviews.create_review(
             call.resource, body, namespace=call.namespace, user=call.user, authenticator=call.authenticator
+        )
+    if authorization_reviews.handles(call.resource):  # answered by the server's authorizer, not stored
+        return authorization_reviews.create_review(
+            registry, call.resource, body, namespace=call.namespace, user=call.user
         )
     return await registry.create(call.resource, call.namespace, body, dry_run=call.dry_run, manager=call.manager)
 

@@ -31,6 +31,7 @@ from kubeplane.api.validation.field import ErrorList, Path, invalid, new_path
 from kubeplane.store.interface import Conflict, KeyExists, Store
 
 from . import admission, conversion, errors, fieldmanager, offload
+from .auth.authorizer import AlwaysAllow, Authorizer
 from .service_alloc import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR, ServiceAllocators
 from .strategies import Strategy, strategy_for
 from .tokens import TokenIssuer
@@ -66,6 +67,9 @@ class Registry:
         self.store = store
         self.token_issuer = token_issuer
         self.service_account_admission = service_account_admission
+        self.authorizer: Authorizer = AlwaysAllow()
+        """Who may do what (``--authorization-mode``): the server sets it (``auth.modes.build_authorizer``) when it
+        authenticates requests; the transports ask it for every request that has a user."""
         self.table = table or default_table()
         self.now = now
         self.rng = rng or random.Random()

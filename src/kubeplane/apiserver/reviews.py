@@ -50,7 +50,7 @@ def handles(resource: ResourceInfo) -> bool:
 
 
 def authenticate_token(
-    registry: Registry, static_tokens: Mapping[str, str], token: str, audiences: Sequence[str]
+    registry: Registry, static_tokens: Mapping[str, UserInfo | str], token: str, audiences: Sequence[str]
 ) -> Authenticated | None:
     """The union of the server's token authenticators, as a TokenReview runs it (None: not authenticated)."""
     api_audiences = issuer_of(registry).audiences
@@ -59,8 +59,12 @@ def authenticate_token(
         common = tuple(a for a in targets if a in api_audiences)
         if not common:
             return None
-        user = UserInfo(static_tokens[token], groups=("system:masters", AUTHENTICATED_GROUP))
-        return Authenticated(user, common)
+        found = static_tokens[token]
+        if isinstance(found, str):  # the admin token, given by name
+            found = UserInfo(found, groups=("system:masters", AUTHENTICATED_GROUP))
+        elif AUTHENTICATED_GROUP not in found.groups and "system:unauthenticated" not in found.groups:
+            found = UserInfo(found.name, uid=found.uid, groups=(*found.groups, AUTHENTICATED_GROUP), extra=found.extra)
+        return Authenticated(found, common)
     try:
         claims = issuer_of(registry).verify(token, now=registry.now(), audiences=targets)
         user = authenticate(registry, token, audiences=targets)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import importlib
 import logging
 import secrets
 import socket
@@ -33,6 +34,8 @@ from kubeplane.store.interface import Compacted, Store, StoreError
 from kubeplane.store.memory import MemoryStore
 from kubeplane.store.sqlite import SqliteStore
 
+from .auth.authentication import TokenFileError, load_token_file
+from .auth.modes import DEFAULT_MODES, build_authorizer, parse_modes
 from .deletion import DeleteOptions, delete_object
 from .http.app import APIServerApp
 from .http.connections import (
@@ -48,7 +51,7 @@ from .service_alloc import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR
 from .servicecidrs import ensure_default_service_cidr
 from .services import ensure_kubernetes_service
 from .tls import ServingCerts, ensure_serving_certs
-from .tokens import SigningKey, TokenIssuer
+from .tokens import SigningKey, TokenIssuer, UserInfo
 from .watchcache import WATCHER_BUDGET
 
 log = logging.getLogger("kubeplane.apiserver")
@@ -81,6 +84,12 @@ class ServerConfig:
     """``--service-node-port-range``: where NodePorts come from."""
     service_account_admission: bool = True
     """The ServiceAccount admission plugin (``--disable-admission-plugins ServiceAccount`` turns it off)."""
+    authorization_mode: str = ""
+    """``--authorization-mode``: comma-separated modes (Node, RBAC, AlwaysAllow, AlwaysDeny); empty: ``Node,RBAC``
+    when requests are authenticated, AlwaysAllow when not (``auth=False``: no identities to authorize)."""
+    token_auth_file: Path | None = None
+    """``--token-auth-file``: more users by bearer token (CSV ``token,user,uid,"group1,group2"``), besides the
+    admin token."""
     ui: Callable[[APIServerApp], Any] | None = None
     """Builds the web UI mounted at ``/ui`` over the app (``kubeplane.ui.UIApp``; the CLI passes it, as apiserver/
     may not import the UI's layer)."""
@@ -257,6 +266,21 @@ async def expire_events(registry: Registry, events: Any, *, ttl: float) -> int:
     return expired
 
 
+async def authorize_with(registry: Registry, authorization_mode: str) -> None:
+    """Set ``registry.authorizer`` from ``--authorization-mode`` (default ``Node,RBAC``) and, with RBAC, run
+    upstream's ``rbac/bootstrap-roles`` post-start hook (``auth.bootstrap.reconcile``) before anything is
+    served, so the bootstrap roles and bindings exist when the first request is authorized."""
+    modes = parse_modes(authorization_mode or ",".join(DEFAULT_MODES))
+    registry.authorizer = build_authorizer(registry, modes)
+    if "RBAC" in modes:
+        try:
+            bootstrap: Any = importlib.import_module("kubeplane.apiserver.auth.bootstrap")
+        except ModuleNotFoundError as exc:  # a tree without the RBAC bootstrap policy: nothing to reconcile
+            log.warning("no RBAC bootstrap policy (%s): only system:masters is authorized", exc.name)
+            return
+        await bootstrap.reconcile(registry)
+
+
 async def run_apiserver(
     config: ServerConfig,
     *,
@@ -281,9 +305,17 @@ async def run_apiserver(
     )
     await registry.start()
     token = admin_token(config.data_dir)
-    app = APIServerApp(
-        registry, tokens={token: "admin"} if config.auth else None, watch_buffer_bytes=config.watch_buffer_bytes
-    )
+    users: dict[str, UserInfo | str] | None = None
+    if config.auth:
+        try:
+            users = dict(load_token_file(config.token_auth_file)) if config.token_auth_file else {}
+            users[token] = "admin"
+            await authorize_with(registry, config.authorization_mode)
+        except (TokenFileError, ValueError) as exc:  # bad flags: refuse to serve, say why
+            await registry.stop()
+            await store.close()
+            raise StoreError(str(exc)) from None
+    app = APIServerApp(registry, tokens=users, watch_buffer_bytes=config.watch_buffer_bytes)
     if config.ui is not None:
         app.ui = config.ui(app)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

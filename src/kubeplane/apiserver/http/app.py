@@ -46,6 +46,9 @@ from kubeplane.apiserver import (
     subresources,
     tokens,
 )
+from kubeplane.apiserver.auth import attributes_of, authentication, impersonation
+from kubeplane.apiserver.auth import context as auth_context
+from kubeplane.apiserver.auth.authorizer import Attributes
 from kubeplane.apiserver.deletion import DeleteOptions
 from kubeplane.apiserver.dispatch import Call
 from kubeplane.apiserver.dryrun import OPTIONS_KIND, dry_run
@@ -53,6 +56,7 @@ from kubeplane.apiserver.errors import APIError
 from kubeplane.apiserver.kubelet_client import KubeletClient
 from kubeplane.apiserver.listing import WatchOptions, bookmark_event, list_options
 from kubeplane.apiserver.registry import Registry
+from kubeplane.apiserver.tokens import UserInfo
 from kubeplane.apiserver.watchcache import WATCHER_BUDGET, CacheWatcher, Obj, WatchEvent
 from kubeplane.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kubeplane.metrics import APIServerMetrics, exposition
@@ -179,18 +183,22 @@ class APIServerApp:
         self,
         registry: Registry,
         *,
-        tokens: Mapping[str, str] | None = None,
+        tokens: Mapping[str, UserInfo | str] | None = None,
         max_body: int = MAX_BODY,
         bookmark_interval: float = 5.0,
         rng: random.Random | None = None,
         metrics_registry: CollectorRegistry | None = None,
         watch_buffer_bytes: int = WATCHER_BUDGET,
     ) -> None:
-        """``metrics_registry``: where the request metrics live (default: the process-wide registry).
+        """``tokens``: the token file's users (a plain name is an administrator, in system:masters); None: no
+        authentication and no authorization (every request trusted). With tokens, requests without credentials
+        are anonymous and every request is authorized by ``registry.authorizer``.
+        ``metrics_registry``: where the request metrics live (default: the process-wide registry).
         ``watch_buffer_bytes``: the byte budget of each watcher's queue of unsent events."""
         self.registry = registry
         self.watch_buffer_bytes = watch_buffer_bytes
         self.tokens = tokens
+        self.authenticator = None if tokens is None else authentication.Authenticator(registry, tokens)
         self.max_body = max_body
         self.bookmark_interval = bookmark_interval
         self._discovery_doc = Discovery(registry.table, extra=metrics_api.RESOURCES)
@@ -342,8 +350,28 @@ class APIServerApp:
         if self.ui is not None and self.ui.handles(path):  # the UI authenticates by session, then through here
             await self.ui(scope, receive, send)
             return
-        if path not in OPEN_PATHS and self.tokens is not None:
-            self._authenticate(scope)
+        user = self._authenticate(scope)
+        watch = "watch" in query and params.go_bool(query["watch"])
+        try:
+            info = parse_request(scope["method"], scope.get("raw_path", b"").decode("latin-1") or path, watch=watch)
+        except BadPath as exc:
+            raise errors.bad_request(str(exc)) from None
+        scope[_INFO] = info
+        if user is not None:  # every request, resource or not, before anything is looked up (404s come after)
+            attributes_of.authorize(self.registry.authorizer, request_attributes(user, scope, info, query))
+        with auth_context.acting_as(user):
+            await self._serve(scope, receive, send, info, pairs, query)
+
+    async def _serve(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        info: RequestInfo,
+        pairs: list[tuple[str, str]],
+        query: dict[str, str],
+    ) -> None:
+        path: str = scope["path"]
         if path in ("/healthz", "/livez", "/readyz"):
             await _send(send, 200, b"ok", "text/plain; charset=utf-8")
             return
@@ -359,12 +387,6 @@ class APIServerApp:
             body, content_type = openapi_v2(_header(scope, b"accept"), VERSION["gitVersion"])
             await _send(send, 200, body, content_type)
             return
-        watch = "watch" in query and params.go_bool(query["watch"])
-        try:
-            info = parse_request(scope["method"], scope.get("raw_path", b"").decode("latin-1") or path, watch=watch)
-        except BadPath as exc:
-            raise errors.bad_request(str(exc)) from None
-        scope[_INFO] = info
         request = Request(scope, receive, info, query)
         request.dry_run_values = [value for key, value in pairs if key == "dryRun"]
         _check_accept(request.headers.get("accept", ""))
@@ -437,32 +459,24 @@ class APIServerApp:
             disconnected.cancel()
             self._log_stops.discard(stop)
 
-    def _authenticate(self, scope: Scope) -> None:
-        """The admin token file's tokens, else a ServiceAccount JWT (:mod:`kubeplane.apiserver.tokens`); the user
-        is left in the scope. Anything else is 401, whatever the reason (logged at debug level)."""
-        assert self.tokens is not None
-        for name, value in scope["headers"]:
-            if name.lower() == b"authorization":
-                scheme, _, token = value.decode("latin-1").partition(" ")
-                token = token.strip()
-                if scheme.lower() != "bearer":
-                    continue
-                if token in self.tokens:
-                    scope[_USER] = tokens.UserInfo(
-                        self.tokens[token], groups=("system:masters", "system:authenticated")
-                    )
-                    return
-                try:
-                    scope[_USER] = tokens.authenticate(self.registry, token)
-                    return
-                except tokens.InvalidToken as exc:
-                    log.debug("bearer token refused: %s", exc)
-        raise errors.unauthorized()
+    def _authenticate(self, scope: Scope) -> UserInfo | None:
+        """The request's user (:mod:`..auth.authentication`: token file, SA JWTs, anonymous; 401 for a bad
+        token), then who it impersonates (:mod:`..auth.impersonation`), left in the scope; None when the server
+        authenticates nothing (every request is trusted, as before authentication existed)."""
+        if self.authenticator is None:
+            return None
+        user = self.authenticator.authenticate(scope["headers"])
+        headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope["headers"]]
+        if any(k.startswith("impersonate-") for k, _ in headers):
+            user = impersonation.impersonate(self.registry.authorizer, user, headers)
+        scope[_USER] = user
+        return user
 
     def _review_authenticate(self, token: str, audiences: Sequence[str]) -> reviews.Authenticated | None:
         """A TokenReview's authentication of ``token`` for ``audiences``: the admin tokens (audience-agnostic,
         so they count for the API audiences only), then ServiceAccount JWTs."""
-        return reviews.authenticate_token(self.registry, self.tokens or {}, token, audiences)
+        users = self.authenticator.users if self.authenticator is not None else {}
+        return reviews.authenticate_token(self.registry, users, token, audiences)
 
     async def _discovery(self, request: Request, send: Send) -> None:
         parts = request.info.parts
@@ -702,6 +716,25 @@ class APIServerApp:
             cache.remove_watcher(watcher)
             self.watchers.discard(watcher)
             self.metrics.watcher_removed(resource.group, resource.version, resource.kind)
+
+
+def request_attributes(user: UserInfo, scope: Scope, info: RequestInfo, query: Mapping[str, str]) -> Attributes:
+    """The authorization attributes of an HTTP request (:mod:`..auth.attributes_of`)."""
+    if not info.is_resource:
+        return attributes_of.non_resource_attributes(user, scope["method"], scope["path"])
+    return attributes_of.resource_attributes(
+        user,
+        verb=info.verb,
+        group=info.group,
+        version=info.version,
+        resource=info.resource,
+        namespace=info.namespace,
+        name=info.name,
+        subresource=info.subresource,
+        path=scope["path"],
+        field_selector=query.get("fieldSelector", ""),
+        label_selector=query.get("labelSelector", ""),
+    )
 
 
 async def _wait_disconnect(receive: Receive) -> None:
