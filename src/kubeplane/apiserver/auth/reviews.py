@@ -121,7 +121,9 @@ def attributes_from(user: UserInfo, spec: dict[str, Any]) -> tuple[Attributes, s
     resource = spec.get("resourceAttributes")
     if not isinstance(resource, dict):
         non = _dict(spec.get("nonResourceAttributes"))
-        attrs = Attributes(user=user, verb=str(non.get("verb", "")), path=str(non.get("path", "")))
+        attrs = Attributes(
+            user=user, verb=str(non.get("verb", "")), path=str(non.get("path", "")), resource_request=False
+        )
         return attrs, ""
     fields_found, fields_failed = _field_selector(_dict(resource.get("fieldSelector")))
     labels_found, labels_failed = _label_selector(_dict(resource.get("labelSelector")))
@@ -148,6 +150,13 @@ def attributes_from(user: UserInfo, spec: dict[str, Any]) -> tuple[Attributes, s
     return attrs, "; ".join(notes)
 
 
+def _go_non_resource(value: Any) -> Any:
+    """NonResourceAttributes as Go prints the struct in a field error: its fields in declaration order."""
+    if not isinstance(value, dict):
+        return value
+    return {k: value[k] for k in ("path", "verb") if value.get(k)}
+
+
 def _spec_errors(spec: dict[str, Any], *, self_review: bool) -> list[FieldError]:
     """``ValidateSubjectAccessReviewSpec`` / ``ValidateSelfSubjectAccessReviewSpec``."""
     path = new_path("spec")
@@ -157,7 +166,7 @@ def _spec_errors(spec: dict[str, Any], *, self_review: bool) -> list[FieldError]
         errs.append(
             invalid(
                 path.child("nonResourceAttributes"),
-                non,
+                _go_non_resource(non),
                 detail="cannot be specified in combination with resourceAttributes",
             )
         )
@@ -248,7 +257,7 @@ def create_review(
             errs.append(
                 invalid(
                     new_path("spec.nonResourceAttributes"),
-                    spec["nonResourceAttributes"],
+                    _go_non_resource(spec["nonResourceAttributes"]),
                     detail="disallowed on this kind of request",
                 )
             )
