@@ -63,7 +63,9 @@ def test_requests_are_counted_with_upstream_labels(server: Server) -> None:
 
 
 def test_metrics_needs_the_token_as_other_non_api_paths(server: Server) -> None:
-    assert _request(server, "GET", "/metrics", token=False)[0] == 401
+    """Anonymous requests are authorized as system:anonymous: /metrics is not among system:public-info-viewer's
+    paths (403, as upstream), /healthz is."""
+    assert _request(server, "GET", "/metrics", token=False)[0] == 403
     assert _request(server, "GET", "/healthz", token=False)[0] == 200
 
 

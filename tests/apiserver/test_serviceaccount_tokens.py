@@ -155,8 +155,11 @@ def test_kubectl_create_token_authenticates(cluster: Kubectl) -> None:
     }
     assert (cluster.server.data_dir / "sa.key").stat().st_mode & 0o777 == 0o600
     status, body = request(cluster.server, "/api/v1/namespaces/default/pods", token)
-    assert status == 200
-    assert body["kind"] == "PodList"
+    assert status == 403  # authenticated as the ServiceAccount, which has no binding (authorization enforced)
+    assert body["message"] == (
+        'pods is forbidden: User "system:serviceaccount:default:default" cannot list resource "pods" in API group '
+        '"" in the namespace "default"'
+    )
     # tampered: another subject under the same signature
     forged = dict(claims, sub="system:serviceaccount:kube-system:default")
     parts = token.split(".")
@@ -186,7 +189,7 @@ def test_expired_token_is_refused_after_the_leeway(cluster: Kubectl) -> None:
     now = int(time.time())
     still = dict(claims, iat=now - 4000, nbf=now - 4000, exp=now - 30)  # within go-jose's one-minute leeway
     gone = dict(claims, iat=now - 4000, nbf=now - 4000, exp=now - 120)
-    assert request(cluster.server, "/api/v1/namespaces", _sign(cluster.server, still, header["kid"]))[0] == 200
+    assert request(cluster.server, "/api/v1/namespaces", _sign(cluster.server, still, header["kid"]))[0] == 403
     assert request(cluster.server, "/api/v1/namespaces", _sign(cluster.server, gone, header["kid"]))[0] == 401
 
 
@@ -195,7 +198,7 @@ def test_token_dies_with_its_service_account(cluster: Kubectl) -> None:
     cluster("create", "serviceaccount", "robot", "-n", "doomed")
     token = cluster("create", "token", "robot", "-n", "doomed", "--duration", "20m").stdout.strip()
     assert decode(token)[1]["exp"] - decode(token)[1]["iat"] == 1200
-    assert request(cluster.server, "/api/v1/namespaces/doomed/pods", token)[0] == 200
+    assert request(cluster.server, "/api/v1/namespaces/doomed/pods", token)[0] == 403  # authenticated, no binding
     cluster("delete", "serviceaccount", "robot", "-n", "doomed")
     cluster("create", "serviceaccount", "robot", "-n", "doomed")  # same name, new uid
     assert request(cluster.server, "/api/v1/namespaces/doomed/pods", token)[0] == 401
@@ -270,7 +273,7 @@ def test_pods_get_the_service_account_and_its_token_volume(cluster: Kubectl) -> 
         "create", "token", "default", "--bound-object-kind", "Pod", "--bound-object-name", "mounted"
     ).stdout.strip()
     assert decode(token)[1]["kubernetes.io"]["pod"] == {"name": "mounted", "uid": pod["metadata"]["uid"]}
-    assert request(cluster.server, "/api/v1/namespaces", token)[0] == 200
+    assert request(cluster.server, "/api/v1/namespaces", token)[0] == 403  # authenticated, no binding
     cluster("delete", "pod", "mounted", "--grace-period=0", "--force")
     assert request(cluster.server, "/api/v1/namespaces", token)[0] == 401
 

@@ -205,8 +205,13 @@ def test_kind_parses_with_the_typed_client(server: Server, api_client: Any, reso
         client, f"{api_class_name(resource).removesuffix('Api')}{resource.kind}"
     )
     if "get" not in resource.verbs:  # create-only: the typed create parses the reply
-        body = {"metadata": {"name": "typed"}, **MINIMAL[(resource.group, resource.plural)]}
-        created = getattr(api, f"create_{kind}")(body)
+        # access reviews refuse any metadata but a LocalSubjectAccessReview's namespace (authorization validation)
+        meta = {} if resource.group == "authorization.k8s.io" else {"metadata": {"name": "typed"}}
+        body = {**meta, **MINIMAL[(resource.group, resource.plural)]}
+        if resource.namespaced:
+            created = getattr(api, f"create_namespaced_{kind}")(NS, body)
+        else:
+            created = getattr(api, f"create_{kind}")(body)
         assert isinstance(created, model)
         return
     name = (
