@@ -16,6 +16,11 @@ Metrics:
 * ``list_1000_per_s``: GET of a namespace holding 1,000 pods (the whole list, no limit).
 * ``watch_events_per_s``: events received per second summed over 100 HTTP watchers while 32 connections
   create pods; also ``watch_writes_per_s``, the write rate during that phase.
+* ``authorized_gets_per_s``: the GETs of ``gets_per_s`` again, as two users of the server's token file (the same
+  authentication cost): ``as=masters`` (system:masters, allowed by the privileged-groups authorizer first) and
+  ``as=rolebinding`` (a user whose only grant is a RoleBinding to ``view`` in the namespace: the Node authorizer,
+  then RBAC decide each request); ``authorization_overhead_pct`` is the second's rate loss against the first's.
+  Skipped (a note on stderr) when the server has no RBAC authorizer to allow the RoleBinding user.
 """
 
 from __future__ import annotations
@@ -24,9 +29,11 @@ import argparse
 import asyncio
 import json
 import sys
+import tempfile
 import time
 import uuid
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -159,6 +166,41 @@ async def bench(host: str, port: int, token: str, quick: bool, store: str) -> No
     emit("watch_writes_per_s", write_rate, "creates/s", watchers=watchers, n=n, **params)
     for conn in conns:
         conn.close()
+    await authorization_phase(host, port, token, scale, params)
+
+
+MASTERS_TOKEN = "bench-masters-token"
+VIEWER_TOKEN = "bench-viewer-token"
+TOKEN_FILE = f'{MASTERS_TOKEN},bench-masters,1,"system:masters"\n{VIEWER_TOKEN},bench-viewer,2\n'
+
+
+async def authorization_phase(host: str, port: int, token: str, scale: float, params: dict[str, Any]) -> None:
+    """``authorized_gets_per_s`` for both users, and the overhead of RBAC's decision (see the docstring)."""
+    admin = await Conn.open(host, port, token)
+    binding = {
+        "metadata": {"name": "bench-viewer"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bench-viewer"}],
+    }
+    path = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings"
+    status, _ = await admin.request("POST", path, json.dumps(binding).encode())
+    admin.close()
+    assert status == 201, status
+    base = "/api/v1/namespaces/default/pods"
+    n = int(40_000 * scale)
+    rates: dict[str, float] = {}
+    for who, user_token in (("masters", MASTERS_TOKEN), ("rolebinding", VIEWER_TOKEN)):
+        conns = [await Conn.open(host, port, user_token) for _ in range(CONNECTIONS)]
+        status, body = await conns[0].request("GET", f"{base}/pod-000000")
+        if status == 403:
+            print(f"authorized_gets_per_s skipped: {body[:200]!r}", file=sys.stderr)
+            return
+        rates[who] = await run_phase(conns, n, lambda i: ("GET", f"{base}/pod-{i % 1000:06d}", b""))
+        emit("authorized_gets_per_s", rates[who], "gets/s", n=n, **{"as": who}, **params)
+        for conn in conns:
+            conn.close()
+    overhead = 100.0 * (rates["masters"] - rates["rolebinding"]) / rates["masters"]
+    emit("authorization_overhead_pct", overhead, "%", n=n, **params)
 
 
 def main() -> None:
@@ -190,7 +232,15 @@ def main() -> None:
 
 def run(store_args: list[str], quick: bool, store: str) -> None:
     # --no-tls: the bench's minimal client speaks plain HTTP
-    with running_apiserver("--no-tls", *store_args) as kubeconfig:
+    with tempfile.TemporaryDirectory(prefix="kubeplane-bench-tokens-") as tmp:
+        tokens = Path(tmp) / "tokens.csv"
+        tokens.write_text(TOKEN_FILE)
+        tokens.chmod(0o600)
+        serve(["--no-tls", "--token-auth-file", str(tokens), *store_args], quick, store)
+
+
+def serve(args: list[str], quick: bool, store: str) -> None:
+    with running_apiserver(*args) as kubeconfig:
         config = load_kubeconfig(kubeconfig)
         server = urlsplit(config.server)
         if not (server.hostname and server.port and config.token):

@@ -212,6 +212,22 @@ def apiserver(
     ] = 8 * 1024 * 1024,
     service_cluster_ip_range: ServiceCIDROpt = "10.96.0.0/12",
     service_node_port_range: NodePortRangeOpt = "30000-32767",
+    token_auth_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--token-auth-file",
+            hidden=True,  # upstream's long names: documented in docs/apiserver.md
+            help='Users by bearer token, CSV token,user,uid,"group1,group2" (besides the admin token).',
+        ),
+    ] = None,
+    authorization_mode: Annotated[
+        str,
+        typer.Option(
+            "--authorization-mode",
+            hidden=True,
+            help="Authorizers in order, comma-separated: Node, RBAC (default Node,RBAC), AlwaysAllow, AlwaysDeny.",
+        ),
+    ] = "",
     disable_admission_plugins: Annotated[
         str,
         typer.Option(
@@ -237,6 +253,13 @@ def apiserver(
     disabled = frozenset(p.strip() for p in disable_admission_plugins.split(",") if p.strip())
     for plugin in sorted(disabled - {"ServiceAccount"}):
         _fail(f"--disable-admission-plugins: {plugin!r} cannot be disabled (only ServiceAccount can)")
+    if authorization_mode:
+        from kubeplane.apiserver.auth.modes import parse_modes
+
+        try:
+            parse_modes(authorization_mode)
+        except ValueError as exc:
+            _fail(f"--authorization-mode: {exc}")
     servers = tuple(u.strip() for u in etcd_servers.split(",") if u.strip())
     if store == "etcd" and not servers:
         _fail("--store etcd needs --etcd-servers URL[,URL...]")
@@ -264,6 +287,8 @@ def apiserver(
         service_cluster_ip_range=service_cluster_ip_range,
         service_node_port_range=service_node_port_range,
         service_account_admission="ServiceAccount" not in disabled,
+        token_auth_file=token_auth_file,
+        authorization_mode=authorization_mode,
         ui=ui_mount(),
     )
 
