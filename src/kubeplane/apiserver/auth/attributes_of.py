@@ -18,6 +18,9 @@ The filter (:func:`authorize`) lets an ALLOW through and answers anything else w
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Protocol
+
 from kubeplane.api import fields as apifields
 from kubeplane.api import labels as apilabels
 from kubeplane.apiserver.tokens import UserInfo
@@ -104,6 +107,48 @@ def resource_attributes(
 def non_resource_attributes(user: UserInfo, method: str, path: str) -> Attributes:
     """The attributes of a request for a path that is no resource (``/healthz``, ``/version``, ``/api``...)."""
     return Attributes(user=user, verb=method.lower(), path=path, resource_request=False)
+
+
+class RequestInfo(Protocol):
+    """What the HTTP transport's RequestInfo (``http/routes.py``) tells of a request."""
+
+    @property
+    def is_resource(self) -> bool: ...
+    @property
+    def verb(self) -> str: ...
+    @property
+    def group(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def resource(self) -> str: ...
+    @property
+    def namespace(self) -> str | None: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def subresource(self) -> str: ...
+
+
+def request_attributes(
+    user: UserInfo, method: str, path: str, info: RequestInfo, query: Mapping[str, str]
+) -> Attributes:
+    """The attributes of an HTTP request: ``path`` is the URL's (decoded) path, ``query`` its parameters."""
+    if not info.is_resource:
+        return non_resource_attributes(user, method, path)
+    return resource_attributes(
+        user,
+        verb=info.verb,
+        group=info.group,
+        version=info.version,
+        resource=info.resource,
+        namespace=info.namespace,
+        name=info.name,
+        subresource=info.subresource,
+        path=path,
+        field_selector=query.get("fieldSelector", ""),
+        label_selector=query.get("labelSelector", ""),
+    )
 
 
 def authorize(authorizer: Authorizer, attrs: Attributes) -> None:

@@ -17,14 +17,15 @@ from __future__ import annotations
 import csv
 import io
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from kubeplane.apiserver import errors, tokens
 from kubeplane.apiserver.registry import Registry
 from kubeplane.apiserver.tokens import UserInfo
 
-from .authorizer import ANONYMOUS_USER, AUTHENTICATED_GROUP, PRIVILEGED_GROUP, UNAUTHENTICATED_GROUP
+from . import impersonation
+from .authorizer import ANONYMOUS_USER, AUTHENTICATED_GROUP, PRIVILEGED_GROUP, UNAUTHENTICATED_GROUP, Authorizer
 
 log = logging.getLogger("kubeplane.apiserver.auth")
 
@@ -136,3 +137,15 @@ class Authenticator:
         if user is None:
             raise errors.unauthorized()
         return user
+
+
+def request_user(
+    authenticator: Authenticator, authorizer: Authorizer, raw_headers: Sequence[tuple[bytes, bytes]]
+) -> UserInfo:
+    """The HTTP filters ``WithAuthentication`` then ``WithImpersonation``: who a request (its raw ASGI headers)
+    acts as."""
+    user = authenticator.authenticate(raw_headers)
+    headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in raw_headers]
+    if any(k.startswith("impersonate-") for k, _ in headers):
+        user = impersonation.impersonate(authorizer, user, headers)
+    return user

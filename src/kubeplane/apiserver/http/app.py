@@ -1,10 +1,12 @@
 """The API server as a plain ASGI application (no framework on the hot path).
 
-Each request: authenticate (bearer token; health and version endpoints are open), parse the path into a
-:class:`RequestInfo`, read the body under the size limit (413 before decoding), decode JSON, dispatch to the
-registry, and answer with JSON. Every failure is an :class:`APIError` rendered as a ``Status``; an unexpected
-exception is logged and answered 500, and never ends the server. Watches stream newline-delimited JSON
-events until ``timeoutSeconds``, the client going away, or the watcher being cut off for falling behind.
+Each request: authenticate (:mod:`..auth.authentication`: token file, ServiceAccount JWTs, else anonymous) and
+apply impersonation, parse the path into a :class:`RequestInfo`, authorize it (every path, before any lookup:
+:mod:`..auth.attributes_of`) and serve it as its user (``auth.context.acting_as``): read the body under the size
+limit (413 before decoding), decode JSON, dispatch to the registry, and answer with JSON. Every failure is an
+:class:`APIError` rendered as a ``Status``; an unexpected exception is logged and answered 500, and never ends
+the server. Watches stream newline-delimited JSON events until ``timeoutSeconds``, the client going away, or the
+watcher being cut off for falling behind.
 
 A watch stream is written as kube-apiserver's ``WatchServer.HandleHTTP`` writes it, event after event, in
 chunks of about :data:`WATCH_CHUNK` bytes: uvicorn's ``send`` waits until the transport's buffer has drained
@@ -46,9 +48,8 @@ from kubeplane.apiserver import (
     subresources,
     tokens,
 )
-from kubeplane.apiserver.auth import attributes_of, authentication, impersonation
+from kubeplane.apiserver.auth import attributes_of, authentication
 from kubeplane.apiserver.auth import context as auth_context
-from kubeplane.apiserver.auth.authorizer import Attributes
 from kubeplane.apiserver.deletion import DeleteOptions
 from kubeplane.apiserver.dispatch import Call
 from kubeplane.apiserver.dryrun import OPTIONS_KIND, dry_run
@@ -358,7 +359,8 @@ class APIServerApp:
             raise errors.bad_request(str(exc)) from None
         scope[_INFO] = info
         if user is not None:  # every request, resource or not, before anything is looked up (404s come after)
-            attributes_of.authorize(self.registry.authorizer, request_attributes(user, scope, info, query))
+            attrs = attributes_of.request_attributes(user, scope["method"], path, info, query)
+            attributes_of.authorize(self.registry.authorizer, attrs)
         with auth_context.acting_as(user):
             await self._serve(scope, receive, send, info, pairs, query)
 
@@ -460,16 +462,13 @@ class APIServerApp:
             self._log_stops.discard(stop)
 
     def _authenticate(self, scope: Scope) -> UserInfo | None:
-        """The request's user (:mod:`..auth.authentication`: token file, SA JWTs, anonymous; 401 for a bad
-        token), then who it impersonates (:mod:`..auth.impersonation`), left in the scope; None when the server
-        authenticates nothing (every request is trusted, as before authentication existed)."""
+        """Who the request is, once impersonation is applied (:func:`authentication.request_user`), left in the
+        scope; None when the server authenticates nothing (every request trusted)."""
         if self.authenticator is None:
             return None
-        user = self.authenticator.authenticate(scope["headers"])
-        headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope["headers"]]
-        if any(k.startswith("impersonate-") for k, _ in headers):
-            user = impersonation.impersonate(self.registry.authorizer, user, headers)
-        scope[_USER] = user
+        scope[_USER] = user = authentication.request_user(
+            self.authenticator, self.registry.authorizer, scope["headers"]
+        )
         return user
 
     def _review_authenticate(self, token: str, audiences: Sequence[str]) -> reviews.Authenticated | None:
@@ -716,25 +715,6 @@ class APIServerApp:
             cache.remove_watcher(watcher)
             self.watchers.discard(watcher)
             self.metrics.watcher_removed(resource.group, resource.version, resource.kind)
-
-
-def request_attributes(user: UserInfo, scope: Scope, info: RequestInfo, query: Mapping[str, str]) -> Attributes:
-    """The authorization attributes of an HTTP request (:mod:`..auth.attributes_of`)."""
-    if not info.is_resource:
-        return attributes_of.non_resource_attributes(user, scope["method"], scope["path"])
-    return attributes_of.resource_attributes(
-        user,
-        verb=info.verb,
-        group=info.group,
-        version=info.version,
-        resource=info.resource,
-        namespace=info.namespace,
-        name=info.name,
-        subresource=info.subresource,
-        path=scope["path"],
-        field_selector=query.get("fieldSelector", ""),
-        label_selector=query.get("labelSelector", ""),
-    )
 
 
 async def _wait_disconnect(receive: Receive) -> None:
