@@ -145,7 +145,7 @@ def request_user(
     """The HTTP filters ``WithAuthentication`` then ``WithImpersonation``: who a request (its raw ASGI headers)
     acts as."""
     user = authenticator.authenticate(raw_headers)
-    headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in raw_headers]
-    if any(k.startswith("impersonate-") for k, _ in headers):
+    if any(k[:12].lower() == b"impersonate-" for k, _ in raw_headers):  # decoded only when impersonating
+        headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in raw_headers]
         user = impersonation.impersonate(authorizer, user, headers)
     return user
