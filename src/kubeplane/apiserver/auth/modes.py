@@ -17,12 +17,13 @@ from kubeplane.apiserver.registry import Registry
 from kubeplane.apiserver.tokens import UserInfo
 
 from .authorizer import AlwaysAllow, Attributes, Authorizer, Decision, PrivilegedGroups, RuleResolver, Union
+from .node import NodeAuthorizer
 
 log = logging.getLogger("kubeplane.apiserver.auth")
 
 DEFAULT_MODES = ("Node", "RBAC")
 MODES = ("AlwaysAllow", "AlwaysDeny", "Node", "RBAC")
-_IMPLEMENTATIONS = {"Node": ("node", "NodeAuthorizer"), "RBAC": ("rbac", "RBACAuthorizer")}
+_IMPLEMENTATIONS = {"RBAC": ("rbac", "RBACAuthorizer")}
 
 
 class _NoOpinion:
@@ -56,6 +57,8 @@ def _mode(registry: Registry, mode: str) -> Authorizer:
         return AlwaysAllow()
     if mode == "AlwaysDeny":
         return AlwaysDeny()
+    if mode == "Node":
+        return NodeAuthorizer(registry)
     module_name, class_name = _IMPLEMENTATIONS[mode]
     qualified = f"kubeplane.apiserver.auth.{module_name}"
     try:
