@@ -250,6 +250,7 @@ GROUP_VERSIONS = {
     "k8s.io.api.rbac.v1": "rbac.authorization.k8s.io/v1",
     "k8s.io.api.events.v1": "events.k8s.io/v1",
     "k8s.io.api.authentication.v1": "authentication.k8s.io/v1",
+    "k8s.io.api.authorization.v1": "authorization.k8s.io/v1",
     "k8s.io.api.resource.v1": "resource.k8s.io/v1",
 }
 META_KINDS = (

@@ -208,7 +208,10 @@ def _status(decision: Decision, reason: str, evaluation_error: str) -> dict[str,
 
 
 def _spec_user(spec: dict[str, Any]) -> UserInfo:
-    extra = {str(k): _strings(v) for k, v in _dict(spec.get("extra")).items()}
+    # an ExtraValue is a list in JSON, {"items": [...]} as the protobuf decoder gives the message
+    extra = {
+        str(k): _strings(v.get("items") if isinstance(v, dict) else v) for k, v in _dict(spec.get("extra")).items()
+    }
     return UserInfo(
         str(spec.get("user") or ""), uid=str(spec.get("uid") or ""), groups=_strings(spec.get("groups")), extra=extra
     )
