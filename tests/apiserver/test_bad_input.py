@@ -287,16 +287,18 @@ def test_authentication_required_except_health(server: Server, token: str, code:
     """A bad token is 401; no credentials is system:anonymous, refused (403) all but system:public-info-viewer's
     paths (upstream's anonymous authenticator and bootstrap policy)."""
     conn = server.connection(timeout=10)
-    conn.request("GET", PODS, headers={"Authorization": f"Bearer {token}"} if token else {})
-    response = conn.getresponse()
-    doc = json.loads(response.read())
-    assert (response.status, doc["reason"]) == (code, reason)
-    for open_path in ("/healthz", "/livez", "/readyz", "/version"):
-        conn.request("GET", open_path)
-        reply = conn.getresponse()
-        reply.read()
-        assert reply.status == 200
-    conn.close()
+    try:
+        conn.request("GET", PODS, headers={"Authorization": f"Bearer {token}"} if token else {})
+        response = conn.getresponse()
+        doc = json.loads(response.read())
+        assert (response.status, doc["reason"]) == (code, reason)
+        for open_path in ("/healthz", "/livez", "/readyz", "/version"):
+            conn.request("GET", open_path)
+            reply = conn.getresponse()
+            reply.read()
+            assert reply.status == 200
+    finally:
+        conn.close()
 
 
 def test_protobuf_only_accept_is_406(server: Server) -> None:
