@@ -160,3 +160,15 @@ async def test_local_client_runs_as_its_user(served: Served) -> None:
     client = LocalClient(served.registry, user=alice)
     review = await client.create(client.resource("selfsubjectreviews"), {"kind": "SelfSubjectReview"})
     assert review["status"]["userInfo"] == {"username": "alice", "groups": ["system:authenticated"]}
+
+
+async def test_pod_exec_over_websocket_needs_create(served: Served) -> None:
+    """AuthorizePodWebsocketUpgradeCreatePermission (v1.35+, pod REST's ensureAuthorizedForVerb): a GET of
+    pods/exec allowed as ``get`` is still refused without ``create``, as NewForbidden(pods, name, reason)."""
+    served.grants.add(Grant("alice", ("get",), resources=("pods/exec",), groups=("",)))
+    status, body = await call(served.app, "GET", "/api/v1/namespaces/ns/pods/web/exec?command=ls", token="alice-token")
+    assert status == 403
+    assert body["message"] == 'pods "web" is forbidden: '
+    served.grants.add(Grant("alice", ("create",), resources=("pods/exec",), groups=("",)))
+    status, body = await call(served.app, "GET", "/api/v1/namespaces/ns/pods/web/exec?command=ls", token="alice-token")
+    assert status == 404  # authorized: the pod's absence answers

@@ -19,14 +19,17 @@ The filter (:func:`authorize`) lets an ALLOW through and answers anything else w
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Protocol
 
 from kubeplane.api import fields as apifields
 from kubeplane.api import labels as apilabels
+from kubeplane.apiserver import errors
 from kubeplane.apiserver.tokens import UserInfo
 
 from .authorizer import Attributes, Authorizer, Decision, Selector, forbidden
 
+_CONNECT_CREATE = frozenset({"attach", "exec", "portforward"})
 VERBS_WITH_SELECTORS = frozenset({"list", "watch", "deletecollection"})
 _LABEL_OPS = {"==": "=", "gt": "gt", "lt": "lt"}
 
@@ -152,7 +155,24 @@ def request_attributes(
 
 
 def authorize(authorizer: Authorizer, attrs: Attributes) -> None:
-    """``WithAuthorization``: return on ALLOW; 403 (:func:`forbidden`) on DENY or NO_OPINION."""
+    """``WithAuthorization``: return on ALLOW; 403 (:func:`forbidden`) on DENY or NO_OPINION. Then, for a
+    pod's attach, exec or portforward (``AuthorizePodWebsocketUpgradeCreatePermission``, on since v1.35), the
+    pod REST's ``ensureAuthorizedForVerb``: a WebSocket upgrade is a GET, authorized as ``get``, so ``create``
+    is required as well, refused as upstream's bare ``NewForbidden(pods, name, reason)``."""
     decision, reason = authorizer.authorize(attrs)
     if decision is not Decision.ALLOW:
         raise forbidden(attrs, reason)
+    if _connect_needs_create(attrs):
+        decision, reason = authorizer.authorize(replace(attrs, verb="create"))
+        if decision is not Decision.ALLOW:
+            raise errors.forbidden("", "pods", attrs.name, reason)
+
+
+def _connect_needs_create(attrs: Attributes) -> bool:
+    return (
+        attrs.resource_request
+        and attrs.verb != "create"
+        and attrs.api_group == ""
+        and attrs.resource == "pods"
+        and attrs.subresource in _CONNECT_CREATE
+    )
