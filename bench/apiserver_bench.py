@@ -16,11 +16,12 @@ Metrics:
 * ``list_1000_per_s``: GET of a namespace holding 1,000 pods (the whole list, no limit).
 * ``watch_events_per_s``: events received per second summed over 100 HTTP watchers while 32 connections
   create pods; also ``watch_writes_per_s``, the write rate during that phase.
-* ``authorized_gets_per_s``: the GETs of ``gets_per_s`` again, as two users of the server's token file (the same
-  authentication cost): ``as=masters`` (system:masters, allowed by the privileged-groups authorizer first) and
-  ``as=rolebinding`` (a user whose only grant is a RoleBinding to ``view`` in the namespace: the Node authorizer,
-  then RBAC decide each request); ``authorization_overhead_pct`` is the second's rate loss against the first's.
-  Skipped (a note on stderr) when the server has no RBAC authorizer to allow the RoleBinding user.
+* ``authorized_gets_per_s``: GETs as users of the server's token file (the same authentication cost), ``of=pods``
+  (the pods of ``gets_per_s``) as ``as=masters`` (system:masters: the privileged-groups authorizer allows first)
+  and ``as=rolebinding`` (a user whose only grant is a RoleBinding to ``view``: Node, then RBAC decide), and
+  ``of=node`` (one Node) as ``masters`` and as ``node`` (``system:node:bench-node``: the Node authorizer
+  decides); ``authorization_overhead_pct`` is the deciding user's rate loss against system:masters' for the
+  same GETs. A user the server refuses (no RBAC authorizer in the build) is skipped with a note on stderr.
 """
 
 from __future__ import annotations
@@ -171,11 +172,15 @@ async def bench(host: str, port: int, token: str, quick: bool, store: str) -> No
 
 MASTERS_TOKEN = "bench-masters-token"
 VIEWER_TOKEN = "bench-viewer-token"
-TOKEN_FILE = f'{MASTERS_TOKEN},bench-masters,1,"system:masters"\n{VIEWER_TOKEN},bench-viewer,2\n'
+NODE_TOKEN = "bench-node-token"
+TOKEN_FILE = (
+    f'{MASTERS_TOKEN},bench-masters,1,"system:masters"\n{VIEWER_TOKEN},bench-viewer,2\n'
+    f'{NODE_TOKEN},system:node:bench-node,3,"system:nodes"\n'
+)
 
 
 async def authorization_phase(host: str, port: int, token: str, scale: float, params: dict[str, Any]) -> None:
-    """``authorized_gets_per_s`` for both users, and the overhead of RBAC's decision (see the docstring)."""
+    """``authorized_gets_per_s`` for each user, and the overhead of the deciding authorizer (module docstring)."""
     admin = await Conn.open(host, port, token)
     binding = {
         "metadata": {"name": "bench-viewer"},
@@ -184,23 +189,38 @@ async def authorization_phase(host: str, port: int, token: str, scale: float, pa
     }
     path = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings"
     status, _ = await admin.request("POST", path, json.dumps(binding).encode())
-    admin.close()
     assert status == 201, status
-    base = "/api/v1/namespaces/default/pods"
+    status, _ = await admin.request("POST", "/api/v1/nodes", b'{"metadata":{"name":"bench-node"}}')
+    assert status == 201, status
+    admin.close()
+    pods, node = "/api/v1/namespaces/default/pods", "/api/v1/nodes/bench-node"
     n = int(40_000 * scale)
-    rates: dict[str, float] = {}
-    for who, user_token in (("masters", MASTERS_TOKEN), ("rolebinding", VIEWER_TOKEN)):
+    cases = (
+        ("masters", MASTERS_TOKEN, "pods"),
+        ("rolebinding", VIEWER_TOKEN, "pods"),
+        ("masters", MASTERS_TOKEN, "node"),
+        ("node", NODE_TOKEN, "node"),
+    )
+    rates: dict[tuple[str, str], float] = {}
+    for who, user_token, target in cases:
         conns = [await Conn.open(host, port, user_token) for _ in range(CONNECTIONS)]
-        status, body = await conns[0].request("GET", f"{base}/pod-000000")
+
+        def make(i: int, target: str = target) -> tuple[str, str, bytes]:
+            return "GET", node if target == "node" else f"{pods}/pod-{i % 1000:06d}", b""
+
+        status, body = await conns[0].request(*make(0))
         if status == 403:
-            print(f"authorized_gets_per_s skipped: {body[:200]!r}", file=sys.stderr)
-            return
-        rates[who] = await run_phase(conns, n, lambda i: ("GET", f"{base}/pod-{i % 1000:06d}", b""))
-        emit("authorized_gets_per_s", rates[who], "gets/s", n=n, **{"as": who}, **params)
+            print(f"authorized_gets_per_s as={who} skipped: {body[:200]!r}", file=sys.stderr)
+        else:
+            rates[(who, target)] = rate = await run_phase(conns, n, make)
+            emit("authorized_gets_per_s", rate, "gets/s", n=n, **{"as": who, "of": target}, **params)
         for conn in conns:
             conn.close()
-    overhead = 100.0 * (rates["masters"] - rates["rolebinding"]) / rates["masters"]
-    emit("authorization_overhead_pct", overhead, "%", n=n, **params)
+    for deciding, target in (("rolebinding", "pods"), ("node", "node")):
+        if (deciding, target) in rates:
+            base = rates[("masters", target)]
+            overhead = 100.0 * (base - rates[(deciding, target)]) / base
+            emit("authorization_overhead_pct", overhead, "%", n=n, **{"as": deciding, "of": target}, **params)
 
 
 def main() -> None:
