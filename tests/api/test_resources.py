@@ -94,12 +94,7 @@ EXPECTED = {
         "localsubjectaccessreviews",
         (),
     ),
-    ("authorization.k8s.io", "selfsubjectrulesreviews"): (
-        "SelfSubjectRulesReview",
-        False,
-        "selfsubjectrulesreviews",
-        (),
-    ),
+    ("authorization.k8s.io", "selfsubjectrulesreviews"): ("SelfSubjectRulesReview", False, "selfsubjectrulesreviews", ()),
 }
 
 
