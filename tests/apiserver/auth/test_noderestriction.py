@@ -55,9 +55,8 @@ async def _mirror(c: LocalClient, name: str = "mirror", node: str = "mynode", **
 
 
 async def _refused(call: Any, message: str) -> None:
-    with pytest.raises(ForbiddenError) as info:
-        with acting_as(MYNODE):
-            await call
+    with pytest.raises(ForbiddenError) as info, acting_as(MYNODE):
+        await call
     assert info.value.message == message
 
 
@@ -113,7 +112,7 @@ async def test_mirror_pod_create(c: LocalClient) -> None:
         c.create(pods, wrong_uid, namespace="ns"),
         f'pods "m7" is forbidden: node mynode UID mismatch: expected bogus got {uid}',
     )
-    for name, extra, what in [
+    cases: list[tuple[str, dict[str, Any], str]] = [
         ("sa", {"serviceAccountName": "foo"}, "a service account"),
         ("sec", {"volumes": [{"name": "v", "secret": {"secretName": "foo"}}]}, "secrets"),
         ("pull", {"imagePullSecrets": [{"name": "foo"}]}, "secrets"),
@@ -128,7 +127,8 @@ async def test_mirror_pod_create(c: LocalClient) -> None:
             "clustertrustbundles",
         ),
         ("pvc", {"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "foo"}}]}, "persistentvolumeclaims"),
-    ]:
+    ]
+    for name, extra, what in cases:
         await _refused(
             c.create(pods, await _mirror(c, name, **extra), namespace="ns"),
             f'pods "{name}" is forbidden: node "mynode" can not create pods that reference {what}',
@@ -163,7 +163,8 @@ async def test_pod_delete_update_and_subresources(c: LocalClient) -> None:
             subresource="binding",
             name="unbound",
         ),
-        "pods \"unbound\" is forbidden: unexpected pod subresource \"binding\", only 'status' and 'eviction' are allowed",
+        'pods "unbound" is forbidden: unexpected pod subresource "binding", '
+        "only 'status' and 'eviction' are allowed",
     )
     with acting_as(MYNODE):
         await c.delete(pods, "pod0", namespace="ns", grace_period_seconds=0)
