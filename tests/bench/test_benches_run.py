@@ -31,6 +31,7 @@ def test_every_bench_is_covered() -> None:
         "job_controller_bench.py",
         "jsondepth_bench.py",
         "kubelet_bench.py",
+        "node_authz_bench.py",
         "pod_logs_bench.py",
         "sa_token_bench.py",
         "sim_bench.py",

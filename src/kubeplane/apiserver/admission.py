@@ -9,6 +9,8 @@
   PreemptLowerPriority. A pod that gives a priority or preemptionPolicy other than the computed one is 403.
 * DefaultTolerationSeconds: pods tolerate ``node.kubernetes.io/not-ready`` and ``unreachable`` (NoExecute) for
   300 s unless they say otherwise.
+* NodeRestriction (requesters in system:nodes; also on deletes and on the pods/eviction, pods/binding and
+  serviceaccounts/token creates): :mod:`kubeplane.apiserver.auth.noderestriction`.
 * DefaultStorageClass, StorageObjectInUseProtection (create) and PersistentVolumeClaimResize (update):
   :mod:`kubeplane.apiserver.admission_storage`.
 """
@@ -23,6 +25,7 @@ from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.views import status_of
 
 from . import admission_serviceaccount, admission_storage, errors
+from .auth import noderestriction
 
 if TYPE_CHECKING:
     from .registry import Registry
@@ -49,6 +52,7 @@ async def admit_create(registry: Registry, info: ResourceInfo, obj: dict[str, An
                 str(obj["metadata"].get("name") or ""),
                 f"unable to create new content in namespace {namespace} because it is being terminated",
             )
+    await noderestriction.admit_create(registry, info, obj)  # requesters in system:nodes only
     await admission_storage.admit_create(registry, info, obj)
     if info.group == "" and info.kind == "Pod":
         if registry.service_account_admission:
@@ -60,7 +64,9 @@ async def admit_create(registry: Registry, info: ResourceInfo, obj: dict[str, An
 async def admit_update(
     registry: Registry, info: ResourceInfo, new: dict[str, Any], old: dict[str, Any], subresource: str | None
 ) -> None:
-    """Validating admission of an update (after the strategy's validation, as upstream's updateValidation)."""
+    """Validating admission of an update (after the strategy's validation, as upstream's updateValidation);
+    NodeRestriction first, for requesters in system:nodes (upstream runs it in the mutating phase)."""
+    await noderestriction.admit_update(registry, info, new, old, subresource)
     admission_storage.validate_update(registry, info, new, old, subresource)
 
 

@@ -26,6 +26,7 @@ from kubeplane.api.validation.field import new_path, not_supported
 from kubeplane.store.interface import Conflict
 
 from . import errors, params
+from .auth import noderestriction
 from .dryrun import dry_run
 from .listing import ListOptions, list_objects
 from .registry import MAX_RETRIES, Registry
@@ -105,6 +106,7 @@ async def delete_object(
             raise errors.not_found(info.group, info.plural, name)
         obj = decode(current)
         meta = obj["metadata"]
+        await noderestriction.admit_delete(registry, info, namespace, name, obj)  # upstream's deleteValidation
         check_preconditions(info, obj, options)
         if info.group == "" and info.kind == "Namespace":
             return await _terminate_namespace(registry, info, obj, current.mod_revision, options)

@@ -34,6 +34,7 @@ from kubeplane.api.patch import json_merge_patch
 from kubeplane.api.resources import ResourceInfo
 
 from . import apply, errors, offload, reviews, subresources, tokenrequest
+from .auth import noderestriction
 from .auth import reviews as authorization_reviews
 from .deletion import DeleteOptions, delete_collection, delete_object
 from .listing import ListOptions, WatchOptions, list_objects, open_watch
@@ -230,19 +231,28 @@ async def _create(registry: Registry, call: Call) -> Obj:
     return await registry.create(call.resource, call.namespace, body, dry_run=call.dry_run, manager=call.manager)
 
 
-def _bind(registry: Registry, call: Call) -> Awaitable[Obj]:
+async def _bind(registry: Registry, call: Call) -> Obj:
     assert call.namespace is not None  # _namespaced
-    return subresources.bind(registry, call.namespace, call.name, call.body, dry_run=call.dry_run)
+    await noderestriction.admit_subresource_create(
+        registry, call.resource, "binding", call.namespace, call.name, call.body
+    )
+    return await subresources.bind(registry, call.namespace, call.name, call.body, dry_run=call.dry_run)
 
 
-def _evict(registry: Registry, call: Call) -> Awaitable[Obj]:
+async def _evict(registry: Registry, call: Call) -> Obj:
     assert call.namespace is not None  # _namespaced
-    return subresources.evict(registry, call.namespace, call.name, call.body, dry_run=call.dry_run)
+    await noderestriction.admit_subresource_create(
+        registry, call.resource, "eviction", call.namespace, call.name, call.body
+    )
+    return await subresources.evict(registry, call.namespace, call.name, call.body, dry_run=call.dry_run)
 
 
-def _token(registry: Registry, call: Call) -> Awaitable[Obj]:
+async def _token(registry: Registry, call: Call) -> Obj:
     assert call.namespace is not None  # _namespaced
-    return tokenrequest.create_token(registry, call.namespace, call.name, call.body)
+    await noderestriction.admit_subresource_create(
+        registry, call.resource, "token", call.namespace, call.name, call.body
+    )
+    return await tokenrequest.create_token(registry, call.namespace, call.name, call.body)
 
 
 async def _update(registry: Registry, call: Call) -> Obj:
