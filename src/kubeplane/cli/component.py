@@ -113,10 +113,11 @@ def apply_leader_election_flags(current: Any, flags: LeaderElectionFlags) -> Any
 def client_config(path: str | None) -> Any:
     """From the kubeconfig lookup, or in a pod without one the service account (client-go's in-cluster config)."""
     from kubeplane.client.kubeconfig import find_kubeconfig, in_cluster_config, load_kubeconfig
+    from kubeplane.client.pod_root import pod_path
 
     if path is None and os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
         return in_cluster_config()
-    return load_kubeconfig(find_kubeconfig(path))
+    return load_kubeconfig(find_kubeconfig(pod_path(path) if path else None))  # in a pod: under its root
 
 
 class Component(Protocol):
