@@ -23,6 +23,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import random
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -35,7 +36,8 @@ from kubeplane.apiserver.tls import ensure_serving_certs
 from kubeplane.client.errors import ConflictError
 from kubeplane.client.pod_root import POD_ROOT_ENV
 from kubeplane.kubelet import process_image
-from kubeplane.kubelet.fleet import FleetOptions
+from kubeplane.kubelet.config import parse_node_config
+from kubeplane.kubelet.fleet import Fleet, FleetOptions
 from kubeplane.kubelet.process_runtime import exit_code
 from tests.kubelet.harness import Env, running_fleet
 
@@ -307,6 +309,29 @@ async def test_the_fleet_stopping_ends_every_process(env: Env) -> None:
     await env.fleet.stop()
     assert not any(alive(p) for p in pids)
     assert not any(processes.run_dir.joinpath("pods").iterdir())
+
+
+async def test_a_restarted_fleet_starts_the_processes_of_its_running_pods_again(env: Env, tmp_path: Path) -> None:
+    """The processes ended with the old fleet: the new one reports each as upstream reports a running container
+    the runtime no longer knows (ContainerStatusUnknown, 137) and restarts it (restartPolicy Always)."""
+    await env.create_pod("a", **scheduler_pod())
+    await until(env, "Running", lambda: _running(env, "a"))
+    await env.fleet.stop()
+    options = FleetOptions(pull_delay=0.0, status_workers=2, real_processes=True, run_dir=tmp_path / "run2")
+    fleet = Fleet(env.client, parse_node_config([{"name": "n1"}]), clock=env.clock, rng=random.Random(2),
+                  options=options)  # fmt: skip
+    await fleet.start()
+    try:
+        env.fleet = fleet
+        await until(env, "a restart", lambda: _restarts(env, "a", 1))
+        status = await until(env, "running again", lambda: _running(env, "a"))
+        last = status_of(status)["lastState"]["terminated"]
+        assert (last["reason"], last["exitCode"]) == ("ContainerStatusUnknown", 137)
+        assert last["message"] == "The container could not be located when the pod was terminated"
+        assert fleet.processes is not None
+        assert len(fleet.processes.pids()) == 1
+    finally:
+        await fleet.stop()
 
 
 # --- helpers ------------------------------------------------------------------------------------------------------

@@ -354,6 +354,20 @@ class PodWorkers:
             await self._start_container(sim, rt, c, container, "containers")
             self._status.mark_dirty(rt)
 
+    async def _resume_processes(self, sim: SimNode, rt: PodRuntime) -> None:
+        """An adopted pod whose real containers were running: their processes ended with the previous fleet, so
+        each is terminated as upstream reports a running container the runtime no longer knows
+        (``ContainerStatusUnknown``, exit code 137) and restarted by the pod's restartPolicy."""
+        await self._set_up_files(sim, rt)
+        now = self._clock.now()
+        for c in rt.containers:
+            if c.process and c.running:
+                c.terminate(termination.EXIT_CODE_SIGKILL, now, "ContainerStatusUnknown")
+                c.state["terminated"]["message"] = "The container could not be located when the pod was terminated"
+        self._status.mark_dirty(rt)
+        spec = spec_of(rt.pod)
+        await self._run_processes(sim, rt, {c["name"]: c for c in spec.get("containers") or []})
+
     def adopt_running(self, sim: SimNode, pod: Obj) -> PodRuntime:
         """A pod this node ran before the fleet (re)started: take its reported state as the truth."""
         rt = self.new_runtime(sim, pod)
@@ -390,6 +404,8 @@ class PodWorkers:
             self._devices.adopt(sim, pod)
             if any(not c.running for c in rt.containers) and rt.phase != "Running":
                 self._tasks.spawn(rt.uid, self.run_pod(sim, rt))  # it never finished starting: start it again
+            elif any(c.process and c.running for c in rt.containers):
+                self._tasks.spawn(rt.uid, self._resume_processes(sim, rt))  # their processes ended with the fleet
         else:
             rt.holding = False
         return rt
