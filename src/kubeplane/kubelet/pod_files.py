@@ -31,7 +31,7 @@ from typing import Any
 
 from kubeplane.api.meta import parse_time
 from kubeplane.client.clock import Clock
-from kubeplane.client.errors import NotFoundError
+from kubeplane.client.errors import ClientError, NotFoundError
 from kubeplane.client.interface import Client
 
 from .process_image import field_value
@@ -123,6 +123,8 @@ class PodFiles:
             if ref.get("optional"):
                 return
             raise MountError(f'{kind} "{name}" not found') from None
+        except ClientError as exc:  # forbidden, unreachable: retried as a failed mount
+            raise MountError(str(exc)) from None
         data = {k: str(v).encode() for k, v in (obj.get("data") or {}).items()}
         binary = obj.get("binaryData") if kind == "configmap" else obj.get("data")
         data.update({k: base64.b64decode(str(v)) for k, v in (binary or {}).items()})
@@ -165,7 +167,7 @@ class PodFiles:
         try:
             accounts = self._client.resource("serviceaccounts")
             reply = await self._client.create(accounts, body, namespace=rt.namespace, subresource="token", name=account)
-        except NotFoundError as exc:
+        except ClientError as exc:
             raise MountError(str(exc)) from None
         status = reply.get("status") or {}
         _write(_inside(target, str(source.get("path") or "token")), str(status.get("token") or "").encode(), 0o600)

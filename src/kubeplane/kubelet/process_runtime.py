@@ -44,7 +44,7 @@ from kubeplane.client.interface import Client
 from kubeplane.client.pod_root import POD_ROOT_ENV
 
 from .container_logs import ContainerLog
-from .pod_files import PodFiles
+from .pod_files import MountError, PodFiles
 from .process_image import StartError, command_line, expand, field_value, is_kubeplane_image, service_env
 from .runtime import ContainerRuntime, PodRuntime
 
@@ -124,15 +124,24 @@ class ProcessRuntime:
         await self.files.set_up(rt)
 
     async def api_endpoint(self) -> tuple[str, int] | None:
-        """The API server's real address: the first of the ``default/kubernetes`` Endpoints."""
+        """The API server's real address: the first of the ``default/kubernetes`` Endpoints; else (a kubelet
+        identity that may read services but not endpoints, as upstream's ``system:node``) the ``kubernetes``
+        Service's targetPort on 127.0.0.1, where kubeplane's API server always listens."""
         try:
             endpoints = await self._client.get(self._client.resource("endpoints"), "kubernetes", namespace="default")
-        except (NotFoundError, ClientError):
-            return None
+        except ClientError:
+            endpoints = {}
         for subset in endpoints.get("subsets") or []:
             addresses, ports = subset.get("addresses") or [], subset.get("ports") or []
             if addresses and ports:
                 return str(addresses[0].get("ip")), int(ports[0].get("port"))
+        try:
+            service = await self._client.get(self._client.resource("services"), "kubernetes", namespace="default")
+        except ClientError:
+            return None
+        for port in (service.get("spec") or {}).get("ports") or []:
+            if isinstance(port.get("targetPort"), int):
+                return "127.0.0.1", int(port["targetPort"])
         return None
 
     async def _values(self, kind: str, namespace: str, name: str, optional: bool) -> dict[str, str]:
@@ -143,6 +152,8 @@ class ProcessRuntime:
             if optional:
                 return {}
             raise StartError(f'{kind.lower()} "{name}" not found') from None
+        except ClientError as exc:
+            raise StartError(str(exc)) from None
         data = dict(obj.get("data") or {})
         if kind == "Secret":
             return {k: base64.b64decode(str(v)).decode(errors="replace") for k, v in data.items()}
@@ -189,7 +200,10 @@ class ProcessRuntime:
         """Start ``c``'s process for its current run; StartError when it cannot start."""
         env = await self.environment(rt, container)
         argv = command_line(container, env)
-        root = self.files.container_root(rt, container)
+        try:
+            root = self.files.container_root(rt, container)
+        except (MountError, OSError) as exc:
+            raise StartError(f"mounting the container's volumes: {exc}") from None
         full = {"PATH": os.environ.get("PATH", os.defpath), "HOSTNAME": rt.name, "HOME": str(root)}
         if os.environ.get("PYTHONPATH"):
             full["PYTHONPATH"] = os.environ["PYTHONPATH"]  # the "image" is this installation
