@@ -143,7 +143,7 @@ def test_without_its_cluster_role_binding_the_scheduler_is_forbidden(cluster: Cl
     cluster.wait(
         "a 403 in the scheduler's log",
         lambda: any("403" in logs(cluster, p) or "forbidden" in logs(cluster, p).lower() for p in pods),
-        timeout=45,
+        timeout=30,
     )
     assert not cluster.get("pod", "custom-scheduled-pod-2").get("spec", {}).get("nodeName")
     assert "403" in logs(cluster, current) or "forbidden" in logs(cluster, current).lower()
