@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import base64
+import socket
 from pathlib import Path
 
 import pytest
 
 from kubeplane.client.errors import ClientError
 from kubeplane.client.kubeconfig import find_kubeconfig, in_cluster_config, load_kubeconfig
-from kubeplane.client.pod_root import POD_ROOT_ENV, pod_path
+from kubeplane.client.pod_root import POD_ROOT_ENV, hostname, pod_path
 
 KUBECONFIG = """
 apiVersion: v1
@@ -115,5 +116,8 @@ def test_in_cluster_config_under_a_kubeplane_pod_root(tmp_path: Path, monkeypatc
     assert (config.server, config.token, config.namespace) == ("https://127.0.0.1:6443", "pod-token", "kube-system")
     assert pod_path("/etc/kubeplane/config.yaml") == tmp_path / "etc/kubeplane/config.yaml"
     assert pod_path("relative.yaml") == Path("relative.yaml")
+    monkeypatch.setenv("HOSTNAME", "custom-scheduler-7d9c-abcde")
+    assert hostname() == "custom-scheduler-7d9c-abcde"  # the container's hostname is its pod's name
     monkeypatch.delenv(POD_ROOT_ENV)
     assert pod_path("/etc/kubeplane/config.yaml") == Path("/etc/kubeplane/config.yaml")
+    assert hostname() == socket.gethostname()

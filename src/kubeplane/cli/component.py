@@ -16,7 +16,6 @@ import logging
 import os
 import random
 import signal
-import socket
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
@@ -240,10 +239,11 @@ async def _lead(
     """Warm up, then run ``work`` while holding the Lease; ``shutting_down`` tells a clean stop from a lost lease."""
     from kubeplane.client.clock import SystemClock
     from kubeplane.client.leaderelection import LeaderElectionConfig, LeaderElector
+    from kubeplane.client.pod_root import hostname
     from kubeplane.metrics.leader import set_leader_status
 
     log = logging.getLogger(f"kubeplane.{component}")
-    identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+    identity = f"{hostname()}_{uuid.uuid4()}"  # upstream: os.Hostname() + "_" + uuid
     led = False
 
     async def lead(stopped: asyncio.Event) -> None:

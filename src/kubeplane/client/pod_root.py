@@ -9,12 +9,13 @@ variable :data:`POD_ROOT_ENV`. :func:`pod_path` is the one mechanism every absol
 goes through (the in-cluster config, ``kubeplane scheduler --config``, the configuration's
 ``clientConnection.kubeconfig``): under the variable, ``/etc/x`` means ``$KUBEPLANE_POD_ROOT/etc/x``; without it
 (outside a pod, the normal case) paths are unchanged. Relative paths are unchanged either way: the container's
-working directory is its root.
+working directory is its root. Likewise :func:`hostname` is the pod's name there, as a container's hostname is.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 POD_ROOT_ENV = "KUBEPLANE_POD_ROOT"
@@ -33,3 +34,11 @@ def pod_path(path: str | os.PathLike[str]) -> Path:
     if root is None or not result.is_absolute():
         return result
     return root / result.relative_to(result.anchor)
+
+
+def hostname() -> str:
+    """What Go's ``os.Hostname()`` returns in the container: the pod's name (``$HOSTNAME``, set by the kubelet)
+    under a pod root, else the host's name. Leader-election identities start with it, as upstream's do."""
+    if pod_root() is not None and os.environ.get("HOSTNAME"):
+        return os.environ["HOSTNAME"]
+    return socket.gethostname()
