@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import base64
+import socket
 from pathlib import Path
 
 import pytest
 
 from kubeplane.client.errors import ClientError
 from kubeplane.client.kubeconfig import find_kubeconfig, in_cluster_config, load_kubeconfig
+from kubeplane.client.pod_root import POD_ROOT_ENV, hostname, pod_path
 
 KUBECONFIG = """
 apiVersion: v1
@@ -97,3 +99,25 @@ def test_in_cluster_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
         b"CA",
         "kube-system",
     )
+
+
+def test_in_cluster_config_under_a_kubeplane_pod_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kubeplane process run as a pod's container (kubelet/process_runtime.py) finds the ServiceAccount files at
+    the usual path under ``$KUBEPLANE_POD_ROOT`` (client-go's rest.InClusterConfig reads them at ``/``)."""
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "6443")
+    sa = tmp_path / "var/run/secrets/kubernetes.io/serviceaccount"
+    sa.mkdir(parents=True)
+    (sa / "token").write_text("pod-token")
+    (sa / "ca.crt").write_bytes(b"CA")
+    (sa / "namespace").write_text("kube-system")
+    monkeypatch.setenv(POD_ROOT_ENV, str(tmp_path))
+    config = in_cluster_config()
+    assert (config.server, config.token, config.namespace) == ("https://127.0.0.1:6443", "pod-token", "kube-system")
+    assert pod_path("/etc/kubeplane/config.yaml") == tmp_path / "etc/kubeplane/config.yaml"
+    assert pod_path("relative.yaml") == Path("relative.yaml")
+    monkeypatch.setenv("HOSTNAME", "custom-scheduler-7d9c-abcde")
+    assert hostname() == "custom-scheduler-7d9c-abcde"  # the container's hostname is its pod's name
+    monkeypatch.delenv(POD_ROOT_ENV)
+    assert pod_path("/etc/kubeplane/config.yaml") == Path("/etc/kubeplane/config.yaml")
+    assert hostname() == socket.gethostname()

@@ -16,7 +16,6 @@ import logging
 import os
 import random
 import signal
-import socket
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
@@ -113,10 +112,11 @@ def apply_leader_election_flags(current: Any, flags: LeaderElectionFlags) -> Any
 def client_config(path: str | None) -> Any:
     """From the kubeconfig lookup, or in a pod without one the service account (client-go's in-cluster config)."""
     from kubeplane.client.kubeconfig import find_kubeconfig, in_cluster_config, load_kubeconfig
+    from kubeplane.client.pod_root import pod_path
 
     if path is None and os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
         return in_cluster_config()
-    return load_kubeconfig(find_kubeconfig(path))
+    return load_kubeconfig(find_kubeconfig(pod_path(path) if path else None))  # in a pod: under its root
 
 
 class Component(Protocol):
@@ -239,10 +239,11 @@ async def _lead(
     """Warm up, then run ``work`` while holding the Lease; ``shutting_down`` tells a clean stop from a lost lease."""
     from kubeplane.client.clock import SystemClock
     from kubeplane.client.leaderelection import LeaderElectionConfig, LeaderElector
+    from kubeplane.client.pod_root import hostname
     from kubeplane.metrics.leader import set_leader_status
 
     log = logging.getLogger(f"kubeplane.{component}")
-    identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+    identity = f"{hostname()}_{uuid.uuid4()}"  # upstream: os.Hostname() + "_" + uuid
     led = False
 
     async def lead(stopped: asyncio.Event) -> None:

@@ -43,7 +43,8 @@ def fleet_options(
     from kubeplane.api.durations import parse_duration
     from kubeplane.kubelet.fleet import FleetOptions
 
-    options = FleetOptions(kubelet_api=True)  # kubectl logs / top reach the fleet's kubelet API
+    # kubectl logs / top reach the fleet's kubelet API; pods of kubeplane's own image run as real processes
+    options = FleetOptions(kubelet_api=True, real_processes=True)
     if pull_delay is not None:
         if pull_delay < 0:
             raise CLIError(f"--pull-delay must not be negative, not {pull_delay}")

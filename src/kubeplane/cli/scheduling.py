@@ -20,6 +20,7 @@ from kubeplane.cli.component import (
 )
 from kubeplane.client.errors import ClientError
 from kubeplane.client.interface import Client
+from kubeplane.client.pod_root import pod_path
 
 __all__ = ["load_objects", "run_explain", "run_scheduler"]
 
@@ -85,7 +86,7 @@ def _load_config(config: Path | None, feature_gates: str | None = None) -> Any:
     if config is None:
         return default_config(feature_gates=gates)
     try:
-        return load_config(config, feature_gates=gates)
+        return load_config(pod_path(config), feature_gates=gates)  # in a kubeplane-started pod: its root
     except ConfigError as exc:
         raise CLIError(f"invalid scheduler configuration {config}:\n" + "\n".join(exc.errors)) from None
 
@@ -202,9 +203,12 @@ def run_scheduler(
             raise CLIError("\n".join(exc.errors)) from None
         return scheduler, f"with profiles {', '.join(scheduler.profiles)}"
 
+    file_kubeconfig = cfg.client_connection.kubeconfig or None
+    if file_kubeconfig:  # in a kubeplane-started pod, under its root (kubeplane.client.pod_root)
+        file_kubeconfig = str(pod_path(file_kubeconfig))
     run_component(
         component="scheduler",
-        kubeconfig=kubeconfig or (cfg.client_connection.kubeconfig or None),
+        kubeconfig=kubeconfig or file_kubeconfig,
         le=le,
         metrics_port=metrics_port,
         bind_address=bind_address,

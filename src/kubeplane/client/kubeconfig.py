@@ -19,6 +19,7 @@ import yaml
 from kubeplane.api.views import section
 
 from .errors import ClientError
+from .pod_root import pod_path
 
 DEFAULT_KUBECONFIG = Path(".kubeplane") / "kubeconfig"
 FAILOVER_EXTENSION = "kubeplane.io/failover"
@@ -127,6 +128,10 @@ def load_kubeconfig(path: Path, *, context: str | None = None) -> ClientConfig:
 
 
 def in_cluster_config(root: Path = SERVICE_ACCOUNT) -> ClientConfig:
+    """client-go's ``rest.InClusterConfig``: the API server of ``KUBERNETES_SERVICE_HOST``/``_PORT`` with the
+    ServiceAccount token and CA under ``root``, which a kubeplane-started pod re-roots under
+    ``$KUBEPLANE_POD_ROOT`` (:mod:`~kubeplane.client.pod_root`)."""
+    root = pod_path(root)
     host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT")
     if not host or not port:
         raise ClientError("not running in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are unset")

@@ -73,6 +73,7 @@ from .kubelet_server import KubeletServer
 from .mirror_pods import MirrorPods
 from .node_status import NodeStatus
 from .pod_workers import PodWorkers
+from .process_runtime import ProcessRuntime
 from .runtime import PodRuntime
 from .state import (
     DURATION_ANNOTATION,
@@ -132,6 +133,10 @@ class Fleet:
         self.dra = DRAManager(client, clock=self.clock, node_of=self._dra_node)
         """The kubelets' DRA manager and simulated DRA drivers (the node config's ``devices``)."""
         self.dra_slices = SlicePublisher(client, node_uid=lambda name: self.nodes[name].uid)
+        self.processes = (
+            ProcessRuntime(client, self.clock, self.options.run_dir) if self.options.real_processes else None
+        )
+        """Containers of kubeplane's own image as real processes (``FleetOptions.real_processes``)."""
         self.workers = PodWorkers(
             clock=self.clock,
             options=self.options,
@@ -142,6 +147,7 @@ class Fleet:
             events=self.events,
             volumes=self.volumes,
             dra=self.dra,
+            processes=self.processes,
         )
         self.eviction = EvictionManager(
             clock=self.clock,
@@ -254,6 +260,8 @@ class Fleet:
                 await task
         self._tasks.clear()
         self.pod_tasks.clear()
+        if self.processes is not None:  # SIGTERM, then SIGKILL, to every process the fleet started
+            await self.processes.stop_all()
         self.status.shut_down()
         for rt in self.runtimes.values():
             for c in rt.all_containers():
@@ -402,6 +410,8 @@ class Fleet:
     def _forget(self, uid: str) -> None:
         rt = self.runtimes.pop(uid, None)
         self.pod_tasks.cancel(uid)
+        if self.processes is not None:
+            self.processes.forget(uid)
         if rt is not None:
             for c in rt.all_containers():
                 c.log.close()  # followers of its logs stop

@@ -42,6 +42,9 @@ from . import admission, container_logs, sim_exits, termination
 from .device_manager import DeviceManager
 from .dra.manager import FAILED_PREPARE_REASON, DRAManager, pod_uses_dra
 from .node import registration_node
+from .pod_files import MountError
+from .process_image import START_ERROR_EXIT_CODE, StartError
+from .process_runtime import ProcessRuntime
 from .runtime import ContainerRuntime, PodRuntime, normalize_image
 from .state import (
     DURATION_ANNOTATION,
@@ -62,6 +65,7 @@ from .volume_manager import VolumeManager, has_claims
 log = logging.getLogger("kubeplane.kubelet.fleet")
 
 BACKOFF_INITIAL, BACKOFF_MAX = 10.0, 300.0  # upstream container restart back-off
+MOUNT_RETRY = 2.0  # seconds between volume set-up attempts (upstream's volume manager retries with back-off)
 
 
 def _default_pull_policy(image: str) -> str:
@@ -87,15 +91,21 @@ class PodWorkers:
         events: NodeEvents,
         volumes: VolumeManager | None = None,
         dra: DRAManager | None = None,
+        processes: ProcessRuntime | None = None,
     ) -> None:
         self._clock, self._options, self._runtimes = clock, options, runtimes
         self._tasks, self._status, self._devices, self._events = tasks, status, devices, events
         self._volumes = volumes
         self._dra = dra
+        self._processes = processes
 
     def new_runtime(self, sim: SimNode, pod: Obj) -> PodRuntime:
-        """A fresh runtime for ``pod`` on ``sim``, known to the fleet (and the status manager) from now on."""
+        """A fresh runtime for ``pod`` on ``sim``, known to the fleet (and the status manager) from now on.
+        With a process runtime, its regular containers of kubeplane's image are marked to run as processes."""
         rt = PodRuntime.for_pod(pod, sim.spec.address, self._clock.now())
+        if self._processes is not None:
+            for c in rt.containers:
+                c.process = self._processes.runs(c.image)
         self._runtimes[rt.uid] = rt
         return rt
 
@@ -142,6 +152,8 @@ class PodWorkers:
         await delay(self._clock, self._options.sandbox_delay)
         rt.pod_ip = sim.spec.address if spec.get("hostNetwork") else sim.ips.allocate()
         rt.sandbox_ready = True
+        if any(c.process for c in rt.containers):
+            await self._set_up_files(sim, rt)
         containers = {c["name"]: c for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]}
         for c in rt.init_containers:
             await self._start_container(sim, rt, c, containers[c.name], "initContainers")
@@ -164,6 +176,9 @@ class PodWorkers:
             ticker.cancel()
 
     async def _run(self, sim: SimNode, rt: PodRuntime, containers: Mapping[str, Mapping[str, Any]]) -> None:
+        if any(c.process for c in rt.containers):
+            await self._run_processes(sim, rt, containers)
+            return
         for key in (DURATION_ANNOTATION, EXIT_CODE_ANNOTATION, *sim_exits.KNOBS):
             text = annotation(rt.pod, key)
             if text is not None and not sim_exits.well_formed(key, text):
@@ -205,6 +220,9 @@ class PodWorkers:
         self._events.pod(sim, pod, "Normal", "Created", f"Created container: {c.name}", path)
         await delay(self._clock, self._options.start_delay)
         c.start(rt.uid, self._clock.now())
+        if c.process:
+            await self._start_process(sim, rt, c, container, path)
+            return
         lines = container_logs.pod_lines(pod, c.name)
         if lines is not None:
             c.log.write(c.restart_count, self._clock.now(), lines)
@@ -265,6 +283,91 @@ class PodWorkers:
                 await self._start_container(sim, rt, c, containers[c.name], "containers")
             self._status.mark_dirty(rt)
 
+    # --- containers that run as real processes (kubelet/process_runtime.py) ------------------------------------
+
+    async def _set_up_files(self, sim: SimNode, rt: PodRuntime) -> None:
+        """The pod's volumes on disk; while one cannot be set up (a missing ConfigMap), a ``FailedMount``
+        Warning and a retry every :data:`MOUNT_RETRY` s, the containers waiting in ContainerCreating."""
+        assert self._processes is not None
+        while True:
+            try:
+                await self._processes.set_up(rt)
+                return
+            except MountError as exc:
+                self._events.pod(sim, rt.pod, "Warning", "FailedMount", str(exc))
+            await self._clock.sleep(MOUNT_RETRY)
+
+    async def _start_process(
+        self, sim: SimNode, rt: PodRuntime, c: ContainerRuntime, container: Mapping[str, Any], path: str
+    ) -> None:
+        """Start ``c``'s process, or end the run with upstream's ``StartError`` (exit code 128) and a
+        ``Failed`` Warning when it cannot start."""
+        assert self._processes is not None
+        try:
+            await self._processes.start(rt, c, container)
+        except StartError as exc:
+            c.terminate(START_ERROR_EXIT_CODE, self._clock.now(), "StartError")
+            c.state["terminated"]["message"] = str(exc)
+            self._events.pod(sim, rt.pod, "Warning", "Failed", f"Error: {exc}", path)
+            return
+        self._events.pod(sim, rt.pod, "Normal", "Started", f"Started container {c.name}", path)
+
+    async def _run_processes(self, sim: SimNode, rt: PodRuntime, containers: Mapping[str, Mapping[str, Any]]) -> None:
+        """Each real container runs until its process exits, then restarts by the pod's restartPolicy with
+        upstream's per-container back-off; once every regular container has ended for good the pod is
+        Succeeded (all exited 0) or Failed. Simulated containers of the same pod run until it is deleted."""
+        await asyncio.gather(*(self._watch_process(sim, rt, c, containers[c.name]) for c in rt.containers if c.process))
+        if not all(c.terminated for c in rt.containers):
+            return
+        now = self._clock.now()
+        rt.phase = "Succeeded" if all(c.exit_code == 0 for c in rt.containers) else "Failed"
+        for sidecar in rt.init_containers:
+            if sidecar.running:
+                sidecar.terminate(0, now)
+        sim.release(rt)
+        self.unprepare(sim, rt)
+        self._status.mark_dirty(rt)
+
+    async def _watch_process(
+        self, sim: SimNode, rt: PodRuntime, c: ContainerRuntime, container: Mapping[str, Any]
+    ) -> None:
+        assert self._processes is not None
+        policy = spec_of(rt.pod).get("restartPolicy") or "Always"
+        while True:
+            if c.running:
+                code = await self._processes.wait(rt.uid, c.name)
+                c.terminate(code, self._clock.now())
+                self._status.mark_dirty(rt)
+            code = c.exit_code or 0
+            if policy == "Never" or (policy == "OnFailure" and code == 0):
+                return
+            restarts = c.restart_count
+            backoff = 0.0 if restarts == 0 else min(BACKOFF_INITIAL * 2 ** (restarts - 1), BACKOFF_MAX)
+            pod_ref = f"{rt.name}_{rt.namespace}({rt.uid})"
+            wait = format_duration(int(backoff * 1e9))
+            c.wait_restart("CrashLoopBackOff", f"back-off {wait} restarting failed container={c.name} pod={pod_ref}")
+            if backoff:
+                message = f"Back-off restarting failed container {c.name} in pod {pod_ref}"
+                self._events.pod(sim, rt.pod, "Warning", "BackOff", message, f"spec.containers{{{c.name}}}")
+            self._status.mark_dirty(rt)
+            await delay(self._clock, backoff)
+            await self._start_container(sim, rt, c, container, "containers")
+            self._status.mark_dirty(rt)
+
+    async def _resume_processes(self, sim: SimNode, rt: PodRuntime) -> None:
+        """An adopted pod whose real containers were running: their processes ended with the previous fleet, so
+        each is terminated as upstream reports a running container the runtime no longer knows
+        (``ContainerStatusUnknown``, exit code 137) and restarted by the pod's restartPolicy."""
+        await self._set_up_files(sim, rt)
+        now = self._clock.now()
+        for c in rt.containers:
+            if c.process and c.running:
+                c.terminate(termination.EXIT_CODE_SIGKILL, now, "ContainerStatusUnknown")
+                c.state["terminated"]["message"] = "The container could not be located when the pod was terminated"
+        self._status.mark_dirty(rt)
+        spec = spec_of(rt.pod)
+        await self._run_processes(sim, rt, {c["name"]: c for c in spec.get("containers") or []})
+
     def adopt_running(self, sim: SimNode, pod: Obj) -> PodRuntime:
         """A pod this node ran before the fleet (re)started: take its reported state as the truth."""
         rt = self.new_runtime(sim, pod)
@@ -301,6 +404,8 @@ class PodWorkers:
             self._devices.adopt(sim, pod)
             if any(not c.running for c in rt.containers) and rt.phase != "Running":
                 self._tasks.spawn(rt.uid, self.run_pod(sim, rt))  # it never finished starting: start it again
+            elif any(c.process and c.running for c in rt.containers):
+                self._tasks.spawn(rt.uid, self._resume_processes(sim, rt))  # their processes ended with the fleet
         else:
             rt.holding = False
         return rt
@@ -328,18 +433,22 @@ class PodWorkers:
             for c in running:
                 path = f"spec.{'initContainers' if c.init else 'containers'}{{{c.name}}}"
                 self._events.pod(sim, pod, "Normal", "Killing", f"Stopping container {c.name}", path)
-                c.log.write(c.restart_count, self._clock.now(), container_logs.sigterm_line(c.name))
-            stops = self._stops(sim, rt, running)
+                if not c.process:  # a real process prints what it does on SIGTERM itself
+                    c.log.write(c.restart_count, self._clock.now(), container_logs.sigterm_line(c.name))
+            killing = asyncio.gather(*(self._stop_process(rt, c) for c in running if c.process))
+            simulated = [c for c in running if not c.process]
+            stops = self._stops(sim, rt, simulated)
             started = self._clock.monotonic()
             times = sorted({s.at for s in stops.values()})
             for at in times:  # containers stop in parallel: each at its own time
                 await delay(self._clock, started + at - self._clock.monotonic())
                 now = self._clock.now()
-                for c in running:
+                for c in simulated:
                     if stops[c.name].at == at:
                         c.terminate(stops[c.name].exit_code, now)
                 if at != times[-1]:
                     self._status.mark_dirty(rt)
+            await killing
         if not rt.terminal:
             exited_zero = all(c.exit_code == 0 for c in rt.containers if c.terminated) and all(
                 c.terminated for c in rt.containers
@@ -349,6 +458,18 @@ class PodWorkers:
         self.unprepare(sim, rt)
         rt.delete_requested = True
         self._status.mark_dirty(rt)
+
+    async def _stop_process(self, rt: PodRuntime, c: ContainerRuntime) -> None:
+        """A real container's kill (upstream ``killContainer``): its preStop sleep on the clock (bounded by the
+        grace period), then SIGTERM with the rest of the grace period (at least 2 s) before SIGKILL."""
+        assert self._processes is not None
+        grace = termination.grace_period(rt.pod)
+        spec = spec_of(rt.pod)
+        specs = {x.get("name"): x for x in spec.get("containers") or []}
+        hook = min(termination.pre_stop_sleep(specs.get(c.name) or {}), grace) if grace > 0 else 0.0
+        await delay(self._clock, hook)
+        code = await self._processes.stop(rt.uid, c.name, max(grace - hook, termination.MINIMUM_GRACE_PERIOD))
+        c.terminate(code, self._clock.now())
 
     def _stops(
         self, sim: SimNode, rt: PodRuntime, running: list[ContainerRuntime]

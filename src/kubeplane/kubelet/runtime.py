@@ -76,6 +76,9 @@ class ContainerRuntime:
     log: ContainerLog = field(default_factory=ContainerLog)
     """What the container printed, per run (:mod:`~kubeplane.kubelet.container_logs`): each start opens a run,
     each exit ends it."""
+    process: bool = False
+    """It runs as a real process (:mod:`~kubeplane.kubelet.process_runtime`): its log holds only what the
+    process prints, not the simulated runtime's lines."""
 
     @property
     def running(self) -> bool:
@@ -100,7 +103,8 @@ class ContainerRuntime:
         self.started_at = now
         self.exit_code = None
         self.log.open(self.restart_count)
-        self.log.write(self.restart_count, now, started_line(self.name, self.image))
+        if not self.process:
+            self.log.write(self.restart_count, now, started_line(self.name, self.image))
 
     def terminate(self, exit_code: int, now: float, reason: str | None = None) -> None:
         started = self.state.get("running", {}).get("startedAt")
@@ -113,7 +117,8 @@ class ContainerRuntime:
         self.state = {"terminated": terminated}
         self.started = False
         self.exit_code = exit_code
-        self.log.write(self.restart_count, now, exited_line(self.name, exit_code))
+        if not self.process:
+            self.log.write(self.restart_count, now, exited_line(self.name, exit_code))
         self.log.finish(self.restart_count)
 
     def wait_restart(self, reason: str, message: str) -> None:

@@ -24,6 +24,7 @@ import logging
 import random
 from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kubeplane.api.durations import parse_duration
@@ -77,6 +78,11 @@ class FleetOptions:
     (:mod:`~kubeplane.kubelet.kubelet_server`); ``kubeplane up`` and ``kubeplane kubelet`` turn it on."""
     kubelet_api_port: int = 0
     """Its port (0: a free one); every node advertises it in ``daemonEndpoints``."""
+    real_processes: bool = False
+    """Run containers of kubeplane's own image as real kubeplane processes
+    (:mod:`~kubeplane.kubelet.process_runtime`); ``kubeplane up`` and ``kubeplane kubelet`` turn it on."""
+    run_dir: Path | None = None
+    """Where those pods' files go; None: a temporary directory the fleet removes when it stops."""
 
 
 def seconds(text: str) -> float | None:
