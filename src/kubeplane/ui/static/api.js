@@ -4,6 +4,7 @@
 // a 410 Gone relists. No polling: every change arrives on a watch.
 
 const HEADERS = { "X-Kubeplane-UI": "1" };
+const FORBIDDEN_RETRY_MS = 15000;
 
 export class APIError extends Error {
   constructor(status, body) {
@@ -53,6 +54,31 @@ export class Informer {
     this.version = "";
     this._scheduled = false;
     this._stopped = false;
+    // The API's 403 message while this identity may not list the path ("" when it may): a view shows it instead
+    // of an empty list. Permissions can be granted later, so the list is retried every FORBIDDEN_RETRY_MS.
+    this.forbidden = "";
+    this._wake = null;
+  }
+
+  // Re-scope (e.g. from all namespaces to one): the items go, the loop lists and watches the new path.
+  setPath(path) {
+    if (path === this.path) return;
+    this.path = path;
+    this.version = "";
+    this.items = new Map();
+    this.synced = false;
+    this.forbidden = "";
+    this._restart = true;
+    if (this._abort) this._abort.abort();
+    if (this._wake) this._wake();
+    this._changed();
+  }
+
+  _sleep(ms) {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => { this._wake = null; resolve(); }, ms);
+      this._wake = () => { clearTimeout(timer); this._wake = null; resolve(); };
+    });
   }
 
   key(obj) {
@@ -72,6 +98,7 @@ export class Informer {
   }
 
   async _list() {
+    const path = this.path;
     const items = new Map();
     let cont = "";
     let version = "";
@@ -79,7 +106,8 @@ export class Informer {
       const query = { limit: "5000" };
       if (cont) query.continue = cont;
       if (this.fieldSelector) query.fieldSelector = this.fieldSelector;
-      const page = await request("GET", this.path, { query });
+      const page = await request("GET", path, { query });
+      if (path !== this.path) { this._restart = false; return; } // re-scoped meanwhile: start over
       for (const obj of page.items) items.set(this.key(obj), this.trim(obj));
       cont = page.metadata.continue || "";
       version = page.metadata.resourceVersion;
@@ -87,19 +115,32 @@ export class Informer {
     this.items = items;
     this.version = version;
     this.synced = true;
+    this.forbidden = "";
     this._changed();
   }
 
   async start() {
     while (!this._stopped) {
       try {
-        if (!this.version) await this._list();
+        if (!this.version) {
+          await this._list();
+          if (!this.version) continue;
+        }
         await this._watch();
       } catch (err) {
         if (this._stopped) return; // the view that owned it went away: its abort is not an error
+        if (this._restart) { this._restart = false; continue; } // setPath aborted the old path's watch
         if (err instanceof APIError && err.status === 410) { this.version = ""; continue; }
+        if (err instanceof APIError && err.status === 403) {
+          this.forbidden = err.message;
+          this.items = new Map();
+          this.version = "";
+          this._changed();
+          await this._sleep(FORBIDDEN_RETRY_MS);
+          continue;
+        }
         setConnection(`watch ${this.path}: ${err.message}; retrying`);
-        await new Promise((r) => setTimeout(r, 1000));
+        await this._sleep(1000);
       }
     }
   }

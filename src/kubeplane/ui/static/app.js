@@ -1,7 +1,7 @@
 // The UI's shell: the shared informers (nodes, pods, FailedScheduling events), started once, and a hash router
 // (#/cluster, #/node/NAME, #/pod/NS/NAME, #/objects) that mounts one view at a time. A view is
 // { mount(container, params) -> unmount() }.
-import { Informer } from "./api.js";
+import { Informer, uiCall } from "./api.js";
 import { podRequests } from "./resources.js";
 import * as cluster from "./cluster.js";
 import * as node from "./node.js";
@@ -52,8 +52,27 @@ export const store = {
   nodes: new Informer("/api/v1/nodes", { trim: trimNode }),
   pods: new Informer("/api/v1/pods", { trim: trimPod }),
   failed: new Informer("/api/v1/events", { trim: trimEvent, fieldSelector: "reason=FailedScheduling" }),
+  // The namespace the pods and events are listed in ("": all). A ServiceAccount starts in its own namespace,
+  // which is where its RoleBindings usually let it read; anyone may re-scope from the cluster view.
+  namespace: "",
+  scope(namespace) {
+    const base = namespace ? `/api/v1/namespaces/${encodeURIComponent(namespace)}` : "/api/v1";
+    this.namespace = namespace;
+    this.pods.setPath(`${base}/pods`);
+    this.failed.setPath(`${base}/events`);
+  },
 };
-for (const informer of Object.values(store)) informer.start();
+const informers = [store.nodes, store.pods, store.failed];
+
+async function whoami() {
+  try {
+    const response = await uiCall("GET", "/ui/whoami");
+    return response.ok ? (await response.json()).user || "" : "";
+  } catch { return ""; }
+}
+const serviceAccount = /^system:serviceaccount:([^:]+):/.exec(await whoami());
+if (serviceAccount) store.scope(serviceAccount[1]);
+for (const informer of informers) informer.start();
 
 const routes = [
   [/^#\/node\/([^/]+)$/, node, (m) => ({ name: decodeURIComponent(m[1]) })],

@@ -89,6 +89,8 @@ export function mount(container, params, store) {
   const nsSelect = el("select", { id: "filter-namespace", "aria-label": "namespace" });
   const labelInput = el("input", { id: "filter-label", type: "search", placeholder: "node labels, e.g. kgc=a", "aria-label": "node label selector", value: state.label });
   const nodeInput = el("input", { id: "filter-node", type: "search", placeholder: "node name", "aria-label": "node name", value: state.node });
+  const scopeInput = el("input", { id: "scope-namespace", type: "search", placeholder: "all namespaces", "aria-label": "list pods in namespace", value: store.namespace });
+  const notice = el("div", { class: "access-notice", id: "access-notice", role: "alert" });
   const summary = el("p", { class: "summary", id: "cluster-summary", role: "status" });
   const scroller = el("div", { class: "grid-scroll", id: "node-grid", tabindex: "0", "aria-label": "nodes" });
   const spacer = el("div", { class: "grid-spacer" });
@@ -97,7 +99,9 @@ export function mount(container, params, store) {
   container.append(
     el("section", { class: "cluster" },
       el("div", { class: "toolbar" },
+        el("label", {}, "List in ", scopeInput),
         el("label", {}, "Namespace ", nsSelect), el("label", {}, "Labels ", labelInput), el("label", {}, "Node ", nodeInput)),
+      notice,
       summary,
       el("div", { class: "cluster-body" },
         scroller,
@@ -136,6 +140,10 @@ export function mount(container, params, store) {
     if (pending.length > shown.length) pendingList.append(el("li", {}, `… and ${pending.length - shown.length} more`));
     if (!pending.length) pendingList.append(el("li", { class: "none" }, "none"));
     const podsShown = [...store.pods.items.values()].filter((p) => !state.namespace || p.metadata.namespace === state.namespace).length;
+    // What this identity may not list, in the API's own words (RBAC decides; the UI hides nothing else).
+    const denied = [store.nodes, store.pods, store.failed].map((i) => i.forbidden).filter(Boolean);
+    notice.replaceChildren(...denied.map((m) => el("p", {}, m)));
+    notice.hidden = !denied.length;
     summary.textContent = `${visibleNodes.length} of ${store.nodes.items.size} nodes · ${podsShown} pods · ${pending.length} pending`;
     dirty = false;
   }
@@ -168,6 +176,7 @@ export function mount(container, params, store) {
     const q = new URLSearchParams(Object.entries(state).filter(([, v]) => v));
     history.replaceState(null, "", `#/cluster${q.toString() ? "?" + q : ""}`);
   };
+  scopeInput.addEventListener("change", () => { store.scope(scopeInput.value.trim()); changed(); });
   nsSelect.addEventListener("change", () => { state.namespace = nsSelect.value; writeHash(); changed(); });
   labelInput.addEventListener("input", () => { state.label = labelInput.value; writeHash(); changed(); });
   nodeInput.addEventListener("input", () => { state.node = nodeInput.value; writeHash(); changed(); });
