@@ -1,4 +1,5 @@
-"""NodeRestriction admission through the in-process client, the requester set with ``acting_as``.
+"""NodeRestriction admission through the in-process client, the requester set with ``acting_as`` (the fixture
+client's identity for the block: a LocalClient runs its calls as its own user).
 
 Translates the cases of upstream v1.37 ``plugin/pkg/admission/noderestriction/admission_test.go`` that apply to
 what kubeplane serves (``Test_nodePlugin_Admit``: mirror pods, pod delete/status/eviction, nodes and their labels
@@ -10,12 +11,12 @@ upstream case it pins. Messages are upstream's (``admission.NewForbidden``: ``<r
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
-from kubeplane.apiserver.auth.context import acting_as
 from kubeplane.apiserver.tokens import UserInfo
 from kubeplane.client.errors import ForbiddenError, NotFoundError
 from kubeplane.client.local import LocalClient
@@ -23,17 +24,31 @@ from kubeplane.client.local import LocalClient
 MYNODE = UserInfo("system:node:mynode", groups=("system:nodes", "system:authenticated"))
 BOB = UserInfo("bob", groups=("system:authenticated",))
 MIRROR = {"kubernetes.io/config.mirror": "hash"}
+_CLIENTS: list[LocalClient] = []
+
+
+@contextmanager
+def acting_as(user: UserInfo) -> Iterator[None]:
+    """The fixture client calls as ``user`` in the block (the registry authorizes nothing: AlwaysAllow)."""
+    client = _CLIENTS[-1]
+    before, client.user = client.user, user
+    try:
+        yield
+    finally:
+        client.user = before
 
 
 @pytest.fixture
 async def c() -> AsyncIterator[LocalClient]:
     client = await LocalClient.in_memory(rng=random.Random(2))
+    _CLIENTS.append(client)
     await client.create(client.resource("namespaces"), {"metadata": {"name": "ns"}})
     for node in ("mynode", "othernode"):
         await client.create(client.resource("nodes"), {"metadata": {"name": node, "labels": {"a": "b"}}})
     for i, node in enumerate(("mynode", "othernode")):
         await client.create(client.resource("pods"), _pod(f"pod{i}", node, serviceAccountName="sa"), namespace="ns")
     yield client
+    _CLIENTS.remove(client)
     await client.close()
 
 
