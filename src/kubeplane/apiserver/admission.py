@@ -25,7 +25,7 @@ from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.views import status_of
 
 from . import admission_serviceaccount, admission_storage, errors
-from .auth import noderestriction
+from .auth import escalation, noderestriction
 
 if TYPE_CHECKING:
     from .registry import Registry
@@ -53,6 +53,7 @@ async def admit_create(registry: Registry, info: ResourceInfo, obj: dict[str, An
                 f"unable to create new content in namespace {namespace} because it is being terminated",
             )
     await noderestriction.admit_create(registry, info, obj)  # requesters in system:nodes only
+    await escalation.admit(registry, info, obj, None)  # roles and bindings: no privilege escalation
     await admission_storage.admit_create(registry, info, obj)
     if info.group == "" and info.kind == "Pod":
         if registry.service_account_admission:
@@ -67,6 +68,7 @@ async def admit_update(
     """Validating admission of an update (after the strategy's validation, as upstream's updateValidation);
     NodeRestriction first, for requesters in system:nodes (upstream runs it in the mutating phase)."""
     await noderestriction.admit_update(registry, info, new, old, subresource)
+    await escalation.admit(registry, info, new, old)
     admission_storage.validate_update(registry, info, new, old, subresource)
 
 

@@ -8,27 +8,18 @@ built here follows every later write.
 
 from __future__ import annotations
 
-import importlib
-import logging
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import cast
 
 from kubeplane.apiserver.registry import Registry
 from kubeplane.apiserver.tokens import UserInfo
 
 from .authorizer import AlwaysAllow, Attributes, Authorizer, Decision, PrivilegedGroups, RuleResolver, Union
 from .node import NodeAuthorizer
-
-log = logging.getLogger("kubeplane.apiserver.auth")
+from .rbac import RBACAuthorizer
 
 DEFAULT_MODES = ("Node", "RBAC")
 MODES = ("AlwaysAllow", "AlwaysDeny", "Node", "RBAC")
-_IMPLEMENTATIONS = {"RBAC": ("rbac", "RBACAuthorizer")}
-
-
-class _NoOpinion:
-    def authorize(self, attrs: Attributes) -> tuple[Decision, str]:
-        return Decision.NO_OPINION, ""
 
 
 class AlwaysDeny:
@@ -59,17 +50,7 @@ def _mode(registry: Registry, mode: str) -> Authorizer:
         return AlwaysDeny()
     if mode == "Node":
         return NodeAuthorizer(registry)
-    module_name, class_name = _IMPLEMENTATIONS[mode]
-    qualified = f"kubeplane.apiserver.auth.{module_name}"
-    try:
-        module: Any = importlib.import_module(qualified)
-    except ModuleNotFoundError as exc:
-        if exc.name != qualified:
-            raise
-        log.warning("authorization mode %s is not available in this build: it has no opinion", mode)
-        return _NoOpinion()
-    authorizer: Authorizer = getattr(module, class_name)(registry)
-    return authorizer
+    return RBACAuthorizer(registry)
 
 
 def build_authorizer(registry: Registry, modes: Sequence[str] = DEFAULT_MODES) -> Authorizer:
