@@ -21,11 +21,13 @@ import orjson
 
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.views import name_of
+from kubeplane.apiserver.auth.context import acting_as
 from kubeplane.apiserver.deletion import DeleteOptions
 from kubeplane.apiserver.dispatch import Call, resolve
 from kubeplane.apiserver.errors import APIError
 from kubeplane.apiserver.listing import ListOptions, WatchOptions, bookmark_event
 from kubeplane.apiserver.registry import Registry
+from kubeplane.apiserver.tokens import UserInfo
 from kubeplane.apiserver.watchcache import CacheWatcher
 from kubeplane.store.memory import MemoryStore
 
@@ -104,12 +106,27 @@ class LocalWatch:
 class LocalClient:
     """The Client protocol on a :class:`Registry`. :meth:`in_memory` builds a registry on a memory store."""
 
-    def __init__(self, registry: Registry, *, owns_registry: bool = False, clock: Clock | None = None) -> None:
-        """``clock``: the clock of watch timeouts and idle bookmarks (default: the event loop's real time); a
+    def __init__(
+        self,
+        registry: Registry,
+        *,
+        user: UserInfo | None = None,
+        owns_registry: bool = False,
+        clock: Clock | None = None,
+    ) -> None:
+        """``user``: who the calls are (a component's identity): each call runs as that user (admission and
+        escalation checks read it; the request chain authorizes it); None: the server's own trusted caller.
+        ``clock``: the clock of watch timeouts and idle bookmarks (default: the event loop's real time); a
         simulation passes its virtual clock so that no watch depends on real time."""
         self.registry = registry
+        self.user = user
         self._owns = owns_registry
         self._clock = clock
+
+    def as_user(self, user: UserInfo | None) -> LocalClient:
+        """A client on the same registry calling as ``user`` (it does not own the registry: closing it leaves
+        the registry running)."""
+        return LocalClient(self.registry, user=user, clock=self._clock)
 
     @classmethod
     async def in_memory(cls, *, clock: Clock | None = None, **registry_args: Any) -> LocalClient:
@@ -121,17 +138,21 @@ class LocalClient:
         return resolve_resource(self.registry.table, name)
 
     async def _dispatch(self, call: Call) -> Any:
-        """The body of the call's route; the server's errors as the client's."""
+        """The body of the call's route, run as the client's user; the server's errors as the client's."""
+        call.user = self.user
         try:
-            return await resolve(call).handler(self.registry, call)
+            with acting_as(self.user):
+                return await resolve(call).handler(self.registry, call)
         except APIError as exc:
             raise error_for(exc.status) from None
 
     async def _object(self, call: Call) -> Obj:
         """:meth:`_dispatch` for an object the caller keeps: a copy unless the route built it for this call."""
+        call.user = self.user
         try:
             route = resolve(call)
-            result: Obj = await route.handler(self.registry, call)
+            with acting_as(self.user):
+                result: Obj = await route.handler(self.registry, call)
         except APIError as exc:
             raise error_for(exc.status) from None
         return result if route.fresh else _copy(result)

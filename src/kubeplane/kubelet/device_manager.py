@@ -31,7 +31,7 @@ from kubeplane.gpu.model import (
 )
 
 from . import admission
-from .state import Obj, PodTasks, SimNode
+from .state import NodeClients, Obj, PodTasks, SimNode, shared_client
 
 log = logging.getLogger("kubeplane.kubelet.fleet")
 
@@ -39,8 +39,9 @@ log = logging.getLogger("kubeplane.kubelet.fleet")
 class DeviceManager:
     """Accounts GPU devices to pods on each node and annotates pods with the devices they hold."""
 
-    def __init__(self, client: Client, *, tasks: PodTasks) -> None:
-        self._client = client
+    def __init__(self, client: Client, *, tasks: PodTasks, node_client: NodeClients | None = None) -> None:
+        """The annotations are written with ``node_client(node)`` (the node's own identity)."""
+        self._node_client = node_client or shared_client(client)
         self._pods_res = client.resource("pods")
         self._tasks = tasks
 
@@ -70,12 +71,14 @@ class DeviceManager:
         uid = uid_of(pod)
         sim.gpus[uid] = (request.milli, devices)
         if devices_of(pod) != devices:
-            self._tasks.spawn(f"gpu {uid}", self._annotate(namespace_of(pod), name_of(pod), devices))
+            self._tasks.spawn(f"gpu {uid}", self._annotate(sim.name, namespace_of(pod), name_of(pod), devices))
 
-    async def _annotate(self, namespace: str, name: str, devices: tuple[int, ...]) -> None:
+    async def _annotate(self, node: str, namespace: str, name: str, devices: tuple[int, ...]) -> None:
         patch = {"metadata": {"annotations": {GPU_DEVICES_ANNOTATION: format_devices(devices)}}}
         try:
-            await self._client.patch(self._pods_res, name, patch, patch_type=PatchType.MERGE, namespace=namespace)
+            await self._node_client(node).patch(
+                self._pods_res, name, patch, patch_type=PatchType.MERGE, namespace=namespace
+            )
         except NotFoundError:
             return
         except Exception as exc:  # the accounting stands; the scheduler places an unannotated pod first fit

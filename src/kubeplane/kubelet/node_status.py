@@ -39,7 +39,7 @@ from .node import (
     node_lease,
     registration_node,
 )
-from .state import FleetOptions, NodeEvents, Obj, SimNode
+from .state import FleetOptions, NodeClients, NodeEvents, Obj, SimNode, shared_client
 
 log = logging.getLogger("kubeplane.kubelet.fleet")
 
@@ -49,8 +49,18 @@ REGISTER_RETRY_PERIOD = 7.0  # upstream: the kubelet's registration back-off cap
 class NodeStatus:
     """Registers nodes and keeps their Lease and status current (see the module docstring)."""
 
-    def __init__(self, client: Client, *, clock: Clock, options: FleetOptions, events: NodeEvents) -> None:
-        self._client, self._clock, self._options, self._events = client, clock, options, events
+    def __init__(
+        self,
+        client: Client,
+        *,
+        clock: Clock,
+        options: FleetOptions,
+        events: NodeEvents,
+        node_client: NodeClients | None = None,
+    ) -> None:
+        """Every call is made for one node, with ``node_client(node)`` (the node's own identity)."""
+        self._clock, self._options, self._events = clock, options, events
+        self._node_client = node_client or shared_client(client)
         self._nodes_res = client.resource("nodes")
         self._leases_res = client.resource("leases")
         self.kubelet_port = KUBELET_PORT
@@ -80,7 +90,7 @@ class NodeStatus:
         """Create the Node (upstream ``registerWithAPIServer``), or take the existing one."""
         while True:
             try:
-                created = await self._client.create(
+                created = await self._node_client(sim.name).create(
                     self._nodes_res,
                     registration_node(sim.spec, self._clock.now(), sim.image_list(), kubelet_port=self.kubelet_port),
                 )
@@ -91,7 +101,7 @@ class NodeStatus:
                 self._started_events(sim)
                 return
             except AlreadyExistsError:
-                existing = await self._client.get(self._nodes_res, sim.name)
+                existing = await self._node_client(sim.name).get(self._nodes_res, sim.name)
                 sim.node, sim.uid = existing, uid_of(existing)
                 self._started_events(sim)
                 return
@@ -110,10 +120,12 @@ class NodeStatus:
         now = self._clock.now()
         if sim.lease is None:
             try:
-                sim.lease = await self._client.get(self._leases_res, sim.name, namespace=NODE_LEASE_NAMESPACE)
+                sim.lease = await self._node_client(sim.name).get(
+                    self._leases_res, sim.name, namespace=NODE_LEASE_NAMESPACE
+                )
             except NotFoundError:
                 try:
-                    sim.lease = await self._client.create(
+                    sim.lease = await self._node_client(sim.name).create(
                         self._leases_res, node_lease(sim.name, sim.uid, now), namespace=NODE_LEASE_NAMESPACE
                     )
                     return
@@ -121,7 +133,9 @@ class NodeStatus:
                     return  # read it next time
         lease = {**sim.lease, "spec": {**sim.lease.get("spec", {}), **node_lease(sim.name, sim.uid, now)["spec"]}}
         try:
-            sim.lease = await self._client.update(self._leases_res, lease, namespace=NODE_LEASE_NAMESPACE)
+            sim.lease = await self._node_client(sim.name).update(
+                self._leases_res, lease, namespace=NODE_LEASE_NAMESPACE
+            )
         except (ConflictError, NotFoundError):
             sim.lease = None
 
@@ -168,7 +182,7 @@ class NodeStatus:
                 daemonEndpoints={"kubeletEndpoint": {"Port": self.kubelet_port}},
                 declaredFeatures=kubelet_declared_features(),
             )
-        sim.node = await self._client.patch(
+        sim.node = await self._node_client(sim.name).patch(
             self._nodes_res, sim.name, {"status": status}, patch_type=PatchType.STRATEGIC, subresource="status"
         )
         sim.last_report, sim.reported, sim.full_report_due = now, fingerprint, False
