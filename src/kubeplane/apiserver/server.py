@@ -19,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import csv
+import io
 import logging
 import secrets
 import socket
@@ -48,7 +50,7 @@ from .service_alloc import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR
 from .servicecidrs import ensure_default_service_cidr
 from .services import ensure_kubernetes_service
 from .tls import ServingCerts, ensure_serving_certs
-from .tokens import SigningKey, TokenIssuer
+from .tokens import SigningKey, TokenIssuer, UserInfo
 from .watchcache import WATCHER_BUDGET
 
 log = logging.getLogger("kubeplane.apiserver")
@@ -81,6 +83,9 @@ class ServerConfig:
     """``--service-node-port-range``: where NodePorts come from."""
     service_account_admission: bool = True
     """The ServiceAccount admission plugin (``--disable-admission-plugins ServiceAccount`` turns it off)."""
+    token_auth_file: Path | None = None
+    """``--token-auth-file``: more users by bearer token (CSV ``token,user,uid,"group1,group2"``), besides the
+    admin token."""
     ui: Callable[[APIServerApp], Any] | None = None
     """Builds the web UI mounted at ``/ui`` over the app (``kubeplane.ui.UIApp``; the CLI passes it, as apiserver/
     may not import the UI's layer)."""
@@ -257,6 +262,26 @@ async def expire_events(registry: Registry, events: Any, *, ttl: float) -> int:
     return expired
 
 
+def token_file_users(path: Path | None) -> dict[str, UserInfo | str]:
+    """The users of ``--token-auth-file`` (upstream ``tokenfile.NewCSV``: ``token,user,uid[,"g1,g2"]``; a record with
+    fewer than three columns is an error, an empty token is skipped). Minimal reading for per-component identities;
+    the request chain (h-wire) replaces it with its own reader and messages."""
+    if path is None:
+        return {}
+    users: dict[str, UserInfo | str] = {}
+    for record in csv.reader(io.StringIO(path.read_text())):
+        if not record:
+            continue
+        if len(record) < 3:
+            raise StoreError(
+                f"token file '{path}' must have at least 3 columns (token, user name, user uid), found {len(record)}"
+            )
+        if record[0]:
+            groups = tuple(g for g in record[3].split(",") if g) if len(record) >= 4 else ()
+            users[record[0]] = UserInfo(record[1], uid=record[2], groups=(*groups, "system:authenticated"))
+    return users
+
+
 async def run_apiserver(
     config: ServerConfig,
     *,
@@ -282,7 +307,9 @@ async def run_apiserver(
     await registry.start()
     token = admin_token(config.data_dir)
     app = APIServerApp(
-        registry, tokens={token: "admin"} if config.auth else None, watch_buffer_bytes=config.watch_buffer_bytes
+        registry,
+        tokens={**token_file_users(config.token_auth_file), token: "admin"} if config.auth else None,
+        watch_buffer_bytes=config.watch_buffer_bytes,
     )
     if config.ui is not None:
         app.ui = config.ui(app)

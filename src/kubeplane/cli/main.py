@@ -212,6 +212,14 @@ def apiserver(
     ] = 8 * 1024 * 1024,
     service_cluster_ip_range: ServiceCIDROpt = "10.96.0.0/12",
     service_node_port_range: NodePortRangeOpt = "30000-32767",
+    token_auth_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--token-auth-file",
+            hidden=True,  # upstream's long names: documented in docs/apiserver.md
+            help='Users by bearer token, CSV token,user,uid,"group1,group2" (besides the admin token).',
+        ),
+    ] = None,
     disable_admission_plugins: Annotated[
         str,
         typer.Option(
@@ -264,6 +272,7 @@ def apiserver(
         service_cluster_ip_range=service_cluster_ip_range,
         service_node_port_range=service_node_port_range,
         service_account_admission="ServiceAccount" not in disabled,
+        token_auth_file=token_auth_file,
         ui=ui_mount(),
     )
 
@@ -359,6 +368,13 @@ def controller_manager(
     resource_namespace: ResourceNamespaceOpt = None,
     metrics_port: Annotated[int, _metrics_port_opt()] = 10257,
     bind_address: BindAddressOpt = "127.0.0.1",
+    use_service_account_credentials: Annotated[
+        bool,
+        typer.Option(
+            "--use-service-account-credentials/--no-use-service-account-credentials",
+            help="Each controller calls the API as its own kube-system ServiceAccount (kubeadm's setting).",
+        ),
+    ] = True,
 ) -> None:
     """Run the controllers (ReplicaSet, Deployment, ...) against an API server, under leader election."""
     from kubeplane.cli.component import CLIError, LeaderElectionFlags
@@ -381,6 +397,7 @@ def controller_manager(
             leader_election=flags,
             metrics_port=metrics_port,
             bind_address=bind_address,
+            use_service_account_credentials=use_service_account_credentials,
         )
     except CLIError as exc:
         _fail(str(exc))

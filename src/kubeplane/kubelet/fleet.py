@@ -107,7 +107,16 @@ from .static_pods import is_mirror_pod
 from .status_manager import StatusManager
 from .volume_manager import VolumeManager
 
-__all__ = ["DURATION_ANNOTATION", "FLEET_USER", "Fleet", "FleetOptions", "SimNode", "node_groups", "node_user_name"]
+__all__ = [
+    "DURATION_ANNOTATION",
+    "FLEET_USER",
+    "NODES_GROUP",
+    "Fleet",
+    "FleetOptions",
+    "SimNode",
+    "node_groups",
+    "node_user_name",
+]
 
 FLEET_USER = "system:kubeplane:kubelet-fleet"
 """The fleet's own identity: its shared informers' reads, and impersonating each node over HTTP."""

@@ -179,7 +179,7 @@ class APIServerApp:
         self,
         registry: Registry,
         *,
-        tokens: Mapping[str, str] | None = None,
+        tokens: Mapping[str, str | tokens.UserInfo] | None = None,
         max_body: int = MAX_BODY,
         bookmark_interval: float = 5.0,
         rng: random.Random | None = None,
@@ -448,8 +448,11 @@ class APIServerApp:
                 if scheme.lower() != "bearer":
                     continue
                 if token in self.tokens:
-                    scope[_USER] = tokens.UserInfo(
-                        self.tokens[token], groups=("system:masters", "system:authenticated")
+                    found = self.tokens[token]  # a token-file user, or the admin token's name
+                    scope[_USER] = (
+                        found
+                        if isinstance(found, tokens.UserInfo)
+                        else tokens.UserInfo(found, groups=("system:masters", "system:authenticated"))
                     )
                     return
                 try:
