@@ -94,7 +94,12 @@ EXPECTED = {
         "localsubjectaccessreviews",
         (),
     ),
-    ("authorization.k8s.io", "selfsubjectrulesreviews"): ("SelfSubjectRulesReview", False, "selfsubjectrulesreviews", ()),
+    ("authorization.k8s.io", "selfsubjectrulesreviews"): (
+        "SelfSubjectRulesReview",
+        False,
+        "selfsubjectrulesreviews",
+        (),
+    ),
 }
 
 

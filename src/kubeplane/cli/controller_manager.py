@@ -47,8 +47,13 @@ def run_controller_manager(
     )
 
     def build(client: Client) -> tuple[ControllerManager, str]:
-        client_for = TokenClientBuilder(client).client_for if use_service_account_credentials else None
-        manager = ControllerManager(client, controllers=selected, client_for=client_for)
+        builder = TokenClientBuilder(client) if use_service_account_credentials else None
+        manager = ControllerManager(
+            client,
+            controllers=selected,
+            client_for=None if builder is None else builder.client_for,
+            prepare=None if builder is None else builder.prepare,
+        )
         return manager, f"with controllers {', '.join(manager.controllers) or '(none)'}"
 
     run_component(

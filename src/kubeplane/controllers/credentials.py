@@ -183,5 +183,13 @@ class TokenClientBuilder:
             found = self._clients[controller] = self.client.with_token_source(source)
         return found
 
+    async def prepare(self, controllers: Iterable[str]) -> None:
+        """Get or create each controller's account and its first token before the controllers run (upstream's
+        ``ClientOrDie`` blocks until the account's token is there; a failure stops the manager)."""
+        for controller in controllers:
+            self.client_for(controller)
+        for source in self.sources.values():
+            await source()
+
     def token_source(self, account: str) -> Callable[[], Awaitable[str]]:
         return self.sources[account]

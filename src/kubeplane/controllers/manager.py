@@ -18,7 +18,7 @@ import asyncio
 import dataclasses
 import importlib
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from kubeplane.client.clock import Clock, SystemClock
@@ -105,9 +105,13 @@ class ControllerManager:
         options: dict[str, dict[str, Any]] | None = None,
         informer_factory: SharedInformerFactory | None = None,
         client_for: Callable[[str], Client] | None = None,
+        prepare: Callable[[Sequence[str]], Awaitable[None]] | None = None,
     ) -> None:
         """``client_for(controller name)``: the client that controller calls the API with (default: ``client``
-        for all, one identity); called once per controller, when it is built."""
+        for all, one identity); called once per controller, when it is built. ``prepare(controller names)`` runs
+        first in :meth:`start` (the identities' accounts and tokens, got before any controller runs, as upstream's
+        ``ClientOrDie`` does)."""
+        self._prepare = prepare
         self.clock = clock if clock is not None else SystemClock()
         rng = rng if rng is not None else random.Random()
         self.informers = informer_factory or SharedInformerFactory(client, clock=self.clock, rng=rng)
@@ -130,6 +134,8 @@ class ControllerManager:
         """Start the informers the controllers asked for and wait until they have synced (idempotent)."""
         if not self._started:
             self._started = True
+            if self._prepare is not None:
+                await self._prepare(list(self.controllers))
             self.informers.start()
         await self.informers.wait_for_cache_sync()
 
