@@ -18,6 +18,7 @@ from kubeplane.client.interface import Client
 from kubeplane.client.local import LocalClient
 from kubeplane.kubelet.config import parse_node_config
 from kubeplane.kubelet.fleet import FLEET_USER, Fleet, FleetOptions, node_groups, node_user_name
+from kubeplane.kubelet.node import kubelet_may_set_label
 from tests.kubelet.harness import Env
 from tests.kubelet.identity_recording import WRITES, Call, RecordingClient, record_requesters
 
@@ -45,7 +46,11 @@ async def test_every_node_write_goes_through_its_own_node_client(tmp_path: Path)
     fleet_user = UserInfo(FLEET_USER, groups=("system:authenticated",))
     specs = parse_node_config(
         [
-            {"name": "cp", "staticPodPath": str(manifests)},
+            {
+                "name": "cp",
+                "staticPodPath": str(manifests),
+                "labels": {"node-role.kubernetes.io/control-plane": "", "disk": "ssd"},
+            },
             {"name": "w1", "devices": [{"driver": "gpu.example.com", "count": 1}]},
         ]
     )
@@ -80,7 +85,7 @@ async def test_every_node_write_goes_through_its_own_node_client(tmp_path: Path)
     driver_side = {"csidrivers", "storageclasses", "csistoragecapacities", "persistentvolumes", "volumeattachments"}
     fleet_writes = {w[2] for w in writes if w[0] == "fleet"}
     assert fleet_writes, log
-    assert fleet_writes <= driver_side, fleet_writes
+    assert fleet_writes <= {*driver_side, "nodes"}, fleet_writes  # nodes: the admin labels, below
     assert ("cp", "create", "csinodes", "") in writes
     assert ("w1", "create", "csinodes", "") in writes
     for node in ("cp", "w1"):
@@ -92,6 +97,12 @@ async def test_every_node_write_goes_through_its_own_node_client(tmp_path: Path)
     assert ("cp", "create", "pods", "") in writes  # the mirror pod by its node
     assert ("w1", "create", "resourceslices", "") in writes  # DRA slices by their node
     assert not any(label == "cp" and plural == "resourceslices" for label, _v, plural, _s in log)
+    # a label NodeRestriction keeps from kubelets is set by the fleet afterwards (kubeadm's mark-control-plane)
+    assert ("fleet", "patch", "nodes", "") in writes
+    cp = await base.get(base.resource("nodes"), "cp")
+    assert cp["metadata"]["labels"]["node-role.kubernetes.io/control-plane"] == ""
+    assert cp["metadata"]["labels"]["disk"] == "ssd"
+    assert not any(label == "fleet" and plural == "nodes" and verb != "patch" for label, verb, plural, _s in writes)
     # the shared informers read as the fleet, never as a node
     reads = {(label, verb, plural) for label, verb, plural, _s in log if verb in ("list", "watch")}
     assert ("fleet", "watch", "pods") in reads
@@ -106,7 +117,7 @@ async def test_every_node_write_goes_through_its_own_node_client(tmp_path: Path)
     assert ("pods", "status", "system:node:w1") in users
     assert ("pods", "", "system:node:cp") in users
     assert ("resourceslices", "", "system:node:w1") in users
-    assert {plural for plural, _s, user in arrived if user == FLEET_USER} <= driver_side
+    assert {plural for plural, _s, user in arrived if user == FLEET_USER} <= {*driver_side, "nodes"}
     assert {(p, sub) for p, sub, user in arrived if user is None} == {("pods", "")}  # only the test's own create
     await base.close()
 
@@ -118,3 +129,13 @@ async def test_without_node_client_every_node_writes_with_the_fleet_client() -> 
     fleet = Fleet(base, parse_node_config([{"name": "a"}]), clock=clock, rng=random.Random(1))
     assert fleet.node_client("a") is base
     await base.close()
+
+
+def test_labels_a_kubelet_may_set_on_its_node() -> None:
+    """Upstream ``IsKubeletLabel`` (``pkg/kubelet/apis/well_known_labels.go``) as NodeRestriction applies it."""
+    for allowed in ("kubernetes.io/hostname", "topology.kubernetes.io/zone", "node.kubernetes.io/instance-type",
+                    "kubelet.kubernetes.io/x", "a.node.kubernetes.io/y", "disk", "example.com/gpu"):  # fmt: skip
+        assert kubelet_may_set_label(allowed), allowed
+    for refused in ("node-role.kubernetes.io/control-plane", "node-restriction.kubernetes.io/pool",
+                    "k8s.io/x", "foo.k8s.io/y", "kubernetes.io/role"):  # fmt: skip
+        assert not kubelet_may_set_label(refused), refused
