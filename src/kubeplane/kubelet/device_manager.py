@@ -5,7 +5,10 @@ Each node accounts its GPU devices per pod in ``SimNode.gpus`` (uid -> milli per
 first fit for a pod bound without them; :func:`~kubeplane.kubelet.admission.allocate_gpus`), and
 :meth:`DeviceManager.hold` accounts what it allocated. A pod bound without the ``gpu.kubeplane.io/devices``
 annotation gets it written (a merge patch, as the scheduler's GPU plugin would have), so the scheduler and the
-kubelet derive the same state. Adopted running pods keep their recorded devices (first fit when they have none).
+kubelet derive the same state. The patch goes to the pod's ``status`` subresource, as the node: a kubelet may not
+patch the pod itself (the Node authorizer grants nodes ``pods/status`` only), and the status subresource keeps
+annotation changes (NodeRestriction refuses only label changes there). Adopted running pods keep their recorded
+devices (first fit when they have none).
 
 Invariants: a uid is in ``SimNode.gpus`` only while its pod holds resources on that node (``SimNode.release``
 drops it with the rest); the accounting never waits for the annotation's write, and a failed write is logged, not
@@ -77,7 +80,7 @@ class DeviceManager:
         patch = {"metadata": {"annotations": {GPU_DEVICES_ANNOTATION: format_devices(devices)}}}
         try:
             await self._node_client(node).patch(
-                self._pods_res, name, patch, patch_type=PatchType.MERGE, namespace=namespace
+                self._pods_res, name, patch, patch_type=PatchType.MERGE, namespace=namespace, subresource="status"
             )
         except NotFoundError:
             return
