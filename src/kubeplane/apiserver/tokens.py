@@ -221,6 +221,17 @@ class UserInfo:
     extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
+def service_account_user(namespace: str, name: str, uid: str = "") -> UserInfo:
+    """The user a ServiceAccount's token authenticates as (``pkg/serviceaccount`` ``UserInfo``: the name
+    ``system:serviceaccount:<ns>:<name>``, the groups ``system:serviceaccounts`` and ``system:serviceaccounts:<ns>``,
+    plus ``system:authenticated`` the authenticator adds), e.g. for a component acting as an account in-process."""
+    return UserInfo(
+        name=f"{USER_PREFIX}{namespace}:{name}",
+        uid=uid,
+        groups=(ALL_GROUP, f"{ALL_GROUP}:{namespace}", AUTHENTICATED_GROUP),
+    )
+
+
 def issuer_of(registry: Registry) -> TokenIssuer:
     """The registry's issuer; a registry started without one (in-process, tests) gets a key in memory."""
     if registry.token_issuer is None:

@@ -3,13 +3,15 @@
 The nodes come from ``--node-config`` (the node-config YAML, :mod:`kubeplane.kubelet.config`), or ``--nodes N``
 (the demo master plus N workers), or by default the seeds' demo cluster. The fleet's client is not rate
 limited by default (``--kube-api-qps 0``): it stands for many kubelets, each of which would have its own
-50 qps. /healthz and /metrics are served on ``--metrics-port`` (upstream's healthz port 10248).
+50 qps. /healthz and /metrics are served on ``--metrics-port`` (upstream's healthz port 10248). Each node writes as
+its own kubelet, ``system:node:<name>`` in ``system:nodes``, impersonated on the kubeconfig's credentials (the
+fleet's ``system:kubeplane:kubelet-fleet``, or an admin's), which must be allowed to impersonate them.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kubeplane.cli.component import CLIError, configure_logging, run_component
 from kubeplane.client.interface import Client
@@ -77,7 +79,7 @@ def run_kubelet(
     metrics_port: int = 10248,
     bind_address: str = "127.0.0.1",
 ) -> None:
-    from kubeplane.kubelet.fleet import Fleet
+    from kubeplane.kubelet.fleet import NODES_GROUP, Fleet, node_user_name
     from kubeplane.scheduler.config.types import LeaderElection
 
     configure_logging(verbosity)
@@ -85,7 +87,16 @@ def run_kubelet(
     options = fleet_options(pull_delay=pull_delay, shutdown_delay=shutdown_delay, batch_run_time=batch_run_time)
 
     def build(client: Client) -> tuple[Fleet, str]:
-        return Fleet(client, specs, options=options), f"with {len(specs)} node(s)"
+        # each node writes as its own kubelet, system:node:<name> in system:nodes, impersonated on the
+        # kubeconfig's credentials (the fleet's identity, or an admin's: both may impersonate nodes)
+        http: Any = client
+        fleet = Fleet(
+            client,
+            specs,
+            options=options,
+            node_client=lambda name: http.impersonating(node_user_name(name), (NODES_GROUP,)),
+        )
+        return fleet, f"with {len(specs)} node(s)"
 
     run_component(
         component="kubelet",

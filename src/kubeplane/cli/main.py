@@ -384,6 +384,13 @@ def controller_manager(
     resource_namespace: ResourceNamespaceOpt = None,
     metrics_port: Annotated[int, _metrics_port_opt()] = 10257,
     bind_address: BindAddressOpt = "127.0.0.1",
+    use_service_account_credentials: Annotated[
+        bool,
+        typer.Option(
+            "--use-service-account-credentials/--no-use-service-account-credentials",
+            help="Each controller calls the API as its own kube-system ServiceAccount (kubeadm's setting).",
+        ),
+    ] = True,
 ) -> None:
     """Run the controllers (ReplicaSet, Deployment, ...) against an API server, under leader election."""
     from kubeplane.cli.component import CLIError, LeaderElectionFlags
@@ -406,6 +413,7 @@ def controller_manager(
             leader_election=flags,
             metrics_port=metrics_port,
             bind_address=bind_address,
+            use_service_account_credentials=use_service_account_credentials,
         )
     except CLIError as exc:
         _fail(str(exc))

@@ -40,6 +40,7 @@ from typing import IO, TYPE_CHECKING, Any
 import typer
 
 from kubeplane.cli.component import CLIError, configure_logging
+from kubeplane.cli.identities import TOKEN_FILE, write_component_kubeconfig, write_token_file
 
 if TYPE_CHECKING:
     from kubeplane.apiserver.registry import Registry
@@ -180,8 +181,11 @@ def _run_one_process(opts: UpOptions, *, specs: list[NodeSpec], options: FleetOp
     """Everything in this process: the components on the local transport, attached to the API server."""
 
     from kubeplane.apiserver.server import ServerConfig, run_apiserver
+    from kubeplane.apiserver.tokens import service_account_user
+    from kubeplane.cli.identities import component_user, node_user
     from kubeplane.client.local import LocalClient
-    from kubeplane.controllers.manager import ControllerManager
+    from kubeplane.controllers.credentials import local_client_for
+    from kubeplane.controllers.manager import ControllerManager, available_controllers
     from kubeplane.kubelet.fleet import Fleet
     from kubeplane.scheduler.config import ConfigError
     from kubeplane.scheduler.scheduler import Scheduler
@@ -191,15 +195,25 @@ def _run_one_process(opts: UpOptions, *, specs: list[NodeSpec], options: FleetOp
     async def attach(registry: Registry) -> Callable[[], Awaitable[None]]:
         from kubeplane.kubelet.csi.publisher import ensure_standard_storage_class
 
-        client = LocalClient(registry)
+        client = LocalClient(registry)  # the server's own (trusted) client: the default StorageClass
         await ensure_standard_storage_class(client)
-        fleet = Fleet(client, specs, options=options)
+        # every component as its own user (cli/identities.py), as kubeadm's components are
+        fleet = Fleet(
+            client.as_user(component_user("kubelet")),
+            specs,
+            options=options,
+            node_client=lambda name: client.as_user(node_user(name)),
+        )
         ca = opts.data_dir / "ca.crt"  # the root CA publisher's --root-ca-file
+        manager_client = client.as_user(component_user("controller-manager"))
+        client_for = await local_client_for(manager_client, available_controllers(), user_of=service_account_user)
         manager = ControllerManager(
-            client, options={"root-ca-cert-publisher": {"rootCA": ca.read_text() if ca.exists() else ""}}
+            manager_client,
+            options={"root-ca-cert-publisher": {"rootCA": ca.read_text() if ca.exists() else ""}},
+            client_for=client_for,
         )
         try:
-            scheduler = Scheduler(client, config=sched_config)
+            scheduler = Scheduler(client.as_user(component_user("scheduler")), config=sched_config)
         except ConfigError as exc:
             raise CLIError("\n".join(exc.errors)) from None
         started: list[Fleet | ControllerManager | Scheduler] = []
@@ -319,8 +333,9 @@ def _run_processes(opts: UpOptions, names: list[str]) -> None:
         kubelet += ["--pull-delay", str(opts.pull_delay)]
     if opts.shutdown_delay is not None:
         kubelet += ["--shutdown-delay", opts.shutdown_delay]
-    private = data_dir / _PRIVATE_KUBECONFIG  # the components' until the nodes are there: then D/kubeconfig
+    private = data_dir / _PRIVATE_KUBECONFIG  # the admin's until the nodes are there: then D/kubeconfig
     private.unlink(missing_ok=True)
+    tokens = write_token_file(data_dir)  # each component's identity (cli/identities.py)
     commands = {
         "apiserver": [
             "apiserver",
@@ -332,6 +347,8 @@ def _run_processes(opts: UpOptions, names: list[str]) -> None:
             opts.store,
             "--kubeconfig-name",
             _PRIVATE_KUBECONFIG,
+            "--token-auth-file",
+            str(data_dir / TOKEN_FILE),
             *(["--etcd-servers", opts.etcd_servers] if opts.store == "etcd" else []),
             f"--service-cluster-ip-range={opts.service_cluster_ip_range}",
             f"--service-node-port-range={opts.service_node_port_range}",
@@ -358,7 +375,7 @@ def _run_processes(opts: UpOptions, names: list[str]) -> None:
     signal.signal(signal.SIGINT, stop)
     try:
         for name, args in commands.items():
-            extra = [] if name == "apiserver" else ["--kubeconfig", str(private)]
+            extra = [] if name == "apiserver" else ["--kubeconfig", str(data_dir / f".{name}.kubeconfig")]
             with (logs / f"{name}.log").open("ab") as log:
                 children.append((name, subprocess.Popen([*base, *args, *extra], stdout=log, stderr=log)))
             if name == "apiserver":
@@ -372,6 +389,9 @@ def _run_processes(opts: UpOptions, names: list[str]) -> None:
                 address = next(
                     line.split("server: ", 1)[1] for line in private.read_text().splitlines() if "server: " in line
                 )
+                admin = (data_dir / "admin.token").read_text().strip()
+                for component, token in tokens.items():
+                    write_component_kubeconfig(private, admin, token, data_dir / f".{component}.kubeconfig")
         _standard_class(private)
         _wait_for_nodes(private, names, children, logs, lambda: stopping)
         if stopping:

@@ -10,20 +10,27 @@ list, watch start). A write that may have reached the server is never retried.
 
 Failover: with several servers (``ClientConfig.failover``, several API servers on one etcd), a connection that
 cannot be opened, or a read whose connection breaks, moves the client to the next server, and it stays there.
+
+Views: :meth:`HTTPClient.impersonating` (client-go's ``rest.ImpersonationConfig``: ``Impersonate-User`` and one
+``Impersonate-Group`` header per group on every request) and :meth:`HTTPClient.with_token_source` (a bearer token
+fetched per request, e.g. a refreshed ServiceAccount token) are clients that share the parent's connection pool,
+rate limiter and failover position; only the parent owns the session, so closing a view closes nothing shared.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import ssl
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
 import aiohttp
 import orjson
+from multidict import CIMultiDict
 
 from kubeplane.api.resources import ResourceInfo, ResourceTable, default_table
 from kubeplane.api.views import name_of
@@ -97,6 +104,15 @@ class HTTPWatch:
         self._response.close()
 
 
+class _Shared:
+    """What an :class:`HTTPClient` and its views share: the failover position."""
+
+    __slots__ = ("active",)
+
+    def __init__(self) -> None:
+        self.active = 0
+
+
 class HTTPClient:
     def __init__(
         self,
@@ -115,7 +131,10 @@ class HTTPClient:
             else None
         )
         self._servers = config.servers
-        self._active = 0
+        self._shared = _Shared()
+        self._owns_session = True
+        self._extra: list[tuple[str, str]] = []  # headers of a view (impersonation), sent on every request
+        self._token_source: Callable[[], Awaitable[str]] | None = None
         headers = {"Accept": "application/json", "User-Agent": "kubeplane"}
         if config.token:
             headers["Authorization"] = f"Bearer {config.token}"
@@ -134,17 +153,52 @@ class HTTPClient:
     def resource(self, name: str) -> ResourceInfo:
         return resolve_resource(self.table, name)
 
+    def _view(self) -> HTTPClient:
+        view = copy.copy(self)
+        view._owns_session = False
+        view._extra = list(self._extra)
+        return view
+
+    def impersonating(self, user: str, groups: Sequence[str] = ()) -> HTTPClient:
+        """A client making every request as ``user`` in ``groups`` (``Impersonate-User``, one ``Impersonate-Group``
+        header per group, as client-go's ImpersonationConfig), on this client's credentials, which must be
+        allowed the ``impersonate`` verb on those users and groups. It shares this client's connections; closing
+        it leaves them open."""
+        view = self._view()
+        view._extra = [(k, v) for k, v in view._extra if not k.startswith("Impersonate-")]
+        view._extra.append(("Impersonate-User", user))
+        view._extra.extend(("Impersonate-Group", group) for group in groups)
+        return view
+
+    def with_token_source(self, source: Callable[[], Awaitable[str]]) -> HTTPClient:
+        """A client authenticating each request with the bearer token ``await source()`` returns (instead of the
+        kubeconfig's): the source caches and refreshes it (client-go's ``oauth2.TokenSource`` in a transport
+        wrapper). It shares this client's connections; closing it leaves them open."""
+        view = self._view()
+        view._token_source = source
+        return view
+
+    async def _headers(self, content_type: str | None) -> CIMultiDict[str] | None:
+        if not self._extra and self._token_source is None and content_type is None:
+            return None
+        headers: CIMultiDict[str] = CIMultiDict(self._extra)
+        if self._token_source is not None:
+            headers["Authorization"] = f"Bearer {await self._token_source()}"
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        return headers
+
     @property
     def server(self) -> str:
         """The API server in use (the first one, or the one failover moved to)."""
-        return self._servers[self._active]
+        return self._servers[self._shared.active]
 
     def _fail_over(self, failed: str) -> bool:
         """Move to the next server if ``failed`` is still the one in use; False with a single server."""
         if len(self._servers) == 1:
             return False
         if self.server == failed:
-            self._active = (self._active + 1) % len(self._servers)
+            self._shared.active = (self._shared.active + 1) % len(self._servers)
         return True
 
     def _path(
@@ -171,9 +225,8 @@ class HTTPClient:
             server = self.server
             url = server + suffix
             try:
-                async with self._session.request(
-                    method, url, data=data, headers={"Content-Type": content_type} if data is not None else None
-                ) as response:
+                headers = await self._headers(content_type if data is not None else None)
+                async with self._session.request(method, url, data=data, headers=headers) as response:
                     raw = await response.read()
                     if response.status < 300:
                         result: Obj = orjson.loads(raw) if raw else {}
@@ -260,7 +313,9 @@ class HTTPClient:
             server = self.server
             url = server + suffix
             try:
-                response = await self._session.get(url, timeout=aiohttp.ClientTimeout(total=None, sock_read=None))
+                response = await self._session.get(
+                    url, headers=await self._headers(None), timeout=aiohttp.ClientTimeout(total=None, sock_read=None)
+                )
             except aiohttp.ClientConnectionError as exc:
                 if attempt == READ_RETRIES + len(self._servers) - 1:
                     raise ClientError(f"watch {url}: {exc}") from None
@@ -327,6 +382,9 @@ class HTTPClient:
         return await self._request("DELETE", self._path(resource, namespace=namespace, name=name), body=options)
 
     async def close(self) -> None:
+        """Close the connections, unless this is a view (:meth:`impersonating`): its parent owns them."""
+        if not self._owns_session:
+            return
         with contextlib.suppress(Exception):
             await self._session.close()
 

@@ -4,14 +4,21 @@
 ``-name`` to leave one out, as upstream), starts the informers they asked for, waits until those have synced,
 then runs every controller's workers until cancelled. ``kubeplane controller-manager`` runs it under leader
 election; ``kubeplane up`` runs it in-process.
+
+Identities: the shared informers read with the manager's own ``client`` (upstream builds the shared informer
+factory from the root client builder, ``system:kube-controller-manager``); each controller writes (and makes its
+direct reads) with ``client_for(name)``, its own ServiceAccount with ``--use-service-account-credentials``
+(:mod:`kubeplane.controllers.credentials` builds ``client_for``). Each controller gets a context of its own that
+shares the informers, clock, rng and options and differs only in ``client`` (and so its event recorders).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import random
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from kubeplane.client.clock import Clock, SystemClock
@@ -97,7 +104,14 @@ class ControllerManager:
         rng: random.Random | None = None,
         options: dict[str, dict[str, Any]] | None = None,
         informer_factory: SharedInformerFactory | None = None,
+        client_for: Callable[[str], Client] | None = None,
+        prepare: Callable[[Sequence[str]], Awaitable[None]] | None = None,
     ) -> None:
+        """``client_for(controller name)``: the client that controller calls the API with (default: ``client``
+        for all, one identity); called once per controller, when it is built. ``prepare(controller names)`` runs
+        first in :meth:`start` (the identities' accounts and tokens, got before any controller runs, as upstream's
+        ``ClientOrDie`` does)."""
+        self._prepare = prepare
         self.clock = clock if clock is not None else SystemClock()
         rng = rng if rng is not None else random.Random()
         self.informers = informer_factory or SharedInformerFactory(client, clock=self.clock, rng=rng)
@@ -106,13 +120,22 @@ class ControllerManager:
         )
         available = available_controllers()
         names = select_controllers(list(controllers), list(available))
-        self.controllers: dict[str, Controller] = {name: available[name](self.ctx) for name in names}
+        self.contexts: dict[str, ControllerContext] = {}
+        """Each controller's context: ``self.ctx`` itself when it uses the manager's client."""
+        for name in names:
+            own = client if client_for is None else client_for(name)
+            self.contexts[name] = (
+                self.ctx if own is client else dataclasses.replace(self.ctx, client=own, _recorders={})
+            )
+        self.controllers: dict[str, Controller] = {name: available[name](self.contexts[name]) for name in names}
         self._started = False
 
     async def start(self) -> None:
         """Start the informers the controllers asked for and wait until they have synced (idempotent)."""
         if not self._started:
             self._started = True
+            if self._prepare is not None:
+                await self._prepare(list(self.controllers))
             self.informers.start()
         await self.informers.wait_for_cache_sync()
 
@@ -130,3 +153,6 @@ class ControllerManager:
     async def stop(self) -> None:
         await self.informers.stop()
         await self.ctx.close()
+        for ctx in self.contexts.values():
+            if ctx is not self.ctx:
+                await ctx.close()

@@ -5,7 +5,10 @@ Each node accounts its GPU devices per pod in ``SimNode.gpus`` (uid -> milli per
 first fit for a pod bound without them; :func:`~kubeplane.kubelet.admission.allocate_gpus`), and
 :meth:`DeviceManager.hold` accounts what it allocated. A pod bound without the ``gpu.kubeplane.io/devices``
 annotation gets it written (a merge patch, as the scheduler's GPU plugin would have), so the scheduler and the
-kubelet derive the same state. Adopted running pods keep their recorded devices (first fit when they have none).
+kubelet derive the same state. The patch goes to the pod's ``status`` subresource, as the node: a kubelet may not
+patch the pod itself (the Node authorizer grants nodes ``pods/status`` only), and the status subresource keeps
+annotation changes (NodeRestriction refuses only label changes there). Adopted running pods keep their recorded
+devices (first fit when they have none).
 
 Invariants: a uid is in ``SimNode.gpus`` only while its pod holds resources on that node (``SimNode.release``
 drops it with the rest); the accounting never waits for the annotation's write, and a failed write is logged, not
@@ -31,7 +34,7 @@ from kubeplane.gpu.model import (
 )
 
 from . import admission
-from .state import Obj, PodTasks, SimNode
+from .state import NodeClients, Obj, PodTasks, SimNode, shared_client
 
 log = logging.getLogger("kubeplane.kubelet.fleet")
 
@@ -39,8 +42,9 @@ log = logging.getLogger("kubeplane.kubelet.fleet")
 class DeviceManager:
     """Accounts GPU devices to pods on each node and annotates pods with the devices they hold."""
 
-    def __init__(self, client: Client, *, tasks: PodTasks) -> None:
-        self._client = client
+    def __init__(self, client: Client, *, tasks: PodTasks, node_client: NodeClients | None = None) -> None:
+        """The annotations are written with ``node_client(node)`` (the node's own identity)."""
+        self._node_client = node_client or shared_client(client)
         self._pods_res = client.resource("pods")
         self._tasks = tasks
 
@@ -70,12 +74,14 @@ class DeviceManager:
         uid = uid_of(pod)
         sim.gpus[uid] = (request.milli, devices)
         if devices_of(pod) != devices:
-            self._tasks.spawn(f"gpu {uid}", self._annotate(namespace_of(pod), name_of(pod), devices))
+            self._tasks.spawn(f"gpu {uid}", self._annotate(sim.name, namespace_of(pod), name_of(pod), devices))
 
-    async def _annotate(self, namespace: str, name: str, devices: tuple[int, ...]) -> None:
+    async def _annotate(self, node: str, namespace: str, name: str, devices: tuple[int, ...]) -> None:
         patch = {"metadata": {"annotations": {GPU_DEVICES_ANNOTATION: format_devices(devices)}}}
         try:
-            await self._client.patch(self._pods_res, name, patch, patch_type=PatchType.MERGE, namespace=namespace)
+            await self._node_client(node).patch(
+                self._pods_res, name, patch, patch_type=PatchType.MERGE, namespace=namespace, subresource="status"
+            )
         except NotFoundError:
             return
         except Exception as exc:  # the accounting stands; the scheduler places an unannotated pod first fit

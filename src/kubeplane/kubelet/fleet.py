@@ -43,6 +43,24 @@ Shape (one event loop, everything on the injected clock):
 * **Restart safety**: a pod already Running on one of the fleet's nodes when the fleet starts (a restarted
   ``kubeplane up``) is adopted as running (its IP reserved, its GPU devices kept), without events or admission.
 
+Identities (as in a real cluster, where every kubelet has its own credentials):
+
+* **Each node's writes** go through ``node_client(name)``: node registration and status, its Lease in
+  ``kube-node-lease``, pod status and the final pod delete, mirror pods, the GPU annotation, its Events, its CSINode
+  and topology label, its DRA ResourceSlices, and the gets of its pods' ResourceClaims. In a cluster with
+  authorization that client is ``system:node:<name>`` in ``system:nodes`` (the Node authorizer and NodeRestriction
+  judge it as a kubelet): an in-process ``LocalClient`` with that user, or over HTTP the fleet's own client
+  impersonating it (:func:`node_identity`, :meth:`HTTPClient.impersonating`).
+* **The shared informers** (pods with ``spec.nodeName!=``, nodes; the storage informers: PVCs, PVs, StorageClasses,
+  CSIDrivers, CSINodes, VolumeAttachments; the CSI drivers' informers; the ResourceSlice list at start) read with
+  the fleet's own ``client`` (``system:kubeplane:kubelet-fleet``): one watch per resource for the whole fleet is the
+  point of the fleet, and no single node may read every node's pods.
+* **The simulated drivers' controller side** (the CSI external-provisioner and its capacity publisher, the
+  external-attacher, the CSIDriver and StorageClass objects a driver's install creates) also uses the fleet's
+  ``client``: in a real cluster each runs with its own ServiceAccount (external-provisioner's ``csi-provisioner``,
+  external-attacher's ``csi-attacher``) whose roles the driver's install grants; kubeplane has no such install, so
+  the fleet identity's ClusterRole carries those verbs.
+
 Invariants: ``Fleet.runtimes`` (uid -> runtime) holds every pod the fleet knows until the API no longer shows it;
 it is the one map every manager shares. A node's informer events reach nothing while the node is stopped.
 """
@@ -79,6 +97,7 @@ from .state import (
     DURATION_ANNOTATION,
     HEARTBEAT_ANNOTATION,
     FleetOptions,
+    NodeClients,
     NodeEvents,
     Obj,
     PodTasks,
@@ -89,7 +108,31 @@ from .static_pods import is_mirror_pod
 from .status_manager import StatusManager
 from .volume_manager import VolumeManager
 
-__all__ = ["DURATION_ANNOTATION", "Fleet", "FleetOptions", "SimNode"]
+__all__ = [
+    "DURATION_ANNOTATION",
+    "FLEET_USER",
+    "NODES_GROUP",
+    "Fleet",
+    "FleetOptions",
+    "SimNode",
+    "node_groups",
+    "node_user_name",
+]
+
+FLEET_USER = "system:kubeplane:kubelet-fleet"
+"""The fleet's own identity: its shared informers' reads, and impersonating each node over HTTP."""
+NODES_GROUP = "system:nodes"
+
+
+def node_user_name(node: str) -> str:
+    """A kubelet's user name (upstream's ``system:node:<nodeName>``, what the Node authorizer recognises)."""
+    return f"system:node:{node}"
+
+
+def node_groups() -> tuple[str, ...]:
+    """A kubelet's groups: ``system:nodes`` (the Node authorizer's group) and ``system:authenticated``."""
+    return (NODES_GROUP, "system:authenticated")
+
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +150,14 @@ class Fleet:
         rng: random.Random | None = None,
         options: FleetOptions | None = None,
         csi_drivers: Sequence[CSIDriverSpec] | None = None,
+        node_client: NodeClients | None = None,
     ) -> None:
+        """``client`` is the fleet's own (its informers' reads, the drivers' controller side); ``node_client(name)``
+        is the client node ``name``'s kubelet writes with (default: ``client`` for every node). It is called
+        once per node and its answer kept."""
         self.client = client
+        self._node_client_of = node_client
+        self._node_clients: dict[str, Client] = {}
         self.clock = clock or SystemClock()
         self.rng = rng or random.Random()
         self.options = options or FleetOptions()
@@ -121,20 +170,25 @@ class Fleet:
         self.node_informer = SharedInformer(client, client.resource("nodes"), clock=self.clock, rng=self.rng)
         self.runtimes: dict[str, PodRuntime] = {}  # uid -> runtime, until the pod is gone from the API
         self.pod_tasks = PodTasks()
-        self.events = NodeEvents(client, clock=self.clock, rng=self.rng)
-        self.devices = DeviceManager(client, tasks=self.pod_tasks)
-        self.node_status = NodeStatus(client, clock=self.clock, options=self.options, events=self.events)
+        nc = self.node_client
+        self.events = NodeEvents(client, clock=self.clock, rng=self.rng, node_client=nc)
+        self.devices = DeviceManager(client, tasks=self.pod_tasks, node_client=nc)
+        self.node_status = NodeStatus(
+            client, clock=self.clock, options=self.options, events=self.events, node_client=nc
+        )
         self._tasks: list[asyncio.Task[None]] = []
-        self.status = StatusManager(client, clock=self.clock, runtimes=self.runtimes, nodes=self.nodes)
+        self.status = StatusManager(client, clock=self.clock, runtimes=self.runtimes, nodes=self.nodes, node_client=nc)
         # storage: claims, PVs, attachments (started lazily by the volume manager, and by the attacher's run)
         self.storage_informers = SharedInformerFactory(client, clock=self.clock, rng=self.rng)
         self.volumes = VolumeManager(self.storage_informers, clock=self.clock, events=self.events)
         self.attacher = SimAttacher(client, self.storage_informers, self.clock)
-        self.dra = DRAManager(client, clock=self.clock, node_of=self._dra_node)
+        self.dra = DRAManager(client, clock=self.clock, node_of=self._dra_node, node_client=nc)
         """The kubelets' DRA manager and simulated DRA drivers (the node config's ``devices``)."""
-        self.dra_slices = SlicePublisher(client, node_uid=lambda name: self.nodes[name].uid)
+        self.dra_slices = SlicePublisher(client, node_uid=lambda name: self.nodes[name].uid, node_client=nc)
         self.processes = (
-            ProcessRuntime(client, self.clock, self.options.run_dir) if self.options.real_processes else None
+            ProcessRuntime(client, self.clock, self.options.run_dir, node_client=nc)
+            if self.options.real_processes
+            else None
         )
         """Containers of kubeplane's own image as real processes (``FleetOptions.real_processes``)."""
         self.workers = PodWorkers(
@@ -167,6 +221,7 @@ class Fleet:
             workers=self.workers,
             status=self.status,
             pods_on_node=functools.partial(self.pod_informer.indexer.by_index, "spec.nodeName"),
+            node_client=nc,
         )
         self.kubelet_server = KubeletServer(
             clock=self.clock, nodes=lambda: self.nodes, find_pod=self.find_pod, node_pods=self._running_on
@@ -180,12 +235,21 @@ class Fleet:
             rng=random.Random(",".join(sorted(self.nodes))),  # its own stream: the fleet's rng draws as before
             node_uid=lambda name: self.nodes[name].uid,
             node_labels=lambda name: ((self.nodes[name].node or {}).get("metadata") or {}).get("labels") or {},
+            node_client=nc,
         )
         """The simulated CSI drivers (``csiDrivers`` of the node config; none when it is ``[]``)."""
         self.attacher.times = {d.name: (d.attach_time, d.detach_time) for d in drivers}
         self._started = self._stopped = False
         self.on_registered: Callable[[int, int], None] | None = None
         """Called with (registered, total) as nodes register during :meth:`start` (progress displays)."""
+
+    def node_client(self, name: str) -> Client:
+        """The client node ``name``'s kubelet writes with (``node_client(name)`` of the constructor, kept)."""
+        found = self._node_clients.get(name)
+        if found is None:
+            found = self.client if self._node_client_of is None else self._node_client_of(name)
+            self._node_clients[name] = found
+        return found
 
     # --- running --------------------------------------------------------------------------------------------
 

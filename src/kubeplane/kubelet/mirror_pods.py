@@ -30,7 +30,7 @@ from kubeplane.client.interface import Client
 
 from .pod_workers import PodWorkers
 from .runtime import PodRuntime
-from .state import FleetOptions, Obj, PodTasks, SimNode, delete_pod
+from .state import FleetOptions, NodeClients, Obj, PodTasks, SimNode, delete_pod, shared_client
 from .static_pods import load_static_pods, mirror_hash, mirror_pod
 from .status_manager import StatusManager
 
@@ -51,9 +51,12 @@ class MirrorPods:
         workers: PodWorkers,
         status: StatusManager,
         pods_on_node: Callable[[str], Iterable[Obj]],
+        node_client: NodeClients | None = None,
     ) -> None:
-        """``pods_on_node(name)`` lists the pods the API shows bound to a node (the fleet's informer cache)."""
-        self._client, self._clock, self._options = client, clock, options
+        """``pods_on_node(name)`` lists the pods the API shows bound to a node (the fleet's informer cache); a
+        node's mirror pods are created and deleted with ``node_client(node)`` (the node's own identity)."""
+        self._clock, self._options = clock, options
+        self._node_client = node_client or shared_client(client)
         self._pods_res = client.resource("pods")
         self._runtimes, self._tasks, self._workers, self._status = runtimes, tasks, workers, status
         self._pods_on_node = pods_on_node
@@ -79,7 +82,9 @@ class MirrorPods:
                 rt = sim.static_runtimes.pop(digest, None)
                 if rt is not None:
                     sim.release(rt)
-                    await delete_pod(self._client, self._pods_res, namespace=rt.namespace, name=rt.name, uid=rt.uid)
+                    await delete_pod(
+                        self._node_client(sim.name), self._pods_res, namespace=rt.namespace, name=rt.name, uid=rt.uid
+                    )
         for digest, pod in wanted.items():
             if digest not in sim.static:
                 sim.static[digest] = pod
@@ -96,9 +101,11 @@ class MirrorPods:
             if name_of(existing) == name and namespace_of(existing) == namespace:
                 if mirror_hash(existing) == digest and not is_being_deleted(existing):
                     return
-                await delete_pod(self._client, self._pods_res, namespace=namespace, name=name, uid=uid_of(existing))
+                await delete_pod(
+                    self._node_client(sim.name), self._pods_res, namespace=namespace, name=name, uid=uid_of(existing)
+                )
         with contextlib.suppress(AlreadyExistsError):  # the informer shows it soon; the next scan checks it
-            await self._client.create(
+            await self._node_client(sim.name).create(
                 self._pods_res, mirror_pod(pod, sim.name, sim.uid, self._clock.now()), namespace=namespace
             )
 
@@ -109,7 +116,7 @@ class MirrorPods:
             if not is_being_deleted(pod):
                 uid = uid_of(pod)
                 orphan = delete_pod(
-                    self._client, self._pods_res, namespace=namespace_of(pod), name=name_of(pod), uid=uid
+                    self._node_client(sim.name), self._pods_res, namespace=namespace_of(pod), name=name_of(pod), uid=uid
                 )
                 self._tasks.spawn(f"orphan {uid}", orphan)
             return None
@@ -149,5 +156,7 @@ class MirrorPods:
         self._tasks.spawn(f"mirror {uid}", self.ensure_mirror(sim, digest))
 
     async def _replace_mirror(self, sim: SimNode, pod: Obj, digest: str) -> None:
-        await delete_pod(self._client, self._pods_res, namespace=namespace_of(pod), name=name_of(pod), uid=uid_of(pod))
+        await delete_pod(
+            self._node_client(sim.name), self._pods_res, namespace=namespace_of(pod), name=name_of(pod), uid=uid_of(pod)
+        )
         await self.ensure_mirror(sim, digest)

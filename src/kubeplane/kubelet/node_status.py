@@ -3,7 +3,11 @@
 
 * **Registration** (``registerWithAPIServer``): each node creates its Node; an existing Node is kept (its labels,
   taints and spec are the cluster's now) and only its status is refreshed by the first report. While the API
-  server does not answer, registration is retried every 7 s.
+  server does not answer, registration is retried every 7 s. When the node writes as its own identity (a
+  ``node_client`` other than the fleet's), the labels NodeRestriction keeps from kubelets
+  (:func:`~kubeplane.kubelet.node.kubelet_may_set_label`, e.g. ``node-role.kubernetes.io/control-plane``) are
+  left out of the create and patched onto the Node afterwards with the fleet's client, as kubeadm's
+  mark-control-plane phase labels a node with admin credentials.
 * **Lease** (``nodelease``): :meth:`NodeStatus.renew_lease` renews ``kube-node-lease/<node>``; a conflict or a
   missing Lease drops the cached copy, so the next renewal reads (or creates) it again.
 * **Status** (``tryUpdateNodeStatus``): :meth:`NodeStatus.maybe_report` patches the node's status when what it
@@ -35,11 +39,12 @@ from .node import (
     KUBELET_PORT,
     NODE_LEASE_NAMESPACE,
     condition,
+    kubelet_may_set_label,
     node_info,
     node_lease,
     registration_node,
 )
-from .state import FleetOptions, NodeEvents, Obj, SimNode
+from .state import FleetOptions, NodeClients, NodeEvents, Obj, SimNode, shared_client
 
 log = logging.getLogger("kubeplane.kubelet.fleet")
 
@@ -49,8 +54,19 @@ REGISTER_RETRY_PERIOD = 7.0  # upstream: the kubelet's registration back-off cap
 class NodeStatus:
     """Registers nodes and keeps their Lease and status current (see the module docstring)."""
 
-    def __init__(self, client: Client, *, clock: Clock, options: FleetOptions, events: NodeEvents) -> None:
-        self._client, self._clock, self._options, self._events = client, clock, options, events
+    def __init__(
+        self,
+        client: Client,
+        *,
+        clock: Clock,
+        options: FleetOptions,
+        events: NodeEvents,
+        node_client: NodeClients | None = None,
+    ) -> None:
+        """Every call is made for one node, with ``node_client(node)`` (the node's own identity)."""
+        self._clock, self._options, self._events = clock, options, events
+        self._client = client
+        self._node_client = node_client or shared_client(client)
         self._nodes_res = client.resource("nodes")
         self._leases_res = client.resource("leases")
         self.kubelet_port = KUBELET_PORT
@@ -80,10 +96,13 @@ class NodeStatus:
         """Create the Node (upstream ``registerWithAPIServer``), or take the existing one."""
         while True:
             try:
-                created = await self._client.create(
-                    self._nodes_res,
-                    registration_node(sim.spec, self._clock.now(), sim.image_list(), kubelet_port=self.kubelet_port),
-                )
+                body = registration_node(sim.spec, self._clock.now(), sim.image_list(), kubelet_port=self.kubelet_port)
+                admin_labels = self._admin_labels(sim, body)
+                created = await self._node_client(sim.name).create(self._nodes_res, body)
+                if admin_labels:
+                    created = await self._client.patch(
+                        self._nodes_res, sim.name, {"metadata": {"labels": admin_labels}}
+                    )
                 sim.node, sim.uid = created, uid_of(created)
                 sim.full_report_due = False
                 sim.last_report = self._clock.monotonic()
@@ -91,13 +110,23 @@ class NodeStatus:
                 self._started_events(sim)
                 return
             except AlreadyExistsError:
-                existing = await self._client.get(self._nodes_res, sim.name)
+                existing = await self._node_client(sim.name).get(self._nodes_res, sim.name)
                 sim.node, sim.uid = existing, uid_of(existing)
                 self._started_events(sim)
                 return
             except Exception as exc:  # API server not ready yet: retry as the kubelet does
                 log.warning("kubelet %s: unable to register node: %s", sim.name, exc)
                 await self._clock.sleep(REGISTER_RETRY_PERIOD)
+
+    def _admin_labels(self, sim: SimNode, body: Obj) -> dict[str, str]:
+        """The labels of ``body`` its node may not set itself, taken out of it (none when the node writes with
+        the fleet's own client: nothing to split)."""
+        if self._node_client(sim.name) is self._client:
+            return {}
+        labels = body["metadata"]["labels"]
+        admin = {k: v for k, v in labels.items() if not kubelet_may_set_label(k)}
+        body["metadata"]["labels"] = {k: v for k, v in labels.items() if k not in admin}
+        return admin
 
     def _started_events(self, sim: SimNode) -> None:
         """What ``kubectl describe node`` shows of a kubelet's start (``kubelet.go`` and ``setters.go``)."""
@@ -110,10 +139,12 @@ class NodeStatus:
         now = self._clock.now()
         if sim.lease is None:
             try:
-                sim.lease = await self._client.get(self._leases_res, sim.name, namespace=NODE_LEASE_NAMESPACE)
+                sim.lease = await self._node_client(sim.name).get(
+                    self._leases_res, sim.name, namespace=NODE_LEASE_NAMESPACE
+                )
             except NotFoundError:
                 try:
-                    sim.lease = await self._client.create(
+                    sim.lease = await self._node_client(sim.name).create(
                         self._leases_res, node_lease(sim.name, sim.uid, now), namespace=NODE_LEASE_NAMESPACE
                     )
                     return
@@ -121,7 +152,9 @@ class NodeStatus:
                     return  # read it next time
         lease = {**sim.lease, "spec": {**sim.lease.get("spec", {}), **node_lease(sim.name, sim.uid, now)["spec"]}}
         try:
-            sim.lease = await self._client.update(self._leases_res, lease, namespace=NODE_LEASE_NAMESPACE)
+            sim.lease = await self._node_client(sim.name).update(
+                self._leases_res, lease, namespace=NODE_LEASE_NAMESPACE
+            )
         except (ConflictError, NotFoundError):
             sim.lease = None
 
@@ -168,7 +201,7 @@ class NodeStatus:
                 daemonEndpoints={"kubeletEndpoint": {"Port": self.kubelet_port}},
                 declaredFeatures=kubelet_declared_features(),
             )
-        sim.node = await self._client.patch(
+        sim.node = await self._node_client(sim.name).patch(
             self._nodes_res, sim.name, {"status": status}, patch_type=PatchType.STRATEGIC, subresource="status"
         )
         sim.last_report, sim.reported, sim.full_report_due = now, fingerprint, False

@@ -25,7 +25,7 @@ import contextlib
 import logging
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -70,8 +70,11 @@ def _inside(base: Path, relative: str) -> Path:
 class PodFiles:
     """Volumes and container roots of the pods that run processes (see the module docstring)."""
 
-    def __init__(self, client: Client, clock: Clock, base: Path) -> None:
+    def __init__(
+        self, client: Client, clock: Clock, base: Path, node_client: Callable[[str], Client] | None = None
+    ) -> None:
         self._client, self._clock, self.base = client, clock, base
+        self._node_client = node_client or (lambda _node: client)
         self._refreshers: dict[str, list[asyncio.Task[None]]] = {}
 
     def pod_dir(self, uid: str) -> Path:
@@ -116,9 +119,10 @@ class PodFiles:
 
     async def _keyed(self, rt: PodRuntime, target: Path, kind: str, ref: Mapping[str, Any], name_key: str) -> None:
         name = str(ref.get(name_key) or "")
-        resource = self._client.resource("configmaps" if kind == "configmap" else "secrets")
+        client = self._node_client(rt.node)
+        resource = client.resource("configmaps" if kind == "configmap" else "secrets")
         try:
-            obj = await self._client.get(resource, name, namespace=rt.namespace)
+            obj = await client.get(resource, name, namespace=rt.namespace)
         except NotFoundError:
             if ref.get("optional"):
                 return
@@ -165,8 +169,9 @@ class PodFiles:
         }
         issued = self._clock.now()
         try:
-            accounts = self._client.resource("serviceaccounts")
-            reply = await self._client.create(accounts, body, namespace=rt.namespace, subresource="token", name=account)
+            client = self._node_client(rt.node)
+            accounts = client.resource("serviceaccounts")
+            reply = await client.create(accounts, body, namespace=rt.namespace, subresource="token", name=account)
         except ClientError as exc:
             raise MountError(str(exc)) from None
         status = reply.get("status") or {}

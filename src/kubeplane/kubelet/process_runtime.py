@@ -33,7 +33,7 @@ import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,11 +98,20 @@ class ProcessRuntime:
     """Starts, watches and stops the processes of kubeplane-image containers (see the module docstring).
     ``run_dir`` holds the pods' files; None: a temporary directory this runtime creates and removes."""
 
-    def __init__(self, client: Client, clock: Clock, run_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        clock: Clock,
+        run_dir: Path | None = None,
+        node_client: Callable[[str], Client] | None = None,
+    ) -> None:
+        """``node_client``: the client of a node's kubelet identity (its reads of the pod's ConfigMaps, Secrets
+        and token requests are the node's, as the Node authorizer expects); default ``client`` for every node."""
         self._client, self._clock = client, clock
+        self._node_client = node_client or (lambda _node: client)
         self._owned = run_dir is None
         self.run_dir = run_dir or Path(tempfile.mkdtemp(prefix="kubeplane-pods-"))
-        self.files = PodFiles(client, clock, self.run_dir)
+        self.files = PodFiles(client, clock, self.run_dir, node_client=self._node_client)
         self._procs: dict[tuple[str, str], Process] = {}
         self._background: set[asyncio.Task[None]] = set()
 
@@ -123,12 +132,13 @@ class ProcessRuntime:
         """The pod's volumes (raises :class:`~kubeplane.kubelet.pod_files.MountError` while one cannot be)."""
         await self.files.set_up(rt)
 
-    async def api_endpoint(self) -> tuple[str, int] | None:
+    async def api_endpoint(self, node: str) -> tuple[str, int] | None:
         """The API server's real address: the first of the ``default/kubernetes`` Endpoints; else (a kubelet
         identity that may read services but not endpoints, as upstream's ``system:node``) the ``kubernetes``
         Service's targetPort on 127.0.0.1, where kubeplane's API server always listens."""
+        client = self._node_client(node)
         try:
-            endpoints = await self._client.get(self._client.resource("endpoints"), "kubernetes", namespace="default")
+            endpoints = await client.get(client.resource("endpoints"), "kubernetes", namespace="default")
         except ClientError:
             endpoints = {}
         for subset in endpoints.get("subsets") or []:
@@ -136,7 +146,7 @@ class ProcessRuntime:
             if addresses and ports:
                 return str(addresses[0].get("ip")), int(ports[0].get("port"))
         try:
-            service = await self._client.get(self._client.resource("services"), "kubernetes", namespace="default")
+            service = await client.get(client.resource("services"), "kubernetes", namespace="default")
         except ClientError:
             return None
         for port in (service.get("spec") or {}).get("ports") or []:
@@ -144,10 +154,11 @@ class ProcessRuntime:
                 return "127.0.0.1", int(port["targetPort"])
         return None
 
-    async def _values(self, kind: str, namespace: str, name: str, optional: bool) -> dict[str, str]:
-        resource = self._client.resource("configmaps" if kind == "ConfigMap" else "secrets")
+    async def _values(self, rt: PodRuntime, kind: str, name: str, optional: bool) -> dict[str, str]:
+        client = self._node_client(rt.node)
+        resource = client.resource("configmaps" if kind == "ConfigMap" else "secrets")
         try:
-            obj = await self._client.get(resource, name, namespace=namespace)
+            obj = await client.get(resource, name, namespace=rt.namespace)
         except NotFoundError:
             if optional:
                 return {}
@@ -162,14 +173,14 @@ class ProcessRuntime:
     async def environment(self, rt: PodRuntime, container: Mapping[str, Any]) -> dict[str, str]:
         """The container's variables (:mod:`~kubeplane.kubelet.process_image`); StartError for a missing
         ConfigMap/Secret or key that is not optional (upstream: ``CreateContainerConfigError``)."""
-        endpoint = await self.api_endpoint()
+        endpoint = await self.api_endpoint(rt.node)
         services = service_env(*endpoint) if endpoint else {}
         env: dict[str, str] = {}
         for source in container.get("envFrom") or []:
             for kind, key in (("ConfigMap", "configMapRef"), ("Secret", "secretRef")):
                 ref = source.get(key)
                 if ref:
-                    values = await self._values(kind, rt.namespace, str(ref.get("name")), bool(ref.get("optional")))
+                    values = await self._values(rt, kind, str(ref.get("name")), bool(ref.get("optional")))
                     env.update({f"{source.get('prefix') or ''}{k}": v for k, v in values.items()})
         for var in container.get("env") or []:
             name, source = str(var.get("name")), var.get("valueFrom")
@@ -186,7 +197,7 @@ class ProcessRuntime:
                 if not ref:
                     continue
                 optional = bool(ref.get("optional"))
-                values = await self._values(kind, rt.namespace, str(ref.get("name")), optional)
+                values = await self._values(rt, kind, str(ref.get("name")), optional)
                 wanted = str(ref.get("key"))
                 if wanted in values:
                     env[name] = values[wanted]

@@ -22,7 +22,7 @@ import contextlib
 import functools
 import logging
 import random
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -202,17 +202,32 @@ class PodTasks:
             log.error("kubelet pod task %s failed", key, exc_info=task.exception())
 
 
-class NodeEvents:
-    """Events through each node's own recorder (source ``kubelet``, host the node name)."""
+NodeClients = Callable[[str], Client]
+"""The client a node's kubelet writes with, by node name: its own identity (``system:node:<name>`` in
+``system:nodes``), as each real kubelet has its own credentials; the fleet's shared informers read with the fleet's
+client instead."""
 
-    def __init__(self, client: Client, *, clock: Clock, rng: random.Random) -> None:
+
+def shared_client(client: Client) -> NodeClients:
+    """Every node writing with ``client`` (no per-node identity: tests, clusters without authorization)."""
+    return lambda _node: client
+
+
+class NodeEvents:
+    """Events through each node's own recorder (source ``kubelet``, host the node name), written with the node's
+    client."""
+
+    def __init__(
+        self, client: Client, *, clock: Clock, rng: random.Random, node_client: NodeClients | None = None
+    ) -> None:
         self._client, self._clock, self._rng = client, clock, rng
+        self._node_client = node_client or shared_client(client)
 
     def pod(self, sim: SimNode, obj: Obj, type_: str, reason: str, message: str, field_path: str = "") -> None:
         """Record an Event about a pod (or, with ``kind: Node``, the node) through the node's recorder."""
         if sim.recorder is None:
             sim.recorder = EventRecorder(
-                self._client, component="kubelet", host=sim.name, clock=self._clock, rng=self._rng
+                self._node_client(sim.name), component="kubelet", host=sim.name, clock=self._clock, rng=self._rng
             )
         ref = obj if obj.get("kind") == "Node" else {"apiVersion": "v1", "kind": "Pod", "metadata": obj["metadata"]}
         sim.recorder.record(ref, type_, reason, message, field_path=field_path)

@@ -30,7 +30,7 @@ from kubeplane.client.interface import Client, PatchType
 from kubeplane.client.workqueue import QueueShutDown, RateLimitingQueue
 
 from .runtime import PodRuntime
-from .state import SimNode, delete_pod
+from .state import NodeClients, SimNode, delete_pod, shared_client
 
 log = logging.getLogger("kubeplane.kubelet.fleet")
 
@@ -45,8 +45,11 @@ class StatusManager:
         clock: Clock,
         runtimes: Mapping[str, PodRuntime],
         nodes: Mapping[str, SimNode],
+        node_client: NodeClients | None = None,
     ) -> None:
-        self._client, self._clock = client, clock
+        """Each pod's status is written with ``node_client(pod's node)`` (the node's own identity)."""
+        self._clock = clock
+        self._node_client = node_client or shared_client(client)
         self._pods_res = client.resource("pods")
         self._runtimes, self._nodes = runtimes, nodes
         self._writes: RateLimitingQueue[str] = RateLimitingQueue(clock=clock)
@@ -103,8 +106,9 @@ class StatusManager:
             return
         self._dirty.discard(uid)
         patch = rt.rejected_patch() if rt.rejected else rt.status_patch(self._clock.now())
+        client = self._node_client(rt.node)
         try:
-            await self._client.patch(
+            await client.patch(
                 self._pods_res,
                 rt.name,
                 patch,
@@ -115,4 +119,4 @@ class StatusManager:
         except NotFoundError:
             return
         if rt.delete_requested and self._runtimes.get(uid) is rt:
-            await delete_pod(self._client, self._pods_res, namespace=rt.namespace, name=rt.name, uid=rt.uid)
+            await delete_pod(client, self._pods_res, namespace=rt.namespace, name=rt.name, uid=rt.uid)

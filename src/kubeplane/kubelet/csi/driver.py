@@ -74,8 +74,13 @@ class CSIPlugins:
         rng: random.Random,
         node_uid: Callable[[str], str],
         node_labels: Callable[[str], Mapping[str, str] | None],
+        node_client: Callable[[str], Client] | None = None,
     ) -> None:
+        """``client`` is the drivers' controller side (external-provisioner, the capacity publisher, the
+        CSIDriver and StorageClass objects of the driver's install); each node's registration (its CSINode and
+        topology label) is written with ``node_client(node)``, the node's own identity, as the kubelet does."""
         self.client, self.clock, self.rng = client, clock, rng
+        self.node_client = node_client or (lambda _node: client)
         self.drivers = {d.name: d for d in drivers}
         self.nodes: dict[str, NodeSpec] = {spec.name: spec for spec in nodes}
         self.pools = {d.name: Pools(d, self.nodes.values()) for d in drivers}
@@ -179,7 +184,11 @@ class CSIPlugins:
             running = [d for d in self.drivers.values() if self.pools[d.name].segment_of_node(spec.name) is not None]
             async with semaphore:
                 await register_csinode(
-                    self.client, spec.name, self._node_uid(spec.name), running, self._node_labels(spec.name)
+                    self.node_client(spec.name),
+                    spec.name,
+                    self._node_uid(spec.name),
+                    running,
+                    self._node_labels(spec.name),
                 )
 
         await asyncio.gather(*(one(spec) for spec in specs))

@@ -89,9 +89,17 @@ class DRAManager:
     devices say which drivers run there) and its Node object (for nodeSelector matching)."""
 
     def __init__(
-        self, client: Client, *, clock: Clock, node_of: Callable[[str], tuple[NodeSpec, Mapping[str, Any]]]
+        self,
+        client: Client,
+        *,
+        clock: Clock,
+        node_of: Callable[[str], tuple[NodeSpec, Mapping[str, Any]]],
+        node_client: Callable[[str], Client] | None = None,
     ) -> None:
+        """A node's kubelet reads its pods' claims with ``node_client(node)`` (its own identity: the Node
+        authorizer lets it get the claims of the pods bound to it)."""
         self.client = client
+        self.node_client = node_client or (lambda _node: client)
         self.clock = clock
         self.claims = client.resource("resourceclaims")
         self.node_of = node_of
@@ -131,7 +139,7 @@ class DRAManager:
             if name is None:
                 continue
             try:
-                claim = await self.client.get(self.claims, name, namespace=namespace)
+                claim = await self.node_client(node).get(self.claims, name, namespace=namespace)
             except APIStatusError as exc:
                 raise DRAError(f"fetch ResourceClaim {name}: {exc.message}") from None
             if must_check_owner and (err := is_for_pod(pod, claim)) is not None:

@@ -59,8 +59,13 @@ def _slice_body(node: str, node_uid: str, driver: str, devices: list[dict[str, A
 class SlicePublisher:
     """Publishes the fleet's slices (module docstring). ``drivers`` are every driver any fleet node has."""
 
-    def __init__(self, client: Client, *, node_uid: Callable[[str], str]) -> None:
+    def __init__(
+        self, client: Client, *, node_uid: Callable[[str], str], node_client: Callable[[str], Client] | None = None
+    ) -> None:
+        """``client`` lists the slices (the fleet's read); a node's slices are written with ``node_client(node)``
+        (the node's own identity, as the Node authorizer and NodeRestriction admit a node's own slices)."""
         self.client = client
+        self.node_client = node_client or (lambda _node: client)
         self.slices = client.resource("resourceslices")
         self.node_uid = node_uid
 
@@ -91,7 +96,7 @@ class SlicePublisher:
         for item in extra:
             await self._delete(item)
         if keep is None:
-            await self.client.create(self.slices, _slice_body(node, self.node_uid(node), driver, devices, 1))
+            await self.node_client(node).create(self.slices, _slice_body(node, self.node_uid(node), driver, devices, 1))
             return
         spec = spec_of(keep)
         pool = spec.get("pool") if isinstance(spec.get("pool"), Mapping) else {}
@@ -101,8 +106,9 @@ class SlicePublisher:
         generation = int(pool.get("generation") or 0) + 1
         body = _slice_body(node, self.node_uid(node), driver, devices, generation)
         body["metadata"] = {**meta_of(keep)}
-        await self.client.update(self.slices, body)
+        await self.node_client(node).update(self.slices, body)
 
     async def _delete(self, item: Obj) -> None:
+        client = self.node_client(str(spec_of(item).get("nodeName") or ""))
         with contextlib.suppress(NotFoundError):
-            await self.client.delete(self.slices, str(meta_of(item).get("name")))
+            await client.delete(self.slices, str(meta_of(item).get("name")))
