@@ -287,3 +287,23 @@ async def test_pre_aggregation_admin_rules_move_to_aggregate_role(registry: Regi
     assert admin["aggregationRule"] == {
         "clusterRoleSelectors": [{"matchLabels": {"rbac.authorization.k8s.io/aggregate-to-admin": "true"}}]
     }
+
+
+async def test_binding_with_another_role_ref_is_recreated(registry: Registry) -> None:
+    """computeReconciledRoleBinding: roleRef is immutable, so a differing one means ReconcileRecreate (delete,
+    then create the expected binding)."""
+    bindings = registry.resource(RBAC, "clusterrolebindings")
+    await registry.create(
+        bindings,
+        None,
+        {
+            "metadata": {"name": "system:kube-dns"},
+            "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "view"},
+            "subjects": [{"kind": "ServiceAccount", "name": "other", "namespace": "default"}],
+        },
+    )
+    await bootstrap.reconcile(registry)
+    got = registry.get_cached(bindings, None, "system:kube-dns")
+    assert got is not None
+    assert got["roleRef"] == {"apiGroup": RBAC, "kind": "ClusterRole", "name": "system:kube-dns"}
+    assert got["subjects"] == [{"kind": "ServiceAccount", "name": "kube-dns", "namespace": "kube-system"}]
