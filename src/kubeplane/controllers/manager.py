@@ -52,6 +52,7 @@ _MODULES: tuple[str, ...] = (
     "pv_controller",
     "attachdetach",
     "resourceclaim",
+    "clusterrole_aggregation",
 )
 """The controller modules under ``kubeplane.controllers``, each defining one :class:`Controller` subclass."""
 
