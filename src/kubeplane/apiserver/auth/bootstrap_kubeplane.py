@@ -3,7 +3,8 @@
 ``system:kubeplane:kubelet-fleet``: one fleet process hosts many simulated kubelets. Their writes go per node as
 ``system:node:<name>`` (group ``system:nodes``) via impersonation, so the Node authorizer and NodeRestriction see
 each node as upstream would; the fleet's shared informers read once for all nodes as this user. The role thus
-grants cluster-wide reads of what kubelets watch, and ``impersonate`` on users and groups (to act as its nodes).
+grants cluster-wide reads of what kubelets watch, ``impersonate`` on users and groups (to act as its nodes), and
+the writes of the simulated CSI drivers' controller side and of the node labels kubelets may not set themselves.
 Labelled ``kubeplane.io/bootstrapping=kubeplane-defaults``, without upstream's autoupdate annotation; reconcile
 treats it as upstream treats an unannotated object (missing rules and subjects are added back).
 """
@@ -49,6 +50,16 @@ def cluster_roles() -> list[Obj]:
         rule(*READ).groups(COORDINATION).resources("leases").rule(),
         rule(*READ).groups(NODE).resources("runtimeclasses").rule(),
         rule("impersonate").groups(LEGACY).resources("users", "groups").rule(),
+        # the simulated CSI drivers' controller side (external-provisioner and -attacher, which a driver's install
+        # would give ServiceAccounts of their own), and the node labels kubelets may not set (kubeadm's)
+        rule("create", "get", "patch", "delete").groups(LEGACY).resources("persistentvolumes").rule(),
+        rule("patch").groups(LEGACY).resources("persistentvolumeclaims", "nodes").rule(),
+        rule("create", "patch", "update").groups(LEGACY).resources("events").rule(),
+        rule("create", "patch", "update").groups("events.k8s.io").resources("events").rule(),
+        rule("create", "get", "update").groups(STORAGE).resources("csidrivers").rule(),
+        rule("create").groups(STORAGE).resources("storageclasses").rule(),
+        rule("create", "patch", "delete").groups(STORAGE).resources("csistoragecapacities").rule(),
+        rule("patch").groups(STORAGE).resources("volumeattachments", "volumeattachments/status").rule(),
     ]
     meta = {"name": KUBELET_FLEET, "labels": dict(KUBEPLANE_LABEL)}
     return [{"apiVersion": RBAC_VERSION, "kind": "ClusterRole", "metadata": meta, "rules": rules}]
