@@ -122,7 +122,6 @@ def test_seed_002_runs_inside_kubeplane(cluster: Cluster) -> None:
     assert [p for p in again if ACQUIRED in logs(cluster, p)] == [second]
 
 
-@pytest.mark.xfail(strict=False, reason="needs enforcement from h-wire/h-rbac")
 def test_without_its_cluster_role_binding_the_scheduler_is_forbidden(cluster: Cluster) -> None:
     """Runs after the seed test on the same cluster: remove ``custom-scheduler-role-binding`` (the binding to
     ``system:kube-scheduler``) and the leader's requests fail with 403, so a new pod for it stays unbound."""
