@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from kubeplane.apiserver.auth import bootstrap, bootstrap_controllers, bootstrap_kubeplane, bootstrap_roles
-from kubeplane.apiserver.auth.rbac_covers import breakdown_rule, covers
+from kubeplane.apiserver.auth.rbac_rules import Rule, breakdown, covers
 from kubeplane.apiserver.registry import Registry
 from kubeplane.store.memory import MemoryStore
 
@@ -99,7 +99,7 @@ def test_kubelet_fleet_role() -> None:
     assert role["metadata"]["labels"] == {"kubeplane.io/bootstrapping": "kubeplane-defaults"}
     assert "annotations" not in role["metadata"]
     granted = {
-        (r["apiGroups"][0], r["resources"][0], r["verbs"][0]) for rule in role["rules"] for r in breakdown_rule(rule)
+        (r.api_groups[0], r.resources[0], r.verbs[0]) for rule in role["rules"] for r in breakdown(Rule.of(rule))
     }
     for resource in ("pods", "nodes", "services", "endpoints", "configmaps", "persistentvolumes"):
         assert {("", resource, v) for v in ("get", "list", "watch")} <= granted
@@ -113,24 +113,27 @@ def test_kubelet_fleet_role() -> None:
 
 def test_covers_breaks_rules_down() -> None:
     """policy_comparator.go: uncovered subrules come back one (group, resource, verb) each; wildcards cover."""
+
+    def wire_covers(owner: list[dict[str, Any]], servant: list[dict[str, Any]]) -> tuple[bool, list[dict[str, object]]]:
+        ok, missing = covers([Rule.of(r) for r in owner], [Rule.of(r) for r in servant])
+        return ok, [r.wire() for r in missing]
+
     owner = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]
     servant = [{"apiGroups": [""], "resources": ["pods", "secrets"], "verbs": ["get", "watch"]}]
-    ok, missing = covers(owner, servant)
+    ok, missing = wire_covers(owner, servant)
     assert not ok
     assert missing == [
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["watch"]},
         {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
         {"apiGroups": [""], "resources": ["secrets"], "verbs": ["watch"]},
     ]
-    assert covers(
+    assert wire_covers(
         [{"apiGroups": ["*"], "resources": ["*/scale"], "verbs": ["*"]}],
         [{"apiGroups": ["apps"], "resources": ["deployments/scale"], "verbs": ["update"]}],
     ) == (True, [])
-    assert covers(
+    assert wire_covers(
         [{"nonResourceURLs": ["/api/*"], "verbs": ["get"]}], [{"nonResourceURLs": ["/api/v1"], "verbs": ["get"]}]
-    )[0]
-    named = [{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["a"], "verbs": ["get"]}]
-    assert not covers(named, [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}])[0]
+    ) == (True, [])
 
 
 # -- reconcile ---------------------------------------------------------------------------------------------------
@@ -307,3 +310,21 @@ async def test_binding_with_another_role_ref_is_recreated(registry: Registry) ->
     assert got is not None
     assert got["roleRef"] == {"apiGroup": RBAC, "kind": "ClusterRole", "name": "system:kube-dns"}
     assert got["subjects"] == [{"kind": "ServiceAccount", "name": "kube-dns", "namespace": "kube-system"}]
+
+
+async def test_the_fleet_may_act_as_its_nodes_but_never_as_system_masters(registry: Registry) -> None:
+    """kubeplane's fleet role: impersonating any user (a node's name) and the nodes' groups, not system:masters."""
+    from kubeplane.apiserver.auth.authorizer import Attributes, Decision
+    from kubeplane.apiserver.auth.rbac import RBACAuthorizer
+    from kubeplane.apiserver.tokens import UserInfo
+
+    await bootstrap.reconcile(registry)
+    authz = RBACAuthorizer(registry)
+    fleet = UserInfo("system:kubeplane:kubelet-fleet", groups=("system:authenticated",))
+
+    def impersonate(resource: str, name: str) -> Decision:
+        return authz.authorize(Attributes(fleet, "impersonate", resource=resource, name=name))[0]
+
+    assert impersonate("users", "system:node:n1") is Decision.ALLOW
+    assert impersonate("groups", "system:nodes") is Decision.ALLOW
+    assert impersonate("groups", "system:masters") is Decision.NO_OPINION

@@ -27,7 +27,7 @@ from kubeplane.apiserver import errors
 
 from . import bootstrap_controllers, bootstrap_kubeplane, bootstrap_roles
 from .bootstrap_rules import AUTOUPDATE_ANNOTATION, RBAC_GROUP, Obj
-from .rbac_covers import covers
+from .rbac_rules import Rule, covers
 
 if TYPE_CHECKING:
     from kubeplane.api.resources import ResourceInfo
@@ -93,9 +93,11 @@ def reconciled_role(existing: Obj, expected: Obj) -> Obj | None:
     """``computeReconciledRole`` (union mode): the object to write, or None when it already covers ``expected``."""
     result = copy.deepcopy(existing)
     changed = _merge_meta(result, expected)
-    _, missing = covers(list(existing.get("rules") or []), list(expected.get("rules") or []))
+    _, missing = covers(
+        [Rule.of(r) for r in existing.get("rules") or []], [Rule.of(r) for r in expected.get("rules") or []]
+    )
     if missing:
-        result["rules"] = list(result.get("rules") or []) + missing
+        result["rules"] = list(result.get("rules") or []) + [r.wire() for r in missing]
         changed = True
     wanted = expected.get("aggregationRule")
     if wanted is not None:

@@ -49,7 +49,9 @@ def cluster_roles() -> list[Obj]:
         rule(*READ).groups(RESOURCE).resources("resourceclaims", "resourceslices", "deviceclasses").rule(),
         rule(*READ).groups(COORDINATION).resources("leases").rule(),
         rule(*READ).groups(NODE).resources("runtimeclasses").rule(),
-        rule("impersonate").groups(LEGACY).resources("users", "groups").rule(),
+        # any user (RBAC cannot match the system:node: prefix), but only the nodes' groups: never system:masters
+        rule("impersonate").groups(LEGACY).resources("users").rule(),
+        rule("impersonate").groups(LEGACY).resources("groups").names("system:authenticated", "system:nodes").rule(),
         # the simulated CSI drivers' controller side (external-provisioner and -attacher, which a driver's install
         # would give ServiceAccounts of their own), and the node labels kubelets may not set (kubeadm's)
         rule("create", "get", "patch", "delete").groups(LEGACY).resources("persistentvolumes").rule(),
