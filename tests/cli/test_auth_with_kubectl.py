@@ -22,7 +22,7 @@ import pytest
 
 from tests.cli.up_cluster import KUBECTL, Cluster, running_up
 
-NODES = "nodes:\n- {name: node01}\n"
+NODES = "nodes:\n- {name: node01}\n- {name: node02}\n"
 SA = "system:serviceaccount:default:nobody"
 rbac = pytest.mark.skipif(
     importlib.util.find_spec("kubeplane.apiserver.auth.rbac") is None, reason="needs the RBAC authorizer (h-rbac)"
@@ -47,7 +47,7 @@ def run(cluster: Cluster, *args: str, kubeconfig: Path | None = None) -> tuple[i
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     tmp: Path = tmp_path_factory.mktemp("auth")
-    with running_up(tmp, NODES, ready_nodes=1) as up:
+    with running_up(tmp, NODES, ready_nodes=2) as up:
         up.kubectl("create", "serviceaccount", "nobody", "-n", "default")
         yield up
 
@@ -146,3 +146,33 @@ def test_service_account_is_held_to_its_bindings(cluster: Cluster, token: str) -
     # view reads, it does not write
     assert run(cluster, "--token", token, "auth", "can-i", "create", "configmaps", "-n", "default")[1] == "no"
     assert run(cluster, "--token", token, "create", "configmap", "c", "-n", "default")[0] == 1
+
+
+AS_NODE01 = ("--as", "system:node:node01", "--as-group", "system:nodes")
+POD_ON_NODE02 = """
+apiVersion: v1
+kind: Pod
+metadata: {name: on-node02}
+spec:
+  nodeName: node02
+  containers: [{name: c, image: soscscs/myapp:v1}]
+"""
+
+
+def test_a_kubelet_identity_is_held_to_its_own_node(cluster: Cluster) -> None:
+    """The Node authorizer and NodeRestriction (plugin/pkg/auth/authorizer/node, plugin/pkg/admission/
+    noderestriction): node01's kubelet may label its own Node but neither read nor change node02, nor delete a pod
+    bound to node02; nothing it was refused changed."""
+    code, _, err = run(cluster, *AS_NODE01, "label", "node", "node01", "example.com/own=yes")
+    assert code == 0, err
+    code, _, err = run(cluster, *AS_NODE01, "label", "node", "node02", "example.com/own=yes")
+    assert code == 1
+    assert err.startswith('Error from server (Forbidden): nodes "node02" is forbidden: ')
+    assert "node01" in err
+    assert "example.com/own" not in cluster.get("node", "node02")["metadata"].get("labels", {})
+    cluster.kubectl("apply", "-f", "-", stdin=POD_ON_NODE02)
+    code, _, err = run(cluster, *AS_NODE01, "delete", "pod", "on-node02", "--wait=false")
+    assert code == 1
+    assert err.startswith('Error from server (Forbidden): pods "on-node02" is forbidden: ')
+    assert cluster.get("pod", "on-node02")["metadata"]["name"] == "on-node02"
+    cluster.kubectl("delete", "pod", "on-node02", "--wait=false")
