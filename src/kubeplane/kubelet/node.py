@@ -13,6 +13,7 @@ import uuid
 from typing import Any
 
 from kubeplane.api.meta import format_micro_time, format_time
+from kubeplane.api.node_labels import is_kubelet_label, is_kubernetes_label
 from kubeplane.api.nodedeclaredfeatures import kubelet_declared_features
 
 from .config import NodeSpec
@@ -125,35 +126,10 @@ def sorted_images(images: list[Obj]) -> list[Obj]:
     return sorted(images, key=lambda i: -int(i.get("sizeBytes", 0)))[:MAX_IMAGES]
 
 
-KUBELET_LABELS = frozenset(
-    {
-        "kubernetes.io/hostname",
-        "topology.kubernetes.io/zone",
-        "topology.kubernetes.io/region",
-        "failure-domain.beta.kubernetes.io/zone",
-        "failure-domain.beta.kubernetes.io/region",
-        "beta.kubernetes.io/instance-type",
-        "node.kubernetes.io/instance-type",
-        "kubernetes.io/os",
-        "kubernetes.io/arch",
-        "beta.kubernetes.io/os",
-        "beta.kubernetes.io/arch",
-    }
-)
-"""Upstream ``kubeletLabels`` (``pkg/kubelet/apis/well_known_labels.go``)."""
-KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
-
-
 def kubelet_may_set_label(key: str) -> bool:
     """Whether a kubelet may set the label ``key`` on its own Node: NodeRestriction refuses labels in the
     ``kubernetes.io``/``k8s.io`` namespaces unless upstream's ``IsKubeletLabel`` allows them (the well-known
     labels, and the ``kubelet.kubernetes.io``/``node.kubernetes.io`` namespaces); ``node-restriction.kubernetes.io``
     is never the kubelet's. Such labels (e.g. ``node-role.kubernetes.io/control-plane``) are set by an admin, as
     kubeadm's mark-control-plane phase does."""
-    if key in KUBELET_LABELS:
-        return True
-    namespace = key.partition("/")[0] if "/" in key else ""
-    kubernetes = any(namespace == d or namespace.endswith("." + d) for d in ("kubernetes.io", "k8s.io"))
-    if not kubernetes:
-        return True
-    return any(namespace == d or namespace.endswith("." + d) for d in KUBELET_LABEL_NAMESPACES)
+    return is_kubelet_label(key) or not is_kubernetes_label(key)

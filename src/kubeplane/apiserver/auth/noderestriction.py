@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from kubeplane.api.node_labels import is_kubelet_label, is_kubernetes_label, label_namespace
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.apiserver import errors
 
@@ -43,25 +44,6 @@ Obj = Mapping[str, Any]
 
 LABEL_NAMESPACE_NODE_RESTRICTION = "node-restriction.kubernetes.io"
 """``v1.LabelNamespaceNodeRestriction``."""
-
-KUBELET_LABELS = frozenset(
-    {
-        "kubernetes.io/hostname",
-        "topology.kubernetes.io/zone",
-        "topology.kubernetes.io/region",
-        "failure-domain.beta.kubernetes.io/zone",
-        "failure-domain.beta.kubernetes.io/region",
-        "beta.kubernetes.io/instance-type",
-        "node.kubernetes.io/instance-type",
-        "kubernetes.io/os",
-        "kubernetes.io/arch",
-        "beta.kubernetes.io/os",
-        "beta.kubernetes.io/arch",
-    }
-)
-"""``kubeletapis.kubeletLabels``: the kubernetes.io labels a kubelet may set on its Node."""
-KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
-"""``kubeletapis.kubeletLabelNamespaces``: label namespaces (and their subdomains) a kubelet may set."""
 
 
 def _map(value: object) -> Mapping[str, Any]:
@@ -304,33 +286,15 @@ def _admit_pvc_status(node: str, a: _Request) -> None:
         )
 
 
-def _label_namespace(key: str) -> str:
-    prefix, sep, _ = key.partition("/")
-    return prefix if sep else ""
-
-
-def _is_kubelet_label(key: str) -> bool:
-    """``kubeletapis.IsKubeletLabel``."""
-    if key in KUBELET_LABELS:
-        return True
-    namespace = _label_namespace(key)
-    return any(namespace == ns or namespace.endswith("." + ns) for ns in KUBELET_LABEL_NAMESPACES)
-
-
-def _is_kubernetes_label(key: str) -> bool:
-    namespace = _label_namespace(key)
-    return any(namespace == ns or namespace.endswith("." + ns) for ns in ("kubernetes.io", "k8s.io"))
-
-
 def _forbidden_labels(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[str]:
     """``getForbiddenLabels(getModifiedLabels(new, old))``, sorted as ``sets.String.List``."""
     modified = {k for k in set(new) | set(old) if k not in new or k not in old or new[k] != old[k]}
     forbidden = set()
     for label in modified:
-        namespace = _label_namespace(label)
+        namespace = label_namespace(label)
         if namespace == LABEL_NAMESPACE_NODE_RESTRICTION or namespace.endswith("." + LABEL_NAMESPACE_NODE_RESTRICTION):
             forbidden.add(label)
-        if _is_kubernetes_label(label) and not _is_kubelet_label(label):
+        if is_kubernetes_label(label) and not is_kubelet_label(label):
             forbidden.add(label)
     return sorted(forbidden)
 

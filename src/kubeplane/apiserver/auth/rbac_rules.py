@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kubeplane.api.validation.field import go_quote
+
 from .authorizer import Attributes
 
 ALL = "*"
@@ -180,24 +182,6 @@ def compact(rules: Sequence[Rule]) -> list[Rule]:
 def go_quote_list(values: Sequence[str]) -> str:
     """Go's ``%q`` of a ``[]string``: ``["a" "b"]``."""
     return "[" + " ".join(go_quote(v) for v in values) + "]"
-
-
-def go_quote(value: str) -> str:
-    """Go's ``%q`` of a string (strconv.Quote) for the printable ASCII names RBAC holds."""
-    out = ['"']
-    for ch in value:
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
 
 
 def compact_string(rule: Rule) -> str:
