@@ -18,7 +18,8 @@ Metrics:
   create pods; also ``watch_writes_per_s``, the write rate during that phase.
 * ``authorized_gets_per_s``: GETs as users of the server's token file (the same authentication cost), ``of=pods``
   (the pods of ``gets_per_s``) as ``as=masters`` (system:masters: the privileged-groups authorizer allows first)
-  and ``as=rolebinding`` (a user whose only grant is a RoleBinding to ``view``: Node, then RBAC decide), and
+  and ``as=rolebinding`` (a user whose only grant is a RoleBinding to ``system:aggregate-to-view``, the rules of
+  ``view``, which only the controller manager's aggregation fills: Node, then RBAC decide), and
   ``of=node`` (one Node) as ``masters`` and as ``node`` (``system:node:bench-node``: the Node authorizer
   decides); ``authorization_overhead_pct`` is the deciding user's rate loss against system:masters' for the
   same GETs. A user the server refuses (no RBAC authorizer in the build) is skipped with a note on stderr.
@@ -184,7 +185,7 @@ async def authorization_phase(host: str, port: int, token: str, scale: float, pa
     admin = await Conn.open(host, port, token)
     binding = {
         "metadata": {"name": "bench-viewer"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:aggregate-to-view"},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bench-viewer"}],
     }
     path = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings"
