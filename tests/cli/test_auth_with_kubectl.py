@@ -17,6 +17,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -176,3 +177,59 @@ def test_a_kubelet_identity_is_held_to_its_own_node(cluster: Cluster) -> None:
     assert err.startswith('Error from server (Forbidden): pods "on-node02" is forbidden: ')
     assert cluster.get("pod", "on-node02")["metadata"]["name"] == "on-node02"
     cluster.kubectl("delete", "pod", "on-node02", "--wait=false")
+
+
+def _client_certificate(data: Path, subject: list[tuple[Any, str]], tmp: Path) -> Path:
+    """A kubeconfig with a client certificate signed by the cluster's CA (``DATA_DIR/ca.key``) and no token."""
+    import datetime
+
+    import yaml
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+
+    ca_key = serialization.load_pem_private_key((data / "ca.key").read_bytes(), password=None)
+    ca = x509.load_pem_x509_certificate((data / "ca.crt").read_bytes())
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(oid, value) for oid, value in subject]))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
+    )
+    config = yaml.safe_load((data / "kubeconfig").read_text())
+    config["users"][0]["user"] = {
+        "client-certificate-data": base64.b64encode(cert.public_bytes(serialization.Encoding.PEM)).decode(),
+        "client-key-data": base64.b64encode(
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        ).decode(),
+    }
+    path = tmp / "cert.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_client_certificates_signed_by_the_cluster_ca_authenticate(cluster: Cluster) -> None:
+    """x509 authentication (staging/src/k8s.io/apiserver/pkg/authentication/request/x509:
+    CommonNameUserConversion): CN is the user, each O a group; RBAC then decides for that user."""
+    from cryptography.x509.oid import NameOID
+
+    subject = [(NameOID.COMMON_NAME, "jane"), (NameOID.ORGANIZATION_NAME, "devs"), (NameOID.ORGANIZATION_NAME, "ops")]
+    config = _client_certificate(cluster.tmp / "data", subject, cluster.tmp)
+    code, out, err = run(cluster, "auth", "whoami", "-o", "json", kubeconfig=config)
+    assert code == 0, err
+    info = json.loads(out)["status"]["userInfo"]
+    assert info["username"] == "jane"
+    assert info["groups"] == ["devs", "ops", "system:authenticated"]
+    code, _, err = run(cluster, "get", "pods", kubeconfig=config)
+    assert code == 1
+    assert err == forbidden("list", "pods", "default", user="jane")

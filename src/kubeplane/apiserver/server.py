@@ -23,6 +23,7 @@ import importlib
 import logging
 import secrets
 import socket
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -185,6 +186,10 @@ class _Server:
             access_log=False,
             ssl_certfile=str(certs.cert) if certs else None,
             ssl_keyfile=str(certs.key) if certs else None,
+            # client certificates signed by the cluster CA authenticate (x509: CN user, O groups); one that does
+            # not verify fails the handshake, as Go's VerifyClientCertIfGiven
+            ssl_cert_reqs=ssl.CERT_OPTIONAL if certs else ssl.CERT_NONE,
+            ssl_ca_certs=str(certs.ca) if certs else None,
         )
 
         class Server(uvicorn.Server):

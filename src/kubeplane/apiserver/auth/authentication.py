@@ -19,6 +19,7 @@ import io
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from kubeplane.apiserver import errors, tokens
 from kubeplane.apiserver.registry import Registry
@@ -125,9 +126,14 @@ class Authenticator:
                 return None
         return with_authenticated_group(user)
 
-    def authenticate(self, headers: Iterable[tuple[bytes, bytes]]) -> UserInfo:
+    def authenticate(
+        self, headers: Iterable[tuple[bytes, bytes]], client_cert: ClientCertificate | None = None
+    ) -> UserInfo:
         """The request's user; 401 for a bearer token that does not authenticate (and, with anonymous requests
-        disabled, for a request without one)."""
+        disabled, for a request without one). A verified client certificate comes first, as upstream's x509
+        authenticator precedes the token authenticators."""
+        if client_cert is not None:
+            return with_authenticated_group(x509_user(client_cert))
         token = bearer_token(headers)
         if token is None:
             if self.anonymous:
@@ -139,12 +145,35 @@ class Authenticator:
         return user
 
 
+ClientCertificate = dict[str, Any]
+"""A verified peer certificate as ``ssl.SSLSocket.getpeercert()`` decodes it (``subject``: RDN tuples)."""
+
+
+def x509_user(cert: ClientCertificate) -> UserInfo:
+    """``x509.CommonNameUserConversion``: the subject's CommonName is the user, its Organizations the groups;
+    a certificate without a CommonName authenticates nobody (401)."""
+    names: list[str] = []
+    organizations: list[str] = []
+    for rdn in cert.get("subject") or ():
+        for key, value in rdn:
+            if key == "commonName":
+                names.append(str(value))
+            elif key == "organizationName":
+                organizations.append(str(value))
+    if not names or not names[0]:
+        raise errors.unauthorized()
+    return UserInfo(names[0], groups=tuple(organizations))
+
+
 def request_user(
-    authenticator: Authenticator, authorizer: Authorizer, raw_headers: Sequence[tuple[bytes, bytes]]
+    authenticator: Authenticator,
+    authorizer: Authorizer,
+    raw_headers: Sequence[tuple[bytes, bytes]],
+    client_cert: ClientCertificate | None = None,
 ) -> UserInfo:
-    """The HTTP filters ``WithAuthentication`` then ``WithImpersonation``: who a request (its raw ASGI headers)
-    acts as."""
-    user = authenticator.authenticate(raw_headers)
+    """The HTTP filters ``WithAuthentication`` then ``WithImpersonation``: who a request (its raw ASGI headers
+    and verified client certificate) acts as."""
+    user = authenticator.authenticate(raw_headers, client_cert)
     if any(k[:12].lower() == b"impersonate-" for k, _ in raw_headers):  # decoded only when impersonating
         headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in raw_headers]
         user = impersonation.impersonate(authorizer, user, headers)

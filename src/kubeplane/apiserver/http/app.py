@@ -65,6 +65,7 @@ from kubeplane.metrics.apiserver import clean_scope, reported_verb
 from kubeplane.store.interface import StoreError
 
 from . import gojson, negotiation
+from .connections import CLIENT_CERT
 from .discovery import AGGREGATED_V2, OPENAPI_V2, Discovery, openapi_v2, wants_aggregated
 from .routes import BadPath, RequestInfo, parse_request
 
@@ -467,7 +468,7 @@ class APIServerApp:
         if self.authenticator is None:
             return None
         scope[_USER] = user = authentication.request_user(
-            self.authenticator, self.registry.authorizer, scope["headers"]
+            self.authenticator, self.registry.authorizer, scope["headers"], scope.get(CLIENT_CERT)
         )
         return user
 

@@ -200,16 +200,25 @@ def _expired(phase: dict[GuardedHttpToolsProtocol, float], now: float) -> list[G
     return out
 
 
+CLIENT_CERT = "kubeplane.client_cert"
+"""ASGI scope key of the connection's verified client certificate (``getpeercert()``'s dict), if it sent one."""
+
+
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol reporting each phase of each request to a :class:`ConnectionGuard`."""
+    """uvicorn's httptools protocol reporting each phase of each request to a :class:`ConnectionGuard`, and
+    handing the TLS peer's verified certificate to the app (uvicorn's scope has no place for it)."""
 
     def __init__(self, *args: Any, guard: ConnectionGuard, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.guard = guard
         self.counted = False
+        self.peer_cert: dict[str, Any] | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        ssl_object = transport.get_extra_info("ssl_object")
+        if ssl_object is not None:  # verified against the CA in the handshake (CERT_OPTIONAL): else no cert here
+            self.peer_cert = ssl_object.getpeercert() or None
         self.counted = self.guard.connected(self)
         if not self.counted:
             transport.close()
@@ -220,6 +229,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        if self.peer_cert is not None:
+            self.scope[CLIENT_CERT] = self.peer_cert  # type: ignore[literal-required]
         self.guard.request_started(self)
 
     def on_headers_complete(self) -> None:
