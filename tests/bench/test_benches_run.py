@@ -56,5 +56,6 @@ def test_bench_quick_run_prints_json_lines(script: Path) -> None:
     for line in lines:
         assert {"bench", "metric", "value", "unit"} <= set(line), line
         assert isinstance(line["value"], int | float)
-        assert line["value"] > 0, line
+        if not line["metric"].endswith("overhead_pct"):  # a difference of two rates: below zero in the noise
+            assert line["value"] > 0, line
         assert line["quick"] is True

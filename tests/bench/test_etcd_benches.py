@@ -45,7 +45,8 @@ def run_bench(script: str, *args: str) -> list[dict[str, Any]]:
     for line in lines:
         assert {"bench", "metric", "value", "unit"} <= set(line), line
         assert isinstance(line["value"], int | float), line
-        assert line["value"] > 0, line
+        if not line["metric"].endswith("overhead_pct"):  # a difference of two rates: below zero in the noise
+            assert line["value"] > 0, line
         assert line["quick"] is True
     return lines
 
