@@ -388,6 +388,7 @@ def controller_manager(
         bool,
         typer.Option(
             "--use-service-account-credentials/--no-use-service-account-credentials",
+            hidden=True,  # too wide for the 80-column help; docs/controllers.md describes it
             help="Each controller calls the API as its own kube-system ServiceAccount (kubeadm's setting).",
         ),
     ] = True,

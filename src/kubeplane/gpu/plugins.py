@@ -38,6 +38,7 @@ from typing import Any, ClassVar, Final
 
 from kubeplane.api.quantity import Quantity, QuantityError
 from kubeplane.api.views import annotations_of
+from kubeplane.client.interface import PatchType
 from kubeplane.gpu.frag import PodType, TargetWorkload, typical_pods
 from kubeplane.gpu.model import (
     GPU_DEVICES_ANNOTATION,
@@ -403,11 +404,14 @@ class GpuShare:
         if client is None:
             return Status.from_error(f"cannot annotate pod {pod.key} with its GPUs: the scheduler has no client")
         try:
+            # through pods/status: system:kube-scheduler may patch that, not the pod itself (bootstrap policy)
             await client.patch(
                 client.resource("pods"),
                 pod.name,
                 {"metadata": {"annotations": {GPU_DEVICES_ANNOTATION: text}}},
+                patch_type=PatchType.MERGE,
                 namespace=pod.namespace,
+                subresource="status",
             )
         except Exception as exc:  # any failure fails the binding cycle; Unreserve then forgets the devices
             return Status.from_error(exc)
