@@ -243,7 +243,17 @@ class FakeClient:
     def resource(self, name: str) -> str:
         return name
 
-    async def patch(self, resource: str, name: str, patch: Any, *, namespace: str | None = None) -> Obj:
+    async def patch(
+        self,
+        resource: str,
+        name: str,
+        patch: Any,
+        *,
+        patch_type: Any = None,
+        namespace: str | None = None,
+        subresource: str | None = None,
+    ) -> Obj:
+        assert subresource == "status"  # system:kube-scheduler may patch pods/status, not the pod itself
         self.patches.append((name, namespace, patch))
         return {}
 
