@@ -4,12 +4,11 @@ and nowhere else; ``kubectl auth can-i`` (SelfSubjectAccessReview, sent as proto
 (Impersonate-User) and ``kubectl auth whoami`` (SelfSubjectReview) agree with what the requests themselves get.
 Upstream behaviour pinned: filters/authorization.go + responsewriters.Forbidden, filters/impersonation.go, the
 anonymous authenticator, and the bootstrap ``view``, ``system:basic-user``, ``system:discovery`` and
-``system:public-info-viewer`` ClusterRoles (the tests marked ``rbac`` need the RBAC authorizer in the tree)."""
+``system:public-info-viewer`` ClusterRoles."""
 
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import ssl
 import subprocess
@@ -25,9 +24,6 @@ from tests.cli.up_cluster import KUBECTL, Cluster, running_up
 
 NODES = "nodes:\n- {name: node01}\n- {name: node02}\n"
 SA = "system:serviceaccount:default:nobody"
-rbac = pytest.mark.skipif(
-    importlib.util.find_spec("kubeplane.apiserver.auth.rbac") is None, reason="needs the RBAC authorizer (h-rbac)"
-)
 
 
 def forbidden(verb: str, resource: str, namespace: str, user: str = SA) -> str:
@@ -112,14 +108,12 @@ def test_anonymous_is_refused_resources(cluster: Cluster) -> None:
     assert _anonymous(cluster, "/apis") == (403, 'forbidden: User "system:anonymous" cannot get path "/apis"')
 
 
-@rbac
 def test_anonymous_reaches_public_info(cluster: Cluster) -> None:
     """system:public-info-viewer: /healthz and /version for everyone."""
     assert _anonymous(cluster, "/healthz") == (200, "ok")
     assert _anonymous(cluster, "/version")[0] == 200
 
 
-@rbac
 def test_service_account_is_held_to_its_bindings(cluster: Cluster, token: str) -> None:
     # whoami: the token is the ServiceAccount (system:basic-user lets every authenticated user ask)
     code, out, err = run(cluster, "--token", token, "auth", "whoami", "-o", "json")

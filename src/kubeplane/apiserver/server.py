@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import importlib
 import logging
 import secrets
 import socket
@@ -35,6 +34,7 @@ from kubeplane.store.interface import Compacted, Store, StoreError
 from kubeplane.store.memory import MemoryStore
 from kubeplane.store.sqlite import SqliteStore
 
+from .auth import bootstrap
 from .auth.authentication import TokenFileError, load_token_file
 from .auth.modes import DEFAULT_MODES, build_authorizer, parse_modes
 from .deletion import DeleteOptions, delete_object
@@ -278,11 +278,6 @@ async def authorize_with(registry: Registry, authorization_mode: str) -> None:
     modes = parse_modes(authorization_mode or ",".join(DEFAULT_MODES))
     registry.authorizer = build_authorizer(registry, modes)
     if "RBAC" in modes:
-        try:
-            bootstrap: Any = importlib.import_module("kubeplane.apiserver.auth.bootstrap")
-        except ModuleNotFoundError as exc:  # a tree without the RBAC bootstrap policy: nothing to reconcile
-            log.warning("no RBAC bootstrap policy (%s): only system:masters is authorized", exc.name)
-            return
         await bootstrap.reconcile(registry)
 
 

@@ -8,15 +8,13 @@ request succeeds where kube-apiserver would refuse it, and a refused request cha
   authenticated user (create selfsubjectaccessreviews/selfsubjectrulesreviews/selfsubjectreviews; GET of
   discovery paths) succeeds.
 
-The authorizer is the server's (``auth.modes.build_authorizer`` after ``auth.bootstrap.reconcile``) when the RBAC
-authorizer is in the tree, else the test's stand-in that grants exactly those bootstrap rules (the chain is
-what is under test here; RBAC's own tables are h-rbac's). Requests go straight into the ASGI app.
+The authorizer is the server's (``auth.modes.build_authorizer`` after ``auth.bootstrap.reconcile``). Requests go
+straight into the ASGI app.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -25,13 +23,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
-from kubeplane.apiserver.auth.authorizer import PrivilegedGroups, Union
+from kubeplane.apiserver.auth import bootstrap
 from kubeplane.apiserver.auth.modes import build_authorizer
 from kubeplane.apiserver.http.app import APIServerApp
 from kubeplane.apiserver.registry import Registry
 from kubeplane.client.local import LocalClient
 from kubeplane.store.memory import MemoryStore
-from tests.apiserver.auth.fakes import Grants, call
+from tests.apiserver.auth.fakes import call
 
 ADMIN = "admin-token"
 PUBLIC = frozenset({"/healthz", "/livez", "/readyz", "/version"})
@@ -47,7 +45,6 @@ METHODS = {
     "delete": "DELETE",
     "deletecollection": "DELETE",
 }
-HAS_RBAC = importlib.util.find_spec("kubeplane.apiserver.auth.rbac") is not None
 
 
 class Served:
@@ -58,12 +55,8 @@ class Served:
 async def _start() -> Served:
     registry = Registry(store=MemoryStore())
     await registry.start()
-    if HAS_RBAC:
-        bootstrap: Any = importlib.import_module("kubeplane.apiserver.auth.bootstrap")
-        await bootstrap.reconcile(registry)
-        registry.authorizer = build_authorizer(registry)
-    else:
-        registry.authorizer = Union([PrivilegedGroups(), Grants()])
+    await bootstrap.reconcile(registry)
+    registry.authorizer = build_authorizer(registry)
     app = APIServerApp(registry, tokens={ADMIN: "admin"}, metrics_registry=CollectorRegistry())
     admin = LocalClient(registry)
     await admin.create(admin.resource("serviceaccounts"), {"metadata": {"name": "nobody"}}, namespace="default")
