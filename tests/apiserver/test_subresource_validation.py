@@ -142,6 +142,24 @@ def test_binding_annotations_are_validated_as_the_pods_would_be(server: Server) 
     assert _get(server, f"{PODS}/annotated") == before
 
 
+def test_binding_annotations_too_large_together_with_the_pods_are_refused_as_the_pod(server: Server) -> None:
+    """Each half fits ValidateAnnotations' 256 KiB but the merged map does not: the bound pod would fail the Pod's
+    validation on every later update, so the binding is a 422 for the Pod (the one check of the bound pod
+    kubeplane repeats at bind time: the rest of the pod is what was stored) and binds nothing."""
+    half = "x" * (150 * 1024)
+    pod = {
+        "metadata": {"name": "big", "annotations": {"a": half}},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+    }
+    assert _post(server, PODS, pod)[0] == 201
+    before = _get(server, f"{PODS}/big")
+    body = {"metadata": {"name": "big", "annotations": {"b": half}}, "target": {"name": "n1"}}
+    status, doc = _post(server, f"{PODS}/big/binding", body)
+    assert (status, doc.get("reason")) == (422, "Invalid"), doc
+    assert doc["message"] == 'Pod "big" is invalid: metadata.annotations: Too long: may not be more than 262144 bytes'
+    assert _get(server, f"{PODS}/big") == before
+
+
 def test_a_dry_run_binding_answers_success_and_binds_nothing(server: Server) -> None:
     """CreateOptions.dryRun reaches BindingREST.Create (GuaranteedUpdate with dryRun): kubeplane bound for real."""
     _pod(server, "dry-bound")
