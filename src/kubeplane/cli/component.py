@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import typer
 
 from kubeplane.client.interface import Client
+from kubeplane.gcpolicy import tune_for_control_plane
 
 __all__ = [
     "CLIError",
@@ -172,6 +173,7 @@ def run_component(
             if elector_client is not None:
                 await elector_client.close()
 
+    tune_for_control_plane()
     try:
         asyncio.run(main())
     except ClientError as exc:

@@ -303,6 +303,9 @@ def apiserver(
     try:
         import uvloop
 
+        from kubeplane.gcpolicy import tune_for_control_plane
+
+        tune_for_control_plane()
         uvloop.run(run_apiserver(config, on_ready=ready))
     except StoreError as exc:
         _fail(str(exc))
