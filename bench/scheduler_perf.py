@@ -588,7 +588,7 @@ def main() -> None:
         "pods": spec.pods,
         "quick": args.quick,
     }
-    from kubeplane.gcpolicy import tune_for_control_plane
+    from kubeplane.cli.gcpolicy import tune_for_control_plane
 
     tune_for_control_plane()  # as every kubeplane component's process does (kubeplane up for --transport local)
     if args.transport == "local":

@@ -23,8 +23,8 @@ from typing import Any, Protocol
 
 import typer
 
+from kubeplane.cli.gcpolicy import tune_for_control_plane
 from kubeplane.client.interface import Client
-from kubeplane.gcpolicy import tune_for_control_plane
 
 __all__ = [
     "CLIError",

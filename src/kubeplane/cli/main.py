@@ -303,7 +303,7 @@ def apiserver(
     try:
         import uvloop
 
-        from kubeplane.gcpolicy import tune_for_control_plane
+        from kubeplane.cli.gcpolicy import tune_for_control_plane
 
         tune_for_control_plane()
         uvloop.run(run_apiserver(config, on_ready=ready))

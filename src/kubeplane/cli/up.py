@@ -258,7 +258,7 @@ def _run_one_process(opts: UpOptions, *, specs: list[NodeSpec], options: FleetOp
     try:
         import uvloop
 
-        from kubeplane.gcpolicy import tune_for_control_plane
+        from kubeplane.cli.gcpolicy import tune_for_control_plane
 
         tune_for_control_plane()
         uvloop.run(run_apiserver(config, on_ready=ready, attach=attach))

@@ -1,4 +1,4 @@
-"""The control plane's collector policy (kubeplane.gcpolicy): what it sets and that every component's process
+"""The control plane's collector policy (kubeplane.cli.gcpolicy): what it sets and that every component's process
 applies it before serving."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kubeplane import gcpolicy
+from kubeplane.cli import gcpolicy
 
-SRC = Path(__file__).parents[1] / "src" / "kubeplane"
+SRC = Path(__file__).parents[2] / "src" / "kubeplane"
 
 
 @pytest.fixture
