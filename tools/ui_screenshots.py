@@ -2,7 +2,7 @@
 
 Starts ``kubeplane up`` (its own temporary data dir, port 0 on 127.0.0.1, TLS), applies the seeds'
 ``myapp-deploy.yaml`` (three Running pods) and ``myapp1.yaml`` (nodeSelector kgc=a: Pending), then logs in with the
-cluster's token and saves ``docs/ui/{login,cluster,pod,node,objects}.png``. The cluster is stopped by its PID.
+cluster's token and saves ``docs/ui/{login,cluster,pod,node,objects,scheduler}.png``. The cluster is stopped by its PID.
 
     PYTHONPATH=src .venv/bin/python tools/ui_screenshots.py [--out docs/ui]
 """
@@ -24,9 +24,30 @@ BIN = Path(sys.executable).parent
 SEEDS = ROOT / "examples" / "seeds"
 
 
-def _kubectl(data_dir: Path, *args: str) -> str:
+HELD_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: held}
+spec:
+  schedulingGates: [{name: example.com/hold}]
+  containers: [{name: c, image: soscscs/myapp:v1, resources: {requests: {cpu: 100m, memory: 128Mi}}}]
+"""
+MOST_ALLOCATED = """apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+"""
+
+
+def _kubectl(data_dir: Path, *args: str, stdin: str | None = None) -> str:
     command = [str(BIN / "kubectl"), "--kubeconfig", str(data_dir / "kubeconfig"), "--cache-dir", str(data_dir / "c")]
-    return subprocess.run([*command, *args], capture_output=True, text=True, check=True, timeout=60).stdout
+    done = subprocess.run([*command, *args], input=stdin, capture_output=True, text=True, check=True, timeout=60)
+    return done.stdout
 
 
 def _token(kubeconfig: Path) -> tuple[str, str]:
@@ -93,13 +114,20 @@ def main() -> None:
                 page.click("#apply")
                 page.wait_for_selector("#object-message.error")
                 page.screenshot(path=str(args.out / "objects.png"))
+                _kubectl(data_dir, "apply", "-f", "-", stdin=HELD_POD)
+                page.goto(f"{address}/ui/#/scheduler")
+                page.wait_for_selector("section.profile")
+                page.fill("#sched-yaml", MOST_ALLOCATED)
+                page.click("#try")
+                page.wait_for_selector("tr[data-pod='default/held'] td.tried")
+                page.screenshot(path=str(args.out / "scheduler.png"), full_page=True)
                 browser.close()
         finally:
             if process.poll() is None:
                 os.kill(process.pid, signal.SIGTERM)
                 process.wait(timeout=30)
             log.close()
-    for name in ("login", "cluster", "pod", "node", "objects"):
+    for name in ("login", "cluster", "pod", "node", "objects", "scheduler"):
         print(args.out / f"{name}.png")
 
 

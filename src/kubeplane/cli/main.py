@@ -237,6 +237,17 @@ def apiserver(
             "servers do: without a controller manager nothing creates the default ServiceAccount pods wait for).",
         ),
     ] = "",
+    ui_scheduler_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--ui-scheduler-config",
+            hidden=True,  # set by `kubeplane up --processes`: the web UI explains with the scheduler's own config
+            help="The running scheduler's --config, for the web UI's pod and scheduler views (default: none).",
+        ),
+    ] = None,
+    ui_feature_gates: Annotated[
+        str, typer.Option("--ui-feature-gates", hidden=True, help="The running scheduler's --feature-gates.")
+    ] = "",
 ) -> None:
     """Serve the Kubernetes API on 127.0.0.1 and write DATA_DIR/kubeconfig once it answers."""
     from kubeplane.apiserver.http.connections import ConnectionLimits
@@ -263,6 +274,15 @@ def apiserver(
     servers = tuple(u.strip() for u in etcd_servers.split(",") if u.strip())
     if store == "etcd" and not servers:
         _fail("--store etcd needs --etcd-servers URL[,URL...]")
+    ui_config = None
+    if ui_scheduler_config is not None or ui_feature_gates:
+        from kubeplane.cli.component import CLIError
+        from kubeplane.cli.scheduling import _load_config
+
+        try:
+            ui_config = _load_config(ui_scheduler_config, ui_feature_gates or None)
+        except CLIError as exc:
+            _fail(str(exc))
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     config = ServerConfig(
         data_dir=data_dir,
@@ -289,7 +309,7 @@ def apiserver(
         service_account_admission="ServiceAccount" not in disabled,
         token_auth_file=token_auth_file,
         authorization_mode=authorization_mode,
-        ui=ui_mount(),
+        ui=ui_mount(ui_config),
     )
 
     def ready(address: str, kubeconfig: Path) -> None:

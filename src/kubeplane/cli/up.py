@@ -355,6 +355,9 @@ def _run_processes(opts: UpOptions, names: list[str]) -> None:
             *(["--etcd-servers", opts.etcd_servers] if opts.store == "etcd" else []),
             f"--service-cluster-ip-range={opts.service_cluster_ip_range}",
             f"--service-node-port-range={opts.service_node_port_range}",
+            # the web UI (served by this process) explains with the scheduler's configuration, not the default
+            *(["--ui-scheduler-config", str(opts.scheduler_config)] if opts.scheduler_config else []),
+            *(["--ui-feature-gates", opts.feature_gates] if opts.feature_gates else []),
         ],
         "controller-manager": ["controller-manager", "--leader-elect=false", "--metrics-port=0", *verbose],
         "scheduler": [

@@ -12,6 +12,7 @@ Routes (everything else under ``/ui`` is 404):
   in-process with the session's bearer token. The API server authenticates it as it would kubectl.
 * ``GET /ui/explain?namespace=&name=``: the pod view's scheduling cycle (:mod:`.explaining`).
 * ``POST /ui/yaml/parse`` and ``/ui/yaml/dump``: the editor's YAML <-> JSON (:mod:`.yamltext`).
+* ``GET /ui/scheduler/config`` and ``POST /ui/scheduler/try``: the scheduler view (:mod:`.trying`).
 
 Every request but the login page's needs the session; every state-changing or data request also needs the
 ``X-Kubeplane-UI: 1`` header, which a cross-origin form cannot send and a cross-origin script cannot send
@@ -21,6 +22,7 @@ port of the same host). Pages are sent with a Content-Security-Policy allowing o
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from importlib import resources
@@ -29,9 +31,9 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from kubeplane.scheduler.config import KubeSchedulerConfiguration
+from kubeplane.scheduler.config import KubeSchedulerConfiguration, default_config
 
-from . import explaining, loopback, yamltext
+from . import explaining, loopback, trying, yamltext
 from .sessions import Sessions, clear_cookie_header, cookie_header, session_id
 
 log = logging.getLogger("kubeplane.ui")
@@ -127,6 +129,12 @@ class UIApp:
             body = await _read(receive, MAX_YAML)
             await _send(send, 200, yamltext.to_yaml(orjson.loads(body)).encode(), "text/yaml; charset=utf-8")
             return
+        if path == "/ui/scheduler/config" and method == "GET":
+            await self._scheduler_config(send)
+            return
+        if path == "/ui/scheduler/try" and method == "POST":
+            await self._try(receive, send, session.token)
+            return
         if path == "/ui/whoami" and method == "GET":
             await _json(send, 200, {"user": session.user})
             return
@@ -196,6 +204,35 @@ class UIApp:
             result = await explaining.explain_pod(
                 self.api, token, namespace, name, config=self.scheduler_config, with_what_if=query.get("whatIf") != "0"
             )
+        except explaining.ExplainFailed as exc:
+            await _json(send, exc.status, exc.body)
+            return
+        await _json(send, 200, result)
+
+    def _running(self) -> tuple[KubeSchedulerConfiguration, str]:
+        """The configuration the pod view and "try" compare against, and where it comes from."""
+        if self.scheduler_config is not None:
+            return self.scheduler_config, "running"
+        return default_config(), "default"
+
+    async def _scheduler_config(self, send: Send) -> None:
+        config, source = self._running()
+        await _json(send, 200, await asyncio.to_thread(trying.describe, config, source=source))
+
+    async def _try(self, receive: Receive, send: Send, token: str) -> None:
+        try:
+            body = orjson.loads(await _read(receive, MAX_YAML) or b"null")
+        except orjson.JSONDecodeError:
+            body = None
+        if not isinstance(body, dict) or not isinstance(body.get("yaml"), str):
+            await _json(send, 400, {"message": 'the body is {"yaml": "<KubeSchedulerConfiguration>", "pods": [...]}'})
+            return
+        pods = [p for p in body.get("pods") or () if isinstance(p, str)]
+        try:
+            result = await trying.try_config(self.api, token, body["yaml"], current=self._running()[0], pods=pods)
+        except trying.TryFailed as exc:
+            await _json(send, exc.status, exc.body)
+            return
         except explaining.ExplainFailed as exc:
             await _json(send, exc.status, exc.body)
             return

@@ -57,6 +57,18 @@ async def _get(app: loopback.ASGIApp, path: str, token: str) -> Any:
     return response.json()
 
 
+async def cluster_state(
+    app: loopback.ASGIApp, token: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """(nodes, pods, every other object plugins read, each with its ``kind``), listed with the session's token."""
+    nodes = (await _get(app, "/api/v1/nodes", token))["items"]
+    pods = (await _get(app, "/api/v1/pods", token))["items"]
+    others: list[dict[str, Any]] = []
+    for path, kind in OTHER_KINDS:
+        others += [{**o, "kind": kind} for o in (await _get(app, path, token))["items"]]
+    return nodes, pods, others
+
+
 async def explain_pod(
     app: loopback.ASGIApp,
     token: str,
@@ -69,11 +81,7 @@ async def explain_pod(
     """``{"pod": the pod, "explain": explain's JSON, "whatIf": what_if's JSON or None}``; what_if only for a pod
     that fits nowhere (for a pod that fits it has nothing to suggest)."""
     pod = await _get(app, f"/api/v1/namespaces/{namespace}/pods/{name}", token)
-    nodes = (await _get(app, "/api/v1/nodes", token))["items"]
-    pods = (await _get(app, "/api/v1/pods", token))["items"]
-    others: list[dict[str, Any]] = []
-    for path, kind in OTHER_KINDS:
-        others += [{**o, "kind": kind} for o in (await _get(app, path, token))["items"]]
+    nodes, pods, others = await cluster_state(app, token)
     key = (namespace_of(pod) or "default", name_of(pod))
     placed = [p for p in pods if (namespace_of(p) or "default", name_of(p)) != key]
 

@@ -1,5 +1,5 @@
 // The UI's shell: the shared informers (nodes, pods, FailedScheduling events), started once, and a hash router
-// (#/cluster, #/node/NAME, #/pod/NS/NAME, #/objects) that mounts one view at a time. A view is
+// (#/cluster, #/node/NAME, #/pod/NS/NAME, #/objects, #/scheduler) that mounts one view at a time. A view is
 // { mount(container, params) -> unmount() }.
 import { Informer, uiCall } from "./api.js";
 import { podRequests } from "./resources.js";
@@ -7,6 +7,7 @@ import * as cluster from "./cluster.js";
 import * as node from "./node.js";
 import * as pod from "./pod.js";
 import * as objects from "./objects.js";
+import * as scheduler from "./scheduler.js";
 
 function trimNode(n) {
   const spec = n.spec || {};
@@ -77,6 +78,7 @@ for (const informer of informers) informer.start();
 const routes = [
   [/^#\/node\/([^/]+)$/, node, (m) => ({ name: decodeURIComponent(m[1]) })],
   [/^#\/pod\/([^/]+)\/([^/]+)$/, pod, (m) => ({ namespace: decodeURIComponent(m[1]), name: decodeURIComponent(m[2]) })],
+  [/^#\/scheduler$/, scheduler, () => ({})],
   [/^#\/objects(?:\?(.*))?$/, objects, (m) => Object.fromEntries(new URLSearchParams(m[1] || ""))],
   [/^(?:#\/cluster(?:\?(.*))?)?$/, cluster, (m) => Object.fromEntries(new URLSearchParams(m[1] || ""))],
 ];

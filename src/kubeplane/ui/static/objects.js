@@ -30,7 +30,7 @@ export async function objectPath(obj) {
   return { collection, item: name ? `${collection}/${encodeURIComponent(name)}` : "", plural: r.plural };
 }
 
-function fieldLine(message) {
+export function fieldLine(message) {
   const m = /unknown field "([^"]+)"|duplicate field "([^"]+)"|^([a-zA-Z0-9_.[\]]+): /.exec(message || "");
   return m ? m[1] || m[2] || m[3] : "";
 }
