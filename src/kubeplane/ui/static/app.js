@@ -7,6 +7,7 @@ import * as cluster from "./cluster.js";
 import * as node from "./node.js";
 import * as pod from "./pod.js";
 import * as objects from "./objects.js";
+import * as runs from "./runs.js";
 
 function trimNode(n) {
   const spec = n.spec || {};
@@ -77,6 +78,8 @@ for (const informer of informers) informer.start();
 const routes = [
   [/^#\/node\/([^/]+)$/, node, (m) => ({ name: decodeURIComponent(m[1]) })],
   [/^#\/pod\/([^/]+)\/([^/]+)$/, pod, (m) => ({ namespace: decodeURIComponent(m[1]), name: decodeURIComponent(m[2]) })],
+  [/^#\/runs$/, runs, () => ({})],
+  [/^#\/runs\/(.+)$/, runs, (m) => ({ id: decodeURIComponent(m[1]) })],
   [/^#\/objects(?:\?(.*))?$/, objects, (m) => Object.fromEntries(new URLSearchParams(m[1] || ""))],
   [/^(?:#\/cluster(?:\?(.*))?)?$/, cluster, (m) => Object.fromEntries(new URLSearchParams(m[1] || ""))],
 ];
@@ -99,5 +102,6 @@ function route() {
   }
   container.textContent = "No such view.";
 }
+runs.probe();
 window.addEventListener("hashchange", route);
 route();
