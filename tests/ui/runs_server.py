@@ -32,9 +32,7 @@ UNTIL = "15m"
 
 
 def kubeplane(*args: str, cwd: Path) -> str:
-    done = subprocess.run(
-        [str(KUBEPLANE), *args], cwd=cwd, capture_output=True, text=True, timeout=300, check=False
-    )
+    done = subprocess.run([str(KUBEPLANE), *args], cwd=cwd, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -61,8 +59,8 @@ def serving(data_dir: Path, runs_dir: Path | None) -> Iterator[tuple[str, str]]:
 
     async def main() -> None:
         stop = asyncio.Event()
-        found["stop"] = lambda: loop.call_soon_threadsafe(stop.set)
         loop = asyncio.get_running_loop()
+        found["stop"] = lambda: loop.call_soon_threadsafe(stop.set)
         config = ServerConfig(data_dir=data_dir, port=0, store="memory", ui=mount(runs_dir=runs_dir))
         await run_apiserver(config, on_ready=on_ready, stop=stop)
 

@@ -65,13 +65,15 @@ def test_the_list_shows_the_runs_with_their_headline(browser: Any, server: tuple
     story = page.locator('tr[data-run="story"]')
     summary = json.loads((runs_root / "story" / "summary.json").read_text())
     assert "seeds-story" in story.inner_text()
-    assert "run" in story.inner_text() and str(summary["seed"]) in story.inner_text()
+    assert "run" in story.inner_text()
+    assert str(summary["seed"]) in story.inner_text()
     assert f"pods_evicted {summary['pods_evicted']}" in story.inner_text()  # the scenario's headline figures
     compare = page.locator('tr[data-run="nested/compare"]')
     assert "least-allocated, most-allocated" in compare.inner_text()
     assert "comparison" in compare.inner_text()
     shot(page, "runs-list.png")
-    assert not page.outside_requests and not page.console_errors, page.console_errors
+    assert not page.outside_requests
+    assert not page.console_errors, page.console_errors
     page.context.close()
 
 
@@ -136,7 +138,8 @@ def test_a_run_draws_charts_with_hover_toggles_zoom_and_action_markers(
     assert keyed[1] - keyed[0] < (full[1] - full[0]) * 0.75
     page.keyboard.press("0")
     assert [float(v) for v in rng.get_attribute("data-range").split(",")] == full
-    assert not page.outside_requests and not page.console_errors, page.console_errors
+    assert not page.outside_requests
+    assert not page.console_errors, page.console_errors
     page.context.close()
 
 
@@ -153,7 +156,8 @@ def test_a_comparison_overlays_one_line_per_label(browser: Any, server: tuple[st
     headers = page.locator("#run-summary-table thead th").all_inner_texts()
     assert headers == ["metric", "least-allocated", "most-allocated"]
     shot(page, "runs-compare.png")
-    assert not page.outside_requests and not page.console_errors, page.console_errors
+    assert not page.outside_requests
+    assert not page.console_errors, page.console_errors
     page.context.close()
 
 
@@ -165,5 +169,7 @@ def test_without_a_runs_directory_the_view_is_hidden_and_404(browser: Any, tmp_p
         status = page.evaluate(
             "fetch('/ui/runs', {headers: {'X-Kubeplane-UI': '1'}}).then(async r => [r.status, await r.json()])"
         )
-        assert status[0] == 404 and status[1]["kind"] == "Status" and status[1]["reason"] == "NotFound"
+        assert status[0] == 404
+        assert status[1]["kind"] == "Status"
+        assert status[1]["reason"] == "NotFound"
         page.context.close()

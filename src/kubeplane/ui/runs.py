@@ -295,7 +295,9 @@ def _actions(paths: list[Path]) -> list[dict[str, Any]]:
             if t is None:
                 continue
             label = row.get("label") or row.get("action") or "action"
-            seen.setdefault((t, label), {"t": t, "label": label, "action": row.get("action") or "", "ok": row.get("ok")})
+            seen.setdefault(
+                (t, label), {"t": t, "label": label, "action": row.get("action") or "", "ok": row.get("ok")}
+            )
     ordered = sorted(seen.values(), key=lambda a: float(a["t"]))
     return [{"number": i + 1, **a} for i, a in enumerate(ordered)]
 
@@ -322,7 +324,13 @@ def charts(series: dict[str, dict[str, Any]], *, comparing: bool) -> list[dict[s
         if comparing:
             for column in drawn:
                 lines = [{"name": label, "run": label, "column": column} for label in series]
-                out.append({"id": f"{_slug(title)}-{column}", "title": f"{title}: {column}" if len(here) > 1 else title, "lines": lines})
+                out.append(
+                    {
+                        "id": f"{_slug(title)}-{column}",
+                        "title": f"{title}: {column}" if len(here) > 1 else title,
+                        "lines": lines,
+                    }
+                )
             if omitted:
                 out.append({"id": _slug(title), "title": title, "lines": [], "omitted": omitted})
             continue
