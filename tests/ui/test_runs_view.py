@@ -59,7 +59,7 @@ def test_the_list_shows_the_runs_with_their_headline(browser: Any, server: tuple
     address, token = server
     page = open_ui(browser, address, token, "#/runs")
     page.wait_for_selector("#runs-table")
-    assert page.is_visible("#nav-runs")
+    page.wait_for_selector("#nav-runs", state="visible")  # shown: the server has a runs directory
     rows = page.locator("#runs-table tbody tr")
     assert rows.count() == 2
     story = page.locator('tr[data-run="story"]')
@@ -165,7 +165,9 @@ def test_without_a_runs_directory_the_view_is_hidden_and_404(browser: Any, tmp_p
     with serving(tmp_path / "data", None) as (address, token):
         page = open_ui(browser, address, token, "#/cluster")
         page.wait_for_selector("#cluster-summary")
+        page.wait_for_function("() => window.performance.getEntriesByName(location.origin + '/ui/whoami').length >= 2")
         assert page.locator("#nav-runs").is_hidden()
+        assert page.console_errors == []  # the view's probe asks /ui/whoami, never a 404
         status = page.evaluate(
             "fetch('/ui/runs', {headers: {'X-Kubeplane-UI': '1'}}).then(async r => [r.status, await r.json()])"
         )

@@ -142,7 +142,7 @@ class UIApp:
             await self._runs(scope, send)
             return
         if path == "/ui/whoami" and method == "GET":
-            await _json(send, 200, {"user": session.user})
+            await _json(send, 200, {"user": session.user, "runs": self.runs_dir is not None})
             return
         await _json(send, 404, _status(404, "NotFound", "the server could not find the requested resource"))
 

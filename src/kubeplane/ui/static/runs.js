@@ -7,13 +7,14 @@ import { lineChart, formatValue, COLOURS } from "./charts.js";
 
 const DASHES = ["", "6 3", "2 3", "8 3 2 3"];
 
-// Shows the nav link only when the server has a runs directory (GET /ui/runs is 404 otherwise).
+// Shows the nav link only when the server has a runs directory (/ui/whoami's "runs"; GET /ui/runs is a 404
+// Status otherwise, which the probe avoids asking for: a 404 is a console error in the browser).
 export async function probe() {
   const link = document.getElementById("nav-runs");
   if (!link) return;
   try {
-    const response = await uiCall("GET", "/ui/runs");
-    link.hidden = !response.ok;
+    const response = await uiCall("GET", "/ui/whoami");
+    link.hidden = !(response.ok && (await response.json()).runs);
   } catch { link.hidden = true; }
 }
 
