@@ -49,10 +49,11 @@ def open_ui(browser: Any, address: str, token: str, hash_: str) -> Any:
     return page
 
 
-def shot(page: Any, name: str) -> None:
+def shot(page: Any, name: str, *, full_page: bool = True) -> None:
+    """docs/ui.md's screenshots when ``$KUBEPLANE_UI_SHOTS`` names a directory (tools/ui_runs_screenshots.py)."""
     if SHOTS is not None:
         SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / name), full_page=True)
+        page.screenshot(path=str(SHOTS / name), full_page=full_page)
 
 
 def test_the_list_shows_the_runs_with_their_headline(browser: Any, server: tuple[str, str], runs_root: Path) -> None:
@@ -155,7 +156,9 @@ def test_a_comparison_overlays_one_line_per_label(browser: Any, server: tuple[st
     assert chart.locator("g.marker").count() == 2
     headers = page.locator("#run-summary-table thead th").all_inner_texts()
     assert headers == ["metric", "least-allocated", "most-allocated"]
-    shot(page, "runs-compare.png")
+    page.locator("#run-charts").scroll_into_view_if_needed()
+    chart.locator("svg.chart-svg").hover()
+    shot(page, "runs-compare.png", full_page=False)
     assert not page.outside_requests
     assert not page.console_errors, page.console_errors
     page.context.close()
