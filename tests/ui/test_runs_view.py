@@ -139,6 +139,11 @@ def test_a_run_draws_charts_with_hover_toggles_zoom_and_action_markers(
     assert keyed[1] - keyed[0] < (full[1] - full[0]) * 0.75
     page.keyboard.press("0")
     assert [float(v) for v in rng.get_attribute("data-range").split(",")] == full
+    # Tab from the plot reaches its legend; Space toggles the first series off
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.dataset.series") == "pods_running"
+    page.keyboard.press("Space")
+    assert phases.locator('path.series-line[data-series="pods_running"]').count() == 0
     assert not page.outside_requests
     assert not page.console_errors, page.console_errors
     page.context.close()
