@@ -13,7 +13,6 @@ const W = 760, H = 260;
 const M = { left: 64, right: 16, top: 28, bottom: 34 };
 // Line colours with >= 3:1 contrast on white (WCAG 1.4.11 for graphics); the dash patterns tell labels apart too.
 export const COLOURS = ["#0550ae", "#bc4c00", "#116329", "#8250df", "#a40e26", "#1b7c83", "#7d4e00", "#57606a"];
-const DASHES = ["", "6 3", "2 3", "8 3 2 3"];
 
 function svg(tag, attrs = {}, ...children) {
   const node = document.createElementNS(SVG, tag);
