@@ -13,6 +13,8 @@ Routes (everything else under ``/ui`` is 404):
 * ``GET /ui/explain?namespace=&name=``: the pod view's scheduling cycle (:mod:`.explaining`).
 * ``POST /ui/yaml/parse`` and ``/ui/yaml/dump``: the editor's YAML <-> JSON (:mod:`.yamltext`).
 * ``GET /ui/scheduler/config`` and ``POST /ui/scheduler/try``: the scheduler view (:mod:`.trying`).
+* ``GET /ui/runs`` and ``GET /ui/runs/run?id=``: the ``kubeplane sim`` outputs under ``runs_dir`` (:mod:`.runs`);
+  404 when the UI has no ``runs_dir``.
 
 Every request but the login page's needs the session; every state-changing or data request also needs the
 ``X-Kubeplane-UI: 1`` header, which a cross-origin form cannot send and a cross-origin script cannot send
@@ -26,6 +28,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from importlib import resources
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -33,7 +36,7 @@ import orjson
 
 from kubeplane.scheduler.config import KubeSchedulerConfiguration, default_config
 
-from . import explaining, loopback, trying, yamltext
+from . import explaining, loopback, runs, trying, yamltext
 from .sessions import Sessions, clear_cookie_header, cookie_header, session_id
 
 log = logging.getLogger("kubeplane.ui")
@@ -73,9 +76,16 @@ def static_bytes(name: str) -> bytes | None:
 class UIApp:
     """Mounted by the API server at ``/ui`` (see ``APIServerApp.ui``); ``api`` is the API server's ASGI app."""
 
-    def __init__(self, api: loopback.ASGIApp, *, scheduler_config: KubeSchedulerConfiguration | None = None) -> None:
+    def __init__(
+        self,
+        api: loopback.ASGIApp,
+        *,
+        scheduler_config: KubeSchedulerConfiguration | None = None,
+        runs_dir: Path | None = None,
+    ) -> None:
         self.api = api
         self.scheduler_config = scheduler_config
+        self.runs_dir = runs_dir
         self.sessions = Sessions()
 
     @staticmethod
@@ -135,8 +145,11 @@ class UIApp:
         if path == "/ui/scheduler/try" and method == "POST":
             await self._try(receive, send, session.token)
             return
+        if (path == "/ui/runs" or path.startswith("/ui/runs/")) and method == "GET":
+            await self._runs(scope, send)
+            return
         if path == "/ui/whoami" and method == "GET":
-            await _json(send, 200, {"user": session.user})
+            await _json(send, 200, {"user": session.user, "runs": self.runs_dir is not None})
             return
         await _json(send, 404, _status(404, "NotFound", "the server could not find the requested resource"))
 
@@ -238,6 +251,24 @@ class UIApp:
             return
         await _json(send, 200, result)
 
+    async def _runs(self, scope: Scope, send: Send) -> None:
+        """The Runs view's data (:mod:`.runs`); the directory walk and CSV parsing run in a worker thread."""
+        path = scope["path"]
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        if self.runs_dir is None or path not in ("/ui/runs", "/ui/runs/run"):
+            await _json(send, 404, _status(404, "NotFound", "the server could not find the requested resource"))
+            return
+        root = self.runs_dir
+        try:
+            if path == "/ui/runs":
+                doc = await asyncio.to_thread(runs.listing, root)
+            else:
+                doc = await asyncio.to_thread(runs.load, root, query.get("id", "."))
+        except runs.RunsError as exc:
+            await _json(send, exc.code, _status(exc.code, exc.reason, exc.message))
+            return
+        await _json(send, 200, doc)
+
     async def _yaml_parse(self, receive: Receive, send: Send) -> None:
         text = (await _read(receive, MAX_YAML)).decode("utf-8", "replace")
         try:
@@ -307,11 +338,14 @@ async def _redirect(send: Send, location: str, headers: list[tuple[bytes, bytes]
     await _send(send, 303, b"", "text/plain", [(b"location", location.encode()), *(headers or [])])
 
 
-def mount(scheduler_config: KubeSchedulerConfiguration | None = None) -> Callable[[Any], UIApp]:
+def mount(
+    scheduler_config: KubeSchedulerConfiguration | None = None, runs_dir: Path | None = None
+) -> Callable[[Any], UIApp]:
     """What ``ServerConfig.ui`` takes: builds the UI over the API server's app. ``scheduler_config`` is the
-    configuration the pod view explains with (the running scheduler's, when ``kubeplane up`` knows it)."""
+    configuration the pod view explains with (the running scheduler's, when ``kubeplane up`` knows it);
+    ``runs_dir`` the root of the ``kubeplane sim`` outputs the Runs view browses (None: no Runs view)."""
 
     def build(api: Any) -> UIApp:
-        return UIApp(api, scheduler_config=scheduler_config)
+        return UIApp(api, scheduler_config=scheduler_config, runs_dir=runs_dir)
 
     return build

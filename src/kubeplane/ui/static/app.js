@@ -8,6 +8,7 @@ import * as node from "./node.js";
 import * as pod from "./pod.js";
 import * as objects from "./objects.js";
 import * as scheduler from "./scheduler.js";
+import * as runs from "./runs.js";
 
 function trimNode(n) {
   const spec = n.spec || {};
@@ -79,6 +80,8 @@ const routes = [
   [/^#\/node\/([^/]+)$/, node, (m) => ({ name: decodeURIComponent(m[1]) })],
   [/^#\/pod\/([^/]+)\/([^/]+)$/, pod, (m) => ({ namespace: decodeURIComponent(m[1]), name: decodeURIComponent(m[2]) })],
   [/^#\/scheduler$/, scheduler, () => ({})],
+  [/^#\/runs$/, runs, () => ({})],
+  [/^#\/runs\/(.+)$/, runs, (m) => ({ id: decodeURIComponent(m[1]) })],
   [/^#\/objects(?:\?(.*))?$/, objects, (m) => Object.fromEntries(new URLSearchParams(m[1] || ""))],
   [/^(?:#\/cluster(?:\?(.*))?)?$/, cluster, (m) => Object.fromEntries(new URLSearchParams(m[1] || ""))],
 ];
@@ -101,5 +104,6 @@ function route() {
   }
   container.textContent = "No such view.";
 }
+runs.probe();
 window.addEventListener("hashchange", route);
 route();
