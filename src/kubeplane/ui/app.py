@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from importlib import resources
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -31,7 +32,7 @@ import orjson
 
 from kubeplane.scheduler.config import KubeSchedulerConfiguration
 
-from . import explaining, loopback, yamltext
+from . import explaining, loopback, runsonly, yamltext
 from .sessions import Sessions, clear_cookie_header, cookie_header, session_id
 
 log = logging.getLogger("kubeplane.ui")
@@ -69,12 +70,26 @@ def static_bytes(name: str) -> bytes | None:
 
 
 class UIApp:
-    """Mounted by the API server at ``/ui`` (see ``APIServerApp.ui``); ``api`` is the API server's ASGI app."""
+    """Mounted by the API server at ``/ui`` (see ``APIServerApp.ui``); ``api`` is the API server's ASGI app, or
+    another server's (:class:`.remote.RemoteAPI`, ``kubeplane ui --kubeconfig``), or :class:`.runsonly.NoAPI`
+    when there is no cluster (``kubeplane ui --runs DIR`` alone: it authenticates only the printed token, and
+    ``/ui/whoami`` says ``api: false`` so the browser shows only what needs no API)."""
 
-    def __init__(self, api: loopback.ASGIApp, *, scheduler_config: KubeSchedulerConfiguration | None = None) -> None:
+    def __init__(
+        self,
+        api: loopback.ASGIApp,
+        *,
+        scheduler_config: KubeSchedulerConfiguration | None = None,
+        runs_dir: Path | None = None,
+    ) -> None:
         self.api = api
         self.scheduler_config = scheduler_config
+        self.runs_dir = runs_dir
         self.sessions = Sessions()
+
+    @property
+    def has_api(self) -> bool:
+        return not isinstance(self.api, runsonly.NoAPI)
 
     @staticmethod
     def handles(path: str) -> bool:
@@ -128,7 +143,7 @@ class UIApp:
             await _send(send, 200, yamltext.to_yaml(orjson.loads(body)).encode(), "text/yaml; charset=utf-8")
             return
         if path == "/ui/whoami" and method == "GET":
-            await _json(send, 200, {"user": session.user})
+            await _json(send, 200, {"user": session.user, "api": self.has_api})
             return
         await _json(send, 404, _status(404, "NotFound", "the server could not find the requested resource"))
 
@@ -270,11 +285,13 @@ async def _redirect(send: Send, location: str, headers: list[tuple[bytes, bytes]
     await _send(send, 303, b"", "text/plain", [(b"location", location.encode()), *(headers or [])])
 
 
-def mount(scheduler_config: KubeSchedulerConfiguration | None = None) -> Callable[[Any], UIApp]:
+def mount(
+    scheduler_config: KubeSchedulerConfiguration | None = None, runs_dir: Path | None = None
+) -> Callable[[Any], UIApp]:
     """What ``ServerConfig.ui`` takes: builds the UI over the API server's app. ``scheduler_config`` is the
     configuration the pod view explains with (the running scheduler's, when ``kubeplane up`` knows it)."""
 
     def build(api: Any) -> UIApp:
-        return UIApp(api, scheduler_config=scheduler_config)
+        return UIApp(api, scheduler_config=scheduler_config, runs_dir=runs_dir)
 
     return build
