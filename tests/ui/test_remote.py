@@ -144,7 +144,11 @@ async def test_a_request_goes_to_the_server_with_the_session_token_and_the_answe
         ("host", "ui.example:8443"),
     ]
     call = Driver(
-        "POST", "/api/v1/namespaces/default/configmaps", query=b"fieldValidation=Strict", body=b'{"a":1}', headers=headers
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        query=b"fieldValidation=Strict",
+        body=b'{"a":1}',
+        headers=headers,
     )
     try:
         await remote(call.scope, call.receive, call.send)
@@ -153,7 +157,8 @@ async def test_a_request_goes_to_the_server_with_the_session_token_and_the_answe
     assert call.status == 201
     assert orjson.loads(call.data) == {"kind": "ConfigMap", "seen": True}
     assert call.headers[b"x-upstream"] == b"yes"
-    assert b"connection" not in call.headers and b"transfer-encoding" not in call.headers
+    assert b"connection" not in call.headers
+    assert b"transfer-encoding" not in call.headers
     (seen,) = fake.requests
     assert seen["method"] == "POST"
     assert seen["path"] == "/prefix/api/v1/namespaces/default/configmaps?fieldValidation=Strict"

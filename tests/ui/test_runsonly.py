@@ -44,7 +44,9 @@ async def test_only_the_printed_token_is_a_user() -> None:
     assert len(new_token()) >= 43  # 256 bits
 
 
-async def _ui(app: UIApp, method: str, path: str, *, body: bytes = b"", headers: Any = ()) -> tuple[int, dict, bytes]:
+async def _ui(
+    app: UIApp, method: str, path: str, *, body: bytes = b"", headers: Any = ()
+) -> tuple[int, dict[str, str], bytes]:
     scope = {
         "type": "http",
         "method": method,
@@ -106,5 +108,7 @@ async def test_the_ui_over_an_api_says_it_has_one() -> None:
     assert app.has_api
     status, headers, _ = await _ui(app, "POST", "/ui/login", body=b"token=t")
     cookie = headers["set-cookie"].split(";")[0]
-    status, _, body = await _ui(app, "GET", "/ui/whoami", headers=[(b"cookie", cookie.encode()), (b"x-kubeplane-ui", b"1")])
+    status, _, body = await _ui(
+        app, "GET", "/ui/whoami", headers=[(b"cookie", cookie.encode()), (b"x-kubeplane-ui", b"1")]
+    )
     assert (status, orjson.loads(body)) == (200, {"user": "admin", "api": True})

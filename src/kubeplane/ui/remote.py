@@ -146,7 +146,9 @@ class RemoteAPI:
         query: bytes = scope.get("query_string", b"")
         if query:
             target += "?" + query.decode("latin-1")
-        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"] if k.lower() not in NOT_FORWARDED]
+        headers = [
+            (k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"] if k.lower() not in NOT_FORWARDED
+        ]
         try:
             response = await self._client().request(
                 scope["method"], URL(target, encoded=True), headers=headers, data=body or None, allow_redirects=False
@@ -157,11 +159,7 @@ class RemoteAPI:
             await _answer(send, 503, status(503, "ServiceUnavailable", message))
             return
         async with response:
-            out = [
-                (k.lower(), v)
-                for k, v in response.raw_headers
-                if k.lower() not in HOP_BY_HOP
-            ]
+            out = [(k.lower(), v) for k, v in response.raw_headers if k.lower() not in HOP_BY_HOP]
             await send({"type": "http.response.start", "status": response.status, "headers": out})
             chunks = response.content.iter_any()
             if is_stream(scope):
@@ -185,7 +183,8 @@ async def _stream(chunks: AsyncIterator[bytes], gone: asyncio.Future[None], send
     try:
         while True:
             step = asyncio.ensure_future(anext(chunks, b""))
-            await asyncio.wait({step, gone}, return_when=asyncio.FIRST_COMPLETED)
+            waiting: set[asyncio.Future[Any]] = {step, gone}
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
             if not step.done():
                 step.cancel()
                 with contextlib.suppress(asyncio.CancelledError, aiohttp.ClientError):

@@ -88,7 +88,9 @@ const routes = [
 
 let unmount = null;
 function route() {
-  const hash = window.location.hash || "#/cluster";
+  // without an API the first view is the simulation runs' (when that view is there), else noapi.js's note
+  const home = !hasAPI && routes.some(([pattern]) => pattern.test("#/runs"));
+  const hash = window.location.hash || (home ? "#/runs" : "#/cluster");
   const container = document.getElementById("view");
   if (unmount) { unmount(); unmount = null; }
   container.replaceChildren();
