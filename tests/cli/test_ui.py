@@ -77,3 +77,21 @@ def test_the_address_taken_is_a_one_line_error(tmp_path: Path) -> None:
         code, output = _run("--runs", str(tmp_path), "--port", str(port), "--data-dir", str(tmp_path / "s"))
     assert code == 1
     assert output.strip() == f"error: cannot listen on 127.0.0.1:{port}: Address already in use"
+
+
+def test_a_bad_scheduler_configuration_is_one_line_naming_the_field(tmp_path: Path) -> None:
+    """kube-scheduler --config's validation (the field path of the problem), on one line."""
+    config = tmp_path / "sched.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: ''\n"
+    )
+    code, output = _run("--runs", str(tmp_path), "--scheduler-config", str(config))
+    assert code == 1
+    assert len(output.strip().splitlines()) == 1
+    assert output.startswith(f"error: invalid scheduler configuration {config}: ")
+    assert "profiles[0].schedulerName" in output
+    code, output = _run("--runs", str(tmp_path), "--scheduler-config", str(tmp_path / "none.yaml"))
+    assert (code, output.strip()) == (
+        1,
+        f"error: invalid scheduler configuration {tmp_path / 'none.yaml'}: {tmp_path / 'none.yaml'}: no such file",
+    )

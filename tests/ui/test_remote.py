@@ -220,6 +220,12 @@ async def test_end_streams_ends_every_open_watch(upstream: tuple[Upstream_, int,
         task.cancel()
         await remote.close()
     assert call.complete  # the chunked answer is finished cleanly, the browser's reflector resumes
+    # ... and the watch it opens next is refused, so the server's connections can close
+    again = Driver("GET", "/api/v1/nodes", query=b"watch=1")
+    await remote(again.scope, again.receive, again.send)
+    await remote.close()
+    assert again.status == 503
+    assert orjson.loads(again.data)["message"] == "the UI is shutting down"
 
 
 async def test_an_unreachable_server_is_a_503_status() -> None:

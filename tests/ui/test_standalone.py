@@ -265,3 +265,17 @@ def test_a_kubeconfigs_client_certificate_never_stands_in_for_the_login(
             response.read()
             conn.close()
             assert response.status == expected, typed
+
+
+def test_sigterm_with_open_watches_exits_0(browser: Any, up: tuple[Cluster, str, str], tmp_path: Path) -> None:
+    """The browser's watches never end by themselves: on SIGTERM the proxy ends them (end_streams) so the
+    graceful shutdown completes and the process exits 0 (running_ui's exit check, bounded at 30 s)."""
+    cluster, _, token = up
+    with running_ui(tmp_path, "--kubeconfig", str(cluster.kubeconfig)) as ui:
+        page = login(browser, ui.base, token)
+        page.wait_for_function("() => document.querySelectorAll('#node-grid .tile').length === 3")
+        # the page keeps its three watches (nodes, pods, events) open while the process is stopped
+    page.context.close()
+    assert "Traceback" not in ui.text()
+    assert "ASGI callable returned without completing response" not in ui.text()
+    assert "timeout graceful shutdown exceeded" not in ui.text()  # nothing was left open to wait for

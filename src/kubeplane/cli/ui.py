@@ -50,6 +50,10 @@ def ui(
     data_dir: Annotated[
         Path, typer.Option("--data-dir", help="State directory: the UI's self-signed serving certificate.")
     ] = Path(".kubeplane") / "ui",
+    scheduler_config: Annotated[
+        Path | None,
+        typer.Option("--scheduler-config", help="KubeSchedulerConfiguration the pod view explains with."),
+    ] = None,
 ) -> None:
     """Serve the web UI on its own: a cluster's API (--kubeconfig), simulation runs (--runs), or both."""
     from kubeplane.apiserver.tls import ensure_serving_certs
@@ -74,6 +78,14 @@ def ui(
         raise  # unreachable: _fail exits
     if runs is not None and not runs.is_dir():
         _fail(f"--runs {runs}: not a directory")
+    sched_config = None
+    if scheduler_config is not None:
+        from kubeplane.scheduler.config import ConfigError, load_config
+
+        try:
+            sched_config = load_config(scheduler_config)
+        except ConfigError as exc:
+            _fail(f"invalid scheduler configuration {scheduler_config}: " + "; ".join(exc.errors))
     login_token: str | None = None
     lines: list[str] = []
     if kubeconfig is not None:
@@ -96,7 +108,7 @@ def ui(
         lines.append("(no --kubeconfig: only the simulation runs are served)")
     if not loopback:
         lines.append(f"warning: listening on {address}, beyond this machine")
-    app = Standalone(UIApp(api, runs_dir=runs))
+    app = Standalone(UIApp(api, scheduler_config=sched_config, runs_dir=runs))
     try:
         sock = listen(address, port)
     except ServeError as exc:

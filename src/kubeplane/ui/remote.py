@@ -111,6 +111,7 @@ class RemoteAPI:
         self.max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
         self._streams: set[asyncio.Future[None]] = set()
+        self._closing = False
 
     def _client(self) -> aiohttp.ClientSession:
         """One pooled session, created in the serving loop on first use."""
@@ -124,7 +125,9 @@ class RemoteAPI:
         return self._session
 
     def end_streams(self) -> None:
-        """End every open watch now (on shutdown: a watch never ends by itself, and the browser resumes it)."""
+        """End every open watch now and refuse new ones (on shutdown: a watch never ends by itself, and the
+        browser's reflector would open the next one at once, keeping the server from closing its connections)."""
+        self._closing = True
         for gone in list(self._streams):
             gone.cancel()
 
@@ -135,6 +138,9 @@ class RemoteAPI:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
+            return
+        if self._closing and is_stream(scope):
+            await _answer(send, 503, status(503, "ServiceUnavailable", "the UI is shutting down"))
             return
         body = await _read(receive, MAX_BODY)
         if body is None:
