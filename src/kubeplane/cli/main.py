@@ -604,5 +604,9 @@ app.add_typer(store_app, name="store")
 from kubeplane.cli.sim import sim_app  # noqa: E402
 
 app.add_typer(sim_app, name="sim")
+
+from kubeplane.cli.ui import ui as ui_command  # noqa: E402
+
+app.command(name="ui")(ui_command)
 if __name__ == "__main__":
     main()

@@ -36,7 +36,7 @@ import orjson
 
 from kubeplane.scheduler.config import KubeSchedulerConfiguration, default_config
 
-from . import explaining, loopback, runs, trying, yamltext
+from . import explaining, loopback, runs, runsonly, trying, yamltext
 from .sessions import Sessions, clear_cookie_header, cookie_header, session_id
 
 log = logging.getLogger("kubeplane.ui")
@@ -74,7 +74,10 @@ def static_bytes(name: str) -> bytes | None:
 
 
 class UIApp:
-    """Mounted by the API server at ``/ui`` (see ``APIServerApp.ui``); ``api`` is the API server's ASGI app."""
+    """Mounted by the API server at ``/ui`` (see ``APIServerApp.ui``); ``api`` is the API server's ASGI app, or
+    another server's (:class:`.remote.RemoteAPI`, ``kubeplane ui --kubeconfig``), or :class:`.runsonly.NoAPI`
+    when there is no cluster (``kubeplane ui --runs DIR`` alone: it authenticates only the printed token, and
+    ``/ui/whoami`` says ``api: false`` so the browser shows only what needs no API)."""
 
     def __init__(
         self,
@@ -87,6 +90,10 @@ class UIApp:
         self.scheduler_config = scheduler_config
         self.runs_dir = runs_dir
         self.sessions = Sessions()
+
+    @property
+    def has_api(self) -> bool:
+        return not isinstance(self.api, runsonly.NoAPI)
 
     @staticmethod
     def handles(path: str) -> bool:
@@ -149,7 +156,7 @@ class UIApp:
             await self._runs(scope, send)
             return
         if path == "/ui/whoami" and method == "GET":
-            await _json(send, 200, {"user": session.user, "runs": self.runs_dir is not None})
+            await _json(send, 200, {"user": session.user, "api": self.has_api, "runs": self.runs_dir is not None})
             return
         await _json(send, 404, _status(404, "NotFound", "the server could not find the requested resource"))
 

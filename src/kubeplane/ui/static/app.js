@@ -9,6 +9,7 @@ import * as pod from "./pod.js";
 import * as objects from "./objects.js";
 import * as scheduler from "./scheduler.js";
 import * as runs from "./runs.js";
+import * as noapi from "./noapi.js";
 
 function trimNode(n) {
   const spec = n.spec || {};
@@ -69,12 +70,16 @@ const informers = [store.nodes, store.pods, store.failed];
 async function whoami() {
   try {
     const response = await uiCall("GET", "/ui/whoami");
-    return response.ok ? (await response.json()).user || "" : "";
-  } catch { return ""; }
+    return response.ok ? await response.json() : {};
+  } catch { return {}; }
 }
-const serviceAccount = /^system:serviceaccount:([^:]+):/.exec(await whoami());
+const me = await whoami();
+// `kubeplane ui --runs DIR` without --kubeconfig: no Kubernetes API (noapi.js says so in place of its views).
+const hasAPI = me.api !== false;
+const serviceAccount = /^system:serviceaccount:([^:]+):/.exec(me.user || "");
 if (serviceAccount) store.scope(serviceAccount[1]);
-for (const informer of informers) informer.start();
+if (hasAPI) for (const informer of informers) informer.start();
+else for (const a of document.querySelectorAll("nav a")) a.hidden = !noapi.OFFLINE.test(a.getAttribute("href"));
 
 const routes = [
   [/^#\/node\/([^/]+)$/, node, (m) => ({ name: decodeURIComponent(m[1]) })],
@@ -88,14 +93,17 @@ const routes = [
 
 let unmount = null;
 function route() {
-  const hash = window.location.hash || "#/cluster";
+  // without an API the first view is the simulation runs' (when that view is there), else noapi.js's note
+  const home = !hasAPI && routes.some(([pattern]) => pattern.test("#/runs"));
+  const hash = window.location.hash || (home ? "#/runs" : "#/cluster");
   const container = document.getElementById("view");
   if (unmount) { unmount(); unmount = null; }
   container.replaceChildren();
   for (const [pattern, view, params] of routes) {
     const m = pattern.exec(hash);
     if (m) {
-      unmount = view.mount(container, params(m), store) || null;
+      const shown = hasAPI || noapi.OFFLINE.test(hash) ? view : noapi;
+      unmount = shown.mount(container, params(m), store) || null;
       for (const a of document.querySelectorAll("nav a")) {
         a.toggleAttribute("aria-current", hash.startsWith(a.getAttribute("href")));
       }
