@@ -28,8 +28,8 @@ Invariants: device names are unique per (node, driver) and valid DNS labels; eve
 parses as semver; counter set and counter names are DNS labels, a node's counter sets of one driver are unique
 and every ``consumesCounters`` names one of them and counters it declares (upstream's API validation cannot check
 this across slices; the allocator would silently never allocate such a device); errors are one line naming the
-group (:class:`DeviceConfigError`, re-raised by the node config
-as its own error). Parsing is pure: the slices are built from these specs by :mod:`.slices`.
+group (:class:`DeviceConfigError`, re-raised by the node config as its own error).
+Parsing is pure: the slices are built from these specs by :mod:`.slices`.
 """
 
 from __future__ import annotations

@@ -125,8 +125,10 @@ class SlicePublisher:
                 keep[kind] = item
             else:
                 await self._delete(item)
-        pools = [spec_of(item).get("pool") for item in keep.values()]
-        pools = [p if isinstance(p, Mapping) else {} for p in pools]
+        pools: list[Mapping[str, Any]] = []
+        for item in keep.values():
+            pool = spec_of(item).get("pool")
+            pools.append(pool if isinstance(pool, Mapping) else {})
         generations = {int(p.get("generation") or 0) for p in pools}
         if (
             len(keep) == len(wanted)
