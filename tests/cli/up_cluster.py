@@ -57,15 +57,17 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def running_up(tmp: Path, node_config: str, ready_nodes: int) -> Iterator[Cluster]:
-    """``kubeplane up`` (one process, memory store, port 0) on ``node_config``, yielded once ``ready_nodes``
-    nodes are Ready; stopped with SIGTERM (killed after 60 s) on exit."""
+def running_up(tmp: Path, node_config: str, ready_nodes: int, store: str = "memory") -> Iterator[Cluster]:
+    """``kubeplane up`` (one process, ``store`` — memory by default, sqlite to restart on the same data —, port 0)
+    on ``node_config``, yielded once ``ready_nodes`` nodes are Ready; stopped with SIGTERM (killed after 60 s) on
+    exit. A second ``running_up`` on the same ``tmp`` is a restart (up.log is appended to)."""
     assert KUBECTL.is_file(), f"the project's kubectl is missing at {KUBECTL}"
     (tmp / "nodes.yaml").write_text(node_config)
     data = tmp / "data"
-    log = (tmp / "up.log").open("wb")
+    (data / "kubeconfig").unlink(missing_ok=True)  # a restart: wait for the new one (a new port)
+    log = (tmp / "up.log").open("ab")
     up = subprocess.Popen(
-        [*KUBEPLANE, "up", "--data-dir", str(data), "--port", "0", "--store", "memory",
+        [*KUBEPLANE, "up", "--data-dir", str(data), "--port", "0", "--store", store,
          "--node-config", str(tmp / "nodes.yaml"), "--pull-delay", "0", "--shutdown-delay", "0s"],
         stdout=log, stderr=log,
     )  # fmt: skip

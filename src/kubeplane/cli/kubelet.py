@@ -78,6 +78,7 @@ def run_kubelet(
     kube_api_qps: float = 0.0,
     metrics_port: int = 10248,
     bind_address: str = "127.0.0.1",
+    root_dir: Path | None = None,
 ) -> None:
     from kubeplane.kubelet.fleet import NODES_GROUP, Fleet, node_user_name
     from kubeplane.scheduler.config.types import LeaderElection
@@ -85,6 +86,7 @@ def run_kubelet(
     configure_logging(verbosity)
     specs = node_specs(node_config, nodes)
     options = fleet_options(pull_delay=pull_delay, shutdown_delay=shutdown_delay, batch_run_time=batch_run_time)
+    options.state_dir = root_dir
 
     def build(client: Client) -> tuple[Fleet, str]:
         # each node writes as its own kubelet, system:node:<name> in system:nodes, impersonated on the

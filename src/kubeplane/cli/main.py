@@ -517,6 +517,10 @@ def kubelet(
     verbosity: VerbosityOpt = 0,
     metrics_port: Annotated[int, _metrics_port_opt()] = 10248,
     bind_address: BindAddressOpt = "127.0.0.1",
+    root_dir: Annotated[
+        Path | None,
+        typer.Option("--root-dir", help="Directory of the kubelets' state (DRA checkpoints); default: none kept."),
+    ] = None,
 ) -> None:
     """Run simulated kubelets: register nodes, heartbeat, run the pods bound to them (nothing is executed)."""
     from kubeplane.cli.component import CLIError
@@ -534,6 +538,7 @@ def kubelet(
             kube_api_qps=kube_api_qps,
             metrics_port=metrics_port,
             bind_address=bind_address,
+            root_dir=root_dir,
         )
     except CLIError as exc:
         _fail(str(exc))

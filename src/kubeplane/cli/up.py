@@ -126,6 +126,7 @@ def run_up(opts: UpOptions) -> None:
         raise CLIError(f"--port must be between 0 and 65535, not {opts.port}")
     specs = node_specs(opts.node_config, opts.nodes)
     options = fleet_options(pull_delay=opts.pull_delay, shutdown_delay=opts.shutdown_delay)
+    options.state_dir = opts.data_dir / "kubelet"  # the kubelets' --root-dir: their DRA checkpoints
     sched_config = _load_config(opts.scheduler_config, opts.feature_gates)
     configure_logging(opts.verbosity)
     lock = _claim_data_dir(opts.data_dir)
@@ -332,6 +333,7 @@ def _run_processes(opts: UpOptions, names: list[str]) -> None:
         if opts.nodes is not None
         else []
     )
+    kubelet += ["--root-dir", str(data_dir / "kubelet")]
     if opts.pull_delay is not None:
         kubelet += ["--pull-delay", str(opts.pull_delay)]
     if opts.shutdown_delay is not None:

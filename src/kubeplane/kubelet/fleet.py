@@ -182,7 +182,9 @@ class Fleet:
         self.storage_informers = SharedInformerFactory(client, clock=self.clock, rng=self.rng)
         self.volumes = VolumeManager(self.storage_informers, clock=self.clock, events=self.events)
         self.attacher = SimAttacher(client, self.storage_informers, self.clock)
-        self.dra = DRAManager(client, clock=self.clock, node_of=self._dra_node, node_client=nc)
+        self.dra = DRAManager(
+            client, clock=self.clock, node_of=self._dra_node, node_client=nc, state_dir=self.options.state_dir
+        )
         """The kubelets' DRA manager and simulated DRA drivers (the node config's ``devices``)."""
         self.dra_slices = SlicePublisher(client, node_uid=lambda name: self.nodes[name].uid, node_client=nc)
         self.processes = (
@@ -268,6 +270,8 @@ class Fleet:
         await self.node_informer.wait_for_sync()
         self.pod_informer.start()
         await self.pod_informer.wait_for_sync()
+        if self.options.state_dir is not None:
+            self._reconcile_dra()
         await self.csi.start()
         await self.dra_slices.sync([sim.spec for sim in self.nodes.values()], self._dra_drivers())
         self._tasks.extend(self.status.start(self.options.status_workers))
@@ -295,6 +299,14 @@ class Fleet:
         await self.dra_slices.sync(specs, self._dra_drivers())
         for sim in added:
             self._start_node(sim)
+
+    def _reconcile_dra(self) -> None:
+        """The DRA manager's checkpointed claims against the pods the API shows on each node at start: references
+        of pods deleted or finished while the fleet was down are dropped (upstream's reconcile loop)."""
+        for name in self.nodes:
+            pods = self.pod_informer.indexer.by_index("spec.nodeName", name)
+            active = {uid_of(p) for p in pods if PodView(p).phase not in TERMINAL_PHASES}
+            self.dra.reconcile(name, active)
 
     def _dra_drivers(self) -> set[str]:
         return {group.driver for sim in self.nodes.values() for group in sim.spec.devices}

@@ -83,6 +83,9 @@ class FleetOptions:
     (:mod:`~kubeplane.kubelet.process_runtime`); ``kubeplane up`` and ``kubeplane kubelet`` turn it on."""
     run_dir: Path | None = None
     """Where those pods' files go; None: a temporary directory the fleet removes when it stops."""
+    state_dir: Path | None = None
+    """The kubelets' root directory (upstream ``--root-dir``): each node's DRA checkpoint is
+    ``<state_dir>/<node>/dra_manager_state``; ``kubeplane up`` uses ``DATA_DIR/kubelet``. None: nothing persists."""
 
 
 def seconds(text: str) -> float | None:

@@ -71,3 +71,49 @@ async def test_restart_keeps_existing_slices() -> None:
         await env.fleet.dra_slices.sync([s.spec for s in env.fleet.nodes.values()], env.fleet._dra_drivers())
         after = await _slices(env)
         assert [s["metadata"]["resourceVersion"] for s in after] == [s["metadata"]["resourceVersion"] for s in before]
+
+
+PARTITIONED = {
+    "driver": "gpu.example.com",
+    "count": 2,
+    "namePattern": "gpu-0-half-{index}",
+    "consumesCounters": [{"counterSet": "gpu-0", "counters": {"memory": "20Gi"}}],
+    "sharedCounters": [{"name": "gpu-0", "counters": {"memory": "40Gi"}}],
+}
+
+
+async def test_counter_sets_go_in_their_own_slice_of_the_pool() -> None:
+    """Partitionable devices (DRAPartitionableDevices, on in v1.37): sharedCounters and devices cannot share a
+    slice (upstream validateResourceSliceSpec: "only one of `sharedCounters` or `devices` is allowed"), so the pool
+    has two slices, both created through the API's validation, with resourceSliceCount 2 and one generation; a
+    change rewrites both at the next generation (upstream's pool generation is per pool, not per slice)."""
+    config = {"csiDrivers": [], "nodes": [{"name": "node01", "devices": [PARTITIONED]}]}
+    async with running_fleet(config, FleetOptions()) as env:
+        slices = await _slices(env)
+        assert len(slices) == 2
+        by_kind = {("sharedCounters" if "sharedCounters" in s["spec"] else "devices"): s for s in slices}
+        assert by_kind["sharedCounters"]["spec"]["sharedCounters"] == [
+            {"name": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}
+        ]
+        assert "devices" not in by_kind["sharedCounters"]["spec"]
+        assert [d["name"] for d in by_kind["devices"]["spec"]["devices"]] == ["gpu-0-half-0", "gpu-0-half-1"]
+        assert {(s["spec"]["pool"]["generation"], s["spec"]["pool"]["resourceSliceCount"]) for s in slices} == {(1, 2)}
+
+        # the same config again (a restart) writes nothing; a changed counter set rewrites both slices
+        await env.fleet.dra_slices.sync([s.spec for s in env.fleet.nodes.values()], env.fleet._dra_drivers())
+        assert [s["metadata"]["resourceVersion"] for s in await _slices(env)] == [
+            s["metadata"]["resourceVersion"] for s in slices
+        ]
+        bigger = {**PARTITIONED, "sharedCounters": [{"name": "gpu-0", "counters": {"memory": "80Gi"}}]}
+        [changed] = parse_node_config([{"name": "node01", "devices": [bigger]}], csi_drivers=())
+        await env.fleet.dra_slices.sync([changed], env.fleet._dra_drivers())
+        after = await _slices(env)
+        assert sorted(s["metadata"]["name"] for s in after) == sorted(s["metadata"]["name"] for s in slices)
+        assert {s["spec"]["pool"]["generation"] for s in after} == {2}
+
+        # without counters the pool is one slice again: the counters' slice is deleted
+        [plain] = parse_node_config([{"name": "node01", "devices": [GPU]}], csi_drivers=())
+        await env.fleet.dra_slices.sync([plain], env.fleet._dra_drivers())
+        (only,) = await _slices(env)
+        assert only["spec"]["pool"] == {"name": "node01", "generation": 3, "resourceSliceCount": 1}
+        assert "sharedCounters" not in only["spec"]

@@ -14,13 +14,22 @@ A node group may list device groups; each becomes ``count`` devices of one drive
         driverVersion: {version: 1.2.3} # ... or explicitly {string|int|bool|version: value}
         uuid: "GPU-{node}-{index}"      # strings may use {node}, {name} and {index}
       capacity: {memory: 40Gi}          # quantities
+      consumesCounters:                 # partitionable devices: counters each device takes (at most 2 sets)
+      - counterSet: gpu-0-counters
+        counters: {memory: 20Gi}
+      sharedCounters:                   # counter sets of this driver's pool on each node (at most 8)
+      - name: gpu-0-counters
+        counters: {memory: 40Gi}
 
 Every device also gets the int attribute ``index`` (its index; unless ``attributes`` sets it). Names of attributes
 and capacities are the driver's own (``model``) or qualified (``example.com/model``), as in a ResourceSlice.
 
 Invariants: device names are unique per (node, driver) and valid DNS labels; every quantity parses; a version
-parses as semver; errors are one line naming the group (:class:`DeviceConfigError`, re-raised by the node config
-as its own error). Parsing is pure: the slices are built from these specs by :mod:`.slices`.
+parses as semver; counter set and counter names are DNS labels, a node's counter sets of one driver are unique
+and every ``consumesCounters`` names one of them and counters it declares (upstream's API validation cannot check
+this across slices; the allocator would silently never allocate such a device); errors are one line naming the
+group (:class:`DeviceConfigError`, re-raised by the node config as its own error).
+Parsing is pure: the slices are built from these specs by :mod:`.slices`.
 """
 
 from __future__ import annotations
@@ -32,19 +41,34 @@ from typing import Any, Final
 
 from kubeplane.api.quantity import QuantityError, parse_quantity
 
-__all__ = ["DeviceConfigError", "DeviceGroupSpec", "DeviceSpec", "parse_devices"]
+__all__ = ["Counters", "DeviceConfigError", "DeviceGroupSpec", "DeviceSpec", "counters_to_api", "parse_devices"]
 
 _DNS1123_LABEL: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _SEMVER: Final = re.compile(
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$"
 )
-_GROUP_KEYS: Final = frozenset({"driver", "count", "namePattern", "startIndex", "attributes", "capacity"})
+_GROUP_KEYS: Final = frozenset(
+    {"driver", "count", "namePattern", "startIndex", "attributes", "capacity", "sharedCounters", "consumesCounters"}
+)
+MAX_COUNTER_SETS: Final = 8
+"""Upstream ResourceSliceMaxCounterSets: counter sets per slice (kubeplane publishes them in one slice)."""
+MAX_CONSUMPTIONS: Final = 2
+"""Upstream ResourceSliceMaxDeviceCounterConsumptions: ``consumesCounters`` entries per device."""
 _TYPES: Final = ("string", "int", "bool", "version")
 
 
 class DeviceConfigError(ValueError):
     """A ``devices`` entry that cannot be used; the message is one line."""
+
+
+Counters = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+"""Named counter lists, in config order: ((set name, ((counter, quantity), ...)), ...)."""
+
+
+def counters_to_api(counters: Counters, name_key: str) -> list[dict[str, Any]]:
+    """API ``CounterSet`` (``name_key`` "name") or ``DeviceCounterConsumption`` ("counterSet") lists."""
+    return [{name_key: name, "counters": {k: {"value": v} for k, v in sorted(c)}} for name, c in counters]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +79,7 @@ class DeviceSpec:
     name: str
     attributes: Mapping[str, Mapping[str, Any]]
     capacity: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    consumes_counters: Counters = ()
 
     def to_api(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
@@ -62,6 +87,8 @@ class DeviceSpec:
             out["attributes"] = {k: dict(v) for k, v in sorted(self.attributes.items())}
         if self.capacity:
             out["capacity"] = {k: dict(v) for k, v in sorted(self.capacity.items())}
+        if self.consumes_counters:
+            out["consumesCounters"] = counters_to_api(self.consumes_counters, "counterSet")
         return out
 
 
@@ -75,6 +102,8 @@ class DeviceGroupSpec:
     start_index: int
     attributes: Mapping[str, Any]
     capacity: Mapping[str, str]
+    shared_counters: Counters = ()
+    consumes_counters: Counters = ()
 
     def devices_for(self, node: str) -> list[DeviceSpec]:
         out = []
@@ -84,7 +113,7 @@ class DeviceGroupSpec:
             for key, value in self.attributes.items():
                 attributes[key] = _typed(value, node=node, name=name, index=index)
             capacity = {k: {"value": v} for k, v in self.capacity.items()}
-            out.append(DeviceSpec(name=name, attributes=attributes, capacity=capacity))
+            out.append(DeviceSpec(name, attributes, capacity, self.consumes_counters))
         return out
 
 
@@ -149,7 +178,9 @@ def _group(group: str, number: int, entry: Any) -> DeviceGroupSpec:
         except QuantityError as exc:
             raise DeviceConfigError(f"node group {group}: devices capacity {key}: {exc}") from None
         quantities[str(key)] = str(qty)
-    spec = DeviceGroupSpec(driver, count, pattern, start, checked, quantities)
+    shared = _counter_lists(group, entry, "sharedCounters", "name", MAX_COUNTER_SETS)
+    consumes = _counter_lists(group, entry, "consumesCounters", "counterSet", MAX_CONSUMPTIONS)
+    spec = DeviceGroupSpec(driver, count, pattern, start, checked, quantities, shared, consumes)
     try:
         names = [d.name for d in spec.devices_for("node")]
     except (KeyError, IndexError, ValueError) as exc:
@@ -158,6 +189,73 @@ def _group(group: str, number: int, entry: Any) -> DeviceGroupSpec:
     if bad is not None:
         raise DeviceConfigError(f"node group {group}: device name {bad!r} is not a DNS label")
     return spec
+
+
+def _counter_lists(group: str, entry: Mapping[str, Any], key: str, name_key: str, limit: int) -> Counters:
+    """``sharedCounters`` / ``consumesCounters`` of one entry, checked as upstream's API validation checks them."""
+    value = entry.get(key)
+    if value is None:
+        return ()
+    if not isinstance(value, list) or len(value) > limit:
+        raise DeviceConfigError(f"node group {group}: devices {key} must be a list of at most {limit}")
+    out = []
+    for item in value:
+        if not isinstance(item, Mapping) or set(item) - {name_key, "counters"}:
+            raise DeviceConfigError(f"node group {group}: devices {key}: each entry has {name_key} and counters")
+        name, counters = str(item.get(name_key) or ""), item.get("counters")
+        if not _DNS1123_LABEL.match(name) or len(name) > 63:
+            raise DeviceConfigError(f"node group {group}: devices {key}: {name_key} {name!r} is not a DNS label")
+        if not isinstance(counters, Mapping) or not counters or len(counters) > 32:
+            raise DeviceConfigError(f"node group {group}: devices {key} {name}: give 1 to 32 counters")
+        checked = []
+        for counter, qty in counters.items():
+            if not _DNS1123_LABEL.match(str(counter)):
+                raise DeviceConfigError(f"node group {group}: devices {key} {name}: {counter!r} is not a DNS label")
+            try:
+                parse_quantity(str(qty))
+            except QuantityError as exc:
+                raise DeviceConfigError(f"node group {group}: devices {key} {name} {counter}: {exc}") from None
+            checked.append((str(counter), str(qty)))
+        out.append((name, tuple(checked)))
+    if len({name for name, _ in out}) != len(out):
+        raise DeviceConfigError(f"node group {group}: devices {key}: a {name_key} is listed twice")
+    return tuple(out)
+
+
+def _check_counters(group: str, specs: Sequence[DeviceGroupSpec]) -> None:
+    """Per driver: counter sets unique (at most :data:`MAX_COUNTER_SETS`), consumptions naming declared ones."""
+    sets: dict[str, dict[str, set[str]]] = {}
+    for spec in specs:
+        for name, counters in spec.shared_counters:
+            declared = sets.setdefault(spec.driver, {})
+            if name in declared:
+                raise DeviceConfigError(f"node group {group}: counter set {name} of {spec.driver} is defined twice")
+            declared[name] = {c for c, _ in counters}
+    per_driver: dict[str, list[DeviceSpec]] = {}
+    for spec in specs:
+        per_driver.setdefault(spec.driver, []).extend(spec.devices_for("node"))
+    for driver, devices in per_driver.items():
+        limit = 64 if any(d.consumes_counters for d in devices) else 128  # upstream ResourceSliceMaxDevices(...)
+        if len(devices) > limit:
+            raise DeviceConfigError(
+                f"node group {group}: at most {limit} devices of {driver} per node (one ResourceSlice), "
+                f"not {len(devices)}"
+            )
+    for driver, declared in sets.items():
+        if len(declared) > MAX_COUNTER_SETS:
+            raise DeviceConfigError(f"node group {group}: {driver} has more than {MAX_COUNTER_SETS} counter sets")
+    for spec in specs:
+        declared = sets.get(spec.driver, {})
+        for name, counters in spec.consumes_counters:
+            if name not in declared:
+                raise DeviceConfigError(
+                    f"node group {group}: devices of {spec.driver} consume counter set {name}, which is not declared"
+                )
+            unknown = sorted({c for c, _ in counters} - declared[name])
+            if unknown:
+                raise DeviceConfigError(
+                    f"node group {group}: counter set {name} of {spec.driver} has no counter {', '.join(unknown)}"
+                )
 
 
 def parse_devices(group: str, value: Any) -> tuple[DeviceGroupSpec, ...]:
@@ -174,4 +272,5 @@ def parse_devices(group: str, value: Any) -> tuple[DeviceGroupSpec, ...]:
             if (spec.driver, device.name) in seen:
                 raise DeviceConfigError(f"node group {group}: device {device.name} of {spec.driver} is defined twice")
             seen.add((spec.driver, device.name))
+    _check_counters(group, specs)
     return specs

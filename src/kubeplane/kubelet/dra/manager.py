@@ -23,16 +23,25 @@ every claim passed (upstream's validation pass), so a failing pod can be deleted
 **Unprepare** (when the pod is terminal or gone, upstream ``UnprepareResources`` from ``SyncTerminatedPod``): the
 pod's reference is dropped from each prepared claim; the last reference unprepares the claim. Idempotent.
 
+**Checkpoint** (upstream ``dra_manager_state``, :mod:`.checkpoint`): with a ``state_dir`` every change of a
+node's cache is written to ``<state_dir>/<node>/dra_manager_state`` and a node's cache is read from it the first
+time the node is used, so a restarted fleet keeps its running pods' claims prepared (no second prepare) and
+unprepares them when the pods go. :meth:`DRAManager.reconcile` is upstream's reconcile loop at start: references of
+pods that are no longer active on the node (deleted or finished while the fleet was down) are dropped, and claims
+left without pods unprepared. An unreadable checkpoint is logged and the node starts empty (upstream's kubelet
+refuses to start; one node's file must not stop a whole fleet).
+
 Invariant: :attr:`DRAManager.prepared` is, per node, what the node's drivers prepared: claim ``namespace/name`` ->
-:class:`PreparedClaim` (uid, the pods using it, the ``(driver, pool, device)`` results of this node). Nothing is
-written to ``claim.status.devices``: v1.37 drivers do not by default.
+:class:`PreparedClaim` (uid, the pods using it, the ``(driver, pool, device)`` results of this node), equal to the
+node's checkpoint whenever there is a ``state_dir``. Nothing is written to ``claim.status.devices``: v1.37 drivers
+do not by default.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 from kubeplane.api.nodeaffinity import node_selector_matches
@@ -42,6 +51,9 @@ from kubeplane.client.clock import Clock
 from kubeplane.client.errors import APIStatusError
 from kubeplane.client.interface import Client
 from kubeplane.kubelet.config import NodeSpec
+
+from . import checkpoint
+from .checkpoint import CheckpointError, PreparedClaim
 
 __all__ = ["FAILED_PREPARE_REASON", "RESYNC_INTERVAL", "DRAError", "DRAManager", "PreparedClaim", "pod_uses_dra"]
 
@@ -54,14 +66,6 @@ RESYNC_INTERVAL: Final = 60.0
 
 class DRAError(Exception):
     """A prepare failure; the message is upstream's error text (without the event's prefix)."""
-
-
-@dataclass
-class PreparedClaim:
-    uid: str
-    pods: set[str] = field(default_factory=set)
-    devices: list[tuple[str, str, str]] = field(default_factory=list)
-    """(driver, pool, device) of the allocation results this node prepared."""
 
 
 def pod_uses_dra(pod: Mapping[str, Any]) -> bool:
@@ -95,15 +99,35 @@ class DRAManager:
         clock: Clock,
         node_of: Callable[[str], tuple[NodeSpec, Mapping[str, Any]]],
         node_client: Callable[[str], Client] | None = None,
+        state_dir: Path | None = None,
     ) -> None:
         """A node's kubelet reads its pods' claims with ``node_client(node)`` (its own identity: the Node
-        authorizer lets it get the claims of the pods bound to it)."""
+        authorizer lets it get the claims of the pods bound to it). ``state_dir``: where the nodes' checkpoints
+        live (None: in memory only)."""
         self.client = client
         self.node_client = node_client or (lambda _node: client)
         self.clock = clock
         self.claims = client.resource("resourceclaims")
         self.node_of = node_of
+        self.state_dir = state_dir
         self.prepared: dict[str, dict[str, PreparedClaim]] = {}
+
+    def _cache(self, node: str) -> dict[str, PreparedClaim]:
+        """The node's cache, read from its checkpoint the first time."""
+        cache = self.prepared.get(node)
+        if cache is None:
+            cache = {}
+            if self.state_dir is not None:
+                try:
+                    cache = checkpoint.load(self.state_dir, node)
+                except CheckpointError as exc:
+                    log.error("kubelet %s: %s; starting with no prepared claims", node, exc)
+            self.prepared[node] = cache
+        return cache
+
+    def _sync_to_checkpoint(self, node: str) -> None:
+        if self.state_dir is not None:
+            checkpoint.store(self.state_dir, node, self.prepared.get(node, {}))
 
     # --- prepare -----------------------------------------------------------------------------------------------
 
@@ -113,13 +137,17 @@ class DRAManager:
             planned = await self._validate(node, pod)
         except DRAError as exc:
             raise DRAError(f"prepare dynamic resources: {exc}") from None
-        cache = self.prepared.setdefault(node, {})
+        cache = self._cache(node)
         uid = str(meta_of(pod).get("uid") or "")
+        changed = False
         for key, claim_uid, devices in planned:
             entry = cache.get(key)
             if entry is None:
                 entry = cache[key] = PreparedClaim(uid=claim_uid, devices=devices)
+            changed |= uid not in entry.pods
             entry.pods.add(uid)
+        if changed:
+            self._sync_to_checkpoint(node)
 
     async def _validate(self, node: str, pod: Mapping[str, Any]) -> list[tuple[str, str, list[tuple[str, str, str]]]]:
         """The validation pass: every claim checked (and its driver's prepare simulated) before anything is kept."""
@@ -130,7 +158,7 @@ class DRAManager:
         namespace = str(meta_of(pod).get("namespace") or "")
         pod_name, pod_uid = meta_of(pod).get("name"), meta_of(pod).get("uid")
         planned = []
-        cache = self.prepared.get(node, {})
+        cache = self._cache(node)
         for pod_claim in _pod_claims(pod):
             try:
                 name, must_check_owner = claim_name(pod, pod_claim)
@@ -200,24 +228,45 @@ class DRAManager:
 
     def unprepare(self, node: str, pod: Mapping[str, Any]) -> None:
         """``UnprepareResources``: drop the pod from its claims; a claim no pod uses any more is unprepared."""
-        cache = self.prepared.get(node)
+        cache = self._cache(node)
         if not cache:
             return
         uid = str(meta_of(pod).get("uid") or "")
         namespace = str(meta_of(pod).get("namespace") or "")
+        changed = False
         for pod_claim in _pod_claims(pod):
             try:
                 name, _ = claim_name(pod, pod_claim)
             except ClaimNameError:
                 continue
             entry = cache.get(f"{namespace}/{name}") if name is not None else None
-            if entry is None:
+            if entry is None or uid not in entry.pods:
                 continue
+            changed = True
             entry.pods.discard(uid)
             if not entry.pods:
                 del cache[f"{namespace}/{name}"]
                 log.debug("kubelet %s: unprepared claim %s/%s", node, namespace, name)
+        if changed:
+            self._sync_to_checkpoint(node)
+
+    def reconcile(self, node: str, active: set[str]) -> None:
+        """Upstream's reconcile loop: drop the references of pods not in ``active`` (the uids of the pods running
+        or starting on the node) and unprepare the claims no active pod uses. Run when the fleet starts."""
+        cache = self._cache(node)
+        changed = False
+        for key in list(cache):
+            entry = cache[key]
+            gone = entry.pods - active
+            if gone:
+                changed = True
+                entry.pods -= gone
+                if not entry.pods:
+                    del cache[key]
+                    log.debug("kubelet %s: unprepared claim %s of pods gone while down", node, key)
+        if changed:
+            self._sync_to_checkpoint(node)
 
     def prepared_devices(self, node: str) -> dict[str, list[tuple[str, str, str]]]:
         """Claim ``namespace/name`` -> its prepared (driver, pool, device) on ``node`` (tests, simulations)."""
-        return {key: list(entry.devices) for key, entry in self.prepared.get(node, {}).items()}
+        return {key: list(entry.devices) for key, entry in self._cache(node).items()}
