@@ -287,3 +287,30 @@ def test_model_preference_reads_the_dra_model() -> None:
     assert plugin.score(state, q, a)[0] == 100
     assert plugin.score(state, q, t)[0] == 0  # the label wins: V100 is not listed
     assert plugin.score(state, q, none)[0] == 0
+
+
+def test_the_view_is_reread_only_when_a_resource_version_changes() -> None:
+    """Informer objects carry resourceVersions: an unchanged slice list keeps its index, an unchanged claim its
+    parsed devices; a new version of a claim is parsed again (and its node's state re-derived)."""
+    item = gpu_slice("n1", 2, "T4", "16Gi")
+    item["metadata"]["resourceVersion"] = "5"
+    first = claim("p-gpu", claim_spec(1), pod_uid="u-p", results=[result("n1", "gpu-0")])
+    first["metadata"]["resourceVersion"] = "7"
+    objects: dict[str, list[Obj]] = {"resourceslices": [item], "deviceclasses": [], "resourceclaims": [first]}
+    n1 = NodeInfo(bare_node("n1"), [PodInfo(dra_pod("p", "p-gpu", node="n1", uid="u-p"))])
+    fgd = FGD(one_gpu_workload(), handle(objects, n1))
+    q = PodInfo(dra_pod("q", "q-gpu"))
+    fgd.pre_score(CycleState(), q, [n1])
+    index = fgd.tracker.dra.index
+    assert fgd.tracker.node_state(n1).idle == (0, 1000)
+    moved = claim("p-gpu", claim_spec(1), pod_uid="u-p", results=[result("n1", "gpu-1")])
+    moved["metadata"]["resourceVersion"] = "7"  # same version: taken as unchanged
+    objects["resourceclaims"] = [moved]
+    fgd.tracker.cycle += 1
+    fgd.pre_score(CycleState(), q, [n1])
+    assert fgd.tracker.dra.index is index
+    assert fgd.tracker.node_state(n1).idle == (0, 1000)
+    moved["metadata"]["resourceVersion"] = "8"
+    fgd.tracker.cycle += 1
+    fgd.pre_score(CycleState(), q, [n1])
+    assert fgd.tracker.node_state(n1).idle == (1000, 0)

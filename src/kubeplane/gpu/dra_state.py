@@ -36,6 +36,11 @@ def _list(handle: Handle, resource: str) -> Sequence[Mapping[str, Any]]:
         return ()
 
 
+def _version(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("name") or ""), str(meta.get("resourceVersion") or "")
+
+
 class DraState:
     """The DRA GPUs of the cluster as of the last :meth:`refresh` (module docstring)."""
 
@@ -45,19 +50,37 @@ class DraState:
         self.by_node: dict[str, dict[str, list[Entry]]] = {}
         """node -> pod uid ("" for none) -> the GPU entries of the allocated claims first reserved for that pod."""
         self._nodes: dict[str, tuple[Any, ...]] = {}
+        self._index_key: tuple[Any, ...] = ()
+        self._usage: dict[tuple[str, str], tuple[Any, Any]] = {}
+        """(namespace, name) -> (resourceVersion, claim_usage): a claim is parsed again only when it changed."""
 
     def refresh(self, handle: Handle, changed: Callable[[str], None]) -> None:
         """Re-read slices, classes and claims; call ``changed(node)`` for every node whose DRA inputs changed."""
         slices = _list(handle, "resourceslices")
-        index = DraIndex(slices, _list(handle, "deviceclasses")) if slices else DraIndex(())
+        classes = _list(handle, "deviceclasses") if slices else ()
+        key = (*(_version(o) for o in slices), "|", *(_version(o) for o in classes))
+        # the slices or classes changed (or carry no resourceVersion): re-read the devices, re-map every claim
+        if key != self._index_key or not all(v[1] for v in key if v != "|"):
+            self._index_key = key
+            self.index = DraIndex(slices, classes) if slices else DraIndex(())
+            self._usage = {}
+        index = self.index
         claims = _list(handle, "resourceclaims") if index else ()
+        usages: dict[tuple[str, str], tuple[Any, Any]] = {}
         by_node: dict[str, dict[str, list[Entry]]] = {}
         per_node: dict[str, list[Any]] = {n: [index.count(n), index.model(n)] for n in index.nodes}
         self._claims = {}
         for claim in claims:
             meta = claim.get("metadata") or {}
-            self._claims[(str(meta.get("namespace") or ""), str(meta.get("name") or ""))] = claim
-            usage = claim_usage(claim, index)
+            ident = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+            self._claims[ident] = claim
+            version = _version(claim)
+            cached = self._usage.get(ident)
+            if cached is not None and version[1] and cached[0] == version:
+                usage = cached[1]
+            else:
+                usage = claim_usage(claim, index)
+            usages[ident] = (version, usage)
             if usage is None:
                 continue
             node, entries = usage
@@ -65,7 +88,7 @@ class DraState:
             owner = reserved[0] if reserved else ""
             by_node.setdefault(node, {}).setdefault(owner, []).extend(entries)
             per_node.setdefault(node, []).append((owner, tuple(entries)))
-        self.index, self.by_node = index, by_node
+        self.by_node, self._usage = by_node, usages
         fresh = {n: tuple(v) for n, v in per_node.items()}
         for node in fresh.keys() | self._nodes.keys():
             if fresh.get(node) != self._nodes.get(node):
