@@ -314,3 +314,23 @@ def test_the_view_is_reread_only_when_a_resource_version_changes() -> None:
     fgd.tracker.cycle += 1
     fgd.pre_score(CycleState(), q, [n1])
     assert fgd.tracker.node_state(n1).idle == (1000, 0)
+
+
+def test_a_claim_shared_by_two_pods_counts_once() -> None:
+    """A ResourceClaim may be reserved for several pods (upstream ``reservedFor``, up to 256): its devices count once,
+    under the pod that reserved it first, and the other pod adds nothing -- not a second demand."""
+    shared = claim("shared", claim_spec(2), pod_uid="u-a", results=[result("n1", "gpu-0"), result("n1", "gpu-1")])
+    shared["status"]["reservedFor"].append({"resource": "pods", "name": "b", "uid": "u-b"})
+    objects = {
+        "resourceslices": [gpu_slice("n1", 4, "A100")],
+        "deviceclasses": [gpu_class()],
+        "resourceclaims": [shared],
+    }
+    a, b = dra_pod("a", "shared", node="n1", uid="u-a"), dra_pod("b", "shared", node="n1", uid="u-b")
+    n1 = NodeInfo(bare_node("n1"), [PodInfo(a), PodInfo(b)])
+    fgd = FGD(one_gpu_workload(), handle(objects, n1))
+    fgd.pre_score(CycleState(), PodInfo(dra_pod("q", "q-gpu")), [n1])
+    assert fgd.tracker.node_state(n1).idle == (0, 0, 1000, 1000)
+    # the first pod gone, the claim still holds both devices for the second
+    n1 = NodeInfo(bare_node("n1"), [PodInfo(b)])
+    assert fgd.tracker.node_state(n1).idle == (0, 0, 1000, 1000)

@@ -39,6 +39,7 @@ __all__ = [
     "ClaimLookup",
     "DraGpuSource",
     "DraIndex",
+    "claim_name",
     "claim_usage",
     "pod_claim_specs",
     "pod_dra_request",
@@ -206,7 +207,7 @@ def request_of_specs(specs: Iterable[Obj], index: DraIndex) -> GpuRequest | None
     return GpuRequest(sum(n for n, _ in entries), MILLI_PER_GPU, models)
 
 
-def _claim_name(pod: Obj, entry: Obj) -> str | None:
+def claim_name(pod: Obj, entry: Obj) -> str | None:
     """Upstream ``resourceclaim.Name`` without its errors: the claim's name, None when not generated yet."""
     if entry.get("resourceClaimName"):
         return str(entry["resourceClaimName"])
@@ -221,7 +222,7 @@ def pod_claim_specs(pod: Obj, claims: ClaimLookup, templates: ClaimLookup | None
     namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
     out: list[Obj] = []
     for entry in (pod.get("spec") or {}).get("resourceClaims") or ():
-        name = _claim_name(pod, entry)
+        name = claim_name(pod, entry)
         claim = claims(namespace, name) if name else None
         if claim is not None:
             out.append(claim.get("spec") or {})

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kubeplane.gpu.dra import DraIndex, claim_usage, pod_dra_request
+from kubeplane.gpu.dra import DraIndex, claim_name, claim_usage, pod_dra_request, request_of_specs
 from kubeplane.gpu.model import GpuRequest
 from kubeplane.scheduler.framework.handle import Handle
 
@@ -99,15 +99,30 @@ class DraState:
         return self._claims.get((namespace, name))
 
     def pod_entries(self, uid: str, pod: Mapping[str, Any], node: str) -> list[Entry]:
-        """The pod's DRA GPU entries on ``node``: its allocated claims' devices, else (its claims not allocated
-        yet: an assumed pod whose allocation is in flight) its demand without devices (first fit)."""
-        if not self.index:
+        """The pod's DRA GPU entries on ``node``: the devices of the allocated claims first reserved for it, plus
+        the demand of its claims not allocated yet (an assumed pod whose allocation is in flight), without devices
+        (first fit). A claim shared with a pod that reserved it first counts once, under that pod."""
+        if not self.index or not (pod.get("spec") or {}).get("resourceClaims"):
             return []
-        found = self.by_node.get(node, {}).get(uid)
-        if found:
-            return list(found)
-        request = pod_dra_request(pod, self.index, self.claim)
-        return [] if request is None else [(request, None)]
+        out = list(self.by_node.get(node, {}).get(uid, ()))
+        pending = [
+            c.get("spec") or {}
+            for c in self.claims_of(pod)
+            if not ((c.get("status") or {}).get("allocation") or {}).get("devices")
+        ]
+        request = request_of_specs(pending, self.index) if pending else None
+        return out if request is None else [*out, (request, None)]
+
+    def claims_of(self, pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        """The pod's claims that exist (by ``resourceClaimName`` or the generated name in its status)."""
+        namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
+        out = []
+        for entry in (pod.get("spec") or {}).get("resourceClaims") or ():
+            name = claim_name(pod, entry)
+            found = self.claim(namespace, name) if name else None
+            if found is not None:
+                out.append(found)
+        return out
 
     def held(self, node: str, uids: set[str]) -> list[Entry]:
         """Entries of allocated claims on ``node`` whose pod is not among ``uids`` (reserved for no pod, or for a
