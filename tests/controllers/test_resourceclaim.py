@@ -326,3 +326,19 @@ async def test_end_to_end_claim_created_then_deleted_when_pod_finishes() -> None
             return False
 
         await env.advance_until(deleted, "the generated claim deleted", step=0.1)
+
+
+async def test_a_terminal_pods_deleted_claim_is_not_recreated() -> None:
+    """kubernetes/kubernetes#141274 and its fix #141276 (not yet in a release): a Succeeded pod is cleanup-only. Its
+    generated claim, deleted by syncClaim ("delete-claim-when-done"), must not be recreated by syncPod, else the two
+    alternate for ever (a DRA simulation whose pods finish never ended)."""
+    async with _run() as env:
+        await _create(env, "resourceclaimtemplates", template())
+        pod = await _create(env, "pods", pod_with_claim(node="worker"))
+        statuses = {"resourceClaimStatuses": [{"name": POD_CLAIM, "resourceClaimName": "gone"}], "phase": "Succeeded"}
+        await _status(env, "pods", pod, statuses)
+        await settle()
+        needs, reason = env.controller._pod_needs_work(await _pod(env))
+        assert (needs, reason) == (False, "pod has terminated")
+        await _sync(env, f"pod:{NS}/{POD}")
+        assert await _claims(env) == []

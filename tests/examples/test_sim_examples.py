@@ -66,6 +66,10 @@ def test_every_scheduler_configuration_loads_with_its_scoring_strategy(path: Pat
     (profile,) = config.profiles
     fit = profile.plugin_config["NodeResourcesFit"]
     expected = {"least-allocated": "LeastAllocated", "most-allocated": "MostAllocated", "default": "LeastAllocated"}
+    if path.stem == "fgd-dra":  # GpuShare + FGD only, FGD's target workload derived from the pods (docs/gpu.md)
+        assert [p.name for p in profile.plugins.score.enabled] == ["FGD"]
+        assert "targetWorkload" not in profile.plugin_config.get("FGD", {})
+        return
     if path.stem == "fgd":  # GpuShare + FGD only, with the openb default trace's 35 typical pod types
         assert [p.name for p in profile.plugins.score.enabled] == ["FGD"]
         assert len(profile.plugin_config["FGD"]["targetWorkload"]) == 35

@@ -188,6 +188,8 @@ class ResourceClaimController(Controller):
         """``podNeedsWork``."""
         if meta_of(pod).get("deletionTimestamp"):
             return False, "pod is deleted"
+        if is_pod_terminal(pod):  # kubernetes/kubernetes#141276 (for #141274): a terminal pod only gets cleanup
+            return False, "pod has terminated"
         namespace = str(meta_of(pod).get("namespace") or "")
         for pod_claim in _pod_claims(pod):
             try:
@@ -264,6 +266,8 @@ class ResourceClaimController(Controller):
         """``syncPod``."""
         pod = self.pod_lister.get(namespace, name)
         if pod is None or meta_of(pod).get("deletionTimestamp"):
+            return
+        if is_pod_terminal(pod):  # #141276: claims of a terminal pod are neither recreated nor reserved
             return
         new_pod_claims: dict[str, str] = {}
         for pod_claim in _pod_claims(pod):

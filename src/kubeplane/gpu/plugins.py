@@ -27,6 +27,11 @@ Sharing between the plugins (invariants):
   it fits and otherwise best fit (the tightest device for a share, lowest index on ties; whole GPUs the
   lowest-index free ones). With several policy plugins enabled, the last one's PreScore wins.
 * The pod's GPU request is parsed once per cycle (:data:`REQUEST_STATE_KEY`).
+* DRA GPUs (:mod:`kubeplane.gpu.dra_state`): a node's devices are its ``nvidia.com/gpu`` devices (indices
+  ``0..ext-1``) followed by its DRA GPUs from ResourceSlices; a pod asking GPUs through ResourceClaims is filtered
+  and allocated by DynamicResources alone (GpuShare skips it) and scored by the policies from the claims' allocated
+  devices. The tracker refreshes the DRA view at the start of every cycle (GpuShare's PreFilter, the policies'
+  PreScore) and bumps the version of each node whose DRA inputs changed.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from typing import Any, ClassVar, Final
 from kubeplane.api.quantity import Quantity, QuantityError
 from kubeplane.api.views import annotations_of
 from kubeplane.client.interface import PatchType
+from kubeplane.gpu.dra_state import DraState
 from kubeplane.gpu.frag import PodType, TargetWorkload, typical_pods
 from kubeplane.gpu.model import (
     GPU_DEVICES_ANNOTATION,
@@ -71,6 +77,7 @@ from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
 
 __all__ = [
     "DEVICES_STATE_KEY",
+    "DRA_REQUEST_STATE_KEY",
     "FGD",
     "REQUEST_STATE_KEY",
     "TRACKER_KEY",
@@ -128,6 +135,13 @@ class NodeGpus:
     idle: tuple[int, ...]
     tags: frozenset[str]
     pods: tuple[tuple[str, int, GpuRequest | None, tuple[int, ...] | None], ...]
+    ext: int = -1
+    """How many of the devices are ``nvidia.com/gpu`` ones (the first ``ext``); -1: all of them."""
+
+    @property
+    def ext_idle(self) -> tuple[int, ...]:
+        """The extended-resource devices' idle milli: what GpuShare fits extended-resource pods on."""
+        return self.idle if self.ext < 0 else self.idle[: self.ext]
 
     def view(self, node: NodeInfo) -> NodeView:
         """The policies' view: free CPU milli and memory are allocatable minus the NodeInfo's requests."""
@@ -163,6 +177,8 @@ class GpuTracker:
         self._workload_nodes: dict[str, tuple[NodeGpus, Counter[PodType]]] = {}
         self._workload_counts: Counter[PodType] | None = None
         self._workload: TargetWorkload = ()
+        self.dra = DraState()
+        self._dra_cycle = -1
 
     # --- reservations --------------------------------------------------------------------------------------
 
@@ -185,6 +201,13 @@ class GpuTracker:
     def _bump(self, node: str) -> None:
         self._versions[node] = self._versions.get(node, 0) + 1
 
+    def refresh_dra(self, handle: Handle) -> None:
+        """Re-read the DRA GPUs (once per cycle: GpuShare's PreFilter and a policy's PreScore share it)."""
+        if self._dra_cycle == self.cycle and self.cycle > 0:
+            return
+        self._dra_cycle = self.cycle
+        self.dra.refresh(handle, self._bump)
+
     def next_cycle(self, handle: Handle) -> None:
         """Start a scheduling cycle: drop reservations a fresher snapshot made unnecessary.
 
@@ -194,6 +217,7 @@ class GpuTracker:
         handles have no snapshot).
         """
         self.cycle += 1
+        self.refresh_dra(handle)
         if not self.reservations:
             return
         lister = handle.snapshot()
@@ -219,15 +243,26 @@ class GpuTracker:
         return state
 
     def _derive(self, node: NodeInfo) -> NodeGpus:
-        count = node_gpu_count(node.node) if node.node is not None else 0
+        ext = node_gpu_count(node.node) if node.node is not None else 0
         model = node_gpu_model(node.node) if node.node is not None else ""
-        entries: list[tuple[str, int, GpuRequest]] = []
-        recorded: list[tuple[int, ...] | None] = []
+        dra = self.dra
+        count = ext + dra.index.count(node.name)
+        model = model or dra.index.model(node.name)
+        # DRA uses first: their devices are recorded (the allocator's); then the extended-resource pods.
+        held = dra.held(node.name, {p.uid for p in node.pods}) if dra.index else []
+        entries: list[tuple[str, int, GpuRequest]] = [("", 0, req) for req, _ in held]
+        recorded: list[tuple[int, ...] | None] = [_offset(devs, ext) for _, devs in held]
         cpu_only: list[tuple[str, int]] = []
         for pod in node.pods:
             request = _request_of(pod)
-            if request is None:
+            uses = dra.pod_entries(pod.uid, pod.pod, node.name)
+            if request is None and not uses:
                 cpu_only.append((pod.uid, pod.requests.milli_cpu))
+                continue
+            for dra_request, devs in uses:
+                entries.append((pod.uid, pod.requests.milli_cpu, dra_request))
+                recorded.append(_offset(devs, ext))
+            if request is None:
                 continue
             devices = devices_of(pod.pod)
             if devices is None:
@@ -237,12 +272,14 @@ class GpuTracker:
             entries.append((pod.uid, pod.requests.milli_cpu, request))
             recorded.append(devices)
         idle, placed = assign_devices(count, zip((e[2] for e in entries), recorded, strict=True))
+        # the holders of no pod (claims reserved for none) hold devices but are not pods of the workload
+        entries, placed = entries[len(held) :], placed[len(held) :]
         tags = frozenset(PodDemand.of(0, 0, e[2]).tag for e in entries)
         pods: list[tuple[str, int, GpuRequest | None, tuple[int, ...] | None]] = [
             (uid, cpu, req, devs) for (uid, cpu, req), devs in zip(entries, placed, strict=True)
         ]
         pods += [(uid, cpu, None, None) for uid, cpu in cpu_only]
-        return NodeGpus(model, tuple(idle), tags, tuple(pods))
+        return NodeGpus(model, tuple(idle), tags, tuple(pods), ext if count != ext else -1)
 
     # --- the derived target workload (FGD without targetWorkload) ---------------------------------------------
 
@@ -270,6 +307,11 @@ class GpuTracker:
         return self._workload
 
 
+def _offset(devices: tuple[int, ...] | None, ext: int) -> tuple[int, ...] | None:
+    """DRA device indices as node device indices (after the ``ext`` extended-resource devices)."""
+    return None if devices is None else tuple(d + ext for d in devices)
+
+
 def tracker_of(handle: Handle) -> GpuTracker:
     """The scheduler's tracker (created on first use); every profile of a scheduler shares ``handle.extra``."""
     tracker = handle.extra.get(TRACKER_KEY)
@@ -290,8 +332,26 @@ def _request(state: CycleState, pod: PodInfo) -> GpuRequest | None:
         return request
 
 
-def _demand(state: CycleState, pod: PodInfo) -> PodDemand:
-    return PodDemand.of(pod.requests.milli_cpu, pod.requests.memory, _request(state, pod))
+DRA_REQUEST_STATE_KEY: Final = "gpu.kubeplane.io/dra-request"
+"""CycleState key of the pod's GPU demand through ResourceClaims (None without)."""
+
+
+def _any_request(state: CycleState, pod: PodInfo, tracker: GpuTracker) -> GpuRequest | None:
+    """The pod's GPU request: extended resource / annotation, else through its claims (parsed once per cycle)."""
+    request = _request(state, pod)
+    if request is not None:
+        return request
+    try:
+        found: GpuRequest | None = state.read(DRA_REQUEST_STATE_KEY)
+        return found
+    except KeyError:
+        dra = tracker.dra.request(pod.pod)
+        state.write(DRA_REQUEST_STATE_KEY, dra)
+        return dra
+
+
+def _demand(state: CycleState, pod: PodInfo, tracker: GpuTracker) -> PodDemand:
+    return PodDemand.of(pod.requests.milli_cpu, pod.requests.memory, _any_request(state, pod, tracker))
 
 
 # --- GpuShare ------------------------------------------------------------------------------------------------------
@@ -348,14 +408,15 @@ class GpuShare:
         if request is None:
             return None
         gpus = self.tracker.node_state(node)
-        if not gpus.idle:
+        idle = gpus.ext_idle
+        if not idle:
             return Status.unresolvable(REASON_NO_GPU)
         if not request.accepts(gpus.model):
             assert request.models is not None
             return Status.unresolvable(reason_model(request.models))
-        if len(gpus.idle) < request.count:
+        if len(idle) < request.count:
             return Status.unresolvable(reason_too_few(request.count))
-        if fit_devices(gpus.idle, request) is not None:
+        if fit_devices(idle, request) is not None:
             return None
         if request.is_share:
             return Status.unschedulable(reason_share(request.milli))
@@ -370,7 +431,7 @@ class GpuShare:
         node = self._handle.snapshot().get(node_name)
         if node is None:
             return Status.from_error(f"node {node_name!r} is not in the scheduler's snapshot")
-        idle = self.tracker.node_state(node).idle
+        idle = self.tracker.node_state(node).ext_idle
         choices = state.get(DEVICES_STATE_KEY)
         if isinstance(choices, Mapping):
             wanted = choices.get(node_name)
@@ -480,7 +541,8 @@ class _PolicyPlugin:
         return make_policy(self.NAME)
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
-        demand = _demand(state, pod)
+        self.tracker.refresh_dra(self._handle)
+        demand = _demand(state, pod, self.tracker)
         policy = self.policy(nodes)
         policy.pre_score(len(nodes), self._handle.rng)
         choices = _Choices(policy, demand, self._handle)
@@ -495,7 +557,7 @@ class _PolicyPlugin:
         if isinstance(found, _PolicyCycle):
             return found
         # Score without PreScore (a caller outside the framework): a policy without a draw.
-        demand = _demand(state, pod)
+        demand = _demand(state, pod, self.tracker)
         policy = self.policy(())
         cycle = _PolicyCycle(demand, policy, {}, _Choices(policy, demand, self._handle))
         state.write(_POLICY_STATE_PREFIX + self.NAME, cycle)
@@ -658,17 +720,25 @@ class GpuModelPreference:
     def __init__(self, args: GpuModelPreferenceArgs, handle: Handle) -> None:
         n = len(args.models)
         self.ranks = {m: 100 if n == 1 else 100 * (n - 1 - i) // (n - 1) for i, m in enumerate(args.models)}
+        self._handle = handle
+        self.tracker = tracker_of(handle)
 
     def name(self) -> str:
         return self.NAME
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
-        return Status.skip() if _request(state, pod) is None else None
+        self.tracker.refresh_dra(self._handle)
+        return Status.skip() if _any_request(state, pod, self.tracker) is None else None
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status | None]:
-        if _request(state, pod) is None or node.node is None or not node_gpu_count(node.node):
+        """The node's model: its ``nvidia.com/gpu.product`` label, else its DRA GPUs' model attribute."""
+        if _any_request(state, pod, self.tracker) is None or node.node is None:
             return 0, None
-        return self.ranks.get(node_gpu_model(node.node), 0), None
+        if node_gpu_count(node.node):
+            return self.ranks.get(node_gpu_model(node.node), 0), None
+        if not self.tracker.dra.index.count(node.name):
+            return 0, None
+        return self.ranks.get(node_gpu_model(node.node) or self.tracker.dra.index.model(node.name), 0), None
 
     def score_extensions(self) -> None:
         return None

@@ -6,6 +6,11 @@ bound, unfinished pods; the fragmentation of each GPU node against the target wo
 and on demand for the sampler. M comes from the scenario's declared workload (:func:`declared_pod_types`), the way
 the paper derives it from the trace before replaying it.
 
+DRA GPUs count as GPUs (docs/gpu.md, "DRA GPUs"): a node's devices are its ``nvidia.com/gpu`` devices followed
+by the GPUs its ResourceSlices list (:mod:`kubeplane.gpu.dra`); an allocated claim's GPU results occupy their
+devices (whole, or the consumed share); a pod's arrived milli-GPU includes its claims' demand (from the claim, else
+its ResourceClaimTemplate). The runner feeds slices, classes and claims only to scenarios that declare DRA.
+
 Invariant: a node's fragmentation is recomputed only when one of its inputs changes (its allocatable CPU, its pods'
 requests, nodes or device annotations), memoised on the node state by :class:`FragModel`; the cluster figure is
 the running sum, so recording one arrival costs O(1) beyond the changed node.
@@ -20,6 +25,7 @@ from typing import Any, Final
 from kubeplane.api.pods import pod_limits, pod_requests
 from kubeplane.api.quantity import QuantityError, parse_milli
 from kubeplane.api.views import is_pod_terminal, spec_of, status_of
+from kubeplane.gpu.dra import DraIndex, claim_usage, pod_dra_request
 from kubeplane.gpu.frag import FragModel, PodType, TargetWorkload, typical_pods
 from kubeplane.gpu.model import (
     MILLI_PER_GPU,
@@ -47,26 +53,59 @@ def _cpu(pod: Obj) -> int:
     return pod_requests(pod).get("cpu", 0) or pod_limits(pod).get("cpu", 0)
 
 
-def pod_type_of(pod: Obj) -> PodType:
-    """The fragmentation key of a pod: CPU request milli and its GPU request (memory is ignored, as the paper)."""
-    return PodDemand.of(_cpu(pod), 0, gpu_request_or_none(pod)).pod_type()
+class DraDeclared:
+    """What a scenario declares for DRA GPUs: its nodes' GPU devices (as slices), DeviceClasses, claims and
+    ResourceClaimTemplates; a pod's demand through its claims is read against them before anything runs."""
+
+    def __init__(self, slices: Iterable[Obj], objects: Iterable[Obj]) -> None:
+        objects = list(objects)
+        self.templates = _by_key(o for o in objects if o.get("kind") == "ResourceClaimTemplate")
+        self.claims = _by_key(o for o in objects if o.get("kind") == "ResourceClaim")
+        self.index = DraIndex(slices, [o for o in objects if o.get("kind") == "DeviceClass"])
+
+    def request(self, pod: Obj) -> GpuRequest | None:
+        return pod_dra_request(pod, self.index, _getter(self.claims), _getter(self.templates))
 
 
-def declared_pod_types(objects: Iterable[Obj], extra: Iterable[tuple[Obj, int]] = ()) -> list[PodType]:
+def _key(obj: Obj) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+
+
+def _by_key(objects: Iterable[Obj]) -> dict[tuple[str, str], Obj]:
+    return {_key(o): o for o in objects}
+
+
+def _getter(objects: Mapping[tuple[str, str], Obj]) -> Any:
+    return lambda namespace, name: objects.get((namespace, name))
+
+
+def pod_type_of(pod: Obj, dra: DraDeclared | None = None) -> PodType:
+    """The fragmentation key of a pod: CPU request milli and its GPU request (memory is ignored, as the paper);
+    with ``dra``, a pod without an extended-resource GPU request gets its claims' GPU demand."""
+    request = gpu_request_or_none(pod)
+    if request is None and dra is not None:
+        request = dra.request(pod)
+    return PodDemand.of(_cpu(pod), 0, request).pod_type()
+
+
+def declared_pod_types(
+    objects: Iterable[Obj], extra: Iterable[tuple[Obj, int]] = (), dra: DraDeclared | None = None
+) -> list[PodType]:
     """One PodType per pod a scenario declares: Pods, workload templates × replicas (Jobs × parallelism), plus
     ``extra`` (template, count) pairs such as generators."""
     out: list[PodType] = []
     for obj in objects:
         kind = obj.get("kind")
         if kind == "Pod":
-            out.append(pod_type_of(obj))
+            out.append(pod_type_of(obj, dra))
         elif kind in _WORKLOAD_KINDS:
             spec = obj.get("spec") or {}
             count = spec.get("parallelism", 1) if kind == "Job" else spec.get("replicas", 1)
             template = spec.get("template") or {}
-            out.extend([pod_type_of(template)] * int(count if isinstance(count, int) else 1))
+            out.extend([pod_type_of(template, dra)] * int(count if isinstance(count, int) else 1))
     for template, count in extra:
-        out.extend([pod_type_of(template)] * count)
+        out.extend([pod_type_of(template, dra)] * count)
     return out
 
 
@@ -80,12 +119,14 @@ class _Pod:
 
 
 class _Node:
-    __slots__ = ("cpu", "frag", "gpus", "model", "pods", "used")
+    __slots__ = ("cpu", "dra", "frag", "gpus", "model", "pods", "used")
 
     def __init__(self) -> None:
         self.cpu = 0
         self.used = 0
         self.gpus = 0
+        self.dra = 0
+        """DRA GPUs (after the ``gpus`` extended-resource devices)."""
         self.model = ""
         self.frag = 0.0
         self.pods: dict[str, _Pod] = {}
@@ -104,6 +145,13 @@ class GpuMetrics:
         self.frag = 0.0
         self.arrived = 0
         self.arrivals: list[dict[str, Any]] = []
+        self.declared: DraDeclared | None = None
+        """The scenario's DRA objects (templates for the arrived demand); None without DRA."""
+        self.index = DraIndex(())
+        self._slices: dict[str, Obj] = {}
+        self._classes: dict[str, Obj] = {}
+        self._claims: dict[tuple[str, str], Obj] = {}
+        self._claim_use: dict[tuple[str, str], tuple[str, list[tuple[GpuRequest, tuple[int, ...]]]]] = {}
 
     @classmethod
     def for_pod_types(cls, types: Iterable[PodType]) -> GpuMetrics | None:
@@ -133,7 +181,7 @@ class GpuMetrics:
         name = str(node["metadata"]["name"])
         state = self.nodes.pop(name, None)
         if state is not None:
-            self.capacity -= state.gpus * MILLI_PER_GPU
+            self.capacity -= (state.gpus + state.dra) * MILLI_PER_GPU
             self.frag -= state.frag
             self.used -= state.used
 
@@ -145,7 +193,8 @@ class GpuMetrics:
             request = gpu_request_or_none(pod)
             cpu = _cpu(pod)
             old = self.pods[key] = _Pod("", request, None, cpu, now)
-            self.arrived += 0 if request is None else request.total_milli
+            arrived = request if request is not None else self._dra_request(pod)
+            self.arrived += 0 if arrived is None else arrived.total_milli
             self._arrival(now, key)
         node = str(spec_of(pod).get("nodeName") or "") if not is_pod_terminal(pod) else ""
         devices = devices_of(pod)
@@ -170,15 +219,78 @@ class GpuMetrics:
             if name in self.nodes:
                 self._refresh(name)
 
+    # --- DRA -------------------------------------------------------------------------------------------
+
+    def _dra_request(self, pod: Obj) -> GpuRequest | None:
+        """A pod's GPU demand through its claims: the claim as seen, else the declared claim or template."""
+        if self.declared is None:
+            return None
+        claims = {**self.declared.claims, **self._claims}
+        return pod_dra_request(
+            pod, self.index or self.declared.index, _getter(claims), _getter(self.declared.templates)
+        )
+
+    def resource_slice(self, obj: Obj) -> None:
+        self._slices[str(obj["metadata"]["name"])] = obj
+        self._reindex()
+
+    def resource_slice_deleted(self, obj: Obj) -> None:
+        if self._slices.pop(str(obj["metadata"]["name"]), None) is not None:
+            self._reindex()
+
+    def device_class(self, obj: Obj) -> None:
+        self._classes[str(obj["metadata"]["name"])] = obj
+        self._reindex()
+
+    def resource_claim(self, obj: Obj) -> None:
+        key = _key(obj)
+        self._claims[key] = obj
+        self._use(key, claim_usage(obj, self.index))
+
+    def resource_claim_deleted(self, obj: Obj) -> None:
+        key = _key(obj)
+        self._claims.pop(key, None)
+        self._use(key, None)
+
+    def _use(self, key: tuple[str, str], use: tuple[str, list[tuple[GpuRequest, tuple[int, ...]]]] | None) -> None:
+        old = self._claim_use.pop(key, None)
+        if use is not None:
+            self._claim_use[key] = use
+        if old != use:
+            for name in {u[0] for u in (old, use) if u is not None}:
+                self.nodes.setdefault(name, _Node())
+                self._refresh(name)
+
+    def _reindex(self) -> None:
+        """A slice or class changed: the devices of every node and every claim's devices are read again."""
+        self.index = DraIndex(self._slices.values(), self._classes.values())
+        for name in self.index.nodes.keys() | {n for n, s in self.nodes.items() if s.dra}:
+            state = self.nodes.setdefault(name, _Node())
+            count = self.index.count(name)
+            self.capacity += (count - state.dra) * MILLI_PER_GPU
+            state.dra = count
+        self._claim_use = {k: u for k, c in self._claims.items() if (u := claim_usage(c, self.index)) is not None}
+        for name in list(self.nodes):
+            self._refresh(name)
+
     def _refresh(self, name: str) -> None:
         """Recompute one node's used milli-GPU and fragmentation; adjust the cluster totals by the difference."""
         state = self.nodes[name]
         pods = sorted(state.pods.values(), key=lambda p: p.created)
-        gpu_pods = [(p.request, p.devices) for p in pods if p.request is not None]
-        idle, placed = assign_devices(state.gpus, gpu_pods)
+        # DRA claims first: their devices are the allocator's; then the extended-resource pods (first fit).
+        gpu_pods: list[tuple[GpuRequest, tuple[int, ...] | None]] = [
+            (req, tuple(d + state.gpus for d in devs))
+            for key in sorted(self._claim_use)
+            if self._claim_use[key][0] == name
+            for req, devs in self._claim_use[key][1]
+        ]
+        gpu_pods += [(p.request, p.devices) for p in pods if p.request is not None]
+        total = state.gpus + state.dra
+        idle, placed = assign_devices(total, gpu_pods)
         used = sum(req.total_milli for (req, _), devs in zip(gpu_pods, placed, strict=True) if devs is not None)
         cpu_left = state.cpu - sum(p.cpu for p in pods)
-        frag = self.frag_model.node(cpu_left, [max(free, 0) for free in idle], state.model) if state.gpus else 0.0
+        model = state.model or self.index.model(name)
+        frag = self.frag_model.node(cpu_left, [max(free, 0) for free in idle], model) if total else 0.0
         self.used += used - state.used
         self.frag += frag - state.frag
         state.used, state.frag = used, frag

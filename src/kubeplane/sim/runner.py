@@ -45,13 +45,14 @@ from kubeplane.controllers.manager import ControllerManager
 from kubeplane.gpu.frag import PodType
 from kubeplane.gpu.repro import pod_type as trace_pod_type
 from kubeplane.kubelet.config import parse_node_config
+from kubeplane.kubelet.dra.slices import wanted_slices
 from kubeplane.kubelet.fleet import DURATION_ANNOTATION, Fleet, FleetOptions
 from kubeplane.scheduler.config import ConfigError, KubeSchedulerConfiguration, default_config, parse_config
 from kubeplane.scheduler.scheduler import Scheduler
 
 from . import outcomes
 from .clock import RealTimeClock, VirtualClock
-from .gpu import GPU_COLUMNS, GpuMetrics, declared_pod_types
+from .gpu import GPU_COLUMNS, DraDeclared, GpuMetrics, declared_pod_types
 from .observer import Observer, ready
 from .scenario import Action, Arrival, Deletion, Generator, Scenario, ScenarioError
 from .storage import storage_declared, storage_row, storage_summary
@@ -131,7 +132,10 @@ class _Run:
                      ("registry", "fleet", "scheduler", "controllers", "informers", "workload")}  # fmt: skip
         self.observer = Observer(self.clock)
         self.job_observer = JobObserver(self.clock)
-        self.observer.gpu = GpuMetrics.for_pod_types(_declared_pod_types(scenario))
+        self.dra = _dra_declared(scenario)
+        self.observer.gpu = GpuMetrics.for_pod_types(_declared_pod_types(scenario, self.dra))
+        if self.observer.gpu is not None:
+            self.observer.gpu.declared = self.dra
         self.timeseries: list[dict[str, Any]] = []
         self.actions: list[dict[str, Any]] = []
         self.metrics: list[Any] = []  # one CollectorRegistry per scheduler incarnation (counters add up)
@@ -180,6 +184,7 @@ class _Run:
         informers[3].add_event_handler(
             on_add=lambda j: jobs.job(None, j), on_update=jobs.job, on_delete=jobs.job_deleted
         )
+        informers += self._dra_informers(client)
         driver = asyncio.ensure_future(clock.run(until=self.until))
         tasks: list[asyncio.Future[Any]] = []
         try:
@@ -210,6 +215,26 @@ class _Run:
                 await informer.stop()
             await client.close()
         return self._result(time.perf_counter() - started)
+
+    def _dra_informers(self, client: LocalClient) -> list[SharedInformer]:
+        """Slices, classes and claims for the GPU metrics, only when the scenario declares DRA (other runs start
+        exactly the informers they always did: their event logs do not change)."""
+        gpu = self.observer.gpu
+        if gpu is None or self.dra is None:
+            return []
+        rng = random.Random(f"dra-{self.seed}")
+        out = []
+        for resource, on_change, on_delete in (
+            ("resourceslices", gpu.resource_slice, gpu.resource_slice_deleted),
+            ("deviceclasses", gpu.device_class, lambda _obj: None),
+            ("resourceclaims", gpu.resource_claim, gpu.resource_claim_deleted),
+        ):
+            informer = SharedInformer(client, resource, clock=self.clock, rng=rng)
+            informer.add_event_handler(
+                on_add=on_change, on_update=lambda _old, new, f=on_change: f(new), on_delete=on_delete
+            )
+            out.append(informer)
+        return out
 
     def _new_scheduler(self, config: KubeSchedulerConfiguration) -> Scheduler:
         from prometheus_client import CollectorRegistry
@@ -534,11 +559,31 @@ def _pod_group(name: str, namespace: str, min_count: int) -> dict[str, Any]:
     }
 
 
-def _declared_pod_types(scenario: Scenario) -> list[PodType]:
-    """The pods the scenario declares (for the GPU target workload): manifests, generators and trace pods (the
-    paper-order traces' originals, before inflation, as the paper derives its target workload)."""
+_DRA_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate", "DeviceClass"})
+
+
+def _dra_declared(scenario: Scenario) -> DraDeclared | None:
+    """The scenario's DRA objects and its nodes' devices (as the fleet will publish them); None when it has none."""
     objects = [obj for arrival in scenario.arrivals for obj in arrival.objects]
-    types = declared_pod_types(objects, [(g.template, g.pods) for g in scenario.generators if g.pods])
+    if not any(spec.devices for spec in scenario.nodes) and not any(o.get("kind") in _DRA_KINDS for o in objects):
+        return None
+    slices = [
+        {
+            "metadata": {"name": f"{spec.name}-{driver}"},
+            "spec": {"driver": driver, "nodeName": spec.name, "pool": {"name": spec.name}, "devices": devices},
+        }
+        for spec in scenario.nodes
+        for driver, devices in wanted_slices(spec).items()
+    ]
+    return DraDeclared(slices, objects)
+
+
+def _declared_pod_types(scenario: Scenario, dra: DraDeclared | None = None) -> list[PodType]:
+    """The pods the scenario declares (for the GPU target workload): manifests, generators and trace pods (the
+    paper-order traces' originals, before inflation, as the paper derives its target workload); pods asking GPUs
+    through claims count with their claims' demand."""
+    objects = [obj for arrival in scenario.arrivals for obj in arrival.objects]
+    types = declared_pod_types(objects, [(g.template, g.pods) for g in scenario.generators if g.pods], dra)
     for trace in scenario.paper_traces:
         types += [trace_pod_type(pod) for pod in trace.pods]
     return types
