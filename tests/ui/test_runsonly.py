@@ -90,7 +90,7 @@ async def test_the_ui_over_no_api_logs_in_with_the_token_and_says_there_is_no_ap
     assert cookie.startswith(f"{COOKIE}=")
     session = [(b"cookie", cookie.encode()), (b"x-kubeplane-ui", b"1")]
     status, _, body = await _ui(app, "GET", "/ui/whoami", headers=session)
-    assert (status, orjson.loads(body)) == (200, {"user": USER, "api": False})
+    assert (status, orjson.loads(body)) == (200, {"user": USER, "api": False, "runs": True})
     status, _, body = await _ui(app, "GET", "/ui/api/api/v1/nodes", headers=session)
     assert status == 404
     assert orjson.loads(body)["message"] == NO_API
@@ -111,4 +111,4 @@ async def test_the_ui_over_an_api_says_it_has_one() -> None:
     status, _, body = await _ui(
         app, "GET", "/ui/whoami", headers=[(b"cookie", cookie.encode()), (b"x-kubeplane-ui", b"1")]
     )
-    assert (status, orjson.loads(body)) == (200, {"user": "admin", "api": True})
+    assert (status, orjson.loads(body)) == (200, {"user": "admin", "api": True, "runs": False})

@@ -196,7 +196,7 @@ def test_runs_only_mode_logs_in_with_its_printed_token(browser: Any, tmp_path: P
         finally:
             page.context.close()
         # no informer was started: nothing asked the (absent) API for nodes, pods or events
-        assert "Traceback" not in ui.text()
+        assert "Traceback" not in ui.text(), ui.text()[-3000:]
 
 
 def _client_cert_kubeconfig(cluster: Cluster, path: Path) -> None:
@@ -276,6 +276,8 @@ def test_sigterm_with_open_watches_exits_0(browser: Any, up: tuple[Cluster, str,
         page.wait_for_function("() => document.querySelectorAll('#node-grid .tile').length === 3")
         # the page keeps its three watches (nodes, pods, events) open while the process is stopped
     page.context.close()
-    assert "Traceback" not in ui.text()
+    assert "Traceback" not in ui.text(), ui.text()[-3000:]
     assert "ASGI callable returned without completing response" not in ui.text()
-    assert "timeout graceful shutdown exceeded" not in ui.text()  # nothing was left open to wait for
+    # uvicorn may still wait out its graceful timeout for idle keep-alive connections of the browser; what must
+    # not happen is a request task cancelled mid-response
+    assert "Cancel 0 running task(s)" in ui.text() or "graceful shutdown exceeded" not in ui.text()

@@ -171,6 +171,8 @@ class RemoteAPI:
             if is_stream(scope):
                 gone = asyncio.ensure_future(_disconnected(receive))
                 self._streams.add(gone)
+                if self._closing:  # end_streams ran while this watch was being opened upstream
+                    gone.cancel()
                 try:
                     if await _stream(chunks, gone, send):
                         response.close()  # the browser went away (or shutdown): drop the upstream watch
@@ -186,6 +188,7 @@ class RemoteAPI:
 async def _stream(chunks: AsyncIterator[bytes], gone: asyncio.Future[None], send: Send) -> bool:
     """Send each chunk as it arrives until the upstream ends or ``gone`` (the browser disconnected, or
     :meth:`RemoteAPI.end_streams`) is done, whichever first; True in the second case."""
+    step: asyncio.Future[bytes] | None = None
     try:
         while True:
             step = asyncio.ensure_future(anext(chunks, b""))
@@ -202,6 +205,10 @@ async def _stream(chunks: AsyncIterator[bytes], gone: asyncio.Future[None], send
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
     except (aiohttp.ClientError, OSError, TimeoutError):
         return False  # the upstream broke the stream: end it, the browser's reflector resumes from its last version
+    finally:
+        if step is not None and not step.done():  # cancelled from outside (server shutdown): retrieve its end
+            step.cancel()
+            step.add_done_callback(lambda f: f.cancelled() or f.exception())
 
 
 async def _disconnected(receive: Receive) -> None:
