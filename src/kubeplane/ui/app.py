@@ -37,6 +37,7 @@ import orjson
 from kubeplane.scheduler.config import KubeSchedulerConfiguration, default_config
 
 from . import explaining, loopback, runs, runsonly, trying, yamltext
+from .asgi import read_body, status_doc
 from .sessions import Sessions, clear_cookie_header, cookie_header, session_id
 
 log = logging.getLogger("kubeplane.ui")
@@ -118,7 +119,7 @@ class UIApp:
             if method == "GET" and (path == "/ui/" or path.endswith(".html")):
                 await _redirect(send, "/ui/login")
             else:
-                await _json(send, 401, _status(401, "Unauthorized", "Unauthorized: log in at /ui/login"))
+                await _json(send, 401, status_doc(401, "Unauthorized", "Unauthorized: log in at /ui/login"))
             return
         if path == "/ui/logout" and method == "POST":
             self.sessions.close(sid)
@@ -131,7 +132,7 @@ class UIApp:
             await self._file(send, path[len("/ui/static/") :])
             return
         if _header(scope, CSRF_HEADER) != "1":
-            await _json(send, 403, _status(403, "Forbidden", "the UI's requests carry X-Kubeplane-UI: 1"))
+            await _json(send, 403, status_doc(403, "Forbidden", "the UI's requests carry X-Kubeplane-UI: 1"))
             return
         if path.startswith("/ui/api/"):
             await self._proxy(scope, receive, send, session.token)
@@ -158,13 +159,13 @@ class UIApp:
         if path == "/ui/whoami" and method == "GET":
             await _json(send, 200, {"user": session.user, "api": self.has_api, "runs": self.runs_dir is not None})
             return
-        await _json(send, 404, _status(404, "NotFound", "the server could not find the requested resource"))
+        await _json(send, 404, status_doc(404, "NotFound", "the server could not find the requested resource"))
 
     async def _file(self, send: Send, name: str) -> None:
         data = static_bytes(name)
         suffix = "." + name.rsplit(".", 1)[-1] if "." in name else ""
         if data is None or suffix not in TYPES:
-            await _json(send, 404, _status(404, "NotFound", "the server could not find the requested resource"))
+            await _json(send, 404, status_doc(404, "NotFound", "the server could not find the requested resource"))
             return
         headers = [(b"content-security-policy", CSP), (b"cache-control", b"no-store")]
         await _send(send, 200, data, TYPES[suffix], headers)
@@ -173,7 +174,7 @@ class UIApp:
         origin = _header(scope, b"origin")
         host = _header(scope, b"host")
         if origin and host and origin.split("://", 1)[-1] != host:
-            await _json(send, 403, _status(403, "Forbidden", "cross-origin login refused"))
+            await _json(send, 403, status_doc(403, "Forbidden", "cross-origin login refused"))
             return
         form = dict(parse_qsl((await _read(receive, MAX_FORM)).decode("utf-8", "replace")))
         token = form.get("token", "").strip()
@@ -263,7 +264,7 @@ class UIApp:
         path = scope["path"]
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         if self.runs_dir is None or path not in ("/ui/runs", "/ui/runs/run"):
-            await _json(send, 404, _status(404, "NotFound", "the server could not find the requested resource"))
+            await _json(send, 404, status_doc(404, "NotFound", "the server could not find the requested resource"))
             return
         root = self.runs_dir
         try:
@@ -272,7 +273,7 @@ class UIApp:
             else:
                 doc = await asyncio.to_thread(runs.load, root, query.get("id", "."))
         except runs.RunsError as exc:
-            await _json(send, exc.code, _status(exc.code, exc.reason, exc.message))
+            await _json(send, exc.code, status_doc(exc.code, exc.reason, exc.message))
             return
         await _json(send, 200, doc)
 
@@ -284,39 +285,11 @@ class UIApp:
             await _json(send, 400, {"message": str(exc), "line": exc.line})
 
 
-def _status(code: int, reason: str, message: str) -> dict[str, Any]:
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    }
-
-
 def _header(scope: Scope, name: bytes) -> str:
     for key, value in scope["headers"]:
         if key.lower() == name:
             return str(value.decode("latin-1"))
     return ""
-
-
-async def _read(receive: Receive, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return b""
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return b""
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
 
 
 async def _send(
@@ -356,3 +329,8 @@ def mount(
         return UIApp(api, scheduler_config=scheduler_config, runs_dir=runs_dir)
 
     return build
+
+
+async def _read(receive: Receive, limit: int) -> bytes:
+    """The body, or empty when it is over ``limit`` (the UI's own endpoints treat both as no input)."""
+    return await read_body(receive, limit) or b""

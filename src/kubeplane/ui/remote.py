@@ -37,6 +37,7 @@ import aiohttp
 import orjson
 from yarl import URL
 
+from .asgi import read_body, status_doc
 from .loopback import Receive, Send
 
 Scope = dict[str, Any]
@@ -85,8 +86,7 @@ def ssl_context(upstream: Upstream) -> ssl.SSLContext | bool:
 
 
 def status(code: int, reason: str, message: str) -> bytes:
-    doc = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
-    return orjson.dumps({**doc, "message": message, "reason": reason, "code": code})
+    return orjson.dumps(status_doc(code, reason, message))
 
 
 def is_stream(scope: Scope) -> bool:
@@ -142,7 +142,7 @@ class RemoteAPI:
         if self._closing and is_stream(scope):
             await _answer(send, 503, status(503, "ServiceUnavailable", "the UI is shutting down"))
             return
-        body = await _read(receive, MAX_BODY)
+        body = await read_body(receive, MAX_BODY)
         if body is None:
             message = f"Request entity too large: limit is {MAX_BODY}"
             await _answer(send, 413, status(413, "RequestEntityTooLarge", message))
@@ -214,23 +214,6 @@ async def _stream(chunks: AsyncIterator[bytes], gone: asyncio.Future[None], send
 async def _disconnected(receive: Receive) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
-
-
-async def _read(receive: Receive, limit: int) -> bytes | None:
-    """The whole request body; None when it is over ``limit``."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return b""
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
 
 
 async def _answer(send: Send, code: int, body: bytes) -> None:

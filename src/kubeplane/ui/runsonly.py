@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from .asgi import status_doc
 from .loopback import Receive, Send
 
 USER = "kubeplane-ui"
@@ -50,7 +51,7 @@ class NoAPI:
         if scope["type"] != "http":
             return
         if not self._authenticated(scope):
-            await _answer(send, 401, _status(401, "Unauthorized", "Unauthorized"))
+            await _answer(send, 401, status_doc(401, "Unauthorized", "Unauthorized"))
         elif scope["path"] == SELF_SUBJECT_REVIEW and scope["method"] == "POST":
             review = {
                 "kind": "SelfSubjectReview",
@@ -60,19 +61,7 @@ class NoAPI:
             }
             await _answer(send, 201, review)
         else:
-            await _answer(send, 404, _status(404, "NotFound", NO_API))
-
-
-def _status(code: int, reason: str, message: str) -> dict[str, Any]:
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    }
+            await _answer(send, 404, status_doc(404, "NotFound", NO_API))
 
 
 async def _answer(send: Send, code: int, doc: Any) -> None:
