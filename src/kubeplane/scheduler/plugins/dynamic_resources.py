@@ -405,7 +405,7 @@ class DynamicResources:
                 self.in_flight.remove(key)
                 return Status.from_error(exc)
             if allocation is not None and client is not None:
-                self.in_flight.remove(key)
+                self.in_flight.assume(key, s.claims[index])
         return None
 
     async def _bind_claim(

@@ -59,11 +59,28 @@ def is_reserved_for_pod(pod: Mapping[str, Any], claim: Mapping[str, Any]) -> boo
     return any(r.get("uid") == uid for r in (claim.get("status") or {}).get("reservedFor") or ())
 
 
+def _version(claim: Mapping[str, Any]) -> int:
+    try:
+        return int(_meta(claim).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
 class InFlight:
-    """Claims allocated at Reserve and not yet written by PreBind: uid -> the claim with its allocation."""
+    """Claims allocated at Reserve and not yet written by PreBind (``claims``: uid -> the claim with its
+    allocation), and claims PreBind wrote that the informer has not delivered yet (``assumed``: upstream's
+    ``AssumeClaimAfterAPICall``). Without the second, the next pod's cycle could read the informer's stale,
+    unallocated copy in the instant between the write and its watch event and take the same device again."""
 
     def __init__(self) -> None:
         self.claims: dict[str, Mapping[str, Any]] = {}
+        self.assumed: dict[str, Mapping[str, Any]] = {}
+
+    def assume(self, uid: str, claim: Mapping[str, Any]) -> None:
+        """PreBind wrote ``claim`` (as the API returned it): no longer in flight, but used in place of older
+        informer copies until the informer has its resourceVersion."""
+        self.claims.pop(uid, None)
+        self.assumed[uid] = claim
 
     def has(self, uid: str) -> bool:
         return uid in self.claims
@@ -78,14 +95,25 @@ class InFlight:
         """The informer's claims with in-flight versions substituted (upstream ``ListAllAllocatedDevices``)."""
         out = []
         seen = set()
+        present = set()
         for c in claims:
             uid = str(_meta(c).get("uid") or "")
+            present.add(uid)
             if uid and uid in self.claims:
                 out.append(self.claims[uid])
                 seen.add(uid)
+            elif uid and uid in self.assumed:
+                written = self.assumed[uid]
+                if _version(c) >= _version(written):  # the informer caught up: the assumption is over
+                    del self.assumed[uid]
+                    out.append(c)
+                else:
+                    out.append(written)
             else:
                 out.append(c)
         out.extend(c for uid, c in self.claims.items() if uid not in seen)
+        for uid in [u for u in self.assumed if u not in present]:  # deleted since it was written
+            del self.assumed[uid]
         return out
 
 
