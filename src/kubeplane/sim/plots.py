@@ -25,6 +25,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from kubeplane.sim.columns import (
+    ALLOCATION_COLUMNS,
+    COUNTER_COLUMNS,
+    ENDED_COLUMNS,
+    GPU_COUNT_COLUMNS,
+    GPU_PCT_COLUMNS,
+    NODE_COLUMNS,
+    PHASE_COLUMNS,
+    RAW_COLUMNS,
+)
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -40,17 +51,8 @@ class RunLike(Protocol):
     def pods(self) -> Sequence[Mapping[str, Any]]: ...
 
 
-# Time-series columns drawn by a dedicated plot; everything else numeric lands in the "extra" plots.
-PHASE_COLUMNS = ("pods_pending", "pods_running", "pods_succeeded", "pods_failed")
-ALLOCATION_COLUMNS = ("cpu_allocation", "memory_allocation")
-NODE_COLUMNS = ("nodes_ready", "nodes_total", "nodes_in_use")
-COUNTER_COLUMNS = ("scheduling_attempts", "preemptions", "evictions")
-ENDED_COLUMNS = ("ended_completed", "evictions", "ended_preempted", "ended_deleted", "ended_rejected")
-# Raw amounts behind cpu_allocation / memory_allocation: the fraction plot already shows them.
-RAW_COLUMNS = ("cpu_requested_m", "cpu_allocatable_m", "memory_requested_bytes", "memory_allocatable_bytes")
-# GPU pods in the scenario (kubeplane.sim.gpu): the FGD paper's measures over time.
-GPU_PCT_COLUMNS = ("gpu_alloc_pct", "gpu_frag_pct", "gpu_frag_ratio_pct")
-GPU_COUNT_COLUMNS = ("gpu_unallocated",)
+# Time-series columns drawn by a dedicated plot (kubeplane.sim.columns); everything else numeric lands in the
+# "extra" plots.
 KNOWN_COLUMNS = frozenset(
     ("t", *PHASE_COLUMNS, *ALLOCATION_COLUMNS, *NODE_COLUMNS, *COUNTER_COLUMNS, *ENDED_COLUMNS, *RAW_COLUMNS,
      *GPU_PCT_COLUMNS, *GPU_COUNT_COLUMNS)

@@ -15,8 +15,9 @@ Invariants:
   series (evenly thinned, the last sample kept; ``thinned`` says by how much) and :data:`MAX_FILE` bytes per file.
 * The files are data, never code or markup: CSV cells become numbers (or None for empty / non-numeric cells of a
   numeric column), text stays text and the browser inserts it as text.
-* The UI package may not import :mod:`kubeplane.sim` (tests/test_layering.py): the column groups below repeat
-  :mod:`kubeplane.sim.plots`' (a test holds them equal), the files' names are the report's contract.
+* The UI package may not import :mod:`kubeplane.sim` (tests/test_layering.py) except
+  :mod:`kubeplane.sim.columns`, the column groups the report's plots use too; the files' names are the report's
+  contract.
 """
 
 from __future__ import annotations
@@ -30,6 +31,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubeplane.sim.columns import (
+    ALLOCATION_COLUMNS,
+    COUNTER_COLUMNS,
+    ENDED_COLUMNS,
+    GPU_COUNT_COLUMNS,
+    GPU_PCT_COLUMNS,
+    NODE_COLUMNS,
+    PHASE_COLUMNS,
+    RAW_COLUMNS,
+)
+
 SUMMARY_JSON = "summary.json"
 COMPARISON_JSON = "comparison.json"
 TIMESERIES_CSV = "timeseries.csv"
@@ -41,15 +53,7 @@ MAX_RUNS = 500
 MAX_POINTS = 4000
 MAX_FILE = 64 * 1024 * 1024
 
-# kubeplane.sim.plots' groups (same names, same order): the charts the report draws, one per group.
-PHASE_COLUMNS = ("pods_pending", "pods_running", "pods_succeeded", "pods_failed")
-ALLOCATION_COLUMNS = ("cpu_allocation", "memory_allocation")
-NODE_COLUMNS = ("nodes_ready", "nodes_total", "nodes_in_use")
-COUNTER_COLUMNS = ("scheduling_attempts", "preemptions", "evictions")
-ENDED_COLUMNS = ("ended_completed", "evictions", "ended_preempted", "ended_deleted", "ended_rejected")
-RAW_COLUMNS = ("cpu_requested_m", "cpu_allocatable_m", "memory_requested_bytes", "memory_allocatable_bytes")
-GPU_PCT_COLUMNS = ("gpu_alloc_pct", "gpu_frag_pct", "gpu_frag_ratio_pct")
-GPU_COUNT_COLUMNS = ("gpu_unallocated",)
+# kubeplane.sim.plots' groups (the same columns, same order): the charts the report draws, one per group.
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Pods by phase", PHASE_COLUMNS),
     ("CPU and memory allocation (requested / allocatable)", ALLOCATION_COLUMNS),
