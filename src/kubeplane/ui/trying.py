@@ -25,6 +25,7 @@ from kubeplane.api.views import name_of, namespace_of
 from kubeplane.scheduler.config import (
     ConfigError,
     KubeSchedulerConfiguration,
+    ResolvedPlugins,
     parse_config,
     resolve_plugins,
     validate_queue_sort_shared,
@@ -48,13 +49,20 @@ class TryFailed(Exception):
         self.status, self.body = status, body
 
 
+def _resolved(config: KubeSchedulerConfiguration) -> list[ResolvedPlugins]:
+    """Each profile's plugins per point, as the scheduler builds its profiles (unknown plugins, points a plugin
+    lacks, no binder, queueSort differing between profiles: ConfigError)."""
+    available = registry_for(config).available()
+    resolved = [resolve_plugins(p, available, profile_index=i) for i, p in enumerate(config.profiles)]
+    validate_queue_sort_shared(resolved, plugin_configs=[p.plugin_config for p in config.profiles])
+    return resolved
+
+
 def describe(config: KubeSchedulerConfiguration, *, source: str) -> dict[str, Any]:
     """The configuration for the view: its v1 document as YAML (the editor's starting text) and, per profile,
     the plugins each extension point runs in order with their score weights (upstream ``NewFramework``'s
     expansion of multiPoint, enabled and disabled). ``source`` says where the configuration comes from."""
-    available = registry_for(config).available()
-    resolved = [resolve_plugins(p, available, profile_index=i) for i, p in enumerate(config.profiles)]
-    validate_queue_sort_shared(resolved, plugin_configs=[p.plugin_config for p in config.profiles])
+    resolved = _resolved(config)
     profiles = []
     for profile, plugins in zip(config.profiles, resolved, strict=True):
         percentage = profile.percentage_of_nodes_to_score
@@ -88,7 +96,7 @@ def parse_edited(text: str) -> KubeSchedulerConfiguration:
         raise TryFailed(400, {"message": "the configuration must be a KubeSchedulerConfiguration object"})
     try:
         config = parse_config(data)
-        describe(config, source="edited")  # plugin resolution: unknown plugins, points they lack, no binder
+        _resolved(config)
     except ConfigError as exc:
         raise TryFailed(400, {"message": str(exc), "errors": list(exc.errors)}) from None
     return config
