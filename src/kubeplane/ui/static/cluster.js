@@ -6,17 +6,23 @@ import { el } from "./api.js";
 import { formatAmount, parseQuantity as parseQ } from "./resources.js";
 
 const TILE_W = 300;
-const TILE_H = 188;
+const TILE_H = 206;
+const MAX_MARKS = 60; // pods drawn as marks on a tile; past it the tile says "+N" (the node view lists them all)
+const PHASES = ["Running", "Pending", "Terminating", "Succeeded", "Failed", "Unknown"];
 const GAP = 10;
 const STANDARD = new Set(["cpu", "memory", "pods", "ephemeral-storage"]);
 
 export function allocation(pods) {
-  // nodeName -> { requests: {resource: amount}, pods: count }; terminal pods hold nothing.
+  // nodeName -> { requests: {resource: amount}, pods: count, phases: {phase: count} }; terminal pods hold
+  // nothing but are still counted in `phases` (they are on the node until deleted, as `kubectl get pods -o wide`).
   const byNode = new Map();
   for (const p of pods.values()) {
-    if (!p.nodeName || p.phase === "Succeeded" || p.phase === "Failed") continue;
+    if (!p.nodeName) continue;
     let a = byNode.get(p.nodeName);
-    if (!a) { a = { requests: {}, pods: 0 }; byNode.set(p.nodeName, a); }
+    if (!a) { a = { requests: {}, pods: 0, phases: {} }; byNode.set(p.nodeName, a); }
+    const phase = p.metadata.deletionTimestamp ? "Terminating" : p.phase;
+    a.phases[phase] = (a.phases[phase] || 0) + 1;
+    if (p.phase === "Succeeded" || p.phase === "Failed") continue;
     a.pods += 1;
     for (const [k, v] of Object.entries(p.requests)) a.requests[k] = (a.requests[k] || 0) + v;
   }
@@ -57,8 +63,22 @@ function bar(resource, used, total) {
     el("span", { class: "bar-value" }, label));
 }
 
+// The node's pods as marks coloured by phase (Terminating: being deleted), at most MAX_MARKS of them: a tile costs
+// the same DOM whatever the pods, and only visible tiles exist. The text equivalent is the marks' label.
+function podMarks(phases) {
+  const counts = PHASES.map((ph) => [ph, phases[ph] || 0]).filter(([, n]) => n > 0);
+  const total = counts.reduce((n, [, c]) => n + c, 0);
+  const text = total ? counts.map(([ph, n]) => `${n} ${ph}`).join(", ") : "no pods";
+  const marks = [];
+  for (const [ph, n] of counts) {
+    for (let i = 0; i < n && marks.length < MAX_MARKS; i++) marks.push(el("span", { class: `mark ${ph}` }));
+  }
+  if (total > marks.length) marks.push(el("span", { class: "more" }, `+${total - marks.length}`));
+  return el("div", { class: "pod-marks", role: "img", "aria-label": `pods: ${text}`, title: `pods: ${text}` }, marks);
+}
+
 function tile(node, alloc) {
-  const a = alloc.get(node.metadata.name) || { requests: {}, pods: 0 };
+  const a = alloc.get(node.metadata.name) || { requests: {}, pods: 0, phases: {} };
   const allocatable = {};
   for (const [k, v] of Object.entries(node.allocatable)) allocatable[k] = k === "cpu" ? Math.round(parseQ(v) * 1000) : parseQ(v);
   const bars = [
@@ -80,6 +100,7 @@ function tile(node, alloc) {
   return el("a", { class: "tile", href: `#/node/${encodeURIComponent(node.metadata.name)}`, "data-node": node.metadata.name },
     el("div", { class: "tile-head" }, el("strong", {}, node.metadata.name), el("span", { class: "badges" }, badges)),
     el("div", { class: "bars" }, bars),
+    podMarks(a.phases),
     taints.length ? el("ul", { class: "taints", "aria-label": "taints" }, taints) : el("div", { class: "taints none" }, "no taints"));
 }
 
