@@ -119,6 +119,7 @@ export function mount(container, params, store) {
   const pendingList = el("ul", { class: "pending", id: "pending-pods" });
   container.append(
     el("section", { class: "cluster" },
+      el("h1", { class: "visually-hidden" }, "Cluster"),
       el("div", { class: "toolbar" },
         el("label", {}, "List in ", scopeInput),
         el("label", {}, "Namespace ", nsSelect), el("label", {}, "Labels ", labelInput), el("label", {}, "Node ", nodeInput)),
