@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from ui_cluster import big_cluster  # noqa: E402 - bench/ is on the path above
+from ui_cluster import big_cluster
 
 SCROLL_STEPS = 20
 
@@ -97,7 +97,9 @@ def measure(nodes: int, pods: int, quick: bool) -> list[dict[str, Any]]:
                   const grid = document.querySelector('#node-grid');
                   const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
                   const start = performance.now();
-                  for (let i = 1; i <= steps; i++) { grid.scrollTop = i * grid.clientHeight; await frame(); await frame(); }
+                  for (let i = 1; i <= steps; i++) {
+                    grid.scrollTop = i * grid.clientHeight; await frame(); await frame();
+                  }
                   return (performance.now() - start) / steps;
                 }""",
                 SCROLL_STEPS,
@@ -106,15 +108,14 @@ def measure(nodes: int, pods: int, quick: bool) -> list[dict[str, Any]]:
             after = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
             spent = sum(after[k] - before[k] for k in busy)
             figure("scroll_main_thread_ms", max(spent * 1000 / SCROLL_STEPS, 0.01), "ms")
-            for metric, selector in (
-                ("pod_view_ready_ms", "#pending-pods li[data-pod] a"),
-                ("bound_pod_view_ready_ms", None),
+            for metric, via_node, selector in (
+                ("pod_view_ready_ms", False, "#pending-pods li[data-pod] a"),
+                ("bound_pod_view_ready_ms", True, "#node-pods a"),
             ):
                 page.goto(f"{address}/ui/#/cluster")
                 page.wait_for_function(ready_condition(nodes, pods), polling="raf")
-                if selector is None:
+                if via_node:
                     page.evaluate("() => { window.location.hash = '#/node/node-00001'; }")
-                    selector = "#node-pods a"
                 page.wait_for_selector(selector)
                 start = time.perf_counter()
                 page.click(selector)

@@ -23,7 +23,6 @@ from kubeplane.apiserver.server import ServerConfig, run_apiserver
 from kubeplane.client.kubeconfig import load_kubeconfig
 from kubeplane.ui import mount
 
-
 YIELD_EVERY = 500
 
 
@@ -112,6 +111,8 @@ def big_cluster(data_dir: Path, nodes: int, pods: int) -> Iterator[tuple[str, st
             failure.append(exc)
         finally:
             ready.set()
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
 
     thread = threading.Thread(target=serve, name="ui-big-cluster", daemon=True)
     thread.start()
@@ -123,5 +124,6 @@ def big_cluster(data_dir: Path, nodes: int, pods: int) -> Iterator[tuple[str, st
     try:
         yield config.server, config.token, loaded[0]
     finally:
-        loop.call_soon_threadsafe(stop.set)
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(stop.set)
         thread.join(timeout=60)

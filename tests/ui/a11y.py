@@ -36,7 +36,8 @@ _DOM_CHECKS = r"""
     if (!(el instanceof Element)) return false;
     const r = el.getBoundingClientRect();
     const s = getComputedStyle(el);
-    return r.width > 0 && r.height > 0 && s.visibility !== "hidden" && s.display !== "none" && !el.closest("[hidden],[aria-hidden=true]");
+    return r.width > 0 && r.height > 0 && s.visibility !== "hidden" && s.display !== "none"
+      && !el.closest("[hidden],[aria-hidden=true]");
   };
   const describe = (el) => {
     let d = el.tagName.toLowerCase();
@@ -69,7 +70,8 @@ _DOM_CHECKS = r"""
   if (![...document.querySelectorAll("h1, [role=heading][aria-level='1']")].some((h) => h.textContent.trim())) {
     problems.push("landmarks: no level-one heading");
   }
-  const LANDMARK = "header, nav, main, footer, aside, [role=banner], [role=navigation], [role=main], [role=contentinfo], [role=complementary], [role=region], dialog, [role=dialog], [role=alertdialog]";
+  const LANDMARK = "header, nav, main, footer, aside, [role=banner], [role=navigation], [role=main], "
+    + "[role=contentinfo], [role=complementary], [role=region], dialog, [role=dialog], [role=alertdialog]";
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   const outside = new Set();
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {
@@ -98,7 +100,10 @@ _DOM_CHECKS = r"""
     return bg;
   };
   const luminance = (c) => {
-    const [r, g, b] = c.slice(0, 3).map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    const [r, g, b] = c.slice(0, 3).map((v) => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    });
     return 0.2126 * r + 0.7152 * g + 0.0722 * b;
   };
   const seen = new Set();
@@ -115,7 +120,8 @@ _DOM_CHECKS = r"""
     const fg = blend(fg0, bg);
     const [l1, l2] = [luminance(fg), luminance(bg)].sort((a, b) => b - a);
     const ratio = (l1 + 0.05) / (l2 + 0.05);
-    if (ratio < MIN) problems.push(`contrast: ${ratio.toFixed(2)}:1 (< ${MIN}:1) ${s.color} on rgb(${bg.slice(0, 3).map(Math.round).join(", ")}): ${describe(el)}`);
+    const on = `rgb(${bg.slice(0, 3).map(Math.round).join(", ")})`;
+    if (ratio < MIN) problems.push(`contrast: ${ratio.toFixed(2)}:1 (< ${MIN}:1) ${s.color} on ${on}: ${describe(el)}`);
   }
   // form fields' own text (values) against their background
   for (const el of document.querySelectorAll("input, select, textarea")) {
@@ -135,8 +141,8 @@ _FOCUS_STYLE = """
   const el = document.activeElement;
   if (!el || el === document.body) return null;
   const s = getComputedStyle(el);
-  const d = el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") +
-    ((el.getAttribute("aria-label") || el.textContent || "").trim() ? ` "${(el.getAttribute("aria-label") || el.textContent).trim().slice(0, 40)}"` : "");
+  const text = (el.getAttribute("aria-label") || el.textContent || "").trim().slice(0, 40);
+  const d = el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (text ? ` "${text}"` : "");
   const outline = s.outlineStyle !== "none" && parseFloat(s.outlineWidth) > 0;
   const shadow = s.boxShadow && s.boxShadow !== "none";
   return { describe: d, shown: outline || shadow };

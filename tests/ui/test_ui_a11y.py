@@ -109,12 +109,16 @@ def test_the_keyboard_reaches_nav_filters_tiles_and_a_pod_and_enter_opens_them(
         page.wait_for_function("() => document.querySelectorAll('#node-grid .tile').length === 3")
         order, problems = focus_walk(page, max_tabs=40)
         assert problems == []
-        for stop in ('a#nav-cluster "Cluster"', 'a#nav-objects "Objects"', "input#scope-namespace", "select#filter-namespace",
-                     "input#filter-label", "input#filter-node", "div#node-grid"):  # fmt: skip
+        stops: tuple[str, ...] = ('a#nav-cluster "Cluster"', 'a#nav-objects "Objects"', "input#scope-namespace")
+        stops += ("select#filter-namespace", "input#filter-label", "input#filter-node", "div#node-grid")
+        for stop in stops:
             assert any(o.startswith(stop) for o in order), (stop, order)
         assert any(o.startswith('a "node01') for o in order), order  # a tile
         assert any(o.startswith('a "default/a11y-pending"') for o in order), order  # a pending pod's row
-        position = {stop: next(i for i, o in enumerate(order) if o.startswith(stop)) for stop in ("input#filter-label", "div#node-grid")}
+        position = {
+            stop: next(i for i, o in enumerate(order) if o.startswith(stop))
+            for stop in ("input#filter-label", "div#node-grid")
+        }
         assert position["input#filter-label"] < position["div#node-grid"]  # document order
         # Enter on a focused tile opens the node view; on a pending pod's link, its pod view
         page.focus("#node-grid .tile[data-node='node01']")

@@ -67,15 +67,17 @@ def _pods(cluster: Cluster, selector: str) -> list[dict[str, Any]]:
 
 
 def _running_on_node02(cluster: Cluster, selector: str) -> dict[str, Any]:
-    def ready() -> dict[str, Any] | None:
+    def ready() -> dict[str, Any]:
         pods = [
             p
             for p in _pods(cluster, selector)
             if p["spec"].get("nodeName") == "node02" and p.get("status", {}).get("phase") == "Running"
         ]
-        return pods[0] if pods else None
+        return pods[0] if pods else {}
 
-    return eventually(ready, timeout=60)
+    found = eventually(ready, timeout=60)
+    assert found
+    return found
 
 
 def _script_errors(page: Any) -> list[str]:
@@ -116,7 +118,7 @@ def test_drain_refuses_then_evicts_with_kubectls_flags_and_retries_a_pdb(
     try:
         ds_pod = _running_on_node02(cluster, "app=drain-ds")["metadata"]["name"]
         web_pod = _running_on_node02(cluster, "app=drain-web")["metadata"]["name"]
-        eventually(lambda: cluster.pod("drain-bare") and cluster.pod("drain-bare")["status"].get("phase") == "Running")
+        eventually(lambda: ((cluster.pod("drain-bare") or {}).get("status") or {}).get("phase") == "Running")
         page.goto(f"{address}/ui/#/node/node02")
         # no flags: kubectl's filter errors, grouped per message; nothing is evicted, the node stays cordoned
         page.click("#drain")
@@ -205,7 +207,7 @@ def test_delete_an_object_from_the_objects_view(browser: Any, up: tuple[Cluster,
         page.wait_for_function("() => document.querySelector('#yaml').value.includes('ui-doomed')")
         page.click("#delete")
         page.wait_for_selector("dialog#confirm[open]")
-        assert "ConfigMap \"ui-doomed\" in namespace default" in page.inner_text("#confirm-question")
+        assert 'ConfigMap "ui-doomed" in namespace default' in page.inner_text("#confirm-question")
         page.keyboard.press("Escape")  # Escape cancels, as a platform dialog does
         page.wait_for_selector("#object-message:text-is('delete cancelled')")
         assert cluster.run("get", "configmap", "ui-doomed").returncode == 0
@@ -246,7 +248,7 @@ def test_editor_shows_errors_without_a_field_path(browser: Any, up: tuple[Cluste
         page.click("#apply")
         page.wait_for_selector("#object-message .error-box .causes")
         assert page.inner_text("#object-message .error-box .code") == "Error 422 Invalid"
-        assert "metadata.name: Invalid value: \"UI_Bad\"" in page.inner_text("#object-message .error-box .causes")
+        assert 'metadata.name: Invalid value: "UI_Bad"' in page.inner_text("#object-message .error-box .causes")
         assert "(line 4)" in page.inner_text("#object-message .error-box .causes")
         assert page.inner_text("#object-message .error-box .msg").startswith('ConfigMap "UI_Bad" is invalid: ')
         # a YAML syntax error: no Status from the API, the parser's message at its line

@@ -133,6 +133,7 @@ export function mount(container, params, store) {
   let alloc = new Map();
   let visibleNodes = [];
   let dirty = true;
+  let onScreen = new Map(); // node name -> its tile element, for the tiles in the DOM now
 
   function recompute() {
     alloc = allocation(store.pods.items);
@@ -166,6 +167,8 @@ export function mount(container, params, store) {
     const denied = [store.nodes, store.pods, store.failed].map((i) => i.forbidden).filter(Boolean);
     notice.replaceChildren(...denied.map((m) => el("p", {}, m)));
     notice.hidden = !denied.length;
+    for (const t of onScreen.values()) t.remove();
+    onScreen = new Map();
     summary.textContent = `${visibleNodes.length} of ${store.nodes.items.size} nodes · ${podsShown} pods · ${pending.length} pending`;
     dirty = false;
   }
@@ -178,17 +181,27 @@ export function mount(container, params, store) {
     spacer.style.height = `${rows * (TILE_H + GAP) + GAP}px`;
     const first = Math.max(0, Math.floor(scroller.scrollTop / (TILE_H + GAP)) - 1);
     const last = Math.min(rows, Math.ceil((scroller.scrollTop + scroller.clientHeight) / (TILE_H + GAP)) + 1);
-    const tiles = [];
+    // Tiles still in view keep their elements (only moved); the rest are built. The cache holds only what is
+    // on screen and is emptied on every recompute (the data changed), so it never grows with the cluster.
+    const keep = new Map();
     for (let r = first; r < last; r++) {
       for (let c = 0; c < cols; c++) {
         const n = visibleNodes[r * cols + c];
         if (!n) break;
-        const t = tile(n, alloc);
+        const t = onScreen.get(n.metadata.name) || tile(n, alloc);
         t.style.transform = `translate(${GAP + c * (TILE_W + GAP)}px, ${GAP + r * (TILE_H + GAP)}px)`;
-        tiles.push(t);
+        keep.set(n.metadata.name, t);
       }
     }
-    spacer.replaceChildren(...tiles);
+    for (const [name, t] of onScreen) if (keep.get(name) !== t) t.remove();
+    for (const t of keep.values()) if (t.parentNode !== spacer) spacer.append(t);
+    // document order = visual order, so Tab walks the tiles row by row
+    let previous = null;
+    for (const t of keep.values()) {
+      if (previous ? previous.nextSibling !== t : spacer.firstChild !== t) spacer.insertBefore(t, previous ? previous.nextSibling : spacer.firstChild);
+      previous = t;
+    }
+    onScreen = keep;
   }
 
   let frame = 0;
