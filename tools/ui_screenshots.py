@@ -2,7 +2,8 @@
 
 Starts ``kubeplane up`` (its own temporary data dir, port 0 on 127.0.0.1, TLS), applies the seeds'
 ``myapp-deploy.yaml`` (three Running pods) and ``myapp1.yaml`` (nodeSelector kgc=a: Pending), then logs in with the
-cluster's token and saves ``docs/ui/{login,cluster,pod,node,objects,scheduler}.png``. The cluster is stopped by its PID.
+cluster's token and saves ``docs/ui/{login,cluster,pod,node,objects,delete,scheduler,drain}.png``. The cluster is
+stopped by its PID.
 
     PYTHONPATH=src .venv/bin/python tools/ui_screenshots.py [--out docs/ui]
 """
@@ -114,6 +115,10 @@ def main() -> None:
                 page.click("#apply")
                 page.wait_for_selector("#object-message.error")
                 page.screenshot(path=str(args.out / "objects.png"))
+                page.click("#delete")
+                page.wait_for_selector("dialog#confirm[open]")
+                page.screenshot(path=str(args.out / "delete.png"))
+                page.click("#confirm-no")
                 _kubectl(data_dir, "apply", "-f", "-", stdin=HELD_POD)
                 page.goto(f"{address}/ui/#/scheduler")
                 page.wait_for_selector("section.profile")
@@ -121,13 +126,19 @@ def main() -> None:
                 page.click("#try")
                 page.wait_for_selector("tr[data-pod='default/held'] td.tried")
                 page.screenshot(path=str(args.out / "scheduler.png"), full_page=True)
+                page.goto(f"{address}/ui/#/node/node02")
+                page.check("#drain-ignore-daemonsets")
+                page.click("#drain")
+                page.wait_for_selector("#drain-output li:text-is('node/node02 drained')")
+                page.screenshot(path=str(args.out / "drain.png"), full_page=True)
+                _kubectl(data_dir, "uncordon", "node02")
                 browser.close()
         finally:
             if process.poll() is None:
                 os.kill(process.pid, signal.SIGTERM)
                 process.wait(timeout=30)
             log.close()
-    for name in ("login", "cluster", "pod", "node", "objects", "scheduler"):
+    for name in ("login", "cluster", "pod", "node", "objects", "delete", "scheduler", "drain"):
         print(args.out / f"{name}.png")
 
 

@@ -39,6 +39,7 @@ def test_every_bench_is_covered() -> None:
         "statefulset_bench.py",
         "store_bench.py",
         "typed_decode_bench.py",
+        "ui_bench.py",
         "views_bench.py",
         "volume_binding_bench.py",
         "watch_memory_bench.py",

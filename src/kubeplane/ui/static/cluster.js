@@ -6,17 +6,23 @@ import { el } from "./api.js";
 import { formatAmount, parseQuantity as parseQ } from "./resources.js";
 
 const TILE_W = 300;
-const TILE_H = 188;
+const TILE_H = 206;
+const MAX_MARKS = 60; // pods drawn as marks on a tile; past it the tile says "+N" (the node view lists them all)
+const PHASES = ["Running", "Pending", "Terminating", "Succeeded", "Failed", "Unknown"];
 const GAP = 10;
 const STANDARD = new Set(["cpu", "memory", "pods", "ephemeral-storage"]);
 
 export function allocation(pods) {
-  // nodeName -> { requests: {resource: amount}, pods: count }; terminal pods hold nothing.
+  // nodeName -> { requests: {resource: amount}, pods: count, phases: {phase: count} }; terminal pods hold
+  // nothing but are still counted in `phases` (they are on the node until deleted, as `kubectl get pods -o wide`).
   const byNode = new Map();
   for (const p of pods.values()) {
-    if (!p.nodeName || p.phase === "Succeeded" || p.phase === "Failed") continue;
+    if (!p.nodeName) continue;
     let a = byNode.get(p.nodeName);
-    if (!a) { a = { requests: {}, pods: 0 }; byNode.set(p.nodeName, a); }
+    if (!a) { a = { requests: {}, pods: 0, phases: {} }; byNode.set(p.nodeName, a); }
+    const phase = p.metadata.deletionTimestamp ? "Terminating" : p.phase;
+    a.phases[phase] = (a.phases[phase] || 0) + 1;
+    if (p.phase === "Succeeded" || p.phase === "Failed") continue;
     a.pods += 1;
     for (const [k, v] of Object.entries(p.requests)) a.requests[k] = (a.requests[k] || 0) + v;
   }
@@ -57,8 +63,22 @@ function bar(resource, used, total) {
     el("span", { class: "bar-value" }, label));
 }
 
+// The node's pods as marks coloured by phase (Terminating: being deleted), at most MAX_MARKS of them: a tile costs
+// the same DOM whatever the pods, and only visible tiles exist. The text equivalent is the marks' label.
+function podMarks(phases) {
+  const counts = PHASES.map((ph) => [ph, phases[ph] || 0]).filter(([, n]) => n > 0);
+  const total = counts.reduce((n, [, c]) => n + c, 0);
+  const text = total ? counts.map(([ph, n]) => `${n} ${ph}`).join(", ") : "no pods";
+  const marks = [];
+  for (const [ph, n] of counts) {
+    for (let i = 0; i < n && marks.length < MAX_MARKS; i++) marks.push(el("span", { class: `mark ${ph}` }));
+  }
+  if (total > marks.length) marks.push(el("span", { class: "more" }, `+${total - marks.length}`));
+  return el("div", { class: "pod-marks", role: "img", "aria-label": `pods: ${text}`, title: `pods: ${text}` }, marks);
+}
+
 function tile(node, alloc) {
-  const a = alloc.get(node.metadata.name) || { requests: {}, pods: 0 };
+  const a = alloc.get(node.metadata.name) || { requests: {}, pods: 0, phases: {} };
   const allocatable = {};
   for (const [k, v] of Object.entries(node.allocatable)) allocatable[k] = k === "cpu" ? Math.round(parseQ(v) * 1000) : parseQ(v);
   const bars = [
@@ -80,6 +100,7 @@ function tile(node, alloc) {
   return el("a", { class: "tile", href: `#/node/${encodeURIComponent(node.metadata.name)}`, "data-node": node.metadata.name },
     el("div", { class: "tile-head" }, el("strong", {}, node.metadata.name), el("span", { class: "badges" }, badges)),
     el("div", { class: "bars" }, bars),
+    podMarks(a.phases),
     taints.length ? el("ul", { class: "taints", "aria-label": "taints" }, taints) : el("div", { class: "taints none" }, "no taints"));
 }
 
@@ -98,6 +119,7 @@ export function mount(container, params, store) {
   const pendingList = el("ul", { class: "pending", id: "pending-pods" });
   container.append(
     el("section", { class: "cluster" },
+      el("h1", { class: "visually-hidden" }, "Cluster"),
       el("div", { class: "toolbar" },
         el("label", {}, "List in ", scopeInput),
         el("label", {}, "Namespace ", nsSelect), el("label", {}, "Labels ", labelInput), el("label", {}, "Node ", nodeInput)),
@@ -111,6 +133,7 @@ export function mount(container, params, store) {
   let alloc = new Map();
   let visibleNodes = [];
   let dirty = true;
+  let onScreen = new Map(); // node name -> its tile element, for the tiles in the DOM now
 
   function recompute() {
     alloc = allocation(store.pods.items);
@@ -144,6 +167,8 @@ export function mount(container, params, store) {
     const denied = [store.nodes, store.pods, store.failed].map((i) => i.forbidden).filter(Boolean);
     notice.replaceChildren(...denied.map((m) => el("p", {}, m)));
     notice.hidden = !denied.length;
+    for (const t of onScreen.values()) t.remove();
+    onScreen = new Map();
     summary.textContent = `${visibleNodes.length} of ${store.nodes.items.size} nodes · ${podsShown} pods · ${pending.length} pending`;
     dirty = false;
   }
@@ -156,17 +181,27 @@ export function mount(container, params, store) {
     spacer.style.height = `${rows * (TILE_H + GAP) + GAP}px`;
     const first = Math.max(0, Math.floor(scroller.scrollTop / (TILE_H + GAP)) - 1);
     const last = Math.min(rows, Math.ceil((scroller.scrollTop + scroller.clientHeight) / (TILE_H + GAP)) + 1);
-    const tiles = [];
+    // Tiles still in view keep their elements (only moved); the rest are built. The cache holds only what is
+    // on screen and is emptied on every recompute (the data changed), so it never grows with the cluster.
+    const keep = new Map();
     for (let r = first; r < last; r++) {
       for (let c = 0; c < cols; c++) {
         const n = visibleNodes[r * cols + c];
         if (!n) break;
-        const t = tile(n, alloc);
+        const t = onScreen.get(n.metadata.name) || tile(n, alloc);
         t.style.transform = `translate(${GAP + c * (TILE_W + GAP)}px, ${GAP + r * (TILE_H + GAP)}px)`;
-        tiles.push(t);
+        keep.set(n.metadata.name, t);
       }
     }
-    spacer.replaceChildren(...tiles);
+    for (const [name, t] of onScreen) if (keep.get(name) !== t) t.remove();
+    for (const t of keep.values()) if (t.parentNode !== spacer) spacer.append(t);
+    // document order = visual order, so Tab walks the tiles row by row
+    let previous = null;
+    for (const t of keep.values()) {
+      if (previous ? previous.nextSibling !== t : spacer.firstChild !== t) spacer.insertBefore(t, previous ? previous.nextSibling : spacer.firstChild);
+      previous = t;
+    }
+    onScreen = keep;
   }
 
   let frame = 0;

@@ -1,9 +1,11 @@
 // A node: its labels, taints, conditions, allocation and pods, and the kubectl-like actions on it, each one API
 // call a kubectl user would recognise: cordon/uncordon (`kubectl cordon`: strategic merge patch of
 // spec.unschedulable), label (`kubectl label`: merge patch of metadata.labels, "key-" removes), taint
-// (`kubectl taint`: strategic merge patch of spec.taints with the whole new list, "key:Effect-" removes).
+// (`kubectl taint`: strategic merge patch of spec.taints with the whole new list, "key:Effect-" removes), drain
+// (`kubectl drain`: ./drain.js).
 import { el, request } from "./api.js";
 import { allocation } from "./cluster.js";
+import { drainPanel } from "./drain.js";
 import { formatAmount, parseQuantity } from "./resources.js";
 
 const SMP = "application/strategic-merge-patch+json";
@@ -70,12 +72,13 @@ export function mount(container, params, store) {
       await request("PATCH", path, { body: { spec: { taints } }, contentType: SMP });
     }, `node/${name} tainted`);
   } }, el("label", { for: "taint-args" }, "Taint "), taintInput, el("button", { type: "submit" }, "Apply taints"));
+  const [drainForm, stopDrain] = drainPanel(name, store);
   container.append(el("section", { class: "node-view" },
     el("p", {}, el("a", { href: "#/cluster" }, "← cluster")),
     el("h1", {}, `Node ${name}`),
     el("div", { class: "actions" }, cordonButton, labelForm, taintForm,
       el("a", { href: `#/objects?path=${encodeURIComponent(path)}` }, "Edit YAML")),
-    message, body));
+    message, drainForm, body));
 
   function render() {
     const node = store.nodes.items.get(name);
@@ -106,5 +109,5 @@ export function mount(container, params, store) {
   }
   const subs = [store.nodes.subscribe(render), store.pods.subscribe(render)];
   render();
-  return () => subs.forEach((u) => u());
+  return () => { subs.forEach((u) => u()); stopDrain(); };
 }

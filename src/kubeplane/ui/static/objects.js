@@ -4,6 +4,8 @@
 // its collection, with fieldValidation=Strict, so an unknown or duplicate field is the server's 400
 // ("strict decoding error: ...") and nothing is written; a field error is pointed at in the editor by line.
 import { el, request, uiCall, APIError } from "./api.js";
+import { confirmDialog, deletedLine } from "./confirm.js";
+import { errorBox } from "./errors.js";
 
 let discovery = null;
 
@@ -41,6 +43,11 @@ export function mount(container, params) {
   const editor = el("textarea", { id: "yaml", spellcheck: "false", rows: "28", cols: "100", "aria-label": "YAML" });
   const message = el("div", { id: "object-message", class: "message", role: "status", "aria-live": "polite" });
   const show = (text, ok) => { message.className = `message ${ok ? "ok" : "error"}`; message.textContent = text; };
+  // A failure: what succeeded before it (one line each), then the server's Status (errors.js).
+  const fail = (err, done = [], suffix = "", where = () => 0) => {
+    message.className = "message error";
+    message.replaceChildren(...done.map((d) => el("div", {}, d)), errorBox(err, where, suffix));
+  };
 
   async function load() {
     try {
@@ -49,7 +56,7 @@ export function mount(container, params) {
       const response = await uiCall("POST", "/ui/yaml/dump", JSON.stringify(obj));
       editor.value = await response.text();
       show(`loaded ${pathInput.value.trim()}`, true);
-    } catch (err) { show(err.message, false); }
+    } catch (err) { fail(err); }
   }
 
   async function parse() {
@@ -57,7 +64,8 @@ export function mount(container, params) {
     const body = await response.json();
     if (!response.ok) {
       if (body.line) pointAt(body.line);
-      throw new Error(body.line ? `line ${body.line}: ${body.message}` : body.message);
+      // a YAML syntax error: the parser's message at its line (kubectl: "error converting YAML to JSON: yaml: line N: ...")
+      throw new Error(body.line ? `YAML line ${body.line}: ${body.message}` : body.message);
     }
     return body.objects;
   }
@@ -91,7 +99,7 @@ export function mount(container, params) {
         const line = locate(editor.value, field);
         if (line) { pointAt(line); where = ` (line ${line})`; }
       }
-      show([...done, `${err.message}${where}`].join("\n"), false);
+      fail(err, done, where, (f) => locate(editor.value, f));
     }
   }
 
@@ -99,9 +107,14 @@ export function mount(container, params) {
     try {
       const [obj] = await parse();
       const p = await objectPath(obj);
+      const ns = obj.metadata.namespace ? ` in namespace ${obj.metadata.namespace}` : "";
+      if (!(await confirmDialog(`Delete ${obj.kind} "${obj.metadata.name}"${ns}? This cannot be undone.`))) {
+        show("delete cancelled", true);
+        return;
+      }
       await request("DELETE", p.item);
-      show(`${p.plural}/${obj.metadata.name} deleted`, true);
-    } catch (err) { show(err.message, false); }
+      show(deletedLine(obj.apiVersion, obj.kind, obj.metadata.name), true);
+    } catch (err) { fail(err); }
   }
 
   container.append(el("section", { class: "objects" },

@@ -4,7 +4,9 @@
 // dry run and what-if's verified suggestions. The node table sorts by any column and can be cut to the feasible
 // nodes or to the nodes one Filter plugin rejected. The pod's phase and node and its events are live (watch);
 // the cycle is re-run when the pod changes.
-import { el, Informer, uiCall } from "./api.js";
+import { el, Informer, request, uiCall } from "./api.js";
+import { confirmDialog } from "./confirm.js";
+import { errorBox } from "./errors.js";
 
 function statusText(s) {
   // A Filter plugin's verdict as text: "" when it passed or had nothing to check (Skip: its PreFilter said so).
@@ -23,12 +25,22 @@ export function mount(container, params, store) {
   const result = el("div", { id: "pod-cycle" }, el("p", {}, "Running the scheduling cycle…"));
   const eventsList = el("ol", { class: "timeline", id: "pod-events" });
   const rerun = el("button", { type: "button", id: "rerun" }, "Re-run cycle");
+  const deleteButton = el("button", { type: "button", id: "delete-pod", class: "danger" }, "Delete pod");
+  const deleted = el("div", { id: "pod-message", class: "message", role: "status" });
+  deleteButton.addEventListener("click", async () => {
+    if (!(await confirmDialog(`Delete pod "${name}" in namespace ${namespace}?`))) return;
+    try {
+      await request("DELETE", `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`);
+      deleted.className = "message ok";
+      deleted.textContent = `pod "${name}" deleted`; // kubectl delete's line
+    } catch (err) { deleted.className = "message error"; deleted.replaceChildren(errorBox(err)); }
+  });
   container.append(el("section", { class: "pod-view" },
     el("p", {}, el("a", { href: "#/cluster" }, "← cluster")),
     el("h1", {}, `Pod ${key}`), head,
     el("div", { class: "actions" }, rerun,
-      el("a", { href: `#/objects?path=${encodeURIComponent(`/api/v1/namespaces/${namespace}/pods/${name}`)}` }, "Edit YAML")),
-    result,
+      el("a", { href: `#/objects?path=${encodeURIComponent(`/api/v1/namespaces/${namespace}/pods/${name}`)}` }, "Edit YAML"), deleteButton),
+    deleted, result,
     el("h2", {}, "Events"), eventsList));
 
   const view = { sort: "node", desc: false, cut: "all", data: null };
