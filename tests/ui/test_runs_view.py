@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.ui.a11y import audit
 from tests.ui.conftest import new_page
 from tests.ui.runs_server import serving, write_runs
 
@@ -167,6 +168,30 @@ def test_a_comparison_overlays_one_line_per_label(browser: Any, server: tuple[st
     assert not page.outside_requests
     assert not page.console_errors, page.console_errors
     page.context.close()
+
+
+@pytest.mark.parametrize(
+    ("hash_", "ready"),
+    [
+        ("#/runs", 'tr[data-run="story"] a'),
+        ("#/runs/story", "#run-charts figure.chart"),
+        ("#/runs/nested%2Fcompare", "#run-charts figure.chart"),
+    ],
+    ids=["list", "run", "comparison"],
+)
+def test_the_runs_views_pass_the_accessibility_audit(
+    browser: Any, server: tuple[str, str], hash_: str, ready: str
+) -> None:
+    """Issue 24: "Accessible (keyboard, contrast, labels)": tests/ui/a11y.py's WCAG 2.2 AA audit (names, contrast,
+    focus order and visibility) finds nothing on the list, a run and a comparison with their charts."""
+    address, token = server
+    page = open_ui(browser, address, token, hash_)
+    try:
+        page.wait_for_selector(ready)
+        assert audit(page) == []
+        assert not page.console_errors, page.console_errors
+    finally:
+        page.context.close()
 
 
 def test_without_a_runs_directory_the_view_is_hidden_and_404(browser: Any, tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """Accessibility of every view (issue 24: "Accessible (keyboard, contrast, labels)") in headless Chromium against
 ``kubeplane up``: ``tests/ui/a11y.py``'s audit finds nothing on the login page, the cluster view, a node view, a pod
-view and the Objects view, and the keyboard alone reaches the navigation, the filters, the node tiles and a pod,
-and opens them with Enter.
+view, the Objects view and the scheduler view (its Try result too; the Runs views are audited in test_runs_view.py),
+and the keyboard alone reaches the navigation, the filters, the node tiles and a pod, and opens them with Enter.
 
 What is pinned is WCAG 2.2 AA's criteria the audit implements (1.1.1 non-text content, 1.3.1 info and
 relationships, 1.4.3 contrast minimum 4.5:1, 2.1.1 keyboard, 2.4.3 focus order, 2.4.7 focus visible, 4.1.2 name,
@@ -58,8 +58,9 @@ def test_login_page_passes_the_audit(browser: Any, up: tuple[Cluster, str, str])
         ("#/node/node01", "#node-pods li"),
         ("#/pod/default/a11y-pending", "#cycle-table"),
         ("#/objects?path=/api/v1/namespaces/default/pods/a11y-pending", "#object-message.ok"),
+        ("#/scheduler", "section.profile"),
     ],
-    ids=["cluster", "node", "pod", "objects"],
+    ids=["cluster", "node", "pod", "objects", "scheduler"],
 )
 def test_every_view_passes_the_audit(
     browser: Any, up: tuple[Cluster, str, str], pending: str, view: str, ready: str
@@ -96,6 +97,23 @@ def test_error_states_pass_the_audit(browser: Any, up: tuple[Cluster, str, str],
         assert audit(page) == []
     finally:
         up[0].kubectl("uncordon", "node02")
+        page.context.close()
+
+
+def test_the_scheduler_views_try_result_passes_the_audit(
+    browser: Any, up: tuple[Cluster, str, str], pending: str
+) -> None:
+    """Try's side-by-side table (and its "changed"/unschedulable marks) is audited as it is shown."""
+    _, address, token = up
+    page = login(browser, address, token)
+    try:
+        page.goto(f"{address}/ui/#/scheduler")
+        page.wait_for_selector("section.profile")
+        page.click("#try")
+        page.wait_for_selector("tr[data-pod='default/a11y-pending'] td.tried", timeout=60_000)
+        assert audit(page) == []
+        assert page.console_errors == []
+    finally:
         page.context.close()
 
 
