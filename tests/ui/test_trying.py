@@ -6,11 +6,15 @@ default, prefers the emptier node, MostAllocated the fuller one)."""
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any
 
 import pytest
+import yaml
 
-from kubeplane.scheduler.config import default_config
+from kubeplane.scheduler.config import default_config, parse_config
+from kubeplane.scheduler.explain import cluster_snapshot
+from kubeplane.scheduler.plugins.registry import registry_for
 from kubeplane.ui import trying
 
 MOST_ALLOCATED = """
@@ -139,6 +143,55 @@ def test_try_evaluates_at_most_max_pods(snapshot: list[dict[str, Any]], monkeypa
 def test_a_pod_whose_scheduler_name_the_configuration_lacks_gets_explains_message() -> None:
     current = default_config()
     pod = _pod("elsewhere", schedulerName="batch")
-    answer = trying._answer(pod, nodes=[_node("n1")], pods=[], others=[], config=current)
+    nodes = [_node("n1")]
+    answer = trying._answer(
+        pod,
+        nodes=nodes,
+        pods=[],
+        others=[],
+        config=current,
+        registry=registry_for(current),
+        snapshot=cluster_snapshot(nodes, []),
+    )
     assert answer["node"] is None
     assert "no profile for schedulerName 'batch'" in answer["message"]
+
+
+# --- outOfTreeRegistry: a web request never makes the server import code its operator did not configure ---------
+
+_OOT_MODULE = "tests.ui.oot_never_imported"
+_OOT = (
+    "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+    f"outOfTreeRegistry:\n  Sneaky: {_OOT_MODULE}:factory\n"
+    "profiles:\n- schedulerName: default-scheduler\n  plugins: {filter: {enabled: [{name: Sneaky}]}}\n"
+)
+
+
+def test_an_edited_out_of_tree_registry_is_refused_before_anything_is_imported() -> None:
+    """Resolving profiles imports each ``outOfTreeRegistry`` module (kubeplane's extension, as ``kubeplane
+    scheduler --config`` loads it): Try refuses entries the running configuration lacks, with a 403 naming the
+    field, and the module is never imported."""
+    with pytest.raises(trying.TryFailed) as caught:
+        trying.parse_edited(_OOT, default_config())
+    assert caught.value.status == 403
+    assert caught.value.body["message"].startswith("outOfTreeRegistry.Sneaky: Forbidden:")
+    assert _OOT_MODULE not in sys.modules
+    with pytest.raises(trying.TryFailed) as caught:
+        trying.parse_edited(_OOT)  # no running configuration: nothing is allowed
+    assert caught.value.status == 403
+
+
+def test_an_out_of_tree_plugin_the_running_configuration_registered_can_be_tried() -> None:
+    path = "tests.scheduler.plugins.standin_plugins:new_label_gate"
+    running_text = (
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        f"outOfTreeRegistry:\n  LabelGate: {path}\n"
+        "profiles:\n- schedulerName: default-scheduler\n"
+    )
+    running = trying.parse_edited(running_text, parse_config(yaml.safe_load(running_text)))
+    edited = running_text + "  plugins: {filter: {enabled: [{name: LabelGate}]}}\n"
+    assert dict(trying.parse_edited(edited, running).out_of_tree_registry) == {"LabelGate": path}
+    moved = edited.replace(path, "tests.scheduler.plugins.standin_plugins:LabelGate")
+    with pytest.raises(trying.TryFailed) as caught:  # same name, another import path: refused too
+        trying.parse_edited(moved, running)
+    assert caught.value.status == 403

@@ -48,7 +48,7 @@ from kubeplane.scheduler.plugins.taint_toleration import find_untolerated_do_not
 from kubeplane.scheduler.profile import build_profiles
 from kubeplane.scheduler.schedule_one import SchedulingCycle
 
-__all__ = ["ExplainError", "ExplainSetup", "explain", "is_bound", "prepare", "render_table"]
+__all__ = ["ExplainError", "ExplainSetup", "cluster_snapshot", "explain", "is_bound", "prepare", "render_table"]
 
 _PLURALS = {
     "Namespace": "namespaces",
@@ -135,8 +135,12 @@ def prepare(
     config: KubeSchedulerConfiguration | None = None,
     registry: Registry | None = None,
     seed: int = 0,
+    snapshot: Snapshot | None = None,
 ) -> ExplainSetup:
-    """Snapshot, handle and the pod's profile for ``pod`` in the cluster of ``nodes``/``pods``/``objects``."""
+    """Snapshot, handle and the pod's profile for ``pod`` in the cluster of ``nodes``/``pods``/``objects``.
+
+    ``snapshot``, when given, is :func:`cluster_snapshot` of the same ``nodes``/``pods``/``objects`` (built once
+    for several pods: building it dominates a cycle's cost); ``pod`` must not be one of its placed pods."""
     config = config if config is not None else default_config()
     pod = {**pod, "metadata": {"namespace": "default", **meta_of(pod)}}
     priority_classes = [o for o in objects if o.get("kind") == "PriorityClass"]
@@ -146,7 +150,8 @@ def prepare(
     pod = _with_priority(pod, classes, default_priority)
     pod_info = PodInfo(pod)
     placed = [_with_priority(p, classes, default_priority) for p in pods if PodView(p).node_name]
-    snapshot = Snapshot.from_objects(list(nodes), placed)
+    if snapshot is None:
+        snapshot = Snapshot.from_objects(list(nodes), placed)
     rng = random.Random(seed)
     by_kind: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for obj in objects:
@@ -169,6 +174,20 @@ def prepare(
             + ", ".join(repr(n) for n in profiles)
         )
     return ExplainSetup(pod, pod_info, placed, snapshot, fwk, rng, config.percentage_of_nodes_to_score)
+
+
+def cluster_snapshot(
+    nodes: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]], objects: Sequence[Mapping[str, Any]] = ()
+) -> Snapshot:
+    """The snapshot :func:`prepare` builds for this cluster (the bound pods, priorities filled the same way), to
+    give to several :func:`explain` calls for unbound pods of it. A cycle only reads its snapshot (nominated pods
+    and preemption's dry runs work on clones, as upstream's), so sharing it changes no answer."""
+    priority_classes = [o for o in objects if o.get("kind") == "PriorityClass"]
+    classes = {name_of(c): int(c.get("value") or 0) for c in priority_classes}
+    default_class = global_default_class(priority_classes)
+    default_priority = int(default_class.get("value") or 0) if default_class is not None else 0
+    placed = [_with_priority(p, classes, default_priority) for p in pods if PodView(p).node_name]
+    return Snapshot.from_objects(list(nodes), placed)
 
 
 def is_bound(pod: Mapping[str, Any]) -> bool:
@@ -204,13 +223,19 @@ def explain(
     config: KubeSchedulerConfiguration | None = None,
     registry: Registry | None = None,
     seed: int = 0,
+    snapshot: Snapshot | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``pod`` against ``nodes`` (with ``pods`` already placed by spec.nodeName); ``objects`` are the
-    other objects of the cluster (Namespaces, Services, ReplicaSets, ...) plugins may read."""
+    other objects of the cluster (Namespaces, Services, ReplicaSets, ...) plugins may read. ``snapshot``: see
+    :func:`prepare` (only for a pod that is not bound)."""
     bound_to = str(pod["spec"]["nodeName"]) if is_bound(pod) else None
     if bound_to is not None:
         pod = _unbound(pod)
-    setup = prepare(pod, nodes=nodes, pods=pods, objects=objects, config=config, registry=registry, seed=seed)
+    if bound_to is not None:
+        snapshot = None  # the shared snapshot holds the pod itself where it is bound
+    setup = prepare(
+        pod, nodes=nodes, pods=pods, objects=objects, config=config, registry=registry, seed=seed, snapshot=snapshot
+    )
     pod_info, snapshot, fwk = setup.pod_info, setup.snapshot, setup.fwk
     node_infos = list(snapshot.list())
     out: dict[str, Any] = {"pod": pod_info.key, "selected": None, "preFilter": {}, "nodes": {}, "message": ""}

@@ -10,7 +10,13 @@ profile answers with explain's message (the pod would stay Pending: no scheduler
 "Pending" is what ``kubectl get pods`` calls Pending and a scheduler could still place: no ``spec.nodeName``, not
 terminal, not being deleted. Gated pods (``schedulingGates``) are included: they are the ones a user holds back
 while deciding how to schedule them. At most :data:`MAX_PODS` are evaluated per try (two cycles each over every
-node); the answer says how many were pending.
+node); the answer says how many were pending. The cluster's snapshot is built once per Try
+(:func:`~kubeplane.scheduler.explain.cluster_snapshot`) and each configuration's plugin registry once: a cycle only
+reads its snapshot, so sharing it changes no answer, and building it dominated a cycle's cost.
+
+An edited ``outOfTreeRegistry`` may only name plugins the running configuration registered, with the same import
+paths: resolving profiles imports those modules, and a web request must never make the server import code that
+its operator did not configure.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import Any
 import yaml
 
 from kubeplane.api.views import name_of, namespace_of
+from kubeplane.scheduler.backend.snapshot import Snapshot
 from kubeplane.scheduler.config import (
     ConfigError,
     KubeSchedulerConfiguration,
@@ -31,7 +38,8 @@ from kubeplane.scheduler.config import (
     validate_queue_sort_shared,
 )
 from kubeplane.scheduler.config.encoding import to_v1
-from kubeplane.scheduler.explain import ExplainError, explain
+from kubeplane.scheduler.explain import ExplainError, cluster_snapshot, explain
+from kubeplane.scheduler.framework.registry import Registry
 from kubeplane.scheduler.plugins.registry import registry_for
 
 from . import loopback, yamltext
@@ -81,9 +89,12 @@ def describe(config: KubeSchedulerConfiguration, *, source: str) -> dict[str, An
     return {"source": source, "yaml": yamltext.to_yaml(to_v1(config)), "profiles": profiles}
 
 
-def parse_edited(text: str) -> KubeSchedulerConfiguration:
+def parse_edited(text: str, running: KubeSchedulerConfiguration | None = None) -> KubeSchedulerConfiguration:
     """The edited YAML as a configuration, checked as ``kube-scheduler --config`` checks it (strict decoding,
-    defaulting, validation, then each profile's plugins resolved against the registry). Raises TryFailed 400."""
+    defaulting, validation, then each profile's plugins resolved against the registry). Raises TryFailed 400.
+
+    ``outOfTreeRegistry`` entries that ``running`` (None: no configuration) does not have with the same import path
+    are refused before anything is imported (403, naming the field)."""
     try:
         data = yaml.safe_load(text) if text.strip() else None
     except yaml.MarkedYAMLError as exc:
@@ -96,10 +107,22 @@ def parse_edited(text: str) -> KubeSchedulerConfiguration:
         raise TryFailed(400, {"message": "the configuration must be a KubeSchedulerConfiguration object"})
     try:
         config = parse_config(data)
+        _refuse_new_imports(config, running)
         _resolved(config)
     except ConfigError as exc:
         raise TryFailed(400, {"message": str(exc), "errors": list(exc.errors)}) from None
     return config
+
+
+def _refuse_new_imports(config: KubeSchedulerConfiguration, running: KubeSchedulerConfiguration | None) -> None:
+    allowed = running.out_of_tree_registry if running is not None else {}
+    for name, path in config.out_of_tree_registry.items():
+        if allowed.get(name) != path:
+            message = (
+                f"outOfTreeRegistry.{name}: Forbidden: {path!r} is not registered by the running scheduler; "
+                "the UI only tries plugins the running configuration already loads"
+            )
+            raise TryFailed(403, {"message": message, "errors": [message]})
 
 
 def is_pending(pod: Mapping[str, Any]) -> bool:
@@ -122,11 +145,15 @@ def _answer(
     pods: Sequence[Mapping[str, Any]],
     others: Sequence[Mapping[str, Any]],
     config: KubeSchedulerConfiguration,
+    registry: Registry,
+    snapshot: Snapshot,
 ) -> dict[str, Any]:
     """One configuration's verdict for one pod: the node it would choose with that node's total score, or why
     it fits nowhere (explain's message), and how many nodes passed every Filter plugin."""
     try:
-        result = explain(pod, nodes=nodes, pods=pods, objects=others, config=config)
+        result = explain(
+            pod, nodes=nodes, pods=pods, objects=others, config=config, registry=registry, snapshot=snapshot
+        )
     except ExplainError as exc:
         return {"node": None, "score": None, "feasible": 0, "message": str(exc)}
     selected = result.get("selected")
@@ -150,7 +177,7 @@ async def try_config(
 ) -> dict[str, Any]:
     """``{"pending": n, "evaluated": [per pod: pod, schedulerName, today, tried, changed], "truncated"}`` for the
     Pending pods (those of ``pods``, ``namespace/name``, when given)."""
-    edited = parse_edited(text)
+    edited = parse_edited(text, current)
     nodes, listed, others = await cluster_state(app, token)
     pending = [p for p in listed if is_pending(p)]
     if pods:
@@ -159,13 +186,17 @@ async def try_config(
     chosen = pending[:MAX_PODS]
 
     def run() -> list[dict[str, Any]]:
-        rows = []
+        rows: list[dict[str, Any]] = []
+        if not chosen:
+            return rows
+        snapshot = cluster_snapshot(nodes, listed, others)  # bound pods only: none of the chosen ones
+        registries = {id(c): registry_for(c) for c in (current, edited)}
         for pod in chosen:
             key = _key(pod)
             placed = [p for p in listed if _key(p) != key]
-            common = {"nodes": nodes, "pods": placed, "others": others}
-            today = _answer(pod, config=current, **common)
-            tried = _answer(pod, config=edited, **common)
+            common: dict[str, Any] = {"nodes": nodes, "pods": placed, "others": others, "snapshot": snapshot}
+            today = _answer(pod, config=current, registry=registries[id(current)], **common)
+            tried = _answer(pod, config=edited, registry=registries[id(edited)], **common)
             rows.append(
                 {
                     "pod": key,
