@@ -73,6 +73,10 @@ class RayExecutor:
         self.address = address
 
     def map(self, fn: Callable[[In], Out], items: Sequence[In]) -> list[Out]:
+        if _loopback(self.address):
+            # Ray swaps a loopback node address for the machine's own unless this is set (read when ray is first
+            # imported); a head started with it on 127.0.0.1 is reachable only by a driver that sets it too.
+            os.environ.setdefault(RAY_LOOPBACK_ENV, "0")
         ray = _import_ray()
         try:
             ray.init(address=self.address, logging_level="WARNING", log_to_driver=False)
@@ -86,6 +90,15 @@ class RayExecutor:
             return results
         finally:
             ray.shutdown()
+
+
+RAY_LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+"""Ray's switch (ray_constants.ENABLE_RAY_CLUSTER) that, at 0, keeps a node on its loopback address."""
+
+
+def _loopback(address: str) -> bool:
+    host = address.removeprefix("ray://").rpartition(":")[0] or address
+    return host in ("127.0.0.1", "localhost", "[::1]", "::1")
 
 
 def _import_ray() -> Any:
