@@ -334,7 +334,7 @@ def sweep(
     ray_address: Annotated[
         str | None,
         typer.Option(
-            "--ray-address", help="Run on this Ray cluster (HOST:PORT, ray://HOST:10001 or auto; kubeplane[ray])."
+            "--ray-address", help="Run on this Ray cluster: HOST:PORT, ray://HOST:10001 or auto (the ray extra)."
         ),
     ] = None,
 ) -> None:

@@ -257,7 +257,9 @@ def write_sweep(results: Sequence[CellResult], out_dir: Path, *, executor: str =
     write_csv(aggregate, aggregate_csv)
     report = out_dir / REPORT_HTML
     page = render_html([r.result for r in results])
-    report.write_text(page.replace("<h2>Summary</h2>", _aggregate_html(aggregate) + "<h2>Summary</h2>", 1))
+    headline = [str(n) for r in results for n in r.result.summary.get("headline") or ()]
+    over_seeds = _aggregate_html(aggregate, list(dict.fromkeys(headline)))
+    report.write_text(page.replace("<h2>Summary</h2>", over_seeds + "<h2>Summary</h2>", 1))
     timing = out_dir / TIMING_JSON
     timing_doc = {
         "executor": executor,
@@ -293,13 +295,14 @@ def _numeric(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _aggregate_html(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The headline of a sweep: the mean (min–max) over seeds of a few figures, one row per scenario/config."""
+def _aggregate_html(rows: Sequence[Mapping[str, Any]], headline: Sequence[str] = ()) -> str:
+    """The headline of a sweep: the mean (min–max) over seeds of the scenarios' headline fields and a few usual
+    figures, one row per scenario and configuration."""
     import html
 
-    wanted = ("pods_scheduled", "pods_pending_at_end", "nodes_in_use_peak", "nodes_in_use_mean",
+    wanted = (*headline, "pods_scheduled", "pods_pending_at_end", "nodes_in_use_peak", "nodes_in_use_mean",
               "cpu_allocation_mean", "gpu_alloc_pct_mean", "gpu_frag_pct_mean", "scheduling_latency_p99")  # fmt: skip
-    present = [m for m in wanted if any(r["metric"] == m for r in rows)]
+    present = [m for m in dict.fromkeys(wanted) if any(r["metric"] == m for r in rows)]
     keys = list(dict.fromkeys((r["scenario"], r["config"]) for r in rows))
     by = {(r["scenario"], r["config"], r["metric"]): r for r in rows}
     head = "".join(f"<th>{html.escape(m)}</th>" for m in present)
