@@ -21,7 +21,7 @@ $(RUN_STAMP): $(DEPS) | $(VENV)/bin/python
 	touch $(RUN_STAMP)
 
 $(TEST_STAMP): $(DEPS) | $(VENV)/bin/python
-	$(PIP) -e '.[test]' -e examples/scheduler-plugins
+	$(PIP) -e '.[test,ray]' -e examples/scheduler-plugins
 	touch $(RUN_STAMP) $(TEST_STAMP)
 
 # The development set-up: everything `make test` needs.

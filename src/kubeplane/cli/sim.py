@@ -1,8 +1,9 @@
-"""``kubeplane sim run | compare | snapshot | fgd-repro``: simulations on a virtual clock (docs/sim.md).
+"""``kubeplane sim run | compare | sweep | snapshot | fgd-repro``: simulations on a virtual clock (docs/sim.md).
 
 ``run`` replays one scenario with one seed and writes summary.json, timeseries.csv, pods.csv and report.html to
 ``--out``; ``compare`` runs the same scenario and seed under several scheduler configurations, one process per
-configuration (at most one per core), and writes one report with the runs side by side. A progress bar shows
+configuration (at most one per core), and writes one report with the runs side by side; ``sweep`` runs a grid of
+scenarios × configurations × seeds on a process pool or a Ray cluster (kubeplane.sim.sweep). A progress bar shows
 simulated time, pods scheduled and pods pending on a terminal.
 """
 
@@ -305,3 +306,85 @@ def fgd_repro(
         typer.echo(f"written to {out}")
     if not result.passed:
         raise typer.Exit(1)
+
+
+@sim_app.command("sweep")
+def sweep(
+    grid_file: Annotated[
+        Path | None,
+        typer.Argument(help="Grid file (YAML/JSON: scenarios, configs, seeds, until); flags given replace its fields."),
+    ] = None,
+    scenarios: Annotated[
+        list[Path] | None, typer.Option("--scenario", help="A scenario file; repeat for each scenario.")
+    ] = None,
+    configs: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--config", help="LABEL=FILE (or FILE, labelled by its stem): a KubeSchedulerConfiguration; repeat."
+        ),
+    ] = None,
+    seeds: Annotated[
+        str | None, typer.Option("--seeds", help="Seeds: a list 1,2,3, a range 1..10 (default: each scenario's).")
+    ] = None,
+    until: UntilOpt = None,
+    out: Annotated[Path, typer.Option("--out", help="Output directory (created).")] = Path("sim-sweep"),
+    workers: Annotated[
+        int | None, typer.Option("--workers", help="Processes of the local pool (default: one per core).")
+    ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address", help="Run on this Ray cluster: HOST:PORT, ray://HOST:10001 or auto (the ray extra)."
+        ),
+    ] = None,
+) -> None:
+    """Run a grid of scenarios × scheduler configurations × seeds on a process pool or a Ray cluster; one report.
+
+    The results are the same whichever executor runs them: only timing.json (wall-clock figures) differs.
+    """
+    import time
+
+    from kubeplane.gpu.repro import parse_seeds
+    from kubeplane.sim import sweep as sweeping
+    from kubeplane.sim.executors import ExecutorError, executor
+    from kubeplane.sim.scenario import ScenarioError
+
+    if workers is not None and ray_address is not None:
+        _fail("--workers sizes the local process pool; with --ray-address the Ray cluster decides")
+    if workers is not None and workers < 1:
+        _fail(f"--workers must be at least 1, not {workers}")
+    try:
+        fields: dict[str, Any] = sweeping.load_grid(grid_file) if grid_file is not None else {}
+        if scenarios:
+            fields["scenarios"] = [str(s) for s in scenarios]
+        if configs:
+            fields["configs"] = [sweeping.config_option(c) for c in configs]
+        if seeds is not None:
+            fields["seeds"] = parse_seeds(seeds)
+        if until is not None:
+            fields["until"] = _until(until)
+        if not fields.get("scenarios"):
+            raise ScenarioError("give at least one --scenario (or a grid file with scenarios)")
+        base = fields.pop("base", None)
+        grid = sweeping.grid(**fields, base=base)
+    except (ScenarioError, ValueError) as exc:
+        _fail(str(exc))
+        return
+    cells = grid.cells()
+    runner = executor(workers=workers, ray_address=ray_address)
+    typer.echo(f"sweep: {len(cells)} cell(s) on {runner.name}", err=True)
+    started = time.perf_counter()
+    try:
+        results = sweeping.sweep(grid, runner)
+    except ExecutorError as exc:
+        _fail(str(exc))
+        return
+    paths = sweeping.write_sweep(results, out, executor=runner.name)
+    for result in results:
+        s = result.result.summary
+        typer.echo(
+            f"{result.cell.label}: scheduled {s['pods_scheduled']}, pending at the end {s['pods_pending_at_end']}, "
+            f"event log hash {s['event_log_hash'][:16]}"
+        )
+    typer.echo(f"{len(cells)} cell(s) in {time.perf_counter() - started:.1f} s on {runner.name}")
+    typer.echo(f"report: {paths['report']}")
