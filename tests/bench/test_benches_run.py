@@ -23,6 +23,7 @@ def test_every_bench_is_covered() -> None:
         "csi_bench.py",
         "dra_allocator_bench.py",
         "dra_cel_bench.py",
+        "explain_bench.py",
         "endpoints_bench.py",
         "fgd_bench.py",
         "gang_bench.py",

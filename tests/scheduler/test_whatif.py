@@ -483,3 +483,48 @@ def test_cli_without_what_if_is_plain_explain(files: Path) -> None:
     args = ["explain", "--pod", str(files / "pod.yaml"), "--cluster", str(files / "cluster.yaml"), "-o", "json"]
     out = json.loads(runner.invoke(app, args).output)
     assert set(out) >= {"pod", "selected", "nodes", "message"}
+
+
+def test_derived_snapshots_and_the_memo_give_the_answers_of_building_each_copy_from_objects(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Verifications reuse the original snapshot (a modified pod), derive it (relabelled or untainted nodes:
+    Snapshot.with_nodes) and share PodInfos (PodInfoMemo) instead of building every copy from objects; the
+    answers must be exactly those of building each copy from scratch."""
+    from kubeplane.scheduler.backend.podinfo_memo import PodInfoMemo
+    from kubeplane.scheduler.backend.snapshot import Snapshot
+    from kubeplane.scheduler.explain import prepare
+
+    ssd = {"disk": "ssd"}
+    nodes = [
+        _node("a", "2", labels=ssd),
+        _node("b", "2", labels=ssd),
+        _node("t", "4", labels=ssd, taints=[{"key": "gpu", "effect": "NoSchedule"}]),
+        _node("s", "4", labels={"disk": "hdd"}),
+        _node("u", "4", labels=ssd, unschedulable=True),
+    ]
+    pods = [_pod(f"a{i}", "500m", node="a", priority=0) for i in range(3)] + [_pod("b1", "1500m", node="b")]
+    for i, p in enumerate(pods):
+        p["metadata"].update(uid=f"uid-{i}", resourceVersion=str(i + 1))
+    required = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}]}
+    pod = _pod(
+        "new",
+        "1500m",
+        priority=10,
+        affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}},
+    )
+    derived = what_if(pod, nodes=nodes, pods=pods, memo=PodInfoMemo())
+    monkeypatch.setattr(Snapshot, "with_nodes", lambda self, nodes: None)
+    import kubeplane.scheduler.whatif as whatif_module
+
+    rebuilt_every_time = whatif_module._WhatIf.verify
+
+    def from_objects_only(self: Any, **kwargs: Any) -> list[str]:
+        self.setup = prepare(
+            self.pod, nodes=self.nodes, pods=self.placed, objects=self.objects, config=self.config
+        )  # a fresh original each time: nothing shared
+        return rebuilt_every_time(self, **kwargs)
+
+    monkeypatch.setattr(whatif_module._WhatIf, "verify", from_objects_only)
+    assert derived == what_if(pod, nodes=nodes, pods=pods)
+    assert {c["kind"] for c in derived["changes"]} >= {"free-resources", "tolerate-taint", "add-node-label"}

@@ -33,6 +33,7 @@ from typing import Any
 
 from kubeplane.api.priority import global_default_class
 from kubeplane.api.views import PodView, meta_of, name_of, namespace_of, section, spec_of, status_of
+from kubeplane.scheduler.backend.podinfo_memo import PodInfoMemo
 from kubeplane.scheduler.backend.snapshot import Snapshot
 from kubeplane.scheduler.config import KubeSchedulerConfiguration, default_config
 from kubeplane.scheduler.explain_gang import gang_state
@@ -136,22 +137,21 @@ def prepare(
     registry: Registry | None = None,
     seed: int = 0,
     snapshot: Snapshot | None = None,
+    memo: PodInfoMemo | None = None,
 ) -> ExplainSetup:
     """Snapshot, handle and the pod's profile for ``pod`` in the cluster of ``nodes``/``pods``/``objects``.
 
     ``snapshot``, when given, is :func:`cluster_snapshot` of the same ``nodes``/``pods``/``objects`` (built once
-    for several pods: building it dominates a cycle's cost); ``pod`` must not be one of its placed pods."""
+    for several pods: building it dominates a cycle's cost); ``pod`` must not be one of its placed pods. ``memo``
+    reuses the PodInfos of earlier snapshots of the same pods (:mod:`kubeplane.scheduler.backend.podinfo_memo`)."""
     config = config if config is not None else default_config()
     pod = {**pod, "metadata": {"namespace": "default", **meta_of(pod)}}
-    priority_classes = [o for o in objects if o.get("kind") == "PriorityClass"]
-    classes = {name_of(c): int(c.get("value") or 0) for c in priority_classes}
-    default_class = global_default_class(priority_classes)
-    default_priority = int(default_class.get("value") or 0) if default_class is not None else 0
-    pod = _with_priority(pod, classes, default_priority)
+    priority_of = _priorities(objects)
+    pod = priority_of(pod)
     pod_info = PodInfo(pod)
-    placed = [_with_priority(p, classes, default_priority) for p in pods if PodView(p).node_name]
+    placed = [priority_of(p) for p in pods if PodView(p).node_name]
     if snapshot is None:
-        snapshot = Snapshot.from_objects(list(nodes), placed)
+        snapshot = Snapshot.from_objects(list(nodes), placed, memo=memo)
     rng = random.Random(seed)
     by_kind: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for obj in objects:
@@ -177,17 +177,27 @@ def prepare(
 
 
 def cluster_snapshot(
-    nodes: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]], objects: Sequence[Mapping[str, Any]] = ()
+    nodes: Sequence[Mapping[str, Any]],
+    pods: Sequence[Mapping[str, Any]],
+    objects: Sequence[Mapping[str, Any]] = (),
+    *,
+    memo: PodInfoMemo | None = None,
 ) -> Snapshot:
     """The snapshot :func:`prepare` builds for this cluster (the bound pods, priorities filled the same way), to
     give to several :func:`explain` calls for unbound pods of it. A cycle only reads its snapshot (nominated pods
     and preemption's dry runs work on clones, as upstream's), so sharing it changes no answer."""
+    priority_of = _priorities(objects)
+    return Snapshot.from_objects(list(nodes), [priority_of(p) for p in pods if PodView(p).node_name], memo=memo)
+
+
+def _priorities(objects: Sequence[Mapping[str, Any]]) -> Callable[[Mapping[str, Any]], Mapping[str, Any]]:
+    """The pod with ``spec.priority`` filled as the Priority admission plugin would from ``objects``'
+    PriorityClasses (the global default when it names none)."""
     priority_classes = [o for o in objects if o.get("kind") == "PriorityClass"]
     classes = {name_of(c): int(c.get("value") or 0) for c in priority_classes}
     default_class = global_default_class(priority_classes)
     default_priority = int(default_class.get("value") or 0) if default_class is not None else 0
-    placed = [_with_priority(p, classes, default_priority) for p in pods if PodView(p).node_name]
-    return Snapshot.from_objects(list(nodes), placed)
+    return lambda pod: _with_priority(pod, classes, default_priority)
 
 
 def is_bound(pod: Mapping[str, Any]) -> bool:
@@ -224,17 +234,26 @@ def explain(
     registry: Registry | None = None,
     seed: int = 0,
     snapshot: Snapshot | None = None,
+    memo: PodInfoMemo | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``pod`` against ``nodes`` (with ``pods`` already placed by spec.nodeName); ``objects`` are the
-    other objects of the cluster (Namespaces, Services, ReplicaSets, ...) plugins may read. ``snapshot``: see
-    :func:`prepare` (only for a pod that is not bound)."""
+    other objects of the cluster (Namespaces, Services, ReplicaSets, ...) plugins may read. ``snapshot`` and
+    ``memo``: see :func:`prepare` (``snapshot`` only for a pod that is not bound)."""
     bound_to = str(pod["spec"]["nodeName"]) if is_bound(pod) else None
     if bound_to is not None:
         pod = _unbound(pod)
     if bound_to is not None:
         snapshot = None  # the shared snapshot holds the pod itself where it is bound
     setup = prepare(
-        pod, nodes=nodes, pods=pods, objects=objects, config=config, registry=registry, seed=seed, snapshot=snapshot
+        pod,
+        nodes=nodes,
+        pods=pods,
+        objects=objects,
+        config=config,
+        registry=registry,
+        seed=seed,
+        snapshot=snapshot,
+        memo=memo,
     )
     pod_info, snapshot, fwk = setup.pod_info, setup.snapshot, setup.fwk
     node_infos = list(snapshot.list())

@@ -34,6 +34,7 @@ from urllib.parse import parse_qsl
 
 import orjson
 
+from kubeplane.scheduler.backend.podinfo_memo import PodInfoMemo
 from kubeplane.scheduler.config import KubeSchedulerConfiguration, default_config
 
 from . import explaining, loopback, runs, runsonly, trying, yamltext
@@ -91,6 +92,9 @@ class UIApp:
         self.scheduler_config = scheduler_config
         self.runs_dir = runs_dir
         self.sessions = Sessions()
+        self.pod_infos = PodInfoMemo()
+        """The pod view's and Try's snapshots are built from the same pods request after request: their PodInfos
+        are derived once per stored version (kubeplane.scheduler.backend.podinfo_memo)."""
 
     @property
     def has_api(self) -> bool:
@@ -223,7 +227,13 @@ class UIApp:
             return
         try:
             result = await explaining.explain_pod(
-                self.api, token, namespace, name, config=self.scheduler_config, with_what_if=query.get("whatIf") != "0"
+                self.api,
+                token,
+                namespace,
+                name,
+                config=self.scheduler_config,
+                with_what_if=query.get("whatIf") != "0",
+                memo=self.pod_infos,
             )
         except explaining.ExplainFailed as exc:
             await _json(send, exc.status, exc.body)
@@ -250,7 +260,9 @@ class UIApp:
             return
         pods = [p for p in body.get("pods") or () if isinstance(p, str)]
         try:
-            result = await trying.try_config(self.api, token, body["yaml"], current=self._running()[0], pods=pods)
+            result = await trying.try_config(
+                self.api, token, body["yaml"], current=self._running()[0], pods=pods, memo=self.pod_infos
+            )
         except trying.TryFailed as exc:
             await _json(send, exc.status, exc.body)
             return

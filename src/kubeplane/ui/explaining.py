@@ -12,6 +12,7 @@ import asyncio
 from typing import Any
 
 from kubeplane.api.views import name_of, namespace_of
+from kubeplane.scheduler.backend.podinfo_memo import PodInfoMemo
 from kubeplane.scheduler.config import KubeSchedulerConfiguration
 from kubeplane.scheduler.explain import ExplainError, explain
 from kubeplane.scheduler.whatif import what_if
@@ -77,19 +78,24 @@ async def explain_pod(
     *,
     config: KubeSchedulerConfiguration | None = None,
     with_what_if: bool = True,
+    memo: PodInfoMemo | None = None,
 ) -> dict[str, Any]:
     """``{"pod": the pod, "explain": explain's JSON, "whatIf": what_if's JSON or None}``; what_if only for a pod
-    that fits nowhere (for a pod that fits it has nothing to suggest)."""
+    that fits nowhere (for a pod that fits it has nothing to suggest). ``memo`` keeps the PodInfos of the pods
+    from one request to the next (a new generation per request: what the cluster no longer has is forgotten)."""
     pod = await _get(app, f"/api/v1/namespaces/{namespace}/pods/{name}", token)
     nodes, pods, others = await cluster_state(app, token)
     key = (namespace_of(pod) or "default", name_of(pod))
     placed = [p for p in pods if (namespace_of(p) or "default", name_of(p)) != key]
 
+    if memo is not None:
+        memo.rotate()
+
     def run() -> dict[str, Any]:
-        result = explain(pod, nodes=nodes, pods=placed, objects=others, config=config)
+        result = explain(pod, nodes=nodes, pods=placed, objects=others, config=config, memo=memo)
         suggestions = None
         if result.get("selected") is None and with_what_if:
-            suggestions = what_if(pod, nodes=nodes, pods=placed, objects=others, config=config)
+            suggestions = what_if(pod, nodes=nodes, pods=placed, objects=others, config=config, memo=memo)
         return {"pod": pod, "explain": result, "whatIf": suggestions}
 
     try:

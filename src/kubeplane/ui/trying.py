@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from kubeplane.api.views import name_of, namespace_of
+from kubeplane.scheduler.backend.podinfo_memo import PodInfoMemo
 from kubeplane.scheduler.backend.snapshot import Snapshot
 from kubeplane.scheduler.config import (
     ConfigError,
@@ -174,6 +175,7 @@ async def try_config(
     *,
     current: KubeSchedulerConfiguration,
     pods: Sequence[str] = (),
+    memo: PodInfoMemo | None = None,
 ) -> dict[str, Any]:
     """``{"pending": n, "evaluated": [per pod: pod, schedulerName, today, tried, changed], "truncated"}`` for the
     Pending pods (those of ``pods``, ``namespace/name``, when given)."""
@@ -189,7 +191,9 @@ async def try_config(
         rows: list[dict[str, Any]] = []
         if not chosen:
             return rows
-        snapshot = cluster_snapshot(nodes, listed, others)  # bound pods only: none of the chosen ones
+        if memo is not None:
+            memo.rotate()
+        snapshot = cluster_snapshot(nodes, listed, others, memo=memo)  # bound pods only: none of the chosen ones
         registries = {id(c): registry_for(c) for c in (current, edited)}
         for pod in chosen:
             key = _key(pod)

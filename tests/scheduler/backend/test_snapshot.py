@@ -165,3 +165,48 @@ def test_update_affinity_lists_keeps_node_order_incrementally() -> None:
     scanned.node_info_map["b"].add_pod(PodInfo(pod("xb", "b", affinity=PREFERRED)))
     scanned.rebuild_lists(None)
     assert [ni.name for ni in scanned.have_pods_with_affinity_list()] == ["b"]
+
+
+# --- Snapshot.with_nodes: a what-if's relabelled node without re-adding every pod ---------------------------------
+
+
+def _wn_node(name: str, zone: str, **labels: str) -> dict[str, Any]:
+    alloc = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+    meta = {"name": name, "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone, **labels}}
+    images = [{"names": [f"img-{name}"], "sizeBytes": 100}]
+    return {"metadata": meta, "status": {"allocatable": alloc, "images": images}}
+
+
+def _wn_pod(name: str, node: str) -> dict[str, Any]:
+    spec = {"nodeName": node, "containers": [{"name": "c", "resources": {"requests": {"cpu": "300m"}}}]}
+    return {"metadata": {"name": name, "namespace": "default", "uid": name}, "spec": spec}
+
+
+def _wn_view(snapshot: Snapshot) -> list[tuple[Any, ...]]:
+    return [
+        (ni.name, dict(ni.labels), ni.requested.milli_cpu, [p.key for p in ni.pods], sorted(ni.image_states))
+        for ni in snapshot.list()
+    ]
+
+
+def test_with_nodes_equals_building_from_objects_and_leaves_the_original_as_it_was() -> None:
+    nodes = [_wn_node("a", "z1"), _wn_node("b", "z2"), _wn_node("c", "z1")]
+    pods = [_wn_pod("p1", "a"), _wn_pod("p2", "b"), _wn_pod("p3", "b")]
+    base = Snapshot.from_objects(nodes, pods)
+    before = _wn_view(base)
+    relabelled = [nodes[0], _wn_node("b", "z1", disk="ssd"), nodes[2]]  # b moves zone: the tree order changes
+    derived = base.with_nodes(relabelled)
+    assert derived is not None
+    assert _wn_view(derived) == _wn_view(Snapshot.from_objects(relabelled, pods))
+    assert derived.get("a") is base.get("a")  # unchanged nodes are shared
+    assert _wn_view(base) == before
+
+
+def test_with_nodes_declines_what_it_cannot_derive() -> None:
+    nodes = [_wn_node("a", "z1"), _wn_node("b", "z2")]
+    base = Snapshot.from_objects(nodes, [_wn_pod("p1", "a")])
+    assert base.with_nodes([*nodes, _wn_node("c", "z1")]) is None  # a new node
+    assert base.with_nodes(nodes[:1]) is None  # a node gone
+    other_images = _wn_node("b", "z2")
+    other_images["status"]["images"] = [{"names": ["other"], "sizeBytes": 5}]
+    assert base.with_nodes([nodes[0], other_images]) is None  # image counts would change

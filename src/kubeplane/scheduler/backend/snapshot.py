@@ -26,6 +26,7 @@ from typing import Any
 from kubeplane.api.views import name_of, spec_of, status_of
 from kubeplane.scheduler.backend.node_table import NodeTable
 from kubeplane.scheduler.backend.node_tree import NodeTree
+from kubeplane.scheduler.backend.podinfo_memo import PodInfoMemo
 from kubeplane.scheduler.framework.types import ImageStateSummary, NodeInfo, PodInfo
 
 __all__ = ["Snapshot", "node_image_sizes", "pod_pvc_keys"]
@@ -128,9 +129,16 @@ class Snapshot:
         self.have_pods_with_required_anti_affinity_node_info_list = [infos[i] for i in self._anti_affinity_rows]
 
     @classmethod
-    def from_objects(cls, nodes: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]]) -> Snapshot:
+    def from_objects(
+        cls,
+        nodes: Sequence[Mapping[str, Any]],
+        pods: Sequence[Mapping[str, Any]],
+        *,
+        memo: PodInfoMemo | None = None,
+    ) -> Snapshot:
         """A snapshot of ``nodes`` with every pod whose ``spec.nodeName`` names one of them (upstream
         ``NewSnapshot``), nodes in node-tree order, image states counted over ``nodes``; for offline use.
+        ``memo`` reuses the PodInfos of earlier snapshots of the same pods (:mod:`.podinfo_memo`).
 
         Pods bound to a node not in ``nodes`` are left out of the NodeInfos but their PVCs still count as used.
         """
@@ -152,7 +160,7 @@ class Snapshot:
             node_name = spec_of(pod).get("nodeName") or ""
             if not node_name:
                 continue
-            pod_info = PodInfo(pod)
+            pod_info = PodInfo(pod) if memo is None else memo.pod_info(pod)
             snapshot.used_pvcs.update(pod_pvc_keys(pod_info))
             target = infos.get(node_name)
             if target is not None:
@@ -161,6 +169,36 @@ class Snapshot:
         snapshot.generation = max((ni.generation for ni in infos.values()), default=0)
         snapshot.rebuild_lists(tree.list())
         return snapshot
+
+    def with_nodes(self, nodes: Sequence[Mapping[str, Any]]) -> Snapshot | None:
+        """What :meth:`from_objects` of ``nodes`` and this snapshot's pods gives, derived without re-adding the
+        pods; None (build it from objects) unless ``nodes`` are this snapshot's nodes, some replaced by objects of
+        the same name with the same ``status.images`` (a what-if's relabelled or untainted node).
+
+        A node object this snapshot already holds keeps its NodeInfo, shared between the two snapshots: a
+        scheduling cycle only reads its snapshot (upstream's cycle does; preemption's dry run works on clones),
+        so neither can change the other. A replaced node gets a clone of its NodeInfo with the new object set;
+        its image states stay, as the images are the same."""
+        if len(nodes) != len(self.node_info_map):
+            return None
+        infos: dict[str, NodeInfo] = {}
+        for node in nodes:
+            name = name_of(node)
+            existing = self.node_info_map.get(name)
+            if existing is None or existing.node is None or name in infos:
+                return None
+            if existing.node is not node:
+                if node_image_sizes(node) != node_image_sizes(existing.node):
+                    return None
+                existing = existing.clone()
+                existing.set_node(node)
+            infos[name] = existing
+        derived = Snapshot()
+        derived.node_info_map = infos
+        derived.used_pvcs = set(self.used_pvcs)
+        derived.generation = max((ni.generation for ni in infos.values()), default=0)
+        derived.rebuild_lists(NodeTree(nodes).list())
+        return derived
 
     def __repr__(self) -> str:
         return f"Snapshot(nodes={len(self.node_info_list)}, generation={self.generation})"
