@@ -457,3 +457,26 @@ def test_consumable_capacity(name: str) -> None:
         return
     assert got is not None
     assert _normalise(got) == case["want"]
+
+
+def test_pools_with_binding_conditions_come_last() -> None:
+    """v1.37 GatherPools: a pool whose devices carry bindingConditions is tried after the others, whatever the
+    slices' order (upstream's "pools without binding conditions are always evaluated before those with binding
+    conditions"); the result copies the device's conditions."""
+    attached = dev("device-1", bindingConditions=["attached"], bindingFailureConditions=["failed"])
+    with_conditions = {**slice_(attached, name="slice-a"), "spec": {**slice_(attached)["spec"], "pool": {
+        "name": "pool-a", "generation": 1, "resourceSliceCount": 1}}}  # fmt: skip
+    plain = {**slice_(dev("device-1"), name="slice-b"), "spec": {**slice_(dev("device-1"))["spec"], "pool": {
+        "name": "pool-b", "generation": 1, "resourceSliceCount": 1}}}  # fmt: skip
+    classes = {CLASS_A: klass()}
+    one = claim("claim-0", req("req-0"))
+    got = Allocator(DEFAULT_FEATURES, AllocatedState(), classes, [with_conditions, plain]).allocate(node(), [one])
+    assert got is not None
+    assert got[0]["devices"]["results"] == [{"request": "req-0", "driver": A, "pool": "pool-b", "device": "device-1"}]
+    state = AllocatedState(allocated_devices={(A, "pool-b", "device-1")})
+    got = Allocator(DEFAULT_FEATURES, state, classes, [with_conditions, plain]).allocate(node(), [one])
+    assert got is not None
+    assert got[0]["devices"]["results"] == [
+        {"request": "req-0", "driver": A, "pool": "pool-a", "device": "device-1",
+         "bindingConditions": ["attached"], "bindingFailureConditions": ["failed"]}
+    ]  # fmt: skip
