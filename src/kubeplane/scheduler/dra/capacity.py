@@ -15,7 +15,9 @@ Invariants (each as upstream's function of the same name):
 * ``CmpRequestOverCapacity``: what the device already has consumed, what this search has tentatively consumed and
   the request together must not exceed the value, for every capacity of the device.
 
-v1.37's fractional range arithmetic (milli units) belongs to a gate that is off by default, so whole units only.
+Not modelled: v1.37's milli-unit range arithmetic for fractional ``min``/``max``/``step`` (DRAFractionalCapacityRange,
+beta; its default is on only at compatibility version 1.37): ranges count whole units, which agrees with it
+whenever the bounds are whole numbers (every quantity with a binary suffix is).
 """
 
 from __future__ import annotations
