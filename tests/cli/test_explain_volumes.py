@@ -163,6 +163,6 @@ def test_a_plugin_error_is_reported_with_the_recorded_statuses(tmp_path: Path) -
     config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
               "profiles": [{"schedulerName": "default-scheduler", "plugins": only}]}  # fmt: skip
     out = _explain(tmp_path, [_node("n1"), claim], _pod("p", {"name": "scratch", "ephemeral": {}}), config)
-    assert out["error"] == f"running Filter plugin 'NodeVolumeLimits': {message}"
+    assert out["error"] == f'running Filter plugin "NodeVolumeLimits": {message}'
     assert out["nodes"]["n1"]["filters"]["NodeVolumeLimits"] == {"code": "Error", "reasons": [message]}
     assert out["selected"] is None

@@ -396,6 +396,11 @@ class Scheduler:
     async def stop(self) -> None:
         self._stopped.set()
         self.queue.close()
+        for fwk in self.profiles.values():  # upstream cancels the binding cycles' context
+            for plugin in fwk.pre_bind_plugins:
+                cancel = getattr(plugin, "cancel_waits", None)
+                if cancel is not None:
+                    cancel()
         await self.wait_for_bindings()
         await self.informers.stop()
         if self._own_recorder:

@@ -174,7 +174,7 @@ def test_extension_points_are_derived_from_methods() -> None:
         pytest.param(
             {"pf1": {"code": Code.ERROR, "reasons": ["boom"]}},
             Code.ERROR,
-            ("running PreFilter plugin 'pf1': boom",),
+            ('running PreFilter plugin "pf1": boom',),
             None,
             set(),
             id="an error is wrapped with the plugin name",
@@ -225,7 +225,7 @@ def test_filter_error_code_is_wrapped() -> None:
     status = fwk.run_filter_plugins(CycleState(), POD, _node("n1"))
     assert status is not None
     assert status.code == Code.ERROR
-    assert status.reasons == ("running Filter plugin 'f1': f1 rejects n1",)
+    assert status.reasons == ('running Filter plugin "f1": f1 rejects n1',)
 
 
 def test_scores_are_normalized_then_weighted() -> None:

@@ -13,7 +13,8 @@ A node group may list device groups; each becomes ``count`` devices of one drive
         mig: false
         driverVersion: {version: 1.2.3} # ... or explicitly {string|int|bool|version: value}
         uuid: "GPU-{node}-{index}"      # strings may use {node}, {name} and {index}
-      capacity: {memory: 40Gi}          # quantities
+      capacity: {memory: 40Gi}          # quantities, or {value, requestPolicy} (see .sharing)
+      allowMultipleAllocations: false   # true: each device may be shared by several claims (by capacity)
       consumesCounters:                 # partitionable devices: counters each device takes (at most 2 sets)
       - counterSet: gpu-0-counters
         counters: {memory: 20Gi}
@@ -41,6 +42,8 @@ from typing import Any, Final
 
 from kubeplane.api.quantity import QuantityError, parse_quantity
 
+from .sharing import SharingError, parse_capacity
+
 __all__ = ["Counters", "DeviceConfigError", "DeviceGroupSpec", "DeviceSpec", "counters_to_api", "parse_devices"]
 
 _DNS1123_LABEL: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -49,7 +52,17 @@ _SEMVER: Final = re.compile(
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$"
 )
 _GROUP_KEYS: Final = frozenset(
-    {"driver", "count", "namePattern", "startIndex", "attributes", "capacity", "sharedCounters", "consumesCounters"}
+    {
+        "driver",
+        "count",
+        "namePattern",
+        "startIndex",
+        "attributes",
+        "capacity",
+        "sharedCounters",
+        "consumesCounters",
+        "allowMultipleAllocations",
+    }
 )
 MAX_COUNTER_SETS: Final = 8
 """Upstream ResourceSliceMaxCounterSets: counter sets per slice (kubeplane publishes them in one slice)."""
@@ -78,8 +91,9 @@ class DeviceSpec:
 
     name: str
     attributes: Mapping[str, Mapping[str, Any]]
-    capacity: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    capacity: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     consumes_counters: Counters = ()
+    allow_multiple_allocations: bool = False
 
     def to_api(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
@@ -87,6 +101,8 @@ class DeviceSpec:
             out["attributes"] = {k: dict(v) for k, v in sorted(self.attributes.items())}
         if self.capacity:
             out["capacity"] = {k: dict(v) for k, v in sorted(self.capacity.items())}
+        if self.allow_multiple_allocations:
+            out["allowMultipleAllocations"] = True
         if self.consumes_counters:
             out["consumesCounters"] = counters_to_api(self.consumes_counters, "counterSet")
         return out
@@ -101,9 +117,11 @@ class DeviceGroupSpec:
     name_pattern: str
     start_index: int
     attributes: Mapping[str, Any]
-    capacity: Mapping[str, str]
+    capacity: Mapping[str, Mapping[str, Any]]
+    """API ``DeviceCapacity`` values: ``{"value": "40Gi"}``, with ``requestPolicy`` for shared devices."""
     shared_counters: Counters = ()
     consumes_counters: Counters = ()
+    allow_multiple_allocations: bool = False
 
     def devices_for(self, node: str) -> list[DeviceSpec]:
         out = []
@@ -112,8 +130,8 @@ class DeviceGroupSpec:
             attributes = {"index": {"int": index}}
             for key, value in self.attributes.items():
                 attributes[key] = _typed(value, node=node, name=name, index=index)
-            capacity = {k: {"value": v} for k, v in self.capacity.items()}
-            out.append(DeviceSpec(name, attributes, capacity, self.consumes_counters))
+            capacity = {k: dict(v) for k, v in self.capacity.items()}
+            out.append(DeviceSpec(name, attributes, capacity, self.consumes_counters, self.allow_multiple_allocations))
         return out
 
 
@@ -171,16 +189,18 @@ def _group(group: str, number: int, entry: Any) -> DeviceGroupSpec:
     if not isinstance(attributes, Mapping) or not isinstance(capacity, Mapping):
         raise DeviceConfigError(f"node group {group}: devices attributes and capacity must be mappings")
     checked = {str(k): _check_attribute(group, str(k), v) for k, v in attributes.items()}
-    quantities: dict[str, str] = {}
+    multi = entry.get("allowMultipleAllocations", False)
+    if not isinstance(multi, bool):
+        raise DeviceConfigError(f"node group {group}: devices allowMultipleAllocations must be true or false")
+    quantities: dict[str, dict[str, Any]] = {}
     for key, qty in capacity.items():
         try:
-            parse_quantity(str(qty))
-        except QuantityError as exc:
-            raise DeviceConfigError(f"node group {group}: devices capacity {key}: {exc}") from None
-        quantities[str(key)] = str(qty)
+            quantities[str(key)] = parse_capacity(f"capacity {key}", qty, multi)
+        except SharingError as exc:
+            raise DeviceConfigError(f"node group {group}: devices {exc}") from None
     shared = _counter_lists(group, entry, "sharedCounters", "name", MAX_COUNTER_SETS)
     consumes = _counter_lists(group, entry, "consumesCounters", "counterSet", MAX_CONSUMPTIONS)
-    spec = DeviceGroupSpec(driver, count, pattern, start, checked, quantities, shared, consumes)
+    spec = DeviceGroupSpec(driver, count, pattern, start, checked, quantities, shared, consumes, multi)
     try:
         names = [d.name for d in spec.devices_for("node")]
     except (KeyError, IndexError, ValueError) as exc:

@@ -315,7 +315,12 @@ class _Run:
         if len(self.results[ci]) + data.num_devices - di > ALLOCATION_RESULTS_MAX_SIZE:
             raise _Exceeded
         if do_all:
-            undo = self._allocate_device(ci, ri, si, data.all_devices[di], must=True)
+            cand = data.all_devices[di]
+            # The capacity check at setup saw the device alone; earlier requests of this search may have consumed
+            # some of it since (upstream case "...-allocation-mode-all-allocating-insufficient": no allocation).
+            if self.f.consumable_capacity and not self._fits_capacity(request, cand):
+                return False
+            undo = self._allocate_device(ci, ri, si, cand, must=True)
             if undo is None:
                 return False
             try:
@@ -411,7 +416,7 @@ class _Run:
     def _fits_capacity(self, request: Request, cand: _Candidate) -> bool:
         before = self.a.allocated.aggregated_capacity.get(cand.device_id, {})
         allocating = self.allocating_capacity.get(cand.device_id, {})
-        return cap.fits_capacity(request.capacity, cand.pool.driver, cand.device, before, allocating)
+        return cap.fits_capacity(request.capacity, cand.device, before, allocating)
 
     def _counters_ok(self, cand: _Candidate) -> bool:
         pool = cand.pool
@@ -494,7 +499,7 @@ class _Run:
         consumed: dict[str, Quantity] = {}
         share = False
         if self.f.consumable_capacity and multi:
-            consumed = cap.consumed_capacity(request.capacity, cand.pool.driver, device.get("capacity") or {}) or {}
+            consumed = cap.consumed_capacity(request.capacity, device.get("capacity") or {})
             share = True
             mine = self.allocating_capacity.setdefault(cand.device_id, {})
             for n, q in consumed.items():

@@ -149,7 +149,10 @@ def gather_pools(
     all_slices: Sequence[Mapping[str, Any]],
 ) -> list[Pool]:
     """Upstream ``GatherPools``: the pools of ``slices`` relevant for ``node``, in first-seen order (Go's map
-    order is random; kubeplane keeps the slices' order so results are reproducible)."""
+    order is random; kubeplane keeps the slices' order so results are reproducible), except that pools with a
+    device carrying ``bindingConditions`` come after all others, as v1.37's allocator orders them ("pools without
+    binding conditions are always evaluated before those with binding conditions, regardless of their names"), so
+    a simpler device wins when both fit."""
     pools: dict[tuple[str, str], Pool] = {}
     for s in slices:
         if _relevant(s, node, features):
@@ -165,4 +168,8 @@ def gather_pools(
         pool.is_incomplete = not complete
         pool.is_invalid, pool.invalid_reason = _invalid(pool)
         result.append(pool)
-    return result
+    return [p for p in result if not _has_binding_conditions(p)] + [p for p in result if _has_binding_conditions(p)]
+
+
+def _has_binding_conditions(pool: Pool) -> bool:
+    return any(d.get("bindingConditions") is not None for s in pool.slices for d in _spec(s).get("devices") or ())

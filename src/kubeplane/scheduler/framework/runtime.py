@@ -98,7 +98,7 @@ class WaitingPod:
 
 def _wrap(point: str, plugin: str, status: Status) -> Status:
     return Status(
-        Code.ERROR, (f"running {point} plugin {plugin!r}: {status.message()}",), plugin, status.error
+        Code.ERROR, (f'running {point} plugin "{plugin}": {status.message()}',), plugin, status.error
     ).with_plugin(plugin)
 
 

@@ -16,11 +16,13 @@
 * Score/NormalizeScore: firstAvailable preference, ``8 - index`` per allocated subrequest, normalised to 0..100.
 * Reserve/Unreserve: the node's allocation goes in flight (the next pod's allocator sees its devices as in use) /
   comes out again.
-* PreBind: writes allocation (and finalizer) and adds the pod to ``reservedFor`` through the API; offline
-  (``handle.client`` None) the in-memory state is the result.
+* PreBind: writes allocation (and finalizer, and ``allocationTimestamp`` with binding conditions on) and adds the
+  pod to ``reservedFor`` through the API, then waits for devices' binding conditions up to the args'
+  ``bindingTimeout`` (:mod:`.dynamic_resources_binding`); offline (``handle.client`` None) the in-memory state is
+  the result. Unreserve takes the pod out of the ``reservedFor`` of claims PreBind reserved.
 
 Not implemented: extended resources backed by DRA (DRAExtendedResource) -- a pod's extended-resource requests are
-left to NodeResourcesFit; binding-condition waits in PreBind (Filter's binding checks are implemented).
+left to NodeResourcesFit.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from kubeplane.scheduler.framework.interface import (
     Status,
 )
 from kubeplane.scheduler.plugins.dynamic_resources_binding import (
+    BINDING_TIMEOUT_DEFAULT_SECONDS,
     BindingFailedError,
     is_claim_ready_for_binding,
     is_claim_timeout,
@@ -62,6 +65,12 @@ from kubeplane.scheduler.plugins.dynamic_resources_claims import (
     pod_claims,
 )
 from kubeplane.scheduler.plugins.dynamic_resources_hints import events_to_register
+from kubeplane.scheduler.plugins.dynamic_resources_prebind import (
+    allocation_timestamp,
+    binding_timeout_from_args,
+    remove_reservation,
+    wait_for_binding,
+)
 from kubeplane.scheduler.plugins.helper import default_normalize_score, default_normalize_vector
 
 if TYPE_CHECKING:
@@ -104,9 +113,16 @@ class StateData:
 
 
 class DynamicResources:
-    def __init__(self, handle: Handle, features: Features) -> None:
+    def __init__(
+        self, handle: Handle, features: Features, binding_timeout: float = BINDING_TIMEOUT_DEFAULT_SECONDS
+    ) -> None:
         self._handle = handle
         self.features = features
+        self.binding_timeout = binding_timeout
+        """The args' ``bindingTimeout`` in seconds (Filter's timeout check and PreBind's wait)."""
+        self.stopping = asyncio.Event()
+        """Set by :meth:`cancel_waits` when the scheduler stops: PreBind waits end as upstream's cancelled
+        context ends them, so stopping never waits out a binding timeout."""
         self.in_flight = InFlight()
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -254,7 +270,7 @@ class DynamicResources:
             except BindingFailedError:
                 out.append(index)
                 continue
-            if not ready and is_claim_timeout(claim, self._handle.clock.now()):
+            if not ready and is_claim_timeout(claim, self._handle.clock.now(), self.binding_timeout):
                 out.append(index)
         return out
 
@@ -385,6 +401,7 @@ class DynamicResources:
             return
         for claim in s.claims:
             self.in_flight.remove(str(_meta(claim).get("uid") or _kobj(claim)))
+        remove_reservation(self, s.claims, pod.pod)
 
     # --- PreBind ---------------------------------------------------------------------------------------------
 
@@ -406,7 +423,9 @@ class DynamicResources:
                 return Status.from_error(exc)
             if allocation is not None and client is not None:
                 self.in_flight.assume(key, s.claims[index])
-        return None
+        if client is None or not self.features.device_binding_and_status:
+            return None
+        return await wait_for_binding(self, s.claims, pod.pod, node_name)
 
     async def _bind_claim(
         self, client: Any, claim: Mapping[str, Any], allocation: Mapping[str, Any] | None, pod: Mapping[str, Any]
@@ -427,6 +446,8 @@ class DynamicResources:
             status["allocation"] = allocation
         ref = {"resource": "pods", "name": _meta(pod).get("name"), "uid": _meta(pod).get("uid")}
         status["reservedFor"] = [*(status.get("reservedFor") or ()), ref]
+        if self.features.device_binding_and_status and status.get("allocation"):
+            status["allocation"] = allocation_timestamp(status["allocation"], self._handle.clock)
         try:
             updated: Mapping[str, Any] = await client.update(
                 resource, {**current, "status": status}, namespace=ns, subresource="status"
@@ -439,8 +460,13 @@ class DynamicResources:
     def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         return None
 
+    def cancel_waits(self) -> None:
+        """The scheduler is stopping: end PreBind's binding-condition waits (``context canceled``)."""
+        self.stopping.set()
+
 
 def new(args: Mapping[str, Any], handle: Handle) -> DynamicResources:
     """Upstream ``New``: the allocator's features from ``handle.extra["feature_gates"]`` (v1.37 defaults)."""
     gates = handle.extra.get("feature_gates")
-    return DynamicResources(handle, features_from_gates(gates if isinstance(gates, Mapping) else None))
+    features = features_from_gates(gates if isinstance(gates, Mapping) else None)
+    return DynamicResources(handle, features, binding_timeout_from_args(args))
