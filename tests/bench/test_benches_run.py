@@ -33,6 +33,7 @@ def test_every_bench_is_covered() -> None:
         "kubelet_bench.py",
         "node_authz_bench.py",
         "pod_logs_bench.py",
+        "pod_writes_bench.py",
         "sa_token_bench.py",
         "sim_bench.py",
         "ssa_bench.py",
