@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from kubeplane.api import defaults
 from kubeplane.api.defaults_workloads import set_defaults_pod
-from kubeplane.api.shapes import ShapeMemo, shape_key
+from kubeplane.api.shapes import MAX_KEY_BYTES, ShapeMemo, shape_key
 from kubeplane.api.validation import pods as podval
 from tests.api.validation.test_pods import CREATE_CASES, pod
 
@@ -57,6 +57,8 @@ def test_distinct_json_values_have_distinct_keys(a: Obj, b: Obj) -> None:
 def test_values_orjson_cannot_encode_have_no_key() -> None:
     assert shape_key({1: "non-string key"}) is None
     assert shape_key({"x": 2**70}) is None
+    assert shape_key({"x": "a" * MAX_KEY_BYTES}) is None  # too big to keep
+    assert shape_key({"x": "a" * (MAX_KEY_BYTES - 8)}) is not None
     memo: ShapeMemo[bool] = ShapeMemo()
     memo.put(None, True)
     assert memo.get(None) is None

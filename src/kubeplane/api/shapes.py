@@ -18,8 +18,10 @@ Invariants (why a memoised answer is the answer):
       local transport's copy already made it a list or null, as the store would.
     * What is kept is bytes or immutable: a caller gets a fresh decode (``orjson.loads``) of a kept object, so a
       consumer that mutates its answer cannot change the next caller's.
-    * Memory is bounded: at :attr:`ShapeMemo.capacity` entries the memo starts afresh (distinct shapes in a
-      cluster are few; a stream of all-different shapes only costs the encode it would have saved).
+    * Memory is bounded: a value encoding to more than :data:`MAX_KEY_BYTES` has no key (a spec that big is no
+      template's copy worth keeping, and its step is dwarfed by its decoding), and at
+      :attr:`ShapeMemo.capacity` entries the memo starts afresh (distinct shapes in a cluster are few; a stream
+      of all-different shapes only costs the encode it would have saved). Worst case a few megabytes a memo.
 """
 
 from __future__ import annotations
@@ -30,16 +32,22 @@ import orjson
 
 T = TypeVar("T")
 
-CAPACITY = 1024
-"""Entries per memo before it is cleared: a few hundred kilobytes for pod specs."""
+CAPACITY = 256
+"""Entries per memo before it is cleared."""
+
+MAX_KEY_BYTES = 16 * 1024
+"""The longest encoding memoised: a plain pod's spec is a few hundred bytes, one with many containers and
+volumes a few kilobytes."""
 
 
 def shape_key(value: object) -> bytes | None:
-    """The memo key of a JSON value (its orjson encoding), or None when orjson cannot encode it."""
+    """The memo key of a JSON value (its orjson encoding), or None when orjson cannot encode it or the encoding
+    is longer than :data:`MAX_KEY_BYTES`."""
     try:
-        return orjson.dumps(value)
+        key = orjson.dumps(value)
     except (TypeError, orjson.JSONEncodeError):
         return None
+    return key if len(key) <= MAX_KEY_BYTES else None
 
 
 class ShapeMemo(Generic[T]):
