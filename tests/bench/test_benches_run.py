@@ -34,6 +34,7 @@ def test_every_bench_is_covered() -> None:
         "kubelet_bench.py",
         "node_authz_bench.py",
         "pod_logs_bench.py",
+        "pod_writes_bench.py",
         "sa_token_bench.py",
         "sched_try_bench.py",
         "sim_bench.py",

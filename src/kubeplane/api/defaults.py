@@ -27,6 +27,8 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
+import orjson
+
 from kubeplane.api.defaults_batch import set_defaults_cron_job, set_defaults_job
 from kubeplane.api.defaults_resource import (
     set_defaults_resource_claim,
@@ -52,6 +54,7 @@ from kubeplane.api.defaults_workloads import (  # the _underscored wire helpers 
     set_defaults_stateful_set,
     set_defaults_volume_source,
 )
+from kubeplane.api.shapes import ShapeMemo, shape_key
 
 __all__ = ["DEFAULTERS", "RBAC_GROUP", "Defaulter", "apply_defaults", "defaulter_for"]
 
@@ -206,11 +209,34 @@ def _role_binding(binding: JSONObject) -> None:
             _set_empty(subject, "apiGroup", RBAC_GROUP)
 
 
+DEFAULTED_POD_SPECS: ShapeMemo[bytes] = ShapeMemo()
+"""A pod spec's encoding before :func:`set_defaults_pod` -> its encoding after (:mod:`kubeplane.api.shapes`)."""
+
+
+def set_defaults_pod_memo(pod: JSONObject) -> None:
+    """:func:`set_defaults_pod`, answered from :data:`DEFAULTED_POD_SPECS` for a spec seen before.
+
+    Exact because the pod defaults read and write ``spec`` alone (``SetDefaults_Pod`` and the PodSpec defaults
+    look at nothing else), so equal specs default equally. The spec dict is updated in place, as the direct
+    path does, from a fresh decode: no two pods share a defaulted sub-object."""
+    spec = pod.get("spec")
+    key = shape_key(spec) if isinstance(spec, dict) else None
+    done = DEFAULTED_POD_SPECS.get(key)
+    if done is not None:
+        assert isinstance(spec, dict)
+        spec.clear()
+        spec.update(orjson.loads(done))
+        return
+    set_defaults_pod(pod)
+    if key is not None:
+        DEFAULTED_POD_SPECS.put(key, orjson.dumps(pod["spec"]))
+
+
 # --- dispatch --------------------------------------------------------------------------------------------------
 
 DEFAULTERS: Final[Mapping[tuple[str, str], Defaulter]] = MappingProxyType(
     {
-        ("v1", "Pod"): set_defaults_pod,
+        ("v1", "Pod"): set_defaults_pod_memo,
         ("v1", "PodTemplate"): set_defaults_pod_template,
         ("v1", "ReplicationController"): set_defaults_replication_controller,
         ("v1", "Service"): _service,

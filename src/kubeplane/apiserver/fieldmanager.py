@@ -29,6 +29,7 @@ import orjson
 
 from kubeplane.api import meta as apimeta
 from kubeplane.api.resources import ResourceInfo
+from kubeplane.api.shapes import ShapeMemo, shape_key
 from kubeplane.api.smd import schema, typed
 from kubeplane.api.smd import update as smd
 from kubeplane.api.smd.fieldpath import FieldsError, Set, element_key, path_string
@@ -315,6 +316,38 @@ def track_update(
         meta["managedFields"] = entries
 
 
+CREATED_SPECS: ShapeMemo[bytes] = ShapeMemo()
+"""(kind, a spec's encoding) -> the ``f:spec`` FieldsV1 of creating it (:mod:`kubeplane.api.shapes`)."""
+
+
+def created_fields_v1(info: ResourceInfo, new: Obj) -> Obj:
+    """``typed.added_fields_v1(new)``, the fields a create adds, with the ``spec`` part from :data:`CREATED_SPECS`.
+
+    Exact because a map's FieldsV1 is the union of its entries', each computed from that entry's value and its
+    schema type alone (the top level's keys sorted, as ``added_fields_v1`` sorts them): the spec's part depends
+    on the kind and the spec, the rest (metadata with its per-object names, labels...) is computed every time.
+    The kept part is bytes, decoded afresh for each object, since the entry ends in the object's
+    managedFields."""
+    atom = _atom(info)
+    spec = new.get("spec")
+    if not isinstance(spec, dict) or not spec or len(new) < 2:
+        return typed.added_fields_v1(new, atom)
+    key = shape_key(spec)
+    if key is None:
+        return typed.added_fields_v1(new, atom)
+    key = info.api_version.encode() + b"/" + info.kind.encode() + b"\0" + key
+    done = CREATED_SPECS.get(key)
+    if done is None:
+        part = typed.added_fields_v1({"spec": spec}, atom)
+        if "f:spec" not in part:  # the kind is atomic: no per-entry field sets
+            return typed.added_fields_v1(new, atom)
+        done = orjson.dumps(part["f:spec"])
+        CREATED_SPECS.put(key, done)
+    out = typed.added_fields_v1({k: v for k, v in new.items() if k != "spec"}, atom)
+    out["f:spec"] = orjson.loads(done)
+    return {k: out[k] for k in sorted(out)}
+
+
 def _touches(fields_v1: Any, paths: Set) -> bool:
     """Whether the FieldsV1 document owns a member of ``paths`` (walks ``paths``, which is small: what a write
     changed, not the document)."""
@@ -337,7 +370,7 @@ def _updated_entries(
     """The Update of ``managedfieldsupdater.go`` over ``structuredmerge.go``, decoding only the entries the write
     touches: the others lose nothing, so their encoded form is kept as it is."""
     if not live and not base:  # a create: everything is added, the creator owns it all
-        fields_v1 = _strip_fields_v1(typed.added_fields_v1(new, _atom(info)))
+        fields_v1 = _strip_fields_v1(created_fields_v1(info, new))
         if not fields_v1:
             return []
         entry: Obj = {

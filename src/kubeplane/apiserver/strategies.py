@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubeplane.api import pods as podutil
 from kubeplane.api.resources import ResourceInfo
+from kubeplane.api.shapes import ShapeMemo, shape_key
 from kubeplane.api.validation.field import ErrorList
 from kubeplane.api.views import is_pod_terminal, spec_of
 
@@ -173,10 +174,26 @@ PodDisruptionBudget, RBAC) leaves it false and answers ``Status{status: Success,
 <resource>, uid}}`` (store.go ``finalizeDelete``)."""
 
 
+QOS_CLASSES: ShapeMemo[str] = ShapeMemo()
+"""A pod spec's encoding -> its QoS class (:mod:`kubeplane.api.shapes`)."""
+
+
+def qos_class(pod: Obj) -> str:
+    """``pod_qos_class`` of a pod being created, from :data:`QOS_CLASSES` for a spec seen before: exact because
+    upstream's ``ComputePodQOS`` reads the spec (its containers' and the pod's resources) and nothing else."""
+    spec = pod.get("spec")
+    key = shape_key(spec) if isinstance(spec, dict) else None
+    found = QOS_CLASSES.get(key)
+    if found is None:
+        found = str(podutil.pod_qos_class(pod))
+        QOS_CLASSES.put(key, found)
+    return found
+
+
 class PodStrategy(Strategy):
     def prepare_for_create(self, obj: Obj) -> None:
         super().prepare_for_create(obj)
-        obj["status"] = {"phase": "Pending", "qosClass": str(podutil.pod_qos_class(obj))}
+        obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj)}
 
     def prepare_for_status_update(self, new: Obj, old: Obj) -> None:
         owners = old["metadata"].get("ownerReferences")

@@ -221,7 +221,7 @@ async def raw_update(
         current = await registry.store.get(key)
         if current is None:
             raise errors.not_found(info.group, info.plural, name)
-        new = change(deep_copy(decode(current)))
+        new = change(decode(current))  # a fresh decode of the stored bytes: the change's own, no copy needed
         if dry_run:
             return new
         try:

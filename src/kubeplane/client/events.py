@@ -129,43 +129,92 @@ class _LRU(Generic[V]):
 
 
 def _get(obj: Mapping[str, Any], *path: str) -> str:
+    """The string at ``path`` ("" when absent). A plain dict, what events are, is tested by its exact type first:
+    ``isinstance(value, Mapping)`` is an ABC check costing several times a dict lookup, and the correlator reads
+    some forty fields per event."""
     value: Any = obj
     for part in path:
-        value = value.get(part) if isinstance(value, Mapping) else None
-    return "" if value is None else str(value)
+        if type(value) is dict:
+            value = value.get(part)
+        else:
+            value = value.get(part) if isinstance(value, Mapping) else None
+    if value is None:
+        return ""
+    return value if type(value) is str else str(value)
 
 
-def _source_object_key(event: Mapping[str, Any]) -> list[str]:
-    return [
-        _get(event, "source", "component"),
-        _get(event, "source", "host"),
-        _get(event, "involvedObject", "kind"),
-        _get(event, "involvedObject", "namespace"),
-        _get(event, "involvedObject", "name"),
-    ]
+@dataclass(frozen=True, slots=True)
+class _KeyFields:
+    """The fields of an event that upstream's three keys are made of, each read once (``_get``'s strings)."""
+
+    component: str
+    host: str
+    kind: str
+    namespace: str
+    name: str
+    field_path: str
+    uid: str
+    api_version: str
+    type: str
+    reason: str
+    message: str
+    reporting_component: str
+    reporting_instance: str
+
+    @classmethod
+    def of(cls, event: Mapping[str, Any]) -> _KeyFields:
+        source = event.get("source")
+        involved = event.get("involvedObject")
+        source = source if isinstance(source, Mapping) else {}
+        involved = involved if isinstance(involved, Mapping) else {}
+        return cls(
+            _get(source, "component"),
+            _get(source, "host"),
+            _get(involved, "kind"),
+            _get(involved, "namespace"),
+            _get(involved, "name"),
+            _get(involved, "fieldPath"),
+            _get(involved, "uid"),
+            _get(involved, "apiVersion"),
+            _get(event, "type"),
+            _get(event, "reason"),
+            _get(event, "message"),
+            _get(event, "reportingComponent"),
+            _get(event, "reportingInstance"),
+        )
+
+    def source_object(self) -> str:
+        return "".join((self.component, self.host, self.kind, self.namespace, self.name))
+
+    def event_key(self) -> str:
+        """Upstream ``getEventKey``."""
+        return "".join(
+            (self.source_object(), self.field_path, self.uid, self.api_version, self.type, self.reason, self.message)
+        )
+
+    def spam_key(self) -> str:
+        """Upstream ``getSpamKey``."""
+        return "".join((self.source_object(), self.uid, self.api_version))
+
+    def aggregate_key(self) -> tuple[str, str]:
+        """Upstream ``EventAggregatorByReasonFunc``."""
+        parts = (self.uid, self.api_version, self.type, self.reason, self.reporting_component)
+        return "".join((self.source_object(), *parts, self.reporting_instance)), self.message
 
 
 def event_key(event: Mapping[str, Any]) -> str:
     """Upstream ``getEventKey``: what makes two events "the same" (and the second one a count increment)."""
-    parts = _source_object_key(event)
-    parts += [_get(event, "involvedObject", "fieldPath"), _get(event, "involvedObject", "uid")]
-    parts += [_get(event, "involvedObject", "apiVersion"), _get(event, "type"), _get(event, "reason")]
-    return "".join([*parts, _get(event, "message")])
+    return _KeyFields.of(event).event_key()
 
 
 def spam_key(event: Mapping[str, Any]) -> str:
     """Upstream ``getSpamKey``: the spam filter's bucket is per source and involved object."""
-    parts = _source_object_key(event)
-    return "".join([*parts, _get(event, "involvedObject", "uid"), _get(event, "involvedObject", "apiVersion")])
+    return _KeyFields.of(event).spam_key()
 
 
 def aggregate_key(event: Mapping[str, Any]) -> tuple[str, str]:
     """Upstream ``EventAggregatorByReasonFunc``: (events that aggregate together, what tells them apart)."""
-    parts = _source_object_key(event)
-    parts += [_get(event, "involvedObject", "uid"), _get(event, "involvedObject", "apiVersion")]
-    parts += [_get(event, "type"), _get(event, "reason")]
-    parts += [_get(event, "reportingComponent"), _get(event, "reportingInstance")]
-    return "".join(parts), _get(event, "message")
+    return _KeyFields.of(event).aggregate_key()
 
 
 class EventCorrelator:
@@ -195,9 +244,11 @@ class EventCorrelator:
 
     def correlate(self, event: Obj) -> CorrelateResult | None:
         """The event to write (and its patch if it repeats one written before), or None if spam-filtered."""
-        aggregated, key = self._aggregate(event)
+        fields = _KeyFields.of(event)  # read once: the three keys share most of their fields
+        aggregated, key = self._aggregate(event, fields)
         observed, patch = self._observe(aggregated, key)
-        if not self._allow(observed):
+        # the combined event keeps the source and involved object, the only fields of the spam key
+        if not self._allow(fields.spam_key()):
             return None
         return CorrelateResult(observed, patch)
 
@@ -214,9 +265,9 @@ class EventCorrelator:
             ),
         )
 
-    def _aggregate(self, event: Obj) -> tuple[Obj, str]:
+    def _aggregate(self, event: Obj, fields: _KeyFields) -> tuple[Obj, str]:
         now = self._clock.now()
-        key, local_key = aggregate_key(event)
+        key, local_key = fields.aggregate_key()
         record = self._aggregates.get(key)
         if record is None or now - record.last_timestamp > self.config.max_interval:
             record = _AggregateRecord(local_keys={}, last_timestamp=now)
@@ -224,7 +275,7 @@ class EventCorrelator:
         record.last_timestamp = now
         self._aggregates.add(key, record)
         if len(record.local_keys) < self.config.max_events:
-            return event, event_key(event)
+            return event, fields.event_key()
         # Upstream pops an arbitrary message (PopAny) so the set stays below max; the oldest one here.
         del record.local_keys[next(iter(record.local_keys))]
         timestamp = format_time(now)
@@ -272,8 +323,7 @@ class EventCorrelator:
         )
         return event, patch
 
-    def _allow(self, event: Obj) -> bool:
-        key = spam_key(event)
+    def _allow(self, key: str) -> bool:
         bucket = self._spam.get(key)
         if bucket is None:
             bucket = TokenBucket(self._spam_config, clock=self._clock)

@@ -293,14 +293,16 @@ def _added(value: Any, atom: Atom) -> dict[str, Any] | None:
     if _granular_map(value, atom):
         out: dict[str, Any] = {}
         for key in sorted(value):
-            sub = _added(value[key], _field(atom, key)[0])
+            child = value[key]
+            # a scalar is a leaf whatever its type says: no schema lookup, no call (most entries of an object)
+            sub = _added(child, _field(atom, key)[0]) if isinstance(child, dict | list) else None
             out["f:" + key] = {".": {}, **sub} if sub else {}
         return out
     if _granular_list(value, atom):
         elem = atom.elem or DEDUCED
         nodes: dict[PathElement, dict[str, Any]] = {}
         for item in value:
-            sub = _added(item, elem)
+            sub = _added(item, elem) if isinstance(item, dict | list) else None
             nodes[item_element(item, atom)] = {".": {}, **sub} if sub else {}
         return {element_key(pe): nodes[pe] for pe in sorted(nodes, key=sort_key)}
     return None

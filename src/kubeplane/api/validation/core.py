@@ -44,7 +44,7 @@ from kubeplane.api.validation.events import validate_event, validate_event_updat
 from kubeplane.api.validation.field import ErrorList
 from kubeplane.api.validation.pods import (
     check_pod_template_spec,
-    validate_pod,
+    validate_pod_create,
     validate_pod_status_update,
     validate_pod_update,
 )
@@ -281,7 +281,7 @@ def _with_create(create: Validate, update: ValidateUpdate | None = None) -> Vali
 
 
 CREATE_VALIDATORS: Final[dict[tuple[str, str], Validate]] = {
-    ("", "Pod"): validate_pod,
+    ("", "Pod"): validate_pod_create,
     ("", "Node"): validate_node,
     ("", "Namespace"): validate_namespace,
     ("", "Service"): validate_service,

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from kubeplane.api import meta, taints
+from kubeplane.api.shapes import ShapeMemo, shape_key
 from kubeplane.api.validation import field, names
 from kubeplane.api.validation.common import MAX_INT32, check_enum, invalid_each
 from kubeplane.api.validation.containers import (
@@ -45,6 +46,7 @@ __all__ = [
     "check_pod_spec",
     "check_pod_template_spec",
     "validate_pod",
+    "validate_pod_create",
     "validate_pod_spec",
     "validate_pod_status_update",
     "validate_pod_update",
@@ -310,6 +312,26 @@ def validate_pod(pod: Mapping[str, Any]) -> ErrorList:
         detail = "cannot be set until all schedulingGates have been cleared"
         errs.append(field.forbidden(spec.at("nodeName"), detail))
     return finish(errs)
+
+
+VALID_SPECS: ShapeMemo[bool] = ShapeMemo()
+"""The pod specs :func:`validate_pod` found valid, by encoding (:mod:`kubeplane.api.shapes`)."""
+
+
+def validate_pod_create(pod: Mapping[str, Any]) -> ErrorList:
+    """:func:`validate_pod`, answered from :data:`VALID_SPECS` for a spec already found valid: the create path's.
+
+    Exact because ``validate_pod`` reads ``spec`` and nothing else of the pod (no feature gate, no metadata: the
+    API server validates metadata generically), so a spec with the same encoding has the same, empty, error
+    list. Only valid specs are kept: an invalid one is validated again to build its errors."""
+    spec = pod.get("spec") if isinstance(pod, Mapping) else None
+    key = shape_key(spec) if isinstance(spec, dict) else None
+    if VALID_SPECS.get(key):
+        return []
+    errs = validate_pod(pod)
+    if not errs:
+        VALID_SPECS.put(key, True)
+    return errs
 
 
 def validate_pod_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> ErrorList:
