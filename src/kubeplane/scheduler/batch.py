@@ -34,17 +34,23 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from kubeplane.client.clock import Clock
 from kubeplane.scheduler.framework.interface import CycleState
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
-from kubeplane.scheduler.signature import PodSigner
 
-__all__ = ["MAX_BATCH_AGE", "OpportunisticBatch", "SortedScoredNodes"]
+__all__ = ["MAX_BATCH_AGE", "OpportunisticBatch", "Signer", "SortedScoredNodes"]
 
 MAX_BATCH_AGE = 0.5
 """Seconds a stored list stays usable (upstream ``maxBatchAge`` = 500 ms)."""
+
+
+class Signer(Protocol):
+    """What signs pods (:class:`kubeplane.scheduler.signature.PodSigner`; upstream's ``SignatureFunc``)."""
+
+    def sign(self, pod: PodInfo) -> str | None: ...
 
 
 class SortedScoredNodes:
@@ -92,7 +98,7 @@ class _LastCycle:
 class OpportunisticBatch:
     """One profile's batch state (module docstring). Not thread-safe: the scheduling cycle is single-threaded."""
 
-    def __init__(self, fwk: Framework, signer: PodSigner, clock: Clock) -> None:
+    def __init__(self, fwk: Framework, signer: Signer, clock: Clock) -> None:
         self.fwk = fwk
         self.signer = signer
         self.clock = clock
