@@ -39,6 +39,7 @@ from kubeplane.scheduler.plugins.image_locality import pod_image_names
 
 __all__ = [
     "IN_TREE_SIGNERS",
+    "MAY_REFUSE",
     "Fragments",
     "SignFn",
     "SignResult",
@@ -232,3 +233,8 @@ IN_TREE_SIGNERS: Final[Mapping[str, SignFn]] = {
     "NodeVolumeLimits": _volumes,
 }
 """In-tree plugin name -> its SignPod (module docstring). Applied only to kubeplane's own plugin classes."""
+
+MAY_REFUSE: Final = frozenset(
+    {"NodeResourcesFit", "NodeResourcesBalancedAllocation", "PodTopologySpread", "InterPodAffinity", "DynamicResources"}
+)
+"""The in-tree plugins whose SignPod can make a pod unsignable."""
