@@ -14,6 +14,11 @@ feasible nodes are found (adaptive percentageOfNodesToScore: ``50 - nodes/125`` 
 one node when the profile has no Score plugin). Upstream examines nodes in parallel and stops "about" there; we
 examine them in order and stop exactly there, so a seed makes every decision reproducible.
 
+Opportunistic batching (:mod:`kubeplane.scheduler.batch`, when the scheduler enables it): after PreFilter the
+profile's batch may hint a node, which is tried alone as a nominated node is; a cycle that succeeds hands its other
+scored nodes, best first, to the batch (upstream GetNodeHint / StoreScheduleResults). Cycles with a recorder
+(explain, what-if, conformance) never batch.
+
 A disagreement between a plugin's vector path and its reference is never silently trusted: with
 ``strict_vectors`` (the test suite sets ``KUBEPLANE_STRICT_VECTORS=1``) it raises :class:`VectorMismatchError`;
 otherwise it is logged at error level once per plugin and the reference's verdict is used.
