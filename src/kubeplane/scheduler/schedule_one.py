@@ -14,6 +14,11 @@ feasible nodes are found (adaptive percentageOfNodesToScore: ``50 - nodes/125`` 
 one node when the profile has no Score plugin). Upstream examines nodes in parallel and stops "about" there; we
 examine them in order and stop exactly there, so a seed makes every decision reproducible.
 
+Opportunistic batching (:mod:`kubeplane.scheduler.batch`, when the scheduler enables it): after PreFilter the
+profile's batch may hint a node, which is tried alone as a nominated node is; a cycle that succeeds hands its other
+scored nodes, best first, to the batch (upstream GetNodeHint / StoreScheduleResults). Cycles with a recorder
+(explain, what-if, conformance) never batch.
+
 A disagreement between a plugin's vector path and its reference is never silently trusted: with
 ``strict_vectors`` (the test suite sets ``KUBEPLANE_STRICT_VECTORS=1``) it raises :class:`VectorMismatchError`;
 otherwise it is logged at error level once per plugin and the reference's verdict is used.
@@ -24,12 +29,13 @@ from __future__ import annotations
 import logging
 import os
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from kubeplane.scheduler.backend.node_table import IntArray, NodeTable
+from kubeplane.scheduler.batch import OpportunisticBatch, SortedScoredNodes
 from kubeplane.scheduler.framework.diagnosis import (
     NO_NODES_AVAILABLE,
     Diagnosis,
@@ -78,6 +84,16 @@ class ScheduleResult:
     feasible_nodes: int
 
 
+@dataclass(slots=True)
+class _Hinting:
+    """One cycle's use of its profile's :class:`OpportunisticBatch`: the hint it got and the pod's signature."""
+
+    batch: OpportunisticBatch
+    cycle_count: int
+    hint: str = ""
+    signature: str | None = None
+
+
 class SchedulingCycle:
     """Scheduler-wide search state (the rotating start index, the global percentage, the tie-break RNG) and the
     cycle that uses it. One object per scheduler; explain and what-if make their own."""
@@ -97,6 +113,19 @@ class SchedulingCycle:
         )
         self._reported: set[str] = set()
         self._report_unrecorded = self._mismatch(None)  # the scheduler's cycles: made once, not per pod
+        self.batches: Mapping[str, OpportunisticBatch] = {}
+        self._current_cycle: Callable[[], int] = lambda: 0
+        # The batch's per-node tie-breakers (upstream's Randomizer) draw from a copy of the seed's sequence, so that
+        # sorting the runners-up never shifts the draws of the decisions themselves.
+        copy = random.Random()
+        copy.setstate(rng.getstate())
+        self._tiebreak = np.random.default_rng(copy.getrandbits(64))
+
+    def enable_batching(self, batches: Mapping[str, OpportunisticBatch], current_cycle: Callable[[], int]) -> None:
+        """Opportunistic batching (gate ``OpportunisticBatching``) for the profiles in ``batches``;
+        ``current_cycle`` is the queue's scheduling cycle counter. Cycles with a recorder never batch."""
+        self.batches = batches
+        self._current_cycle = current_cycle
 
     def num_feasible_nodes_to_find(self, profile_percentage: int | None, num_all_nodes: int) -> int:
         if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
@@ -154,14 +183,25 @@ class SchedulingCycle:
         table: NodeTable | None,
         recorder: CycleRecorder | None,
     ) -> ScheduleResult:
-        found, diagnosis = self.find_nodes_that_fit_pod(fwk, state, pod, nodes, table, recorder=recorder)
+        hinting: _Hinting | None = None
+        if recorder is None and self.batches:
+            batch = self.batches.get(fwk.profile_name)
+            if batch is not None:
+                hinting = _Hinting(batch, self._current_cycle())
+        found, diagnosis = self.find_nodes_that_fit_pod(
+            fwk, state, pod, nodes, table, recorder=recorder, hinting=hinting
+        )
         feasible = found.feasible
         if not feasible:
             raise FitError(pod, len(nodes), diagnosis)
         evaluated = len(feasible) + len(diagnosis.node_to_status)
         if len(feasible) == 1 and recorder is None:
+            if hinting is not None:
+                hinting.batch.store_schedule_results(
+                    hinting.signature, hinting.hint, feasible[0].name, None, hinting.cycle_count
+                )
             return ScheduleResult(feasible[0].name, evaluated, 1)
-        host = self.prioritize_and_select(fwk, state, pod, found, table, recorder=recorder)
+        host = self.prioritize_and_select(fwk, state, pod, found, table, recorder=recorder, hinting=hinting)
         return ScheduleResult(host, evaluated, len(feasible))
 
     def _post_filter(
@@ -190,9 +230,14 @@ class SchedulingCycle:
         *,
         recorder: CycleRecorder | None = None,
         exhaustive: bool = False,
+        hinting: _Hinting | None = None,
     ) -> tuple[SearchResult, Diagnosis]:
         """PreFilter, the nominated node first, then Filter over the rotation. ``exhaustive`` (what-if) examines
-        every node from the first, looking for all feasible ones, and leaves the rotation alone."""
+        every node from the first, looking for all feasible ones, and leaves the rotation alone.
+
+        With ``hinting`` (opportunistic batching), the batch is asked for a hint after PreFilter, as upstream,
+        and the hinted node is tried alone the way a nominated node is (a nominated node takes precedence); if it
+        passes Filter the rotation does not move."""
         state.recorder = recorder  # the framework records PreFilter and PreScore statuses through it
         diagnosis = Diagnosis()
         none = SearchResult([], None, 0)
@@ -214,8 +259,13 @@ class SchedulingCycle:
             recorder=recorder,
         )
         nominated = str(pod.status.get("nominatedNodeName") or "")
-        if nominated and not exhaustive:
-            node = _find(all_nodes, table, nominated)
+        if hinting is not None and not exhaustive:
+            hinting.hint, hinting.signature = hinting.batch.get_node_hint(
+                state, pod, hinting.cycle_count, lambda name: _find(all_nodes, table, name)
+            )
+        first = nominated or (hinting.hint if hinting is not None else "")
+        if first and not exhaustive:
+            node = _find(all_nodes, table, first)
             if node is not None:
                 found = search.sequential([node], num_to_find=1, start=0)
                 if found.feasible:
@@ -290,10 +340,13 @@ class SchedulingCycle:
         table: NodeTable | None,
         *,
         recorder: CycleRecorder | None = None,
+        hinting: _Hinting | None = None,
     ) -> str:
         feasible = found.feasible
         if not fwk.has_score_plugins():
             host = feasible[0].name
+            if hinting is not None:
+                self._store(hinting, host, feasible, None, 0)
         else:
             status = fwk.run_pre_score_plugins(state, pod, feasible)
             if status is not None:
@@ -311,10 +364,30 @@ class SchedulingCycle:
                 raise SchedulingError(status)
             if recorder is not None:
                 self._record_scores(fwk, state, pod, found, table, totals, recorder)
-            host = feasible[self.select_index(totals)].name
+            chosen = self.select_index(totals)
+            host = feasible[chosen].name
+            if hinting is not None:
+                self._store(hinting, host, feasible, totals, chosen)
         if recorder is not None:
             recorder.selected = host
         return host
+
+    def _store(
+        self, hinting: _Hinting, host: str, feasible: Sequence[NodeInfo], totals: IntArray | None, chosen: int
+    ) -> None:
+        """Upstream ``StoreScheduleResults`` after a scored cycle: the nodes other than the chosen one, best first,
+        score ties in random order (upstream's per-node ``Randomizer``). Sorted only for a pod with a signature:
+        without one the list is dropped at once."""
+        others: SortedScoredNodes
+        if hinting.signature is None:
+            others = SortedScoredNodes.unordered(len(feasible) - 1)
+        elif totals is None:  # no Score plugin: every node scores the same
+            others = SortedScoredNodes([ni.name for i, ni in enumerate(feasible) if i != chosen])
+        else:
+            keys = self._tiebreak.random(len(feasible))
+            order = np.lexsort((-keys, -totals))
+            others = SortedScoredNodes([feasible[i].name for i in order.tolist() if i != chosen])
+        hinting.batch.store_schedule_results(hinting.signature, hinting.hint, host, others, hinting.cycle_count)
 
     def select_index(self, totals: IntArray) -> int:
         """The index of the highest total; ties broken uniformly by the seeded RNG."""

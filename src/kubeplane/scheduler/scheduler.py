@@ -32,7 +32,9 @@ from kubeplane.metrics import SchedulerMetrics
 from kubeplane.scheduler.backend.cache import Cache, CacheError
 from kubeplane.scheduler.backend.queue import SchedulingQueue
 from kubeplane.scheduler.backend.snapshot import Snapshot
+from kubeplane.scheduler.batch import OpportunisticBatch
 from kubeplane.scheduler.config import KubeSchedulerConfiguration, default_config
+from kubeplane.scheduler.config.features import OPPORTUNISTIC_BATCHING
 from kubeplane.scheduler.framework.handle import Handle
 from kubeplane.scheduler.framework.interface import (
     ActionType,
@@ -56,6 +58,7 @@ from kubeplane.scheduler.schedule_one import (
     SchedulingCycle,
     SchedulingError,
 )
+from kubeplane.scheduler.signature import PodSigner
 
 __all__ = ["Scheduler"]
 
@@ -229,6 +232,14 @@ class Scheduler:
         self.cycle = SchedulingCycle(
             rng=self.rng, percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score
         )
+        if self.config.feature_gates.enabled(OPPORTUNISTIC_BATCHING):
+            self.cycle.enable_batching(
+                {
+                    name: OpportunisticBatch(fwk, PodSigner(fwk, self.config.feature_gates), self.clock)
+                    for name, fwk in self.profiles.items()
+                },
+                self.queue.scheduling_cycle,
+            )
         self.pod_informer = self.informers.informer_for("pods")
         self.node_informer = self.informers.informer_for("nodes")
         self._lister = self.pod_informer.lister()

@@ -38,6 +38,7 @@ def test_v1_37_defaults() -> None:
         "GenericWorkload": False,
         "InPlacePodVerticalScalingSchedulerPreemption": False,
         "NodeDeclaredFeatures": True,
+        "OpportunisticBatching": True,
         "StorageCapacityScoring": True,
         "TopologyAwareWorkloadScheduling": False,
     }

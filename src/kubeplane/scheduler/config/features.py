@@ -47,6 +47,7 @@ __all__ = [
     "IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION",
     "KNOWN_GATES",
     "NODE_DECLARED_FEATURES",
+    "OPPORTUNISTIC_BATCHING",
     "STORAGE_CAPACITY_SCORING",
     "TOPOLOGY_AWARE_WORKLOAD_SCHEDULING",
     "FeatureGateError",
@@ -63,6 +64,9 @@ GANG_SCHEDULING: Final = "GangScheduling"
 GENERIC_WORKLOAD: Final = "GenericWorkload"
 IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION: Final = "InPlacePodVerticalScalingSchedulerPreemption"
 NODE_DECLARED_FEATURES: Final = "NodeDeclaredFeatures"
+OPPORTUNISTIC_BATCHING: Final = "OpportunisticBatching"
+"""Consecutive pods with the same scheduling signature reuse the previous cycle's scored nodes (KEP-5598): beta and
+on since v1.35, unchanged in the v1.37 scheduler gate table (``defaultVersionedKubernetesFeatureGates``)."""
 TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: Final = "TopologyAwareWorkloadScheduling"
 STORAGE_CAPACITY_SCORING: Final = "StorageCapacityScoring"
 """VolumeBinding scores nodes by the free capacity of CSIStorageCapacity objects (KEP-4049; beta, on in v1.37)."""
@@ -88,6 +92,7 @@ KNOWN_GATES: Final[Mapping[str, FeatureSpec]] = MappingProxyType(
         GENERIC_WORKLOAD: FeatureSpec(False, "BETA"),
         IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION: FeatureSpec(False, "ALPHA"),
         NODE_DECLARED_FEATURES: FeatureSpec(True, "GA", lock_to_default=True),
+        OPPORTUNISTIC_BATCHING: FeatureSpec(True, "BETA"),
         STORAGE_CAPACITY_SCORING: FeatureSpec(True, "BETA"),
         TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: FeatureSpec(False, "ALPHA"),
     }
