@@ -58,10 +58,9 @@ def pod_body(i: int, nodes: int) -> tuple[dict[str, Any], str]:
 async def populate(registry: Registry, nodes: int, pods: int) -> float:
     """Create the nodes, namespaces and pods; returns the seconds it took.
 
-    It yields to the event loop every YIELD_EVERY writes: the API server's watch cache follows the store from a
-    task, and a burst of more than 10,000 writes with no await in between leaves that task so far behind that
-    its store watch overflows and the cache stops following (kubeplane's WatchOverflow; see the report of this
-    change) — unpaginated lists would then miss every object written after it."""
+    It yields to the event loop every YIELD_EVERY writes so the API server's watch cache, which follows the store
+    from a task, keeps up as it goes (a burst that never yields would make the cache re-initialise: see
+    kubeplane.apiserver.watchcache)."""
     start = time.perf_counter()
     node_info = registry.resource("", "nodes")
     ns_info = registry.resource("", "namespaces")

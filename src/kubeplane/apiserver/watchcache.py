@@ -10,6 +10,14 @@ most recent events. Invariants:
 * The ring is complete for revisions in (``ring_floor``, ``revision``]: a watch from resourceVersion N with
   N >= ring_floor is served from it; an older N that the store still retains gets a dedicated store watch;
   an N the store compacted is 410 Expired.
+* The cache's own store watch has a large buffer (:data:`CACHE_WATCH_BUFFER`: the cache drains it at every read
+  and whenever the event loop runs its task, so it fills only in a burst of writes that never yields). If that
+  watch ends anyway (overflow, compaction, a store error), the cache re-initialises as upstream's cacher does
+  when its reflector's ListAndWatch fails ("unexpected ListAndWatch error ...; reinitializing..."): every API
+  watcher is terminated (its client re-watches from the last resourceVersion it saw and, that being older than
+  the new ring, gets 410 and re-lists), the objects are listed again and a new watch starts after that list.
+  While the watch is not live :meth:`sync` does not claim the store's revision, so a list never presents
+  stale objects as current.
 * ``_keys`` is exactly the sorted list of ``objects``' keys, so a namespace's objects are one bisected slice
   (:meth:`items`): listing a namespace costs its own size, not the whole resource's.
 
@@ -46,7 +54,7 @@ import orjson
 
 from kubeplane.apiserver.http.gojson import escape_html
 from kubeplane.store.interface import Event as StoreEvent
-from kubeplane.store.interface import EventType, KeyValue, Store
+from kubeplane.store.interface import EventType, KeyValue, Store, StoreClosed
 from kubeplane.store.keyindex import range_bounds
 from kubeplane.store.watch import StoreWatch
 
@@ -54,6 +62,8 @@ log = logging.getLogger("kubeplane.apiserver")
 
 Obj = dict[str, Any]
 DEFAULT_RING = 10_000
+CACHE_WATCH_BUFFER = 1_000_000
+"""The buffer of the cache's own store watch (events not applied yet); see the module docstring."""
 WATCHER_QUEUE = 10_000
 """The most live events a watcher may have queued (upstream bounds its input channel by a count too)."""
 WATCHER_BUDGET = 8 * 1024 * 1024
@@ -361,8 +371,13 @@ def _resolve(future: asyncio.Future[None]) -> None:
 
 
 class WatchCache:
-    def __init__(self, *, store: Store, prefix: str, ring_size: int = DEFAULT_RING) -> None:
+    def __init__(
+        self, *, store: Store, prefix: str, ring_size: int = DEFAULT_RING, watch_buffer: int = CACHE_WATCH_BUFFER
+    ) -> None:
         self.store = store
+        self.watch_buffer = watch_buffer
+        self.reinitialisations = 0
+        """How many times the store watch ended and the cache listed again (tests read it)."""
         self.prefix = prefix
         self.objects: dict[str, Obj] = {}
         self._keys: list[str] = []
@@ -377,15 +392,20 @@ class WatchCache:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        await self._list_and_watch()
+        self._task = asyncio.create_task(self._run(), name=f"watchcache {self.prefix}")
+
+    async def _list_and_watch(self) -> None:
+        """List the prefix at the store's revision, then watch from just after it (no await in between: no gap)."""
         revision = self.store.revision
         result = await self.store.range(self.prefix, revision=revision)
         self.objects = {kv.key: decode(kv) for kv in result.kvs}
         self._keys = [kv.key for kv in result.kvs]  # range results are in key order
         self.revision = self.ring_floor = revision
-        watch = self.store.watch(self.prefix, start_revision=revision + 1)
+        self.ring.clear()
+        watch = self.store.watch(self.prefix, start_revision=revision + 1, buffer_size=self.watch_buffer)
         assert isinstance(watch, StoreWatch)
         self._watch = watch
-        self._task = asyncio.create_task(self._run(), name=f"watchcache {self.prefix}")
 
     async def stop(self) -> None:
         if self._watch is not None:
@@ -398,20 +418,54 @@ class WatchCache:
             watcher.close()
 
     async def _run(self) -> None:
-        assert self._watch is not None
         while True:
-            batch = await self._watch.next_batch()
+            watch = self._watch
+            assert watch is not None
+            try:
+                batch = await watch.next_batch()
+            except StoreClosed:
+                return
+            except Exception as exc:  # any end of the store watch: reinitialise, as upstream
+                await self._reinitialise(exc)
+                continue
             if not batch:
                 return
             self._apply(batch)
 
-    def sync(self) -> None:
-        """Apply every event already delivered by the store (see the module docstring)."""
+    async def _reinitialise(self, error: BaseException) -> None:
+        """The store watch ended with ``error``: terminate every API watcher, list again, watch again (upstream's
+        ``Cacher.startCaching`` after a failed ``ListAndWatch``)."""
+        log.error("cacher (%s): unexpected ListAndWatch error: %s; reinitializing...", self.prefix, error)
+        self.reinitialisations += 1
         if self._watch is not None:
-            batch = self._watch.take_buffered()
+            buffered = self._watch.take_buffered()  # what reached the buffer before the error: in order, no gap
+            if buffered:
+                self._apply(buffered)
+            self._watch.close()
+        for watcher in list(self.watchers):
+            self.watchers.pop(watcher, None)
+            watcher.terminate()
+            watcher.close()
+        while True:
+            try:
+                await self._list_and_watch()
+                return
+            except StoreClosed:
+                raise
+            except Exception as exc:  # the store is failing: retry, as the reflector backs off
+                log.error("cacher (%s): failed to list: %s", self.prefix, exc)
+                await asyncio.sleep(1)
+
+    def sync(self) -> None:
+        """Apply every event already delivered by the store (see the module docstring). The cache claims the
+        store's revision only while its watch is live: otherwise events it has not seen may precede it."""
+        watch = self._watch
+        if watch is not None:
+            batch = watch.take_buffered()
             if batch:
                 self._apply(batch)
-        self.revision = max(self.revision, self.store.revision)
+            if watch.live:
+                self.revision = max(self.revision, self.store.revision)
 
     def _apply(self, batch: list[StoreEvent]) -> None:
         ring = self.ring

@@ -126,6 +126,12 @@ class StoreWatch:
         self._detach()
         self._wake()
 
+    @property
+    def live(self) -> bool:
+        """Whether every event up to the store's current revision has reached this watcher's buffer: not
+        replaying history, not ended by an error (overflow, compaction), not closed."""
+        return self._fetch is None and self._error is None and not self._closed
+
     def take_buffered(self) -> list[Event]:
         """Every live event buffered now, without waiting (empty while replaying history).
 
