@@ -14,15 +14,17 @@ import random
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from kubeplane.api.meta import parse_micro_time
+from kubeplane.api.meta import format_micro_time, format_time, parse_micro_time
 from kubeplane.apiserver.tokens import UserInfo
 from kubeplane.client.clock import FakeClock
 from kubeplane.client.errors import ClientError
 from kubeplane.client.local import LocalClient
 from kubeplane.kubelet.config import parse_node_config
 from kubeplane.kubelet.fleet import Fleet, FleetOptions
-from kubeplane.kubelet.lease_writer import renewable
+from kubeplane.kubelet.lease_writer import Stamps, renewable
 from kubeplane.kubelet.node import NODE_LEASE_NAMESPACE
 
 Obj = dict[str, Any]
@@ -192,3 +194,13 @@ async def test_put_prepared_is_for_the_trusted_in_process_caller_only() -> None:
             await node_client.put_prepared(client.resource("leases"), _lease([_ENTRY]), namespace=NODE_LEASE_NAMESPACE)
     finally:
         await client.close()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.floats(min_value=0, max_value=4_102_444_800, allow_nan=False), min_size=1, max_size=20))
+def test_stamps_format_as_the_api_does(times: list[float]) -> None:
+    """Including the rounding of a fraction to the next second (x.9999996) and repeated seconds (the cache)."""
+    stamps = Stamps()
+    for t in [*times, *(int(t) + 0.9999996 for t in times), *times]:
+        assert stamps.time(t) == format_time(t)
+        assert stamps.micro_time(t) == format_micro_time(t)

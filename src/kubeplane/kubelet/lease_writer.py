@@ -27,9 +27,9 @@ update of :meth:`NodeStatus.renew_lease` would.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
-from kubeplane.api.meta import format_micro_time, format_time
 from kubeplane.client.interface import Client
 from kubeplane.client.local import LocalClient
 
@@ -38,6 +38,32 @@ from .state import Obj
 
 LOCAL_MANAGER = "kubeplane"
 """The field manager of an in-process write (the dispatcher's ``Call.manager`` default)."""
+
+
+class Stamps:
+    """``metav1.Time`` and ``MicroTime`` strings of epoch floats, exactly as :func:`kubeplane.api.meta.format_time`
+    and :func:`~kubeplane.api.meta.format_micro_time` give them, the ``strftime`` of the date and time of day done
+    once per second (a hundred renewals share each simulated second; ``strftime`` was a tenth of a renewal)."""
+
+    def __init__(self) -> None:
+        self._second: datetime | None = None
+        self._prefix = ""
+
+    def _split(self, t: float) -> tuple[str, int]:
+        moment = datetime.fromtimestamp(t, UTC)  # rounds to the microsecond as format_micro_time does
+        second = moment.replace(microsecond=0)
+        if second != self._second:
+            self._second, self._prefix = second, second.strftime("%Y-%m-%dT%H:%M:%S")
+        return self._prefix, moment.microsecond
+
+    def time(self, t: float) -> str:
+        """``format_time(t)``: whole seconds, truncated."""
+        return self._split(t)[0] + "Z"
+
+    def micro_time(self, t: float) -> str:
+        """``format_micro_time(t)``: six fractional digits."""
+        prefix, micro = self._split(t)
+        return f"{prefix}.{micro:06d}Z"
 
 
 def trusted_local(client: Client) -> LocalClient | None:
@@ -68,6 +94,7 @@ class LeaseWriter:
     def __init__(self, client: LocalClient) -> None:
         self._client = client
         self._leases = client.resource("leases")
+        self._stamps = Stamps()
 
     async def renew(self, lease: Obj, now: float) -> Obj | None:
         """``lease`` renewed at ``now`` (the node's clock) and stored; None when the cheap path does not apply
@@ -75,7 +102,7 @@ class LeaseWriter:
         if not renewable(lease):
             return None
         meta = lease["metadata"]
-        stamp, renew = format_time(self._client.registry.now()), format_micro_time(now)
+        stamp, renew = self._stamps.time(self._client.registry.now()), self._stamps.micro_time(now)
         if lease["spec"].get("renewTime") == renew and meta["managedFields"][0].get("time") == stamp:
             return lease  # the full update would find nothing changed and write nothing
         entry: dict[str, Any] = {**meta["managedFields"][0], "time": stamp}
