@@ -21,6 +21,7 @@ import orjson
 
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.views import name_of
+from kubeplane.apiserver import conversion
 from kubeplane.apiserver.auth import attributes_of
 from kubeplane.apiserver.auth.context import acting_as
 from kubeplane.apiserver.deletion import DeleteOptions
@@ -30,6 +31,7 @@ from kubeplane.apiserver.listing import ListOptions, WatchOptions, bookmark_even
 from kubeplane.apiserver.registry import Registry
 from kubeplane.apiserver.tokens import UserInfo
 from kubeplane.apiserver.watchcache import CacheWatcher
+from kubeplane.store.interface import Conflict, NotFound
 from kubeplane.store.memory import MemoryStore
 
 from .clock import Clock
@@ -298,6 +300,26 @@ class LocalClient:
             patch_type=str(patch_type),
         )
         return await self._object(call)
+
+    async def put_prepared(self, resource: ResourceInfo, obj: Obj, *, namespace: str | None = None) -> Obj | None:
+        """Compare-and-put ``obj`` exactly as given (its ``resourceVersion`` the expected mod revision); the stored
+        object with its new ``resourceVersion``, or None when the stored one is another revision or gone.
+
+        For trusted in-process writers only (``user`` None, so nothing is authorized or admitted anyway) that
+        built ``obj`` as the full update would store it: no defaulting, validation, admission or managed-fields
+        bookkeeping runs (e.g. :mod:`kubeplane.kubelet.lease_writer`). Watchers see an ordinary MODIFIED
+        event. ``obj`` is not kept: the caller may keep and reuse it."""
+        if self.user is not None or conversion.converts(resource):
+            raise ClientError("put_prepared is for the trusted in-process caller on resources stored as served")
+        meta = obj["metadata"]
+        expected = int(meta["resourceVersion"])
+        key = resource.key(str(meta["name"]), _scoped(resource, namespace))
+        body = orjson.dumps({**obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}})
+        try:
+            kv = await self.registry.store.update(key, body, expected_mod_revision=expected)
+        except (Conflict, NotFound):
+            return None
+        return {**obj, "metadata": {**meta, "resourceVersion": str(kv.mod_revision)}}
 
     async def delete(
         self,

@@ -72,6 +72,9 @@ class FleetOptions:
     before it exits 0, for nodes whose config does not say (``batchRunTime``; ``--batch-run-time``)."""
     pulled_image_size: int = 100 * 2**20
     status_workers: int = 16
+    cheap_leases: bool = True
+    """Renew Leases written as the trusted in-process caller by one compare-and-put of the object the full update
+    would store (:mod:`~kubeplane.kubelet.lease_writer`); False: every renewal a full API update."""
     register_concurrency: int = 16
     kubelet_api: bool = False
     """Serve the kubelet API (container logs, resource metrics) on one loopback port for the whole fleet
