@@ -127,7 +127,8 @@ async def create_claim(client: Any, claim: Mapping[str, Any]) -> dict[str, Any]:
             await client.create(client.resource("resourceclaims"), body, namespace=namespace)
         )
     except Exception as exc:
-        raise RuntimeError(f"create claim for extended resources {namespace}/{SPECIAL_CLAIM_NAME}: {exc}") from exc
+        # upstream formats klog.KObj of the claim after clearing its name: "<namespace>/"
+        raise RuntimeError(f"create claim for extended resources {namespace}/: {exc}") from exc
     return created
 
 
