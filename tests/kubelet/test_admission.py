@@ -181,9 +181,24 @@ def test_extended_resource_the_node_does_not_list_is_ignored() -> None:
     assert admit_pod(requesting("p", **{"example.com/license": "5"}), node(), []) == ADMITTED
 
 
-def test_extended_resource_listed_as_zero_is_checked() -> None:
+def test_extended_resource_listed_as_zero_is_left_to_dra() -> None:
+    # v1.37 (DRAExtendedResource GA): AdmissionCheck -> Fits(pod, nodeInfo, nil draManager) delegates a resource
+    # with allocatable 0 to DRA (fit_test.go "extended resource backed by DRA, nil draManager"; before the gate,
+    # a name listed as "0" was checked).
     n = node(allocatable={"cpu": "2", "memory": "4Gi", "pods": "110", "example.com/foo": "0"})
-    assert admit_pod(requesting("p", **{"example.com/foo": "1"}), n, []).reason == "OutOfexample.com/foo"
+    assert admit_pod(requesting("p", **{"example.com/foo": "1"}), n, []) == ADMITTED
+
+
+def test_implicit_device_class_resource_is_left_to_dra() -> None:
+    # deviceclass.resource.kubernetes.io/<class> is a kubernetes.io name, so removeMissingExtendedResources keeps
+    # it; the DRA delegation admits the pod all the same.
+    name = "deviceclass.resource.kubernetes.io/gpu-class"
+    assert admit_pod(requesting("p", **{name: "1"}), node(), []) == ADMITTED
+
+
+def test_extended_resource_the_node_advertises_is_still_checked() -> None:
+    n = node(allocatable={"cpu": "2", "memory": "4Gi", "pods": "110", "example.com/foo": "1"})
+    assert admit_pod(requesting("p", **{"example.com/foo": "2"}), n, []).reason == "OutOfexample.com/foo"
 
 
 def test_prefixed_native_resource_not_listed_is_checked() -> None:

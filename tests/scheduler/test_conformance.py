@@ -55,10 +55,7 @@ CASE_FILES = (
 )
 
 
-KNOWN_GAPS = {
-    "dynamicresources/filter/39": "extended resources backed by DRA (DRAExtendedResource, GA in v1.37) are not "
-    "implemented yet: issue 27 stays open for them",
-}
+KNOWN_GAPS: dict[str, str] = {}
 """Cases of implemented plugins that fail for a named, documented gap: strict xfail, so fixing the gap fails the
 test until the entry is removed."""
 

@@ -33,8 +33,14 @@ Resource accounting follows ``noderesources.Fits``: the pod-count check first (`
 requests of the pods already admitted (non-terminal ones: pods in phase Succeeded or Failed and the pod itself
 are dropped from ``admitted``), computed as the scheduler's NodeInfo does (status resources included, for pods
 resized in place). As upstream's ``removeMissingExtendedResources``, container requests for an *extended*
-resource the node does not list in ``status.allocatable`` at all are ignored (cluster-level resources); one the
-node lists, even as ``"0"``, is checked.
+resource the node does not list in ``status.allocatable`` at all are ignored (cluster-level resources). With
+DRAExtendedResource (GA, on in v1.37) an extended resource name (or ``deviceclass.resource.kubernetes.io/<class>``)
+whose allocatable is 0 is not checked either: the kubelet has no DeviceClass mapping, so upstream's
+``AdmissionCheck`` calls ``noderesources.Fits`` without a DRA manager and ``shouldDelegateResourceToDRA`` leaves
+such a resource to DRA (the scheduler allocated devices for it; the DRA manager prepares the pod's
+``status.extendedResourceClaimStatus`` claim). Upstream's version of that check delegates any scalar resource with
+allocatable 0; kubeplane limits it to the names DRA can serve (hugepages-* and ``kubernetes.io/`` names stay
+checked).
 
 Deviations, none visible to a well-formed pod: upstream iterates the scalar resources in Go map order, here
 they are checked in name order; the node's OS is its ``kubernetes.io/os`` label (then
@@ -246,6 +252,19 @@ def _is_scalar_resource(name: str) -> bool:
     return "/" in name or name.startswith(("hugepages-", "attachable-volumes-"))
 
 
+DRA_EXTENDED_RESOURCE = True
+"""The DRAExtendedResource gate as v1.37 ships it (GA, on)."""
+_DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+
+def _delegated_to_dra(name: str, allocatable: Mapping[str, int]) -> bool:
+    """Upstream ``shouldDelegateResourceToDRA`` without a DRA manager (the kubelet's case), limited to names DRA
+    can serve (upstream ``IsDRAExtendedResourceName``)."""
+    if not DRA_EXTENDED_RESOURCE or allocatable.get(name, 0) > 0:
+        return False
+    return name.startswith(_DEVICE_CLASS_PREFIX) or _is_extended_resource(name)
+
+
 def _is_extended_resource(name: str) -> bool:
     """Upstream ``IsExtendedResourceName``: domain-prefixed outside ``kubernetes.io/``, quota-able."""
     if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
@@ -312,7 +331,7 @@ def _insufficient(
     allowed_pods = allocatable.get("pods", 0)
     if used_pods + 1 > allowed_pods:
         fail("pods", 1, used_pods, allowed_pods)
-    scalars = sorted(name for name in request if _is_scalar_resource(name))
+    scalars = sorted(name for name in request if _is_scalar_resource(name) and not _delegated_to_dra(name, allocatable))
     for name in ("cpu", "memory", "ephemeral-storage", *scalars):
         amount = request.get(name, 0)
         if amount > 0 and amount > allocatable.get(name, 0) - used.get(name, 0):

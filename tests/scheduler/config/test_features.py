@@ -33,6 +33,7 @@ def _names(gates: str) -> list[tuple[str, int | None]]:
 def test_v1_37_defaults() -> None:
     assert dict(DEFAULT_GATES) == {
         "CompositePodGroup": False,
+        "DRAExtendedResource": True,
         "DynamicResourceAllocation": True,
         "GangScheduling": False,
         "GenericWorkload": False,
@@ -66,6 +67,11 @@ def test_v1_37_defaults() -> None:
             "DynamicResourceAllocation=false",
             "cannot set feature gate DynamicResourceAllocation to false, feature is locked to true",
             id="locked-dra",
+        ),
+        pytest.param(
+            "DRAExtendedResource=false",
+            "cannot set feature gate DRAExtendedResource to false, feature is locked to true",
+            id="locked-dra-extended-resource",  # kube_features.go: GA in 1.37, LockToDefault: true
         ),
         pytest.param(
             "NodeDeclaredFeatures=false",

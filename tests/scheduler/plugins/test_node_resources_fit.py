@@ -647,11 +647,13 @@ def test_factory_rejects_bad_args(args: dict[str, Any]) -> None:
 
 
 def test_events_to_register() -> None:
-    """Upstream with queueing hints: Pod Delete|UpdatePodScaleDown, Node Add|UpdateNodeAllocatable."""
+    """Upstream with queueing hints: Pod Delete|UpdatePodScaleDown, Node Add|UpdateNodeAllocatable, and with
+    DRAExtendedResource (on in v1.37) DeviceClass Add|Update."""
     events = _new().events_to_register()
     assert [e.event for e in events] == [
         ClusterEvent("Pod", ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
         ClusterEvent("Node", ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
+        ClusterEvent("DeviceClass", ActionType.ADD | ActionType.update()),
     ]
     assert all(e.hint is not None for e in events)
 

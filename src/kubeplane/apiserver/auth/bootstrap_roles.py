@@ -273,6 +273,9 @@ def _scheduler_rules() -> list[Obj]:
         rule(*READ_UPDATE).groups(RESOURCE).resources("resourceclaims/status").rule(),
         rule(*READ_UPDATE).groups(LEGACY).resources("pods/finalizers").rule(),
         rule(*READ).groups(RESOURCE).resources("resourceslices").rule(),
+        # DRAExtendedResource (GA, on in v1.37): PreBind creates a pod's claim for extended resources backed by
+        # DRA, Unreserve/PostFilter delete it (newer than the golden file tests/apiserver/auth pins)
+        rule("create", "delete").groups(RESOURCE).resources("resourceclaims").rule(),
     ]
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "ALL_BETA",
     "COMPOSITE_POD_GROUP",
     "DEFAULT_GATES",
+    "DRA_EXTENDED_RESOURCE",
     "DYNAMIC_RESOURCE_ALLOCATION",
     "GANG_SCHEDULING",
     "GENERIC_WORKLOAD",
@@ -60,6 +61,8 @@ ALL_ALPHA: Final = "AllAlpha"
 ALL_BETA: Final = "AllBeta"
 COMPOSITE_POD_GROUP: Final = "CompositePodGroup"
 DYNAMIC_RESOURCE_ALLOCATION: Final = "DynamicResourceAllocation"
+DRA_EXTENDED_RESOURCE: Final = "DRAExtendedResource"
+"""Extended resources backed by DRA (KEP-5004): GA and locked on in v1.37."""
 GANG_SCHEDULING: Final = "GangScheduling"
 GENERIC_WORKLOAD: Final = "GenericWorkload"
 IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION: Final = "InPlacePodVerticalScalingSchedulerPreemption"
@@ -87,6 +90,7 @@ KNOWN_GATES: Final[Mapping[str, FeatureSpec]] = MappingProxyType(
         COMPOSITE_POD_GROUP: FeatureSpec(
             False, "ALPHA", depends_on=(GENERIC_WORKLOAD, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING)
         ),
+        DRA_EXTENDED_RESOURCE: FeatureSpec(True, "GA", lock_to_default=True),
         DYNAMIC_RESOURCE_ALLOCATION: FeatureSpec(True, "GA", lock_to_default=True),
         GANG_SCHEDULING: FeatureSpec(False, "BETA", depends_on=(GENERIC_WORKLOAD,)),
         GENERIC_WORKLOAD: FeatureSpec(False, "BETA"),

@@ -20,9 +20,11 @@
   pod to ``reservedFor`` through the API, then waits for devices' binding conditions up to the args'
   ``bindingTimeout`` (:mod:`.dynamic_resources_binding`); offline (``handle.client`` None) the in-memory state is
   the result. Unreserve takes the pod out of the ``reservedFor`` of claims PreBind reserved.
-
-Not implemented: extended resources backed by DRA (DRAExtendedResource) -- a pod's extended-resource requests are
-left to NodeResourcesFit.
+* Extended resources backed by DRA (DRAExtendedResource, on in v1.37): a pod whose extended-resource requests a
+  DeviceClass serves gets one more claim, last in ``StateData.claims``, handled as upstream does in each phase
+  (:mod:`.dynamic_resources_extended`): per node its requests, allocated with the pod's other claims; created
+  through the API in PreBind and named in ``pod.status.extendedResourceClaimStatus``; deleted again by Unreserve,
+  or by PostFilter when a former cycle left it behind.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import numpy as np
 from kubeplane.api.nodeaffinity import NodeSelector, new_node_selector
 from kubeplane.scheduler.dra.allocated import gather_allocated_state
 from kubeplane.scheduler.dra.allocator import AllocationError, Allocator, FailedOnNode
-from kubeplane.scheduler.dra.features import Features, features_from_gates
+from kubeplane.scheduler.dra.features import Features, features_from_gates, gate
 from kubeplane.scheduler.framework.interface import (
     MAX_NODE_SCORE,
     ClusterEventWithHint,
@@ -64,6 +66,16 @@ from kubeplane.scheduler.plugins.dynamic_resources_claims import (
     is_reserved_for_pod,
     pod_claims,
 )
+from kubeplane.scheduler.plugins.dynamic_resources_extended import (
+    ExtendedState,
+    create_claim,
+    delete_claim,
+    filter_extended,
+    has_requests,
+    is_special,
+    patch_pod_status,
+    pre_filter_extended,
+)
 from kubeplane.scheduler.plugins.dynamic_resources_hints import events_to_register
 from kubeplane.scheduler.plugins.dynamic_resources_prebind import (
     allocation_timestamp,
@@ -85,6 +97,8 @@ STATE_KEY: Final = NAME
 FINALIZER: Final = "resource.kubernetes.io/delete-protection"
 FIRST_AVAILABLE_MAX = 8
 """resourceapi.FirstAvailableDeviceRequestMaxSize."""
+ASSUME_EXTENDED_CLAIM_SECONDS = 120.0
+"""Upstream ``AssumeExtendedResourceTimeoutDefaultSeconds``."""
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -107,6 +121,8 @@ class StateData:
     unavailable: set[int] = field(default_factory=set)
     allocations: dict[int, dict[str, Any]] = field(default_factory=dict)
     """claim index -> allocation set by Reserve, written by PreBind."""
+    extended: ExtendedState | None = None
+    """The special claim for extended resources backed by DRA (at ``claims[extended.index]``), if any."""
 
     def clone(self) -> StateData:
         return self
@@ -114,7 +130,11 @@ class StateData:
 
 class DynamicResources:
     def __init__(
-        self, handle: Handle, features: Features, binding_timeout: float = BINDING_TIMEOUT_DEFAULT_SECONDS
+        self,
+        handle: Handle,
+        features: Features,
+        binding_timeout: float = BINDING_TIMEOUT_DEFAULT_SECONDS,
+        extended_resource: bool = True,
     ) -> None:
         self._handle = handle
         self.features = features
@@ -123,6 +143,8 @@ class DynamicResources:
         self.stopping = asyncio.Event()
         """Set by :meth:`cancel_waits` when the scheduler stops: PreBind waits end as upstream's cancelled
         context ends them, so stopping never waits out a binding timeout."""
+        self.extended_resource = extended_resource
+        """The DRAExtendedResource gate."""
         self.in_flight = InFlight()
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -159,12 +181,17 @@ class DynamicResources:
     ) -> tuple[PreFilterResult | None, Status | None]:
         s = StateData()
         state.write(STATE_KEY, s)
-        if not (pod.pod.get("spec") or {}).get("resourceClaims"):
-            return None, Status.skip()
-        try:
-            claims = self.pod_claims(pod.pod)
-        except ClaimError as exc:
-            return None, Status.unresolvable(str(exc))
+        claims: list[Mapping[str, Any]] = []
+        if (pod.pod.get("spec") or {}).get("resourceClaims"):
+            try:
+                claims = self.pod_claims(pod.pod)
+            except ClaimError as exc:
+                return None, Status.unresolvable(str(exc))
+        ext, ext_claim = pre_filter_extended(self._handle, pod, self.extended_resource)
+        if ext is not None and ext_claim is not None:
+            ext.index = len(claims)
+            claims = [*claims, ext_claim]
+            s.extended = ext
         if not claims:
             return None, Status.skip()
         for index, claim in enumerate(claims):
@@ -185,14 +212,15 @@ class DynamicResources:
                     return None, Status.unresolvable(
                         f"resource claim {_kobj(claim)} is in the process of being allocated"
                     )
-                bad = self._validate_requests(claim)
+                bad = None if ext is not None and index == ext.index else self._validate_requests(claim)
                 if bad is not None:
                     return None, bad
             s.available_on.append(selector)
         s.claims = claims
         if s.to_allocate:
             classes = {str(_meta(c).get("name")): c for c in self._handle.list_objects("deviceclasses", "")}
-            allocated = gather_allocated_state(self.in_flight.overlay(self._handle.list_objects("resourceclaims", "")))
+            informer = self._handle.list_objects("resourceclaims", "")
+            allocated = gather_allocated_state(self.in_flight.overlay(informer, self._handle.clock.monotonic()))
             s.allocator = Allocator(self.features, allocated, classes, self._handle.list_objects("resourceslices", ""))
         return None, None
 
@@ -236,13 +264,25 @@ class DynamicResources:
             return Status.from_error("not found")
         if not s.claims:
             return None
+        ext = s.extended
+        node_claim: dict[str, Any] | None = None
+        mappings: list[dict[str, str]] = []
+        if ext is not None:
+            node_claim, mappings, bad = filter_extended(ext, s.claims[ext.index], pod, node)
+            if bad is not None:
+                return bad
+            if node_claim is None and ext.index == 0:
+                return None  # no claims of its own, its extended resources all from device plugins here
         node_obj = node.node or {"metadata": {"name": node.name}}
         unavailable = [i for i, sel in enumerate(s.available_on) if sel is not None and not sel.matches(node_obj)]
         if self.features.device_binding_and_status:
             unavailable += self._not_ready_for_binding(s, unavailable)
         allocations: list[dict[str, Any]] | None = None
         if s.allocator is not None:
-            pending = [s.claims[i] for i in s.to_allocate]
+            pending = [
+                node_claim if node_claim is not None and ext is not None and i == ext.index else s.claims[i]
+                for i in s.to_allocate
+            ]
             try:
                 allocations = s.allocator.allocate(node_obj, pending)
             except FailedOnNode as exc:
@@ -256,6 +296,8 @@ class DynamicResources:
             return Status.unresolvable("resourceclaim not available on the node")
         if allocations is not None:
             s.node_allocations[node.name] = allocations
+            if ext is not None and node_claim is not None:
+                ext.node_claims[node.name] = (node_claim, mappings)
         return None
 
     def _not_ready_for_binding(self, s: StateData, unavailable: list[int]) -> list[int]:
@@ -285,12 +327,21 @@ class DynamicResources:
         if not s.claims:
             return None, Status(Code.UNSCHEDULABLE, ("no new claims to deallocate",))
         uid = _meta(pod.pod).get("uid")
+        ext = s.extended
         for index in sorted(s.unavailable):
             claim = s.claims[index]
+            if ext is not None and index == ext.index:
+                if not is_special(claim):
+                    break  # deleted below
+                continue
             reserved = (claim.get("status") or {}).get("reservedFor") or ()
             if not reserved or (len(reserved) == 1 and reserved[0].get("uid") == uid):
                 self._deallocate(claim)
                 return None, Status(Code.UNSCHEDULABLE, ("deallocation of ResourceClaim completed",))
+        if ext is not None and not is_special(s.claims[ext.index]):
+            # Left by a former cycle (allocated or reserved then): delete it and retry anew.
+            self._delete_extended(s.claims[ext.index])
+            return None, Status(Code.UNSCHEDULABLE, ("deletion of ResourceClaim completed",))
         return None, Status(Code.UNSCHEDULABLE, ("still not schedulable",))
 
     def _deallocate(self, claim: Mapping[str, Any]) -> None:
@@ -316,6 +367,27 @@ class DynamicResources:
         except RuntimeError:
             return
         self._tasks.add(task := loop.create_task(write()))
+        task.add_done_callback(self._tasks.discard)
+
+    def _delete_extended(self, claim: Mapping[str, Any]) -> None:
+        """Upstream ``deleteClaim`` from the synchronous PostFilter/Unreserve: a task on the scheduler's loop
+        (offline nothing is written). Failures are left to the next cycle, which finds the claim again."""
+        client = self._handle.client
+        if client is None:
+            return
+        self.in_flight.forget(str(_meta(claim).get("uid") or ""))
+
+        async def delete() -> None:
+            try:
+                await delete_claim(client, claim)
+            except Exception:
+                return
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._tasks.add(task := loop.create_task(delete()))
         task.add_done_callback(self._tasks.discard)
 
     # --- Score -----------------------------------------------------------------------------------------------
@@ -376,8 +448,11 @@ class DynamicResources:
             return Status.from_error("not found")
         if not s.claims or not s.to_allocate:
             return None
+        ext = s.extended
         allocations = s.node_allocations.get(node_name)
-        if allocations is None:
+        if not allocations:
+            if ext is not None and s.to_allocate == [ext.index]:
+                return None  # only the extended-resource claim, which device plugins serve on this node
             return Status.from_error("claim allocation not found for node")
         if len(allocations) != len(s.to_allocate):
             return Status.from_error(
@@ -386,6 +461,11 @@ class DynamicResources:
             )
         for k, index in enumerate(s.to_allocate):
             claim = dict(s.claims[index])
+            if ext is not None and index == ext.index:
+                node_claim = ext.node_claims.get(node_name)
+                if node_claim is None:
+                    continue  # device plugins serve its resources on this node
+                claim = dict(node_claim[0])
             meta = dict(_meta(claim))
             if FINALIZER not in (meta.get("finalizers") or ()):
                 meta["finalizers"] = [*(meta.get("finalizers") or ()), FINALIZER]
@@ -393,6 +473,8 @@ class DynamicResources:
             claim["status"] = {**(claim.get("status") or {}), "allocation": allocations[k]}
             s.allocations[index] = allocations[k]
             self.in_flight.signal(str(meta.get("uid") or _kobj(claim)), claim)
+            if ext is not None and index == ext.index:
+                ext.reserved = claim
         return None
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
@@ -401,7 +483,13 @@ class DynamicResources:
             return
         for claim in s.claims:
             self.in_flight.remove(str(_meta(claim).get("uid") or _kobj(claim)))
-        remove_reservation(self, s.claims, pod.pod)
+        ext = s.extended
+        if ext is not None:
+            self.in_flight.remove(ext.template_uid)
+            if not is_special(s.claims[ext.index]):
+                self._delete_extended(s.claims[ext.index])
+        # the special claim is deleted above: only the others leave reservedFor
+        remove_reservation(self, [c for i, c in enumerate(s.claims) if ext is None or i != ext.index], pod.pod)
 
     # --- PreBind ---------------------------------------------------------------------------------------------
 
@@ -410,22 +498,50 @@ class DynamicResources:
         if not isinstance(s, StateData):
             return Status.from_error("not found")
         client = self._handle.client
+        ext = s.extended
         for index, claim in enumerate(s.claims):
             if is_reserved_for_pod(pod.pod, claim):
                 continue
             key = str(_meta(claim).get("uid") or _kobj(claim))
             allocation = s.allocations.get(index)
+            extended = ext is not None and index == ext.index
+            if extended and allocation is None and not has_requests(claim):
+                continue  # its extended resources come from device plugins on this node
             try:
                 if client is not None:
-                    s.claims[index] = await self._bind_claim(client, claim, allocation, pod.pod)
+                    if extended:
+                        await self._bind_extended(client, s, node_name, pod.pod)
+                    else:
+                        s.claims[index] = await self._bind_claim(client, claim, allocation, pod.pod)
             except Exception as exc:
                 self.in_flight.remove(key)
                 return Status.from_error(exc)
             if allocation is not None and client is not None:
-                self.in_flight.assume(key, s.claims[index])
+                if extended:
+                    self.in_flight.remove(key)
+                    until = self._handle.clock.monotonic() + ASSUME_EXTENDED_CLAIM_SECONDS
+                    self.in_flight.assume_created(str(_meta(s.claims[index]).get("uid")), s.claims[index], until)
+                else:
+                    self.in_flight.assume(key, s.claims[index])
         if client is None or not self.features.device_binding_and_status:
             return None
         return await wait_for_binding(self, s.claims, pod.pod, node_name)
+
+    async def _bind_extended(self, client: Any, s: StateData, node_name: str, pod: Mapping[str, Any]) -> None:
+        """Upstream ``bindClaim`` for the special claim: create it (a former cycle's has a name already), bind
+        it as any claim, then name it in the pod's ``status.extendedResourceClaimStatus``. ``s.claims`` holds
+        the created claim as soon as it exists, so Unreserve deletes it when a later step fails."""
+        ext = s.extended
+        assert ext is not None
+        index = ext.index
+        node_claim, mappings = ext.node_claims.get(node_name) or (None, [])
+        claim = s.claims[index]
+        if is_special(claim):
+            if node_claim is None:
+                raise RuntimeError(f"extended resource claim not found for node {node_name}")
+            claim = s.claims[index] = await create_claim(client, node_claim)
+        s.claims[index] = await self._bind_claim(client, claim, s.allocations.get(index), pod)
+        await patch_pod_status(client, pod, s.claims[index], mappings)
 
     async def _bind_claim(
         self, client: Any, claim: Mapping[str, Any], allocation: Mapping[str, Any] | None, pod: Mapping[str, Any]
@@ -468,5 +584,7 @@ class DynamicResources:
 def new(args: Mapping[str, Any], handle: Handle) -> DynamicResources:
     """Upstream ``New``: the allocator's features from ``handle.extra["feature_gates"]`` (v1.37 defaults)."""
     gates = handle.extra.get("feature_gates")
-    features = features_from_gates(gates if isinstance(gates, Mapping) else None)
-    return DynamicResources(handle, features, binding_timeout_from_args(args))
+    table = gates if isinstance(gates, Mapping) else None
+    return DynamicResources(
+        handle, features_from_gates(table), binding_timeout_from_args(args), gate(table, "DRAExtendedResource")
+    )

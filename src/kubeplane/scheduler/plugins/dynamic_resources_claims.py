@@ -75,12 +75,21 @@ class InFlight:
     def __init__(self) -> None:
         self.claims: dict[str, Mapping[str, Any]] = {}
         self.assumed: dict[str, Mapping[str, Any]] = {}
+        self.created: dict[str, float] = {}
+        """uid -> until when an assumed claim PreBind *created* stays assumed while the informer has not shown it
+        yet (upstream polls its assume cache for up to ``AssumeExtendedResourceTimeoutDefaultSeconds``, 120 s)."""
 
     def assume(self, uid: str, claim: Mapping[str, Any]) -> None:
         """PreBind wrote ``claim`` (as the API returned it): no longer in flight, but used in place of older
         informer copies until the informer has its resourceVersion."""
         self.claims.pop(uid, None)
         self.assumed[uid] = claim
+
+    def assume_created(self, uid: str, claim: Mapping[str, Any], until: float) -> None:
+        """As :meth:`assume` for a claim PreBind created: kept (its devices in use) until the informer delivers
+        it, or until ``until`` (a clock reading) if it never does (deleted at once)."""
+        self.assumed[uid] = claim
+        self.created[uid] = until
 
     def has(self, uid: str) -> bool:
         return uid in self.claims
@@ -91,8 +100,9 @@ class InFlight:
     def remove(self, uid: str) -> bool:
         return self.claims.pop(uid, None) is not None
 
-    def overlay(self, claims: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-        """The informer's claims with in-flight versions substituted (upstream ``ListAllAllocatedDevices``)."""
+    def overlay(self, claims: Sequence[Mapping[str, Any]], now: float = 0.0) -> list[Mapping[str, Any]]:
+        """The informer's claims with in-flight versions substituted (upstream ``ListAllAllocatedDevices``);
+        ``now`` (a clock reading) ends created claims' assumptions past their time."""
         out = []
         seen = set()
         present = set()
@@ -112,9 +122,20 @@ class InFlight:
             else:
                 out.append(c)
         out.extend(c for uid, c in self.claims.items() if uid not in seen)
+        for uid in [u for u in self.created if u in present or self.created[u] <= now]:
+            del self.created[uid]
         for uid in [u for u in self.assumed if u not in present]:  # deleted since it was written
-            del self.assumed[uid]
+            if uid in self.created:  # created, not delivered yet
+                out.append(self.assumed[uid])
+            else:
+                del self.assumed[uid]
         return out
+
+    def forget(self, uid: str) -> None:
+        """Drop every trace of ``uid`` (a created claim that Unreserve deletes again)."""
+        self.claims.pop(uid, None)
+        self.assumed.pop(uid, None)
+        self.created.pop(uid, None)
 
 
 def pod_claims(

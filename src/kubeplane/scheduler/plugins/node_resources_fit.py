@@ -1,8 +1,8 @@
 """NodeResourcesFit: does the node have room for the pod's requests, and how well does the pod fit there.
 
 Mirrors upstream ``pkg/scheduler/framework/plugins/noderesources/fit.go`` (kube-scheduler v1.37) with the
-default feature gates (SidecarContainers, PodLevelResources, InPlacePodVerticalScaling and SchedulerQueueingHints
-on; DRAExtendedResource has nothing to delegate to here). Behaviour:
+default feature gates (SidecarContainers, PodLevelResources, InPlacePodVerticalScaling, SchedulerQueueingHints and
+DRAExtendedResource on). Behaviour:
 
 * PreFilter stores the pod's effective request (``PodInfo.requests``: containers summed, init containers and
   sidecars by the KEP-753 formula, pod-level requests, overhead) together with the scalar resources Filter must
@@ -14,13 +14,19 @@ on; DRAExtendedResource has nothing to delegate to here). Behaviour:
   is UNSCHEDULABLE. ``ignoredResources`` / ``ignoredResourceGroups`` apply to extended resources only
   (``kubernetes.io/``-prefixed names and hugepages are always checked). Filter without PreFilter state is an
   ERROR, as upstream.
+* Extended resources backed by DRA (upstream ``shouldDelegateResourceToDRA``): a requested scalar resource that
+  a DeviceClass serves (its ``extendedResourceName`` or the implicit ``deviceclass.resource.kubernetes.io/<class>``)
+  is not checked on a node whose allocatable for it is 0 or absent; DynamicResources allocates devices for it
+  there. PreFilter lists the DeviceClasses only for a pod requesting such a name. DeviceClass Add/Update events
+  queue a pod whose requests a new or changed mapping names (``isSchedulableAfterDeviceClassEvent``).
 * PreScore/Score use the configured scoring strategy (LeastAllocated, MostAllocated, RequestedToCapacityRatio)
   on non-zero requests through :mod:`.resource_allocation`; Score without PreScore state recomputes it.
 * The scalar resources' reasons come in name order; upstream iterates a Go map there (random order).
 
 Invariants: ``filter_vector`` is True exactly where ``filter`` returns None and ``score_vector`` equals ``score``
 per row (property tests pin both). Left out: the alpha InPlacePodVerticalScalingSchedulerPreemption deltas for
-a pod already bound to the node, and DRA-backed extended resources.
+a pod already bound to the node, and scoring DRA-backed extended resources by their devices (upstream's
+``calculateDRAExtendedResourceAllocatableRequest``: they score as absent from the node here).
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ import numpy as np
 from kubeplane.api.pods import pod_requests
 from kubeplane.api.views import section, spec_of, status_of, uid_of
 from kubeplane.scheduler.backend.node_table import BoolArray, IntArray, NodeTable
+from kubeplane.scheduler.dra.extended import DEVICE_CLASS_PREFIX, DeviceClassResolver, is_dra_extended_resource_name
+from kubeplane.scheduler.dra.features import gate
 from kubeplane.scheduler.framework.handle import Handle
 from kubeplane.scheduler.framework.interface import (
     ActionType,
@@ -142,20 +150,26 @@ class _PreFilterState:
     memory: int
     ephemeral_storage: int
     scalars: tuple[tuple[str, int, str], ...]  # (name, request > 0, reason), not ignored, sorted by name
+    dra_backed: frozenset[str] = frozenset()
+    """Scalars a DeviceClass serves: skipped on nodes with no allocatable for them (left to DRA there)."""
 
     def clone(self) -> _PreFilterState:
         return self
 
 
 def _pre_filter_state(
-    request: Resource, ignored_resources: Collection[str], ignored_groups: Collection[str]
+    request: Resource,
+    ignored_resources: Collection[str],
+    ignored_groups: Collection[str],
+    dra_backed: frozenset[str] = frozenset(),
 ) -> _PreFilterState:
     scalars = tuple(
         (name, quantity, f"Insufficient {name}")
         for name, quantity in sorted(request.scalar.items())
         if quantity > 0 and not _is_ignored(name, ignored_resources, ignored_groups)
     )
-    return _PreFilterState(request, request.milli_cpu, request.memory, request.ephemeral_storage, scalars)
+    backed = frozenset(name for name, _, _ in scalars if name in dra_backed)
+    return _PreFilterState(request, request.milli_cpu, request.memory, request.ephemeral_storage, scalars, backed)
 
 
 def _insufficient(state: _PreFilterState, node: NodeInfo) -> list[InsufficientResource]:
@@ -198,6 +212,8 @@ def _insufficient(state: _PreFilterState, node: NodeInfo) -> list[InsufficientRe
         used_scalar = used.scalar
         for name, quantity, reason in state.scalars:
             capacity = node_scalar.get(name, 0)
+            if capacity == 0 and name in state.dra_backed:
+                continue
             in_use = used_scalar.get(name, 0)
             if quantity > capacity - in_use:
                 out.append(InsufficientResource(name, reason, quantity, in_use, capacity, quantity > capacity))
@@ -209,13 +225,15 @@ def fits_request(
     node_info: NodeInfo,
     ignored_resources: Collection[str] | None = None,
     ignored_groups: Collection[str] | None = None,
+    dra_backed: frozenset[str] = frozenset(),
 ) -> list[InsufficientResource]:
     """Upstream ``Fits``/``fitsRequest``: what of ``pod_request`` the node cannot hold, in upstream's order (pod
     count, cpu, memory, ephemeral-storage, then scalar resources by name); empty when the pod fits.
 
-    ``ignored_resources`` (exact names) and ``ignored_groups`` (the part before ``/``) skip extended resources.
+    ``ignored_resources`` (exact names) and ``ignored_groups`` (the part before ``/``) skip extended resources;
+    ``dra_backed`` names resources a DeviceClass serves, skipped where the node has no allocatable for them.
     """
-    state = _pre_filter_state(pod_request, ignored_resources or (), ignored_groups or ())
+    state = _pre_filter_state(pod_request, ignored_resources or (), ignored_groups or (), dra_backed)
     return _insufficient(state, node_info)
 
 
@@ -288,6 +306,9 @@ class NodeResourcesFit(AllocationScorePlugin):
         self.ignored_resources = frozenset(ignored_resources)
         self.ignored_resource_groups = frozenset(ignored_resource_groups)
         self.handle = handle
+        gates = handle.extra.get("feature_gates") if handle is not None else None
+        self.dra_extended_resource = gate(gates if isinstance(gates, Mapping) else None, "DRAExtendedResource")
+        """The DRAExtendedResource gate (v1.37: on)."""
 
     @classmethod
     def from_args(cls, args: Mapping[str, Any] | None, handle: Handle | None = None) -> NodeResourcesFit:
@@ -325,9 +346,25 @@ class NodeResourcesFit(AllocationScorePlugin):
     ) -> tuple[PreFilterResult | None, Status | None]:
         state.write(
             PRE_FILTER_STATE_KEY,
-            _pre_filter_state(pod.requests, self.ignored_resources, self.ignored_resource_groups),
+            _pre_filter_state(
+                pod.requests, self.ignored_resources, self.ignored_resource_groups, self._dra_backed(pod.requests)
+            ),
         )
         return None, None
+
+    def _resolver(self) -> DeviceClassResolver | None:
+        if self.handle is None or not self.dra_extended_resource:
+            return None
+        return DeviceClassResolver.from_classes(self.handle.list_objects("deviceclasses", ""))
+
+    def _dra_backed(self, request: Resource) -> frozenset[str]:
+        """The pod's requested resources a DeviceClass serves (none without the gate or a handle); the classes
+        are listed only for a pod requesting an extended-resource name."""
+        names = [n for n, q in request.scalar.items() if q > 0 and is_dra_extended_resource_name(n)]
+        resolver = self._resolver() if names else None
+        if resolver is None:
+            return frozenset()
+        return frozenset(n for n in names if resolver.get(n) is not None)
 
     def pre_filter_extensions(self) -> PreFilterExtensions | None:
         return None
@@ -349,15 +386,18 @@ class NodeResourcesFit(AllocationScorePlugin):
             if quantity > 0:
                 ok &= quantity <= allocatable[name][rows] - requested[name][rows]
         for name, quantity, _ in s.scalars:
-            ok &= quantity <= table.allocatable_of(name)[rows] - table.requested_of(name)[rows]
+            capacity = table.allocatable_of(name)[rows]
+            fits = quantity <= capacity - table.requested_of(name)[rows]
+            ok &= (fits | (capacity == 0)) if name in s.dra_backed else fits
         return ok
 
     # -- EnqueueExtensions ------------------------------------------------------------------------------
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         """Pod deletion or scale-down may free room; a new node or more allocatable may offer it. With queueing
-        hints on, upstream registers only Node Add and UpdateNodeAllocatable."""
-        return (
+        hints on, upstream registers only Node Add and UpdateNodeAllocatable; with DRAExtendedResource, DeviceClass
+        Add and Update too."""
+        events = (
             ClusterEventWithHint(
                 ClusterEvent("Pod", ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
                 self.is_schedulable_after_pod_event,
@@ -367,6 +407,28 @@ class NodeResourcesFit(AllocationScorePlugin):
                 self.is_schedulable_after_node_change,
             ),
         )
+        if not self.dra_extended_resource:
+            return events
+        class_event = ClusterEvent("DeviceClass", ActionType.ADD | ActionType.update())
+        return (*events, ClusterEventWithHint(class_event, self.is_schedulable_after_device_class_event))
+
+    def is_schedulable_after_device_class_event(self, pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+        """Upstream ``isSchedulableAfterDeviceClassEvent``: an update that keeps the extended resource name is
+        skipped; a new class whose implicit name, or a class whose (new) ``extendedResourceName``, the pod
+        requests queues it."""
+        if not isinstance(new, Mapping):
+            return QueueingHint.QUEUE
+        name = str((new.get("metadata") or {}).get("name") or "")
+        extended = (new.get("spec") or {}).get("extendedResourceName")
+        requests = pod.requests.scalar
+        if isinstance(old, Mapping):
+            if ((old.get("spec") or {}).get("extendedResourceName") or "") == (extended or ""):
+                return QueueingHint.QUEUE_SKIP
+        elif DEVICE_CLASS_PREFIX + name in requests:
+            return QueueingHint.QUEUE
+        if extended and extended in requests:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
     def is_schedulable_after_pod_event(self, pod: PodInfo, old: Any, new: Any) -> QueueingHint:
         """Upstream ``isSchedulableAfterPodEvent``: a deleted pod that was bound (or nominated) may free room;
@@ -408,11 +470,15 @@ class NodeResourcesFit(AllocationScorePlugin):
         """Upstream ``isSchedulableAfterNodeChange``: skip unless the (new or updated) node could hold the pod on
         its own, and for an update, unless an allocatable the pod needs grew."""
         original, modified = _object(old, "node"), _object(new, "node")
-        if modified is None or fits_request(pod.requests, NodeInfo(modified)):
+        backed = self._dra_backed(pod.requests)
+        if modified is None or fits_request(pod.requests, NodeInfo(modified), dra_backed=backed):
             return QueueingHint.QUEUE_SKIP
         if original is None:
             return QueueingHint.QUEUE
-        if not _any_requested_resource_increased(pod.requests, _allocatable(original), _allocatable(modified)):
+        after = _allocatable(modified)
+        if not _any_requested_resource_increased(pod.requests, _allocatable(original), after) and not any(
+            after.scalar.get(name, 0) == 0 for name in backed
+        ):
             return QueueingHint.QUEUE_SKIP
         return QueueingHint.QUEUE
 

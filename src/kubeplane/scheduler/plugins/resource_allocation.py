@@ -22,7 +22,8 @@ Mirrors upstream ``pkg/scheduler/framework/plugins/noderesources/resource_alloca
 
 Invariants: every ``score_vector`` returns exactly what ``score`` returns for each row (property tests pin it);
 ``score_vector`` is pure numpy over the selected rows; nothing here allocates a dict per node.
-Left out: extended resources backed by DRA (``DRAExtendedResource``), which need a DRA manager we do not have.
+Left out: scoring extended resources backed by DRA (``DRAExtendedResource``) by their devices (upstream's
+``calculateDRAExtendedResourceAllocatableRequest``); such a resource scores as absent from the node.
 """
 
 from __future__ import annotations
