@@ -362,15 +362,21 @@ def gpu_capacity_milli(nodes: Sequence[NodeSpec]) -> int:
     return total * MILLI_PER_GPU
 
 
+def read_yaml(path: Path, *, where: str = "", what: str = "") -> Any:
+    """The YAML (or JSON) document of ``path``; a file that cannot be read or parsed is a one-line ScenarioError
+    (a YAML error by its first line), prefixed by ``where`` and naming the file as ``what`` (e.g. "grid ")."""
+    try:
+        return yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ScenarioError(f"{where}cannot read {what}{path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{where}{what}{path}: {str(exc).splitlines()[0]}") from None
+
+
 def load_scheduler_config(path: Path, *, where: str = "") -> dict[str, Any]:
     """A KubeSchedulerConfiguration file as a mapping (parsed later by the scheduler's config loader); errors are
     one line (a YAML error by its first line)."""
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise ScenarioError(f"{where}cannot read {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"{where}{path}: {str(exc).splitlines()[0]}") from None
+    data = read_yaml(path, where=where)
     if not isinstance(data, dict):
         raise ScenarioError(f"{where}{path}: not a KubeSchedulerConfiguration")
     return data

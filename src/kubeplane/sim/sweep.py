@@ -29,12 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .executors import Executor
 from .report import COMPARISON_JSON, REPORT_HTML, render_html, write_comparison, write_csv
 from .runner import SimResult, scheduler_configuration
-from .scenario import Scenario, ScenarioError, load_scheduler_config, seconds
+from .scenario import Scenario, ScenarioError, load_scheduler_config, read_yaml, seconds
 
 SWEEP_JSON = "sweep.json"
 SWEEP_CSV = "sweep.csv"
@@ -146,12 +144,7 @@ def load_grid(path: Path) -> dict[str, Any]:
     ``until``; paths relative to the file. Returns keyword arguments for :func:`grid` (with ``base``)."""
     from kubeplane.gpu.repro import parse_seeds
 
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise ScenarioError(f"cannot read grid {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"grid {path}: {str(exc).splitlines()[0]}") from None
+    data = read_yaml(path, what="grid ")
     if not isinstance(data, Mapping):
         raise ScenarioError(f"grid {path}: expected a mapping with scenarios, configs, seeds")
     unknown = sorted(set(data) - {"scenarios", "configs", "seeds", "until"})

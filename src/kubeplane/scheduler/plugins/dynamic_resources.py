@@ -30,7 +30,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -355,19 +356,9 @@ class DynamicResources:
         }
         body = {**claim, "status": status}
         ns = str(_meta(claim).get("namespace") or "")
-
-        async def write() -> None:
-            try:
-                await client.update(client.resource("resourceclaims"), body, namespace=ns, subresource="status")
-            except Exception:
-                return
-
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        self._tasks.add(task := loop.create_task(write()))
-        task.add_done_callback(self._tasks.discard)
+        self.in_background(
+            lambda: client.update(client.resource("resourceclaims"), body, namespace=ns, subresource="status")
+        )
 
     def _delete_extended(self, claim: Mapping[str, Any]) -> None:
         """Upstream ``deleteClaim`` from the synchronous PostFilter/Unreserve: a task on the scheduler's loop
@@ -376,18 +367,22 @@ class DynamicResources:
         if client is None:
             return
         self.in_flight.forget(str(_meta(claim).get("uid") or ""))
+        self.in_background(lambda: delete_claim(client, claim))
 
-        async def delete() -> None:
-            try:
-                await delete_claim(client, claim)
-            except Exception:
-                return
-
+    def in_background(self, write: Callable[[], Awaitable[Any]]) -> None:
+        """Run ``write()`` as a task on the scheduler's loop, for the synchronous points (PostFilter, Unreserve)
+        that must write through the API. A failure is dropped: the next cycle finds the claim as it is and acts
+        again. Without a running loop (offline) nothing runs; the tasks are kept until done."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
-        self._tasks.add(task := loop.create_task(delete()))
+
+        async def run() -> None:
+            with contextlib.suppress(Exception):
+                await write()
+
+        self._tasks.add(task := loop.create_task(run()))
         task.add_done_callback(self._tasks.discard)
 
     # --- Score -----------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ Invariants:
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -118,16 +118,8 @@ def remove_reservation(plugin: DynamicResources, claims: Sequence[Mapping[str, A
         return
     pod_uid = str(_meta(pod).get("uid") or "")
     todo = [c for c in claims if (c.get("status") or {}).get("allocation") and is_reserved_for_pod(pod, c)]
-    if not todo:
-        return
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return
     for claim in todo:
-        task = loop.create_task(_unreserve(client, claim, pod_uid))
-        plugin._tasks.add(task)
-        task.add_done_callback(plugin._tasks.discard)
+        plugin.in_background(functools.partial(_unreserve, client, claim, pod_uid))
 
 
 async def _unreserve(client: Any, claim: Mapping[str, Any], pod_uid: str) -> None:
