@@ -72,22 +72,25 @@ def test_the_node_config_publishes_shared_devices_with_their_policy() -> None:
 @pytest.mark.parametrize(
     ("capacity", "multi", "message"),
     [
-        ({"memory": {"value": "40Gi", "requestPolicy": POLICY}}, False, "requestPolicy needs allowMultipleAllocations"),
-        ({"memory": {"value": "40Gi", "requestPolicy": {"validRange": {"min": "1Gi"}}}}, True, "needs a default"),
+        ({"memory": {"value": "40Gi", "requestPolicy": POLICY}}, False,
+         "requestPolicy: Forbidden: allowMultipleAllocations must be true"),
+        ({"memory": {"value": "40Gi", "requestPolicy": {"validRange": {"min": "1Gi"}}}}, True,
+         "requestPolicy.default: Required value: required when validRange is defined"),
         ({"memory": {"value": "40Gi", "requestPolicy": {"default": "3Gi", "validValues": ["2Gi", "4Gi"]}}}, True,
-         "default must be one of validValues"),
+         r'requestPolicy.validValues: Invalid value: "3Gi": default value is not valid according to the requestPolicy'),
         ({"memory": {"value": "40Gi", "requestPolicy": {"default": "4Gi", "validValues": ["4Gi", "2Gi"]}}}, True,
-         "ascending"),
+         r'requestPolicy.validValues\[1\]: Invalid value: "2Gi": values must be sorted in ascending order'),
         ({"memory": {"value": "40Gi", "requestPolicy": {"default": "8Gi", "validRange": {"min": "4Gi",
                                                                                          "max": "80Gi"}}}}, True,
-         "validRange max must be at most the capacity value"),
+         r'requestPolicy.validRange.max: Invalid value: "80Gi": max is larger than capacity value: 40Gi'),
         ({"memory": {"value": "40Gi", "requestPolicy": {"default": "6Gi", "validRange": {"min": "4Gi",
                                                                                          "step": "4Gi"}}}}, True,
-         "default must be a multiple of validRange step"),
+         r'validRange.step: Invalid value: "6Gi": value is not a multiple of a given step \(4Gi\) from \(4Gi\)'),
     ],
 )  # fmt: skip
 def test_request_policies_the_api_would_refuse_fail_at_load(capacity: Any, multi: bool, message: str) -> None:
-    """Upstream CapacityRequestPolicy rules (k8s.io/api resource/v1 types.go docs), one line naming the group."""
+    """Upstream CapacityRequestPolicy rules, with the API server's own messages (validateRequestPolicy in
+    pkg/apis/resource/validation/validation.go: the node config calls the same rule), one line naming the group."""
     group = {"driver": DRIVER, "allowMultipleAllocations": multi, "capacity": capacity}
     with pytest.raises(NodeConfigError, match=message) as info:
         parse_node_config([{"name": "node01", "devices": [group]}])

@@ -16,7 +16,8 @@ The API server loads this module by name (``strategies._VALIDATION_MODULES``) an
   each device attribute holds exactly one value; a device has at most 32 attributes and capacities.
 
 Not checked here (left to the generic metadata checks or not modelled): declarative-only rules beyond those listed,
-device taints' and tolerations' details, admin-access namespace labels, binding conditions.
+device taints' and tolerations' details, admin-access namespace labels. Binding conditions, request policies
+and share IDs are checked in :mod:`.resource_dra_devices`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any, Final
 
 from kubeplane.api.dra.cel import CEL_SELECTOR_EXPRESSION_MAX_COST, SelectorCompileError, compile_selector
 from kubeplane.api.validation import field, names
+from kubeplane.api.validation import resource_dra_devices as devices_
 from kubeplane.api.validation.common import (
     IMMUTABLE_MSG,
     CreateValidator,
@@ -414,6 +416,8 @@ def validate_resource_claim_status_update(new: Mapping[str, Any], old: Mapping[s
             errs.extend(validate_csi_driver_name(result.string("driver"), result.at("driver")))
             _pool_name(result, "pool")
             errs.extend(_label(result.string("device"), result.at("device")))
+            devices_.binding_parameters(result)
+            devices_.share_id(result)
     return errs
 
 
@@ -437,6 +441,7 @@ def _devices_status(status: Reader, allocation: Any) -> None:
         errs.extend(validate_csi_driver_name(device.string("driver"), device.at("driver")))
         _pool_name(device, "pool")
         errs.extend(_label(device.string("device"), device.at("device")))
+        devices_.share_id(device)
         ident = _device_id(device)
         if ident not in allocated:
             errs.append(field.invalid(device.path, GoSyntax(ident), detail="must be an allocated device in the claim"))
@@ -520,6 +525,7 @@ def _device(device: Reader, per_device_node_selection: bool) -> None:
             errs.append(field.required(path.child("value")))
         else:
             entry.quantity("value")
+        devices_.capacity_policy(entry, path, device.raw("allowMultipleAllocations") is True)
     _taints(device)
     _consumes_counters(device)
     if per_device_node_selection:
@@ -528,6 +534,7 @@ def _device(device: Reader, per_device_node_selection: bool) -> None:
             ("nodeName", "nodeSelector", "allNodes"),
             "exactly one of `nodeName`, `nodeSelector`, `allNodes` is required",
         )
+    devices_.binding_parameters(device)
 
 
 def _node_fields(r: Reader, keys: tuple[str, ...], message: str) -> list[str]:
