@@ -27,11 +27,43 @@ ALLOWED: dict[str, frozenset[str]] = {
     "kubelet": frozenset({"api", "client", "metrics"}),
     # GPUs: the scheduler plugins, the openb trace (kubelet node specs) and the FGD replay.
     "gpu": frozenset({"api", "client", "metrics", "scheduler", "kubelet"}),
-    "sim": frozenset({"api", "store", "metrics", "apiserver", "client", "controllers", "scheduler", "kubelet", "gpu"}),
+    # cluster-autoscaler: the scheduler's plugins simulate placements; its simulated cloud runs kubelets.
+    "autoscaler": frozenset({"api", "client", "metrics", "scheduler", "kubelet"}),
+    # the descheduler: the scheduler's helpers for "would the pod fit elsewhere" (its NodeFit).
+    "descheduler": frozenset({"api", "client", "metrics", "scheduler"}),
+    "sim": frozenset(
+        {
+            "api",
+            "store",
+            "metrics",
+            "apiserver",
+            "client",
+            "controllers",
+            "scheduler",
+            "kubelet",
+            "gpu",
+            "autoscaler",
+            "descheduler",
+        }
+    ),
     # the web UI: explain/what-if and the scheduler's configuration; the API only through the ASGI app it is given
     "ui": frozenset({"api", "scheduler"}),
     "cli": frozenset(
-        {"api", "store", "metrics", "apiserver", "client", "controllers", "scheduler", "kubelet", "sim", "gpu", "ui"}
+        {
+            "api",
+            "store",
+            "metrics",
+            "apiserver",
+            "client",
+            "controllers",
+            "scheduler",
+            "kubelet",
+            "sim",
+            "gpu",
+            "ui",
+            "autoscaler",
+            "descheduler",
+        }
     ),
 }
 # single modules of a higher package that lower ones may import: they depend on api alone (checked below).

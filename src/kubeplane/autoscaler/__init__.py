@@ -1,0 +1,12 @@
+"""cluster-autoscaler, reimplemented on kubeplane's scheduler (issue 30; docs/autoscaler.md).
+
+Layout (one concept per module; kubernetes/autoscaler's cluster-autoscaler/core is the model):
+
+* :mod:`.provider`: the node groups (:class:`~.provider.NodeGroupSpec`) and the :class:`~.provider.CloudProvider`
+  protocol the core drives; the simulated cloud (:class:`FleetProvider`, nodes run by a kubelet
+  :class:`~kubeplane.kubelet.fleet.Fleet`) lives beside it.
+* the core (options named after cluster-autoscaler's flags, the scheduler-simulation predicate checker, scale-up
+  with its estimator and expanders, scale-down with its eligibility and drain rules, the status ConfigMap and
+  events, the loop) talks to the API as every other component does (list-watch, the Eviction API) and to the cloud
+  only through :class:`~.provider.CloudProvider`.
+"""
