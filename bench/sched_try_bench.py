@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -20,16 +21,8 @@ import orjson
 from kubeplane.scheduler.config import default_config
 from kubeplane.ui import trying
 
-MOST = """apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: default-scheduler
-  pluginConfig:
-  - name: NodeResourcesFit
-    args:
-      scoringStrategy:
-        type: MostAllocated
-"""
+MOST = (Path(__file__).resolve().parents[1] / "examples" / "sim" / "most-allocated.yaml").read_text(encoding="utf-8")
+"""The bin-packing example's configuration (NodeResourcesFit MostAllocated)."""
 
 
 def _node(i: int) -> dict[str, Any]:

@@ -33,16 +33,8 @@ spec:
   schedulingGates: [{name: example.com/hold}]
   containers: [{name: c, image: soscscs/myapp:v1, resources: {requests: {cpu: 100m, memory: 128Mi}}}]
 """
-MOST_ALLOCATED = """apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: default-scheduler
-  pluginConfig:
-  - name: NodeResourcesFit
-    args:
-      scoringStrategy:
-        type: MostAllocated
-"""
+MOST_ALLOCATED = (ROOT / "examples" / "sim" / "most-allocated.yaml").read_text(encoding="utf-8")
+"""The bin-packing example's configuration (NodeResourcesFit MostAllocated)."""
 
 
 def _kubectl(data_dir: Path, *args: str, stdin: str | None = None) -> str:

@@ -11,6 +11,7 @@ configuration (``strict decoding error: unknown field "..."``).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from tests.cli.test_up_seeds import Cluster, eventually
@@ -38,16 +39,10 @@ spec:
     image: soscscs/myapp:v1
     resources: {requests: {cpu: 100m, memory: 128Mi}}
 """
-MOST_ALLOCATED = """apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: default-scheduler
-  pluginConfig:
-  - name: NodeResourcesFit
-    args:
-      scoringStrategy:
-        type: MostAllocated
-"""
+MOST_ALLOCATED = (Path(__file__).resolve().parents[2] / "examples" / "sim" / "most-allocated.yaml").read_text(
+    encoding="utf-8"
+)
+"""The bin-packing example's configuration (NodeResourcesFit MostAllocated)."""
 UNKNOWN_FIELD = """apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 profiles:
