@@ -16,7 +16,8 @@ The API server loads this module by name (``strategies._VALIDATION_MODULES``) an
   each device attribute holds exactly one value; a device has at most 32 attributes and capacities.
 
 Not checked here (left to the generic metadata checks or not modelled): declarative-only rules beyond those listed,
-device taints' and tolerations' details, admin-access namespace labels. Binding conditions, request policies
+device taints' and tolerations' details. The admin-access namespace label is checked by the API server
+(:mod:`kubeplane.apiserver.dra_admin`), which can read namespaces. Binding conditions, request policies
 and share IDs are checked in :mod:`.resource_dra_devices`.
 """
 
