@@ -24,7 +24,7 @@ from kubeplane.api.priority import global_default_class
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.views import status_of
 
-from . import admission_serviceaccount, admission_storage, errors
+from . import admission_serviceaccount, admission_storage, dra_admin, errors
 from .auth import escalation, noderestriction
 
 if TYPE_CHECKING:
@@ -70,6 +70,7 @@ async def admit_update(
     await noderestriction.admit_update(registry, info, new, old, subresource)
     await escalation.admit(registry, info, new, old)
     admission_storage.validate_update(registry, info, new, old, subresource)
+    await dra_admin.admit_status_update(registry, info, new, old, subresource)
 
 
 def _admit_priority(registry: Registry, pod: dict[str, Any]) -> None:

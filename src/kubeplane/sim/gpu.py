@@ -8,8 +8,13 @@ the paper derives it from the trace before replaying it.
 
 DRA GPUs count as GPUs (docs/gpu.md, "DRA GPUs"): a node's devices are its ``nvidia.com/gpu`` devices followed
 by the GPUs its ResourceSlices list (:mod:`kubeplane.gpu.dra`); an allocated claim's GPU results occupy their
-devices (whole, or the consumed share); a pod's arrived milli-GPU includes its claims' demand (from the claim, else
-its ResourceClaimTemplate). The runner feeds slices, classes and claims only to scenarios that declare DRA.
+devices whole, or, shared through consumable capacity, as ``gpu-milli`` shares of an extended-resource GPU do: a
+shared device's used milli-GPU is the dominant share of what its claims consume together
+(:func:`~kubeplane.gpu.dra.shared_device_milli`: ``10Gi`` of a ``40Gi`` GPU is 250, ``500m`` of ``cores: 1`` is
+500), its idle the rest, and fragmentation reads that idle as it reads a shared extended-resource GPU's. A pod's
+arrived milli-GPU includes its claims' demand (from the claim, else its ResourceClaimTemplate), a share as the
+allocator would round it on the cluster's shareable GPU. The runner feeds slices, classes and claims only to
+scenarios that declare DRA.
 
 Invariant: a node's fragmentation is recomputed only when one of its inputs changes (its allocatable CPU, its pods'
 requests, nodes or device annotations), memoised on the node state by :class:`FragModel`; the cluster figure is
@@ -25,7 +30,7 @@ from typing import Any, Final
 from kubeplane.api.pods import pod_limits, pod_requests
 from kubeplane.api.quantity import QuantityError, parse_milli
 from kubeplane.api.views import is_pod_terminal, spec_of, status_of
-from kubeplane.gpu.dra import DraIndex, claim_usage, pod_dra_request
+from kubeplane.gpu.dra import ClaimDevices, DraIndex, claim_devices, pod_dra_request, shared_device_milli
 from kubeplane.gpu.frag import FragModel, PodType, TargetWorkload, typical_pods
 from kubeplane.gpu.model import (
     MILLI_PER_GPU,
@@ -151,7 +156,7 @@ class GpuMetrics:
         self._slices: dict[str, Obj] = {}
         self._classes: dict[str, Obj] = {}
         self._claims: dict[tuple[str, str], Obj] = {}
-        self._claim_use: dict[tuple[str, str], tuple[str, list[tuple[GpuRequest, tuple[int, ...]]]]] = {}
+        self._claim_use: dict[tuple[str, str], ClaimDevices] = {}
 
     @classmethod
     def for_pod_types(cls, types: Iterable[PodType]) -> GpuMetrics | None:
@@ -245,19 +250,19 @@ class GpuMetrics:
     def resource_claim(self, obj: Obj) -> None:
         key = _key(obj)
         self._claims[key] = obj
-        self._use(key, claim_usage(obj, self.index))
+        self._use(key, claim_devices(obj, self.index))
 
     def resource_claim_deleted(self, obj: Obj) -> None:
         key = _key(obj)
         self._claims.pop(key, None)
         self._use(key, None)
 
-    def _use(self, key: tuple[str, str], use: tuple[str, list[tuple[GpuRequest, tuple[int, ...]]]] | None) -> None:
+    def _use(self, key: tuple[str, str], use: ClaimDevices | None) -> None:
         old = self._claim_use.pop(key, None)
         if use is not None:
             self._claim_use[key] = use
         if old != use:
-            for name in {u[0] for u in (old, use) if u is not None}:
+            for name in {u.node for u in (old, use) if u is not None}:
                 self.nodes.setdefault(name, _Node())
                 self._refresh(name)
 
@@ -269,7 +274,7 @@ class GpuMetrics:
             count = self.index.count(name)
             self.capacity += (count - state.dra) * MILLI_PER_GPU
             state.dra = count
-        self._claim_use = {k: u for k, c in self._claims.items() if (u := claim_usage(c, self.index)) is not None}
+        self._claim_use = {k: u for k, c in self._claims.items() if (u := claim_devices(c, self.index)) is not None}
         for name in list(self.nodes):
             self._refresh(name)
 
@@ -277,13 +282,16 @@ class GpuMetrics:
         """Recompute one node's used milli-GPU and fragmentation; adjust the cluster totals by the difference."""
         state = self.nodes[name]
         pods = sorted(state.pods.values(), key=lambda p: p.created)
-        # DRA claims first: their devices are the allocator's; then the extended-resource pods (first fit).
+        # DRA claims first: their devices are the allocator's (whole ones per claim, each shared device once, with
+        # what its shares take together); then the extended-resource pods (first fit).
+        held = [use for key in sorted(self._claim_use) if (use := self._claim_use[key]).node == name]
         gpu_pods: list[tuple[GpuRequest, tuple[int, ...] | None]] = [
-            (req, tuple(d + state.gpus for d in devs))
-            for key in sorted(self._claim_use)
-            if self._claim_use[key][0] == name
-            for req, devs in self._claim_use[key][1]
+            (GpuRequest(len(use.whole), MILLI_PER_GPU), tuple(d + state.gpus for d in use.whole))
+            for use in held
+            if use.whole
         ]
+        shared = shared_device_milli((share for use in held for share in use.shares), self.index)
+        gpu_pods += [(GpuRequest(1, milli), (device + state.gpus,)) for device, milli in sorted(shared.items())]
         gpu_pods += [(p.request, p.devices) for p in pods if p.request is not None]
         total = state.gpus + state.dra
         idle, placed = assign_devices(total, gpu_pods)

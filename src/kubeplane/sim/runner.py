@@ -567,13 +567,18 @@ def _dra_declared(scenario: Scenario) -> DraDeclared | None:
     objects = [obj for arrival in scenario.arrivals for obj in arrival.objects]
     if not any(spec.devices for spec in scenario.nodes) and not any(o.get("kind") in _DRA_KINDS for o in objects):
         return None
-    slices = [
+    slices = [  # one per driver and node: its devices (the pool's counter-set slice holds no device)
         {
             "metadata": {"name": f"{spec.name}-{driver}"},
-            "spec": {"driver": driver, "nodeName": spec.name, "pool": {"name": spec.name}, "devices": devices},
+            "spec": {
+                "driver": driver,
+                "nodeName": spec.name,
+                "pool": {"name": spec.name},
+                "devices": [d for content in contents for d in content.get("devices") or ()],
+            },
         }
         for spec in scenario.nodes
-        for driver, devices in wanted_slices(spec).items()
+        for driver, contents in wanted_slices(spec).items()
     ]
     return DraDeclared(slices, objects)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from kubeplane.api.dra import capacity_range
 from kubeplane.api.validation import resource_dra as v
 from kubeplane.api.validation.field import ErrorList
 
@@ -100,6 +101,12 @@ def test_slice_device_binding_conditions(device: Obj, want: list[str]) -> None:
 
 
 # -- requestPolicy (validation_device_capacity_test.go TestValidateDeviceCapacity) -------------------------------
+
+
+@pytest.fixture
+def gate_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DRAFractionalCapacityRange off, as ``SetFeatureGateDuringTest(..., false)``."""
+    monkeypatch.setattr(capacity_range, "FRACTIONAL_CAPACITY_RANGE", False)
 
 
 def policy_device(value: str, policy: Obj | None, multi: bool | None = True) -> Obj:
@@ -263,9 +270,75 @@ def policy_device(value: str, policy: Obj | None, multi: bool | None = True) -> 
         ),
     ],
 )
-def test_request_policy(name: str, value: str, policy: Obj | None, want: list[str]) -> None:
-    """``validateMultiAllocatableDeviceCapacity`` -> ``validateRequestPolicy`` (upstream case ``name``)."""
+def test_request_policy(name: str, value: str, policy: Obj | None, want: list[str], gate_off: None) -> None:
+    """``validateMultiAllocatableDeviceCapacity`` -> ``validateRequestPolicy`` (upstream case ``name``, which runs
+    with DRAFractionalCapacityRange at the test's default, off)."""
     assert texts(v.validate_resource_slice(slice_with(policy_device(value, policy)))) == want, name
+
+
+FRACTIONAL_RANGE: Obj = {"min": "200m", "max": "1", "step": "100m"}
+BIG_RANGE: Obj = {"min": "10P", "step": "100m"}
+
+
+FRACTIONAL_CASES: list[tuple[str, str, Obj, list[str]]] = [
+    ("valid-fractional-values", "10Gi", {"default": "100m", "validValues": ["100m", "200m", "1"]}, []),
+    ("valid-range-fractional-step", "1", {"default": "200m", "validRange": FRACTIONAL_RANGE}, []),
+    (
+        "invalid-range-fractional-step-not-aligned",
+        "1",
+        {"default": "250m", "validRange": FRACTIONAL_RANGE},
+        [f'{RANGE}.step: Invalid value: "250m": value is not a multiple of a given step (100m) from (200m)'],
+    ),
+    (
+        "fractional-range-overflow-min",
+        "100P",
+        {"default": "20P", "validRange": BIG_RANGE},
+        [
+            f'{RANGE}.default: Invalid value: "20P": value cannot be represented as a milli value',
+            f'{RANGE}.min: Invalid value: "10P": value cannot be represented as a milli value',
+        ],
+    ),
+    (
+        "fractional-too-fine-precision",
+        "1",
+        {"default": "20u", "validRange": {"min": "10u"}},
+        [
+            f'{RANGE}.default: Invalid value: "20u": value cannot be represented as a milli value',
+            f'{RANGE}.min: Invalid value: "10u": value cannot be represented as a milli value',
+        ],
+    ),
+    ("whole-range-keeps-whole-units", "10", {"default": "2", "validRange": {"min": "1", "step": "1"}}, []),
+]
+
+
+@pytest.mark.parametrize(("name", "value", "policy", "want"), FRACTIONAL_CASES, ids=[c[0] for c in FRACTIONAL_CASES])
+def test_fractional_request_policy(name: str, value: str, policy: Obj, want: list[str]) -> None:
+    """DRAFractionalCapacityRange on (v1.37's default): upstream ``TestValidateDeviceCapacity``'s cases with
+    ``fractionalCapacityRangeGate: true``, named."""
+    assert texts(v.validate_resource_slice(slice_with(policy_device(value, policy)))) == want, name
+
+
+def test_fractional_range_gate_disabled_valid(gate_off: None) -> None:
+    """Upstream ``fractional-range-gate-disabled-valid``: with the gate off a fractional range counts whole units
+    and is accepted (no milli checks)."""
+    device = policy_device("1", {"default": "200m", "validRange": FRACTIONAL_RANGE})
+    assert texts(v.validate_resource_slice(slice_with(device))) == []
+
+
+@pytest.mark.parametrize(
+    "default",
+    ["10P", "20P"],
+    ids=["identical-range-update-skips-validation", "fractional-range-stored-object-exemption"],
+)
+def test_unchanged_range_is_not_rechecked(default: str) -> None:
+    """A range equal to the stored object's is not validated again (upstream returns at once), so a slice stored
+    before the gate (a 10P min with a fractional step) stays updatable; a new slice with it is refused."""
+    device = policy_device("100P", {"default": default, "validRange": BIG_RANGE})
+    old = slice_with(device)
+    new = copy.deepcopy(old)
+    new["spec"]["devices"][0]["attributes"] = {"model": {"string": "x"}}
+    assert texts(v.validate_resource_slice_update(new, old)) == []
+    assert texts(v.validate_resource_slice(new)) != []
 
 
 @pytest.mark.parametrize("multi", [None, False])

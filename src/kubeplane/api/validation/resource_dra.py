@@ -16,7 +16,8 @@ The API server loads this module by name (``strategies._VALIDATION_MODULES``) an
   each device attribute holds exactly one value; a device has at most 32 attributes and capacities.
 
 Not checked here (left to the generic metadata checks or not modelled): declarative-only rules beyond those listed,
-device taints' and tolerations' details, admin-access namespace labels. Binding conditions, request policies
+device taints' and tolerations' details. The admin-access namespace label is checked by the API server
+(:mod:`kubeplane.apiserver.dra_admin`), which can read namespaces. Binding conditions, request policies
 and share IDs are checked in :mod:`.resource_dra_devices`.
 """
 
@@ -504,8 +505,12 @@ def _qualified_key(name: str, path: Path) -> ErrorList:
     return [field.invalid(path, name, detail="must be either <domain>/<identifier> or a C identifier")]
 
 
-def _device(device: Reader, per_device_node_selection: bool) -> None:
+def _device(device: Reader, per_device_node_selection: bool, old_device: object = None) -> None:
+    """A slice device; ``old_device``: the stored slice's device of the same name (an update), else None."""
     errs = device.errs
+    old_capacity = old_device.get("capacity") if isinstance(old_device, Mapping) else None
+    if not isinstance(old_capacity, Mapping):
+        old_capacity = {}
     errs.extend(_label(device.string("name"), device.at("name")))
     attributes = device.child("attributes")
     capacity = device.child("capacity")
@@ -525,7 +530,10 @@ def _device(device: Reader, per_device_node_selection: bool) -> None:
             errs.append(field.required(path.child("value")))
         else:
             entry.quantity("value")
-        devices_.capacity_policy(entry, path, device.raw("allowMultipleAllocations") is True)
+        old_entry = old_capacity.get(key)
+        old_policy = old_entry.get("requestPolicy") if isinstance(old_entry, Mapping) else None
+        multi = device.raw("allowMultipleAllocations") is True
+        devices_.capacity_policy(entry, path, multi, old_policy=old_policy)
     _taints(device)
     _consumes_counters(device)
     if per_device_node_selection:
@@ -646,13 +654,16 @@ def _slice_spec(spec: Reader, old_spec: Reader | None) -> None:
     )
     _too_many(errs, spec, "devices", SLICE_MAX_DEVICES_ADVANCED if advanced else SLICE_MAX_DEVICES)
     per_device = spec.raw("perDeviceNodeSelection") is True
+    old_devices = {
+        d.get("name"): d for d in (old_spec.array("devices") if old_spec is not None else []) if isinstance(d, Mapping)
+    }
     seen: set[str] = set()
     for device in spec.each("devices"):
         name = device.string("name")
         if name in seen:
             errs.append(field.duplicate(device.at("name"), name))
         seen.add(name)
-        _device(device, per_device)
+        _device(device, per_device, old_devices.get(name))
     _counter_sets(spec)
 
 

@@ -13,10 +13,17 @@ Two beta features, both on in v1.37:
   ``validValues`` sorted, at most 10, unique (by whole-unit value), each at most the capacity and containing the
   default; ``validRange.min`` required and at most the capacity, ``min <= default <= max <= capacity``,
   ``min + step <= capacity``, and default and max ``min + n*step`` (``validateRequestPolicy*``).
-  The step arithmetic is on whole units (``Quantity.Value()``: rounded away from zero, saturated to int64), as
-  upstream's with DRAFractionalCapacityRange off; a step above MaxInt64 and a negative min with a step are refused
-  first (upstream's guards against its int64 arithmetic dividing by zero); a zero step, where Go would divide by
-  zero, is reported as "not a multiple" rather than failing the request.
+  The step arithmetic is on whole units (``Quantity.Value()``: rounded away from zero, saturated to int64); a
+  step above MaxInt64 and a negative min with a step are refused first (upstream's guards against its int64
+  arithmetic dividing by zero); a zero step, where Go would divide by zero, is reported as "not a multiple"
+  rather than failing the request.
+* DRAFractionalCapacityRange (beta, on): a range with a fractional ``min``, ``max`` or ``step``
+  (:mod:`kubeplane.api.dra.capacity_range`) is checked in thousandths: its default, min, max and step must each
+  be a whole number of thousandths within the milli-value range (else ``validRange.<field>: Invalid value:
+  "<q>": value cannot be represented as a milli value``, the range's other rules then skipped) and the step
+  rule is ``(value - min) % step == 0`` on milli values; ``validValues`` are de-duplicated by exact value (not
+  whole units, which would merge ``100m`` and ``200m``). A ``validRange`` equal to the stored object's (same
+  device and capacity) is not re-checked, so objects stored before the gate stay updatable.
 * a ``shareID`` (allocation result, device status) is a UUID in RFC 4122 normalized form (``validateUID``).
 
 The request-policy rule is the one implementation: the simulated driver's node config
@@ -29,6 +36,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from kubeplane.api.dra import capacity_range as milli_
 from kubeplane.api.quantity import Quantity, QuantityError
 from kubeplane.api.validation import field, names
 from kubeplane.api.validation.common import invalid_each
@@ -118,19 +126,34 @@ def _parse(raw: object, path: Path, errs: ErrorList) -> Quantity | None:
         return None
 
 
-def capacity_policy(entry: Reader, path: Path, multi: bool) -> None:
+def capacity_policy(entry: Reader, path: Path, multi: bool, *, old_policy: object = None) -> None:
     """A slice device's capacity ``entry`` (``{value, requestPolicy}``) at ``path`` (``capacity[<name>]``, the map
     key in brackets as upstream's ``Key``): ``validateMultiAllocatableDeviceCapacity``
     when the device has ``allowMultipleAllocations: true`` (``multi``), else ``validateSingleAllocatable...``.
+    ``old_policy``: the stored object's policy of the same device and capacity (an update), else None.
     The value itself is checked by the caller; an unparsable one leaves the policy's bounds unchecked."""
     entry.errs.extend(
-        capacity_errors(entry.raw("value"), entry.raw("requestPolicy"), path.child("requestPolicy"), multi)
+        capacity_errors(
+            entry.raw("value"), entry.raw("requestPolicy"), path.child("requestPolicy"), multi, old_policy=old_policy
+        )
     )
 
 
-def capacity_errors(value: object, policy: object, path: Path, multi: bool) -> ErrorList:
-    """The errors of request policy ``policy`` (raw JSON, at ``path``) of a capacity of ``value``."""
+def capacity_errors(
+    value: object,
+    policy: object,
+    path: Path,
+    multi: bool,
+    *,
+    old_policy: object = None,
+    fractional: bool | None = None,
+) -> ErrorList:
+    """The errors of request policy ``policy`` (raw JSON, at ``path``) of a capacity of ``value``; ``fractional``
+    is the DRAFractionalCapacityRange gate (None: the server's, :data:`~kubeplane.api.dra.capacity_range.
+    FRACTIONAL_CAPACITY_RANGE`)."""
     errs: ErrorList = []
+    if fractional is None:
+        fractional = milli_.FRACTIONAL_CAPACITY_RANGE
     if policy is None:
         return errs
     if not multi:
@@ -151,13 +174,30 @@ def capacity_errors(value: object, policy: object, path: Path, multi: bool) -> E
     if default is None:
         return errs
     if values:
-        errs.extend(_valid_values(default, total, values, path.child("validValues")))
+        errs.extend(_valid_values(default, total, values, path.child("validValues"), fractional=fractional))
     elif isinstance(valid_range, Mapping):
-        errs.extend(_valid_range(default, total, valid_range, path.child("validRange")))
+        old_range = old_policy.get("validRange") if isinstance(old_policy, Mapping) else None
+        if _same_range(valid_range, old_range):
+            return errs  # unchanged from the stored object: not re-checked
+        errs.extend(_valid_range(default, total, valid_range, path.child("validRange"), fractional=fractional))
     return errs
 
 
-def _valid_values(default: Quantity, total: Quantity, raw: object, path: Path) -> ErrorList:
+def _same_range(new: Mapping[str, Any], old: object) -> bool:
+    """Whether ``old`` is the same range as ``new`` (by value: ``1Ki`` equals ``1024``)."""
+    if not isinstance(old, Mapping):
+        return False
+    for key in ("min", "max", "step"):
+        a, b = new.get(key), old.get(key)
+        if (a is None) != (b is None):
+            return False
+        here = field.new_path(key)
+        if a is not None and _parse(a, here, []) != _parse(b, here, []):
+            return False
+    return True
+
+
+def _valid_values(default: Quantity, total: Quantity, raw: object, path: Path, *, fractional: bool) -> ErrorList:
     """``validateRequestPolicyValidValues``."""
     errs: ErrorList = []
     items = raw if isinstance(raw, list) else []
@@ -183,7 +223,8 @@ def _valid_values(default: Quantity, total: Quantity, raw: object, path: Path) -
             found = found or option == default
         keys: set[str] = set()
         for i, option in enumerate(options):
-            key = str(_int64(option))  # quantityKey: strconv.FormatInt(item.Value(), 10)
+            # quantityKey: the exact value with the gate on, else strconv.FormatInt(item.Value(), 10)
+            key = milli_.decimal_key(option) if fractional else str(_int64(option))
             if key in keys:
                 errs.append(field.duplicate(path.index(i), key))
             keys.add(key)
@@ -194,8 +235,20 @@ def _valid_values(default: Quantity, total: Quantity, raw: object, path: Path) -
     return errs
 
 
-def _valid_range(default: Quantity, total: Quantity, raw: Mapping[str, Any], path: Path) -> ErrorList:
-    """``validateRequestPolicyRange`` (whole-unit step arithmetic)."""
+def _milli_errors(bounds: Mapping[str, Quantity | None], path: Path) -> ErrorList:
+    """A fractional range's values that cannot be counted in thousandths, in upstream's order."""
+    errs: ErrorList = []
+    for name, q in bounds.items():
+        if q is not None and not milli_.is_milli_representable(q):
+            detail = "value cannot be represented as a milli value"
+            errs.append(field.invalid(path.child(name), str(q), detail=detail))
+    return errs
+
+
+def _valid_range(
+    default: Quantity, total: Quantity, raw: Mapping[str, Any], path: Path, *, fractional: bool
+) -> ErrorList:
+    """``validateRequestPolicyRange``: whole-unit step arithmetic, or milli-unit for a fractional range."""
     errs: ErrorList = []
     if raw.get("min") is None:
         return [field.required(path.child("min"), "required when validRange is defined")]
@@ -204,6 +257,11 @@ def _valid_range(default: Quantity, total: Quantity, raw: Mapping[str, Any], pat
     step = _parse(raw["step"], path.child("step"), errs) if raw.get("step") is not None else None
     if lo is None or errs:
         return errs
+    milli = fractional and any(q is not None and q.milli_value() % 1000 != 0 for q in (lo, hi, step))
+    if milli:
+        errs = _milli_errors({"default": default, "min": lo, "max": hi, "step": step}, path)
+        if errs:
+            return errs
     if lo > total:
         errs.append(field.invalid(path.child("min"), str(lo), detail=f"min is larger than capacity value: {total}"))
     if default < lo:
@@ -228,15 +286,18 @@ def _valid_range(default: Quantity, total: Quantity, raw: Mapping[str, Any], pat
             errs.append(field.invalid(path.child("min"), str(lo), detail="must be greater than or equal to 0"))
             return errs
         for value in (default, hi):
-            if value is not None and not _on_step(value, lo, step):
+            if value is not None and not _on_step(value, lo, step, milli=milli):
                 detail = f"value is not a multiple of a given step ({step}) from ({lo})"
                 errs.append(field.invalid(path.child("step"), str(value), detail=detail))
     return errs
 
 
-def _on_step(value: Quantity, lo: Quantity, step: Quantity) -> bool:
-    """``validateRequestPolicyRangeStep``: ``(value - min) % step == 0`` on whole units (Go's ``%`` and Python's
-    agree on zero remainders whatever the signs)."""
+def _on_step(value: Quantity, lo: Quantity, step: Quantity, *, milli: bool) -> bool:
+    """``validateRequestPolicyRangeStep``: ``(value - min) % step == 0`` on whole units, or on thousandths for a
+    fractional range (Go's ``%`` and Python's agree on zero remainders whatever the signs)."""
+    if milli:
+        divisor = step.milli_value()
+        return divisor != 0 and (value.milli_value() - lo.milli_value()) % divisor == 0
     divisor = _int64(step)
     return divisor != 0 and (_int64(value) - _int64(lo)) % divisor == 0
 

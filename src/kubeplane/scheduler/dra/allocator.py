@@ -416,7 +416,8 @@ class _Run:
     def _fits_capacity(self, request: Request, cand: _Candidate) -> bool:
         before = self.a.allocated.aggregated_capacity.get(cand.device_id, {})
         allocating = self.allocating_capacity.get(cand.device_id, {})
-        return cap.fits_capacity(request.capacity, cand.device, before, allocating)
+        fractional = self.f.fractional_capacity_range
+        return cap.fits_capacity(request.capacity, cand.device, before, allocating, fractional=fractional)
 
     def _counters_ok(self, cand: _Candidate) -> bool:
         pool = cand.pool
@@ -499,7 +500,8 @@ class _Run:
         consumed: dict[str, Quantity] = {}
         share = False
         if self.f.consumable_capacity and multi:
-            consumed = cap.consumed_capacity(request.capacity, device.get("capacity") or {})
+            fractional = self.f.fractional_capacity_range
+            consumed = cap.consumed_capacity(request.capacity, device.get("capacity") or {}, fractional=fractional)
             share = True
             mine = self.allocating_capacity.setdefault(cand.device_id, {})
             for n, q in consumed.items():

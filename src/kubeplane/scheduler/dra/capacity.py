@@ -15,9 +15,11 @@ Invariants (each as upstream's function of the same name):
 * ``CmpRequestOverCapacity``: what the device already has consumed, what this search has tentatively consumed and
   the request together must not exceed the value, for every capacity of the device.
 
-Not modelled: v1.37's milli-unit range arithmetic for fractional ``min``/``max``/``step`` (DRAFractionalCapacityRange,
-beta; its default is on only at compatibility version 1.37): ranges count whole units, which agrees with it
-whenever the bounds are whole numbers (every quantity with a binary suffix is).
+DRAFractionalCapacityRange (beta, on in v1.37; ``fractional``): a range with a fractional ``min``, ``max`` or
+``step`` (:func:`kubeplane.api.dra.capacity_range.use_milli`, the API server's own test) rounds and checks the step
+grid in thousandths (``MilliValue()``, rounded up): ``250m`` on ``min 200m, step 100m`` consumes ``300m``; the
+result takes the step's format, as a whole number when it is one (``NewQuantity``), else in milli units
+(``NewMilliQuantity``). Other ranges count whole units as with the gate off.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kubeplane.api.dra.capacity_range import use_milli
 from kubeplane.api.quantity import Quantity
 
 __all__ = ["consumed_capacity", "fits_capacity"]
@@ -34,13 +37,29 @@ def _q(value: Any) -> Quantity:
     return value if isinstance(value, Quantity) else Quantity.parse(value)
 
 
-def _round_up_range(requested: Quantity, valid_range: Mapping[str, Any]) -> Quantity:
+def _opt(valid_range: Mapping[str, Any], key: str) -> Quantity | None:
+    return _q(valid_range[key]) if valid_range.get(key) is not None else None
+
+
+def _bounds(valid_range: Mapping[str, Any]) -> tuple[Quantity | None, Quantity | None, Quantity | None]:
+    return _opt(valid_range, "min"), _opt(valid_range, "max"), _opt(valid_range, "step")
+
+
+def _round_up_range(requested: Quantity, valid_range: Mapping[str, Any], fractional: bool) -> Quantity:
     lo = _q(valid_range["min"])
     if requested < lo:
         return lo
     if valid_range.get("step") is None:
         return requested
     step = _q(valid_range["step"])
+    if use_milli(*_bounds(valid_range), enabled=fractional):
+        step_milli, min_milli = step.milli_value(), lo.milli_value()
+        added = requested.milli_value() - min_milli
+        n = added // step_milli + (1 if added % step_milli else 0)
+        total = min_milli + step_milli * n
+        if total % 1000 == 0:
+            return Quantity.from_int(total // 1000, step.format)
+        return Quantity.from_milli(total, step.format)
     step_int, min_int = step.value(), lo.value()
     added = requested.value() - min_int
     n = added // step_int + (1 if added % step_int else 0)
@@ -55,7 +74,7 @@ def _round_up_valid_values(requested: Quantity, values: Any) -> Quantity:
     return requested
 
 
-def _calculate(requested: Quantity | None, capacity: Mapping[str, Any]) -> Quantity:
+def _calculate(requested: Quantity | None, capacity: Mapping[str, Any], fractional: bool) -> Quantity:
     policy = capacity.get("requestPolicy")
     if requested is None:
         if policy and policy.get("default") is not None:
@@ -65,13 +84,13 @@ def _calculate(requested: Quantity | None, capacity: Mapping[str, Any]) -> Quant
         return requested
     valid_range = policy.get("validRange")
     if valid_range and valid_range.get("min") is not None:
-        return _round_up_range(requested, valid_range)
+        return _round_up_range(requested, valid_range, fractional)
     if policy.get("validValues") is not None:
         return _round_up_valid_values(requested, policy["validValues"])
     return requested
 
 
-def _violates(value: Quantity, policy: Mapping[str, Any] | None) -> bool:
+def _violates(value: Quantity, policy: Mapping[str, Any] | None, fractional: bool) -> bool:
     if not policy:
         return False
     if policy.get("default") is not None and value == _q(policy["default"]):
@@ -81,8 +100,11 @@ def _violates(value: Quantity, policy: Mapping[str, Any] | None) -> bool:
         if valid_range.get("max") is not None and value > _q(valid_range["max"]):
             return True
         if valid_range.get("step") is not None:
-            lo = _q(valid_range["min"]).value() if valid_range.get("min") is not None else 0
-            return (value.value() - lo) % _q(valid_range["step"]).value() != 0
+            lo_q = _q(valid_range["min"]) if valid_range.get("min") is not None else Quantity(0)
+            step = _q(valid_range["step"])
+            if use_milli(*_bounds(valid_range), enabled=fractional):
+                return (value.milli_value() - lo_q.milli_value()) % step.milli_value() != 0
+            return (value.value() - lo_q.value()) % step.value() != 0
         return False
     values = policy.get("validValues")
     if values:
@@ -90,12 +112,17 @@ def _violates(value: Quantity, policy: Mapping[str, Any] | None) -> bool:
     return False
 
 
-def consumed_capacity(requests: Mapping[str, Any] | None, capacity: Mapping[str, Any]) -> dict[str, Quantity]:
+def consumed_capacity(
+    requests: Mapping[str, Any] | None, capacity: Mapping[str, Any], *, fractional: bool = True
+) -> dict[str, Quantity]:
     """Upstream ``GetConsumedCapacityFromRequest``: what allocating a share of the device consumes, for every
     capacity of the device (requests naming other capacities are ignored here; :func:`fits_capacity` refuses
     them first)."""
     requests = requests or {}
-    return {name: _calculate(_q(requests[name]) if name in requests else None, cap) for name, cap in capacity.items()}
+    return {
+        name: _calculate(_q(requests[name]) if name in requests else None, cap, fractional)
+        for name, cap in capacity.items()
+    }
 
 
 def fits_capacity(
@@ -103,15 +130,17 @@ def fits_capacity(
     device: Mapping[str, Any],
     consumed_before: Mapping[str, Quantity],
     allocating: Mapping[str, Quantity],
+    *,
+    fractional: bool = True,
 ) -> bool:
-    """Upstream ``CmpRequestOverCapacity``."""
+    """Upstream ``CmpRequestOverCapacity``; ``fractional``: the DRAFractionalCapacityRange gate."""
     capacity = device.get("capacity") or {}
     requests = requests or {}
     if any(name not in capacity for name in requests):
         return False
     for name, cap in capacity.items():
-        value = _calculate(_q(requests[name]) if name in requests else None, cap)
-        if _violates(value, cap.get("requestPolicy")):
+        value = _calculate(_q(requests[name]) if name in requests else None, cap, fractional)
+        if _violates(value, cap.get("requestPolicy"), fractional):
             return False
         total = value + consumed_before.get(name, Quantity(0)) + allocating.get(name, Quantity(0))
         if total > _q(cap.get("value", "0")):

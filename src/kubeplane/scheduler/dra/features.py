@@ -21,6 +21,7 @@ DRA_GATE_DEFAULTS: Final[Mapping[str, bool]] = {
     "DRADeviceTaints": True,
     "DRAPartitionableDevices": True,
     "DRAConsumableCapacity": True,
+    "DRAFractionalCapacityRange": True,
     "DRADeviceBindingConditions": True,
     "DRAResourceClaimDeviceStatus": True,
     "DRAExtendedResource": True,
@@ -37,6 +38,7 @@ class Features:
     device_taints: bool = True
     device_binding_and_status: bool = True
     consumable_capacity: bool = True
+    fractional_capacity_range: bool = True
 
 
 DEFAULT_FEATURES: Final = Features()
@@ -59,4 +61,5 @@ def features_from_gates(gates: Mapping[str, bool] | None) -> Features:
         device_binding_and_status=gate(gates, "DRADeviceBindingConditions")
         and gate(gates, "DRAResourceClaimDeviceStatus"),
         consumable_capacity=gate(gates, "DRAConsumableCapacity"),
+        fractional_capacity_range=gate(gates, "DRAFractionalCapacityRange"),
     )
