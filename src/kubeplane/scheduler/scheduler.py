@@ -34,7 +34,7 @@ from kubeplane.scheduler.backend.queue import SchedulingQueue
 from kubeplane.scheduler.backend.snapshot import Snapshot
 from kubeplane.scheduler.batch import OpportunisticBatch
 from kubeplane.scheduler.config import KubeSchedulerConfiguration, default_config
-from kubeplane.scheduler.config.features import OPPORTUNISTIC_BATCHING
+from kubeplane.scheduler.config.features import NOMINATED_NODE_NAME_FOR_EXPECTATION, OPPORTUNISTIC_BATCHING
 from kubeplane.scheduler.framework.handle import Handle
 from kubeplane.scheduler.framework.interface import (
     ActionType,
@@ -93,6 +93,9 @@ OBJECT_RESOURCES = (
 """Objects plugins may read through ``Handle.list_objects`` (namespaceSelector, default topology spreading,
 preemption's PodDisruptionBudgets, the volume plugins' storage objects, DynamicResources' claims, slices and
 classes)."""
+CLEAR_NOMINATED_NODE = PostFilterResult("")
+"""Upstream ``clearNominatedNode`` (ModeOverride to ""): what a failed binding cycle records, in the queue's
+nominator and -- when the pod's status names a node -- in the API."""
 EVENT_NODE_ADD = ClusterEvent("Node", ActionType.ADD, "NodeAdd")
 EVENT_ASSIGNED_POD_DELETE = ClusterEvent("AssignedPod", ActionType.DELETE, "AssignedPodDelete")
 EVENT_ASSIGNED_POD_ADD = ClusterEvent("AssignedPod", ActionType.ADD, "AssignedPodAdd")
@@ -201,6 +204,7 @@ class Scheduler:
             get_pod_group=self._get_pod_group,
         )
         self._pod_group_lister: Any = None
+        self._nominate_for_expectation = self.config.feature_gates.enabled(NOMINATED_NODE_NAME_FOR_EXPECTATION)
         self.profiles: dict[str, Framework] = build_profiles(self.config, self.handle, registry)
         first = next(iter(self.profiles.values()))
         events: dict[str, Any] = {}
@@ -502,6 +506,13 @@ class Scheduler:
     ) -> None:
         host = result.suggested_host
         try:
+            if self._nominate_for_expectation:
+                status = fwk.run_pre_bind_pre_flights(state, assumed, host)
+                if status is not None and not status.is_skip():  # an error, or a code it may not return
+                    self._binding_failed(fwk, state, qpi, assumed, host, status, None, start=start)
+                    return
+                if status is None or fwk.will_wait_on_permit(assumed):
+                    await self._nominate(assumed, host)
             status = await fwk.wait_on_permit(assumed)
             if status is not None:
                 err = FitError.on_one_node(qpi.pod_info, host, status)
@@ -543,7 +554,27 @@ class Scheduler:
         except CacheError as exc:  # upstream handleBindingCycleError logs it and carries on
             log.error("scheduler cache ForgetPod failed: %s", exc)
         self.queue.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_DELETE, assumed.pod, None)
-        self._failure(fwk, qpi, status, err, start=start)
+        self._failure(fwk, qpi, status, err, CLEAR_NOMINATED_NODE, start=start)
+
+    async def _nominate(self, pod: PodInfo, host: str) -> None:
+        """NominatedNodeNameForExpectation: tell other components (the cluster autoscaler) where the pod is about
+        to be bound, before Permit's wait and PreBind's work (upstream ``updatePod`` with ModeOverride). Nothing
+        when the pod's status already names ``host``; a failed patch is only logged -- the binding goes on."""
+        if (pod.status.get("nominatedNodeName") or "") == host:
+            return
+        try:
+            await self.client.patch(
+                self.client.resource("pods"),
+                pod.name,
+                {"status": {"nominatedNodeName": host}},
+                patch_type=PatchType.STRATEGIC,
+                namespace=pod.namespace,
+                subresource="status",
+            )
+        except ClientError as exc:
+            log.error(
+                "failed to update the nominated node name of %s to %s in the binding cycle: %s", pod.key, host, exc
+            )
 
     # --- failures (handleSchedulingFailure) ------------------------------------------------------------------
 
