@@ -30,7 +30,6 @@ from tests.scheduler.plugins.test_dynamic_resources_binding_conditions import En
 from tests.scheduler.plugins.test_dynamic_resources_binding_conditions import _env as dra_env
 from tests.scheduler.test_e2e_volume_binding import SELECTED_NODE, Env, claim, node, pod, storage_class, volume
 
-
 CONFIG = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 
 

@@ -205,6 +205,9 @@ class Scheduler:
         )
         self._pod_group_lister: Any = None
         self._nominate_for_expectation = self.config.feature_gates.enabled(NOMINATED_NODE_NAME_FOR_EXPECTATION)
+        self._binding_nominations: dict[str, str] = {}
+        """pod uid -> the node its binding cycle under way wrote to ``status.nominatedNodeName``: a failure clears
+        it even before the informer shows the write."""
         self.profiles: dict[str, Framework] = build_profiles(self.config, self.handle, registry)
         first = next(iter(self.profiles.values()))
         events: dict[str, Any] = {}
@@ -525,6 +528,8 @@ class Scheduler:
             if status is None:
                 status = await fwk.run_bind_plugins(state, assumed, host)
             self.cache.finish_binding(assumed)
+            if status is None:
+                self._binding_nominations.pop(assumed.uid, None)
             if status is not None:
                 self._binding_failed(fwk, state, qpi, assumed, host, status, None, start=start)
                 return
@@ -571,6 +576,7 @@ class Scheduler:
                 namespace=pod.namespace,
                 subresource="status",
             )
+            self._binding_nominations[pod.uid] = host
         except ClientError as exc:
             log.error(
                 "failed to update the nominated node name of %s to %s in the binding cycle: %s", pod.key, host, exc
@@ -613,17 +619,20 @@ class Scheduler:
         else:
             self.queue.done(pod.uid)
         self._event(pod, "Warning", "FailedScheduling", _truncate(message))
-        task = asyncio.ensure_future(self._update_condition(qpi.pod_info, reason, message, nominated_node))
+        written = self._binding_nominations.pop(pod.uid, "")
+        task = asyncio.ensure_future(self._update_condition(qpi.pod_info, reason, message, nominated_node, written))
         self._binding_tasks.add(task)
         task.add_done_callback(self._binding_tasks.discard)
 
     async def _update_condition(
-        self, pod: PodInfo, reason: str, message: str, nominated_node: str | None = None
+        self, pod: PodInfo, reason: str, message: str, nominated_node: str | None = None, written: str = ""
     ) -> None:
         """Patch the PodScheduled condition and, when it changes, ``status.nominatedNodeName`` (upstream
-        ``updatePod``); nothing when neither changes."""
+        ``updatePod``); nothing when neither changes. ``written``: the nomination this scheduler wrote in the
+        failed binding cycle, which ``pod`` (the informer's copy) may not show yet."""
         status = pod.status
-        nominate = nominated_node is not None and (status.get("nominatedNodeName") or "") != nominated_node
+        current = status.get("nominatedNodeName") or written
+        nominate = nominated_node is not None and current != nominated_node
         conditions = status.get("conditions") or []
         for c in conditions:
             same = c.get("status") == "False" and c.get("reason") == reason and c.get("message") == message
