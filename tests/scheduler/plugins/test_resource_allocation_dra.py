@@ -230,7 +230,8 @@ def test_dra_state_only_for_a_configured_resource_a_device_class_serves() -> Non
 
 
 def test_a_selector_that_fails_makes_the_resource_absent() -> None:
-    bad = {**CLASS, "spec": {**CLASS["spec"], "selectors": [{"cel": {"expression": 'device.attributes["x"].y'}}]}}
+    selectors = [{"cel": {"expression": 'device.attributes["x"].y'}}]
+    bad = {**CLASS, "spec": {"extendedResourceName": EXPLICIT, "selectors": selectors}}
     assert allocatable_requested(True, node(), EXPLICIT, [bad, slice_("device-1")], 1) == (0, 0)
 
 
