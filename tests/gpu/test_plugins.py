@@ -275,6 +275,22 @@ async def test_pre_bind_patches_the_annotation_once() -> None:
     assert len(client.patches) == 1
 
 
+def test_pre_bind_pre_flight_succeeds_only_with_an_annotation_to_write() -> None:
+    """PreBindPreFlight (NominatedNodeNameForExpectation): Success while the reserved devices are not on the pod
+    yet, Skip once they are, for a GPU-less pod and on another node -- so PreBind runs exactly when it writes."""
+    ni = info(node("n", gpus=4))
+    plugin = GpuShare({}, Handle(client=FakeClient(), snapshot_lister=Lister(ni)))  # type: ignore[arg-type]
+    incoming = pod("p", whole=2)
+    state = CycleState()
+    plugin.pre_filter(state, PodInfo(incoming), [ni])
+    assert plugin.reserve(state, PodInfo(incoming), "n") is None
+    assert plugin.pre_bind_pre_flight(state, PodInfo(incoming), "n") is None
+    for other, on in ((pod("p", whole=2, devices="0,1"), "n"), (incoming, "m"), (pod("cpu"), "n")):
+        status = plugin.pre_bind_pre_flight(state, PodInfo(other), on)
+        assert status is not None
+        assert status.is_skip()
+
+
 # --- policies ---------------------------------------------------------------------------------------------------
 
 

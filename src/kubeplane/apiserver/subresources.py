@@ -2,7 +2,8 @@
 patch (merge and JSON patch) on any resource or its status.
 
 * binding (upstream ``pkg/registry/core/pod/storage``): sets ``spec.nodeName`` and the PodScheduled=True
-  condition in one compare-and-put; 409 if the pod is already bound, being deleted, or has scheduling gates.
+  condition and clears ``status.nominatedNodeName`` (ClearingNominatedNodeNameAfterBinding, on in v1.37) in one
+  compare-and-put; 409 if the pod is already bound, being deleted, or has scheduling gates.
 * eviction (upstream ``eviction.go``): a pod that is terminal, pending or already deleting is deleted without
   consulting budgets; otherwise the one PodDisruptionBudget selecting it must allow a disruption (429 if not),
   and its ``disruptionsAllowed`` is decremented (with the pod recorded in ``disruptedPods``) before the pod
@@ -193,6 +194,9 @@ async def bind(registry: Registry, namespace: str, name: str, binding: Any, *, d
             }
         )
         status["conditions"] = conditions
+        # ClearingNominatedNodeNameAfterBinding (beta, on since v1.35): a bound pod's nomination is stale, whoever
+        # set it (the scheduler's preemption or expectation, or an external component)
+        status.pop("nominatedNodeName", None)
         if annotations:  # the only part of the bound pod that can newly fail the Pod's validation
             found = apimeta.validate_annotations(meta["annotations"], new_path("metadata", "annotations"))
             if found:

@@ -454,6 +454,16 @@ class GpuShare:
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         self.tracker.unreserve(pod.uid)
 
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        """SKIP unless PreBind has an annotation to write: devices reserved on this node that the pod does not
+        carry yet (the scheduler then nominates the pod to the node first, as for any PreBind with work)."""
+        found = self.tracker.reserved(pod.uid)
+        if found is None or found[0] != node_name:
+            return Status.skip()
+        if annotations_of(pod.pod).get(GPU_DEVICES_ANNOTATION) == format_devices(found[1]):
+            return Status.skip()
+        return None
+
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         found = self.tracker.reserved(pod.uid)
         if found is None or found[0] != node_name:

@@ -19,6 +19,7 @@ from prometheus_client.registry import Collector
 from ._per_registry import PerRegistry
 
 __all__ = [
+    "BINDING_CONDITIONS_BUCKETS",
     "EXTENSION_POINT_BUCKETS",
     "PENDING_QUEUES",
     "PLUGIN_BUCKETS",
@@ -37,6 +38,7 @@ SCHEDULING_BUCKETS = exponential_buckets(0.001, 2, 15)
 EXTENSION_POINT_BUCKETS = exponential_buckets(0.0001, 2, 12)
 PLUGIN_BUCKETS = exponential_buckets(0.00001, 1.5, 20)
 VICTIMS_BUCKETS = exponential_buckets(1, 2, 7)
+BINDING_CONDITIONS_BUCKETS = exponential_buckets(0.1, 2, 14)
 PENDING_QUEUES = ("active", "backoff", "unschedulable", "gated")
 
 PENDING_HELP = (
@@ -130,6 +132,21 @@ class SchedulerMetrics:
             buckets=PLUGIN_BUCKETS,
             registry=registry,
         )
+        # DRADeviceBindingConditions (beta, on in v1.37; kubernetes/kubernetes#137284): upstream registers these
+        # only with the gate on, which it is by default -- kubeplane registers them always.
+        self.dra_bindingconditions_allocations = Counter(
+            "scheduler_dra_bindingconditions_allocations",
+            "Number of allocations using devices with BindingConditions, counted per driver per scheduling attempt",
+            ["profile", "driver", "status"],
+            registry=registry,
+        )
+        self.dra_bindingconditions_wait_duration = Histogram(
+            "scheduler_dra_bindingconditions_wait_duration_seconds",
+            "Time in seconds spent waiting for BindingConditions to be satisfied during PreBind.",
+            ["profile", "driver", "status"],
+            buckets=BINDING_CONDITIONS_BUCKETS,
+            registry=registry,
+        )
         self.pending_pods = _PendingPods()
         registry.register(self.pending_pods)
         self._attempts: dict[tuple[str, str], tuple[Any, Any]] = {}
@@ -172,6 +189,14 @@ class SchedulerMetrics:
         if child is None:
             child = self._plugins[key] = self.plugin_execution_duration.labels(plugin, point, status)
         child.observe(seconds)
+
+    def binding_conditions(self, profile: str, status: str, results: Mapping[str, int], seconds: float) -> None:
+        """One PreBind wait for binding conditions ended with ``status`` (``success``, ``failure``, ``timeout``,
+        ``error``) after ``seconds``: each driver's allocated results with binding conditions (``results``: driver
+        -> count) are counted, and the wait is observed once per driver."""
+        for driver, count in results.items():
+            self.dra_bindingconditions_allocations.labels(profile, driver, status).inc(count)
+            self.dra_bindingconditions_wait_duration.labels(profile, driver, status).observe(seconds)
 
     def preemption_attempt(self) -> None:
         self.preemption_attempts.inc()

@@ -34,7 +34,7 @@ from kubeplane.scheduler.backend.queue import SchedulingQueue
 from kubeplane.scheduler.backend.snapshot import Snapshot
 from kubeplane.scheduler.batch import OpportunisticBatch
 from kubeplane.scheduler.config import KubeSchedulerConfiguration, default_config
-from kubeplane.scheduler.config.features import OPPORTUNISTIC_BATCHING
+from kubeplane.scheduler.config.features import NOMINATED_NODE_NAME_FOR_EXPECTATION, OPPORTUNISTIC_BATCHING
 from kubeplane.scheduler.framework.handle import Handle
 from kubeplane.scheduler.framework.interface import (
     ActionType,
@@ -93,6 +93,9 @@ OBJECT_RESOURCES = (
 """Objects plugins may read through ``Handle.list_objects`` (namespaceSelector, default topology spreading,
 preemption's PodDisruptionBudgets, the volume plugins' storage objects, DynamicResources' claims, slices and
 classes)."""
+CLEAR_NOMINATED_NODE = PostFilterResult("")
+"""Upstream ``clearNominatedNode`` (ModeOverride to ""): what a failed binding cycle records, in the queue's
+nominator and -- when the pod's status names a node -- in the API."""
 EVENT_NODE_ADD = ClusterEvent("Node", ActionType.ADD, "NodeAdd")
 EVENT_ASSIGNED_POD_DELETE = ClusterEvent("AssignedPod", ActionType.DELETE, "AssignedPodDelete")
 EVENT_ASSIGNED_POD_ADD = ClusterEvent("AssignedPod", ActionType.ADD, "AssignedPodAdd")
@@ -201,6 +204,10 @@ class Scheduler:
             get_pod_group=self._get_pod_group,
         )
         self._pod_group_lister: Any = None
+        self._nominate_for_expectation = self.config.feature_gates.enabled(NOMINATED_NODE_NAME_FOR_EXPECTATION)
+        self._binding_nominations: dict[str, str] = {}
+        """pod uid -> the node its binding cycle under way wrote to ``status.nominatedNodeName``: a failure clears
+        it even before the informer shows the write."""
         self.profiles: dict[str, Framework] = build_profiles(self.config, self.handle, registry)
         first = next(iter(self.profiles.values()))
         events: dict[str, Any] = {}
@@ -502,6 +509,13 @@ class Scheduler:
     ) -> None:
         host = result.suggested_host
         try:
+            if self._nominate_for_expectation:
+                status = fwk.run_pre_bind_pre_flights(state, assumed, host)
+                if status is not None and not status.is_skip():  # an error, or a code it may not return
+                    self._binding_failed(fwk, state, qpi, assumed, host, status, None, start=start)
+                    return
+                if status is None or fwk.will_wait_on_permit(assumed):
+                    await self._nominate(assumed, host)
             status = await fwk.wait_on_permit(assumed)
             if status is not None:
                 err = FitError.on_one_node(qpi.pod_info, host, status)
@@ -514,6 +528,8 @@ class Scheduler:
             if status is None:
                 status = await fwk.run_bind_plugins(state, assumed, host)
             self.cache.finish_binding(assumed)
+            if status is None:
+                self._binding_nominations.pop(assumed.uid, None)
             if status is not None:
                 self._binding_failed(fwk, state, qpi, assumed, host, status, None, start=start)
                 return
@@ -543,7 +559,28 @@ class Scheduler:
         except CacheError as exc:  # upstream handleBindingCycleError logs it and carries on
             log.error("scheduler cache ForgetPod failed: %s", exc)
         self.queue.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_DELETE, assumed.pod, None)
-        self._failure(fwk, qpi, status, err, start=start)
+        self._failure(fwk, qpi, status, err, CLEAR_NOMINATED_NODE, start=start)
+
+    async def _nominate(self, pod: PodInfo, host: str) -> None:
+        """NominatedNodeNameForExpectation: tell other components (the cluster autoscaler) where the pod is about
+        to be bound, before Permit's wait and PreBind's work (upstream ``updatePod`` with ModeOverride). Nothing
+        when the pod's status already names ``host``; a failed patch is only logged -- the binding goes on."""
+        if (pod.status.get("nominatedNodeName") or "") == host:
+            return
+        try:
+            await self.client.patch(
+                self.client.resource("pods"),
+                pod.name,
+                {"status": {"nominatedNodeName": host}},
+                patch_type=PatchType.STRATEGIC,
+                namespace=pod.namespace,
+                subresource="status",
+            )
+            self._binding_nominations[pod.uid] = host
+        except ClientError as exc:
+            log.error(
+                "failed to update the nominated node name of %s to %s in the binding cycle: %s", pod.key, host, exc
+            )
 
     # --- failures (handleSchedulingFailure) ------------------------------------------------------------------
 
@@ -582,17 +619,20 @@ class Scheduler:
         else:
             self.queue.done(pod.uid)
         self._event(pod, "Warning", "FailedScheduling", _truncate(message))
-        task = asyncio.ensure_future(self._update_condition(qpi.pod_info, reason, message, nominated_node))
+        written = self._binding_nominations.pop(pod.uid, "")
+        task = asyncio.ensure_future(self._update_condition(qpi.pod_info, reason, message, nominated_node, written))
         self._binding_tasks.add(task)
         task.add_done_callback(self._binding_tasks.discard)
 
     async def _update_condition(
-        self, pod: PodInfo, reason: str, message: str, nominated_node: str | None = None
+        self, pod: PodInfo, reason: str, message: str, nominated_node: str | None = None, written: str = ""
     ) -> None:
         """Patch the PodScheduled condition and, when it changes, ``status.nominatedNodeName`` (upstream
-        ``updatePod``); nothing when neither changes."""
+        ``updatePod``); nothing when neither changes. ``written``: the nomination this scheduler wrote in the
+        failed binding cycle, which ``pod`` (the informer's copy) may not show yet."""
         status = pod.status
-        nominate = nominated_node is not None and (status.get("nominatedNodeName") or "") != nominated_node
+        current = status.get("nominatedNodeName") or written
+        nominate = nominated_node is not None and current != nominated_node
         conditions = status.get("conditions") or []
         for c in conditions:
             same = c.get("status") == "False" and c.get("reason") == reason and c.get("message") == message

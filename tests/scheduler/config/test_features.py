@@ -39,6 +39,7 @@ def test_v1_37_defaults() -> None:
         "GenericWorkload": False,
         "InPlacePodVerticalScalingSchedulerPreemption": False,
         "NodeDeclaredFeatures": True,
+        "NominatedNodeNameForExpectation": True,
         "OpportunisticBatching": True,
         "StorageCapacityScoring": True,
         "TopologyAwareWorkloadScheduling": False,

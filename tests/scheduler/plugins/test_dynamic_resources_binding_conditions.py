@@ -26,6 +26,7 @@ from kubeplane.client.clock import FakeClock
 from kubeplane.client.interface import Obj
 from kubeplane.client.local import LocalClient
 from kubeplane.scheduler.config.loading import parse_config
+from kubeplane.scheduler.plugins.dynamic_resources_binding import binding_outcome
 from kubeplane.scheduler.scheduler import Scheduler
 
 DRIVER = "gpu.example.com"
@@ -275,3 +276,58 @@ async def test_stopping_the_scheduler_ends_a_binding_wait(env: Env) -> None:
     await env.until("PreBind waiting", env.allocated)
     await asyncio.wait_for(env.scheduler.stop(), timeout=20)
     assert not (await env.pod())["spec"].get("nodeName")
+
+
+def _samples(env: Env, status: str) -> tuple[float, float, float]:
+    """(allocations, waits, seconds waited) of the binding-conditions metrics for ``status`` (kubernetes#137284:
+    ``scheduler_dra_bindingconditions_allocations_total`` and ``..._wait_duration_seconds``, labels profile,
+    driver, status)."""
+    registry = env.scheduler.metrics.registry
+    labels = {"profile": "default-scheduler", "driver": DRIVER, "status": status}
+    allocations = registry.get_sample_value("scheduler_dra_bindingconditions_allocations_total", labels) or 0.0
+    waits = registry.get_sample_value("scheduler_dra_bindingconditions_wait_duration_seconds_count", labels) or 0.0
+    seconds = registry.get_sample_value("scheduler_dra_bindingconditions_wait_duration_seconds_sum", labels) or 0.0
+    return allocations, waits, seconds
+
+
+async def test_the_binding_conditions_metrics_count_each_wait_by_outcome(env: Env) -> None:
+    """One device result with binding conditions, one wait per driver, observed on the scheduler's clock: a wait
+    that ends when the condition turns True is ``success`` and lasts the virtual time it waited."""
+    before = _samples(env, "success")
+    await env.until("the allocation written before the wait", env.allocated)
+    await env.advance(30)
+    await env.set_condition(ATTACHED, "Attached", "the device is attached")
+    await env.advance(5)
+
+    async def bound() -> str:
+        return str((await env.pod())["spec"].get("nodeName") or "")
+
+    await env.until("the pod bound", bound)
+    allocations, waits, seconds = _samples(env, "success")
+    assert (allocations - before[0], waits - before[1]) == (1.0, 1.0)
+    assert 30 <= seconds - before[2] <= 40
+
+
+async def test_a_failure_condition_counts_as_failure(env: Env) -> None:
+    before = _samples(env, "failure")
+    await env.until("the first allocation", env.allocated)
+    await env.set_condition(FAILED, "Unavailable", "lost")
+    await env.advance(5)
+    await env.until("PreBind's error on the pod", env.scheduled_false_message)
+    allocations, waits, _ = _samples(env, "failure")
+    assert (allocations - before[0], waits - before[1]) == (1.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("message", "status"),
+    [
+        pytest.param(None, "success", id="ready: success"),
+        pytest.param('claim c binding failed: reason=R, message="M"', "failure", id="failure condition True"),
+        pytest.param("device binding timeout", "timeout", id="the plugin's bindingTimeout"),
+        pytest.param("claim c binding timeout", "timeout", id="the claim's timeout"),
+        pytest.param("context canceled", "error", id="the scheduler stopping: error"),
+        pytest.param('resourceclaim.resource.k8s.io "c" not found', "error", id="the claim gone: error"),
+    ],
+)
+def test_binding_outcome(message: str | None, status: str) -> None:
+    assert binding_outcome(message) == status

@@ -279,3 +279,22 @@ def test_resolver_prefers_the_class_created_last() -> None:
     )
     assert resolver.class_name(GPU) == "b"
     assert resolver.class_name("deviceclass.resource.kubernetes.io/a") == "a"
+
+
+async def test_pre_bind_pre_flight_succeeds_with_claims_and_skips_without(cluster: Cluster) -> None:
+    """Upstream ``PreBindPreFlight``: Success when the pod has claims (here only the special extended-resource
+    claim), Skip for a pod without any (PreFilter skipped it), an error without the plugin's state."""
+    pod = await _created_pod(cluster)
+    plugin, state, info = await _schedule(cluster, pod)
+    assert plugin.pre_bind_pre_flight(state, info, "worker") is None
+    plain = PodInfo({**pod, "spec": {"containers": [{"name": "c", "image": "pause"}]}})
+    no_claims = CycleState()
+    _, skipped = plugin.pre_filter(no_claims, plain, [NodeInfo(NODE)])
+    assert skipped is not None
+    assert skipped.code == Code.SKIP
+    status = plugin.pre_bind_pre_flight(no_claims, plain, "worker")
+    assert status is not None
+    assert status.code == Code.SKIP
+    missing = plugin.pre_bind_pre_flight(CycleState(), plain, "worker")
+    assert missing is not None
+    assert missing.code == Code.ERROR

@@ -262,3 +262,28 @@ def test_feature_gates_reach_the_plugin_through_the_configuration() -> None:
         assert vb._capacity_scoring is scoring
         status = vb.pre_score(CycleState(), pod(), [])
         assert (status is not None and status.code == Code.SKIP) is not scoring
+
+
+def test_pre_bind_pre_flight_skips_when_all_bound_and_succeeds_with_volumes_to_bind() -> None:
+    """Upstream ``PreBindPreFlight``: Skip once Reserve found every claim bound (or no PVC), the PodVolumes' node
+    missing is the "no pod volumes found" error, else Success (PreBind has work: the scheduler nominates)."""
+    storage = {**WAIT_CLASS, "provisioner": "csi.example.com"}
+    pl = plugin(storage, claim("pvc-a"))
+    state = CycleState()
+    assert pl.pre_filter(state, pod(PVC_VOL), [])[1] is None
+    assert pl.filter(state, pod(PVC_VOL), NodeInfo({"metadata": {"name": "node-a", "labels": {}}})) is None
+    assert pl.reserve(state, pod(PVC_VOL), "node-a") is None
+    assert pl.pre_bind_pre_flight(state, pod(PVC_VOL), "node-a") is None
+    status = pl.pre_bind_pre_flight(state, pod(PVC_VOL), "node-b")
+    assert status is not None
+    assert (status.code, status.reasons) == (Code.ERROR, ('no pod volumes found for node "node-b"',))
+
+    no_pvc = CycleState()
+    assert pl.pre_filter(no_pvc, pod(), [])[1].code == Code.SKIP  # type: ignore[union-attr]
+    assert pl.reserve(no_pvc, pod(), "node-a") is None
+    skipped = pl.pre_bind_pre_flight(no_pvc, pod(), "node-a")
+    assert skipped is not None
+    assert skipped.code == Code.SKIP
+    missing = pl.pre_bind_pre_flight(CycleState(), pod(), "node-a")
+    assert missing is not None
+    assert missing.code == Code.ERROR

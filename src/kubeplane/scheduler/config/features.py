@@ -48,6 +48,7 @@ __all__ = [
     "IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION",
     "KNOWN_GATES",
     "NODE_DECLARED_FEATURES",
+    "NOMINATED_NODE_NAME_FOR_EXPECTATION",
     "OPPORTUNISTIC_BATCHING",
     "STORAGE_CAPACITY_SCORING",
     "TOPOLOGY_AWARE_WORKLOAD_SCHEDULING",
@@ -67,6 +68,9 @@ GANG_SCHEDULING: Final = "GangScheduling"
 GENERIC_WORKLOAD: Final = "GenericWorkload"
 IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION: Final = "InPlacePodVerticalScalingSchedulerPreemption"
 NODE_DECLARED_FEATURES: Final = "NodeDeclaredFeatures"
+NOMINATED_NODE_NAME_FOR_EXPECTATION: Final = "NominatedNodeNameForExpectation"
+"""The binding cycle sets ``status.nominatedNodeName`` to the chosen node before PreBind has work to do or Permit
+makes the pod wait (KEP-5278): alpha in v1.34, beta and on since v1.35 (kubernetes/kubernetes#135103)."""
 OPPORTUNISTIC_BATCHING: Final = "OpportunisticBatching"
 """Consecutive pods with the same scheduling signature reuse the previous cycle's scored nodes (KEP-5598): beta and
 on since v1.35, unchanged in the v1.37 scheduler gate table (``defaultVersionedKubernetesFeatureGates``)."""
@@ -96,6 +100,7 @@ KNOWN_GATES: Final[Mapping[str, FeatureSpec]] = MappingProxyType(
         GENERIC_WORKLOAD: FeatureSpec(False, "BETA"),
         IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION: FeatureSpec(False, "ALPHA"),
         NODE_DECLARED_FEATURES: FeatureSpec(True, "GA", lock_to_default=True),
+        NOMINATED_NODE_NAME_FOR_EXPECTATION: FeatureSpec(True, "BETA"),
         OPPORTUNISTIC_BATCHING: FeatureSpec(True, "BETA"),
         STORAGE_CAPACITY_SCORING: FeatureSpec(True, "BETA"),
         TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: FeatureSpec(False, "ALPHA"),

@@ -461,6 +461,13 @@ class PermitPlugin(Plugin, Protocol):
 
 @runtime_checkable
 class PreBindPlugin(Plugin, Protocol):
+    """PreBind, and its PreBindPreFlight (upstream's interface has both, so a plugin without the pre-flight is
+    no PreBind plugin): ``pre_bind_pre_flight`` says, before the binding cycle waits or binds, whether
+    ``pre_bind`` has work for this pod on this node -- None (Success: it will work, e.g. bind volumes or claims),
+    SKIP (nothing to do: PreBind is skipped for this pod) or an Error status. It must not write to the API."""
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None: ...
+
     def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Awaitable[Status | None]: ...
 
 

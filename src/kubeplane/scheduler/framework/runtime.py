@@ -610,6 +610,45 @@ class Framework:
         waited = format_duration(round(timeout * 1e9))  # Go's %v of a time.Duration (waiting_pods_map.go)
         waiting.reject(plugin, f"rejected due to timeout after waiting {waited} at plugin {plugin}")
 
+    def will_wait_on_permit(self, pod: PodInfo) -> bool:
+        """Whether :meth:`wait_on_permit` will block for ``pod`` (upstream ``WillWaitOnPermit``)."""
+        return pod.uid in self.waiting_pods
+
+    def run_pre_bind_pre_flights(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        """Upstream ``RunPreBindPreFlights``: None (Success) when one or more PreBind plugins will work for the
+        pod, SKIP when all skip (or there are none), an Error at the first plugin's error or unsupported code.
+        Records the skipping plugins in ``state.skip_pre_bind_plugins`` (PreBind then passes them by)."""
+        start = _perf()
+        status = self._run_pre_bind_pre_flights(state, pod, node_name)
+        self._point_done("PreBindPreFlight", status, start)
+        return status
+
+    def _run_pre_bind_pre_flights(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        sampled = self._sampled(state)
+        skipped: set[str] = set()
+        result: Status | None = Status.skip()
+        for plugin in self.pre_bind_plugins:
+            name = plugin.name()
+            t0 = _perf() if sampled else 0.0
+            status = plugin.pre_bind_pre_flight(state, pod, node_name)
+            if t0:
+                self._plugin_done(name, "PreBindPreFlight", status, t0)
+            if status is None or status.code == Code.SUCCESS:
+                result = None
+            elif status.code == Code.SKIP:
+                skipped.add(name)
+            elif status.code == Code.ERROR:
+                return Status(
+                    Code.ERROR, (f'running PreBindPreFlight "{name}": {status.message()}',), name, status.error
+                )
+            else:
+                return Status.from_error(
+                    f'PreBindPreFlight {name} returned "{status.code.label}", which is unsupported. '
+                    "It is supposed to return Success, Skip, or Error status"
+                )
+        state.skip_pre_bind_plugins = skipped
+        return result
+
     async def run_pre_bind_plugins(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         start = _perf()
         status = await self._run_pre_bind_plugins(state, pod, node_name)

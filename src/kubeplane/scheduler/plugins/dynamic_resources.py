@@ -488,6 +488,14 @@ class DynamicResources:
 
     # --- PreBind ---------------------------------------------------------------------------------------------
 
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        """Upstream ``PreBindPreFlight``: SKIP for a pod without claims (the special extended-resource claim
+        counts), else Success -- PreBind has claims to handle."""
+        s = state.get(STATE_KEY)
+        if not isinstance(s, StateData):
+            return Status.from_error("not found")
+        return None if s.claims else Status.skip()
+
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         s = state.get(STATE_KEY)
         if not isinstance(s, StateData):

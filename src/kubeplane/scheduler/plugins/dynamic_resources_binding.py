@@ -31,6 +31,8 @@ __all__ = [
     "BINDING_POLL_INTERVAL_SECONDS",
     "BINDING_TIMEOUT_DEFAULT_SECONDS",
     "BindingFailedError",
+    "binding_condition_drivers",
+    "binding_outcome",
     "has_binding_conditions",
     "is_claim_ready_for_binding",
     "is_claim_timeout",
@@ -123,6 +125,32 @@ def is_claim_timeout(claim: Mapping[str, Any], now: float, timeout: float = BIND
         if allocated_at + timeout < now:
             return True
     return False
+
+
+def binding_condition_drivers(claims: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Driver -> how many allocated results of ``claims`` carry binding conditions (what the
+    ``scheduler_dra_bindingconditions_*`` metrics count, one per device result)."""
+    out: dict[str, int] = {}
+    for claim in claims:
+        allocation = (claim.get("status") or {}).get("allocation") or {}
+        for result in (allocation.get("devices") or {}).get("results") or ():
+            if result.get("bindingConditions"):
+                driver = str(result.get("driver") or "")
+                out[driver] = out.get(driver, 0) + 1
+    return out
+
+
+def binding_outcome(message: str | None) -> str:
+    """The metrics' ``status`` of a wait that ended with ``message`` (None: ready): ``success``, ``failure`` (a
+    binding-failure condition True), ``timeout`` (the plugin's or the claim's binding timeout) or ``error``
+    (anything else: the claim gone, the scheduler stopping)."""
+    if message is None:
+        return "success"
+    if message == DEVICE_BINDING_TIMEOUT or message.endswith(" binding timeout"):
+        return "timeout"
+    if " binding failed: " in message:
+        return "failure"
+    return "error"
 
 
 def has_binding_conditions(claims: Sequence[Mapping[str, Any]]) -> bool:

@@ -6,6 +6,9 @@ Invariants:
 
 * ``allocationTimestamp`` is set once, when PreBind writes a claim whose allocation has none, from the scheduler's
   clock (upstream ``time.Now()``), whole seconds as ``metav1.Time`` serialises;
+* the wait is measured on the handle's clock and reported as ``scheduler_dra_bindingconditions_allocations_total``
+  and ``scheduler_dra_bindingconditions_wait_duration_seconds`` (per driver; status success, failure, timeout or
+  error);
 * the wait reads claims from the scheduler's informer, or the copy PreBind wrote while the informer lags (upstream's
   assume cache ``Get``); it never writes;
 * Unreserve removes exactly this pod's ``reservedFor`` entry of every allocated claim reserved for it, on the
@@ -29,6 +32,8 @@ from kubeplane.client.errors import ConflictError, NotFoundError
 from kubeplane.scheduler.framework.interface import Status
 from kubeplane.scheduler.plugins.dynamic_resources_binding import (
     BINDING_TIMEOUT_DEFAULT_SECONDS,
+    binding_condition_drivers,
+    binding_outcome,
     has_binding_conditions,
     wait_for_binding_conditions,
 )
@@ -95,12 +100,19 @@ async def wait_for_binding(
             raise _ClaimGone(f'resourceclaim.resource.k8s.io "{name}" not found')
         return fresh
 
+    drivers = binding_condition_drivers(claims)
+    start = handle.clock.monotonic()
+    message: str | None
     try:
         message = await wait_for_binding_conditions(
             claims, current, handle.clock, plugin.binding_timeout, plugin.stopping
         )
     except _ClaimGone as exc:
-        return Status.from_error(str(exc))
+        message = str(exc)
+    framework = handle.framework
+    if framework is not None and framework.metrics is not None:
+        seconds = handle.clock.monotonic() - start
+        framework.metrics.binding_conditions(framework.profile_name, binding_outcome(message), drivers, seconds)
     return None if message is None else Status.from_error(message)
 
 

@@ -9,7 +9,8 @@ v1.37). Behaviour:
 * Score compares the balance of the node's requested fractions (capped at 1) with and without the pod:
   ``balance = int64((1 - std) * 100)`` and the score is ``50 + (50 + balance_with - balance_without) / 2``
   (Go integer arithmetic), so 75 means "no change". Scalar resources the pod does not request and resources
-  the node does not have are left out. There is no NormalizeScore.
+  the node does not have are left out; one a DeviceClass serves is counted by the node's devices
+  (DRAExtendedResource, :mod:`.resource_allocation_dra`). There is no NormalizeScore.
 
 Invariant: ``score_vector`` equals ``score`` per row (property tests pin it).
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from kubeplane.scheduler.dra.features import gate
 from kubeplane.scheduler.framework.handle import Handle
 from kubeplane.scheduler.framework.interface import CycleState, Status
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
@@ -43,6 +45,8 @@ class NodeResourcesBalancedAllocation(AllocationScorePlugin):
     def __init__(self, scorer: ResourceAllocationScorer, handle: Handle | None = None) -> None:
         self.scorer = scorer
         self.handle = handle
+        gates = handle.extra.get("feature_gates") if handle is not None else None
+        self.dra_extended_resource = gate(gates if isinstance(gates, Mapping) else None, "DRAExtendedResource")
 
     @classmethod
     def from_args(cls, args: Mapping[str, Any] | None, handle: Handle | None = None) -> NodeResourcesBalancedAllocation:

@@ -24,9 +24,9 @@ DRAExtendedResource on). Behaviour:
 * The scalar resources' reasons come in name order; upstream iterates a Go map there (random order).
 
 Invariants: ``filter_vector`` is True exactly where ``filter`` returns None and ``score_vector`` equals ``score``
-per row (property tests pin both). Left out: the alpha InPlacePodVerticalScalingSchedulerPreemption deltas for
-a pod already bound to the node, and scoring DRA-backed extended resources by their devices (upstream's
-``calculateDRAExtendedResourceAllocatableRequest``: they score as absent from the node here).
+per row (property tests pin both). DRA-backed extended resources score by their devices on nodes without them
+in allocatable (upstream's ``calculateDRAExtendedResourceAllocatableRequest``, :mod:`.resource_allocation_dra`).
+Left out: the alpha InPlacePodVerticalScalingSchedulerPreemption deltas for a pod already bound to the node.
 """
 
 from __future__ import annotations

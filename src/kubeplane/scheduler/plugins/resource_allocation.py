@@ -22,8 +22,8 @@ Mirrors upstream ``pkg/scheduler/framework/plugins/noderesources/resource_alloca
 
 Invariants: every ``score_vector`` returns exactly what ``score`` returns for each row (property tests pin it);
 ``score_vector`` is pure numpy over the selected rows; nothing here allocates a dict per node.
-Left out: scoring extended resources backed by DRA (``DRAExtendedResource``) by their devices (upstream's
-``calculateDRAExtendedResourceAllocatableRequest``); such a resource scores as absent from the node.
+A scalar resource the node's allocatable lacks but a DeviceClass serves (DRAExtendedResource) is scored by its
+devices on the node (:mod:`.resource_allocation_dra`) when PreScore found such a configured resource.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from kubeplane.scheduler.backend.node_table import IntArray, NodeTable
 from kubeplane.scheduler.framework.interface import MAX_NODE_SCORE, CycleState, ScoreExtensions, Status
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo, is_scalar_resource_name
 from kubeplane.scheduler.plugins.helper import go_div, go_div_vector
+from kubeplane.scheduler.plugins.resource_allocation_dra import DraScoreState, dra_score_state
 
 __all__ = [
     "DEFAULT_RESOURCES",
@@ -534,8 +535,8 @@ class ResourceAllocationScorer:
 
     # -- Score ----------------------------------------------------------------------------------------
 
-    def score(self, node: NodeInfo, terms: Sequence[ScoreTerm]) -> int:
-        """The strategy's score of one node."""
+    def score(self, node: NodeInfo, terms: Sequence[ScoreTerm], dra: DraScoreState | None = None) -> int:
+        """The strategy's score of one node; ``dra`` scores the scalars a DeviceClass serves by devices."""
         allocatable = node.allocatable
         requested = node.requested
         used = requested if self.use_requested else node.non_zero_requested
@@ -554,6 +555,8 @@ class ResourceAllocationScorer:
             else:
                 alloc = allocatable.scalar.get(term.name, 0)
                 in_use = requested.scalar.get(term.name, 0)
+                if alloc == 0 and dra is not None and node.node is not None:
+                    alloc, in_use = dra.allocatable_allocated(node.node, term.name)
             if alloc == 0:
                 continue  # only resources the node has are scored
             req_list.append(in_use + term.pod_request)
@@ -562,7 +565,9 @@ class ResourceAllocationScorer:
             weights.append(term.weight)
         return self.strategy.score(req_list, used_list, alloc_list, weights)
 
-    def score_vector(self, table: NodeTable, rows: IntArray, terms: Sequence[ScoreTerm]) -> IntArray:
+    def score_vector(
+        self, table: NodeTable, rows: IntArray, terms: Sequence[ScoreTerm], dra: DraScoreState | None = None
+    ) -> IntArray:
         """:meth:`score` for ``rows`` of ``table``."""
         req_cols: list[IntArray] = []
         used_cols: list[IntArray] = []
@@ -578,6 +583,8 @@ class ResourceAllocationScorer:
                 used_col = table.requested_of(term.name)
             alloc = table.allocatable_of(term.name)[rows]
             in_use = used_col[rows]
+            if term.kind == _SCALAR and dra is not None and dra.serves(term.name):
+                alloc, in_use = _with_devices(table, rows, term.name, alloc, in_use, dra)
             req_cols.append(in_use + term.pod_request)
             used_cols.append(in_use)
             alloc_cols.append(alloc)
@@ -591,13 +598,27 @@ class ResourceAllocationScorer:
         return np.full(rows.shape, value, np.int64)
 
 
+def _with_devices(
+    table: NodeTable, rows: IntArray, name: str, alloc: IntArray, in_use: IntArray, dra: DraScoreState
+) -> tuple[IntArray, IntArray]:
+    """The rows whose allocatable lacks ``name`` take the DeviceClass's device counts (one lookup per such row)."""
+    alloc, in_use = alloc.copy(), in_use.copy()
+    for i in np.flatnonzero(alloc == 0):
+        node = table.node_infos[int(rows[i])].node
+        if node is not None:
+            alloc[i], in_use[i] = dra.allocatable_allocated(node, name)
+    return alloc, in_use
+
+
 @dataclass(frozen=True, slots=True)
 class ScoreState:
     """PreScore state of the NodeResources scoring plugins: the pod's request per configured resource (upstream's
-    ``podRequests``) and the resources that may contribute."""
+    ``podRequests``), the resources that may contribute, and the DRA state when a configured resource is backed
+    by a DeviceClass (upstream's ``draPreScoreState``)."""
 
     pod_requests: tuple[int, ...]
     terms: tuple[ScoreTerm, ...]
+    dra: DraScoreState | None = None
 
     def clone(self) -> ScoreState:
         return self
@@ -610,10 +631,17 @@ class AllocationScorePlugin:
 
     scorer: ResourceAllocationScorer
     score_state_key: str = ""
+    handle: Any = None
+    dra_extended_resource: bool = False
+    """The DRAExtendedResource gate (set by the plugin): score DeviceClass-backed scalars by their devices."""
 
     def _score_state(self, pod: PodInfo) -> ScoreState:
         requests = self.scorer.pod_requests(pod)
-        return ScoreState(requests, self.scorer.terms(requests))
+        terms = self.scorer.terms(requests)
+        dra = None
+        if self.dra_extended_resource and any(t.kind == _SCALAR for t in terms):
+            dra = dra_score_state(self.handle, [spec.name for spec in self.scorer.resources])
+        return ScoreState(requests, terms, dra)
 
     def _state(self, state: CycleState, pod: PodInfo) -> ScoreState:
         s = state.get(self.score_state_key)
@@ -623,10 +651,11 @@ class AllocationScorePlugin:
         s = self._state(state, pod)
         if not self.scorer.resources:
             return 0, Status.from_error("resources not found")
-        return self.scorer.score(node, s.terms), None
+        return self.scorer.score(node, s.terms, s.dra), None
 
     def score_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
-        return self.scorer.score_vector(table, rows, self._state(state, pod).terms)
+        s = self._state(state, pod)
+        return self.scorer.score_vector(table, rows, s.terms, s.dra)
 
     def score_extensions(self) -> ScoreExtensions | None:
         return None

@@ -228,6 +228,19 @@ class VolumeBinding:
         if volumes is not None:
             self.binder.revert_assumed_pod_volumes(volumes)
 
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        """Upstream ``PreBindPreFlight``: SKIP when Reserve found every volume bound (or the pod has no PVC),
+        else Success -- PreBind will bind claims or wait for provisioning -- or an Error without the node's
+        PodVolumes."""
+        data = _state(state)
+        if isinstance(data, Status):
+            return data
+        if data.all_bound:
+            return Status.skip()
+        if node_name not in data.pod_volumes_by_node:
+            return Status.from_error(f'no pod volumes found for node "{node_name}"')
+        return None
+
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         data = _state(state)
         if isinstance(data, Status):
