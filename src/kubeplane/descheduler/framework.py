@@ -146,12 +146,16 @@ class PodEvictor:
         grace_period_seconds: int | None = None,
         failure_events: bool = False,
         now: Callable[[], float] = lambda: 0.0,
+        on_request: Callable[[Obj, bool], None] | None = None,
     ) -> None:
         self.client, self.metrics, self.recorder, self.dry_run = client, metrics, recorder, dry_run
         self.max_per_node, self.max_per_namespace, self.max_total = max_per_node, max_per_namespace, max_total
         self.grace_period_seconds = grace_period_seconds
         self.failure_events = failure_events
         self.now = now
+        self.on_request = on_request
+        """Called with (pod, True) just before an Eviction is sent and (pod, False) when it was refused: the
+        simulation marks the pod as evicted before its informer can see the deletion."""
         self.node_count: dict[str, int] = {}
         self.namespace_count: dict[str, int] = {}
         self.total = 0
@@ -188,9 +192,13 @@ class PodEvictor:
             err = NamespaceLimitError(namespace)
             self._refuse(pod, err, strategy=strategy, profile=profile, limit=self.max_per_namespace)
         if not self.dry_run:
+            if self.on_request is not None:
+                self.on_request(pod, True)
             try:
                 await self._create_eviction(pod, strategy=strategy, profile=profile)
             except ClientError as exc:
+                if self.on_request is not None:
+                    self.on_request(pod, False)
                 log.info("Error evicting pod %s/%s: %s", namespace, name, exc)
                 self.metrics.pods_evicted(
                     result="error", strategy=strategy, profile=profile, namespace=namespace, node=node

@@ -19,7 +19,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kubeplane.api.labels import parse
@@ -56,6 +56,7 @@ class Descheduler:
         dry_run: bool = False,
         metrics_registry: Any = None,
         recorder: EventRecorder | None = None,
+        on_request: Callable[[Obj, bool], None] | None = None,
     ) -> None:
         self.client, self.policy, self.clock, self.rng = client, policy, clock, rng
         self.interval, self.dry_run = interval, dry_run
@@ -78,6 +79,7 @@ class Descheduler:
             grace_period_seconds=policy.grace_period_seconds,
             failure_events=policy.eviction_failure_event_notification,
             now=clock.monotonic,
+            on_request=on_request,
         )
         self._informers = {
             name: SharedInformer(client, name, clock=clock, rng=rng)

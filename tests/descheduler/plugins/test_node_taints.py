@@ -84,7 +84,7 @@ ARG_CASES = [
 @pytest.mark.parametrize(("pods", "nodes", "limits", "evictor", "expected"), [c[1:] for c in CASES],
                          ids=[c[0] for c in CASES])  # fmt: skip
 def test_evicts_pods_not_tolerating_their_nodes_taints(
-    pods: list[Any], nodes: list[Any], limits: dict[str, int], evictor: dict[str, Any], expected: list[str]
+    pods: list[Any], nodes: list[Any], limits: dict[str, Any], evictor: dict[str, Any], expected: list[str]
 ) -> None:
     harness = Harness(nodes, pods, evictor_args=DefaultEvictorArgs(**evictor), **limits)
     assert harness.run(RemovePodsViolatingNodeTaints, parse_args({})) == expected
