@@ -4,7 +4,7 @@ profile's Deschedule plugins, then every profile's Balance plugins, evicting thr
 
 Lifecycle: ``start()`` starts the informers, waits for their lists and resolves each profile's priority
 threshold (``priorityThreshold.name`` is read from its PriorityClass; no threshold is SystemCriticalPriority);
-``run()`` runs passes until cancelled (``interval`` 0: one pass, then return, as upstream's
+``run()`` (starting first if need be) runs passes until cancelled (``interval`` 0: one pass, then return, as upstream's
 ``--descheduling-interval 0``); ``stop()`` stops the informers and flushes events.
 
 A pass, as ``runDeschedulerLoop``/``runProfiles``: the eviction counters reset (limits are per pass); the nodes
@@ -87,6 +87,7 @@ class Descheduler:
         }
         self._thresholds: dict[str, int] = {}
         self.passes = 0
+        self._started = False
 
     @property
     def evicted(self) -> Sequence[Eviction]:
@@ -94,6 +95,9 @@ class Descheduler:
         return self.evictor.evicted
 
     async def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
         for informer in self._informers.values():
             informer.start()
         await asyncio.gather(*(i.wait_for_sync() for i in self._informers.values()))
@@ -120,6 +124,7 @@ class Descheduler:
         return value
 
     async def run(self) -> None:
+        await self.start()  # a no-op after start(); the CLI without leader election calls run() alone
         while True:
             await self.run_pass()
             if self.interval <= 0:
