@@ -19,7 +19,7 @@ from kubeplane.cli.main import app
 from tests.apiserver.conftest import start_server, stop_process
 
 KUBEPLANE = [sys.executable, "-m", "kubeplane.cli.main"]
-POLICY = {
+POLICY: dict[str, Any] = {
     "apiVersion": "descheduler/v1alpha2",
     "kind": "DeschedulerPolicy",
     "profiles": [
