@@ -49,6 +49,7 @@ import yaml
 
 from . import evictor
 from .args import ArgsError, Fields, go_aggregate
+from .podutil import SYSTEM_CRITICAL_PRIORITY
 from .registry import PluginSpec, decode_args, registry
 
 API_VERSION: Final = "descheduler/v1alpha2"
@@ -119,8 +120,7 @@ def parse_policy(data: Any, *, source: str = "") -> DeschedulerPolicy:
         raise PolicyError(where + "Object 'Kind' is missing")
     if data.get("apiVersion") != API_VERSION or data.get("kind") != KIND:
         raise PolicyError(
-            where + f'no kind "{data.get("kind")}" is registered for version "{data.get("apiVersion") or ""}" '
-            'in scheme "pkg/descheduler/scheme/scheme.go:28"'
+            where + f'no kind "{data.get("kind")}" is registered for version "{data.get("apiVersion") or ""}"'
         )
     plugins = registry()
     f = Fields(data, "DeschedulerPolicy")
@@ -166,6 +166,11 @@ def parse_policy(data: Any, *, source: str = "") -> DeschedulerPolicy:
         grace_period_seconds=grace,
         plugins=plugins,
     )
+    for profile in policy.profiles:
+        threshold = profile.args_of(evictor.PLUGIN_NAME).priority_threshold
+        if threshold is not None and threshold.value is not None and threshold.value > SYSTEM_CRITICAL_PRIORITY:
+            # upstream setDefaultEvictor resolves the threshold at load; a named class is read at start-up
+            raise PolicyError(f"priority threshold can't be greater than {SYSTEM_CRITICAL_PRIORITY}")
     for profile in policy.profiles:
         _build_checks(profile, plugins)
     return policy
