@@ -24,14 +24,14 @@ PVC = [{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}]
 
 
 def _ctx(
-    pods: list[dict[str, Any]],
+    pods: Sequence[dict[str, Any]],
     nodes: Sequence[dict[str, Any]] = (),
     *,
     threshold: int = SYSTEM_CRITICAL_PRIORITY,
     pdbs: Sequence[dict[str, Any]] = (),
     namespaces: dict[str, Any] | None = None,
 ) -> EvictorContext:
-    view = ClusterView(nodes=list(nodes), pods=pods, pdbs=list(pdbs), namespaces=namespaces or {}, now=NOW)
+    view = ClusterView(nodes=list(nodes), pods=list(pods), pdbs=list(pdbs), namespaces=namespaces or {}, now=NOW)
     return EvictorContext(nodes=view.nodes, pods_on_node=view.pods_on_node, pods_of_owner=view.pods_of_owner,
                           pdbs=view.pdbs, namespaces=view.namespaces, threshold=threshold, now=NOW)  # fmt: skip
 
