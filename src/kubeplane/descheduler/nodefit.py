@@ -5,9 +5,9 @@ The descheduler evicts a pod only where its replacement could run elsewhere (Def
 node-affinity plugin, topology balancing). ``NodeFit`` is deliberately smaller than the scheduler's Filter
 phase, as upstream's: the node is schedulable, the pod's node selector and required node affinity match
 (kubeplane's compiled :mod:`kubeplane.api.nodeaffinity`), every NoSchedule/NoExecute taint is tolerated
-(:mod:`kubeplane.api.taints`), no pod on the node has a required anti-affinity term the pod matches (or the pod
-one matching a pod there), and the pod's requests fit what the node's non-terminal pods leave of its
-allocatable (on another node than its own). Nodes are checked in order and the first fit answers (upstream
+(:mod:`kubeplane.api.taints`), none of the pod's required anti-affinity terms selects a pod on the node, and
+the pod's requests fit what the node's non-terminal pods leave of its allocatable (on another node than its
+own). Nodes are checked in order and the first fit answers (upstream
 checks them in parallel; the answer is the same boolean).
 """
 
@@ -108,24 +108,20 @@ def term_matches(term: Obj, owner: Obj, other: Obj) -> bool:
     return selector.matches(labels_of(other))
 
 
-def _same_topology(term: Obj, node_a: Obj, node_b: Obj) -> bool:
-    key = str(term.get("topologyKey") or "")
-    a, b = labels_of(node_a), labels_of(node_b)
-    return key in a and key in b and a[key] == b[key]
-
-
 def anti_affinity_conflict(pod: Obj, node: Obj, *, pods_on_node: PodsOnNode) -> bool:
-    """Upstream ``podMatchesInterPodAntiAffinity``: a pod on ``node`` and ``pod`` exclude each other by a
-    required anti-affinity term whose topology key the node carries."""
-    uid = meta_of(pod).get("uid")
+    """Upstream ``podMatchesInterPodAntiAffinity``: one of the pod's required anti-affinity terms selects a pod
+    on ``node`` (another name) and the node carries the term's topology key. Only the pod's own terms count, as
+    upstream's (the scheduler would also check the other pods' terms)."""
+    terms = _anti_affinity_terms(pod)
+    if not terms:
+        return False
+    name = name_of(pod)
+    node_labels = labels_of(node)
     for other in active_pods_on(pods_on_node, name_of(node)):
-        if uid and meta_of(other).get("uid") == uid:
+        if name_of(other) == name:
             continue
-        for term in _anti_affinity_terms(pod):
-            if _same_topology(term, node, node) and term_matches(term, pod, other):
-                return True
-        for term in _anti_affinity_terms(other):
-            if _same_topology(term, node, node) and term_matches(term, other, pod):
+        for term in terms:
+            if term_matches(term, pod, other) and str(term.get("topologyKey") or "") in node_labels:
                 return True
     return False
 

@@ -4,7 +4,8 @@ in 0.34, still exported) and ``descheduler_pods_evicted_total``, both counters b
 ``descheduler_strategy_duration_seconds``.
 
 Upstream's deprecated counter has no ``_total`` suffix, which prometheus-client's ``Counter`` always adds, so
-both eviction counters are one table of counts exported by a collector under the two names.
+both eviction counters are one table of counts exported by a collector under the two names (the deprecated one
+as an untyped family: the text format gives counters the ``_total`` suffix).
 """
 
 from __future__ import annotations
@@ -34,10 +35,15 @@ class _Evicted(Collector):
         self.counts: dict[tuple[str, ...], float] = {}
 
     def collect(self) -> Iterator[Metric]:
-        for name in ("descheduler_pods_evicted", "descheduler_pods_evicted_total"):
-            family = Metric(name, EVICTED_HELP, "counter")
+        # The deprecated family has no _total suffix, which the text format allows only for untyped families;
+        # the current one is a counter (its family name is the sample name without _total).
+        for family_name, kind, sample in (
+            ("descheduler_pods_evicted", "unknown", "descheduler_pods_evicted"),
+            ("descheduler_pods_evicted", "counter", "descheduler_pods_evicted_total"),
+        ):
+            family = Metric(family_name, EVICTED_HELP, kind)
             for labels, value in sorted(self.counts.items()):
-                family.add_sample(name, dict(zip(EVICTED_LABELS, labels, strict=True)), value)
+                family.add_sample(sample, dict(zip(EVICTED_LABELS, labels, strict=True)), value)
             yield family
 
 
