@@ -77,8 +77,13 @@ class Fields:
     fields (``strict=True``) and raise :class:`ArgsError` if anything was wrong.
     """
 
-    def __init__(self, raw: Any, struct: str, *, strict: bool = True, errors: list[str] | None = None) -> None:
+    def __init__(
+        self, raw: Any, struct: str, *, strict: bool = True, errors: list[str] | None = None, path: str = ""
+    ) -> None:
         self.struct = struct
+        self.path = path
+        """The field path of a nested object (``namespaces.``): unknown fields are reported under it, as Go's
+        strict decoder names them (``unknown field "namespaces.includes"``)."""
         self.strict = strict
         self.errors: list[str] = [] if errors is None else errors
         self.seen: set[str] = set()
@@ -192,7 +197,7 @@ class Fields:
         raw = self.mapping(name, "api.Namespaces")
         if raw is None:
             return None
-        sub = Fields(raw, "Namespaces", errors=self.errors)
+        sub = Fields(raw, "Namespaces", errors=self.errors, path=f"{self.path}{name}.")
         result = Namespaces(sub.strings("include") or (), sub.strings("exclude") or ())
         sub.done(raise_errors=False)
         return result
@@ -213,6 +218,6 @@ class Fields:
         if self.strict:
             for key in self.raw:
                 if key not in self.seen and key not in ("apiVersion", "kind"):
-                    self.errors.append(f'strict decoding error: unknown field "{key}"')
+                    self.errors.append(f'strict decoding error: unknown field "{self.path}{key}"')
         if raise_errors and self.errors:
             raise ArgsError(list(self.errors))

@@ -85,11 +85,11 @@ def parse_args(raw: Any) -> DefaultEvictorArgs:
     threshold = None
     raw_threshold = f.mapping("priorityThreshold", "api.PriorityThreshold")
     if raw_threshold is not None:
-        sub = Fields(raw_threshold, "PriorityThreshold", errors=f.errors)
+        sub = Fields(raw_threshold, "PriorityThreshold", errors=f.errors, path="priorityThreshold.")
         threshold = PriorityThreshold(sub.integer("value"), sub.string("name"))
         sub.done(raise_errors=False)
     protections = f.mapping("podProtections", "defaultevictor.PodProtections") or {}
-    pp = Fields(protections, "PodProtections", errors=f.errors)
+    pp = Fields(protections, "PodProtections", errors=f.errors, path="podProtections.")
     extra, disabled = pp.strings("extraEnabled") or (), pp.strings("defaultDisabled") or ()
     pp.mapping("config", "defaultevictor.PodProtectionsConfig")
     pp.done(raise_errors=False)

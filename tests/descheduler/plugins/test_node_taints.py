@@ -113,3 +113,8 @@ def test_validation(raw: dict[str, Any], errors: list[str]) -> None:
 def test_unknown_arg_is_a_strict_decoding_error() -> None:
     with pytest.raises(ArgsError, match='strict decoding error: unknown field "excludeTaints"'):
         parse_args({"excludeTaints": ["a"]})
+
+
+def test_unknown_nested_field_names_its_path() -> None:
+    with pytest.raises(ArgsError, match=r'strict decoding error: unknown field "namespaces\.includes"'):
+        parse_args({"namespaces": {"includes": ["a"]}})

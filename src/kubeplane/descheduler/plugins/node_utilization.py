@@ -80,7 +80,7 @@ def _thresholds(f: Fields, name: str) -> dict[str, float]:
 def parse_low_args(raw: Any) -> LowArgs:
     f = Fields(raw, "LowNodeUtilizationArgs")
     limits = f.mapping("evictionLimits", "api.EvictionLimits") or {}
-    lf = Fields(limits, "EvictionLimits", errors=f.errors)
+    lf = Fields(limits, "EvictionLimits", errors=f.errors, path="evictionLimits.")
     node_limit = lf.uint("node")
     lf.done(raise_errors=False)
     if f.present("metricsUtilization"):
