@@ -65,7 +65,7 @@ class Descheduler:
             recorder
             if recorder is not None
             else EventRecorder(
-                client, component="sigs.k8s.io/descheduler", clock=clock, rng=random.Random(rng.getrandbits(64))
+                client, component="sigs.k8s.io.descheduler", clock=clock, rng=random.Random(rng.getrandbits(64))
             )
         )
         self.evictor = PodEvictor(
