@@ -61,6 +61,7 @@ class Descheduler:
         self.client, self.policy, self.clock, self.rng = client, policy, clock, rng
         self.interval, self.dry_run = interval, dry_run
         self.metrics: DeschedulerMetrics = descheduler_metrics(metrics_registry)
+        # upstream utils.CreateEventRecorder: NewRecorder("sigs.k8s.io.descheduler") (dots, not a slash)
         self.recorder = (
             recorder
             if recorder is not None
