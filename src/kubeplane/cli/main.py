@@ -444,6 +444,38 @@ def controller_manager(
 
 
 @app.command()
+def descheduler(
+    kubeconfig: KubeconfigOpt = None,
+    policy_config_file: Annotated[
+        Path | None, typer.Option("--policy-config-file", help="DeschedulerPolicy file (descheduler/v1alpha2).")
+    ] = None,
+    descheduling_interval: Annotated[
+        str, typer.Option("--descheduling-interval", help="Go duration between passes (0: one pass, then exit).")
+    ] = "0s",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Log and count evictions; evict nothing.")] = False,
+    verbosity: VerbosityOpt = 0,
+    metrics_port: Annotated[int, _metrics_port_opt()] = 10258,
+    bind_address: BindAddressOpt = "127.0.0.1",
+) -> None:
+    """Run the descheduler (kubernetes-sigs/descheduler) against an API server."""
+    from kubeplane.cli.component import CLIError
+    from kubeplane.cli.descheduling import run_descheduler
+
+    try:
+        run_descheduler(
+            kubeconfig=kubeconfig,
+            policy_config_file=policy_config_file,
+            descheduling_interval=descheduling_interval,
+            dry_run=dry_run,
+            verbosity=verbosity,
+            metrics_port=metrics_port,
+            bind_address=bind_address,
+        )
+    except CLIError as exc:
+        _fail(str(exc))
+
+
+@app.command()
 def up(
     data_dir: Annotated[Path, typer.Option("--data-dir", help="State directory: store, kubeconfig, logs.")] = Path(
         ".kubeplane"

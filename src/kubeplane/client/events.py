@@ -391,7 +391,14 @@ class EventRecorder:
         self.record(obj, event_type, reason, message, field_path=field_path)
 
     def record(
-        self, obj: Mapping[str, Any], event_type: str, reason: str, message: str, *, field_path: str = ""
+        self,
+        obj: Mapping[str, Any],
+        event_type: str,
+        reason: str,
+        message: str,
+        *,
+        field_path: str = "",
+        action: str = "",
     ) -> None:
         """:meth:`event` for callers that are not coroutines (needs a running loop).
         ``field_path`` names the part of the object, as the kubelet's ``spec.containers{nginx}``.
@@ -412,7 +419,10 @@ class EventRecorder:
         if len(self._queue) >= self.config.max_queued:
             log.warning("event queue full (%d); dropping event %s about %s", len(self._queue), reason, ref["name"])
             return
-        self._queue.append(self._make_event(ref, event_type, reason, message))
+        event = self._make_event(ref, event_type, reason, message)
+        if action:  # what was done (events.k8s.io's ``action``, e.g. the descheduler's "Descheduled")
+            event["action"] = action
+        self._queue.append(event)
         self._idle.clear()
         self._wakeup.set()
         if self._writer is None:

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from kubeplane.api.quantity import parse_quantity
 from kubeplane.api.views import is_pod_terminal, name_of, namespace_of, spec_of, status_of
 from kubeplane.client.errors import AlreadyExistsError, ClientError, NotFoundError
@@ -52,6 +54,7 @@ from kubeplane.scheduler.scheduler import Scheduler
 
 from . import outcomes
 from .clock import RealTimeClock, VirtualClock
+from .descheduling import SimDescheduler
 from .gpu import GPU_COLUMNS, DraDeclared, GpuMetrics, declared_pod_types
 from .observer import Observer, ready
 from .scenario import Action, Arrival, Deletion, Generator, Scenario, ScenarioError
@@ -140,6 +143,7 @@ class _Run:
         self.actions: list[dict[str, Any]] = []
         self.metrics: list[Any] = []  # one CollectorRegistry per scheduler incarnation (counters add up)
         self._scheduler_task: asyncio.Future[None] | None = None
+        self.desched: SimDescheduler | None = None
         self._storage = storage_declared(scenario.nodes)  # storage columns and fields (kubeplane.sim.storage)
 
     async def run(self) -> SimResult:
@@ -160,6 +164,10 @@ class _Run:
         )
         self.fleet = fleet
         scheduler = self._new_scheduler(self.scheduler_config)
+        self.desched = None if self.scenario.descheduler is None else SimDescheduler(
+            self.scenario.descheduler, client, clock=clock, seed=self.seed, evicted=self.observer.api_evicted,
+            metrics_registry=CollectorRegistry(),
+        )  # fmt: skip
         # Without the ServiceAccount controllers: the simulated registry runs no ServiceAccount admission, so
         # nothing waits for the accounts and CA maps they would create (and the event logs stay as they were).
         manager = ControllerManager(
@@ -193,6 +201,9 @@ class _Run:
             await fleet.start()
             await manager.start()
             await scheduler.start()
+            if self.desched is not None:  # only scenarios with a descheduler (kubeplane.sim.descheduling)
+                await self.desched.start()
+                tasks.append(asyncio.ensure_future(self.desched.run()))
             tasks += [asyncio.ensure_future(c.run()) for c in (fleet, manager)]
             self._scheduler_task = asyncio.ensure_future(scheduler.run())
             tasks += [asyncio.ensure_future(self._sampler())]
@@ -209,6 +220,8 @@ class _Run:
             if self._scheduler_task is not None:
                 await asyncio.gather(self._scheduler_task, return_exceptions=True)
             await self.scheduler.stop()
+            if self.desched is not None:
+                await self.desched.stop()
             await manager.stop()
             await fleet.stop()
             for informer in informers:
@@ -237,8 +250,6 @@ class _Run:
         return out
 
     def _new_scheduler(self, config: KubeSchedulerConfiguration) -> Scheduler:
-        from prometheus_client import CollectorRegistry
-
         registry = CollectorRegistry()
         self.metrics.append(registry)
         self.scheduler = Scheduler(
@@ -505,6 +516,8 @@ class _Run:
     def _result(self, wall: float) -> SimResult:
         obs = self.observer
         pods = pod_rows(list(obs.pods.values()))
+        if self.desched is not None:
+            self.desched.annotate(pods)
         summary = summarise(obs, pods, self.timeseries, sim_seconds=self.clock.monotonic(), wall=wall,
                             headline=self.scenario.headline)  # fmt: skip
         gpu = obs.gpu.arrivals if obs.gpu is not None else []
@@ -512,6 +525,8 @@ class _Run:
         gangs = gang_rows(list(obs.pods.values()))
         summary |= workload_summary(jobs, gangs)
         summary |= storage_summary(self.fleet.csi, self.timeseries, declared=self._storage)
+        if self.desched is not None:
+            summary |= self.desched.summary()
         return SimResult(
             self.scenario.name, self.label, self.seed, summary, self.timeseries, pods, gpu, self.actions, jobs, gangs
         )

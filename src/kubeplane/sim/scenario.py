@@ -10,6 +10,7 @@ YAML (docs/sim.md has the full schema and examples)::
       nodes: [...]                #   {preset: uniform, workers: N} / {trace: {format: openb, nodes: F.csv}}
     kubelet: {pullDelay: 1s, shutdownDelay: 2s}
     scheduler: {config: {...KubeSchedulerConfiguration...}} | {configFile: sched.yaml}
+    descheduler: {policy: {...DeschedulerPolicy...} | policyFile: p.yaml, interval: 5m, dryRun: false}
     workload:
     - at: 0s                      # one manifest (any kind the API serves: Pods, Deployments, PDBs, ...)
       manifest: {...}
@@ -62,6 +63,8 @@ from kubeplane.api.views import section
 from kubeplane.gpu import openb
 from kubeplane.gpu.model import GPU_RESOURCE, MILLI_PER_GPU
 from kubeplane.kubelet.config import NodeConfigError, NodeSpec, demo_cluster, parse_node_config, uniform_cluster
+
+from .descheduling import DeschedulerSpec, parse_descheduler
 
 ACTIONS = (
     "taint",
@@ -224,6 +227,8 @@ class Scenario:
     """Summary fields the scenario is about (``nodes_in_use_peak``, ``gpu_alloc_pct_peak``...): listed first in
     summary.json and the report, and printed by the CLI."""
     source: Path | None = field(default=None, compare=False)
+    descheduler: DeschedulerSpec | None = None
+    """The ``descheduler`` section (:mod:`kubeplane.sim.descheduling`); None: no descheduler runs."""
 
     @classmethod
     def load(cls, path: str | Path) -> Scenario:
@@ -243,7 +248,7 @@ class Scenario:
         if not isinstance(data, Mapping):
             raise ScenarioError("scenario: expected a mapping")
         known = {"name", "seed", "duration", "sampleInterval", "cluster", "kubelet", "scheduler", "workload",
-                 "actions", "apiVersion", "kind", "description", "headline"}  # fmt: skip
+                 "actions", "apiVersion", "kind", "description", "headline", "descheduler"}  # fmt: skip
         unknown = sorted(set(data) - known)
         if unknown:
             raise ScenarioError(f"scenario: unknown field(s) {', '.join(unknown)}")
@@ -268,6 +273,7 @@ class Scenario:
             actions=_actions(data.get("actions") or [], base),
             headline=_headline(data.get("headline")),
             source=source,
+            descheduler=parse_descheduler(data.get("descheduler"), base, seconds=seconds, error=ScenarioError),
         )
 
 

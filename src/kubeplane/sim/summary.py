@@ -45,6 +45,7 @@ FIELDS: Final = frozenset(
         "job_completion_time_p99", "gangs", "gangs_bound", "gang_wait_time_p50", "gang_wait_time_p90",
         "gang_wait_time_p99", "volumes_provisioned", "volumes_deleted", "volume_provisioning_failures",
         "storage_capacity_bytes", "storage_used_bytes", "storage_used_bytes_peak", "storage_used_pct_peak",
+        "descheduler_evictions",
     }
 )  # fmt: skip
 """Every field a summary may have: what a scenario's ``headline`` may name (runs without GPU pods have no
