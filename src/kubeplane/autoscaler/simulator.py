@@ -1,0 +1,176 @@
+"""Would this pod fit on that node": the scheduler's own PreFilter and Filter plugins on a hypothetical cluster.
+
+Upstream's ``simulator/clustersnapshot`` + ``simulator/scheduling/hinting_simulator.go`` reduced to what the core
+needs. A :class:`ClusterSimulator` holds plain node and pod objects; nodes and pods can be added and removed
+hypothetically (a template node for scale-up, a node's pods moved elsewhere for scale-down) and
+:meth:`ClusterSimulator.fork` gives an independent copy to try something and throw it away (upstream's
+``Fork``/``Revert``).
+
+Every check runs the scheduler's :class:`~kubeplane.scheduler.schedule_one.SchedulingCycle` in its exhaustive
+mode (every node examined, PreFilter once per pod, then Filter per node), with the profile the scheduler's
+configuration gives the pod's ``schedulerName``: the same code the scheduler runs, never a copy. The snapshot is
+rebuilt (pod infos memoised) after a change, lazily, so a run of checks without changes shares one snapshot.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubeplane.api.views import name_of, namespace_of, spec_of
+from kubeplane.scheduler.backend.podinfo_memo import PodInfoMemo
+from kubeplane.scheduler.backend.snapshot import Snapshot
+from kubeplane.scheduler.config import KubeSchedulerConfiguration
+from kubeplane.scheduler.explain import ExplainError, prepare
+from kubeplane.scheduler.framework.diagnosis import SchedulingError
+from kubeplane.scheduler.framework.interface import CycleState
+from kubeplane.scheduler.schedule_one import SchedulingCycle
+
+__all__ = ["ClusterSimulator", "FitResult", "pod_key"]
+
+Obj = Mapping[str, Any]
+
+
+def pod_key(pod: Obj) -> str:
+    return f"{namespace_of(pod) or 'default'}/{name_of(pod)}"
+
+
+@dataclass(frozen=True, slots=True)
+class FitResult:
+    """The nodes (in snapshot order) the pod passes every Filter on, and the reasons of those it fails
+    (``reasons``: Filter reason -> number of nodes, as the scheduler's FailedScheduling message counts them)."""
+
+    nodes: tuple[str, ...]
+    reasons: Mapping[str, int]
+
+
+class ClusterSimulator:
+    """Nodes and the pods bound to them, changed hypothetically; see the module docstring.
+
+    ``objects`` are the other objects plugins read (Namespaces, Services, ReplicaSets, PDBs, ...), as
+    :func:`kubeplane.scheduler.explain.prepare` takes them."""
+
+    def __init__(
+        self,
+        nodes: Iterable[Obj],
+        pods: Iterable[Obj],
+        *,
+        objects: Sequence[Obj] = (),
+        config: KubeSchedulerConfiguration | None = None,
+        seed: int = 0,
+        memo: PodInfoMemo | None = None,
+    ) -> None:
+        self._nodes: dict[str, Obj] = {name_of(n): n for n in nodes}
+        self._pods: dict[str, Obj] = {}
+        for pod in pods:
+            if spec_of(pod).get("nodeName") in self._nodes:
+                self._pods[pod_key(pod)] = pod
+        self._objects = list(objects)
+        self._config = config
+        self._seed = seed
+        self._memo = memo if memo is not None else PodInfoMemo()
+        self._snapshot: Snapshot | None = None
+
+    # --- state ---------------------------------------------------------------------------------------------
+
+    def fork(self) -> ClusterSimulator:
+        """An independent copy (objects are shared, never changed)."""
+        other = ClusterSimulator((), (), objects=self._objects, config=self._config, seed=self._seed, memo=self._memo)
+        other._nodes = dict(self._nodes)
+        other._pods = dict(self._pods)
+        other._snapshot = self._snapshot
+        return other
+
+    def node_names(self) -> list[str]:
+        return list(self._nodes)
+
+    def node(self, name: str) -> Obj | None:
+        return self._nodes.get(name)
+
+    def pods_on(self, node_name: str) -> list[Obj]:
+        return [p for p in self._pods.values() if spec_of(p).get("nodeName") == node_name]
+
+    def add_node(self, node: Obj) -> None:
+        self._nodes[name_of(node)] = node
+        self._snapshot = None
+
+    def remove_node(self, name: str) -> list[Obj]:
+        """Remove the node with its pods; returns those pods."""
+        removed = self.pods_on(name)
+        for pod in removed:
+            del self._pods[pod_key(pod)]
+        self._nodes.pop(name, None)
+        self._snapshot = None
+        return removed
+
+    def add_pod(self, pod: Obj, node_name: str) -> None:
+        """Bind ``pod`` to ``node_name`` hypothetically."""
+        self._pods[pod_key(pod)] = {**pod, "spec": {**spec_of(pod), "nodeName": node_name}}
+        self._snapshot = None
+
+    def remove_pod(self, pod: Obj) -> None:
+        if self._pods.pop(pod_key(pod), None) is not None:
+            self._snapshot = None
+
+    def snapshot(self) -> Snapshot:
+        if self._snapshot is None:
+            self._snapshot = Snapshot.from_objects(
+                list(self._nodes.values()), list(self._pods.values()), memo=self._memo
+            )
+        return self._snapshot
+
+    # --- checks --------------------------------------------------------------------------------------------
+
+    def fits(self, pod: Obj, *, only: Iterable[str] | None = None) -> FitResult:
+        """Where ``pod`` passes PreFilter and every Filter; ``only`` limits the answer to these nodes (the
+        filters still see the whole cluster: inter-pod affinity and spreading count every node)."""
+        snapshot = self.snapshot()
+        unbound = {**pod, "spec": {k: v for k, v in spec_of(pod).items() if k != "nodeName"}}
+        try:
+            setup = prepare(
+                unbound, nodes=(), objects=self._objects, config=self._config, seed=self._seed, snapshot=snapshot
+            )
+        except ExplainError:
+            return FitResult((), {})
+        node_infos = list(snapshot.list())
+        if not node_infos:
+            return FitResult((), {})
+        cycle = SchedulingCycle(rng=random.Random(self._seed))
+        state = CycleState()
+        try:
+            found, diagnosis = cycle.find_nodes_that_fit_pod(
+                setup.fwk, state, setup.pod_info, node_infos, snapshot.node_table, exhaustive=True
+            )
+        except SchedulingError:
+            return FitResult((), {})
+        feasible = {ni.name for ni in found.feasible}
+        wanted = set(only) if only is not None else None
+        names = tuple(ni.name for ni in node_infos if ni.name in feasible and (wanted is None or ni.name in wanted))
+        reasons: dict[str, int] = {}
+        for ni in node_infos:
+            if ni.name in feasible or (wanted is not None and ni.name not in wanted):
+                continue
+            status = diagnosis.node_to_status.get(ni.name)
+            if status is None:
+                status = diagnosis.absent_nodes_status
+            for reason in status.reasons if status is not None else ():
+                reasons[reason] = reasons.get(reason, 0) + 1
+        return FitResult(names, reasons)
+
+    def fits_on(self, pod: Obj, node_name: str) -> bool:
+        return node_name in self.fits(pod, only=(node_name,)).nodes
+
+    def place(self, pod: Obj, *, only: Iterable[str] | None = None, exclude: Iterable[str] = ()) -> str | None:
+        """Bind ``pod`` to the first node (snapshot order) it fits on among ``only`` but not ``exclude``;
+        the node's name, or None (nothing changed)."""
+        excluded = set(exclude)
+        candidates = [n for n in (self._nodes if only is None else only) if n not in excluded and n in self._nodes]
+        if not candidates:
+            return None
+        result = self.fits(pod, only=candidates)
+        if not result.nodes:
+            return None
+        self.add_pod(pod, result.nodes[0])
+        return result.nodes[0]
