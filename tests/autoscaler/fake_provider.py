@@ -15,9 +15,16 @@ from kubeplane.client.errors import NotFoundError
 from kubeplane.client.interface import Client
 
 
-def node_object(name: str, *, cpu: str = "2", memory: str = "4Gi", labels: dict[str, str] | None = None,
-                taints: list[dict[str, Any]] | None = None, ready: bool = True,
-                extra: dict[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
+def node_object(
+    name: str,
+    *,
+    cpu: str = "2",
+    memory: str = "4Gi",
+    labels: dict[str, str] | None = None,
+    taints: list[dict[str, Any]] | None = None,
+    ready: bool = True,
+    extra: dict[str, str] | None = None,
+) -> dict[str, Any]:
     resources = {"cpu": cpu, "memory": memory, "pods": "110", **(extra or {})}
     node: dict[str, Any] = {
         "apiVersion": "v1",
@@ -73,10 +80,14 @@ class FakeProvider:
         spec = self._spec(group)
         t = spec.template
         name = f"template-node-for-{group}"
-        return node_object(name, cpu=str(t.get("cpu", "2")), memory=str(t.get("memory", "4Gi")),
-                           labels={**dict(t.get("labels") or {}), NODE_GROUP_LABEL: group},
-                           taints=copy.deepcopy(list(t.get("taints") or [])),
-                           extra=dict(t.get("extra") or {}))  # fmt: skip
+        return node_object(
+            name,
+            cpu=str(t.get("cpu", "2")),
+            memory=str(t.get("memory", "4Gi")),
+            labels={**dict(t.get("labels") or {}), NODE_GROUP_LABEL: group},
+            taints=copy.deepcopy(list(t.get("taints") or [])),
+            extra=dict(t.get("extra") or {}),
+        )
 
     def add_existing(self, group: str, count: int) -> list[dict[str, Any]]:
         """Register ``count`` nodes without an API call (return the objects for the caller to create)."""

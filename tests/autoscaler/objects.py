@@ -7,16 +7,33 @@ from typing import Any
 RS_OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-uid", "controller": True}
 
 
-def pod_object(name: str, *, cpu: str = "1", memory: str = "1Gi", node: str | None = None, namespace: str = "default",
-               owner: dict[str, Any] | None = RS_OWNER, labels: dict[str, str] | None = None,
-               annotations: dict[str, str] | None = None, volumes: list[dict[str, Any]] | None = None,
-               unschedulable: bool = False, node_selector: dict[str, str] | None = None,
-               phase: str = "", priority: int | None = None, created: str = "2027-01-15T08:00:00Z",
-               extra: dict[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
+def pod_object(
+    name: str,
+    *,
+    cpu: str = "1",
+    memory: str = "1Gi",
+    node: str | None = None,
+    namespace: str = "default",
+    owner: dict[str, Any] | None = RS_OWNER,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    volumes: list[dict[str, Any]] | None = None,
+    unschedulable: bool = False,
+    node_selector: dict[str, str] | None = None,
+    phase: str = "",
+    priority: int | None = None,
+    created: str = "2027-01-15T08:00:00Z",
+    extra: dict[str, str] | None = None,
+) -> dict[str, Any]:
     requests = {"cpu": cpu, "memory": memory, **(extra or {})}
-    meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}",
-                            "labels": dict(labels or {}), "annotations": dict(annotations or {}),
-                            "creationTimestamp": created}  # fmt: skip
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "uid": f"uid-{namespace}-{name}",
+        "labels": dict(labels or {}),
+        "annotations": dict(annotations or {}),
+        "creationTimestamp": created,
+    }
     if owner is not None:
         meta["ownerReferences"] = [owner]
     spec: dict[str, Any] = {"containers": [{"name": "c", "image": "img", "resources": {"requests": requests}}]}

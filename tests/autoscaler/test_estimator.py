@@ -24,22 +24,48 @@ def _host_port(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 CASES = [
-    ("simple resource-based binpacking: 10 x 350m on 1050m nodes -> 4 nodes", _pods(10, "350m"),
-     node_object("t", cpu="1050m"), 10, 4, 10),
+    (
+        "simple resource-based binpacking: 10 x 350m on 1050m nodes -> 4 nodes",
+        _pods(10, "350m"),
+        node_object("t", cpu="1050m"),
+        10,
+        4,
+        10,
+    ),
     ("node limit caps the estimate", _pods(10, "350m"), node_object("t", cpu="1050m"), 2, 2, 6),
     ("pod larger than the template: no node", _pods(2, "2"), node_object("t", cpu="1"), 10, 0, 0),
-    ("decreasing order packs 600m+400m pairs", [*_pods(2, "600m"), *[pod_object(f"s{i}", cpu="400m",
-     memory="10Mi") for i in range(2)]], node_object("t", cpu="1"), 10, 2, 4),
+    (
+        "decreasing order packs 600m+400m pairs",
+        [*_pods(2, "600m"), *[pod_object(f"s{i}", cpu="400m", memory="10Mi") for i in range(2)]],
+        node_object("t", cpu="1"),
+        10,
+        2,
+        4,
+    ),
     ("host port conflict: one pod per node", _host_port(_pods(3, "100m")), node_object("t", cpu="4"), 10, 3, 3),
-    ("pods allocatable limits pods per node", _pods(5, "10m"),
-     {**node_object("t", cpu="4"), "status": {"allocatable": {"cpu": "4", "memory": "4Gi", "pods": "2"},
-                                              "capacity": {"cpu": "4", "memory": "4Gi", "pods": "2"}}}, 10, 3, 5),
-]  # fmt: skip
+    (
+        "pods allocatable limits pods per node",
+        _pods(5, "10m"),
+        {
+            **node_object("t", cpu="4"),
+            "status": {
+                "allocatable": {"cpu": "4", "memory": "4Gi", "pods": "2"},
+                "capacity": {"cpu": "4", "memory": "4Gi", "pods": "2"},
+            },
+        },
+        10,
+        3,
+        5,
+    ),
+]
 
 
-@pytest.mark.parametrize(("pods", "template", "limit", "nodes", "scheduled"), [c[1:] for c in CASES],
-                         ids=[c[0] for c in CASES])  # fmt: skip
-def test_binpacking(pods: list[dict[str, Any]], template: dict[str, Any], limit: int, nodes: int, scheduled: int) -> None:
+@pytest.mark.parametrize(
+    ("pods", "template", "limit", "nodes", "scheduled"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_binpacking(
+    pods: list[dict[str, Any]], template: dict[str, Any], limit: int, nodes: int, scheduled: int
+) -> None:
     sim = ClusterSimulator([], [])
     estimate = binpacking_estimate(sim, pods, template, limit=limit, prefix="template-node-for-g")
     assert (estimate.node_count, len(estimate.pods)) == (nodes, scheduled)

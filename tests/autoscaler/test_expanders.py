@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from typing import Any
 
 import pytest
 
@@ -21,12 +20,23 @@ from tests.autoscaler.fake_provider import node_object
 from tests.autoscaler.objects import pod_object
 
 
-def _opt(group: str, count: int, pods: int, *, cpu: str = "2", memory: str = "4Gi", price_: float = 0.0,
-         pod_cpu: str = "1", pod_memory: str = "1Gi", gpu: bool = False) -> Option:  # fmt: skip
+def _opt(
+    group: str,
+    count: int,
+    pods: int,
+    *,
+    cpu: str = "2",
+    memory: str = "4Gi",
+    price_: float = 0.0,
+    pod_cpu: str = "1",
+    pod_memory: str = "1Gi",
+    gpu: bool = False,
+) -> Option:
     extra = {"nvidia.com/gpu": "1"} if gpu else None
     template = node_object(f"t-{group}", cpu=cpu, memory=memory, extra=extra)
-    return Option(group, count, tuple(pod_object(f"p{i}", cpu=pod_cpu, memory=pod_memory) for i in range(pods)),
-                  template, price_)  # fmt: skip
+    return Option(
+        group, count, tuple(pod_object(f"p{i}", cpu=pod_cpu, memory=pod_memory) for i in range(pods)), template, price_
+    )
 
 
 def _groups(options: list[Option]) -> list[str]:
@@ -81,8 +91,11 @@ def test_priority_without_a_match_keeps_every_option() -> None:
     assert _groups(priority([_opt("x", 1, 1), _opt("y", 1, 1)], parse_priorities("5: [zzz]"))) == ["x", "y"]
 
 
-@pytest.mark.parametrize("text", ["[1, 2]", "a: [x]", "5: nolist", "5: ['(']"],
-                         ids=["not a mapping", "priority not an integer", "rules not a list", "bad regexp"])  # fmt: skip
+@pytest.mark.parametrize(
+    "text",
+    ["[1, 2]", "a: [x]", "5: nolist", "5: ['(']"],
+    ids=["not a mapping", "priority not an integer", "rules not a list", "bad regexp"],
+)
 def test_bad_priority_configmap_is_refused(text: str) -> None:
     with pytest.raises(PriorityError):
         parse_priorities(text)
@@ -95,10 +108,9 @@ def test_chain_runs_in_order_then_random_among_ties() -> None:
     assert seen == {"a", "b"}
     table = parse_priorities("9: [b]")
     chosen = best_option(opts, expanders=["most-pods", "priority"], rng=random.Random(0), priorities=table)
-    assert chosen is not None and chosen.group == "b"
+    assert chosen is not None
+    assert chosen.group == "b"
 
 
 def test_no_options() -> None:
     assert best_option([], expanders=["random"], rng=random.Random(0)) is None
-
-

@@ -41,8 +41,13 @@ def test_defaults(field: str, value: Any) -> None:
 
 def test_from_flags_durations_and_types() -> None:
     o = AutoscalerOptions.from_flags(
-        {"scan-interval": "1m30s", "scale-down-unneeded-time": 60, "expander": "priority,random",
-         "balance-similar-node-groups": "true", "max-nodes-total": "7"}  # fmt: skip
+        {
+            "scan-interval": "1m30s",
+            "scale-down-unneeded-time": 60,
+            "expander": "priority,random",
+            "balance-similar-node-groups": "true",
+            "max-nodes-total": "7",
+        }
     )
     assert (o.scan_interval, o.scale_down_unneeded_time, o.max_nodes_total) == (90.0, 60.0, 7)
     assert o.balance_similar_node_groups is True
@@ -50,10 +55,21 @@ def test_from_flags_durations_and_types() -> None:
 
 
 def test_from_args_forms() -> None:
-    o = AutoscalerOptions.from_args(["--scan-interval=20s", "--expander", "most-pods", "--scale-down-enabled=false",
-                                     "--balance-similar-node-groups"])  # fmt: skip
+    o = AutoscalerOptions.from_args(
+        [
+            "--scan-interval=20s",
+            "--expander",
+            "most-pods",
+            "--scale-down-enabled=false",
+            "--balance-similar-node-groups",
+        ]
+    )
     assert (o.scan_interval, o.expander, o.scale_down_enabled, o.balance_similar_node_groups) == (
-        20.0, "most-pods", False, True)  # fmt: skip
+        20.0,
+        "most-pods",
+        False,
+        True,
+    )
 
 
 ERRORS = [
@@ -61,13 +77,18 @@ ERRORS = [
     ({"no-such-flag": "1"}, "flag provided but not defined: -no-such-flag"),
     ({"max-nodes-total": "1.5"}, 'invalid value "1.5" for flag -max-nodes-total: parse error'),
     ({"scale-down-enabled": "yes"}, 'invalid value "yes" for flag -scale-down-enabled: parse error'),
-    ({"expander": "grpc"}, "Expander grpc not supported, available values: random, most-pods, least-waste, price, "
-                           "priority"),  # fmt: skip
+    (
+        {"expander": "grpc"},
+        "Expander grpc not supported, available values: random, most-pods, least-waste, price, priority",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("flags", "message"), ERRORS,
-                         ids=["go flag parse error", "undefined flag", "int flag", "bool flag", "unknown expander"])  # fmt: skip
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    ERRORS,
+    ids=["go flag parse error", "undefined flag", "int flag", "bool flag", "unknown expander"],
+)
 def test_errors_are_one_line(flags: dict[str, Any], message: str) -> None:
     with pytest.raises(OptionsError) as info:
         AutoscalerOptions.from_flags(flags)

@@ -21,18 +21,31 @@ from tests.autoscaler.objects import pod_object
 NOW = 1_800_000_000.0
 
 
-def _group(name: str, *, min_size: int = 0, max_size: int = 5, cpu: str = "2", labels: dict[str, str] | None = None,
-           price: float = 0.0) -> NodeGroupSpec:  # fmt: skip
-    return NodeGroupSpec(name, min_size, max_size, {"cpu": cpu, "memory": "4Gi", "labels": labels or {}},
-                         price_per_hour=price)  # fmt: skip
+def _group(
+    name: str,
+    *,
+    min_size: int = 0,
+    max_size: int = 5,
+    cpu: str = "2",
+    labels: dict[str, str] | None = None,
+    price: float = 0.0,
+) -> NodeGroupSpec:
+    return NodeGroupSpec(
+        name, min_size, max_size, {"cpu": cpu, "memory": "4Gi", "labels": labels or {}}, price_per_hour=price
+    )
 
 
-def _plan(provider: FakeProvider, pending: list[dict[str, Any]], options: AutoscalerOptions | None = None,
-          nodes: list[dict[str, Any]] | None = None) -> Any:  # fmt: skip
+def _plan(
+    provider: FakeProvider,
+    pending: list[dict[str, Any]],
+    options: AutoscalerOptions | None = None,
+    nodes: list[dict[str, Any]] | None = None,
+) -> Any:
     sim = ClusterSimulator(nodes or [], [])
     total = sum(provider.target_size(g.name) for g in provider.node_groups())
-    return plan_scale_up(sim, pending, provider=provider, options=options or AutoscalerOptions(),
-                         rng=random.Random(0), total_nodes=total)  # fmt: skip
+    return plan_scale_up(
+        sim, pending, provider=provider, options=options or AutoscalerOptions(), rng=random.Random(0), total_nodes=total
+    )
 
 
 def test_pending_pods_grow_the_group_by_the_estimate() -> None:
@@ -101,14 +114,18 @@ def test_without_balancing_one_group_takes_all() -> None:
     a = _group("a", labels={"topology.kubernetes.io/zone": "z1"})
     b = _group("b", labels={"topology.kubernetes.io/zone": "z2"})
     plan = _plan(FakeProvider([a, b]), [pod_object(f"p{i}", cpu="1500m") for i in range(3)])
-    assert len(plan.infos) == 1 and plan.infos[0].new == 3
+    assert len(plan.infos) == 1
+    assert plan.infos[0].new == 3
 
 
 def test_different_groups_are_not_balanced() -> None:
     a = _group("a", cpu="2")
     b = _group("b", cpu="4")
-    plan = _plan(FakeProvider([a, b]), [pod_object(f"p{i}", cpu="1500m") for i in range(2)],
-                 AutoscalerOptions(balance_similar_node_groups=True, expander="least-waste"))  # fmt: skip
+    plan = _plan(
+        FakeProvider([a, b]),
+        [pod_object(f"p{i}", cpu="1500m") for i in range(2)],
+        AutoscalerOptions(balance_similar_node_groups=True, expander="least-waste"),
+    )
     assert [str(i) for i in plan.infos] == ["{b 0->1 (max: 5)}"]  # least waste, and b is not similar to a
 
 
