@@ -96,7 +96,8 @@ def test_max_nodes_total_caps_the_estimate() -> None:
     provider = FakeProvider([_group("g")])
     plan = _plan(provider, [pod_object(f"p{i}", cpu="1500m") for i in range(4)], AutoscalerOptions(max_nodes_total=3))
     assert [str(i) for i in plan.infos] == ["{g 0->3 (max: 5)}"]
-    assert len(plan.remaining) == 1
+    assert plan.remaining == []  # GetRemainingPods: the group could take it: no NotTriggerScaleUp
+    assert len(plan.awaiting) == 1  # GetPodsAwaitingEvaluation
 
 
 def test_balance_similar_node_groups_spreads_the_nodes() -> None:

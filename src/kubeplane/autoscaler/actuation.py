@@ -8,8 +8,8 @@ Per node, as its own task so the loop goes on (upstream deletes asynchronously t
    the Eviction API with grace ``min(terminationGracePeriodSeconds, max-graceful-termination-sec)``; a refusal
    (429: a PodDisruptionBudget) is retried every 10 s until ``max-pod-eviction-time``; then the pods must be gone
    within ``max-graceful-termination-sec`` + 30 s;
-3. ``provider.delete_nodes``; the status ConfigMap gets ``ScaleDownEmpty`` "Scale-down: removing empty node
-   "<name>"" or ``ScaleDown`` "Scale-down: node <name> removed with drain".
+3. ``provider.delete_nodes``; the status ConfigMap gets ``ScaleDownEmpty`` "Scale-down: empty node <name>
+   removed" or ``ScaleDown`` "Scale-down: node <name> removed with drain".
 
 A failure at any step untaints the node, records ``ScaleDownFailed`` on it and the time (for
 ``scale-down-delay-after-failure``); success records the time for ``scale-down-delay-after-delete``.
@@ -102,15 +102,12 @@ class Actuator:
             self._recorder.record(node_ref, "Normal", "ScaleDown", "marked the node as toBeDeleted/unschedulable")
             if removal.pods_to_evict:
                 await self._drain(removal)
-            if removal.empty:
-                self._recorder.record(
-                    self._status_ref(), "Normal", "ScaleDownEmpty", f'Scale-down: removing empty node "{removal.node}"'
-                )
             await self._provider.delete_nodes(removal.group, [removal.node])
-            if not removal.empty:
-                self._recorder.record(
-                    self._status_ref(), "Normal", "ScaleDown", f"Scale-down: node {removal.node} removed with drain"
-                )
+            if removal.empty:
+                message = ("ScaleDownEmpty", f"Scale-down: empty node {removal.node} removed")
+            else:
+                message = ("ScaleDown", f"Scale-down: node {removal.node} removed with drain")
+            self._recorder.record(self._status_ref(), "Normal", *message)
             self.last_delete = self._clock.now()
         except (APIStatusError, NodeGroupError, DrainError) as exc:
             log.warning("scale-down of %s failed: %s", removal.node, exc)

@@ -278,7 +278,7 @@ class Autoscaler:
             for pod in plan.triggered:
                 self.recorder.record(pod, "Normal", "TriggeredScaleUp", message)
         else:
-            plan.remaining = plan.triggered + plan.remaining
+            plan.awaiting = plan.triggered + plan.awaiting
             plan.triggered = []
         plan.infos = done
         if plan.error:

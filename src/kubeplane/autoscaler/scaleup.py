@@ -12,10 +12,11 @@ Pure planning on a :class:`~.simulator.ClusterSimulator`; the loop asks the prov
 3. :func:`plan_scale_up`: per group (declaration order) skip it at max size (``max node group size reached``);
    else put each pending pod through the filters on a fresh template node: those that pass form the group's
    binpacking estimate (capped by ``max_size - target``, ``max-nodes-total`` and ``max-nodes-per-scaleup``),
-   those that fail keep the filters' reasons for the NotTriggerScaleUp message. The expander chain picks one
-   option; with ``balance-similar-node-groups`` its node count is spread over similar groups whose options
-   hold every pod of the chosen one (upstream filterNodeGroupsByPods), smallest first (upstream
-   BalanceScaleUpBetweenGroups).
+   those that fail keep the filters' reasons for the NotTriggerScaleUp message, recorded only for pods no group
+   could take (a pod some group could take but this scale-up does not waits for the next loop, silently).
+   The expander chain picks one option; with ``balance-similar-node-groups`` its node count is spread over
+   similar groups whose options hold every pod of the chosen one (upstream filterNodeGroupsByPods), smallest
+   first (upstream BalanceScaleUpBetweenGroups).
 
 With ``max-nodes-total`` reached nothing is tried and no pod event is recorded (upstream returns a scale-up
 error before looking at groups).
@@ -85,7 +86,11 @@ class ScaleUpPlan:
     triggered: list[Obj] = field(default_factory=list)
     """Pods the chosen option schedules: TriggeredScaleUp."""
     remaining: list[Obj] = field(default_factory=list)
-    """Pods still unhelped: NotTriggerScaleUp with :attr:`reasons`."""
+    """Pods no group can help (they passed the filters on no template): NotTriggerScaleUp with :attr:`reasons`
+    (upstream GetRemainingPods)."""
+    awaiting: list[Obj] = field(default_factory=list)
+    """Pods some group could take that this scale-up does not: no event, the next loop looks again (upstream
+    GetPodsAwaitingEvaluation)."""
     reasons: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     """pod key -> group -> reasons the group could not help it."""
     error: str = ""
@@ -186,6 +191,7 @@ def plan_scale_up(
         return plan
     reasons: dict[str, dict[str, list[str]]] = {pod_key(p): {} for p in pending}
     expansion: list[Option] = []
+    helpable: set[str] = set()
     sizes: dict[str, tuple[int, int]] = {}
     for spec in provider.node_groups():
         group = spec.name
@@ -204,6 +210,7 @@ def plan_scale_up(
             result = probe.fits(pod, only=(check,))
             if result.nodes:
                 passing.append(pod)
+                helpable.add(pod_key(pod))
             else:
                 reasons[pod_key(pod)][group] = sorted(result.reasons)
         if not passing:
@@ -217,9 +224,10 @@ def plan_scale_up(
     chosen = best_option(
         expansion, expanders=options.expanders(), rng=rng, cluster_size=total_nodes, priorities=priorities
     )
+    plan.reasons = reasons
     if chosen is None:
-        plan.remaining = list(pending)
-        plan.reasons = reasons
+        plan.remaining = [p for p in pending if pod_key(p) not in helpable]
+        plan.awaiting = [p for p in pending if pod_key(p) in helpable]
         return plan
     if options.balance_similar_node_groups:
         helping = {pod_key(p) for p in chosen.pods}
@@ -238,8 +246,8 @@ def plan_scale_up(
             plan.infos.append(ScaleUpInfo(spec.name, current, current + delta, spec.max_size))
     triggered = {pod_key(p) for p in chosen.pods}
     plan.triggered = [p for p in pending if pod_key(p) in triggered]
-    plan.remaining = [p for p in pending if pod_key(p) not in triggered]
-    plan.reasons = reasons
+    plan.remaining = [p for p in pending if pod_key(p) not in helpable]
+    plan.awaiting = [p for p in pending if pod_key(p) in helpable and pod_key(p) not in triggered]
     return plan
 
 
