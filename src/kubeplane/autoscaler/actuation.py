@@ -104,10 +104,10 @@ class Actuator:
                 await self._drain(removal)
             await self._provider.delete_nodes(removal.group, [removal.node])
             if removal.empty:
-                message = ("ScaleDownEmpty", f"Scale-down: empty node {removal.node} removed")
+                reason, text = "ScaleDownEmpty", f"Scale-down: empty node {removal.node} removed"
             else:
-                message = ("ScaleDown", f"Scale-down: node {removal.node} removed with drain")
-            self._recorder.record(self._status_ref(), "Normal", *message)
+                reason, text = "ScaleDown", f"Scale-down: node {removal.node} removed with drain"
+            self._recorder.record(self._status_ref(), "Normal", reason, text)
             self.last_delete = self._clock.now()
         except (APIStatusError, NodeGroupError, DrainError) as exc:
             log.warning("scale-down of %s failed: %s", removal.node, exc)
