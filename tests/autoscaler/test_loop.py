@@ -164,3 +164,22 @@ async def test_scale_down_of_an_unneeded_node(env: Env) -> None:
     await env.clock.advance(120)
     third = await env.autoscaler.run_once()
     assert third.deleting == []
+
+
+@pytest.mark.parametrize("env", [ONE_GROUP], indirect=True, ids=["run: RunOnce every scan-interval on the clock"])
+async def test_run_loops_on_the_injected_clock(env: Env) -> None:
+    task = asyncio.get_running_loop().create_task(env.autoscaler.run())
+    try:
+        await env.settle()
+        first = (await env.status())["time"]
+        await env.create_pod(pod_object("busy", cpu="1500m", node="g-0"))
+        await env.create_pod(pod_object("pending", cpu="1500m", unschedulable=True))
+        await env.settle()
+        assert env.provider.increases == []  # nothing until the next scan
+        await env.clock.advance(10)
+        await env.settle()
+        assert env.provider.increases == [("g", 1)]
+        assert (await env.status())["time"] != first
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
