@@ -151,3 +151,15 @@ def test_node_groups_sit_beside_a_preset() -> None:
     scenario = Scenario.parse({**STORY, "cluster": {"preset": "demo", **STORY["cluster"]}})
     assert [n.name for n in scenario.nodes] == ["master", "node01", "node02"]
     assert [g.name for g in scenario.node_groups] == ["small"]
+
+
+def test_the_report_plots_nodes_per_group() -> None:
+    from kubeplane.sim.report import render_html
+
+    from .test_report import IMG, FakeResult
+
+    rows = [{"t": 60.0 * i, "nodes_group_small": n, "nodes_group_big": b} for i, (n, b) in enumerate([(1, 0), (2, 1)])]
+    page = render_html([FakeResult(timeseries=rows)])
+    assert page.count(IMG) == 1
+    assert "<figcaption>Nodes per node group (registered, not yet deleted)</figcaption>" in page
+    assert "Other time series" not in page  # the group columns are not left to the catch-all plot
