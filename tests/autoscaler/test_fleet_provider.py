@@ -9,15 +9,18 @@ deleted", "<node> belongs to a different ... than <group>"), a booting node regi
 
 from __future__ import annotations
 
+import random
 from collections.abc import AsyncIterator
 
 import pytest
 
 from kubeplane.api.views import NodeView
-from kubeplane.autoscaler.fleet_provider import DELETED, DELETING, READY, REGISTERED, FleetProvider
+from kubeplane.autoscaler.fleet_provider import DELETED, DELETING, READY, REGISTERED, FleetProvider, fleet_provider
 from kubeplane.autoscaler.nodegroups import parse_node_groups
 from kubeplane.autoscaler.provider import NODE_GROUP_LABEL, CloudProvider, NodeGroupError
+from kubeplane.client.clock import FakeClock
 from kubeplane.client.errors import NotFoundError
+from kubeplane.client.local import LocalClient
 from kubeplane.kubelet.fleet import FleetOptions
 from tests.kubelet.harness import Env, running_fleet
 
@@ -157,3 +160,34 @@ async def test_template_node_is_the_next_node_once_ready(env: tuple[Env, FleetPr
     assert node["spec"]["taints"] == [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}]
     assert node["status"]["allocatable"]["cpu"] == "2"
     assert NodeView(node).is_ready
+
+
+async def test_a_restart_takes_back_the_groups_existing_nodes() -> None:
+    async with running_fleet([{"name": "static"}], FleetOptions()) as e:
+        provider = FleetProvider(e.fleet, GROUPS, clock=e.clock)
+        await provider.start(existing=["static", "small-2", "small-5", "big-x", "other-1"])
+        try:
+            assert provider.nodes("small") == ["small-2", "small-5"]  # initialSize 1 is met already
+            assert provider.nodes("big") == []
+            assert await _ready(e, "small-5")
+            await provider.increase_size("small", 1)
+            assert provider.nodes("small")[-1] == "small-6"
+        finally:
+            await provider.stop()
+
+
+async def test_the_standalone_factory_runs_its_own_fleet_and_takes_back_nodes() -> None:
+    clock = FakeClock()
+    client = await LocalClient.in_memory(now=clock.now)
+    try:
+        async with fleet_provider(client, GROUPS, clock=clock, rng=random.Random(1)) as provider:
+            assert provider.nodes("small") == ["small-0"]
+            await provider.increase_size("small", 1)
+            assert provider.fleet.nodes["small-1"].spec.csi_drivers  # the default CSI driver runs
+        names = [n["metadata"]["name"] for n in (await client.list(client.resource("nodes")))["items"]]
+        assert sorted(names) == ["small-0", "small-1"]
+        async with fleet_provider(client, GROUPS, clock=clock, rng=random.Random(1)) as again:  # a restart
+            assert again.nodes("small") == ["small-0", "small-1"]
+            assert again.node_group_for("small-1") == "small"
+    finally:
+        await client.close()

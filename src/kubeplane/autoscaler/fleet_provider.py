@@ -27,21 +27,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+import random
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeplane.client.clock import Clock
+from kubeplane.api.views import name_of
+from kubeplane.client.clock import Clock, SystemClock
 from kubeplane.client.errors import NotFoundError
 from kubeplane.client.interface import Client
 from kubeplane.kubelet.config import NodeSpec
-from kubeplane.kubelet.fleet import Fleet
+from kubeplane.kubelet.csi.config import DEFAULT_DRIVER
+from kubeplane.kubelet.fleet import Fleet, FleetOptions
 from kubeplane.kubelet.node import registration_node, sorted_images
+from kubeplane.kubelet.state import NodeClients
 
 from .nodegroups import group_node_spec, node_name, template_node_name
-from .provider import NodeGroupError, NodeGroupSpec
+from .provider import NODE_GROUP_LABEL, NodeGroupError, NodeGroupSpec
 
-__all__ = ["DELETED", "DELETING", "READY", "REGISTERED", "FleetProvider", "SizeChange"]
+__all__ = ["DELETED", "DELETING", "READY", "REGISTERED", "FleetProvider", "SizeChange", "fleet_provider"]
 
 log = logging.getLogger(__name__)
 
@@ -102,15 +106,29 @@ class FleetProvider:
 
     # --- lifecycle ----------------------------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Create every group's initial nodes, Ready at once. The fleet must be started."""
+    async def start(self, *, existing: Iterable[str] = ()) -> None:
+        """Create every group's initial nodes, Ready at once. The fleet must be started.
+
+        ``existing``: names of Nodes the API already has (a restarted ``kubeplane up`` on the same data dir): those
+        named ``<group>-<n>`` of a declared group are taken back as the group's nodes (their kubelets start again,
+        within ``max_size``) and new names continue after the highest ``n``; the group is then filled up to its
+        initial size."""
         if self._started:
             return
         self._started = True
+        found: dict[str, list[int]] = {name: [] for name in self._groups}
+        for name in existing:
+            prefix, _, index = name.rpartition("-")
+            if prefix in found and index.isdigit() and node_name(prefix, int(index)) == name:
+                found[prefix].append(int(index))
         for group in self._groups.values():
+            indices = sorted(found[group.name])[: group.max_size]
+            if indices:
+                self._next[group.name] = indices[-1] + 1
+                await self._create(group, len(indices), booting=False, indices=indices)
             count = group.min_size if group.initial_size is None else group.initial_size
-            if count:
-                await self._create(group, count, booting=False)
+            if count > len(indices):
+                await self._create(group, count - len(indices), booting=False)
 
     async def stop(self) -> None:
         """Cancel the pending Ready and deletion timers (the fleet is stopped by its owner)."""
@@ -218,15 +236,21 @@ class FleetProvider:
     def _csi_drivers(self) -> tuple[Any, ...]:
         return tuple(self.fleet.csi.drivers.values())
 
-    async def _create(self, spec: NodeGroupSpec, count: int, *, booting: bool) -> None:
-        """Register ``count`` new nodes of ``spec`` (booting: NotReady until the provisioning delay passed)."""
+    async def _create(
+        self, spec: NodeGroupSpec, count: int, *, booting: bool, indices: Sequence[int] | None = None
+    ) -> None:
+        """Register ``count`` new nodes of ``spec`` (booting: NotReady until the provisioning delay passed);
+        ``indices``: the node numbers to use (nodes taken back), else the group's next ones."""
         now = self.clock.monotonic()
         drivers = self._csi_drivers()
         specs: list[NodeSpec] = []
         members: list[_Member] = []
-        for _ in range(count):
-            index = self._next[spec.name]
-            self._next[spec.name] = index + 1
+        for i in range(count):
+            if indices is not None:
+                index = indices[i]
+            else:
+                index = self._next[spec.name]
+                self._next[spec.name] = index + 1
             name = node_name(spec.name, index)
             specs.append(group_node_spec(spec, index, position=len(self.fleet.nodes) + len(specs), csi_drivers=drivers))
             member = _Member(name, spec.name, registered=now)
@@ -270,3 +294,34 @@ class FleetProvider:
     def _record(self, member: _Member, event: str) -> None:
         t = round(self.clock.monotonic(), 6)
         self.history.append(SizeChange(t, member.group, self.registered(member.group), event, member.name))
+
+
+@contextlib.asynccontextmanager
+async def fleet_provider(
+    client: Client,
+    groups: Sequence[NodeGroupSpec],
+    *,
+    clock: Clock | None = None,
+    rng: random.Random | None = None,
+    options: FleetOptions | None = None,
+    node_client: NodeClients | None = None,
+    admin_client: Client | None = None,
+) -> AsyncIterator[FleetProvider]:
+    """A started :class:`FleetProvider` on a fleet of its own (``kubeplane autoscaler --node-groups``: the cloud
+    beside a cluster it reaches through ``client``), stopped on exit. The fleet runs the default simulated CSI
+    driver; nodes of the groups the API already has are taken back (:meth:`FleetProvider.start`).
+    ``node_client``: each node's own client (default ``client``); ``admin_client`` deletes Node objects (default
+    ``client``)."""
+    clock = clock or SystemClock()
+    fleet = Fleet(
+        client, [], clock=clock, rng=rng, options=options, csi_drivers=(DEFAULT_DRIVER,), node_client=node_client
+    )
+    provider = FleetProvider(fleet, groups, clock=clock, client=admin_client)
+    await fleet.start()
+    try:
+        listed = await client.list(client.resource("nodes"), label_selector=NODE_GROUP_LABEL)
+        await provider.start(existing=[name_of(n) for n in listed["items"]])
+        yield provider
+    finally:
+        await provider.stop()
+        await fleet.stop()
