@@ -9,6 +9,7 @@ taint (``doNoScheduleTaintingPass``); a deleted VM's kubelet stops at once and i
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -137,7 +138,7 @@ def test_the_autoscaler_gets_the_provider_flags_and_its_own_rng(monkeypatch: pyt
          "actions[0].scaleNodeGroup: needs group and a non-zero integer delta"),
         ({"cluster": {"nodes": [{"name": "small-4"}], "nodeGroups": STORY["cluster"]["nodeGroups"]}},
          "cluster: node small-4 has a name of node group small's nodes"),
-        ({"autoscaler": ["expander"]}, "autoscaler: expected a mapping of cluster-autoscaler flags"),
+        ({"autoscaler": ["expander"]}, "autoscaler: expected a mapping of cluster-autoscaler flags (or false)"),
     ],
     ids=["ca-validate-max-below-min", "unknown-group", "zero-delta", "node-name-clash", "flags-are-a-mapping"],
 )  # fmt: skip
@@ -163,3 +164,26 @@ def test_the_report_plots_nodes_per_group() -> None:
     assert page.count(IMG) == 1
     assert "<figcaption>Nodes per node group (registered, not yet deleted)</figcaption>" in page
     assert "Other time series" not in page  # the group columns are not left to the catch-all plot
+
+
+def test_autoscaler_false_keeps_it_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(autoscaling, "load_autoscaler", lambda: (_FakeAutoscaler, _FakeOptions))
+    _FakeAutoscaler.made.clear()
+    scenario = Scenario.parse({**STORY, "autoscaler": False})
+    assert (scenario.autoscaler, scenario.autoscaler_enabled) == (None, False)
+    run(scenario, until=30)
+    assert _FakeAutoscaler.made == []
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sim" / "node-groups.yaml"
+
+
+def test_the_node_groups_example_gives_the_figures_of_autoscaler_md() -> None:
+    result = run(Scenario.load(EXAMPLE))
+    summary = result.summary
+    assert summary["headline"] == ["node_hours", "cost"]
+    assert (summary["node_hours"], summary["cost"]) == (1.2, 0.12)
+    assert summary["node_groups"]["small"] == {
+        "nodes_added": 2, "nodes_removed": 2, "node_hours": 1.2, "cost": 0.12, "nodes_at_end": 1, "nodes_peak": 3,
+    }  # fmt: skip
+    assert summary["scheduling_latency_p50"] == 180.0  # Ready 2 min after the 1 min scale-up

@@ -7,7 +7,8 @@ gets :class:`Autoscaling`: other scenarios start exactly what they always did (t
 
 * Start: each group's initial nodes register Ready right after the fleet starts (before the scheduler and the
   controllers), then the autoscaler (``kubeplane.autoscaler.loop.Autoscaler``) starts with its own RNG stream
-  (``autoscaler-<seed>``), so the other components draw what they always drew.
+  (``autoscaler-<seed>``), so the other components draw what they always drew. ``autoscaler: false`` in the
+  scenario leaves it out: the groups then change only by actions.
 * The action ``scaleNodeGroup: {group, delta}``: ``delta > 0`` asks the group for more nodes, ``delta < 0``
   deletes its newest ``-delta`` nodes (as an operator resizing the group by hand).
 * Time series: ``nodes_group_<name>`` per group, the group's registered, not yet deleted nodes.
@@ -67,11 +68,13 @@ class Autoscaling:
         seed: int,
         flags: Mapping[str, Any] | None,
         scheduler_config: Any,
+        enabled: bool = True,
         loader: Callable[[], tuple[Any, Any] | None] | None = None,
     ) -> None:
         self.groups = list(groups)
         self.client, self.clock, self.seed, self.flags = client, clock, seed, dict(flags or {})
         self.scheduler_config = scheduler_config
+        self.enabled = enabled
         self.provider = FleetProvider(fleet, self.groups, clock=clock)
         self._loader = loader or load_autoscaler
         self.autoscaler: Any = None
@@ -81,10 +84,11 @@ class Autoscaling:
         await self.provider.start()
 
     async def start_autoscaler(self) -> Any:
-        """Start the autoscaler when its core is installed; returns what ``run()`` should run, or None."""
-        found = self._loader()
+        """Start the autoscaler when its core is installed and the scenario does not say ``autoscaler: false``;
+        returns what ``run()`` should run, or None."""
+        found = self._loader() if self.enabled else None
         if found is None:
-            if self.flags:
+            if self.flags and self.enabled:
                 log.warning("sim: the scenario configures an autoscaler, but kubeplane.autoscaler.loop is missing")
             return None
         autoscaler_class, options_class = found

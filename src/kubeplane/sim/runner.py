@@ -168,6 +168,7 @@ class _Run:
             self.autoscaling = Autoscaling(
                 self.scenario.node_groups, client=client, fleet=fleet, clock=clock, seed=self.seed,
                 flags=self.scenario.autoscaler, scheduler_config=self.scheduler_config,
+                enabled=self.scenario.autoscaler_enabled,
             )  # fmt: skip
         scheduler = self._new_scheduler(self.scheduler_config)
         # Without the ServiceAccount controllers: the simulated registry runs no ServiceAccount admission, so

@@ -9,7 +9,7 @@ YAML (docs/sim.md has the full schema and examples)::
     cluster:                      # the kubelet node-config format (docs/kubelet.md), or {preset: demo} /
       nodes: [...]                #   {preset: uniform, workers: N} / {trace: {format: openb, nodes: F.csv}}
       nodeGroups: [...]           # node groups of the simulated cloud (docs/autoscaler.md), beside or instead
-    autoscaler: {expander: least-waste, scale-down-unneeded-time: 10m}   # cluster-autoscaler's flags
+    autoscaler: {expander: least-waste, scale-down-unneeded-time: 10m}   # cluster-autoscaler's flags, or false
     kubelet: {pullDelay: 1s, shutdownDelay: 2s}
     scheduler: {config: {...KubeSchedulerConfiguration...}} | {configFile: sched.yaml}
     workload:
@@ -236,6 +236,8 @@ class Scenario:
     """``cluster.nodeGroups``: the simulated cloud's groups (:mod:`kubeplane.sim.autoscaling`)."""
     autoscaler: Mapping[str, Any] | None = None
     """``autoscaler``: cluster-autoscaler's flags by name, for ``AutoscalerOptions.from_flags``."""
+    autoscaler_enabled: bool = True
+    """False for ``autoscaler: false``: the node groups run without the autoscaler (resized by actions only)."""
 
     @classmethod
     def load(cls, path: str | Path) -> Scenario:
@@ -263,8 +265,11 @@ class Scenario:
         kubelet = data.get("kubelet") or {}
         nodes, groups = _cluster_and_groups(data.get("cluster"), base)
         autoscaler = data.get("autoscaler")
+        enabled = autoscaler is not False  # `autoscaler: false`: node groups resized by actions alone
+        if autoscaler is False:
+            autoscaler = None
         if autoscaler is not None and not isinstance(autoscaler, Mapping):
-            raise ScenarioError("autoscaler: expected a mapping of cluster-autoscaler flags")
+            raise ScenarioError("autoscaler: expected a mapping of cluster-autoscaler flags (or false)")
         actions = _actions(data.get("actions") or [], base)
         names = {g.name for g in groups}
         for action in actions:
@@ -290,6 +295,7 @@ class Scenario:
             source=source,
             node_groups=groups,
             autoscaler=None if autoscaler is None else dict(autoscaler),
+            autoscaler_enabled=enabled,
         )
 
 
