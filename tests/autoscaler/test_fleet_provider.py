@@ -15,13 +15,14 @@ from collections.abc import AsyncIterator
 import pytest
 
 from kubeplane.api.views import NodeView
+from kubeplane.apiserver.tokens import UserInfo
 from kubeplane.autoscaler.fleet_provider import DELETED, DELETING, READY, REGISTERED, FleetProvider, fleet_provider
 from kubeplane.autoscaler.nodegroups import parse_node_groups
 from kubeplane.autoscaler.provider import NODE_GROUP_LABEL, CloudProvider, NodeGroupError
 from kubeplane.client.clock import FakeClock
 from kubeplane.client.errors import NotFoundError
 from kubeplane.client.local import LocalClient
-from kubeplane.kubelet.fleet import FleetOptions
+from kubeplane.kubelet.fleet import FLEET_USER, FleetOptions, node_groups, node_user_name
 from tests.kubelet.harness import Env, running_fleet
 
 GROUPS = parse_node_groups(
@@ -191,3 +192,39 @@ async def test_the_standalone_factory_runs_its_own_fleet_and_takes_back_nodes() 
             assert again.node_group_for("small-1") == "small"
     finally:
         await client.close()
+
+
+async def test_booting_nodes_register_and_turn_ready_as_their_own_kubelet_identity() -> None:
+    """NodeRestriction and the Node authorizer accept a booting node's registration (the not-ready taint included)
+    and its Ready report when each node writes as ``system:node:<name>``; the admin client deletes Nodes."""
+    clock = FakeClock()
+    base = await LocalClient.in_memory(now=clock.now)
+    fleet_user = UserInfo(FLEET_USER, groups=("system:authenticated",))
+    try:
+        async with fleet_provider(
+            base.as_user(fleet_user),
+            GROUPS,
+            clock=clock,
+            rng=random.Random(1),
+            node_client=lambda name: base.as_user(UserInfo(node_user_name(name), groups=node_groups())),
+            admin_client=base,
+        ) as provider:
+            await provider.increase_size("small", 1)
+            node = await base.get(base.resource("nodes"), "small-1")
+            assert {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"} in node["spec"]["taints"]
+            await clock.advance(120)
+            env = Env(base, clock, provider.fleet)
+            await env.until(lambda: _ready(env, "small-1"), "small-1 Ready")
+            await provider.delete_nodes("small", ["small-1"])
+            await clock.advance(30)
+            await env.until(lambda: _gone(env, "small-1"), "small-1 deleted")
+    finally:
+        await base.close()
+
+
+async def _gone(env: Env, name: str) -> bool:
+    try:
+        await env.client.get(env.nodes, name)
+    except NotFoundError:
+        return True
+    return False
