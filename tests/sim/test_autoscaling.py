@@ -187,3 +187,7 @@ def test_the_node_groups_example_gives_the_figures_of_autoscaler_md() -> None:
         "nodes_added": 2, "nodes_removed": 2, "node_hours": 1.2, "cost": 0.12, "nodes_at_end": 1, "nodes_peak": 3,
     }  # fmt: skip
     assert summary["scheduling_latency_p50"] == 180.0  # Ready 2 min after the 1 min scale-up
+    from kubeplane.cli.sim import _summary_lines
+
+    printed = "\n".join(_summary_lines(result))
+    assert "  node groups: 2 node(s) added, 2 removed; 1.2 node-hours, cost 0.12" in printed
