@@ -455,6 +455,10 @@ def up(
     node_config: Annotated[
         Path | None, typer.Option("--node-config", help="Node-config YAML (docs/kubelet.md) instead of --nodes.")
     ] = None,
+    node_groups: Annotated[
+        Path | None,
+        typer.Option("--node-groups", help="Node groups of the simulated cloud (docs/autoscaler.md), in addition."),
+    ] = None,
     store: Annotated[
         str, typer.Option("--store", help="sqlite (durable, default), memory, or etcd (with --etcd-servers).")
     ] = "sqlite",
@@ -486,6 +490,7 @@ def up(
                 verbosity=verbosity,
                 pull_delay=pull_delay, shutdown_delay=shutdown_delay, etcd_servers=etcd_servers,
                 service_cluster_ip_range=service_cluster_ip_range, service_node_port_range=service_node_port_range,
+                node_groups=node_groups,
             )
         )  # fmt: skip
     except CLIError as exc:
