@@ -183,3 +183,25 @@ async def test_run_loops_on_the_injected_clock(env: Env) -> None:
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+@pytest.mark.parametrize("env", [ONE_GROUP], indirect=True, ids=["upcoming node: room to come, no second scale-up"])
+async def test_pods_fitting_an_upcoming_node_do_not_scale_up_again(env: Env) -> None:
+    await env.create_pod(pod_object("busy", cpu="1500m", node="g-0"))
+    await env.create_pod(pod_object("pending", cpu="1500m", unschedulable=True))
+    await env.settle()
+    await env.autoscaler.run_once()
+    nodes = env.client.resource("nodes")
+    booting = await env.client.get(nodes, "g-1")  # as a booting kubelet's node: NotReady, tainted not-ready
+    booting["spec"]["taints"] = [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]
+    booting = await env.client.update(nodes, booting)
+    booting["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    await env.client.update(nodes, booting, subresource="status")
+    await env.settle()
+    await env.clock.advance(10)
+    second = await env.autoscaler.run_once()
+    assert second.scale_up.infos == []
+    assert env.provider.increases == [("g", 1)]
+    [group] = (await env.status())["nodeGroups"]
+    assert group["health"]["nodeCounts"]["registered"]["notStarted"] == 1
+    assert group["scaleUp"]["status"] == "InProgress"

@@ -12,6 +12,7 @@ from kubeplane.autoscaler.options import AutoscalerOptions
 from kubeplane.autoscaler.provider import NodeGroupSpec
 from kubeplane.autoscaler.scaledown import (
     UnneededTracker,
+    is_node_ready,
     plan_scale_down,
     select_for_deletion,
     utilization,
@@ -153,3 +154,24 @@ def test_empty_batch_and_drain_parallelism() -> None:
     empty = [n for n in chosen if plan.unneeded[n].empty]
     drained = [n for n in chosen if not plan.unneeded[n].empty]
     assert (len(empty), len(drained)) == (2, 1)  # max-empty-bulk-delete 2, max-drain-parallelism 1
+
+
+READINESS = [
+    ("Ready condition True, no taint", node_object("n"), True),
+    ("Ready condition False", node_object("n", ready=False), False),
+    (
+        "Ready but still tainted not-ready (lifecycle controller not caught up)",
+        node_object("n", taints=[{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]),
+        False,
+    ),
+    (
+        "Ready but tainted unreachable",
+        node_object("n", taints=[{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}]),
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(("node", "ready"), [c[1:] for c in READINESS], ids=[c[0] for c in READINESS])
+def test_readiness_as_upstream_get_readiness_state(node: dict[str, Any], ready: bool) -> None:
+    assert is_node_ready(node) is ready

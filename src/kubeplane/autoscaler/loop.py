@@ -6,7 +6,8 @@ scheduler's Filter plugins read) and reaches the cloud only through the :class:`
 loop (:meth:`Autoscaler.run_once`):
 
 1. the cluster as the scheduler sees it (:class:`~.simulator.ClusterSimulator`), with every *upcoming* node
-   (asked for, not yet Ready) replaced by its group's template node under its own name: room that is coming;
+   (asked for, not yet ready: Ready condition not True or still tainted not-ready/unreachable, for less than
+   ``max-node-provision-time``) replaced by its group's template node under its own name: room that is coming;
 2. scale-up (:mod:`.scaleup`): unschedulable pods not fitting anywhere there -> the chosen group(s) grown by
    ``provider.increase_size``; events ``TriggeredScaleUp`` / ``NotTriggerScaleUp`` on the pods and
    ``ScaledUpGroup`` on the status ConfigMap;
@@ -27,8 +28,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeplane.api.views import NodeView, name_of
+from kubeplane.api.views import meta_of, name_of
 from kubeplane.autoscaler.actuation import Actuator
+from kubeplane.autoscaler.drain import time_of
 from kubeplane.autoscaler.expanders import PRIORITY_CONFIGMAP, PriorityError, parse_priorities
 from kubeplane.autoscaler.options import AutoscalerOptions
 from kubeplane.autoscaler.provider import CloudProvider, NodeGroupError
@@ -36,6 +38,7 @@ from kubeplane.autoscaler.scaledown import (
     ScaleDownPlan,
     UnneededTracker,
     is_being_deleted,
+    is_node_ready,
     plan_scale_down,
     select_for_deletion,
 )
@@ -145,16 +148,22 @@ class Autoscaler:
             out.extend({**o, "kind": kind} for o in self.informers.lister_for(resource).list())
         return out
 
-    def _upcoming(self, nodes: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
-        """Upcoming node name -> group: the newest ``upcoming(group)`` of the group's nodes not Ready."""
+    def _upcoming(self, nodes: Mapping[str, Mapping[str, Any]], now: float) -> dict[str, str]:
+        """Upcoming node name -> group: a group's node not yet registered, or registered and not ready
+        (:func:`is_node_ready`) for less than ``max-node-provision-time`` since its creation (upstream's
+        NotStarted nodes); a node unready for longer is an unready node, not room to come."""
         out: dict[str, str] = {}
         for spec in self.provider.node_groups():
-            count = self.provider.upcoming(spec.name)
-            if count <= 0:
-                continue
-            not_ready = [n for n in self.provider.nodes(spec.name) if n not in nodes or not NodeView(nodes[n]).is_ready]
-            for name in not_ready[-count:]:
-                out[name] = spec.name
+            for name in self.provider.nodes(spec.name):
+                node = nodes.get(name)
+                if node is None:
+                    out[name] = spec.name
+                    continue
+                if is_node_ready(node):
+                    continue
+                created = time_of(meta_of(node).get("creationTimestamp"))
+                if created is None or now - created < self.options.max_node_provision_time:
+                    out[name] = spec.name
         return out
 
     async def _priorities(self) -> list[tuple[int, list[re.Pattern[str]]]]:
@@ -178,7 +187,7 @@ class Autoscaler:
         pods = self.informers.lister_for("pods").list()
         objects = self._objects()
         pdbs = [o for o in objects if o["kind"] == "PodDisruptionBudget"]
-        upcoming = self._upcoming(nodes)
+        upcoming = self._upcoming(nodes, now)
         real = [n for name, n in nodes.items() if name not in upcoming]
         base = ClusterSimulator(real, pods, objects=objects, config=self.scheduler_config, memo=self._memo)
         with_upcoming = base.fork()
@@ -295,7 +304,7 @@ class Autoscaler:
         for spec in self.provider.node_groups():
             names = self.provider.nodes(spec.name)
             registered = [nodes[n] for n in names if n in nodes]
-            ready = sum(1 for n in registered if NodeView(n).is_ready and name_of(n) not in upcoming)
+            ready = sum(1 for n in registered if is_node_ready(n) and name_of(n) not in upcoming)
             not_started = sum(1 for n in registered if name_of(n) in upcoming)
             groups[spec.name] = GroupCounts(
                 ready=ready,
@@ -305,13 +314,13 @@ class Autoscaler:
                 target=self.provider.target_size(spec.name),
                 min_size=spec.min_size,
                 max_size=spec.max_size,
-                upcoming=self.provider.upcoming(spec.name),
+                upcoming=sum(1 for g in upcoming.values() if g == spec.name),
                 candidates=sum(1 for r in result.scale_down.unneeded.values() if r.group == spec.name),
             )
         cluster = summed(list(groups.values()))
         owned = {n for spec in self.provider.node_groups() for n in self.provider.nodes(spec.name)}
         others = [n for name, n in nodes.items() if name not in owned]
-        extra_ready = sum(1 for n in others if NodeView(n).is_ready)
+        extra_ready = sum(1 for n in others if is_node_ready(n))
         cluster = GroupCounts(
             ready=cluster.ready + extra_ready,
             not_started=cluster.not_started,

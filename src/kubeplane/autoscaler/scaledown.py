@@ -44,6 +44,7 @@ __all__ = [
     "UnneededTracker",
     "UnremovableReason",
     "is_being_deleted",
+    "is_node_ready",
     "plan_scale_down",
     "select_for_deletion",
     "utilization",
@@ -87,6 +88,17 @@ class ScaleDownPlan:
     unremovable: dict[str, str] = field(default_factory=dict)
     """node -> UnremovableReason (and for BlockedByPod the blocking message after ``: ``)."""
     utilization: dict[str, float] = field(default_factory=dict)
+
+
+_NOT_READY_TAINTS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
+
+
+def is_node_ready(node: Obj) -> bool:
+    """Upstream GetReadinessState: the Ready condition True and no not-ready/unreachable taint (a node the
+    kubelet reports Ready keeps the taint until the node lifecycle controller removes it; until then nothing
+    schedules there)."""
+    view = NodeView(node)
+    return view.is_ready and not any(t.get("key") in _NOT_READY_TAINTS for t in view.taints)
 
 
 def is_being_deleted(node: Obj) -> bool:
@@ -164,7 +176,7 @@ def plan_scale_down(
             continue
         move, _evict, blocking = pods_to_move(pods, pdbs=pdbs, options=drain_options, now=now)
         empty = not move and blocking is None
-        candidates.append((not empty, util, name, group, view.is_ready))
+        candidates.append((not empty, util, name, group, is_node_ready(node)))
     work = sim.fork()
     for _, _, name, group, ready in sorted(candidates):
         pods = work.pods_on(name)
