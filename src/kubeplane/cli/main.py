@@ -389,6 +389,35 @@ def scheduler(
         _fail(str(exc))
 
 
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def autoscaler(
+    ctx: typer.Context,
+    node_groups: Annotated[Path, typer.Option("--node-groups", help="Node groups file (docs/autoscaler.md).")],
+    kubeconfig: KubeconfigOpt = None,
+    verbosity: VerbosityOpt = 0,
+    metrics_port: Annotated[int, _metrics_port_opt()] = 8085,
+    bind_address: BindAddressOpt = "127.0.0.1",
+) -> None:
+    """Run the cluster-autoscaler over simulated node groups.
+
+    Other options are cluster-autoscaler's flags, e.g. --scan-interval=10s,
+    --expander=least-waste (docs/autoscaler.md)."""
+    from kubeplane.cli.autoscaler import run_autoscaler
+    from kubeplane.cli.component import CLIError, configure_logging
+
+    configure_logging(verbosity)
+    try:
+        run_autoscaler(
+            kubeconfig=kubeconfig,
+            node_groups=node_groups,
+            args=list(ctx.args),
+            metrics_port=metrics_port,
+            bind_address=bind_address,
+        )
+    except CLIError as exc:
+        _fail(str(exc))
+
+
 @app.command("controller-manager")
 def controller_manager(
     kubeconfig: KubeconfigOpt = None,
