@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -58,7 +59,7 @@ def test_autoscaler_process_runs_the_groups_and_writes_its_status(tmp_path: Path
     kubectl = [KUBECTL, "--kubeconfig", str(server.kubeconfig), "--cache-dir", str(tmp_path / "cache")]
     try:
         deadline = time.monotonic() + 30
-        status: dict[str, object] = {}
+        status: dict[str, Any] = {}
         while time.monotonic() < deadline:
             got = subprocess.run(
                 [*kubectl, "get", "configmap", "cluster-autoscaler-status", "-n", "kube-system", "-o", "json"],
@@ -69,7 +70,7 @@ def test_autoscaler_process_runs_the_groups_and_writes_its_status(tmp_path: Path
                 break
             time.sleep(0.2)
         assert status, log_path.read_text()
-        [group] = status["nodeGroups"]  # type: ignore[index]
+        [group] = status["nodeGroups"]
         assert group["name"] == "small"
         assert group["health"]["cloudProviderTarget"] == 1
         nodes = subprocess.run([*kubectl, "get", "nodes", "-o", "name"], capture_output=True, text=True, check=True)
