@@ -4,23 +4,24 @@ First-fit decreasing on copies of the group's template node, through the schedul
 (:class:`~.simulator.ClusterSimulator`): pods are taken largest first (the sum of their cpu and memory requests
 as fractions of the template's allocatable, upstream's ``DecreasingPodOrderer``); each pod goes on a new node
 already opened if it fits one (in opening order), else a new node is opened -- unless ``limit`` nodes are open,
-which ends the estimate. A pod that does not fit a fresh node is left out (and pods of the same controller with
-it: upstream remembers such "permanent" failures per equivalence group). Nodes left without pods are not
-counted. The simulator is a fork: the caller's cluster is unchanged.
+which ends the estimate. A pod that does not fit a fresh node is left out, and with it the pods of its
+equivalence group (:func:`equivalence_key`; upstream remembers such "permanent" failures per group). Nodes left
+without pods are not counted. The simulator is a fork: the caller's cluster is unchanged.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kubeplane.api.pods import pod_requests
-from kubeplane.api.views import controller_ref_of, meta_of
+from kubeplane.api.views import controller_ref_of, labels_of, meta_of, spec_of
 from kubeplane.autoscaler.simulator import ClusterSimulator, pod_key
 from kubeplane.scheduler.framework.types import Resource
 
-__all__ = ["Estimate", "binpacking_estimate", "template_copy"]
+__all__ = ["Estimate", "binpacking_estimate", "equivalence_key", "template_copy"]
 
 Obj = Mapping[str, Any]
 
@@ -52,9 +53,24 @@ def _size_score(pod: Obj, allocatable: Resource) -> float:
     return score
 
 
-def _equivalence(pod: Obj) -> str:
+def equivalence_key(pod: Obj) -> str:
+    """Pods of one controller with the same spec and labels schedule alike (upstream's pod equivalence groups):
+    once one fits nowhere, the next would not either."""
     ref = controller_ref_of(pod)
-    return str(ref.get("uid") or ref.get("name")) if ref is not None else pod_key(pod)
+    if ref is None:
+        return f"pod:{pod_key(pod)}"
+    spec = {k: v for k, v in spec_of(pod).items() if k != "nodeName"}
+    body = json.dumps([dict(labels_of(pod)), spec], sort_keys=True, default=_plain)
+    return "ctrl:" + str(ref.get("uid") or ref.get("name")) + body
+
+
+def _plain(value: Any) -> Any:
+    """JSON for read-only mappings and sequences (informer caches hand out frozen views)."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, (list, tuple)) or hasattr(value, "__iter__"):
+        return list(value)
+    return str(value)
 
 
 def binpacking_estimate(
@@ -69,7 +85,7 @@ def binpacking_estimate(
     placed: list[Obj] = []
     failed: set[str] = set()
     for pod in ordered:
-        equivalence = _equivalence(pod)
+        equivalence = equivalence_key(pod)
         if equivalence in failed:
             continue
         on = sim.place(pod, only=opened) if opened else None

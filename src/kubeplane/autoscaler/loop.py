@@ -217,7 +217,15 @@ class Autoscaler:
             self.last_scale_up = now
 
         if self.options.scale_down_enabled and not scaled_up:
-            plan = plan_scale_down(base, real, provider=self.provider, options=self.options, pdbs=pdbs, now=now)
+            plan = plan_scale_down(
+                base,
+                real,
+                provider=self.provider,
+                options=self.options,
+                pdbs=pdbs,
+                now=now,
+                previous=set(self.unneeded.since),
+            )
             for name in self.actuator.deleting:
                 plan.unneeded.pop(name, None)
             self.unneeded.update(list(plan.unneeded), now)

@@ -52,6 +52,7 @@ class AutoscalerOptions:
     max_empty_bulk_delete: int = 10
     max_scale_down_parallelism: int = 10
     max_drain_parallelism: int = 1
+    scale_down_non_empty_candidates_count: int = 30
     max_graceful_termination_sec: int = 600
     max_pod_eviction_time: float = 120.0
     skip_nodes_with_system_pods: bool = True

@@ -9,11 +9,13 @@ Each loop, for every node a group owns and that is not already being deleted:
    (``nvidia.com/gpu`` or any ``*/gpu`` allocatable) is judged by GPU requests alone against
    ``scale-down-gpu-utilization-threshold``. DaemonSet and mirror pods count unless
    ``ignore-daemonsets-utilization`` / ``ignore-mirror-pods-utilization``.
-2. **removal simulation**, eligible nodes in order (empty nodes first, then by utilisation, then name): the pods
-   to move by :mod:`.drain`'s rules (a blocking pod -> ``BlockedByPod``), each placed by the scheduler's
-   filters on another node that is neither being removed nor already found unneeded (``NoPlaceToMovePods``
-   otherwise). A node found unneeded keeps its pods' new places for the next candidate, so two nodes never
-   count on each other's room.
+2. **removal simulation**, eligible nodes in order (empty nodes first, then the nodes unneeded in the previous
+   loop, then by utilisation, then name), of the non-empty ones only the first
+   ``scale-down-non-empty-candidates-count`` (30; <= 0: all): the pods to move by :mod:`.drain`'s rules (a
+   blocking pod -> ``BlockedByPod``), each placed by the scheduler's filters on the first other node (node-tree
+   order) that is neither being removed nor already found unneeded (``NoPlaceToMovePods`` otherwise). A node
+   found unneeded keeps its pods' new places for the next candidate, so two nodes never count on each other's
+   room.
 3. :class:`UnneededTracker` keeps since when each node has been unneeded; :func:`select_for_deletion` takes
    those unneeded for ``scale-down-unneeded-time`` (``scale-down-unready-time`` for a NotReady node): empty
    ones up to the empty batch limit, plus up to ``max-drain-parallelism`` that need a drain, never taking a group
@@ -23,7 +25,7 @@ Each loop, for every node a group owns and that is not already being deleted:
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,16 +147,18 @@ def plan_scale_down(
     options: AutoscalerOptions,
     pdbs: Sequence[Obj],
     now: float,
+    previous: Collection[str] = (),
 ) -> ScaleDownPlan:
     """Which nodes are unneeded now, and why the others are not (module docstring). ``sim`` holds the cluster
-    as the scheduler sees it (nodes being deleted already left out); it is forked, not changed."""
+    as the scheduler sees it (nodes being deleted already left out); it is forked, not changed. ``previous``: the
+    nodes unneeded in the last loop (checked first, so their unneeded time keeps running)."""
     plan = ScaleDownPlan()
     drain_options = DrainOptions(
         skip_nodes_with_system_pods=options.skip_nodes_with_system_pods,
         skip_nodes_with_local_storage=options.skip_nodes_with_local_storage,
         skip_nodes_with_custom_controller_pods=options.skip_nodes_with_custom_controller_pods,
     )
-    candidates: list[tuple[bool, float, str, str, bool]] = []
+    candidates: list[tuple[bool, bool, float, str, str, bool]] = []
     for node in nodes:
         view = NodeView(node)
         name = view.name
@@ -176,9 +180,15 @@ def plan_scale_down(
             continue
         move, _evict, blocking = pods_to_move(pods, pdbs=pdbs, options=drain_options, now=now)
         empty = not move and blocking is None
-        candidates.append((not empty, util, name, group, is_node_ready(node)))
+        candidates.append((not empty, name not in previous, util, name, group, is_node_ready(node)))
     work = sim.fork()
-    for _, _, name, group, ready in sorted(candidates):
+    limit = options.scale_down_non_empty_candidates_count
+    non_empty = 0
+    for busy, _, _, name, group, ready in sorted(candidates):
+        if busy:
+            non_empty += 1
+            if 0 < limit < non_empty:
+                break
         pods = work.pods_on(name)
         move, evict, blocking = pods_to_move(pods, pdbs=pdbs, options=drain_options, now=now)
         if blocking is not None:

@@ -32,7 +32,7 @@ from typing import Any
 
 from kubeplane.api.views import find_condition, labels_of, meta_of, spec_of, status_of
 from kubeplane.autoscaler.drain import time_of
-from kubeplane.autoscaler.estimator import binpacking_estimate, template_copy
+from kubeplane.autoscaler.estimator import binpacking_estimate, equivalence_key, template_copy
 from kubeplane.autoscaler.expanders import Option, best_option
 from kubeplane.autoscaler.options import AutoscalerOptions
 from kubeplane.autoscaler.provider import NODE_GROUP_LABEL, CloudProvider
@@ -115,10 +115,14 @@ def unschedulable_pods(pods: Sequence[Obj], *, now: float, options: AutoscalerOp
 
 
 def filter_out_schedulable(sim: ClusterSimulator, pods: Sequence[Obj]) -> list[Obj]:
-    """Pods that fit nowhere in ``sim`` (which keeps the placements of those that do)."""
+    """Pods that fit nowhere in ``sim`` (which keeps the placements of those that do); after one pod of an
+    equivalence group fits nowhere, the rest of the group is not tried (the cluster only got fuller)."""
     remaining = []
+    failed: set[str] = set()
     for pod in sorted(pods, key=lambda p: -int(spec_of(p).get("priority") or 0)):
-        if sim.place(pod) is None:
+        key = equivalence_key(pod)
+        if key in failed or sim.place(pod) is None:
+            failed.add(key)
             remaining.append(pod)
     return remaining
 
@@ -206,13 +210,18 @@ def plan_scale_up(
         check = f"template-node-for-{group}-check"
         probe.add_node(template_copy(template, check))
         passing = []
+        verdicts: dict[str, list[str] | None] = {}  # equivalence group -> the filters' reasons (None: passes)
         for pod in pending:
-            result = probe.fits(pod, only=(check,))
-            if result.nodes:
+            key = equivalence_key(pod)
+            if key not in verdicts:
+                passes = probe.first_fit(pod, [check]) is not None
+                verdicts[key] = None if passes else sorted(probe.fits(pod, only=(check,)).reasons)
+            verdict = verdicts[key]
+            if verdict is None:
                 passing.append(pod)
                 helpable.add(pod_key(pod))
             else:
-                reasons[pod_key(pod)][group] = sorted(result.reasons)
+                reasons[pod_key(pod)][group] = verdict
         if not passing:
             continue
         limit = min(spec.max_size - target, options.max_nodes_per_scaleup)

@@ -267,17 +267,47 @@ class ClusterSimulator:
         return FitResult(names, reasons)
 
     def fits_on(self, pod: Obj, node_name: str) -> bool:
-        return node_name in self.fits(pod, only=(node_name,)).nodes
+        return self.first_fit(pod, [node_name]) is not None
+
+    def first_fit(self, pod: Obj, candidates: Sequence[str]) -> str | None:
+        """The first of ``candidates`` (in their order) the pod passes every Filter on, after one PreFilter:
+        upstream's SchedulePodOnAnyNodeMatching, which stops at the first fitting node."""
+        snapshot = self.snapshot()
+        if self._profiles is None:
+            self._profiles = _Profiles(self._objects, self._config, self._seed)
+        spec = {k: v for k, v in spec_of(pod).items() if k != "nodeName"}
+        pod_info = PodInfo({**pod, "metadata": {"namespace": "default", **meta_of(pod)}, "spec": spec})
+        fwk = self._profiles.profiles.get(pod_info.scheduler_name)
+        node_infos = list(snapshot.list())
+        if fwk is None or not node_infos:
+            return None
+        self._profiles.proxy.target = snapshot
+        state = CycleState()
+        result, status, _ = fwk.run_pre_filter_plugins(state, pod_info, node_infos)
+        if status is not None and not status.is_success():
+            return None
+        allowed = result.node_names if result is not None else None
+        for name in candidates:
+            info = snapshot.get(name)
+            if info is None or (allowed is not None and name not in allowed):
+                continue
+            if fwk.run_filter_plugins(state, pod_info, info) is None:
+                return name
+        return None
 
     def place(self, pod: Obj, *, only: Iterable[str] | None = None, exclude: Iterable[str] = ()) -> str | None:
         """Bind ``pod`` to the first node (snapshot order) it fits on among ``only`` but not ``exclude``;
         the node's name, or None (nothing changed)."""
         excluded = set(exclude)
-        candidates = [n for n in (self._nodes if only is None else only) if n not in excluded and n in self._nodes]
+        wanted = None if only is None else set(only)
+        candidates = [
+            ni.name
+            for ni in self.snapshot().list()
+            if ni.name not in excluded and (wanted is None or ni.name in wanted)
+        ]
         if not candidates:
             return None
-        result = self.fits(pod, only=candidates)
-        if not result.nodes:
-            return None
-        self.add_pod(pod, result.nodes[0])
-        return result.nodes[0]
+        node = self.first_fit(pod, candidates)
+        if node is not None:
+            self.add_pod(pod, node)
+        return node
