@@ -205,3 +205,36 @@ async def test_pods_fitting_an_upcoming_node_do_not_scale_up_again(env: Env) -> 
     [group] = (await env.status())["nodeGroups"]
     assert group["health"]["nodeCounts"]["registered"]["notStarted"] == 1
     assert group["scaleUp"]["status"] == "InProgress"
+
+
+PRIORITY: tuple[list[NodeGroupSpec], dict[str, int], AutoscalerOptions] = (
+    [
+        NodeGroupSpec("cheap", 0, 3, {"cpu": "2", "memory": "4Gi"}, extra={"priority": 1}),
+        NodeGroupSpec("preferred", 0, 3, {"cpu": "2", "memory": "4Gi"}, extra={"priority": 5}),
+    ],
+    {},
+    AutoscalerOptions(expander="priority"),
+)
+
+
+@pytest.mark.parametrize("env", [PRIORITY], indirect=True, ids=["priority expander: the ConfigMap's regexes win"])
+async def test_priority_expander_reads_the_configmap(env: Env) -> None:
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cluster-autoscaler-priority-expander", "namespace": "kube-system"},
+        "data": {"priorities": "10:\n  - ^che.*\n1:\n  - .*\n"},
+    }
+    await env.client.create(env.client.resource("configmaps"), cm, namespace="kube-system")
+    await env.create_pod(pod_object("pending", cpu="1500m", unschedulable=True))
+    await env.settle()
+    result = await env.autoscaler.run_once()
+    assert [i.group for i in result.scale_up.infos] == ["cheap"]
+
+
+@pytest.mark.parametrize("env", [PRIORITY], indirect=True, ids=["priority expander: the groups' priority fields"])
+async def test_priority_expander_falls_back_to_the_groups_priorities(env: Env) -> None:
+    await env.create_pod(pod_object("pending", cpu="1500m", unschedulable=True))
+    await env.settle()
+    result = await env.autoscaler.run_once()
+    assert [i.group for i in result.scale_up.infos] == ["preferred"]

@@ -167,6 +167,8 @@ class Autoscaler:
         return out
 
     async def _priorities(self) -> list[tuple[int, list[re.Pattern[str]]]]:
+        """The priority expander's table: the ``cluster-autoscaler-priority-expander`` ConfigMap as upstream; without
+        that ConfigMap, the groups' own ``priority`` fields (each matching its group's name exactly)."""
         if "priority" not in self.options.expanders():
             return []
         try:
@@ -175,10 +177,16 @@ class Autoscaler:
             )
             return parse_priorities(str((cm.get("data") or {}).get("priorities") or ""))
         except NotFoundError:
-            log.warning("priority expander: ConfigMap %s/%s not found", self.options.namespace, PRIORITY_CONFIGMAP)
+            pass
         except PriorityError as exc:
             log.warning("priority expander: %s", exc)
-        return []
+            return []
+        table: dict[int, list[re.Pattern[str]]] = {}
+        for spec in self.provider.node_groups():
+            prio = spec.extra.get("priority")
+            if isinstance(prio, int):
+                table.setdefault(prio, []).append(re.compile(f"^{re.escape(spec.name)}$"))
+        return sorted(table.items(), key=lambda item: -item[0])
 
     async def run_once(self) -> LoopResult:
         now = self.clock.now()
