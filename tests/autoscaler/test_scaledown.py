@@ -175,3 +175,13 @@ READINESS = [
 @pytest.mark.parametrize(("node", "ready"), [c[1:] for c in READINESS], ids=[c[0] for c in READINESS])
 def test_readiness_as_upstream_get_readiness_state(node: dict[str, Any], ready: bool) -> None:
     assert is_node_ready(node) is ready
+
+
+def test_expendable_pods_need_no_new_place() -> None:
+    """expendable-pods-priority-cutoff: such pods are evicted with the node, never rescheduled."""
+    pods = [pod_object("low", cpu="900m", node="g-0", priority=-20), pod_object("full", cpu="900m", node="g-1")]
+    provider, objs, sim = _setup(2, pods, cpu="1")
+    plan = _plan(provider, objs, sim, scale_down_utilization_threshold=1.0)
+    assert plan.unneeded["g-0"].pods_to_move == ()
+    assert [p["metadata"]["name"] for p in plan.unneeded["g-0"].pods_to_evict] == ["low"]
+    assert plan.unremovable["g-1"] == "NoPlaceToMovePods"

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeplane.api.views import meta_of, name_of
+from kubeplane.api.views import is_pod_terminal, meta_of, name_of
 from kubeplane.autoscaler.actuation import Actuator
 from kubeplane.autoscaler.drain import time_of
 from kubeplane.autoscaler.expanders import PRIORITY_CONFIGMAP, PriorityError, parse_priorities
@@ -197,11 +197,13 @@ class Autoscaler:
         pdbs = [o for o in objects if o["kind"] == "PodDisruptionBudget"]
         upcoming = self._upcoming(nodes, now)
         real = [n for name, n in nodes.items() if name not in upcoming]
-        base = ClusterSimulator(real, pods, objects=objects, config=self.scheduler_config, memo=self._memo)
+        # the scheduler's cache holds no terminal pods (its informer lists Succeeded/Failed pods out)
+        live = [p for p in pods if not is_pod_terminal(p)]
+        base = ClusterSimulator(real, live, objects=objects, config=self.scheduler_config, memo=self._memo)
         with_upcoming = base.fork()
         for name, group in upcoming.items():
             with_upcoming.add_node(upcoming_node(self.provider, group, name))
-        for pod in pods:  # pods already bound to an upcoming node (DaemonSets) keep their place
+        for pod in live:  # pods already bound to an upcoming node (DaemonSets) keep their place
             bound = (pod.get("spec") or {}).get("nodeName")
             if bound in upcoming:
                 with_upcoming.add_pod(pod, str(bound))

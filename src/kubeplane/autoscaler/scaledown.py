@@ -12,7 +12,8 @@ Each loop, for every node a group owns and that is not already being deleted:
 2. **removal simulation**, eligible nodes in order (empty nodes first, then the nodes unneeded in the previous
    loop, then by utilisation, then name), of the non-empty ones only the first
    ``scale-down-non-empty-candidates-count`` (30; <= 0: all): the pods to move by :mod:`.drain`'s rules (a
-   blocking pod -> ``BlockedByPod``), each placed by the scheduler's filters on the first other node (node-tree
+   blocking pod -> ``BlockedByPod``; expendable pods, of priority below ``expendable-pods-priority-cutoff``, are
+   evicted without a new place), each placed by the scheduler's filters on the first other node (node-tree
    order) that is neither being removed nor already found unneeded (``NoPlaceToMovePods`` otherwise). A node
    found unneeded keeps its pods' new places for the next candidate, so two nodes never count on each other's
    room.
@@ -194,12 +195,16 @@ def plan_scale_down(
         if blocking is not None:
             plan.unremovable[name] = f"{UnremovableReason.BLOCKED_BY_POD}: {blocking.message}"
             continue
+        cutoff = options.expendable_pods_priority_cutoff
+        expendable = [p for p in move if int(spec_of(p).get("priority") or 0) < cutoff]
+        move = [p for p in move if int(spec_of(p).get("priority") or 0) >= cutoff]
         trial = work.fork()
         trial.remove_node(name)
         destinations = [n for n in trial.node_names() if n not in plan.unneeded]
         if all(trial.place(pod, only=destinations) is not None for pod in move):
             work = trial
-            plan.unneeded[name] = NodeRemoval(name, group, tuple(move), tuple(move) + tuple(evict), ready)
+            evicted = (*move, *expendable, *evict)
+            plan.unneeded[name] = NodeRemoval(name, group, tuple(move), evicted, ready)
         else:
             plan.unremovable[name] = UnremovableReason.NO_PLACE_TO_MOVE_PODS
     return plan
