@@ -238,3 +238,25 @@ async def test_priority_expander_falls_back_to_the_groups_priorities(env: Env) -
     await env.settle()
     result = await env.autoscaler.run_once()
     assert [i.group for i in result.scale_up.infos] == ["preferred"]
+
+
+UNHEALTHY = ([NodeGroupSpec("g", 1, 9, {"cpu": "2", "memory": "4Gi"})], {"g": 5}, AutoscalerOptions())
+
+
+@pytest.mark.parametrize("env", [UNHEALTHY], indirect=True, ids=["IsClusterHealthy: 4 of 5 unready, no scaling"])
+async def test_an_unhealthy_cluster_is_not_autoscaled(env: Env) -> None:
+    nodes = env.client.resource("nodes")
+    for i in range(1, 5):  # NotReady and tainted, as the node lifecycle controller leaves them
+        node = await env.client.get(nodes, f"g-{i}")
+        node["spec"]["taints"] = [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]
+        node = await env.client.update(nodes, node)
+        node["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+        await env.client.update(nodes, node, subresource="status")
+    await env.clock.advance(3600)  # past max-node-provision-time: unready, not upcoming
+    await env.create_pod(pod_object("busy", cpu="1500m", node="g-0"))
+    await env.create_pod(pod_object("pending", cpu="1500m", unschedulable=True))
+    await env.settle()
+    result = await env.autoscaler.run_once()
+    assert result.scale_up.infos == []
+    assert env.provider.increases == []
+    assert (await env.status())["clusterWide"]["health"]["status"] == "Unhealthy"

@@ -16,6 +16,9 @@ loop (:meth:`Autoscaler.run_once`):
    scale-up, ``-after-delete`` since the last deletion, ``-after-failure`` since the last failure) and run as
    tasks (:mod:`.actuation`);
 4. the ``cluster-autoscaler-status`` ConfigMap (:mod:`.status`).
+
+A cluster with more than 3 unready nodes that are also more than 45 % of its nodes is not autoscaled (upstream's
+IsClusterHealthy): the loop only writes the status, ``Unhealthy``.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ from kubeplane.autoscaler.scaleup import (
     upcoming_node,
 )
 from kubeplane.autoscaler.simulator import ClusterSimulator, pod_key
-from kubeplane.autoscaler.status import GroupCounts, StatusWriter, summed
+from kubeplane.autoscaler.status import GroupCounts, StatusWriter, healthy, summed
 from kubeplane.client.clock import Clock
 from kubeplane.client.errors import APIStatusError, NotFoundError
 from kubeplane.client.events import EventRecorder
@@ -209,6 +212,14 @@ class Autoscaler:
                 with_upcoming.add_pod(pod, str(bound))
         total_nodes = len(set(nodes) | set(upcoming))
 
+        unready = sum(1 for name, n in nodes.items() if name not in upcoming and not is_node_ready(n))
+        if not healthy(GroupCounts(ready=len(nodes) - len(set(nodes) & set(upcoming)) - unready, unready=unready)):
+            # upstream: "Cluster is not ready for autoscaling": no scale-up, no scale-down, unneeded times reset
+            log.warning("cluster is not ready for autoscaling: %d of %d nodes unready", unready, len(nodes))
+            self.unneeded.update([], now)
+            if self.options.write_status_configmap:
+                await self._write_status(nodes, upcoming, result, now)
+            return result
         pending = unschedulable_pods(pods, now=now, options=self.options)
         remaining = filter_out_schedulable(with_upcoming, pending) if pending else []
         if remaining:

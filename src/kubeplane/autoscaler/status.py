@@ -25,7 +25,7 @@ import yaml
 
 from kubeplane.api.meta import format_time
 
-__all__ = ["LAST_UPDATED_ANNOTATION", "GroupCounts", "StatusWriter", "go_time_string"]
+__all__ = ["LAST_UPDATED_ANNOTATION", "GroupCounts", "StatusWriter", "go_time_string", "healthy", "summed"]
 
 LAST_UPDATED_ANNOTATION = "cluster-autoscaler.kubernetes.io/last-updated"
 OK_TOTAL_UNREADY_COUNT = 3
@@ -58,7 +58,9 @@ class GroupCounts:
         return self.ready + self.not_started + self.unready
 
 
-def _healthy(c: GroupCounts) -> bool:
+def healthy(c: GroupCounts) -> bool:
+    """Upstream IsClusterHealthy with its default flags: not more than ``ok-total-unready-count`` (3) unready
+    nodes, or not more than ``max-total-unready-percentage`` (45) percent of them."""
     return not (c.unready > OK_TOTAL_UNREADY_COUNT and c.unready * 100 > MAX_TOTAL_UNREADY_PERCENTAGE * max(c.total, 1))
 
 
@@ -93,7 +95,7 @@ class StatusWriter:
                 out = {"status": status, "candidates": c.candidates, **{k: v for k, v in out.items() if k != "status"}}
             return out
 
-        health = self._condition("", "health", "Healthy" if _healthy(cluster) else "Unhealthy", now)
+        health = self._condition("", "health", "Healthy" if healthy(cluster) else "Unhealthy", now)
         doc: dict[str, Any] = {
             "time": go_time_string(now),
             "autoscalerStatus": "Running",
@@ -105,7 +107,7 @@ class StatusWriter:
         }
         entries = []
         for name, c in groups.items():
-            h = self._condition(name, "health", "Healthy" if _healthy(c) else "Unhealthy", now)
+            h = self._condition(name, "health", "Healthy" if healthy(c) else "Unhealthy", now)
             entries.append(
                 {
                     "name": name,
