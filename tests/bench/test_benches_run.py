@@ -17,6 +17,7 @@ SCRIPTS = sorted(p for p in BENCH.glob("*_bench.py"))
 def test_every_bench_is_covered() -> None:
     assert [p.name for p in SCRIPTS] == [
         "apiserver_bench.py",
+        "autoscaler_bench.py",
         "batch_bench.py",
         "cel_bench.py",
         "crd_bench.py",

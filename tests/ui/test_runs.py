@@ -239,3 +239,12 @@ def test_without_a_runs_directory_the_routes_are_404_statuses(root: Path) -> Non
         }
     app = UIApp(_refuse_api, runs_dir=root)
     assert _get(app, "/ui/runs/elsewhere", session=app.sessions.open("t", "u"))[0] == 404
+
+
+def test_node_group_columns_share_one_chart_as_in_the_report() -> None:
+    series = {"run": {"columns": {"nodes_group_small": [1.0, 3.0], "nodes_group_big": [0.0, 0.0], "x": [1.0, 2.0]}}}
+    charts = runs.charts(series, comparing=False)
+    groups = next(c for c in charts if c["title"] == "Nodes per node group")
+    assert [line["column"] for line in groups["lines"]] == ["nodes_group_small"]
+    assert groups["omitted"] == ["nodes_group_big"]
+    assert [c["title"] for c in charts] == ["Nodes per node group", "x"]

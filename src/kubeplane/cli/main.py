@@ -389,6 +389,35 @@ def scheduler(
         _fail(str(exc))
 
 
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def autoscaler(
+    ctx: typer.Context,
+    node_groups: Annotated[Path, typer.Option("--node-groups", help="Node groups file (docs/autoscaler.md).")],
+    kubeconfig: KubeconfigOpt = None,
+    verbosity: VerbosityOpt = 0,
+    metrics_port: Annotated[int, _metrics_port_opt()] = 8085,
+    bind_address: BindAddressOpt = "127.0.0.1",
+) -> None:
+    """Run the cluster-autoscaler over simulated node groups.
+
+    Other options are cluster-autoscaler's flags, e.g. --scan-interval=10s,
+    --expander=least-waste (docs/autoscaler.md)."""
+    from kubeplane.cli.autoscaler import run_autoscaler
+    from kubeplane.cli.component import CLIError, configure_logging
+
+    configure_logging(verbosity)
+    try:
+        run_autoscaler(
+            kubeconfig=kubeconfig,
+            node_groups=node_groups,
+            args=list(ctx.args),
+            metrics_port=metrics_port,
+            bind_address=bind_address,
+        )
+    except CLIError as exc:
+        _fail(str(exc))
+
+
 @app.command("controller-manager")
 def controller_manager(
     kubeconfig: KubeconfigOpt = None,
@@ -487,6 +516,10 @@ def up(
     node_config: Annotated[
         Path | None, typer.Option("--node-config", help="Node-config YAML (docs/kubelet.md) instead of --nodes.")
     ] = None,
+    node_groups: Annotated[
+        Path | None,
+        typer.Option("--node-groups", help="Node groups of the simulated cloud (docs/autoscaler.md), in addition."),
+    ] = None,
     store: Annotated[
         str, typer.Option("--store", help="sqlite (durable, default), memory, or etcd (with --etcd-servers).")
     ] = "sqlite",
@@ -518,6 +551,7 @@ def up(
                 verbosity=verbosity,
                 pull_delay=pull_delay, shutdown_delay=shutdown_delay, etcd_servers=etcd_servers,
                 service_cluster_ip_range=service_cluster_ip_range, service_node_port_range=service_node_port_range,
+                node_groups=node_groups,
             )
         )  # fmt: skip
     except CLIError as exc:

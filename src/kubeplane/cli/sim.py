@@ -99,6 +99,11 @@ def _summary_lines(result: SimResult) -> list[str]:
             f"{_figure(s['gpu_alloc_pct_mean'])} %; fragmentation mean {_figure(s['gpu_frag_pct_mean'])} % of "
             "capacity"
         )
+    if "node_groups" in s:  # kubeplane.sim.autoscaling
+        lines.append(
+            f"  node groups: {s['nodes_added']} node(s) added, {s['nodes_removed']} removed; "
+            f"{_figure(s['node_hours'])} node-hours, cost {_figure(s['cost'])}"
+        )
     lines += [
         f"  scheduling attempts {s['scheduling_attempts']}, preemption attempts {s['preemptions']}; "
         f"scheduling latency p50/p99 {s['scheduling_latency_p50']}/{s['scheduling_latency_p99']} s",

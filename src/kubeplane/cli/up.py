@@ -17,6 +17,9 @@ Invariants:
   adopts the pods that were running.
 * The cluster has a default StorageClass ``standard`` (node-local, WaitForFirstConsumer, backed by the fleet's
   default simulated CSI driver ``csi.kubeplane.io``) unless a class of that name exists, as kind and minikube.
+* ``--node-groups FILE`` (docs/autoscaler.md, "Node groups"): the groups' nodes run in the same fleet, created by
+  the simulated cloud (:class:`~kubeplane.autoscaler.fleet_provider.FleetProvider`: initial nodes at start, a
+  restart takes back the groups' nodes), and the cluster-autoscaler runs when it is installed. One process only.
 * SIGINT/SIGTERM stop the components first, then the API server, then close the store: every write the API
   acknowledged is on disk.
 """
@@ -44,6 +47,7 @@ from kubeplane.cli.identities import TOKEN_FILE, write_component_kubeconfig, wri
 
 if TYPE_CHECKING:
     from kubeplane.apiserver.registry import Registry
+    from kubeplane.autoscaler.provider import NodeGroupSpec
     from kubeplane.kubelet.config import NodeSpec
     from kubeplane.kubelet.fleet import FleetOptions
 
@@ -108,6 +112,8 @@ class UpOptions:
     """With ``store="etcd"``: comma-separated etcd URLs."""
     service_cluster_ip_range: str = "10.96.0.0/12"
     service_node_port_range: str = "30000-32767"
+    node_groups: Path | None = None
+    """``--node-groups FILE``: node groups of the simulated cloud, beside the fleet's nodes."""
 
     @property
     def etcd_endpoints(self) -> tuple[str, ...]:
@@ -125,6 +131,7 @@ def run_up(opts: UpOptions) -> None:
     if not 0 <= opts.port <= 65535:
         raise CLIError(f"--port must be between 0 and 65535, not {opts.port}")
     specs = node_specs(opts.node_config, opts.nodes)
+    groups = _node_groups(opts)
     options = fleet_options(pull_delay=opts.pull_delay, shutdown_delay=opts.shutdown_delay)
     options.state_dir = opts.data_dir / "kubelet"  # the kubelets' --root-dir: their DRA checkpoints
     sched_config = _load_config(opts.scheduler_config, opts.feature_gates)
@@ -135,9 +142,23 @@ def run_up(opts: UpOptions) -> None:
         if opts.processes:
             _run_processes(opts, [spec.name for spec in specs])
         else:
-            _run_one_process(opts, specs=specs, options=options, sched_config=sched_config)
+            _run_one_process(opts, specs=specs, options=options, sched_config=sched_config, groups=groups)
     finally:
         lock.close()
+
+
+def _node_groups(opts: UpOptions) -> list[NodeGroupSpec]:
+    """``--node-groups``: the parsed groups (none without the flag); errors are one line."""
+    if opts.node_groups is None:
+        return []
+    from kubeplane.autoscaler.nodegroups import NodeGroupConfigError, load_node_groups
+
+    if opts.processes:
+        raise CLIError("--node-groups runs the groups' nodes in up's own fleet: it cannot be used with --processes")
+    try:
+        return load_node_groups(opts.node_groups)
+    except NodeGroupConfigError as exc:
+        raise CLIError(str(exc)) from None
 
 
 def _try_lock(path: Path) -> IO[bytes] | None:
@@ -178,7 +199,14 @@ def _claim_data_dir(data_dir: Path) -> IO[bytes]:
     return held
 
 
-def _run_one_process(opts: UpOptions, *, specs: list[NodeSpec], options: FleetOptions, sched_config: Any) -> None:
+def _run_one_process(
+    opts: UpOptions,
+    *,
+    specs: list[NodeSpec],
+    options: FleetOptions,
+    sched_config: Any,
+    groups: list[NodeGroupSpec] | None = None,
+) -> None:
     """Everything in this process: the components on the local transport, attached to the API server."""
 
     from kubeplane.apiserver.server import ServerConfig, run_apiserver
@@ -217,7 +245,7 @@ def _run_one_process(opts: UpOptions, *, specs: list[NodeSpec], options: FleetOp
             scheduler = Scheduler(client.as_user(component_user("scheduler")), config=sched_config)
         except ConfigError as exc:
             raise CLIError("\n".join(exc.errors)) from None
-        started: list[Fleet | ControllerManager | Scheduler] = []
+        started: list[Any] = []  # each with stop(): stopped in reverse order
         tasks: list[asyncio.Task[None]] = []
 
         async def stop() -> None:
@@ -238,13 +266,18 @@ def _run_one_process(opts: UpOptions, *, specs: list[NodeSpec], options: FleetOp
                     started.append(component)
             for name, component in (("kubelet", fleet), ("controller-manager", manager), ("scheduler", scheduler)):
                 tasks.append(asyncio.create_task(component.run(), name=name))
+            if groups:
+                autoscaler = await _start_node_groups(client, fleet, groups, sched_config, started)
+                if autoscaler is not None:
+                    tasks.append(asyncio.create_task(autoscaler.run(), name="cluster-autoscaler"))
         except BaseException:
             await stop()
             raise
         return stop
 
     def ready(address: str, kubeconfig: Path) -> None:
-        typer.echo(_ready_message(address, kubeconfig, len(specs), "one process"), err=True)
+        initial = sum(g.min_size if g.initial_size is None else g.initial_size for g in groups or ())
+        typer.echo(_ready_message(address, kubeconfig, len(specs) + initial, "one process"), err=True)
 
     config = ServerConfig(
         data_dir=opts.data_dir,
@@ -267,6 +300,42 @@ def _run_one_process(opts: UpOptions, *, specs: list[NodeSpec], options: FleetOp
         raise CLIError(str(exc)) from None
     except KeyboardInterrupt:
         pass
+
+
+async def _start_node_groups(
+    client: Any, fleet: Any, groups: list[NodeGroupSpec], sched_config: Any, started: list[Any]
+) -> Any:
+    """The groups' provider on ``fleet`` (the server's trusted client deletes Nodes, as a cloud's node lifecycle
+    controller), taking back the groups' Nodes the API has; then the autoscaler when it is installed (returned, to
+    be run). Both are appended to ``started``."""
+    import random
+
+    from kubeplane.api.views import name_of
+    from kubeplane.autoscaler.fleet_provider import FleetProvider
+    from kubeplane.autoscaler.provider import NODE_GROUP_LABEL
+    from kubeplane.client.clock import SystemClock
+    from kubeplane.sim.autoscaling import load_autoscaler
+
+    clock = SystemClock()
+    provider = FleetProvider(fleet, groups, clock=clock, client=client)
+    listed = await client.list(client.resource("nodes"), label_selector=NODE_GROUP_LABEL)
+    await provider.start(existing=[name_of(n) for n in listed["items"]])
+    started.append(provider)
+    found = load_autoscaler()
+    if found is None:
+        return None
+    autoscaler_class, options_class = found
+    autoscaler = autoscaler_class(
+        client,
+        provider=provider,
+        options=options_class.from_flags({}),
+        clock=clock,
+        rng=random.Random(),
+        scheduler_config=sched_config,
+    )
+    await autoscaler.start()
+    started.append(autoscaler)
+    return autoscaler
 
 
 _PRIVATE_KUBECONFIG = ".components.kubeconfig"

@@ -40,6 +40,9 @@ Shape (one event loop, everything on the injected clock):
   ``heartbeat: false`` in the node config) behaves as a dead kubelet: no Lease, no status, no pod progress;
   :meth:`Fleet.resume_node` brings it back and it catches up from the informer's cache (pods gone meanwhile are
   forgotten, the others routed again, held status writes re-queued, the full status reported).
+* **A booting node** (:meth:`Fleet.add_nodes` with ``booting=True``, what a cloud provider's new VM looks like)
+  registers Ready False with the ``node.kubernetes.io/not-ready:NoSchedule`` taint and keeps reporting NotReady
+  until :meth:`Fleet.mark_ready`; the node lifecycle controller removes the taint when it sees Ready.
 * **Restart safety**: a pod already Running on one of the fleet's nodes when the fleet starts (a restarted
   ``kubeplane up``) is adopted as running (its IP reserved, its GPU devices kept), without events or admission.
 
@@ -286,13 +289,15 @@ class Fleet:
         if sim.spec.static_pod_path:
             self._tasks.append(loop.create_task(self.mirror_pods.run(sim), name=f"static pods {sim.name}"))
 
-    async def add_nodes(self, specs: Sequence[NodeSpec]) -> None:
-        """Register more nodes into a running fleet (a scale-out); names must be new."""
+    async def add_nodes(self, specs: Sequence[NodeSpec], *, booting: bool = False) -> None:
+        """Register more nodes into a running fleet (a scale-out); names must be new. ``booting``: they register
+        NotReady (tainted ``node.kubernetes.io/not-ready``) and report Ready only after :meth:`mark_ready` (a
+        cloud provider's nodes while they are provisioned)."""
         added = []
         for spec in specs:
             if spec.name in self.nodes:
                 raise ValueError(f"node {spec.name} is already in the fleet")
-            sim = self.nodes[spec.name] = SimNode(spec)
+            sim = self.nodes[spec.name] = SimNode(spec, booting=booting)
             added.append(sim)
         await asyncio.gather(*(self.node_status.register(sim) for sim in added))
         await self.csi.add_nodes(specs)
@@ -357,6 +362,15 @@ class Fleet:
                 await sim.recorder.flush()
 
     # --- failing and recovering nodes ---------------------------------------------------------------------------
+
+    async def mark_ready(self, name: str) -> None:
+        """A booting node (:meth:`add_nodes` with ``booting``) finished provisioning: it reports Ready at once."""
+        sim = self.nodes[name]
+        if not sim.booting:
+            return
+        sim.booting = False
+        if sim.running:
+            await self.node_status.maybe_report(sim, force=True)
 
     def stop_node(self, name: str) -> None:
         """Simulate a dead kubelet on ``name``: no heartbeats, no status, no pod progress."""

@@ -28,6 +28,9 @@ KUBELET_PORT = 10250
 
 _READY = ("KubeletReady", "kubelet is posting ready status")
 _NOT_READY = ("KubeletNotReady", "container runtime status check may not have completed yet")
+TAINT_NOT_READY = "node.kubernetes.io/not-ready"
+"""The NoSchedule taint a booting node registers with (upstream's TaintNodesByCondition admission plugin puts it on
+every new Node; the node lifecycle controller removes it once the node reports Ready)."""
 CONDITION_ORDER = ("MemoryPressure", "DiskPressure", "PIDPressure", "Ready")
 
 
@@ -70,10 +73,17 @@ def condition(type_: str, status: bool, heartbeat: str, transition: str) -> Obj:
     }
 
 
-def registration_node(spec: NodeSpec, now: float, images: list[Obj], *, kubelet_port: int = KUBELET_PORT) -> Obj:
+def registration_node(
+    spec: NodeSpec, now: float, images: list[Obj], *, kubelet_port: int = KUBELET_PORT, ready: bool = True
+) -> Obj:
     """The Node a kubelet creates when it registers (``initialNode`` plus the first status); ``kubelet_port``
-    is where its kubelet API answers (the fleet's endpoint, :mod:`~kubeplane.kubelet.kubelet_server`)."""
+    is where its kubelet API answers (the fleet's endpoint, :mod:`~kubeplane.kubelet.kubelet_server`).
+    ``ready=False``: a booting node (a cloud's new VM): Ready False and tainted ``node.kubernetes.io/not-ready``
+    NoSchedule, as upstream's TaintNodesByCondition admission plugin taints every Node it admits."""
     stamp = format_time(now)
+    taints = [dict(t) for t in spec.taints]
+    if not ready and not any(t.get("key") == TAINT_NOT_READY for t in taints):
+        taints.append({"key": TAINT_NOT_READY, "effect": "NoSchedule"})
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -89,12 +99,12 @@ def registration_node(spec: NodeSpec, now: float, images: list[Obj], *, kubelet_
         "spec": {
             "podCIDR": spec.pod_cidr,
             "podCIDRs": [spec.pod_cidr],
-            **({"taints": [dict(t) for t in spec.taints]} if spec.taints else {}),
+            **({"taints": taints} if taints else {}),
         },
         "status": {
             "capacity": dict(spec.capacity),
             "allocatable": dict(spec.allocatable),
-            "conditions": [condition(t, t == "Ready", stamp, stamp) for t in CONDITION_ORDER],
+            "conditions": [condition(t, t == "Ready" and ready, stamp, stamp) for t in CONDITION_ORDER],
             "addresses": [{"type": "InternalIP", "address": spec.address}, {"type": "Hostname", "address": spec.name}],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
             "nodeInfo": node_info(spec),

@@ -98,7 +98,13 @@ class NodeStatus:
         """Create the Node (upstream ``registerWithAPIServer``), or take the existing one."""
         while True:
             try:
-                body = registration_node(sim.spec, self._clock.now(), sim.image_list(), kubelet_port=self.kubelet_port)
+                body = registration_node(
+                    sim.spec,
+                    self._clock.now(),
+                    sim.image_list(),
+                    kubelet_port=self.kubelet_port,
+                    ready=not sim.booting,
+                )
                 admin_labels = self._admin_labels(sim, body)
                 created = await self._node_client(sim.name).create(self._nodes_res, body)
                 if admin_labels:
@@ -180,7 +186,12 @@ class NodeStatus:
     def _conditions(self, sim: SimNode) -> list[Obj]:
         stamp = format_time(self._clock.now())
         current = {c.get("type"): c for c in NodeView(sim.node or EMPTY).conditions}
-        wanted = {"MemoryPressure": sim.memory_pressure, "DiskPressure": False, "PIDPressure": False, "Ready": True}
+        wanted = {
+            "MemoryPressure": sim.memory_pressure,
+            "DiskPressure": False,
+            "PIDPressure": False,
+            "Ready": not sim.booting,
+        }
         out = []
         for type_ in CONDITION_ORDER:
             status = "True" if wanted[type_] else "False"

@@ -118,6 +118,7 @@ class SimNode:
     images: dict[str, Obj] = field(default_factory=dict)  # normalized name -> node.status.images entry
     pods: dict[str, PodRuntime] = field(default_factory=dict)  # uid -> runtime holding resources
     stopped_by: set[str] = field(default_factory=set)  # "api", "annotation", "config"
+    booting: bool = False  # registered NotReady until Fleet.mark_ready (a cloud's node being provisioned)
     memory_pressure: bool = False
     pressure_seen_at: float = float("-inf")
     last_report: float = float("-inf")

@@ -12,3 +12,5 @@ RAW_COLUMNS = ("cpu_requested_m", "cpu_allocatable_m", "memory_requested_bytes",
 # GPU pods in the scenario (kubeplane.sim.gpu): the FGD paper's measures over time.
 GPU_PCT_COLUMNS = ("gpu_alloc_pct", "gpu_frag_pct", "gpu_frag_ratio_pct")
 GPU_COUNT_COLUMNS = ("gpu_unallocated",)
+# Node groups in the scenario (kubeplane.sim.autoscaling): one column per group, its registered nodes.
+NODE_GROUP_PREFIX = "nodes_group_"

@@ -32,6 +32,7 @@ from kubeplane.sim.columns import (
     GPU_COUNT_COLUMNS,
     GPU_PCT_COLUMNS,
     NODE_COLUMNS,
+    NODE_GROUP_PREFIX,
     PHASE_COLUMNS,
     RAW_COLUMNS,
 )
@@ -170,8 +171,11 @@ def figures(runs: Sequence[Run[Any]], actions: Sequence[Action]) -> list[Plot]:
     comparing = len(runs) > 1
     present = union_keys(row for run in runs for row in run.result.timeseries)
     extra_alloc = [c for c in present if c.endswith("_allocation") and c not in KNOWN_COLUMNS]
+    groups = [c for c in present if c.startswith(NODE_GROUP_PREFIX)]  # kubeplane.sim.autoscaling
     numeric_extra = [
-        c for c in present if c not in KNOWN_COLUMNS and c not in extra_alloc and any(run.has(c) for run in runs)
+        c
+        for c in present
+        if c not in KNOWN_COLUMNS and c not in extra_alloc and c not in groups and any(run.has(c) for run in runs)
     ]
     single = not comparing
     # the runner's ended_* columns; evictions alone (an older result) stays with the counters only
@@ -181,6 +185,7 @@ def figures(runs: Sequence[Run[Any]], actions: Sequence[Action]) -> list[Plot]:
         _Spec("CPU and memory allocation (requested / allocatable)", ALLOCATION_COLUMNS, single, (0, 1.05)),
         _Spec("Nodes: total, Ready, and in use (with a non-terminal pod bound)", NODE_COLUMNS, single, integer=True),
         _Spec("Cumulative scheduling attempts, preemptions and evictions", COUNTER_COLUMNS, False, integer=True),
+        _Spec("Nodes per node group (registered, not yet deleted)", groups, single, integer=True),
         _Spec("Pods ended, cumulative, by how they ended", ended, single, integer=True),
         _Spec("Extended resource allocation", extra_alloc, single, (0, 1.05)),
         _Spec(

@@ -39,6 +39,7 @@ from prometheus_client import CollectorRegistry
 
 from kubeplane.api.quantity import parse_quantity
 from kubeplane.api.views import is_pod_terminal, name_of, namespace_of, spec_of, status_of
+from kubeplane.autoscaler.provider import NodeGroupError
 from kubeplane.client.errors import AlreadyExistsError, ClientError, NotFoundError
 from kubeplane.client.informer import SharedInformer
 from kubeplane.client.interface import PatchType
@@ -47,12 +48,14 @@ from kubeplane.controllers.manager import ControllerManager
 from kubeplane.gpu.frag import PodType
 from kubeplane.gpu.repro import pod_type as trace_pod_type
 from kubeplane.kubelet.config import parse_node_config
+from kubeplane.kubelet.csi.config import DEFAULT_DRIVER
 from kubeplane.kubelet.dra.slices import wanted_slices
 from kubeplane.kubelet.fleet import DURATION_ANNOTATION, Fleet, FleetOptions
 from kubeplane.scheduler.config import ConfigError, KubeSchedulerConfiguration, default_config, parse_config
 from kubeplane.scheduler.scheduler import Scheduler
 
 from . import outcomes
+from .autoscaling import Autoscaling
 from .clock import RealTimeClock, VirtualClock
 from .descheduling import SimDescheduler
 from .gpu import GPU_COLUMNS, DraDeclared, GpuMetrics, declared_pod_types
@@ -145,6 +148,7 @@ class _Run:
         self._scheduler_task: asyncio.Future[None] | None = None
         self.desched: SimDescheduler | None = None
         self._storage = storage_declared(scenario.nodes)  # storage columns and fields (kubeplane.sim.storage)
+        self.autoscaling: Autoscaling | None = None
 
     async def run(self) -> SimResult:
         with _young_gc_only():
@@ -161,8 +165,15 @@ class _Run:
             clock=clock,
             rng=self.rngs["fleet"],
             options=FleetOptions(pull_delay=self.scenario.pull_delay, shutdown_delay=self.scenario.shutdown_delay),
+            csi_drivers=None if self.scenario.nodes else (DEFAULT_DRIVER,),  # a cluster of node groups only
         )
         self.fleet = fleet
+        if self.scenario.node_groups:  # kubeplane.sim.autoscaling: only runs with node groups
+            self.autoscaling = Autoscaling(
+                self.scenario.node_groups, client=client, fleet=fleet, clock=clock, seed=self.seed,
+                flags=self.scenario.autoscaler, scheduler_config=self.scheduler_config,
+                enabled=self.scenario.autoscaler_enabled,
+            )  # fmt: skip
         scheduler = self._new_scheduler(self.scheduler_config)
         self.desched = None if self.scenario.descheduler is None else SimDescheduler(
             self.scenario.descheduler, client, clock=clock, seed=self.seed, evicted=self.observer.api_evicted,
@@ -199,12 +210,16 @@ class _Run:
             for informer in informers:
                 informer.start()
             await fleet.start()
+            if self.autoscaling is not None:
+                await self.autoscaling.start_nodes()
             await manager.start()
             await scheduler.start()
             if self.desched is not None:  # only scenarios with a descheduler (kubeplane.sim.descheduling)
                 await self.desched.start()
                 tasks.append(asyncio.ensure_future(self.desched.run()))
             tasks += [asyncio.ensure_future(c.run()) for c in (fleet, manager)]
+            if self.autoscaling is not None and (autoscaler := await self.autoscaling.start_autoscaler()):
+                tasks.append(asyncio.ensure_future(autoscaler.run()))
             self._scheduler_task = asyncio.ensure_future(scheduler.run())
             tasks += [asyncio.ensure_future(self._sampler())]
             tasks += [asyncio.ensure_future(self._arrivals())]
@@ -222,6 +237,8 @@ class _Run:
             await self.scheduler.stop()
             if self.desched is not None:
                 await self.desched.stop()
+            if self.autoscaling is not None:
+                await self.autoscaling.stop()
             await manager.stop()
             await fleet.stop()
             for informer in informers:
@@ -368,7 +385,7 @@ class _Run:
             ok = True
             try:
                 await self._act(action)
-            except (ClientError, KeyError) as exc:
+            except (ClientError, KeyError, NodeGroupError) as exc:
                 ok = False
                 log.warning("sim: action %s at %ss failed: %s", action.kind, action.at, exc)
             t = round(self.clock.monotonic(), 6)
@@ -413,6 +430,8 @@ class _Run:
         elif action.kind == "addNodes":
             specs = parse_node_config([dict(args)], csi_drivers=tuple(self.fleet.csi.drivers.values()))
             await self.fleet.add_nodes(specs)
+        elif action.kind == "scaleNodeGroup" and self.autoscaling is not None:
+            await self.autoscaling.scale(args)
         elif action.kind == "schedulerConfig":
             await self._restart_scheduler(args.get("config") or {})
         elif action.kind == "removeNode":
@@ -506,6 +525,8 @@ class _Run:
             row.update({k: reading[k] for k in GPU_COLUMNS})
         if self._storage:
             row.update(storage_row(self.fleet.csi))
+        if self.autoscaling is not None:
+            row.update(self.autoscaling.row())
         self.timeseries.append(row)
         if self.progress is not None:
             scheduled = sum(1 for r in obs.pods.values() if r.scheduled is not None)
@@ -527,6 +548,8 @@ class _Run:
         summary |= storage_summary(self.fleet.csi, self.timeseries, declared=self._storage)
         if self.desched is not None:
             summary |= self.desched.summary()
+        if self.autoscaling is not None:
+            summary |= self.autoscaling.summary()
         return SimResult(
             self.scenario.name, self.label, self.seed, summary, self.timeseries, pods, gpu, self.actions, jobs, gangs
         )

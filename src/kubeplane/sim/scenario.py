@@ -8,6 +8,8 @@ YAML (docs/sim.md has the full schema and examples)::
     sampleInterval: 10s           # time-series resolution
     cluster:                      # the kubelet node-config format (docs/kubelet.md), or {preset: demo} /
       nodes: [...]                #   {preset: uniform, workers: N} / {trace: {format: openb, nodes: F.csv}}
+      nodeGroups: [...]           # node groups of the simulated cloud (docs/autoscaler.md), beside or instead
+    autoscaler: {expander: least-waste, scale-down-unneeded-time: 10m}   # cluster-autoscaler's flags, or false
     kubelet: {pullDelay: 1s, shutdownDelay: 2s}
     scheduler: {config: {...KubeSchedulerConfiguration...}} | {configFile: sched.yaml}
     descheduler: {policy: {...DeschedulerPolicy...} | policyFile: p.yaml, interval: 5m, dryRun: false}
@@ -38,6 +40,7 @@ YAML (docs/sim.md has the full schema and examples)::
     - {at: 6m, rollout: {kind: Deployment, name: web, image: "nginx:1.28"}}
     - {at: 7m, cordon: {node: node01}}  /  uncordon  /  drain (cordon + evict every non-DaemonSet pod)
     - {at: 8m, addNodes: {...one node group...}}  /  {removeNode: {node: node03}}
+    - {at: 8m, scaleNodeGroup: {group: small, delta: 2}}  # -2: delete the group's two newest nodes
     - {at: 9m, schedulerConfig: {config: {...}}}  /  {schedulerConfig: {configFile: most-allocated.yaml}}
                                   # kube-scheduler restarted with another configuration
 
@@ -60,6 +63,8 @@ import yaml
 from kubeplane.api.durations import parse_duration
 from kubeplane.api.quantity import QuantityError, parse_quantity
 from kubeplane.api.views import section
+from kubeplane.autoscaler.nodegroups import NodeGroupConfigError, parse_node_groups
+from kubeplane.autoscaler.provider import NodeGroupSpec
 from kubeplane.gpu import openb
 from kubeplane.gpu.model import GPU_RESOURCE, MILLI_PER_GPU
 from kubeplane.kubelet.config import NodeConfigError, NodeSpec, demo_cluster, parse_node_config, uniform_cluster
@@ -79,6 +84,7 @@ ACTIONS = (
     "addNodes",
     "removeNode",
     "schedulerConfig",
+    "scaleNodeGroup",
 )
 
 
@@ -202,6 +208,8 @@ class Action:
             return f"scale {args.get('name')} to {args.get('replicas')}"
         if self.kind == "rollout":
             return f"rollout {args.get('name')} {args.get('image')}"
+        if self.kind == "scaleNodeGroup":
+            return f"scaleNodeGroup {args.get('group')} {int(args.get('delta', 0)):+d}"
         if self.kind == "addNodes":
             count = args.get("count", 1)
             return f"addNodes {args.get('name') or args.get('namePattern') or ''} ×{count}".replace("  ", " ")
@@ -229,6 +237,12 @@ class Scenario:
     source: Path | None = field(default=None, compare=False)
     descheduler: DeschedulerSpec | None = None
     """The ``descheduler`` section (:mod:`kubeplane.sim.descheduling`); None: no descheduler runs."""
+    node_groups: Sequence[NodeGroupSpec] = ()
+    """``cluster.nodeGroups``: the simulated cloud's groups (:mod:`kubeplane.sim.autoscaling`)."""
+    autoscaler: Mapping[str, Any] | None = None
+    """``autoscaler``: cluster-autoscaler's flags by name, for ``AutoscalerOptions.from_flags``."""
+    autoscaler_enabled: bool = True
+    """False for ``autoscaler: false``: the node groups run without the autoscaler (resized by actions only)."""
 
     @classmethod
     def load(cls, path: str | Path) -> Scenario:
@@ -248,13 +262,25 @@ class Scenario:
         if not isinstance(data, Mapping):
             raise ScenarioError("scenario: expected a mapping")
         known = {"name", "seed", "duration", "sampleInterval", "cluster", "kubelet", "scheduler", "workload",
-                 "actions", "apiVersion", "kind", "description", "headline", "descheduler"}  # fmt: skip
+                 "actions", "apiVersion", "kind", "description", "headline", "descheduler",
+                 "autoscaler"}  # fmt: skip
         unknown = sorted(set(data) - known)
         if unknown:
             raise ScenarioError(f"scenario: unknown field(s) {', '.join(unknown)}")
         base = base or Path.cwd()
         kubelet = data.get("kubelet") or {}
-        nodes = _cluster(data.get("cluster"), base)
+        nodes, groups = _cluster_and_groups(data.get("cluster"), base)
+        autoscaler = data.get("autoscaler")
+        enabled = autoscaler is not False  # `autoscaler: false`: node groups resized by actions alone
+        if autoscaler is False:
+            autoscaler = None
+        if autoscaler is not None and not isinstance(autoscaler, Mapping):
+            raise ScenarioError("autoscaler: expected a mapping of cluster-autoscaler flags (or false)")
+        actions = _actions(data.get("actions") or [], base)
+        names = {g.name for g in groups}
+        for action in actions:
+            if action.kind == "scaleNodeGroup" and str(action.args["group"]) not in names:
+                raise ScenarioError(f"actions: scaleNodeGroup at {action.at:g}s: no node group {action.args['group']}")
         workload = _workload(data.get("workload") or [], base, nodes)
         shutdown = kubelet.get("shutdownDelay")
         return cls(
@@ -270,11 +296,31 @@ class Scenario:
             deletions=workload.deletions,
             paper_traces=workload.paper_traces,
             generators=workload.generators,
-            actions=_actions(data.get("actions") or [], base),
+            actions=actions,
             headline=_headline(data.get("headline")),
             source=source,
             descheduler=parse_descheduler(data.get("descheduler"), base, seconds=seconds, error=ScenarioError),
+            node_groups=groups,
+            autoscaler=None if autoscaler is None else dict(autoscaler),
+            autoscaler_enabled=enabled,
         )
+
+
+def _cluster_and_groups(value: Any, base: Path) -> tuple[list[NodeSpec], list[NodeGroupSpec]]:
+    """The cluster's nodes and its ``nodeGroups`` (a cluster may have only node groups)."""
+    if not isinstance(value, Mapping) or "nodeGroups" not in value:
+        return _cluster(value, base), []
+    try:
+        groups = parse_node_groups(value["nodeGroups"], where="nodeGroups")
+    except NodeGroupConfigError as exc:
+        raise ScenarioError(f"cluster: {exc}") from None
+    rest = {k: v for k, v in value.items() if k != "nodeGroups"}
+    nodes = _cluster(rest, base) if rest else []
+    for spec in nodes:
+        group, _, index = spec.name.rpartition("-")
+        if index.isdigit() and any(g.name == group for g in groups):
+            raise ScenarioError(f"cluster: node {spec.name} has a name of node group {group}'s nodes")
+    return nodes, groups
 
 
 def _cluster(value: Any, base: Path) -> list[NodeSpec]:
@@ -623,6 +669,10 @@ def _actions(entries: Any, base: Path) -> list[Action]:
             raise ScenarioError(f"{where}.{kinds[0]}: needs node")
         if kinds[0] in ("scale", "rollout") and not args.get("name"):
             raise ScenarioError(f"{where}.{kinds[0]}: needs name")
+        if kinds[0] == "scaleNodeGroup":
+            delta = args.get("delta")
+            if not args.get("group") or not isinstance(delta, int) or isinstance(delta, bool) or delta == 0:
+                raise ScenarioError(f"{where}.scaleNodeGroup: needs group and a non-zero integer delta")
         if kinds[0] == "schedulerConfig":
             args = {"config": _scheduler(args, base) or {}}
         out.append(Action(seconds(entry.get("at", 0), f"{where}.at"), kinds[0], dict(args)))

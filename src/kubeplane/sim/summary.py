@@ -46,10 +46,12 @@ FIELDS: Final = frozenset(
         "gang_wait_time_p99", "volumes_provisioned", "volumes_deleted", "volume_provisioning_failures",
         "storage_capacity_bytes", "storage_used_bytes", "storage_used_bytes_peak", "storage_used_pct_peak",
         "descheduler_evictions",
+        "nodes_added", "nodes_removed", "node_hours", "cost", "node_groups",
     }
 )  # fmt: skip
 """Every field a summary may have: what a scenario's ``headline`` may name (runs without GPU pods have no
-``gpu_*``; runs without storage no ``volumes_*``/``storage_*``: :mod:`kubeplane.sim.storage`)."""
+``gpu_*``; runs without storage no ``volumes_*``/``storage_*``: :mod:`kubeplane.sim.storage`; runs without node
+groups no ``nodes_added``, ``nodes_removed``, ``node_hours``, ``cost``, ``node_groups``: :mod:`.autoscaling`)."""
 
 
 def pod_rows(records: Sequence[PodRecord]) -> list[dict[str, Any]]:

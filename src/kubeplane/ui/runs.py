@@ -38,6 +38,7 @@ from kubeplane.sim.columns import (
     GPU_COUNT_COLUMNS,
     GPU_PCT_COLUMNS,
     NODE_COLUMNS,
+    NODE_GROUP_PREFIX,
     PHASE_COLUMNS,
     RAW_COLUMNS,
 )
@@ -317,7 +318,11 @@ def charts(series: dict[str, dict[str, Any]], *, comparing: bool) -> list[dict[s
     at every sample of every run is not drawn and is named in ``omitted``, as the report's plots do."""
     present = list(dict.fromkeys(c for s in series.values() for c in s["columns"]))
     extra = [c for c in present if c not in _KNOWN]
-    groups = [*GROUPS, *((name, (name,)) for name in extra)]
+    node_groups = tuple(c for c in extra if c.startswith(NODE_GROUP_PREFIX))  # one chart, as the report's plot
+    groups = [*GROUPS]
+    if node_groups:
+        groups.append(("Nodes per node group", node_groups))
+    groups += [(name, (name,)) for name in extra if name not in node_groups]
     out: list[dict[str, Any]] = []
     for title, columns in groups:
         here = [c for c in columns if c in present]
