@@ -96,13 +96,16 @@ class LeaseWriter:
         self._leases = client.resource("leases")
         self._stamps = Stamps()
 
-    async def renew(self, lease: Obj, now: float) -> Obj | None:
+    async def renew(self, lease: Obj, now: float, *, stamped_at: float | None = None) -> Obj | None:
         """``lease`` renewed at ``now`` (the node's clock) and stored; None when the cheap path does not apply
-        or the stored Lease is no longer ``lease`` (the caller then takes the full API path)."""
+        or the stored Lease is no longer ``lease`` (the caller then takes the full API path). ``stamped_at``:
+        the API server's time of the write, for a renewal written ahead of its moment (default: the registry's
+        ``now()``, what the full update would record)."""
         if not renewable(lease):
             return None
         meta = lease["metadata"]
-        stamp, renew = self._stamps.time(self._client.registry.now()), self._stamps.micro_time(now)
+        server_now = self._client.registry.now() if stamped_at is None else stamped_at
+        stamp, renew = self._stamps.time(server_now), self._stamps.micro_time(now)
         if lease["spec"].get("renewTime") == renew and meta["managedFields"][0].get("time") == stamp:
             return lease  # the full update would find nothing changed and write nothing
         entry: dict[str, Any] = {**meta["managedFields"][0], "time": stamp}
