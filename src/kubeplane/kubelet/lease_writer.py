@@ -91,10 +91,11 @@ def renewable(lease: Obj) -> bool:
 class LeaseWriter:
     """Renews node Leases through ``client``'s store (see the module docstring)."""
 
-    def __init__(self, client: LocalClient) -> None:
+    def __init__(self, client: LocalClient, *, stamps: Stamps | None = None) -> None:
+        """``stamps``: shared by the writers of a fleet, so its cache of the current second serves every node."""
         self._client = client
         self._leases = client.resource("leases")
-        self._stamps = Stamps()
+        self._stamps = stamps or Stamps()
 
     async def renew(self, lease: Obj, now: float, *, stamped_at: float | None = None) -> Obj | None:
         """``lease`` renewed at ``now`` (the node's clock) and stored; None when the cheap path does not apply

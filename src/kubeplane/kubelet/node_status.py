@@ -34,7 +34,7 @@ from kubeplane.client.clock import Clock, HorizonClock
 from kubeplane.client.errors import AlreadyExistsError, ConflictError, NotFoundError
 from kubeplane.client.interface import Client, PatchType
 
-from .lease_writer import LeaseWriter, renewable, trusted_local
+from .lease_writer import LeaseWriter, Stamps, renewable, trusted_local
 from .node import (
     CONDITION_ORDER,
     KUBELET_PORT,
@@ -72,6 +72,7 @@ class NodeStatus:
         self._leases_res = client.resource("leases")
         self._lease_writers: dict[str, LeaseWriter | None] = {}  # node -> its cheap renewal, when trusted
         self._horizon_clock = clock if isinstance(clock, HorizonClock) else None  # renewals ahead need one
+        self._stamps = Stamps()
         self.kubelet_port = KUBELET_PORT
         """What every node advertises in ``daemonEndpoints.kubeletEndpoint.Port`` (the fleet's endpoint when it
         serves one)."""
@@ -197,7 +198,8 @@ class NodeStatus:
         """The cheap renewal (:mod:`.lease_writer`) when ``node`` writes as the trusted in-process caller."""
         if node not in self._lease_writers:
             local = trusted_local(self._node_client(node))
-            self._lease_writers[node] = None if local is None or not self._options.cheap_leases else LeaseWriter(local)
+            cheap = local is not None and self._options.cheap_leases
+            self._lease_writers[node] = LeaseWriter(local, stamps=self._stamps) if cheap and local else None
         return self._lease_writers[node]
 
     @staticmethod
