@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from kubeplane.api.meta import format_time
-from kubeplane.api.views import uid_of
+from kubeplane.api.views import is_pod_terminal, uid_of
 from kubeplane.client.clock import Clock
 
 from . import eviction
@@ -55,17 +55,18 @@ class EvictionManager:
         threshold = next((t for t in sim.thresholds if t.signal == eviction.MEMORY_AVAILABLE), None)
         if threshold is None or sim.node is None:
             return None
-        runtimes = {r.uid: r for r in sim.pods.values() if r.holding and not r.terminating}
-        active: list[Mapping[str, Any]] = [r.pod for r in runtimes.values()]
-
-        def usage(pod: Mapping[str, Any]) -> int:  # a pod's simulated usage never changes: computed once
-            rt = runtimes[uid_of(pod)]
-            if rt.memory_usage is None:
-                rt.memory_usage = eviction.pod_memory_usage(pod)
-            return rt.memory_usage
-
-        available = eviction.memory_available(sim.node, active, usage=usage)
-        return threshold, active, available, eviction.node_memory_capacity(sim.node)
+        active: list[Mapping[str, Any]] = []
+        used = 0
+        for rt in sim.pods.values():
+            if not rt.holding or rt.terminating:
+                continue
+            active.append(rt.pod)
+            if not is_pod_terminal(rt.pod):  # eviction.memory_available's sum, each pod's usage computed once
+                if rt.memory_usage is None:
+                    rt.memory_usage = eviction.pod_memory_usage(rt.pod)
+                used += rt.memory_usage
+        capacity = eviction.node_memory_capacity(sim.node)
+        return threshold, active, max(capacity - used, 0), capacity
 
     def quiet(self, sim: SimNode, now: float) -> bool:
         """Whether :meth:`synchronize` at monotonic ``now`` would change nothing (no threshold crossed, the
