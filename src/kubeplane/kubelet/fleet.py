@@ -9,6 +9,8 @@ module                                         upstream (``pkg/kubelet``) and jo
 =============================================  =================================================================
 :mod:`~kubeplane.kubelet.node_status`          ``kubelet_node_status.go``, ``nodestatus``, ``nodelease``:
                                                registration, node status reports, the node Lease
+:mod:`~kubeplane.kubelet.heartbeat`            ``nodelease`` and ``syncNodeStatus``'s loops: every node's
+                                               tick (Lease, eviction pass, status) as columns
 :mod:`~kubeplane.kubelet.pod_workers`          ``pod_workers.go`` with ``kuberuntime``: admit, start, run to
                                                completion, restart with back-off, terminate
 :mod:`~kubeplane.kubelet.status_manager`       ``status/status_manager.go``: the batched pod-status patch writer
@@ -29,10 +31,12 @@ Shape (one event loop, everything on the injected clock):
 
 * **One pod informer for the whole fleet** (field selector ``spec.nodeName!=``, indexed by node name) and one
   node informer; a pod event is routed to its node's kubelet by ``spec.nodeName``. Never one watch per node.
-* **Per node** one task ticks every 10 s: renew the Lease in ``kube-node-lease``, run the eviction manager
-  (every ``eviction_monitoring_period``), compute node status and patch it when it changed or 5 minutes after
-  the last report (upstream's cadence). Ticks start at a random offset so a thousand nodes spread their writes.
-  A node with ``staticPodPath`` has a second task reading its manifests.
+* **Per node** a tick every 10 s (:mod:`~kubeplane.kubelet.heartbeat`): renew the Lease in ``kube-node-lease``,
+  run the eviction manager (every ``eviction_monitoring_period``), compute node status and patch it when it
+  changed or 5 minutes after the last report (upstream's cadence). Ticks start at a random offset so a thousand
+  nodes spread their writes. The ticks are columns run by one task for all nodes on a simulation's virtual clock
+  (renewals that only renew written ahead, up to the clock's horizon), by one task per node otherwise. A node
+  with ``staticPodPath`` has a second task reading its manifests.
 * **Per pod** one task (the pod workers) walks the lifecycle; status writes go through the status manager.
 * **Events** are written by one recorder per node (source ``kubelet``/node name, as each real kubelet has its
   own), with ``involvedObject.fieldPath`` naming the container.

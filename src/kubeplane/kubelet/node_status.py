@@ -34,7 +34,7 @@ from kubeplane.client.clock import Clock, HorizonClock
 from kubeplane.client.errors import AlreadyExistsError, ConflictError, NotFoundError
 from kubeplane.client.interface import Client, PatchType
 
-from .lease_writer import LeaseWriter, Stamps, renewable, trusted_local
+from .lease_writer import LeaseWriter, Stamps, trusted_local
 from .node import (
     CONDITION_ORDER,
     KUBELET_PORT,
@@ -171,13 +171,8 @@ class NodeStatus:
     def renews_ahead(self, sim: SimNode) -> bool:
         """Whether :meth:`renew_lease_ahead` can renew ``sim``'s Lease: a kept copy the cheap renewal
         (:mod:`.lease_writer`) reproduces exactly, on a clock that says what ``now`` a later moment has."""
-        lease = sim.lease
-        return (
-            lease is not None
-            and self._horizon_clock is not None
-            and self._lease_writer(sim.name) is not None
-            and renewable(lease)
-        )
+        lease, writer = sim.lease, self._lease_writer(sim.name)
+        return lease is not None and self._horizon_clock is not None and writer is not None and writer.can_renew(lease)
 
     async def renew_lease_ahead(self, sim: SimNode, at: float) -> bool:
         """Renew ``sim``'s Lease as :meth:`renew_lease` would at monotonic ``at`` (not yet reached: the caller
