@@ -22,6 +22,7 @@ from kubeplane.client.local import LocalClient
 from kubeplane.kubelet.config import parse_node_config
 from kubeplane.kubelet.fleet import Fleet, FleetOptions
 from kubeplane.sim.clock import VirtualClock
+from kubeplane.store.watch import StoreWatch
 
 NODES = [{"count": 12, "namePattern": "n{index:02d}", "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"}}]
 UNTIL = 200.0
@@ -46,6 +47,7 @@ async def _run(clock: VirtualClock, *, stop: str | None = None) -> tuple[Writes,
     store = client.registry.store
     watch = store.watch("/registry/", start_revision=store.revision + 1)
     changes = store.watch("/registry/", start_revision=store.revision + 1)
+    assert isinstance(changes, StoreWatch)
     options = FleetOptions(status_report_frequency=60.0)
     fleet = Fleet(client, parse_node_config(NODES), clock=clock, rng=random.Random(1), options=options)
     node_writes: list[tuple[float, str]] = []
@@ -96,6 +98,7 @@ async def test_each_lease_is_renewed_every_10_seconds_of_its_own_clock() -> None
     client = await LocalClient.in_memory(now=clock.now, rng=random.Random(7), clock=clock)
     store = client.registry.store
     watch = store.watch("/registry/leases/", start_revision=store.revision + 1)
+    assert isinstance(watch, StoreWatch)
     fleet = Fleet(client, parse_node_config(NODES), clock=clock, rng=random.Random(1))
     driver = asyncio.ensure_future(clock.run(until=UNTIL))
     await fleet.start()
