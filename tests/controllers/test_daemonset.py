@@ -12,7 +12,7 @@ import pytest
 from kubeplane.api import meta as apimeta
 from kubeplane.client.errors import NotFoundError
 from kubeplane.controllers.controller_utils import compute_hash
-from kubeplane.controllers.daemonset import DaemonSetController
+from kubeplane.controllers.daemonset import DaemonSetController, _should_ignore_node_update
 from kubeplane.controllers.daemonset_update import rolling_update_plan, updated_desired_node_counts
 from kubeplane.controllers.daemonset_util import (
     HASH_LABEL,
@@ -486,3 +486,56 @@ def test_rolling_update_plan(
     counts = updated_desired_node_counts(ds, list(nodes.values()), by_node)
     plan = rolling_update_plan(ds, by_node, counts, hash_="new", now=NOW_TS, get_node=nodes.get)
     assert plan == want
+
+
+def _reporting_node(**changes: Any) -> dict[str, Any]:
+    node: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1", "resourceVersion": "7", "labels": {"zone": "a"}},
+        "spec": {},
+        "status": {
+            "conditions": [
+                {"type": "Ready", "status": "True", "lastHeartbeatTime": "2027-01-15T08:00:00Z"},
+                {"type": "MemoryPressure", "status": "False", "lastHeartbeatTime": "2027-01-15T08:00:00Z"},
+            ],
+            "images": [{"names": ["nginx:1.27"], "sizeBytes": 1}],
+        },
+    }
+    for path, value in changes.items():
+        section, key = path.split("__")
+        node[section][key] = value
+    return node
+
+
+@pytest.mark.parametrize(
+    ("changes", "ignored"),
+    [
+        ({"metadata__resourceVersion": "8"}, True),
+        (
+            {
+                "status__conditions": [
+                    {"type": "Ready", "status": "True", "lastHeartbeatTime": "2027-01-15T08:05:00Z"},
+                    {"type": "MemoryPressure", "status": "False", "lastHeartbeatTime": "2027-01-15T08:05:00Z"},
+                ]
+            },
+            True,
+        ),
+        ({"status__conditions": [{"type": "Ready", "status": "False"}]}, False),
+        ({"metadata__labels": {"zone": "b"}}, False),
+        ({"status__images": []}, False),
+        ({"spec__unschedulable": True}, False),
+    ],
+    ids=[
+        "resource-version-only",
+        "a-status-report-moving-heartbeats",
+        "ready-goes-false",
+        "a-label-changes",
+        "images-change",
+        "cordoned",
+    ],
+)
+def test_node_updates_the_controller_ignores(changes: dict[str, Any], ignored: bool) -> None:
+    """Upstream ``shouldIgnoreNodeUpdate``: the same True conditions and nothing else changed but the
+    resourceVersion and the conditions' details."""
+    assert _should_ignore_node_update(_reporting_node(), _reporting_node(**changes)) is ignored

@@ -147,14 +147,22 @@ class WatchEvent:
         return self._deleted
 
 
-def to_watch_event(event: StoreEvent) -> WatchEvent:
+def to_watch_event(event: StoreEvent, cached: Obj | None = None) -> WatchEvent:
+    """The decoded change. ``cached``: the object the cache holds for the key, taken as the previous state (not
+    decoded again) when it is ``prev_kv``'s revision, so consecutive events of a key share that object."""
+    prev_kv = event.prev_kv
+    prev: Obj | None = None
+    if prev_kv is not None:
+        if cached is not None and cached["metadata"].get("resourceVersion") == str(prev_kv.mod_revision):
+            prev = cached
+        else:
+            prev = decode(prev_kv)
     if event.type is EventType.DELETE:
-        assert event.prev_kv is not None
-        last: Obj = orjson.loads(event.prev_kv.value)
+        assert prev_kv is not None
+        last: Obj = orjson.loads(prev_kv.value)
         last["metadata"]["resourceVersion"] = str(event.revision)
-        size = len(event.prev_kv.value) + FRAME_OVERHEAD
-        return WatchEvent("DELETED", event.kv.key, event.revision, last, decode(event.prev_kv), size)
-    prev = decode(event.prev_kv) if event.prev_kv is not None else None
+        size = len(prev_kv.value) + FRAME_OVERHEAD
+        return WatchEvent("DELETED", event.kv.key, event.revision, last, prev, size)
     kind = "ADDED" if prev is None else "MODIFIED"
     return WatchEvent(kind, event.kv.key, event.revision, decode(event.kv), prev, len(event.kv.value) + FRAME_OVERHEAD)
 
@@ -470,7 +478,7 @@ class WatchCache:
     def _apply(self, batch: list[StoreEvent]) -> None:
         ring = self.ring
         for store_event in batch:
-            event = to_watch_event(store_event)
+            event = to_watch_event(store_event, self.objects.get(store_event.kv.key))
             if event.type == "DELETED":
                 if self.objects.pop(event.key, None) is not None:
                     del self._keys[bisect_left(self._keys, event.key)]

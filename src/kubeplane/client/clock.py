@@ -11,7 +11,7 @@ import asyncio
 import heapq
 import itertools
 import time
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 
 class Clock(Protocol):
@@ -24,6 +24,30 @@ class Clock(Protocol):
         ...
 
     async def sleep(self, seconds: float) -> None: ...
+
+
+@runtime_checkable
+class HorizonClock(Protocol):
+    """A clock that can tell a sleeper how far it may act ahead of time (a simulation's virtual clock).
+
+    :meth:`sleep_until_horizon` sleeps until a monotonic deadline and returns the *horizon*: a monotonic time before
+    which nothing else is due to run. Until then the sleeper may do work that belongs to a later moment ``t``
+    (horizon > ``t`` >= now) as if time had moved to ``t``, provided the work's effects depend on ``t`` only
+    through what it writes (e.g. a Lease's ``renewTime``) and wake nobody who reads the clock to decide what is
+    observable. A clock that cannot promise anything is not a HorizonClock (the simulation's virtual clock is one;
+    :class:`FakeClock`, moved by hand, is not)."""
+
+    def now(self) -> float: ...
+
+    def monotonic(self) -> float: ...
+
+    def now_at(self, monotonic: float) -> float:
+        """What :meth:`now` will read when :meth:`monotonic` reads ``monotonic``."""
+        ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+    async def sleep_until_horizon(self, deadline: float) -> float: ...
 
 
 class SystemClock:
@@ -43,11 +67,14 @@ class FakeClock:
     def __init__(self, start: float = 1_800_000_000.0) -> None:
         self._start = start
         self._elapsed = 0.0
-        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._sleepers: list[tuple[float, int, asyncio.Future[Any]]] = []
         self._order = itertools.count()
 
     def now(self) -> float:
         return self._start + self._elapsed
+
+    def now_at(self, monotonic: float) -> float:
+        return self._start + monotonic
 
     def monotonic(self) -> float:
         return self._elapsed

@@ -248,6 +248,8 @@ class GarbageCollector(Controller):
 
     def _observe(self, info: ResourceInfo, old: Mapping[str, Any] | None, obj: Mapping[str, Any]) -> None:
         """An add or update from an informer."""
+        if old is not None and self._unchanged(info, obj):
+            return
         identity = self._identity(info, obj)
         if not identity.uid:
             return
@@ -283,6 +285,22 @@ class GarbageCollector(Controller):
             if _being_deleted(obj):
                 node.being_deleted = True
         self._process_transitions(old, obj, node)
+
+    def _unchanged(self, info: ResourceInfo, obj: Mapping[str, Any]) -> bool:
+        """Whether an update of ``obj`` changes nothing the graph holds: a known, real node of the same resource,
+        not being deleted, with the same owner references (upstream's ``referencesDiffs`` empty and no deletion
+        transition; a Lease renewal, a status write)."""
+        meta = section(obj, "metadata")
+        node = self.graph.get(str(meta.get("uid") or ""))
+        return (
+            node is not None
+            and not node.virtual
+            and node.resource is info
+            and not node.being_deleted
+            and not meta.get("deletionTimestamp")
+            and node.identity.name == meta.get("name")
+            and _owner_refs(obj) == node.owners
+        )
 
     @staticmethod
     def _refers_as(dep: _Node, identity: ObjectIdentity) -> bool:

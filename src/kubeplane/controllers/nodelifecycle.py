@@ -232,6 +232,9 @@ class RateLimitedTimedQueue:
         self._queue = [v for v in self._queue if v.value != value]
         return True
 
+    def knows(self, value: str) -> bool:  # added and not removed since (queued, or processed and kept known)
+        return value in self._known
+
     def __contains__(self, value: str) -> bool:
         return any(v.value == value for v in self._queue)
 
@@ -274,6 +277,12 @@ class _NodeHealth:
     """The node revision this record was last evaluated on without a write ("": re-evaluate in full)."""
     lease_rv: str = ""
     """The Lease revision whose ``renewTime`` was last read ("": none read yet)."""
+    view_rv: str = ""
+    """The node revision the fields below were read from (once per revision, by the pass's fast path)."""
+    ready: Mapping[str, Any] | None = None
+    zone: str = ""
+    counted: bool = True
+    tainted: bool = False
 
 
 class NodeLifecycleController(Controller):
@@ -415,10 +424,14 @@ class NodeLifecycleController(Controller):
         for cached in nodes:
             ready = self._unchanged_health(cached)
             if ready is not None:  # a Ready node nothing changed on: what the full branch below does for it
-                if LABEL_DISRUPTION_EXCLUSION not in labels_of(cached):
-                    zone_conditions.setdefault(zone_key(cached), []).append(ready)
-                await self.process_taint_based_eviction(cached, ready)  # Ready: mark_node_as_reachable only
-                self.nodes_to_retry.discard(cached["metadata"]["name"])
+                name = cached["metadata"]["name"]
+                record = self.health[name]
+                if record.counted:
+                    zone_conditions.setdefault(record.zone, []).append(ready)
+                queue = self.zone_tainters.get(record.zone)
+                if record.tainted or (queue is not None and queue.knows(name)):
+                    await self.process_taint_based_eviction(cached, ready)  # Ready: mark_node_as_reachable only
+                self.nodes_to_retry.discard(name)
                 continue
             result: tuple[Obj, Obj | None] | None = None
             node: Obj | None = _working_copy(cached)
@@ -466,11 +479,18 @@ class NodeLifecycleController(Controller):
         same), Ready True, and whose probe (moved by a newer Lease ``renewTime``, read only when the Lease's
         revision changed) is within the grace period gets exactly the result the full evaluation would give:
         no write, the same record, observed == current."""
-        name = node["metadata"]["name"]
+        meta = node["metadata"]
+        name, rv = meta["name"], meta.get("resourceVersion")
         health = self.health.get(name)
-        if health is None or not health.node_rv or health.node_rv != meta_of(node).get("resourceVersion"):
+        if health is None or not health.node_rv or health.node_rv != rv:
             return None
-        current = find_condition(status_of(node).get("conditions"), "Ready")
+        if health.view_rv != rv:  # what the pass reads of this node revision, read once
+            health.view_rv = str(rv)
+            health.ready = find_condition(status_of(node).get("conditions"), "Ready")
+            health.zone = zone_key(node)
+            health.counted = LABEL_DISRUPTION_EXCLUSION not in labels_of(node)
+            health.tainted = bool(spec_of(node).get("taints"))
+        current = health.ready
         if current is None or current.get("status") != "True":
             return None
         lease = self.lease_lister.get(NODE_LEASE_NAMESPACE, name)

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from kubeplane.api.meta import format_time
-from kubeplane.api.views import uid_of
+from kubeplane.api.views import is_pod_terminal, uid_of
 from kubeplane.client.clock import Clock
 
 from . import eviction
@@ -49,23 +49,43 @@ class EvictionManager:
         self._clock, self._options, self._runtimes = clock, options, runtimes
         self._tasks, self._status, self._events, self._report = tasks, status, events, report
 
+    def _observe(self, sim: SimNode) -> tuple[eviction.Threshold, list[Mapping[str, Any]], int, int] | None:
+        """``(threshold, active pods, memory.available, capacity)`` of ``sim``; None when it has no
+        ``memory.available`` threshold or no Node yet (nothing to do)."""
+        threshold = next((t for t in sim.thresholds if t.signal == eviction.MEMORY_AVAILABLE), None)
+        if threshold is None or sim.node is None:
+            return None
+        active: list[Mapping[str, Any]] = []
+        used = 0
+        for rt in sim.pods.values():
+            if not rt.holding or rt.terminating:
+                continue
+            active.append(rt.pod)
+            if not is_pod_terminal(rt.pod):  # eviction.memory_available's sum, each pod's usage computed once
+                if rt.memory_usage is None:
+                    rt.memory_usage = eviction.pod_memory_usage(rt.pod)
+                used += rt.memory_usage
+        capacity = eviction.node_memory_capacity(sim.node)
+        return threshold, active, max(capacity - used, 0), capacity
+
+    def quiet(self, sim: SimNode, now: float) -> bool:
+        """Whether :meth:`synchronize` at monotonic ``now`` would change nothing (no threshold crossed, the
+        MemoryPressure condition as it is): the heartbeat may then pass over the node (:mod:`.heartbeat`)."""
+        observed = self._observe(sim)
+        if observed is None:
+            return True
+        threshold, _, available, capacity = observed
+        if available < threshold.value(capacity):
+            return False
+        return (now - sim.pressure_seen_at < self._options.pressure_transition_period) == sim.memory_pressure
+
     async def synchronize(self, sim: SimNode) -> None:
         """Upstream eviction manager ``synchronize``: observe memory.available, keep the MemoryPressure
         condition (with its transition period), and evict at most one pod per pass in rank order."""
-        threshold = next((t for t in sim.thresholds if t.signal == eviction.MEMORY_AVAILABLE), None)
-        if threshold is None or sim.node is None:
+        observed = self._observe(sim)
+        if observed is None:
             return
-        runtimes = {r.uid: r for r in sim.pods.values() if r.holding and not r.terminating}
-        active = [r.pod for r in runtimes.values()]
-
-        def usage(pod: Mapping[str, Any]) -> int:  # a pod's simulated usage never changes: computed once
-            rt = runtimes[uid_of(pod)]
-            if rt.memory_usage is None:
-                rt.memory_usage = eviction.pod_memory_usage(pod)
-            return rt.memory_usage
-
-        available = eviction.memory_available(sim.node, active, usage=usage)
-        capacity = eviction.node_memory_capacity(sim.node)
+        threshold, active, available, capacity = observed
         now = self._clock.monotonic()
         crossed = available < threshold.value(capacity)
         if crossed:

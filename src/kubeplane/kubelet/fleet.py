@@ -9,6 +9,8 @@ module                                         upstream (``pkg/kubelet``) and jo
 =============================================  =================================================================
 :mod:`~kubeplane.kubelet.node_status`          ``kubelet_node_status.go``, ``nodestatus``, ``nodelease``:
                                                registration, node status reports, the node Lease
+:mod:`~kubeplane.kubelet.heartbeat`            ``nodelease`` and ``syncNodeStatus``'s loops: every node's
+                                               tick (Lease, eviction pass, status) as columns
 :mod:`~kubeplane.kubelet.pod_workers`          ``pod_workers.go`` with ``kuberuntime``: admit, start, run to
                                                completion, restart with back-off, terminate
 :mod:`~kubeplane.kubelet.status_manager`       ``status/status_manager.go``: the batched pod-status patch writer
@@ -29,10 +31,12 @@ Shape (one event loop, everything on the injected clock):
 
 * **One pod informer for the whole fleet** (field selector ``spec.nodeName!=``, indexed by node name) and one
   node informer; a pod event is routed to its node's kubelet by ``spec.nodeName``. Never one watch per node.
-* **Per node** one task ticks every 10 s: renew the Lease in ``kube-node-lease``, run the eviction manager
-  (every ``eviction_monitoring_period``), compute node status and patch it when it changed or 5 minutes after
-  the last report (upstream's cadence). Ticks start at a random offset so a thousand nodes spread their writes.
-  A node with ``staticPodPath`` has a second task reading its manifests.
+* **Per node** a tick every 10 s (:mod:`~kubeplane.kubelet.heartbeat`): renew the Lease in ``kube-node-lease``,
+  run the eviction manager (every ``eviction_monitoring_period``), compute node status and patch it when it
+  changed or 5 minutes after the last report (upstream's cadence). Ticks start at a random offset so a thousand
+  nodes spread their writes. The ticks are columns run by one task for all nodes on a simulation's virtual clock
+  (renewals that only renew written ahead, up to the clock's horizon), by one task per node otherwise. A node
+  with ``staticPodPath`` has a second task reading its manifests.
 * **Per pod** one task (the pod workers) walks the lifecycle; status writes go through the status manager.
 * **Events** are written by one recorder per node (source ``kubelet``/node name, as each real kubelet has its
   own), with ``involvedObject.fieldPath`` naming the container.
@@ -78,7 +82,7 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 
 from kubeplane.api.views import TERMINAL_PHASES, PodView, name_of, uid_of
-from kubeplane.client.clock import Clock, SystemClock
+from kubeplane.client.clock import Clock, HorizonClock, SystemClock
 from kubeplane.client.informer import SharedInformer, SharedInformerFactory
 from kubeplane.client.interface import Client
 
@@ -90,6 +94,7 @@ from .device_manager import DeviceManager
 from .dra.manager import DRAManager
 from .dra.slices import SlicePublisher
 from .eviction_manager import EvictionManager
+from .heartbeat import Heartbeat
 from .kubelet_server import KubeletServer
 from .mirror_pods import MirrorPods
 from .node_status import NodeStatus
@@ -245,6 +250,8 @@ class Fleet:
         """The simulated CSI drivers (``csiDrivers`` of the node config; none when it is ``[]``)."""
         self.attacher.times = {d.name: (d.attach_time, d.detach_time) for d in drivers}
         self._started = self._stopped = False
+        self.heartbeats: list[Heartbeat] = []
+        """The nodes' heartbeat groups (:mod:`.heartbeat`), as started."""
         self.on_registered: Callable[[int, int], None] | None = None
         """Called with (registered, total) as nodes register during :meth:`start` (progress displays)."""
 
@@ -279,15 +286,37 @@ class Fleet:
         await self.dra_slices.sync([sim.spec for sim in self.nodes.values()], self._dra_drivers())
         self._tasks.extend(self.status.start(self.options.status_workers))
         self._tasks.append(asyncio.get_running_loop().create_task(self.attacher.run(), name="external-attacher"))
-        for sim in self.nodes.values():
-            self._start_node(sim)
+        self._start_nodes(list(self.nodes.values()))
 
-    def _start_node(self, sim: SimNode) -> None:
-        """The node's heartbeat loop, and its static pod loop if it has a manifest directory."""
+    def _start_nodes(self, sims: Sequence[SimNode]) -> None:
+        """The nodes' heartbeat (:mod:`.heartbeat`: one group for all of them on a clock with a horizon, else one
+        per node), and the static pod loop of each node with a manifest directory (tasks made in node order)."""
+        if isinstance(self.clock, HorizonClock):
+            if sims:
+                self._start_heartbeat(sims, name=f"kubelets {sims[0].name}..")
+            self._start_static_pods(sims)
+            return
+        for sim in sims:
+            self._start_heartbeat([sim], name=f"kubelet {sim.name}")
+            self._start_static_pods([sim])
+
+    def _start_heartbeat(self, sims: Sequence[SimNode], *, name: str) -> None:
+        heartbeat = Heartbeat(
+            sims,
+            clock=self.clock,
+            rng=self.rng,
+            options=self.options,
+            node_status=self.node_status,
+            eviction=self.eviction,
+        )
+        self.heartbeats.append(heartbeat)
+        self._tasks.append(asyncio.get_running_loop().create_task(heartbeat.run(), name=name))
+
+    def _start_static_pods(self, sims: Sequence[SimNode]) -> None:
         loop = asyncio.get_running_loop()
-        self._tasks.append(loop.create_task(self._node_loop(sim), name=f"kubelet {sim.name}"))
-        if sim.spec.static_pod_path:
-            self._tasks.append(loop.create_task(self.mirror_pods.run(sim), name=f"static pods {sim.name}"))
+        for sim in sims:
+            if sim.spec.static_pod_path:
+                self._tasks.append(loop.create_task(self.mirror_pods.run(sim), name=f"static pods {sim.name}"))
 
     async def add_nodes(self, specs: Sequence[NodeSpec], *, booting: bool = False) -> None:
         """Register more nodes into a running fleet (a scale-out); names must be new. ``booting``: they register
@@ -302,8 +331,7 @@ class Fleet:
         await asyncio.gather(*(self.node_status.register(sim) for sim in added))
         await self.csi.add_nodes(specs)
         await self.dra_slices.sync(specs, self._dra_drivers())
-        for sim in added:
-            self._start_node(sim)
+        self._start_nodes(added)
 
     def _reconcile_dra(self) -> None:
         """The DRA manager's checkpointed claims against the pods the API shows on each node at start: references
@@ -394,27 +422,6 @@ class Fleet:
                 self._forget(uid)
         for pod in current.values():
             self._on_pod(pod)
-
-    # --- the heartbeat: lease, eviction pass, status ---------------------------------------------------------
-
-    async def _node_loop(self, sim: SimNode) -> None:
-        period = min(self.options.lease_renew_interval, self.options.status_update_frequency)
-        await self.clock.sleep(self.rng.uniform(0, period))
-        last_eviction = float("-inf")
-        while True:
-            if sim.running:
-                try:
-                    await self.node_status.renew_lease(sim)
-                    now = self.clock.monotonic()
-                    if now - last_eviction >= self.options.eviction_monitoring_period - 1e-9:
-                        last_eviction = now
-                        await self.eviction.synchronize(sim)
-                    await self.node_status.maybe_report(sim)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    log.warning("kubelet %s: heartbeat failed: %s", sim.name, exc)
-            await self.clock.sleep(period)
 
     # --- the node informer ------------------------------------------------------------------------------------
 

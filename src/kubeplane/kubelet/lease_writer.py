@@ -91,21 +91,33 @@ def renewable(lease: Obj) -> bool:
 class LeaseWriter:
     """Renews node Leases through ``client``'s store (see the module docstring)."""
 
-    def __init__(self, client: LocalClient) -> None:
+    def __init__(self, client: LocalClient, *, stamps: Stamps | None = None) -> None:
+        """``stamps``: shared by the writers of a fleet, so its cache of the current second serves every node."""
         self._client = client
         self._leases = client.resource("leases")
-        self._stamps = Stamps()
+        self._stamps = stamps or Stamps()
+        self._last: Obj | None = None  # the last Lease this writer stored: renewable, as what it renewed was
 
-    async def renew(self, lease: Obj, now: float) -> Obj | None:
+    def can_renew(self, lease: Obj) -> bool:
+        """:func:`renewable`, answered at once for the Lease this writer last stored."""
+        return lease is self._last or renewable(lease)
+
+    async def renew(self, lease: Obj, now: float, *, stamped_at: float | None = None) -> Obj | None:
         """``lease`` renewed at ``now`` (the node's clock) and stored; None when the cheap path does not apply
-        or the stored Lease is no longer ``lease`` (the caller then takes the full API path)."""
-        if not renewable(lease):
+        or the stored Lease is no longer ``lease`` (the caller then takes the full API path). ``stamped_at``:
+        the API server's time of the write, for a renewal written ahead of its moment (default: the registry's
+        ``now()``, what the full update would record)."""
+        if not self.can_renew(lease):
             return None
         meta = lease["metadata"]
-        stamp, renew = self._stamps.time(self._client.registry.now()), self._stamps.micro_time(now)
+        server_now = self._client.registry.now() if stamped_at is None else stamped_at
+        stamp, renew = self._stamps.time(server_now), self._stamps.micro_time(now)
         if lease["spec"].get("renewTime") == renew and meta["managedFields"][0].get("time") == stamp:
             return lease  # the full update would find nothing changed and write nothing
         entry: dict[str, Any] = {**meta["managedFields"][0], "time": stamp}
         spec = {**lease["spec"], "renewTime": renew}
         new: Obj = {**lease, "metadata": {**meta, "managedFields": [entry]}, "spec": spec}
-        return await self._client.put_prepared(self._leases, new, namespace=NODE_LEASE_NAMESPACE)
+        stored = await self._client.put_prepared(self._leases, new, namespace=NODE_LEASE_NAMESPACE)
+        if stored is not None:
+            self._last = stored
+        return stored

@@ -30,11 +30,11 @@ from typing import Any
 from kubeplane.api.meta import format_time
 from kubeplane.api.nodedeclaredfeatures import kubelet_declared_features
 from kubeplane.api.views import EMPTY, NodeView, uid_of
-from kubeplane.client.clock import Clock
+from kubeplane.client.clock import Clock, HorizonClock
 from kubeplane.client.errors import AlreadyExistsError, ConflictError, NotFoundError
 from kubeplane.client.interface import Client, PatchType
 
-from .lease_writer import LeaseWriter, trusted_local
+from .lease_writer import LeaseWriter, Stamps, trusted_local
 from .node import (
     CONDITION_ORDER,
     KUBELET_PORT,
@@ -71,6 +71,8 @@ class NodeStatus:
         self._nodes_res = client.resource("nodes")
         self._leases_res = client.resource("leases")
         self._lease_writers: dict[str, LeaseWriter | None] = {}  # node -> its cheap renewal, when trusted
+        self._horizon_clock = clock if isinstance(clock, HorizonClock) else None  # renewals ahead need one
+        self._stamps = Stamps()
         self.kubelet_port = KUBELET_PORT
         """What every node advertises in ``daemonEndpoints.kubeletEndpoint.Port`` (the fleet's endpoint when it
         serves one)."""
@@ -172,11 +174,33 @@ class NodeStatus:
         except (ConflictError, NotFoundError):
             sim.lease = None
 
+    def renews_ahead(self, sim: SimNode) -> bool:
+        """Whether :meth:`renew_lease_ahead` can renew ``sim``'s Lease: a kept copy the cheap renewal
+        (:mod:`.lease_writer`) reproduces exactly, on a clock that says what ``now`` a later moment has."""
+        lease, writer = sim.lease, self._lease_writer(sim.name)
+        return lease is not None and self._horizon_clock is not None and writer is not None and writer.can_renew(lease)
+
+    async def renew_lease_ahead(self, sim: SimNode, at: float) -> bool:
+        """Renew ``sim``'s Lease as :meth:`renew_lease` would at monotonic ``at`` (not yet reached: the caller
+        knows nothing else runs before, :class:`~kubeplane.client.clock.HorizonClock`), with that moment's
+        ``renewTime`` and managed-fields time. False, and nothing written, when only the full path could (the
+        Lease changed meanwhile): the caller then renews at ``at`` itself."""
+        writer, clock = self._lease_writer(sim.name), self._horizon_clock
+        if sim.lease is None or writer is None or clock is None:
+            return False
+        now = clock.now_at(at)
+        renewed = await writer.renew(sim.lease, now, stamped_at=now)
+        if renewed is None:
+            return False
+        sim.lease = renewed
+        return True
+
     def _lease_writer(self, node: str) -> LeaseWriter | None:
         """The cheap renewal (:mod:`.lease_writer`) when ``node`` writes as the trusted in-process caller."""
         if node not in self._lease_writers:
             local = trusted_local(self._node_client(node))
-            self._lease_writers[node] = None if local is None or not self._options.cheap_leases else LeaseWriter(local)
+            cheap = local is not None and self._options.cheap_leases
+            self._lease_writers[node] = LeaseWriter(local, stamps=self._stamps) if cheap and local else None
         return self._lease_writers[node]
 
     @staticmethod
@@ -200,17 +224,20 @@ class NodeStatus:
             out.append(condition(type_, wanted[type_], stamp, transition or stamp))
         return out
 
+    def report_quiet(self, sim: SimNode, now: float) -> bool:
+        """Whether :meth:`maybe_report` (not forced) at monotonic ``now`` would write nothing: what it reports
+        is unchanged, the node is Ready in the API and the report period has not passed."""
+        return (
+            self._fingerprint(sim) == sim.reported
+            and NodeView(sim.node or EMPTY).is_ready
+            and now - sim.last_report < self._options.status_report_frequency
+        )
+
     async def maybe_report(self, sim: SimNode, *, force: bool = False) -> None:
         """Patch node status when it changed or the report period passed (upstream ``tryUpdateNodeStatus``)."""
         now = self._clock.monotonic()
         fingerprint = self._fingerprint(sim)
-        node_ready = NodeView(sim.node or EMPTY).is_ready
-        if (
-            not force
-            and fingerprint == sim.reported
-            and node_ready
-            and now - sim.last_report < self._options.status_report_frequency
-        ):
+        if not force and self.report_quiet(sim, now):
             return
         status: Obj = {"conditions": self._conditions(sim)}
         if fingerprint[1] != (sim.reported[1] if sim.reported else None) or sim.full_report_due:

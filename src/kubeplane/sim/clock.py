@@ -14,6 +14,11 @@ Invariants:
 * Determinism: with the same inputs and seeds the sequence of wake-ups is the same, because the event loop runs
   ready callbacks first-in first-out and sleepers with equal deadlines wake in the order they slept.
 * ``now()`` = ``start + monotonic()``; ``monotonic()`` starts at 0 and only grows.
+* A sleeper of :meth:`VirtualClock.sleep_until_horizon` wakes at its deadline like any other and is told the
+  *horizon*: the next deadline of any other sleeper (at most ``until``), read at the idle moment before the
+  wake-up, when every consequence of what ran before is already a timer. Nothing else runs before the horizon, so
+  the sleeper may do work stamped with later moments before it (the fleet's batched Lease renewals,
+  :mod:`kubeplane.kubelet.heartbeat`). When another sleeper wakes at the same deadline the horizon is now.
 
 Idleness is read from the default asyncio loop's ready queue (``loop._ready``, a CPython implementation
 detail that has been stable for years); a simulation therefore runs on the default loop, never uvloop.
@@ -41,6 +46,21 @@ class VirtualClock(FakeClock):
         super().__init__(start)
         self.wakeups = 0
         """How many timer deadlines :meth:`run` has jumped to (a progress measure)."""
+        self._horizon_sleepers: set[asyncio.Future[Any]] = set()
+
+    async def sleep_until_horizon(self, deadline: float) -> float:
+        """Sleep until monotonic ``deadline``; return the horizon (see the module docstring)."""
+        if deadline <= self._elapsed:
+            await asyncio.sleep(0)
+            return self._elapsed
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (deadline, next(self._order), future))
+        self._horizon_sleepers.add(future)
+        try:
+            horizon = await future
+        finally:
+            self._horizon_sleepers.discard(future)
+        return self._elapsed if horizon is None else float(horizon)
 
     def next_deadline(self) -> float | None:
         """The earliest deadline of a live sleeper (cancelled ones are dropped), or None."""
@@ -74,10 +94,19 @@ class VirtualClock(FakeClock):
                 return
             self._elapsed = max(self._elapsed, deadline)
             self.wakeups += 1
+            woken = []
             while self._sleepers and self._sleepers[0][0] <= self._elapsed:
                 _, _, future = heapq.heappop(self._sleepers)
                 if not future.done():
-                    future.set_result(None)
+                    woken.append(future)
+            horizon = self._elapsed
+            if len(woken) == 1 and woken[0] in self._horizon_sleepers:
+                following = self.next_deadline()
+                horizon = min(
+                    float("inf") if following is None else following, float("inf") if until is None else until
+                )
+            for future in woken:
+                future.set_result(horizon if future in self._horizon_sleepers else None)
 
 
 class RealTimeClock:

@@ -206,16 +206,21 @@ class StoreWatch:
 class WatchHub:
     """Fan-out of published events to registered watchers (see the module docstring)."""
 
-    __slots__ = ("_by_prefix",)
+    __slots__ = ("_by_prefix", "_candidates")
 
     def __init__(self) -> None:
         self._by_prefix: dict[str, list[StoreWatch]] = {}
+        # key head ("/registry/leases/") -> the prefixes that may match a key under it (those the head starts
+        # with, and those longer than it that start with it): a write is checked against those alone, not
+        # against every resource's watch; rebuilt whenever a watcher comes or goes
+        self._candidates: dict[str, list[tuple[str, list[StoreWatch]]]] = {}
 
     def __len__(self) -> int:
         return sum(len(ws) for ws in self._by_prefix.values())
 
     def add(self, watch: StoreWatch) -> None:
         self._by_prefix.setdefault(watch.prefix, []).append(watch)
+        self._candidates.clear()
 
     def remove(self, watch: StoreWatch) -> None:
         watchers = self._by_prefix.get(watch.prefix)
@@ -225,17 +230,27 @@ class WatchHub:
             watchers.remove(watch)
         except ValueError:
             return
+        self._candidates.clear()
         if not watchers:
             del self._by_prefix[watch.prefix]
+
+    def _groups(self, key: str) -> list[tuple[str, list[StoreWatch]]]:
+        """The (prefix, watchers) groups whose prefix may match ``key`` (each still checked)."""
+        second = key.find("/", key.find("/", 1) + 1)
+        head = key if second < 0 else key[: second + 1]
+        groups = self._candidates.get(head)
+        if groups is None:
+            groups = [(p, ws) for p, ws in self._by_prefix.items() if head.startswith(p) or p.startswith(head)]
+            self._candidates[head] = groups
+        return groups
 
     def publish(self, events: Sequence[Event]) -> None:
         if not self._by_prefix:
             return
         overflowed: list[StoreWatch] = []
-        groups = self._by_prefix.items()
         for event in events:
             key = event.kv.key
-            for prefix, watchers in groups:
+            for prefix, watchers in self._groups(key):
                 if key.startswith(prefix):
                     for watch in watchers:
                         if not watch._push(event):
@@ -244,7 +259,6 @@ class WatchHub:
                 for watch in overflowed:
                     self.remove(watch)
                 overflowed.clear()
-                groups = self._by_prefix.items()
 
     def close_all(self) -> None:
         """End every watcher with :class:`StoreClosed` (after what is already buffered)."""
