@@ -213,8 +213,8 @@ def test_delete_an_object_from_the_objects_view(browser: Any, up: tuple[Cluster,
         assert cluster.run("get", "configmap", "ui-doomed").returncode == 0
         page.click("#delete")
         page.click("#confirm-yes")
-        page.wait_for_selector("#object-message.ok")
-        assert page.inner_text("#object-message") == 'configmap "ui-doomed" deleted'
+        # "delete cancelled" is shown as ok too: wait for the answer to the second click, not for the class
+        page.wait_for_selector("#object-message.ok:text-is('configmap \"ui-doomed\" deleted')")
         result = cluster.run("get", "configmap", "ui-doomed")
         assert result.returncode != 0
         assert 'configmaps "ui-doomed" not found' in result.stderr
