@@ -49,7 +49,7 @@ def load_variant(path: Path, kind: str) -> Variant:
     where = f"--{kind} "
     data = read_yaml(path, where=where)
     if not isinstance(data, Mapping) or kind not in data:
-        raise ScenarioError(f"{where}{path}: expected a {kind}: section")
+        raise ScenarioError(f"{where}{path}: expected the section {kind}:")
     unknown = sorted(str(k) for k in data if k != kind)
     if unknown:
         raise ScenarioError(f"{where}{path}: unknown field(s) {', '.join(unknown)} (a variant holds {kind}: only)")
