@@ -72,8 +72,10 @@ def test_a_comparison_shows_cost_side_by_side_and_the_events(
     price = [r[1:4] for r in _cells(page, "#run-scaling-events-1")]
     assert all(group == "small" for group, _, _ in price)
     assert page.text_content("h3 >> nth=1") == "Autoscaler events — expander-least-waste"
-    shot(page, "runs-autoscaling-compare.png")
-    page.close()
+    page.evaluate("document.getElementById('run-autoscaling').previousElementSibling.scrollIntoView()")
+    shot(page, "runs-autoscaling.png", full_page=False)
+    assert not page.console_errors, page.console_errors
+    page.context.close()
 
 
 def test_a_run_shows_its_cost_and_events(browser: Any, server: tuple[str, str]) -> None:
@@ -86,4 +88,5 @@ def test_a_run_shows_its_cost_and_events(browser: Any, server: tuple[str, str]) 
     groups = {r[0]: r[1:] for r in _cells(page, "#run-node-groups")}
     assert groups["large nodes_added"] == ["1"]
     assert page.text_content("h3 >> nth=1") == "Autoscaler events"
-    page.close()
+    assert not page.console_errors, page.console_errors
+    page.context.close()
