@@ -361,6 +361,10 @@ def sweep(
     seeds: Annotated[
         str | None, typer.Option("--seeds", help="Seeds: a list 1,2,3, a range 1..10 (default: each scenario's).")
     ] = None,
+    variants: Annotated[
+        list[Path] | None,
+        typer.Option("--variant", help="A file with an autoscaler: or descheduler: section; each scenario under each."),
+    ] = None,
     until: UntilOpt = None,
     out: Annotated[Path, typer.Option("--out", help="Output directory (created).")] = Path("sim-sweep"),
     workers: Annotated[
@@ -394,6 +398,8 @@ def sweep(
             fields["scenarios"] = [str(s) for s in scenarios]
         if configs:
             fields["configs"] = [sweeping.config_option(c) for c in configs]
+        if variants:
+            fields["variants"] = [str(v) for v in variants]
         if seeds is not None:
             fields["seeds"] = parse_seeds(seeds)
         if until is not None:

@@ -25,7 +25,7 @@ from typing import Any, Final
 from .descheduling import parse_descheduler
 from .scenario import Scenario, ScenarioError, read_yaml, seconds
 
-__all__ = ["KINDS", "Variant", "apply_variant", "load_variant"]
+__all__ = ["KINDS", "Variant", "apply_variant", "load_any_variant", "load_variant"]
 
 KINDS: Final = ("autoscaler", "descheduler")
 """The sections a variant file may hold (and the ``compare`` flags of the same names)."""
@@ -59,6 +59,15 @@ def load_variant(path: Path, kind: str) -> Variant:
     variant = Variant(kind, dict(section), path.resolve().parent, path.stem)
     _check(variant, where=f"{where}{path}: ")
     return variant
+
+
+def load_any_variant(path: Path) -> Variant:
+    """The variant of ``path``, of the kind its one section names (``sim sweep``'s ``variants``)."""
+    data = read_yaml(path, where="variant ")
+    kinds = [k for k in KINDS if isinstance(data, Mapping) and k in data]
+    if len(kinds) != 1:
+        raise ScenarioError(f"variant {path}: expected one section, {' or '.join(f'{k}:' for k in KINDS)}")
+    return load_variant(path, kinds[0])
 
 
 def apply_variant(scenario: Scenario, variant: Variant) -> Scenario:
