@@ -225,6 +225,41 @@ def _openb_fgd(runs: Runs) -> str:
     return "\n".join(rows) + "\n"
 
 
+def _autoscaling(runs: Runs) -> str:
+    """The expanders compared on the autoscaling example (``sim compare --autoscaler``): the CLI's lines, cost
+    per group and each run's autoscaler events (the report's tables)."""
+    import kubeplane.sim
+    from kubeplane.sim.variants import apply_variant, load_variant
+
+    variants = ["expander-least-waste.yaml", "expander-price.yaml"]
+    scenario = kubeplane.sim.Scenario.load(SIM / "autoscaling.yaml")
+    results = []
+    for name in variants:
+        variant = load_variant(SIM / name, "autoscaler")
+        results.append(kubeplane.sim.run(apply_variant(scenario, variant), label=variant.label))
+    flags = " \\\n    ".join(f"--autoscaler examples/sim/{v}" for v in variants)
+    lines = [f"$ kubeplane sim compare examples/sim/autoscaling.yaml {flags} --out /tmp/autoscaling-compare"]
+    for result in results:
+        lines += _summary(result)
+    lines.append("report: /tmp/autoscaling-compare/report.html")
+    rows = ["| expander | group | nodes added | removed | node-hours | cost |", "|---|---|---|---|---|---|"]
+    for result in results:
+        for group, g in result.summary["node_groups"].items():
+            rows.append(f"| {result.label} | {group} | {g['nodes_added']} | {g['nodes_removed']} | "
+                        f"{g['node_hours']:.2f} | {g['cost']:.3f} |")  # fmt: skip
+    events = ["| expander | time | group | delta | reason | detail |", "|---|---|---|---|---|---|"]
+    for result in results:
+        for e in result.scaling:
+            events.append(f"| {result.label} | {_clock(e['t'])} | {e['group'] or '—'} | {e['delta']:+d} | "
+                          f"{e['reason']} | {e['detail']} |")  # fmt: skip
+    return _console(*lines) + "\n" + "\n".join(rows) + "\n\n" + "\n".join(events) + "\n"
+
+
+def _clock(t: float) -> str:
+    hours, rest = divmod(int(t), 3600)
+    return f"{hours}h{rest // 60:02d}m{rest % 60:02d}s"
+
+
 BLOCKS: tuple[Block, ...] = (
     Block("determinism", True, _determinism),
     Block("seeds-story-run", True, _story_run),
@@ -233,6 +268,7 @@ BLOCKS: tuple[Block, ...] = (
     Block("preemption-run", True, _preemption_run),
     Block("bin-packing-compare", False, _bin_packing),
     Block("openb-fgd", False, _openb_fgd),
+    Block("autoscaling-compare", False, _autoscaling),
 )
 
 

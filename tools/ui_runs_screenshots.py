@@ -1,7 +1,9 @@
-"""Regenerate docs/ui.md's screenshots of the Runs view (runs-list.png, runs-run.png, runs-compare.png).
+"""Regenerate docs/ui.md's screenshots of the Runs view (runs-list.png, runs-run.png, runs-compare.png,
+runs-autoscaling.png).
 
-They are taken by the view's own browser test (tests/ui/test_runs_view.py) on the outputs of real ``kubeplane sim
-run`` / ``sim compare`` runs of examples/sim/seeds-story.yaml, when ``$KUBEPLANE_UI_SHOTS`` names a directory:
+They are taken by the view's own browser tests (tests/ui/test_runs_view.py, test_runs_autoscaling.py) on the
+outputs of real ``kubeplane sim run`` / ``sim compare`` runs of examples/sim/seeds-story.yaml and autoscaling.yaml,
+when ``$KUBEPLANE_UI_SHOTS`` names a directory:
 
     PYTHONPATH=src .venv/bin/python tools/ui_runs_screenshots.py [--out docs/ui]
 """
@@ -22,7 +24,16 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "ui")
     args = parser.parse_args()
     env = {**os.environ, "KUBEPLANE_UI_SHOTS": str(args.out.resolve())}
-    command = [sys.executable, "-m", "pytest", "tests/ui/test_runs_view.py", "-q", "-p", "no:cacheprovider"]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "tests/ui/test_runs_view.py",
+        "tests/ui/test_runs_autoscaling.py",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+    ]
     raise SystemExit(subprocess.run(command, cwd=ROOT, env=env, timeout=900, check=False).returncode)
 
 

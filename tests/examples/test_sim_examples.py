@@ -18,6 +18,8 @@ import kubeplane.sim
 from kubeplane.kubelet.fleet import DURATION_ANNOTATION
 from kubeplane.scheduler.config import parse_config
 from kubeplane.sim import Scenario, SimResult
+from kubeplane.sim.variants import KINDS as VARIANT_KINDS
+from kubeplane.sim.variants import apply_variant, load_variant
 
 SIM = Path(__file__).resolve().parents[2] / "examples" / "sim"
 CONFIG_KIND = "KubeSchedulerConfiguration"
@@ -36,8 +38,18 @@ def _kind(path: Path) -> Any:
     return doc.get("kind") if isinstance(doc, Mapping) else None
 
 
+def _variant(path: Path) -> bool:
+    """A ``sim compare --autoscaler/--descheduler`` file: one ``autoscaler:`` or ``descheduler:`` section."""
+    doc = yaml.safe_load(path.read_text())
+    return isinstance(doc, Mapping) and len(doc) == 1 and next(iter(doc)) in VARIANT_KINDS
+
+
 def _scenarios() -> list[Path]:
-    return [p for p in sorted(SIM.glob("*.yaml")) if _kind(p) != CONFIG_KIND]
+    return [p for p in sorted(SIM.glob("*.yaml")) if _kind(p) != CONFIG_KIND and not _variant(p)]
+
+
+def _variants() -> list[Path]:
+    return [p for p in sorted(SIM.glob("*.yaml")) if _variant(p)]
 
 
 def _configs() -> list[Path]:
@@ -49,7 +61,16 @@ def test_the_examples_are_there() -> None:
     assert {"seeds-story.yaml", "bin-packing.yaml", "scale-out.yaml"} <= {p.name for p in _scenarios()}
     assert {"least-allocated.yaml", "most-allocated.yaml", "default.yaml", "fgd.yaml"} <= {p.name for p in _configs()}
     assert {"openb-arrivals.yaml", "openb-fgd.yaml", "batch.yaml"} <= {p.name for p in _scenarios()}
-    assert names == {p.name for p in _scenarios()} | {p.name for p in _configs()}
+    assert {"expander-least-waste.yaml", "expander-price.yaml"} <= {p.name for p in _variants()}
+    assert names == {p.name for p in _scenarios()} | {p.name for p in _configs()} | {p.name for p in _variants()}
+
+
+@pytest.mark.parametrize("path", _variants(), ids=lambda p: p.name)
+def test_every_variant_loads_and_applies_to_autoscaling(path: Path) -> None:
+    variant = load_variant(path, next(iter(yaml.safe_load(path.read_text()))))
+    assert variant.label == path.stem
+    applied = apply_variant(Scenario.load(SIM / "autoscaling.yaml"), variant)
+    assert applied.autoscaler == variant.section
 
 
 @pytest.mark.parametrize("path", _scenarios(), ids=lambda p: p.name)

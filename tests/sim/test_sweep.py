@@ -233,3 +233,32 @@ def test_executor_choice() -> None:
     assert isinstance(executor(ray_address="auto"), RayExecutor)
     with pytest.raises(ValueError, match="workers must be at least 1"):
         ProcessPool(0)
+
+
+def test_variants_multiply_the_scenario_axis(tmp_path: Path) -> None:
+    """``variants`` (sim.variants files): each scenario under each autoscaler section, labelled scenario+variant."""
+    variants = [EXAMPLES / "expander-least-waste.yaml", EXAMPLES / "expander-price.yaml"]
+    built = sweeping.grid([EXAMPLES / "autoscaling.yaml"], seeds=[1], variants=variants)
+    cells = built.cells()
+    assert [c.label for c in cells] == [
+        "autoscaling+expander-least-waste/scenario/seed=1",
+        "autoscaling+expander-price/scenario/seed=1",
+    ]
+    assert [dict(c.scenario.autoscaler or {})["expander"] for c in cells] == ["least-waste", "price"]
+    grid_file = tmp_path / "grid.yaml"
+    grid_file.write_text(f"scenarios: [{EXAMPLES / 'autoscaling.yaml'}]\nvariants: [{variants[1]}]\nuntil: 1m\n")
+    out = tmp_path / "out"
+    got = CliRunner().invoke(app, ["sim", "sweep", str(grid_file), "--workers", "1", "--out", str(out)])
+    assert got.exit_code == 0, got.output
+    assert "autoscaling+expander-price/scenario/seed=1: scheduled" in got.output
+    record = json.loads((out / "sweep.json").read_text())["cells"][0]
+    assert "cost" in record["summary"]
+
+
+def test_a_variant_without_one_known_section_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("scheduler: {}\n")
+    with pytest.raises(
+        ScenarioError, match=r"^variant .*bad\.yaml: expected one section, autoscaler: or descheduler:$"
+    ):
+        sweeping.grid([write_tiny(tmp_path)], variants=[bad])

@@ -219,46 +219,76 @@ def _config(path: Path | None) -> dict[str, Any] | None:
     return None if path is None else load_scheduler_config(path)
 
 
-def _run_one(scenario: str, seed: int | None, until: float | None, config: str, label: str) -> SimResult:
-    """One comparison run, in a worker process (must be importable: ProcessPoolExecutor pickles it)."""
+def _run_one(
+    scenario: str, seed: int | None, until: float | None, config: str | None, label: str, variant: Any = None
+) -> SimResult:
+    """One comparison run, in a worker process (must be importable: ProcessPoolExecutor pickles it): under a
+    scheduler configuration file, or with a variant's section (kubeplane.sim.variants) in place of the scenario's."""
     from kubeplane.sim.runner import run as run_scenario
+    from kubeplane.sim.scenario import Scenario
+    from kubeplane.sim.variants import apply_variant
 
-    return run_scenario(scenario, seed=seed, until=until, scheduler_config=_config(Path(config)), label=label)
+    loaded = Scenario.load(scenario)
+    if variant is not None:
+        loaded = apply_variant(loaded, variant)
+    scheduler_config = None if config is None else _config(Path(config))
+    return run_scenario(loaded, seed=seed, until=until, scheduler_config=scheduler_config, label=label)
 
 
 @sim_app.command("compare")
 def compare(
     scenario: ScenarioArg,
     configs: Annotated[
-        list[Path], typer.Option("--config", help="A KubeSchedulerConfiguration; repeat for each to compare.")
-    ],
+        list[Path] | None, typer.Option("--config", help="A KubeSchedulerConfiguration; repeat for each to compare.")
+    ] = None,
+    autoscalers: Annotated[
+        list[Path] | None,
+        typer.Option("--autoscaler", help="A file with an autoscaler: section (its flags); repeat for each."),
+    ] = None,
+    deschedulers: Annotated[
+        list[Path] | None,
+        typer.Option("--descheduler", help="A file with a descheduler: section; repeat for each."),
+    ] = None,
     seed: SeedOpt = None,
     out: Annotated[Path, typer.Option("--out", help="Output directory (created).")] = Path("sim-compare"),
     until: UntilOpt = None,
 ) -> None:
-    """Run the same scenario and seed under each scheduler configuration and write one side-by-side report."""
+    """Run the same scenario and seed under each scheduler configuration (or autoscaler or descheduler variant)
+    and write one side-by-side report."""
     from kubeplane.sim.report import write_comparison
     from kubeplane.sim.scenario import Scenario, ScenarioError
+    from kubeplane.sim.variants import apply_variant, load_variant
 
-    if len(configs) < 2:
-        _fail("give at least two --config files to compare")
-    labels = [c.stem for c in configs]
+    given = [(kind, paths) for kind, paths in (("config", configs), ("autoscaler", autoscalers),
+                                               ("descheduler", deschedulers)) if paths]  # fmt: skip
+    if len(given) != 1:
+        _fail("give the variants to compare of one kind: --config, --autoscaler or --descheduler files")
+    kind, files = given[0]
+    if len(files) < 2:
+        _fail(f"give at least two --{kind} files to compare")
+    labels = [c.stem for c in files]
     if len(set(labels)) != len(labels):
-        labels = [f"{i + 1}-{c.stem}" for i, c in enumerate(configs)]
+        labels = [f"{i + 1}-{c.stem}" for i, c in enumerate(files)]
+    variants: list[Any] = [None] * len(files)
     try:
-        Scenario.load(scenario)  # fail early, with one line, before starting processes
-        for path in configs:
+        loaded = Scenario.load(scenario)  # fail early, with one line, before starting processes
+        if kind == "config":
             from kubeplane.sim.runner import scheduler_configuration
 
-            scheduler_configuration(_config(path))
+            for path in files:
+                scheduler_configuration(_config(path))
+        else:
+            variants = [load_variant(path, kind) for path in files]
+            for variant in variants:
+                apply_variant(loaded, variant)
     except ScenarioError as exc:
         _fail(str(exc))
     limit = _until(until)
-    workers = max(1, min(len(configs), os.cpu_count() or 1))
+    workers = max(1, min(len(files), os.cpu_count() or 1))
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
         futures = [
-            pool.submit(_run_one, str(scenario), seed, limit, str(path), label)
-            for path, label in zip(configs, labels, strict=True)
+            pool.submit(_run_one, str(scenario), seed, limit, str(path) if kind == "config" else None, label, variant)
+            for path, label, variant in zip(files, labels, variants, strict=True)
         ]
         results = [f.result() for f in futures]
     paths = write_comparison(results, out)
@@ -331,6 +361,10 @@ def sweep(
     seeds: Annotated[
         str | None, typer.Option("--seeds", help="Seeds: a list 1,2,3, a range 1..10 (default: each scenario's).")
     ] = None,
+    variants: Annotated[
+        list[Path] | None,
+        typer.Option("--variant", help="A file with an autoscaler: or descheduler: section; each scenario under each."),
+    ] = None,
     until: UntilOpt = None,
     out: Annotated[Path, typer.Option("--out", help="Output directory (created).")] = Path("sim-sweep"),
     workers: Annotated[
@@ -364,6 +398,8 @@ def sweep(
             fields["scenarios"] = [str(s) for s in scenarios]
         if configs:
             fields["configs"] = [sweeping.config_option(c) for c in configs]
+        if variants:
+            fields["variants"] = [str(v) for v in variants]
         if seeds is not None:
             fields["seeds"] = parse_seeds(seeds)
         if until is not None:

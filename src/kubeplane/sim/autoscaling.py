@@ -123,6 +123,10 @@ class Autoscaling:
         """The time-series columns: registered, undeleted nodes per group."""
         return {f"{NODE_GROUP_PREFIX}{g.name}": self.provider.registered(g.name) for g in self.groups}
 
+    def group_of(self) -> dict[str, str]:
+        """Every node the groups ever had, by name: its group (for :func:`.scaling.scaling_rows`)."""
+        return {c.node: c.group for c in self.provider.history}
+
     def summary(self) -> dict[str, Any]:
         per_group: dict[str, dict[str, Any]] = {}
         for group in self.groups:

@@ -27,6 +27,8 @@ from kubeplane.api.views import spec_of, status_of
 from . import outcomes
 from .clock import RealTimeClock, VirtualClock
 from .gpu import GpuMetrics
+from .scaling import REASONS as SCALING_REASONS
+from .scaling import ScalingEvent
 from .workloads import pod_group
 
 Obj = Mapping[str, Any]
@@ -78,6 +80,8 @@ class Observer:
         self._holding: dict[str, str] = {}  # pod key -> node, for non-terminal bound pods
         self._in_use: Counter[str] = Counter()  # node -> such pods
         self.nodes_in_use_peak = 0
+        self.scaling: list[ScalingEvent] = []
+        """The cluster-autoscaler's Events (:mod:`.scaling`), in the order seen; kept out of the event log."""
 
     @property
     def nodes_in_use(self) -> int:
@@ -177,3 +181,5 @@ class Observer:
                 if record is not None and record.phase in outcomes.TERMINAL:
                     return  # a finished pod marked for deletion was not running: not an eviction
             self.events[reason] = self.events.get(reason, 0) + 1
+            if reason in SCALING_REASONS:
+                self.scaling.append(ScalingEvent.of(event, self.clock.monotonic()))

@@ -7,8 +7,9 @@ directory a person can open (:func:`write_outputs`) and several results of the s
 side-by-side comparison (:func:`write_comparison`); the plots are :mod:`kubeplane.sim.plots`'.
 
 The page, top to bottom: the run's identity, the headline (the summary's ``headline`` fields), the summary, the
-scenario's actions (numbered as on the plots' time axes), the plots (or one sentence where a plot would show
-nothing) and the pods' outcomes. Long values wrap (``overflow-wrap:anywhere``), so a comparison of several
+autoscaling part when the runs have node groups or a descheduler (:mod:`.report_autoscaling`), the scenario's
+actions (numbered as on the plots' time axes), the plots (or one sentence where a plot would show nothing) and the
+pods' outcomes. Long values wrap (``overflow-wrap:anywhere``), so a comparison of several
 configurations with 64-character hashes fits a 1280-px window.
 
 Invariants:
@@ -43,6 +44,7 @@ from typing import Any, Protocol
 
 from . import outcomes
 from .plots import Action, Run, actions_of, figures, time_unit, union_keys
+from .report_autoscaling import autoscaling_html
 
 
 class SimResultLike(Protocol):
@@ -74,6 +76,7 @@ GPU_CSV = "gpu.csv"
 ACTIONS_CSV = "actions.csv"
 JOBS_CSV = "jobs.csv"
 GANGS_CSV = "gangs.csv"
+SCALING_CSV = "scaling.csv"
 REPORT_HTML = "report.html"
 COMPARISON_JSON = "comparison.json"
 COMPARISON_CSV = "comparison.csv"
@@ -89,7 +92,8 @@ def write_outputs(result: SimResultLike, out_dir: Path) -> dict[str, Path]:
 
     The directory is created if needed; existing files of these names are replaced. Returns the paths keyed
     ``summary``, ``timeseries``, ``pods`` and ``report``, and ``actions`` (actions.csv), ``gpu`` (gpu.csv),
-    ``jobs`` (jobs.csv) and ``gangs`` (gangs.csv) when the result has such rows.
+    ``jobs`` (jobs.csv), ``gangs`` (gangs.csv) and ``scaling`` (scaling.csv: the autoscaler's events) when the
+    result has such rows.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = _write_run_data(result, out_dir)
@@ -189,6 +193,7 @@ def render_html(results: Sequence[SimResultLike]) -> str:
         _headline_table(runs),
         "<h2>Summary</h2>",
         _summary_table(runs),
+        autoscaling_html(runs, metric_table=lambda rs, ms: _metric_table(rs, ms, css="autoscaling"), fmt=_fmt),
         _actions_table(actions, runs),
     ]
     plots = figures(runs, actions)
@@ -235,9 +240,9 @@ def _write_run_data(result: SimResultLike, out_dir: Path) -> dict[str, Path]:
     if gpu_rows:  # one row per pod arrival (kubeplane.sim.gpu), only when the scenario has GPU pods
         paths["gpu"] = out_dir / GPU_CSV
         write_csv(gpu_rows, paths["gpu"])
-    for key, filename in (("jobs", JOBS_CSV), ("gangs", GANGS_CSV)):
+    for key, filename in (("jobs", JOBS_CSV), ("gangs", GANGS_CSV), ("scaling", SCALING_CSV)):
         rows: Sequence[Mapping[str, Any]] = getattr(result, key, None) or []
-        if rows:  # kubeplane.sim.workloads: the Jobs and the gangs the run saw, only when it has some
+        if rows:  # the Jobs and gangs the run saw (sim.workloads), the autoscaler's events (sim.scaling)
             paths[key] = out_dir / filename
             write_csv(rows, paths[key])
     return paths

@@ -60,6 +60,7 @@ from .clock import RealTimeClock, VirtualClock
 from .descheduling import SimDescheduler
 from .gpu import GPU_COLUMNS, DraDeclared, GpuMetrics, declared_pod_types
 from .observer import Observer, ready
+from .scaling import scaling_rows
 from .scenario import Action, Arrival, Deletion, Generator, Scenario, ScenarioError
 from .storage import storage_declared, storage_row, storage_summary
 from .summary import pod_rows, summarise
@@ -95,6 +96,8 @@ class SimResult:
     """One row per Job the run saw (:mod:`kubeplane.sim.workloads`): created, started, completed, deleted."""
     gangs: list[dict[str, Any]] = field(default_factory=list)
     """One row per PodGroup its pods named: pods, first created, last bound, wait time."""
+    scaling: list[dict[str, Any]] = field(default_factory=list)
+    """The autoscaler's scale-ups, removals and pods it could not help (:mod:`kubeplane.sim.scaling`)."""
 
     def write(self, out_dir: str | Path) -> dict[str, Path]:
         """summary.json, timeseries.csv, pods.csv and report.html in ``out_dir``."""
@@ -550,8 +553,19 @@ class _Run:
             summary |= self.desched.summary()
         if self.autoscaling is not None:
             summary |= self.autoscaling.summary()
+        scaling = [] if self.autoscaling is None else scaling_rows(obs.scaling, group_of=self.autoscaling.group_of())
         return SimResult(
-            self.scenario.name, self.label, self.seed, summary, self.timeseries, pods, gpu, self.actions, jobs, gangs
+            self.scenario.name,
+            self.label,
+            self.seed,
+            summary,
+            self.timeseries,
+            pods,
+            gpu,
+            self.actions,
+            jobs,
+            gangs,
+            scaling,
         )
 
 

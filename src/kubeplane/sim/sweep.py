@@ -118,15 +118,26 @@ def grid(
     seeds: Sequence[int] = (),
     until: float | None = None,
     *,
+    variants: Sequence[str | Path] = (),
     base: Path | None = None,
 ) -> Grid:
     """Load a grid's files (relative to ``base``, else the working directory) and check every configuration, so
-    that every mistake is one :class:`ScenarioError` line before any simulation starts."""
+    that every mistake is one :class:`ScenarioError` line before any simulation starts. ``variants``
+    (:mod:`.variants` files: an ``autoscaler:`` or ``descheduler:`` section) multiply the scenario axis: each
+    scenario under each variant, labelled ``<scenario>+<variant>``."""
+    from .variants import apply_variant, load_any_variant
+
     root = base or Path.cwd()
     if not scenarios:
         raise ScenarioError("sweep: give at least one scenario")
     loaded = [Scenario.load(root / Path(path)) for path in scenarios]
-    scenario_labels = _unique([s.name for s in loaded], "scenario")
+    names = [s.name for s in loaded]
+    if variants:
+        checked_variants = [load_any_variant(root / Path(path)) for path in variants]
+        _unique([v.label for v in checked_variants], "variant")
+        loaded = [apply_variant(s, v) for s in loaded for v in checked_variants]
+        names = [f"{name}+{v.label}" for name in names for v in checked_variants]
+    scenario_labels = _unique(names, "scenario")
     checked: list[tuple[str, Mapping[str, Any] | None]] = []
     for label, path in configs:
         config = load_scheduler_config(root / Path(path), where=f"config {label}: ")
@@ -140,19 +151,23 @@ def grid(
 
 def load_grid(path: Path) -> dict[str, Any]:
     """A grid file's fields (YAML or JSON): ``scenarios`` (a list of files), ``configs`` (a mapping label ->
-    file, or a list of files labelled by their stem), ``seeds`` (a list, ``"1..10"`` or ``"1,2,3"``) and
-    ``until``; paths relative to the file. Returns keyword arguments for :func:`grid` (with ``base``)."""
+    file, or a list of files labelled by their stem), ``seeds`` (a list, ``"1..10"`` or ``"1,2,3"``), ``until``
+    and ``variants`` (a list of autoscaler/descheduler variant files); paths relative to the file. Returns keyword
+    arguments for :func:`grid` (with ``base``)."""
     from kubeplane.gpu.repro import parse_seeds
 
     data = read_yaml(path, what="grid ")
     if not isinstance(data, Mapping):
         raise ScenarioError(f"grid {path}: expected a mapping with scenarios, configs, seeds")
-    unknown = sorted(set(data) - {"scenarios", "configs", "seeds", "until"})
+    unknown = sorted(set(data) - {"scenarios", "configs", "seeds", "until", "variants"})
     if unknown:
         raise ScenarioError(f"grid {path}: unknown field(s) {', '.join(map(str, unknown))}")
     scenarios = data.get("scenarios") or []
     if not isinstance(scenarios, list) or not all(isinstance(s, str) for s in scenarios):
         raise ScenarioError(f"grid {path}: scenarios: expected a list of scenario files")
+    variants = data.get("variants") or []
+    if not isinstance(variants, list) or not all(isinstance(v, str) for v in variants):
+        raise ScenarioError(f"grid {path}: variants: expected a list of variant files")
     raw_configs = data.get("configs") or []
     if isinstance(raw_configs, Mapping):
         configs = [(str(label), str(file)) for label, file in raw_configs.items()]
@@ -176,6 +191,7 @@ def load_grid(path: Path) -> dict[str, Any]:
         "configs": configs,
         "seeds": seeds,
         "until": None if until is None else seconds(until, "until"),
+        "variants": variants,
         "base": path.parent,
     }
 

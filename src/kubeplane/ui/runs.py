@@ -48,6 +48,8 @@ COMPARISON_JSON = "comparison.json"
 TIMESERIES_CSV = "timeseries.csv"
 ACTIONS_CSV = "actions.csv"
 PODS_CSV = "pods.csv"
+SCALING_CSV = "scaling.csv"
+MAX_SCALING_ROWS = 1000
 MAX_DEPTH = 6
 """How deep under the root run directories are looked for (and ids may point)."""
 MAX_RUNS = 500
@@ -172,12 +174,14 @@ def listing(root: Path) -> dict[str, Any]:
 
 def load(root: Path, run_id: str) -> dict[str, Any]:
     """One run or comparison for its view: identity, summaries per label, the time series per label (``t`` in
-    simulated seconds and one list per numeric column), the scenario's actions and the charts to draw."""
+    simulated seconds and one list per numeric column), the scenario's actions, the autoscaler's events per label
+    (``scaling.csv``, when a run has node groups) and the charts to draw."""
     found = resolve(root, run_id)
     summaries = _summaries(found)
     dirs = _label_dirs(found, list(summaries))
     series = {label: _timeseries(directory / TIMESERIES_CSV) for label, directory in dirs.items()}
     actions = _actions([directory / ACTIONS_CSV for directory in dirs.values()])
+    scaling = {label: _scaling(directory / SCALING_CSV) for label, directory in dirs.items()}
     return {
         "id": found.id,
         "kind": found.kind,
@@ -185,6 +189,7 @@ def load(root: Path, run_id: str) -> dict[str, Any]:
         "summaries": summaries,
         "series": series,
         "actions": actions,
+        "scaling": {label: rows for label, rows in scaling.items() if rows is not None},
         "charts": charts(series, comparing=found.kind == "comparison"),
     }
 
@@ -305,6 +310,26 @@ def _actions(paths: list[Path]) -> list[dict[str, Any]]:
             )
     ordered = sorted(seen.values(), key=lambda a: float(a["t"]))
     return [{"number": i + 1, **a} for i, a in enumerate(ordered)]
+
+
+def _scaling(path: Path) -> list[dict[str, Any]] | None:
+    """``scaling.csv`` (kubeplane.sim.scaling: ``t, group, delta, reason, detail``) as rows, ``t`` and ``delta``
+    numbers; None without the file; at most :data:`MAX_SCALING_ROWS` rows (the first)."""
+    text = _read(path)
+    if text is None:
+        return None
+    rows = []
+    for row in csv.DictReader(io.StringIO(text)):
+        rows.append({
+            "t": _number(row.get("t") or ""),
+            "group": row.get("group") or "",
+            "delta": _number(row.get("delta") or ""),
+            "reason": row.get("reason") or "",
+            "detail": row.get("detail") or "",
+        })  # fmt: skip
+        if len(rows) >= MAX_SCALING_ROWS:
+            break
+    return rows
 
 
 # --------------------------------------------------------------------------------------------------- charts

@@ -6,6 +6,10 @@ import { el, uiCall } from "./api.js";
 import { lineChart, formatValue, COLOURS } from "./charts.js";
 
 const DASHES = ["", "6 3", "2 3", "8 3 2 3"];
+// The autoscaling table's rows, side by side (as the HTML report's: kubeplane.sim.report_autoscaling.COMPARED).
+const AUTOSCALING = ["cost", "node_hours", "nodes_added", "nodes_removed", "pending_time_p50", "pending_time_p90",
+  "pending_time_p99", "descheduler_evictions"];
+const GROUP_FIELDS = ["node_hours", "cost", "nodes_added", "nodes_removed", "nodes_peak", "nodes_at_end"];
 
 // Shows the nav link only when the server has a runs directory (/ui/whoami's "runs"; GET /ui/runs is a 404
 // Status otherwise, which the probe avoids asking for: a 404 is a console error in the browser).
@@ -71,6 +75,43 @@ function metricTable(id, caption, metrics, doc) {
       ...labels.map((l) => cell((doc.summaries[l] || {})[m]))))));
 }
 
+// Runs with node groups or a descheduler: cost, node-hours, nodes added/removed and pending-time percentiles
+// side by side, per-group figures, each run's autoscaler events (scaling.csv) and evictions by plugin.
+function autoscaling(doc) {
+  const summaries = doc.labels.map((l) => doc.summaries[l] || {});
+  const groups = summaries.some((s) => s.node_groups);
+  const desched = summaries.some((s) => "descheduler_evictions" in s);
+  if (!groups && !desched) return [];
+  const parts = [el("h2", {}, groups ? "Autoscaling" : "Descheduling"),
+    metricTable("run-autoscaling", "Autoscaling", AUTOSCALING.filter((m) => summaries.some((s) => m in s)), doc)];
+  if (groups) {
+    const names = [...new Set(summaries.flatMap((s) => Object.keys(s.node_groups || {})))];
+    parts.push(el("h3", {}, "Node groups"), el("table", { class: "grid", id: "run-node-groups" },
+      el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "group / metric"), ...doc.labels.map((l) => el("th", { scope: "col" }, l)))),
+      el("tbody", {}, names.flatMap((g) => GROUP_FIELDS.map((f) => el("tr", {}, el("th", { scope: "row" }, el("code", {}, `${g} ${f}`)),
+        ...summaries.map((s) => cell(((s.node_groups || {})[g] || {})[f]))))))));
+    doc.labels.forEach((label, i) => {
+      const rows = (doc.scaling || {})[label] || [];
+      const title = doc.labels.length > 1 ? `Autoscaler events — ${label}` : "Autoscaler events";
+      parts.push(el("h3", {}, title));
+      if (!rows.length) { parts.push(el("p", { class: "hint" }, "The autoscaler recorded no scaling event.")); return; }
+      parts.push(el("table", { class: "grid scaling-events", id: `run-scaling-events-${i}` },
+        el("caption", { class: "visually-hidden" }, title),
+        el("thead", {}, el("tr", {}, ...["time (s)", "group", "delta", "reason", "detail"].map((h) => el("th", { scope: "col" }, h)))),
+        el("tbody", {}, rows.map((r) => el("tr", {}, cell(r.t), el("td", {}, r.group || "—"),
+          el("td", { class: "num" }, r.delta > 0 ? `+${r.delta}` : String(r.delta ?? "")), el("td", {}, r.reason), el("td", {}, r.detail))))));
+    });
+  }
+  if (desched) {
+    const counts = summaries.map((s) => s.descheduler_evictions_by_plugin || {});
+    const plugins = [...new Set(counts.flatMap((c) => Object.keys(c)))].sort();
+    parts.push(el("h3", {}, "Descheduler evictions"), el("table", { class: "grid", id: "run-evictions" },
+      el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "plugin"), ...doc.labels.map((l) => el("th", { scope: "col" }, l)))),
+      el("tbody", {}, plugins.map((p) => el("tr", {}, el("th", { scope: "row" }, el("code", {}, p)), ...counts.map((c) => cell(c[p] || 0)))))));
+  }
+  return parts;
+}
+
 function chartSpecs(doc) {
   const comparing = doc.kind === "comparison";
   return doc.charts.map((chart) => ({
@@ -107,6 +148,7 @@ function mountRun(container, id) {
       el("dt", {}, doc.labels.length > 1 ? "Labels" : "Label"), el("dd", {}, doc.labels.join(", "))));
     const headline = [...new Set(doc.labels.flatMap((l) => (doc.summaries[l] || {}).headline || []))];
     if (headline.length) body.append(el("h2", {}, "Headline"), metricTable("run-headline", "Headline", headline, doc));
+    body.append(...autoscaling(doc));
     if (doc.actions.length) {
       body.append(el("h2", {}, "The scenario's actions"), el("table", { class: "grid", id: "run-actions" },
         el("thead", {}, el("tr", {}, ...["#", "time (s)", "action", "ok"].map((h) => el("th", { scope: "col" }, h)))),
