@@ -191,7 +191,10 @@ def template_verdict(probe: ClusterSimulator, pod: Obj, check: str) -> list[str]
     (:func:`template_probe`), else the filters' reasons there, sorted (what NotTriggerScaleUp counts)."""
     if probe.first_fit(pod, [check]) is not None:
         return None
-    return sorted(probe.fits(pod, only=(check,)).reasons)
+    reasons = sorted(probe.fits(pod, only=(check,)).reasons)
+    # a pod that fits an existing node (explain asks about any pod) gets its rejected nodes counted without
+    # reasons by the scheduler's search: then the reference filters' reasons on the template
+    return reasons or sorted(probe.filter_reasons(pod, check))
 
 
 def plan_scale_up(
