@@ -11,6 +11,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +45,18 @@ def _pod(name: str, cpu: str) -> dict[str, Any]:
     }
 
 
-def test_explain_says_which_group_helps_and_when_its_node_is_expected(tmp_path: Path) -> None:
+@dataclass(frozen=True, slots=True)
+class ScaledUp:
+    """A ``kubeplane up --node-groups`` cluster after the autoscaler's loop: ``pending`` waits for the small
+    group's scale-up (TriggeredScaleUp), ``too-big`` fits no group (NotTriggerScaleUp)."""
+
+    kubeconfig: Path
+    kubectl: list[str]
+    pending: str
+
+
+@contextmanager
+def scaled_up_cluster(tmp_path: Path) -> Iterator[ScaledUp]:
     (tmp_path / "groups.yaml").write_text(GROUPS)
     data = tmp_path / "data"
     log = (tmp_path / "up.log").open("wb")
@@ -77,13 +91,23 @@ def test_explain_says_which_group_helps_and_when_its_node_is_expected(tmp_path: 
                 "NotTriggerScaleUp",
             }
         assert reasons == {"TriggeredScaleUp", "NotTriggerScaleUp"}, (tmp_path / "up.log").read_text()
-
         listed = subprocess.run([*kubectl, "get", "pods", "-o", "json"],
                                 capture_output=True, text=True, check=True, timeout=60)  # fmt: skip
         [pending] = [
             p["metadata"]["name"] for p in json.loads(listed.stdout)["items"]
             if p["metadata"]["name"] != "too-big" and not p["spec"].get("nodeName")
         ]  # fmt: skip  # one of a and b fits on small-0, the other waits for the scale-up
+        yield ScaledUp(kubeconfig, kubectl, pending)
+    finally:
+        os.kill(process.pid, signal.SIGTERM)
+        code = process.wait(timeout=30)
+        log.close()
+    assert code == 0
+
+
+def test_explain_says_which_group_helps_and_when_its_node_is_expected(tmp_path: Path) -> None:
+    with scaled_up_cluster(tmp_path) as cluster:
+        kubeconfig, kubectl, pending = cluster.kubeconfig, cluster.kubectl, cluster.pending
         explain = [*KUBEPLANE, "explain", "--kubeconfig", str(kubeconfig)]
         out = subprocess.run([*explain, "--pod", f"default/{pending}", "-o", "json"],
                              capture_output=True, text=True, check=True, timeout=60)  # fmt: skip
@@ -111,7 +135,3 @@ def test_explain_says_which_group_helps_and_when_its_node_is_expected(tmp_path: 
                                capture_output=True, text=True, check=True, timeout=60).stdout  # fmt: skip
         assert "autoscaler: node groups (kube-system/kubeplane-autoscaler-node-groups)" in table
         assert f"upcoming node {upcoming['node']} (small): expected Ready at {upcoming['expectedReady']}" in table
-    finally:
-        os.kill(process.pid, signal.SIGTERM)
-        process.wait(timeout=30)
-        log.close()
