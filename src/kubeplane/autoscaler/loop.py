@@ -128,7 +128,10 @@ class Autoscaler:
             self.informers.informer_for(resource)
         self.informers.start()
         await self.informers.wait_for_cache_sync()
-        await self._publish_groups()
+        try:
+            await self._publish_groups()
+        except APIStatusError as exc:  # explain then has no autoscaler part; scaling does not depend on it
+            log.warning("cannot publish the node groups ConfigMap: %s", exc)
         self._started = True
 
     async def _publish_groups(self) -> None:
