@@ -17,6 +17,9 @@ loop (:meth:`Autoscaler.run_once`):
    tasks (:mod:`.actuation`);
 4. the ``cluster-autoscaler-status`` ConfigMap (:mod:`.status`).
 
+At start it publishes its node groups (templates, sizes, provisioningDelay) in the ConfigMap
+``kubeplane-autoscaler-node-groups`` for ``kubeplane explain`` (:mod:`.explaining`; kubeplane's addition).
+
 A cluster with more than 3 unready nodes that are also more than 45 % of its nodes is not autoscaled (upstream's
 IsClusterHealthy): the loop only writes the status, ``Unhealthy``.
 """
@@ -35,6 +38,7 @@ from kubeplane.api.views import is_pod_terminal, meta_of, name_of
 from kubeplane.autoscaler.actuation import Actuator
 from kubeplane.autoscaler.drain import time_of
 from kubeplane.autoscaler.expanders import PRIORITY_CONFIGMAP, PriorityError, parse_priorities
+from kubeplane.autoscaler.explaining import GROUPS_CONFIGMAP, groups_config_map
 from kubeplane.autoscaler.options import AutoscalerOptions
 from kubeplane.autoscaler.provider import CloudProvider, NodeGroupError
 from kubeplane.autoscaler.scaledown import (
@@ -124,7 +128,22 @@ class Autoscaler:
             self.informers.informer_for(resource)
         self.informers.start()
         await self.informers.wait_for_cache_sync()
+        try:
+            await self._publish_groups()
+        except APIStatusError as exc:  # explain then has no autoscaler part; scaling does not depend on it
+            log.warning("cannot publish the node groups ConfigMap: %s", exc)
         self._started = True
+
+    async def _publish_groups(self) -> None:
+        """Create or replace the node groups' ConfigMap ``kubeplane explain`` reads (:mod:`.explaining`)."""
+        cm = groups_config_map(self.provider, namespace=self.options.namespace)
+        resource = self.client.resource("configmaps")
+        try:
+            current = await self.client.get(resource, GROUPS_CONFIGMAP, namespace=self.options.namespace)
+        except NotFoundError:
+            await self.client.create(resource, cm, namespace=self.options.namespace)
+            return
+        await self.client.update(resource, {**current, "data": cm["data"]}, namespace=self.options.namespace)
 
     async def run(self) -> None:
         """RunOnce every scan-interval until :meth:`stop`."""

@@ -47,6 +47,8 @@ __all__ = [
     "not_triggered_message",
     "plan_scale_up",
     "similar_groups",
+    "template_probe",
+    "template_verdict",
     "unschedulable_pods",
 ]
 
@@ -175,6 +177,26 @@ def _balance(
     return {g: n for g, n in given.items() if n > 0}
 
 
+def template_probe(sim: ClusterSimulator, template: Obj, group: str) -> tuple[ClusterSimulator, str]:
+    """A fork of ``sim`` with a fresh copy of ``group``'s template node added, and that node's name: where
+    scale-up (and ``kubeplane explain``'s autoscaler part) asks whether a pod would fit a new node of the group."""
+    probe = sim.fork()
+    check = f"template-node-for-{group}-check"
+    probe.add_node(template_copy(template, check))
+    return probe, check
+
+
+def template_verdict(probe: ClusterSimulator, pod: Obj, check: str) -> list[str] | None:
+    """None when ``pod`` passes PreFilter and every Filter on the template node ``check`` of ``probe``
+    (:func:`template_probe`), else the filters' reasons there, sorted (what NotTriggerScaleUp counts)."""
+    if probe.first_fit(pod, [check]) is not None:
+        return None
+    reasons = sorted(probe.fits(pod, only=(check,)).reasons)
+    # a pod that fits an existing node (explain asks about any pod) gets its rejected nodes counted without
+    # reasons by the scheduler's search: then the reference filters' reasons on the template
+    return reasons or sorted(probe.filter_reasons(pod, check))
+
+
 def plan_scale_up(
     sim: ClusterSimulator,
     pending: Sequence[Obj],
@@ -206,16 +228,13 @@ def plan_scale_up(
                 by_group[group] = [MAX_LIMIT_REACHED]
             continue
         template = provider.template_node(group)
-        probe = sim.fork()
-        check = f"template-node-for-{group}-check"
-        probe.add_node(template_copy(template, check))
+        probe, check = template_probe(sim, template, group)
         passing = []
         verdicts: dict[str, list[str] | None] = {}  # equivalence group -> the filters' reasons (None: passes)
         for pod in pending:
             key = equivalence_key(pod)
             if key not in verdicts:
-                passes = probe.first_fit(pod, [check]) is not None
-                verdicts[key] = None if passes else sorted(probe.fits(pod, only=(check,)).reasons)
+                verdicts[key] = template_verdict(probe, pod, check)
             verdict = verdicts[key]
             if verdict is None:
                 passing.append(pod)

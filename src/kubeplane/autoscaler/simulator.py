@@ -295,6 +295,29 @@ class ClusterSimulator:
                 return name
         return None
 
+    def filter_reasons(self, pod: Obj, node_name: str) -> list[str]:
+        """The reasons PreFilter or the first failing Filter plugin give for ``pod`` on ``node_name`` (empty when
+        it passes): the reference per-node verdict, for when :meth:`fits` counts a node rejected without its
+        reasons (the scheduler's search keeps reasons only when the pod fits nowhere)."""
+        snapshot = self.snapshot()
+        if self._profiles is None:
+            self._profiles = _Profiles(self._objects, self._config, self._seed)
+        spec = {k: v for k, v in spec_of(pod).items() if k != "nodeName"}
+        pod_info = PodInfo({**pod, "metadata": {"namespace": "default", **meta_of(pod)}, "spec": spec})
+        fwk = self._profiles.profiles.get(pod_info.scheduler_name)
+        info = snapshot.get(node_name)
+        if fwk is None or info is None:
+            return []
+        self._profiles.proxy.target = snapshot
+        state = CycleState()
+        result, status, rejected = fwk.run_pre_filter_plugins(state, pod_info, list(snapshot.list()))
+        if status is not None and not status.is_success():
+            return list(status.reasons)
+        if result is not None and result.node_names is not None and node_name not in result.node_names:
+            return [f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(rejected))}]"]  # the cycle's wording
+        status = fwk.run_filter_plugins(state, pod_info, info)
+        return list(status.reasons) if status is not None else []
+
     def place(self, pod: Obj, *, only: Iterable[str] | None = None, exclude: Iterable[str] = ()) -> str | None:
         """Bind ``pod`` to the first node (snapshot order) it fits on among ``only`` but not ``exclude``;
         the node's name, or None (nothing changed)."""

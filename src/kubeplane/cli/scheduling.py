@@ -11,6 +11,7 @@ import typer
 import yaml
 
 from kubeplane.api.views import name_of, namespace_of
+from kubeplane.cli import explain_parts
 from kubeplane.cli.component import (
     CLIError,
     LeaderElectionFlags,
@@ -110,6 +111,7 @@ async def _live_objects(
             else:
                 ns, name = pod_ref.split("/", 1)
             pod = await client.get(client.resource("pods"), name, namespace=ns)
+            others += await explain_parts.autoscaler_objects(client, ns)
         return pod, nodes, pods, others
     finally:
         await client.close()
@@ -162,6 +164,7 @@ def run_explain(
             printed: Any = whatif.changes_json(result)
         else:
             result = explain(pod, nodes=nodes, pods=placed, objects=others, config=cfg, seed=seed)
+            explain_parts.add_autoscaler_part(result, pod, nodes=nodes, pods=placed, objects=others, config=cfg)
             printed = result
     except (ExplainError, ConfigError) as exc:
         raise CLIError(str(exc)) from None
@@ -174,6 +177,8 @@ def run_explain(
         if not console.is_terminal:  # piped: do not wrap the reasons at 80 columns
             console = Console(width=320)
         console.print(whatif.render_table(result) if what_if else render_table(result))
+        if not what_if and "autoscaler" in result:
+            console.print("\n".join(explain_parts.render_autoscaler_part(result["autoscaler"])), markup=False)
 
 
 def run_scheduler(

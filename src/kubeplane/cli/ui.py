@@ -108,7 +108,9 @@ def ui(
         lines.append("(no --kubeconfig: only the simulation runs are served)")
     if not loopback:
         lines.append(f"warning: listening on {address}, beyond this machine")
-    app = Standalone(UIApp(api, scheduler_config=sched_config, runs_dir=runs))
+    from kubeplane.cli.explain_parts import ui_parts
+
+    app = Standalone(UIApp(api, scheduler_config=sched_config, runs_dir=runs, explain_parts=ui_parts(sched_config)))
     try:
         sock = listen(address, port)
     except ServeError as exc:

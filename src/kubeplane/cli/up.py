@@ -211,6 +211,7 @@ def _run_one_process(
 
     from kubeplane.apiserver.server import ServerConfig, run_apiserver
     from kubeplane.apiserver.tokens import service_account_user
+    from kubeplane.cli.explain_parts import ui_parts
     from kubeplane.cli.identities import component_user, node_user
     from kubeplane.client.local import LocalClient
     from kubeplane.controllers.credentials import local_client_for
@@ -286,7 +287,7 @@ def _run_one_process(
         etcd_servers=opts.etcd_endpoints,
         service_cluster_ip_range=opts.service_cluster_ip_range,
         service_node_port_range=opts.service_node_port_range,
-        ui=ui_mount(sched_config),
+        ui=ui_mount(sched_config, explain_parts=ui_parts(sched_config)),
     )
     signal.signal(signal.SIGTERM, lambda _sig, _frame: None)  # uvicorn re-raises it after its shutdown
     try:

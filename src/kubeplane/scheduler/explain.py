@@ -21,7 +21,9 @@ same vector paths, same seeded tie-break) and its table shows what each plugin s
 
 Pods' priorities come from ``spec.priority`` or, when absent, from the PriorityClass objects given (as the API
 server's Priority admission would). The result is a plain JSON-able dict (``-o json`` prints it);
-:func:`render_table` renders it for people.
+:func:`render_table` renders it for people. The dict is open: callers add parts other components know under
+their own keys (``autoscaler``: :mod:`kubeplane.cli.explain_parts`, which this layer must not import) and render
+them after the table; :func:`render_table` ignores keys it does not know.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -87,9 +87,12 @@ class UIApp:
         *,
         scheduler_config: KubeSchedulerConfiguration | None = None,
         runs_dir: Path | None = None,
+        explain_parts: Sequence[explaining.ExplainPart] = (),
     ) -> None:
         self.api = api
         self.scheduler_config = scheduler_config
+        self.explain_parts = tuple(explain_parts)
+        """Parts other components add to the pod view's answer (composed by the CLI)."""
         self.runs_dir = runs_dir
         self.sessions = Sessions()
         self.pod_infos = PodInfoMemo()
@@ -234,6 +237,7 @@ class UIApp:
                 config=self.scheduler_config,
                 with_what_if=query.get("whatIf") != "0",
                 memo=self.pod_infos,
+                parts=self.explain_parts,
             )
         except explaining.ExplainFailed as exc:
             await _json(send, exc.status, exc.body)
@@ -331,14 +335,16 @@ async def _redirect(send: Send, location: str, headers: list[tuple[bytes, bytes]
 
 
 def mount(
-    scheduler_config: KubeSchedulerConfiguration | None = None, runs_dir: Path | None = None
+    scheduler_config: KubeSchedulerConfiguration | None = None,
+    runs_dir: Path | None = None,
+    explain_parts: Sequence[explaining.ExplainPart] = (),
 ) -> Callable[[Any], UIApp]:
     """What ``ServerConfig.ui`` takes: builds the UI over the API server's app. ``scheduler_config`` is the
     configuration the pod view explains with (the running scheduler's, when ``kubeplane up`` knows it);
     ``runs_dir`` the root of the ``kubeplane sim`` outputs the Runs view browses (None: no Runs view)."""
 
     def build(api: Any) -> UIApp:
-        return UIApp(api, scheduler_config=scheduler_config, runs_dir=runs_dir)
+        return UIApp(api, scheduler_config=scheduler_config, runs_dir=runs_dir, explain_parts=explain_parts)
 
     return build
 

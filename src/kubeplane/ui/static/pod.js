@@ -18,6 +18,32 @@ function rejects(s) {
   return !!s && s.code !== "Success" && s.code !== "Skip";
 }
 
+function autoscalerPart(a) {
+  // explain's "autoscaler" part (kubeplane.autoscaler.explaining, given by the CLI): each node group's template
+  // verdict, the TriggeredScaleUp group and the upcoming nodes' expected Ready times, or NotTriggerScaleUp's reasons.
+  const out = [el("h2", {}, "Autoscaler")];
+  if (a.error) return [...out, el("p", { class: "message error", id: "autoscaler" }, a.error)];
+  const rows = (a.groups || []).map((g) => el("tr", { "data-group": g.name, class: g.helps ? "selected" : "rejected" },
+    el("th", { scope: "row" }, g.name),
+    el("td", { class: "num" }, `${g.size}/${g.maxSize}`),
+    el("td", { class: g.fits ? "pass" : "fail" }, g.fits ? "✓ fits" : g.reasons.join("; ")),
+    el("td", {}, g.helps ? "yes" : g.fits ? g.reasons.join("; ") : "no"),
+    el("td", { class: "num" }, `${g.provisioningDelay}s`)));
+  out.push(el("div", { class: "table-scroll" }, el("table", { class: "grid", id: "autoscaler-groups" },
+    el("thead", {}, el("tr", {}, ["Node group", "Nodes / max", "Template node (Filter)", "Can help", "Provisioning delay"].map((h) => el("th", { scope: "col" }, h)))),
+    el("tbody", {}, rows))));
+  const t = a.triggered;
+  if (t) {
+    out.push(el("p", { id: "autoscaler-triggered" }, `${t.message} at ${t.time}`));
+    out.push((a.upcoming || []).length
+      ? el("ul", { id: "autoscaler-upcoming" }, a.upcoming.map((u) => el("li", {}, `upcoming node ${u.node} (${u.group}): expected Ready at ${u.expectedReady}`)))
+      : el("p", {}, "no upcoming node (the new nodes are Ready)"));
+  }
+  if (a.notTriggered) out.push(el("p", { id: "autoscaler-not-triggered", class: "message error" }, `${a.notTriggered.message} at ${a.notTriggered.time}`));
+  if (!t && !a.notTriggered) out.push(el("p", {}, "no scale-up event for this pod yet"));
+  return out;
+}
+
 export function mount(container, params, store) {
   const { namespace, name } = params;
   const key = `${namespace}/${name}`;
@@ -127,6 +153,7 @@ export function mount(container, params, store) {
       parts.push(el("h2", {}, "What if (verified suggestions)"),
         changes.length ? el("ul", { id: "what-if" }, changes.map((c) => el("li", {}, `${c.change} → fits on ${(c.nodes_that_fit || []).join(", ")}`))) : el("p", {}, "no single change found"));
     }
+    if (x.autoscaler) parts.push(...autoscalerPart(x.autoscaler));
     if (data.gang) parts.push(el("h2", {}, "Gang"), el("pre", {}, JSON.stringify(data.gang, null, 2)));
     result.replaceChildren(...parts.filter(Boolean));
   }
