@@ -49,8 +49,8 @@ STORY: dict[str, Any] = {
 
 @pytest.fixture(autouse=True)
 def _no_autoscaler(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These runs drive the groups by actions alone, whether or not the autoscaler's core is installed."""
-    monkeypatch.setattr(autoscaling, "load_autoscaler", lambda: None)
+    """These runs drive the groups by actions alone: no autoscaler acts (an inert fake stands in for it)."""
+    monkeypatch.setattr(autoscaling, "load_autoscaler", lambda: (_InertAutoscaler, _FakeOptions))
 
 
 def test_a_scale_up_node_is_usable_only_once_ready_and_node_hours_add_up() -> None:
@@ -91,6 +91,22 @@ class _FakeOptions:
     @classmethod
     def from_flags(cls, flags: dict[str, Any]) -> dict[str, Any]:
         return {"parsed": dict(flags)}
+
+
+class _InertAutoscaler:
+    """An autoscaler that never scales: these runs' node groups change by actions only."""
+
+    def __init__(self, client: Any, **_: Any) -> None:
+        pass
+
+    async def start(self) -> None:
+        pass
+
+    async def run(self) -> None:
+        pass
+
+    async def stop(self) -> None:
+        pass
 
 
 class _FakeAutoscaler:

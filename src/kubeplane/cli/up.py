@@ -19,7 +19,7 @@ Invariants:
   default simulated CSI driver ``csi.kubeplane.io``) unless a class of that name exists, as kind and minikube.
 * ``--node-groups FILE`` (docs/autoscaler.md, "Node groups"): the groups' nodes run in the same fleet, created by
   the simulated cloud (:class:`~kubeplane.autoscaler.fleet_provider.FleetProvider`: initial nodes at start, a
-  restart takes back the groups' nodes), and the cluster-autoscaler runs when it is installed. One process only.
+  restart takes back the groups' nodes), and the cluster-autoscaler runs. One process only.
 * SIGINT/SIGTERM stop the components first, then the API server, then close the store: every write the API
   acknowledged is on disk.
 """
@@ -307,8 +307,8 @@ async def _start_node_groups(
     client: Any, fleet: Any, groups: list[NodeGroupSpec], sched_config: Any, started: list[Any]
 ) -> Any:
     """The groups' provider on ``fleet`` (the server's trusted client deletes Nodes, as a cloud's node lifecycle
-    controller), taking back the groups' Nodes the API has; then the autoscaler when it is installed (returned, to
-    be run). Both are appended to ``started``."""
+    controller), taking back the groups' Nodes the API has; then the autoscaler (returned, to be run). Both are appended
+    to ``started``."""
     import random
 
     from kubeplane.api.views import name_of
@@ -322,10 +322,7 @@ async def _start_node_groups(
     listed = await client.list(client.resource("nodes"), label_selector=NODE_GROUP_LABEL)
     await provider.start(existing=[name_of(n) for n in listed["items"]])
     started.append(provider)
-    found = load_autoscaler()
-    if found is None:
-        return None
-    autoscaler_class, options_class = found
+    autoscaler_class, options_class = load_autoscaler()
     autoscaler = autoscaler_class(
         client,
         provider=provider,

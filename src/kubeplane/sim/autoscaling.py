@@ -1,5 +1,5 @@
 """Node groups in a simulation: the simulated cloud (:class:`~kubeplane.autoscaler.fleet_provider.FleetProvider`)
-on the run's fleet, the cluster-autoscaler when it is installed, and what a run reports of them.
+on the run's fleet, the cluster-autoscaler, and what a run reports of them.
 
 A scenario declares node groups in ``cluster.nodeGroups`` (docs/sim.md) and the autoscaler's flags in
 ``autoscaler:`` (cluster-autoscaler's flag names, parsed by ``AutoscalerOptions.from_flags``). Only such a run
@@ -22,8 +22,6 @@ without node groups.
 
 from __future__ import annotations
 
-import importlib
-import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
@@ -38,24 +36,23 @@ from .columns import NODE_GROUP_PREFIX
 
 __all__ = ["NODE_GROUP_FIELDS", "Autoscaling", "load_autoscaler"]
 
-log = logging.getLogger(__name__)
 
 NODE_GROUP_FIELDS: Final = ("nodes_added", "nodes_removed", "node_hours", "cost", "node_groups")
 """The summary fields of a run with node groups."""
 
 
-def load_autoscaler() -> tuple[Any, Any] | None:
-    """``(Autoscaler, AutoscalerOptions)`` from the autoscaler's core when it is installed, else None."""
-    try:
-        loop = importlib.import_module("kubeplane.autoscaler.loop")
-        options = importlib.import_module("kubeplane.autoscaler.options")
-    except ImportError:
-        return None
-    return loop.Autoscaler, options.AutoscalerOptions
+def load_autoscaler() -> tuple[Any, Any]:
+    """``(Autoscaler, AutoscalerOptions)``: the classes a run builds its autoscaler from (a seam tests replace
+    with fakes)."""
+    from kubeplane.autoscaler.loop import Autoscaler
+    from kubeplane.autoscaler.options import AutoscalerOptions
+
+    return Autoscaler, AutoscalerOptions
 
 
 class Autoscaling:
-    """A run's node groups: the provider on ``fleet`` and, when installed, the autoscaler (see the module
+    """A run's node groups: the provider on ``fleet`` and, unless the scenario says ``autoscaler: false``, the
+    autoscaler (see the module
     docstring). ``start`` after the fleet, ``stop`` before it."""
 
     def __init__(
@@ -69,7 +66,7 @@ class Autoscaling:
         flags: Mapping[str, Any] | None,
         scheduler_config: Any,
         enabled: bool = True,
-        loader: Callable[[], tuple[Any, Any] | None] | None = None,
+        loader: Callable[[], tuple[Any, Any]] | None = None,
     ) -> None:
         self.groups = list(groups)
         self.client, self.clock, self.seed, self.flags = client, clock, seed, dict(flags or {})
@@ -84,14 +81,11 @@ class Autoscaling:
         await self.provider.start()
 
     async def start_autoscaler(self) -> Any:
-        """Start the autoscaler when its core is installed and the scenario does not say ``autoscaler: false``;
-        returns what ``run()`` should run, or None."""
-        found = self._loader() if self.enabled else None
-        if found is None:
-            if self.flags and self.enabled:
-                log.warning("sim: the scenario configures an autoscaler, but kubeplane.autoscaler.loop is missing")
+        """Start the autoscaler unless the scenario says ``autoscaler: false``; returns what ``run()`` should run,
+        or None."""
+        if not self.enabled:
             return None
-        autoscaler_class, options_class = found
+        autoscaler_class, options_class = self._loader()
         self.autoscaler = autoscaler_class(
             self.client,
             provider=self.provider,
