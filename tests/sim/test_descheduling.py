@@ -94,3 +94,62 @@ def test_scenario_section_errors(section: dict[str, Any], message: str, tmp_path
 def test_same_seed_same_event_log(result: Any) -> None:
     """The descheduler draws from its own seeded source: a second run is bit-identical."""
     assert run(EXAMPLE).summary["event_log_hash"] == result.summary["event_log_hash"]
+
+
+LABEL_STORY: dict[str, Any] = {
+    "name": "label-change",
+    "seed": 1,
+    "duration": "6m",
+    "cluster": {"nodes": [
+        {"count": 3, "namePattern": "node{index:02d}", "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+         "labels": {"disk": "ssd"}},
+    ]},
+    "descheduler": {"interval": "1m", "policy": {
+        "apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerPolicy",
+        "profiles": [{"name": "affinity", "pluginConfig": [
+            {"name": "DefaultEvictor", "args": {"nodeFit": True}},
+            {"name": "RemovePodsViolatingNodeAffinity",
+             "args": {"nodeAffinityType": ["requiredDuringSchedulingIgnoredDuringExecution"]}},
+        ], "plugins": {"deschedule": {"enabled": ["RemovePodsViolatingNodeAffinity"]}}}],
+    }},
+    "workload": [
+        {"at": "0s", "manifest": {
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "db"},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "db"}}, "template": {
+                "metadata": {"labels": {"app": "db"}},
+                "spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": "disk", "operator": "In", "values": ["ssd"]}]}]}}},
+                         "containers": [{"name": "db", "image": "postgres:16",
+                                         "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}}}},
+        {"at": "0s", "manifest": {
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}, "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "nginx:1.27",
+                                         "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}}}},
+    ],
+    "actions": [{"at": "2m30s", "label": {"node": "node01", "key": "disk", "value": "hdd"}}],
+}  # fmt: skip
+
+
+def test_a_label_change_evicts_exactly_the_pods_whose_required_affinity_it_breaks() -> None:
+    """upstream RemovePodsViolatingNodeAffinity (requiredDuringSchedulingIgnoredDuringExecution): after node01's
+    `disk` label changes from ssd to hdd, the db pods on node01 no longer match their required term and are
+    evicted (nodeFit: another ssd node takes them); the web pods on node01, which ask for nothing, stay."""
+    result = run(Scenario.parse(LABEL_STORY))
+    evicted = [p for p in result.pods if p["end"] == "evicted"]
+    on_node01_before = [p for p in result.pods if p["node"] == "node01" and p["created"] < 150]
+    db_on_node01 = [p for p in on_node01_before if p["name"].startswith("db-")]
+    assert db_on_node01, "the scenario must start with a db pod on node01"
+    assert sorted(p["name"] for p in evicted) == sorted(p["name"] for p in db_on_node01)
+    assert result.summary["descheduler_evictions_by_plugin"] == {"RemovePodsViolatingNodeAffinity": len(evicted)}
+    replacements = [p for p in result.pods if p["name"].startswith("db-") and p["created"] > 150]
+    assert len(replacements) == len(evicted)
+    assert all(p["node"] in ("node02", "node03") for p in replacements)
+    assert [a["label"] for a in result.actions] == ["label node01 disk=hdd"]
+
+
+def test_label_actions_need_a_node_and_a_key() -> None:
+    with pytest.raises(ScenarioError, match=r"actions\[0\]\.unlabel: needs key"):
+        Scenario.parse({"cluster": {"preset": "demo"}, "actions": [{"at": "1m", "unlabel": {"node": "node01"}}]})

@@ -410,6 +410,9 @@ class _Run:
                     taint["timeAdded"] = format_time(self.clock.now())
                 taints.append(taint)
             await client.patch(nodes, str(args["node"]), {"spec": {"taints": taints}})
+        elif action.kind in ("label", "unlabel"):  # kubectl label node N key=value / key-: a merge patch
+            value = str(args.get("value", "")) if action.kind == "label" else None
+            await client.patch(nodes, str(args["node"]), {"metadata": {"labels": {str(args["key"]): value}}})
         elif action.kind == "nodeFailure":
             self.fleet.stop_node(str(args["node"]))
         elif action.kind == "nodeRecovery":

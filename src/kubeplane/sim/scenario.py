@@ -74,6 +74,8 @@ from .descheduling import DeschedulerSpec, parse_descheduler
 ACTIONS = (
     "taint",
     "untaint",
+    "label",
+    "unlabel",
     "nodeFailure",
     "nodeRecovery",
     "scale",
@@ -202,6 +204,10 @@ class Action:
         if self.kind in ("taint", "untaint"):
             effect = f":{args.get('effect', 'NoSchedule')}" if self.kind == "taint" else ""
             return f"{self.kind} {args.get('node')} {args.get('key')}{effect}"
+        if self.kind == "label":
+            return f"label {args.get('node')} {args.get('key')}={args.get('value', '')}"
+        if self.kind == "unlabel":
+            return f"unlabel {args.get('node')} {args.get('key')}"
         if "node" in args:
             return f"{self.kind} {args['node']}"
         if self.kind == "scale":
@@ -664,9 +670,11 @@ def _actions(entries: Any, base: Path) -> list[Action]:
         args = entry[kinds[0]]
         if not isinstance(args, Mapping):
             raise ScenarioError(f"{where}.{kinds[0]}: expected a mapping")
-        if kinds[0] in ("taint", "untaint", "nodeFailure", "nodeRecovery", "cordon", "uncordon", "drain",
-                        "removeNode") and not args.get("node"):  # fmt: skip
+        if kinds[0] in ("taint", "untaint", "label", "unlabel", "nodeFailure", "nodeRecovery", "cordon", "uncordon",
+                        "drain", "removeNode") and not args.get("node"):  # fmt: skip
             raise ScenarioError(f"{where}.{kinds[0]}: needs node")
+        if kinds[0] in ("label", "unlabel") and not args.get("key"):
+            raise ScenarioError(f"{where}.{kinds[0]}: needs key")
         if kinds[0] in ("scale", "rollout") and not args.get("name"):
             raise ScenarioError(f"{where}.{kinds[0]}: needs name")
         if kinds[0] == "scaleNodeGroup":
