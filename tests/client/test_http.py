@@ -92,6 +92,7 @@ async def test_a_watch_refused_with_429_and_retry_after_is_retried_after_that_wa
 
     import uvicorn
 
+    from kubeplane.apiserver.errors import APIError
     from kubeplane.apiserver.http.app import APIServerApp
     from kubeplane.apiserver.registry import Registry
     from kubeplane.client.clock import FakeClock
@@ -132,7 +133,8 @@ async def test_a_watch_refused_with_429_and_retry_after_is_retried_after_that_wa
         store.held.clear()
         await store.compact(store.revision)
         cache.sync()
-        assert not cache.ready
+        with pytest.raises(APIError, match=r"storage is \(re\)initializing"):
+            cache.check_ready()
         opening = asyncio.create_task(client.watch(cms, namespace="default", resource_version="0"))
         while not clock.pending:  # the 429 came back: the client waits Retry-After on its clock
             assert not opening.done(), opening
