@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -34,7 +35,9 @@ from kubeplane.client.clock import FakeClock
 from kubeplane.client.errors import GoneError, TooManyRequestsError
 from kubeplane.client.informer import SharedInformer
 from kubeplane.client.local import LocalClient
+from kubeplane.store.base import BaseStore
 from kubeplane.store.memory import MemoryStore
+from tests.store.conftest import make_store
 
 PREFIX = "/registry/configmaps/"
 NS = "default"
@@ -49,9 +52,9 @@ def _key(name: str) -> str:
     return f"{PREFIX}{NS}/{name}"
 
 
-async def _burst(store: MemoryStore, count: int, *, start: int = 0) -> None:
-    """``count`` writes with no suspension between them (a MemoryStore write never yields to the loop), so no
-    other task runs: creates, every third one updated, every seventh one deleted."""
+async def _burst(store: BaseStore, count: int, *, start: int = 0) -> None:
+    """``count`` writes with no suspension between them (a memory or SQLite store's write never yields to the
+    loop), so no other task runs: creates, every third one updated, every seventh one deleted."""
     for i in range(start, start + count):
         name = f"cm-{i:05d}"
         await store.create(_key(name), _value(name))
@@ -61,7 +64,7 @@ async def _burst(store: MemoryStore, count: int, *, start: int = 0) -> None:
             await store.delete(_key(name))
 
 
-async def _store_state(store: MemoryStore) -> dict[str, int]:
+async def _store_state(store: BaseStore) -> dict[str, int]:
     result = await store.range(PREFIX, revision=store.revision)
     return {kv.key: kv.mod_revision for kv in result.kvs}
 
@@ -87,9 +90,12 @@ async def _settle(predicate: Callable[[], bool]) -> None:
         "the cache's own task resumes when the loop runs it (reflector re-watch from the last resourceVersion)",
     ],
 )
-def test_an_overflow_resumes_without_terminating_watchers_and_every_watcher_sees_every_event(driver: str) -> None:
+@pytest.mark.parametrize("backend", ["memory", "sqlite"], ids=["memory store", "sqlite store (history on disk)"])
+def test_an_overflow_resumes_without_terminating_watchers_and_every_watcher_sees_every_event(
+    driver: str, backend: str, tmp_path: Path
+) -> None:
     async def scenario() -> None:
-        store = MemoryStore()
+        store = make_store(backend, tmp_path)
         await store.create(_key("before"), _value("before"))
         cache = WatchCache(store=store, prefix=PREFIX, watch_buffer=10)
         await cache.start()

@@ -145,10 +145,9 @@ class Registry:
         return None if kv is None else decode(kv)
 
     async def get(self, info: ResourceInfo, namespace: str | None, name: str) -> Obj:
-        cache = self.cache(info)
-        cache.sync()
-        # re-initialising: read the store, as upstream's delegator sends a Get to storage when the cache is not ready
-        obj = self.get_cached(info, namespace, name) if cache.ready else await self.get_live(info, namespace, name)
+        obj = self.get_cached(info, namespace, name)
+        if not self.cache(info).ready:  # upstream's delegator sends a Get to storage while the cache is not ready
+            obj = await self.get_live(info, namespace, name)
         if obj is None:
             raise errors.not_found(info.group, info.plural, name)
         return self._with_type(info, obj)
