@@ -1,7 +1,9 @@
-"""The watch cache after its store watch ends (a burst of writes that never yields overflows its buffer): it
-re-initialises as upstream's cacher does when the reflector's ListAndWatch fails (``Cacher.startCaching``:
-terminate every watcher, list, watch again), so a list from the cache afterwards has every write, a watcher from
-the cache is ended rather than silently skipping events, and the cache never claims a revision it has not seen.
+"""The watch cache after its store watch ends and cannot be resumed (a burst of writes that never yields
+overflows its buffer, and the store compacts the revision it would resume from): it re-initialises as upstream's
+cacher does when the reflector's ListAndWatch fails (``Cacher.startCaching``: terminate every watcher, list, watch
+again), so a list from the cache afterwards has every write, a watcher from the cache is ended rather than
+silently skipping events, and the cache never claims a revision it has not seen. (An overflow whose resume point
+the store still retains resumes without any of this: tests/apiserver/test_watchcache_overflow.py.)
 
 Found by the UI's 50,000-pod measurement (bench/ui_cluster.py): before, the cache's task died on WatchOverflow
 and unpaginated lists stayed stale for ever."""
@@ -26,7 +28,7 @@ def _names(cache: WatchCache) -> list[str]:
     return [key.rsplit("/", 1)[1] for key, _ in cache.items(PREFIX)]
 
 
-def test_a_burst_that_overflows_the_caches_watch_is_listed_again_and_lists_see_every_write() -> None:
+def test_an_overflow_whose_resume_point_was_compacted_is_listed_again_and_lists_see_every_write() -> None:
     async def scenario() -> None:
         store = MemoryStore()
         await store.create(PREFIX + "default/before", _value("before"))
@@ -36,14 +38,17 @@ def test_a_burst_that_overflows_the_caches_watch_is_listed_again_and_lists_see_e
         assert cache.add_watcher(watcher, after=cache.revision)
         for i in range(50):  # no await between writes: the cache's task cannot run
             await store.create(PREFIX + f"default/cm-{i:02d}", _value(f"cm-{i:02d}"))
+        await store.compact(store.revision)  # the revision the cache would resume from is gone
         cache.sync()
         # the watch overflowed: the cache does not claim the store's revision for what it has not seen
         assert cache.revision < store.revision
+        assert not cache.ready
         for _ in range(100):
             await asyncio.sleep(0)
             if cache.reinitialisations and cache.revision == store.revision:
                 break
         assert cache.reinitialisations == 1
+        assert cache.resumes == 0
         cache.sync()
         assert cache.revision == store.revision
         assert _names(cache) == ["before", *(f"cm-{i:02d}" for i in range(50))]

@@ -81,3 +81,76 @@ async def test_a_broken_watch_stream_is_an_error_not_a_clean_end(tmp_path: Path)
     finally:
         await client.close()
         await asyncio.to_thread(server.stop)
+
+
+async def test_a_watch_refused_with_429_and_retry_after_is_retried_after_that_wait() -> None:
+    """client-go retries a request the server refused with 429 and ``Retry-After`` (the server did nothing), a
+    watch too: here the API server's watch cache is re-initialising (its list held back), so the watch gets
+    upstream's 429 "storage is (re)initializing" with ``Retry-After: 1``; the client waits one second on its clock
+    and the retry, once the cache is ready, opens the watch."""
+    import socket
+
+    import uvicorn
+
+    from kubeplane.apiserver.errors import APIError
+    from kubeplane.apiserver.http.app import APIServerApp
+    from kubeplane.apiserver.registry import Registry
+    from kubeplane.client.clock import FakeClock
+    from kubeplane.client.kubeconfig import ClientConfig
+    from kubeplane.store.interface import RangeResult
+    from kubeplane.store.memory import MemoryStore
+
+    class HeldStore(MemoryStore):
+        """A store whose ranges wait while ``held`` is clear (the watch cache's re-list stays pending)."""
+
+        held = asyncio.Event()
+
+        async def range(self, *args: object, **kwargs: object) -> RangeResult:
+            await self.held.wait()
+            return await super().range(*args, **kwargs)  # type: ignore[arg-type]
+
+    store = HeldStore()
+    store.held.set()
+    registry = Registry(store=store, cache_watch_buffer=2)
+    await registry.start()
+    app = APIServerApp(registry)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1))
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    clock = FakeClock()
+    client = HTTPClient(ClientConfig(server=f"http://127.0.0.1:{sock.getsockname()[1]}", qps=0), clock=clock)
+    try:
+        while not server.started:
+            await asyncio.sleep(0.01)
+        cms = client.resource("configmaps")
+        cache = registry.cache(cms)
+        key = cms.key("c", "default")
+        await store.create(key, b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"default"}}')
+        for i in range(5):  # overflow the cache's store watch (buffer 2) without yielding, then compact it away
+            await store.update(key, b'{"metadata":{"name":"c","namespace":"default"},"data":{"i":"%d"}}' % i)
+        store.held.clear()
+        await store.compact(store.revision)
+        cache.sync()
+        with pytest.raises(APIError, match=r"storage is \(re\)initializing"):
+            cache.check_ready()
+        opening = asyncio.create_task(client.watch(cms, namespace="default", resource_version="0"))
+        while not clock.pending:  # the 429 came back: the client waits Retry-After on its clock
+            assert not opening.done(), opening
+            await asyncio.sleep(0.01)
+        store.held.set()
+        while not cache.ready:
+            await asyncio.sleep(0)
+        await clock.advance(1.0)
+        watch = await opening
+        event = await anext(aiter(watch))
+        assert (event["type"], event["object"]["data"]) == ("ADDED", {"i": "4"})
+        await watch.close()
+    finally:
+        await client.close()
+        app.close_watches()
+        server.should_exit = True
+        await serving
+        sock.close()
+        await registry.stop()

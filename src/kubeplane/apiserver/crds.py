@@ -408,7 +408,9 @@ class CRDController:
             self.registry.table.register(info)
             prefix = info.collection_key()
             if prefix not in self.registry.caches:
-                cache = WatchCache(store=self.registry.store, prefix=prefix)
+                cache = WatchCache(
+                    store=self.registry.store, prefix=prefix, watch_buffer=self.registry.cache_watch_buffer
+                )
                 self.registry.caches[prefix] = cache
                 await cache.start()
             self.registry.custom_strategies[(info.group, info.version, info.plural)] = CustomResourceStrategy(

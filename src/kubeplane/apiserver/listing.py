@@ -140,6 +140,7 @@ async def list_objects(registry: Registry, info: ResourceInfo, namespace: str | 
         return await _list_from_store(registry, info, prefix, matcher, options)
     cache = registry.cache(info)
     cache.sync()
+    cache.check_ready()  # re-initialising: 429, not stale objects (upstream cacher GetList)
     items = [registry._with_type(info, obj) for key, obj in cache.items(prefix) if matcher is None or matcher(key, obj)]
     return _list_object(info, items, cache.revision, continue_token="", remaining=None)
 
@@ -244,6 +245,8 @@ def open_watch(registry: Registry, info: ResourceInfo, namespace: str | None, op
         identifier=f"key: {prefix!r}, labels: {options.label_selector!r}, fields: {options.field_selector!r}",
     )
     cache = registry.cache(info)
+    cache.sync()
+    cache.check_ready()  # re-initialising: 429 before anything else (upstream cacher Watch)
     if options.send_initial_events is not None:
         return _watch_list(info, cache, watcher, matcher, prefix, initial=options.send_initial_events)
     if options.resource_version in ("", "0"):

@@ -35,7 +35,7 @@ from .auth.authorizer import AlwaysAllow, Authorizer
 from .service_alloc import DEFAULT_NODE_PORT_RANGE, DEFAULT_SERVICE_CIDR, ServiceAllocators
 from .strategies import Strategy, strategy_for
 from .tokens import TokenIssuer
-from .watchcache import Obj, WatchCache, decode, encode
+from .watchcache import CACHE_WATCH_BUFFER, Obj, WatchCache, decode, encode
 
 MAX_RETRIES = 16
 BOOTSTRAP_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -59,14 +59,17 @@ class Registry:
         node_port_range: str = DEFAULT_NODE_PORT_RANGE,
         token_issuer: TokenIssuer | None = None,
         service_account_admission: bool = False,
+        cache_watch_buffer: int = CACHE_WATCH_BUFFER,
     ) -> None:
         """``token_issuer``: signs and verifies ServiceAccount tokens (None: a key in memory on first use).
         ``service_account_admission``: run the ServiceAccount admission plugin on pod creates (on in
         ``kubeplane apiserver`` and ``up``; off for registries built in-process, as upstream's test servers run
-        without it, since nothing creates the ``default`` ServiceAccount there)."""
+        without it, since nothing creates the ``default`` ServiceAccount there). ``cache_watch_buffer``: the
+        buffer of each watch cache's store watch (tests make it small to overflow it)."""
         self.store = store
         self.token_issuer = token_issuer
         self.service_account_admission = service_account_admission
+        self.cache_watch_buffer = cache_watch_buffer
         self.authorizer: Authorizer = AlwaysAllow()
         """Who may do what (``--authorization-mode``): the server sets it (``auth.modes.build_authorizer``) when it
         authenticates requests; the transports ask it for every request that has a user."""
@@ -83,7 +86,7 @@ class Registry:
         for info in self.table:
             prefix = info.collection_key()
             if prefix not in self.caches:
-                self.caches[prefix] = WatchCache(store=store, prefix=prefix)
+                self.caches[prefix] = WatchCache(store=store, prefix=prefix, watch_buffer=cache_watch_buffer)
             strategy = self.strategies[(info.group, info.plural)] = strategy_for(info)
             strategy.now = now
 
@@ -143,6 +146,8 @@ class Registry:
 
     async def get(self, info: ResourceInfo, namespace: str | None, name: str) -> Obj:
         obj = self.get_cached(info, namespace, name)
+        if not self.cache(info).ready:  # upstream's delegator sends a Get to storage while the cache is not ready
+            obj = await self.get_live(info, namespace, name)
         if obj is None:
             raise errors.not_found(info.group, info.plural, name)
         return self._with_type(info, obj)

@@ -12,12 +12,19 @@ most recent events. Invariants:
   an N the store compacted is 410 Expired.
 * The cache's own store watch has a large buffer (:data:`CACHE_WATCH_BUFFER`: the cache drains it at every read
   and whenever the event loop runs its task, so it fills only in a burst of writes that never yields). If that
-  watch ends anyway (overflow, compaction, a store error), the cache re-initialises as upstream's cacher does
-  when its reflector's ListAndWatch fails ("unexpected ListAndWatch error ...; reinitializing..."): every API
-  watcher is terminated (its client re-watches from the last resourceVersion it saw and, that being older than
-  the new ring, gets 410 and re-lists), the objects are listed again and a new watch starts after that list.
-  While the watch is not live :meth:`sync` does not claim the store's revision, so a list never presents
-  stale objects as current.
+  watch overflows, the cache *resumes*: it re-opens the store watch just after ``revision`` (the store replays
+  what the cache missed from its history) and goes on, no API watcher ended and nothing listed again, as
+  upstream's reflector re-watches from the last resourceVersion it saw after any watch error but "too old
+  resource version". :meth:`sync` resumes at once (the replay is read synchronously where the store allows),
+  so a read after the burst sees every write.
+* Only when the resume point was compacted (or the watch ended by compaction or a store error) the cache
+  re-initialises as upstream's cacher does when its reflector's ListAndWatch fails ("unexpected ListAndWatch
+  error ...; reinitializing..."): every API watcher is terminated, without a final bookmark (its client
+  re-watches from the last resourceVersion it saw and, that being older than the new ring, gets 410 and
+  re-lists), the objects are listed again and a new watch starts after that list. From the end of the watch
+  until the new list is applied ``ready`` is False and :meth:`check_ready` refuses what needs the cache's state
+  with upstream's 429 "storage is (re)initializing" (Retry-After 1). While the watch is not live :meth:`sync`
+  does not claim the store's revision, so a read never presents stale objects as current.
 * ``_keys`` is exactly the sorted list of ``objects``' keys, so a namespace's objects are one bisected slice
   (:meth:`items`): listing a namespace costs its own size, not the whole resource's.
 
@@ -52,9 +59,10 @@ from typing import Any
 
 import orjson
 
+from kubeplane.apiserver.errors import APIError, too_many_requests
 from kubeplane.apiserver.http.gojson import escape_html
+from kubeplane.store.interface import Compacted, EventType, KeyValue, Store, StoreClosed, WatchOverflow
 from kubeplane.store.interface import Event as StoreEvent
-from kubeplane.store.interface import EventType, KeyValue, Store, StoreClosed
 from kubeplane.store.keyindex import range_bounds
 from kubeplane.store.watch import StoreWatch
 
@@ -378,14 +386,28 @@ def _resolve(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
+REINITIALIZING = "storage is (re)initializing"
+"""Upstream cacher's message while it is not ready (``errors.NewTooManyRequests(..., 1)``)."""
+
+
+def not_ready() -> APIError:
+    """429 TooManyRequests "storage is (re)initializing", retryAfterSeconds 1 (upstream cacher.go)."""
+    return too_many_requests(REINITIALIZING, retry_after=1)
+
+
 class WatchCache:
     def __init__(
         self, *, store: Store, prefix: str, ring_size: int = DEFAULT_RING, watch_buffer: int = CACHE_WATCH_BUFFER
     ) -> None:
+        """``watch_buffer``: the buffer of the cache's own store watch (tests make it small to overflow it)."""
         self.store = store
         self.watch_buffer = watch_buffer
         self.reinitialisations = 0
         """How many times the store watch ended and the cache listed again (tests read it)."""
+        self.resumes = 0
+        """How many times the store watch overflowed and was re-opened after ``revision`` (tests read it)."""
+        self.ready = True
+        """False from the end of a store watch that cannot be resumed until the new list is applied."""
         self.prefix = prefix
         self.objects: dict[str, Obj] = {}
         self._keys: list[str] = []
@@ -414,6 +436,7 @@ class WatchCache:
         watch = self.store.watch(self.prefix, start_revision=revision + 1, buffer_size=self.watch_buffer)
         assert isinstance(watch, StoreWatch)
         self._watch = watch
+        self.ready = True
 
     async def stop(self) -> None:
         if self._watch is not None:
@@ -433,17 +456,43 @@ class WatchCache:
                 batch = await watch.next_batch()
             except StoreClosed:
                 return
-            except Exception as exc:  # any end of the store watch: reinitialise, as upstream
-                await self._reinitialise(exc)
+            except Exception as exc:  # any end of the store watch: resume or reinitialise, as upstream
+                if watch is self._watch and not (isinstance(exc, WatchOverflow) and self._resume()):
+                    await self._reinitialise(exc)
+                continue
+            if watch is not self._watch:  # sync() resumed on a new watch meanwhile (this one gave its last)
                 continue
             if not batch:
                 return
             self._apply(batch)
 
+    def _resume(self) -> bool:
+        """The store watch overflowed: apply what it buffered, re-open it just after ``revision``. False if the
+        store compacted that revision (the caller re-initialises): upstream's reflector re-watches from its
+        last resourceVersion unless the watch failed with "too old resource version"."""
+        old = self._watch
+        if old is not None:
+            rest = old.take_buffered()  # normally empty: the error comes after the buffered events
+            if rest:
+                self._apply(rest)
+        try:
+            watch = self.store.watch(self.prefix, start_revision=self.revision + 1, buffer_size=self.watch_buffer)
+        except Compacted:
+            self.ready = False  # the old watch stays: its error reaches the task, which re-initialises
+            return False
+        assert isinstance(watch, StoreWatch)
+        self._watch = watch
+        if old is not None:
+            old.close()  # a task waiting on it gets nothing more and moves to the new watch
+        self.resumes += 1
+        log.info("cacher (%s): watch overflowed; resuming from resourceVersion %d", self.prefix, self.revision + 1)
+        return True
+
     async def _reinitialise(self, error: BaseException) -> None:
         """The store watch ended with ``error``: terminate every API watcher, list again, watch again (upstream's
-        ``Cacher.startCaching`` after a failed ``ListAndWatch``)."""
+        ``Cacher.startCaching`` after a failed ``ListAndWatch``). Not ready until the list is applied."""
         log.error("cacher (%s): unexpected ListAndWatch error: %s; reinitializing...", self.prefix, error)
+        self.ready = False
         self.reinitialisations += 1
         if self._watch is not None:
             buffered = self._watch.take_buffered()  # what reached the buffer before the error: in order, no gap
@@ -465,15 +514,44 @@ class WatchCache:
                 await asyncio.sleep(1)
 
     def sync(self) -> None:
-        """Apply every event already delivered by the store (see the module docstring). The cache claims the
-        store's revision only while its watch is live: otherwise events it has not seen may precede it."""
+        """Apply every event already delivered by the store (see the module docstring), resuming an overflowed
+        watch at once. The cache claims the store's revision only while its watch is live: otherwise events it
+        has not seen may precede it. A watch ended otherwise leaves the cache not ready until its task lists."""
         watch = self._watch
-        if watch is not None:
-            batch = watch.take_buffered()
-            if batch:
-                self._apply(batch)
-            if watch.live:
-                self.revision = max(self.revision, self.store.revision)
+        if watch is None:
+            return
+        try:
+            batch = watch.take_available()
+        except Exception:  # the replay found its history compacted: the cache's task re-initialises
+            self.ready = False
+            return
+        if batch:
+            self._apply(batch)
+        if watch.live:
+            self.revision = max(self.revision, self.store.revision)
+            return
+        error = watch.error
+        if isinstance(error, WatchOverflow) and self.ready:
+            if self._resume():
+                self.sync()
+        elif error is not None and not isinstance(error, StoreClosed):
+            self.ready = False
+
+    def check_ready(self) -> None:
+        """Raise upstream's 429 "storage is (re)initializing" if the cache is re-initialising (call after
+        :meth:`sync`): a list or watch served from the cache would otherwise see stale state."""
+        if not self.ready:
+            raise not_ready()
+
+    def bookmark_revision(self, watcher: CacheWatcher) -> int | None:
+        """The revision an idle bookmark may claim for ``watcher`` (None: send none): after a sync, only if the
+        watcher is open, follows the cache, has nothing pending and the cache is ready. A watcher terminated by
+        a re-initialisation never gets one (upstream closes it without): the cache's revision is then the new
+        list's, which it did not receive."""
+        self.sync()
+        if watcher.closed or watcher.pending or not watcher.follows_cache or not self.ready:
+            return None
+        return self.revision
 
     def _apply(self, batch: list[StoreEvent]) -> None:
         ring = self.ring

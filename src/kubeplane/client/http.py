@@ -325,6 +325,11 @@ class HTTPClient:
             if response.status >= 300:
                 raw = await response.read()
                 response.close()
+                retry_after = response.headers.get("Retry-After")
+                if response.status in (429, 503) and retry_after and attempt < READ_RETRIES:
+                    # as the other requests (and client-go's Watch): the server did nothing and said when to retry
+                    await self.clock.sleep(min(float(retry_after), MAX_RETRY_AFTER))
+                    continue
                 raise error_for(_status(response.status, raw))
             return HTTPWatch(response)
         raise ClientError(f"watch {url}: no response")

@@ -96,10 +96,9 @@ class LocalWatch:
             await watcher.wait(wait, sleep=None if self._clock is None else self._clock.sleep)
             if not watcher.pending and not watcher.closed and self._bookmark_interval is not None:
                 # idle: a bookmark, as the HTTP server sends, after syncing so it never passes a queued event
-                cache = self._registry.cache(self._resource)
-                cache.sync()
-                if not watcher.pending:
-                    return bookmark_event(self._resource, cache.revision)
+                revision = self._registry.cache(self._resource).bookmark_revision(watcher)
+                if revision is not None:
+                    return bookmark_event(self._resource, revision)
         return self._pending.pop()
 
     async def close(self) -> None:

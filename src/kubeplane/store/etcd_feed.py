@@ -59,6 +59,11 @@ class EtcdWatch(StoreWatch):
     def replaying(self) -> bool:
         return self._next <= self._to
 
+    @property
+    def live(self) -> bool:
+        """Not while replaying: events up to ``catchup_to`` have not all reached the buffer yet."""
+        return not self.replaying and super().live
+
     def take_buffered(self) -> list[Event]:
         if self.replaying:
             return []

@@ -132,6 +132,24 @@ class StoreWatch:
         replaying history, not ended by an error (overflow, compaction), not closed."""
         return self._fetch is None and self._error is None and not self._closed
 
+    @property
+    def error(self) -> BaseException | None:
+        """What ended the watch (overflow, compaction, a store error), raised by :meth:`next_batch` once the
+        events buffered before it are taken; None while the watch runs."""
+        return self._error
+
+    def take_available(self) -> list[Event]:
+        """:meth:`take_buffered`, after reading the rest of a history replay synchronously (this class's replay
+        reads memory or a local database). Raises what the replay raises (:class:`Compacted`), after which the
+        watch is ended. A subclass whose replay must await returns nothing until it is done, as take_buffered."""
+        events: list[Event] = []
+        if self._closed:
+            return events
+        while self._fetch is not None:
+            events.extend(self._catchup(CATCHUP_CHUNK))
+        events.extend(self.take_buffered())
+        return events
+
     def take_buffered(self) -> list[Event]:
         """Every live event buffered now, without waiting (empty while replaying history).
 

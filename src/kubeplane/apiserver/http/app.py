@@ -254,7 +254,7 @@ class APIServerApp:
         try:
             await self._handle(scope, receive, send_counted)
         except APIError as exc:
-            await _send_json(send_counted, exc.code, exc.status, headers=exc.headers)
+            await _send_json(send_counted, exc.code, exc.status, headers=_error_headers(exc))
         except StoreError as exc:  # the storage backend failed (etcd unreachable, a write's outcome unknown)
             log.warning("storage error serving %s %s: %s", scope.get("method"), scope.get("path"), exc)
             await _send_json(send_counted, 500, errors.internal(str(exc)).status)
@@ -690,9 +690,9 @@ class APIServerApp:
             gave this watcher nothing more, so its revision never runs ahead of an event not yet sent."""
             tail = await stream()
             if bookmark:
-                cache.sync()
-                if not watcher.pending:
-                    tail += gojson.encode(bookmark_event(resource, cache.revision))
+                revision = cache.bookmark_revision(watcher)
+                if revision is not None:
+                    tail += gojson.encode(bookmark_event(resource, revision))
             if tail:
                 await send({"type": "http.response.body", "body": tail, "more_body": True})
 
@@ -775,6 +775,15 @@ async def _send(
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+def _error_headers(exc: APIError) -> list[tuple[bytes, bytes]] | None:
+    """The error's headers, with ``Retry-After`` when its Status asks for a retry after some seconds (upstream
+    responsewriters.ErrorNegotiated), so clients back off as told (client-go retries a 429 that carries one)."""
+    retry_after = (exc.details or {}).get("retryAfterSeconds")
+    if not retry_after:
+        return exc.headers
+    return [*(exc.headers or []), (b"retry-after", str(int(retry_after)).encode())]
 
 
 async def _send_json(
