@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Final
+from typing import Any, Final
 
 from kubeplane.api.validation import field as fielderr
 
@@ -89,3 +89,14 @@ def format_duration(ns: int) -> str:
         if hours:
             out = f"{hours}h{out}"
     return sign + out
+
+
+def duration_seconds(value: Any) -> float:
+    """A configuration file's duration: a Go duration (``"10m"``, ``"1h30m"``) or a number of seconds, never
+    negative; raises ValueError with a one-line reason (Go's message for a malformed duration)."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a duration such as 2m or 30s, not {value!r}")
+    seconds = float(value) if isinstance(value, int | float) else parse_duration(str(value).strip()) / 1e9
+    if seconds < 0:
+        raise ValueError("must not be negative")
+    return seconds

@@ -34,11 +34,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from kubeplane.api.durations import parse_duration
+from kubeplane.api.durations import duration_seconds
 from kubeplane.api.validation.names import is_dns1123_label
-from kubeplane.kubelet.config import NodeConfigError, NodeSpec, default_address, default_pod_cidr, parse_node_config
+from kubeplane.kubelet.config import (
+    NodeConfigError,
+    NodeSpec,
+    default_address,
+    default_pod_cidr,
+    parse_node_config,
+    read_yaml_file,
+)
 from kubeplane.kubelet.csi.config import DEFAULT_DRIVER, CSIDriverSpec
 
 from .provider import NODE_GROUP_LABEL, NodeGroupSpec
@@ -112,19 +117,10 @@ def _size(group: str, data: Mapping[str, Any], key: str, default: int | None = N
 
 
 def _seconds(group: str, data: Mapping[str, Any], key: str) -> float:
-    value = data.get(key, 0)
-    if isinstance(value, bool):
-        raise NodeGroupConfigError(f"node group {group}: {key}: expected a duration such as 2m or 30s")
-    if isinstance(value, int | float):
-        seconds = float(value)
-    else:
-        try:
-            seconds = parse_duration(str(value).strip()) / 1e9
-        except ValueError as exc:
-            raise NodeGroupConfigError(f"node group {group}: {key}: {exc}") from None
-    if seconds < 0:
-        raise NodeGroupConfigError(f"node group {group}: {key}: must not be negative")
-    return seconds
+    try:
+        return duration_seconds(data.get(key, 0))
+    except ValueError as exc:
+        raise NodeGroupConfigError(f"node group {group}: {key}: {exc}") from None
 
 
 def _group(data: Any, where: str) -> NodeGroupSpec:
@@ -200,13 +196,4 @@ def parse_node_groups(data: Any, *, where: str = "nodeGroups") -> list[NodeGroup
 
 def load_node_groups(path: str | Path) -> list[NodeGroupSpec]:
     """Read and parse a node-groups file (``kubeplane up --node-groups``); errors are one line."""
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise NodeGroupConfigError(f"cannot read node groups {path}: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else "invalid YAML"
-        raise NodeGroupConfigError(f"node groups {path}: {first}") from None
-    return parse_node_groups(data)
+    return parse_node_groups(read_yaml_file(path, what="node groups", error=NodeGroupConfigError))

@@ -379,18 +379,23 @@ def parse_node_config(data: Any, *, csi_drivers: tuple[CSIDriverSpec, ...] | Non
     return resolved
 
 
-def load_node_config(path: str | Path) -> list[NodeSpec]:
-    """Read and parse a node-config file; errors are :class:`NodeConfigError` with one line."""
+def read_yaml_file(path: str | Path, *, what: str, error: type[ValueError]) -> Any:
+    """One YAML document from ``path``; an unreadable file or bad YAML raises ``error`` with one line naming
+    ``what`` it is (``cannot read node config PATH: ...``, ``node config PATH: <the parser's first line>``)."""
     try:
         text = Path(path).read_text()
     except OSError as exc:
-        raise NodeConfigError(f"cannot read node config {path}: {exc.strerror}") from None
+        raise error(f"cannot read {what} {path}: {exc.strerror}") from None
     try:
-        data = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         first = str(exc).splitlines()[0] if str(exc) else "invalid YAML"
-        raise NodeConfigError(f"node config {path}: {first}") from None
-    return parse_node_config(data)
+        raise error(f"{what} {path}: {first}") from None
+
+
+def load_node_config(path: str | Path) -> list[NodeSpec]:
+    """Read and parse a node-config file; errors are :class:`NodeConfigError` with one line."""
+    return parse_node_config(read_yaml_file(path, what="node config", error=NodeConfigError))
 
 
 DEMO_REGION = "region-1"

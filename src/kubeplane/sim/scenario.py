@@ -60,7 +60,7 @@ from typing import Any
 
 import yaml
 
-from kubeplane.api.durations import parse_duration
+from kubeplane.api.durations import duration_seconds
 from kubeplane.api.quantity import QuantityError, parse_quantity
 from kubeplane.api.views import section
 from kubeplane.autoscaler.nodegroups import NodeGroupConfigError, parse_node_groups
@@ -96,18 +96,10 @@ class ScenarioError(ValueError):
 
 def seconds(value: Any, where: str) -> float:
     """A Go duration (``"10m"``, ``"1h30m"``) or a number of seconds."""
-    if isinstance(value, bool):
-        raise ScenarioError(f"{where}: expected a duration, not {value!r}")
-    if isinstance(value, int | float):
-        result = float(value)
-    else:
-        try:
-            result = parse_duration(str(value).strip()) / 1e9
-        except ValueError as exc:
-            raise ScenarioError(f"{where}: {exc}") from None
-    if result < 0:
-        raise ScenarioError(f"{where}: must not be negative")
-    return result
+    try:
+        return duration_seconds(value)
+    except ValueError as exc:
+        raise ScenarioError(f"{where}: {exc}") from None
 
 
 @dataclass(frozen=True)
