@@ -632,7 +632,14 @@ async def scenario(cluster: Cluster, timeline: list[tuple[float, str]]) -> None:
                 async def same(informer: SharedInformer = informer) -> bool:
                     return cached(informer) == want
 
-                await wait_for(f"informer through server {s} to converge", same, 45, 0.5)
+                try:
+                    await wait_for(f"informer through server {s} to converge", same, 45, 0.5)
+                except AssertionError as exc:
+                    have = cached(informer)
+                    differ = sorted(n for n in {*want, *have} if want.get(n) != have.get(n))
+                    kind = "fresh" if informer in fresh.values() else "long-lived"
+                    rows = [f"{n}: want {want.get(n)}, cached {have.get(n)}" for n in differ[:10]]
+                    raise AssertionError("\n".join([f"{exc} ({kind}): {len(differ)} pods differ", *rows])) from None
         finally:
             for informer in fresh.values():
                 await informer.stop()

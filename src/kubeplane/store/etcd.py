@@ -35,7 +35,9 @@ Writes, reads and the revision
   after one watch delivery (normally a few milliseconds); a ``range`` at the current revision is linearizable
   (etcd's quorum read) and, if etcd is ahead of the feed, asks for a progress notification and waits (up to
   ``progress_timeout``) so that afterwards ``revision >= result.revision``. :meth:`request_progress` does the
-  same on demand (for bookmarks).
+  same on demand (for bookmarks). Progress requests are sent only to an etcd whose members all answer them in
+  order with events (kube-apiserver's RequestWatchProgress check: >= 3.5.13 / 3.4.31); with an older member the
+  revision advances by events and etcd's periodic progress notifications only (docs/store.md).
 * ``compacted_revision`` tracks compactions made through this store and every compaction etcd reports (a
   compacted range read or watch). Another store's compaction is only learned when it is hit.
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,30 @@ from .interface import StoreError
 ERR_COMPACTED = "required revision has been compacted"
 ERR_FUTURE = "required revision is a future revision"
 ERR_BAD_TOKEN = "invalid auth token"
+
+_SEMVER = re.compile(r"^(\d+)\.(\d+)\.(\d+)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
+
+
+def supports_request_watch_progress(version: str) -> bool:
+    """Whether an etcd server of ``version`` answers a RequestProgress in order with the watch's events: as
+    kube-apiserver's ``endpointSupportsRequestWatchProgress`` (storage/feature/feature_support_checker.go), not
+    before 3.4.31 nor in 3.5.0-3.5.12. Older servers send the requested notification on a separate channel, so
+    it can overtake events still queued (etcd-io/etcd#15220, fixed in 3.4.25/3.5.8) or come for a watch that is
+    not synced (etcd-io/etcd#17507, fixed in 3.4.31/3.5.13): a revision claimed from it may precede events not
+    yet delivered. A version that is not strict semver counts as unsupported (upstream's ``ParseSemantic``); a
+    pre-release sorts before its release."""
+    match = _SEMVER.match(version.strip())
+    if match is None:
+        return False
+    release = (int(match[1]), int(match[2]), int(match[3]))
+    pre = match[4] is not None
+
+    def before(bound: tuple[int, int, int]) -> bool:
+        return release < bound or (release == bound and pre)
+
+    return not (before((3, 4, 31)) or (not before((3, 5, 0)) and before((3, 5, 13))))
+
+
 DEFAULT_ENDPOINTS = ("http://127.0.0.1:2379",)
 
 
@@ -142,6 +167,18 @@ class Connection:
 
     def _current(self) -> grpc.aio.Channel | None:
         return self._channel
+
+    @property
+    def endpoint(self) -> str:
+        """The endpoint the current (or next) channel is to."""
+        return self._options.endpoints[self._index % len(self._options.endpoints)]
+
+    async def server_version(self, channel: grpc.aio.Channel) -> str:
+        """The etcd version ``channel``'s member reports (Maintenance.Status)."""
+        stub = rpc.MaintenanceStub(channel)
+        request = rpc.StatusRequest()
+        response = await stub.Status(request, timeout=self._options.request_timeout, metadata=self._metadata)
+        return str(response.version)
 
     @property
     def metadata(self) -> tuple[tuple[str, str], ...] | None:

@@ -32,7 +32,15 @@ import grpc
 import grpc.aio
 from aetcd import rpc
 
-from .etcd_client import Connection, EtcdCompacted, EtcdOptions, EtcdUnavailable, WatchStream, prefix_end
+from .etcd_client import (
+    Connection,
+    EtcdCompacted,
+    EtcdOptions,
+    EtcdUnavailable,
+    WatchStream,
+    prefix_end,
+    supports_request_watch_progress,
+)
 from .interface import Compacted, Event, EventType, KeyValue, StoreClosed
 from .watch import StoreWatch, WatchHub
 
@@ -165,6 +173,11 @@ class EtcdFeed:
         self._feed_stream: WatchStream | None = None
         self._feed_ready: asyncio.Future[None] | None = None
         self._progress: asyncio.Future[None] | None = None
+        self._checked_endpoints: set[str] = set()
+        self.progress_requests_supported: bool | None = None
+        """Whether RequestProgress may be used (every checked member's version supports it); None until one
+        member answered. Unsupported: the revision advances only by events and periodic progress notifications."""
+        self.progress_requests_sent = 0
         self._start_lock = asyncio.Lock()
         self._started = False
         self._closed = False
@@ -297,6 +310,7 @@ class EtcdFeed:
             stream = WatchStream(self._connection)
             try:
                 await stream.open(key, end, self._revision + self._offset + 1, timeout=self.options.request_timeout)
+                await self._check_progress_support(stream)
                 self._feed_stream = stream
                 if self._feed_ready is not None and not self._feed_ready.done():
                     self._feed_ready.set_result(None)
@@ -320,6 +334,26 @@ class EtcdFeed:
                 delay = min(delay * 2, 2.5)
             finally:
                 self._feed_stream = None
+
+    async def _check_progress_support(self, stream: WatchStream) -> None:
+        """Learn whether the member behind ``stream`` answers RequestProgress in order (its version, once per
+        endpoint, as kube-apiserver's feature support checker: one member without it turns it off for good; a
+        member that cannot say is asked again at the next reconnection)."""
+        endpoint = self._connection.endpoint
+        if endpoint in self._checked_endpoints or stream.channel is None:
+            return
+        try:
+            version = await self._connection.server_version(stream.channel)
+        except (grpc.aio.AioRpcError, TimeoutError) as error:
+            log.info("cannot check etcd %s's version (%s): RequestProgress stays off until it answers", endpoint, error)
+            return
+        self._checked_endpoints.add(endpoint)
+        if not supports_request_watch_progress(version):
+            if self.progress_requests_supported is not False:
+                log.info("RequestWatchProgress feature is not supported by %r endpoint (etcd %s)", endpoint, version)
+            self.progress_requests_supported = False
+        elif self.progress_requests_supported is None:
+            self.progress_requests_supported = True
 
     def _deliver(self, response: Any) -> None:
         if response.created:
@@ -382,6 +416,8 @@ class EtcdFeed:
         or a consistent read from the watch cache can rely on it). Gives up quietly after ``timeout``.
         """
         await self._ready()
+        if not self.progress_requests_supported:
+            return await self._await_etcd_revision(timeout or self.options.progress_timeout)
         stream = self._feed_stream
         if stream is None:  # the feed is reconnecting: give it time (a caller looping on us must not spin)
             await asyncio.sleep(0.01)
@@ -390,11 +426,23 @@ class EtcdFeed:
             # One request per pending notification, shielded: a caller's timeout cancelling a write on the
             # shared watch stream would make grpc.aio cancel the whole watch call (every watcher's feed).
             self._progress = asyncio.get_running_loop().create_future()
+            self.progress_requests_sent += 1
             with contextlib.suppress(Exception):
                 await asyncio.shield(stream.request_progress())
         progress = self._progress
         with contextlib.suppress(Exception):  # TimeoutError, the stream failing (the feed reconnects), ...
             await asyncio.wait_for(asyncio.shield(progress), timeout or self.options.progress_timeout)
+        return self._revision
+
+    async def _await_etcd_revision(self, timeout: float) -> int:
+        """Without RequestProgress: wait (up to ``timeout``) until the feed has delivered etcd's current revision,
+        carried there by events and by the periodic progress notifications etcd sends an idle watch (in order
+        with its events on every version; etcd's ``--experimental-watch-progress-notify-interval``)."""
+        response = await self._connection.call(
+            "Range", rpc.RangeRequest(key=self._prefix_bytes or b"\0", count_only=True), idempotent=True
+        )
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wait_for(self._offset_revision(response.header.revision)), timeout)
         return self._revision
 
     async def _catch_up_to(self, revision: int) -> None:
@@ -403,6 +451,8 @@ class EtcdFeed:
             return
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.options.progress_timeout):
+                if not self.progress_requests_supported:
+                    await self._wait_for(revision)
                 while self._revision < revision:
                     await self.request_progress()
 
