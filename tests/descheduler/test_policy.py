@@ -74,6 +74,11 @@ def test_limits_selector_and_evictor_args_are_decoded() -> None:
          "RemovePodsViolatingTopologySpreadConstraint: only one of Include/Exclude namespaces can be set]"),
         ({**HEAD, "profiles": [_profile("p", [{"name": "Bogus"}])]},
          "in profile p: plugin Bogus in pluginConfig not registered"),
+        ({**HEAD, "profiles": [_profile("p", [{"name": "Bogus"}, {"name": "Bogus"}, {"name": "Other"}])]},
+         "[in profile p: plugin Bogus in pluginConfig not registered, "
+         "in profile p: plugin Other in pluginConfig not registered]"),
+        ({**HEAD, "profiles": [_profile("p", [{"name": "Bogus"}]), _profile("p", [{"name": "Bogus"}])]},
+         "in profile p: plugin Bogus in pluginConfig not registered"),
         ({**HEAD, "profiles": [_profile("ProfileName", [{"name": "DefaultEvictor", "args": {
             "priorityThreshold": {"value": 2000000001}}}], deschedule=["RemovePodsHavingTooManyRestarts"])]},
          "priority threshold can't be greater than 2000000000"),
@@ -102,7 +107,9 @@ def test_limits_selector_and_evictor_args_are_decoded() -> None:
          "conditions, or exitCodes)"),
     ],
     ids=["unregistered-version", "missing-kind", "negative-uint", "strict-plugin-args",
-         "errors-of-all-profiles-aggregated", "unregistered-plugin", "priority-threshold-above-maximum",
+         "errors-of-all-profiles-aggregated", "unregistered-plugin",
+         "aggregate-drops-a-repeated-message", "aggregate-of-one-repeated-message-has-no-brackets",
+         "priority-threshold-above-maximum",
          "deprecated-fields-with-pod-protections", "default-disabled-not-a-default", "extra-enabled-not-an-extra",
          "priority-threshold-value-and-name", "enabled-without-config", "balance-plugin-at-deschedule",
          "podlifetime-needs-a-criterion"],

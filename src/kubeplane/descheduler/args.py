@@ -17,21 +17,17 @@ from typing import Any
 
 from kubeplane.api.durations import parse_duration
 from kubeplane.api.labels import SelectorError, label_selector_as_selector
+from kubeplane.api.validation.field import aggregate_text
 
-__all__ = ["ArgsError", "Fields", "Namespaces", "PriorityThreshold", "go_aggregate"]
+__all__ = ["ArgsError", "Fields", "Namespaces", "PriorityThreshold"]
 
 
 class ArgsError(ValueError):
     """Arguments that cannot be decoded or are invalid; ``errors`` are upstream's messages, in order."""
 
     def __init__(self, errors: list[str]) -> None:
-        super().__init__(go_aggregate(errors))
+        super().__init__(aggregate_text(errors))
         self.errors = errors
-
-
-def go_aggregate(errors: list[str]) -> str:
-    """``utilerrors.NewAggregate(errs).Error()``: one message alone, several as ``[a, b]``."""
-    return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
 
 
 def _json_type(value: Any) -> str:
