@@ -61,6 +61,9 @@ def test_limits_selector_and_evictor_args_are_decoded() -> None:
         ({**HEAD, "maxNoOfPodsToEvictPerNode": -1},
          "failed decoding descheduler's policy config \"\": json: cannot unmarshal number -1 into Go struct field "
          "DeschedulerPolicy.maxNoOfPodsToEvictPerNode of type uint"),
+        ({**HEAD, "profiles": {"name": "p"}},
+         "failed decoding descheduler's policy config \"\": json: cannot unmarshal object into Go struct field "
+         "DeschedulerPolicy.profiles of type []v1alpha2.DeschedulerProfile"),
         ({**HEAD, "profiles": [_profile("p", [{"name": "RemoveFailedPods", "args": {"minPodLifeTimeSeconds": 1}}])]},
          'failed decoding descheduler\'s policy config "": '
          'strict decoding error: unknown field "minPodLifeTimeSeconds"'),
@@ -106,7 +109,7 @@ def test_limits_selector_and_evictor_args_are_decoded() -> None:
          "in profile p: at least one filtering criterion must be specified (maxPodLifeTimeSeconds, states, "
          "conditions, or exitCodes)"),
     ],
-    ids=["unregistered-version", "missing-kind", "negative-uint", "strict-plugin-args",
+    ids=["unregistered-version", "missing-kind", "negative-uint", "profiles-not-a-list", "strict-plugin-args",
          "errors-of-all-profiles-aggregated", "unregistered-plugin",
          "aggregate-drops-a-repeated-message", "aggregate-of-one-repeated-message-has-no-brackets",
          "priority-threshold-above-maximum",

@@ -47,6 +47,7 @@ from typing import Any, Final
 
 import yaml
 
+from kubeplane.api.typed import go_json_type
 from kubeplane.api.validation.field import aggregate_text
 
 from . import evictor
@@ -133,7 +134,7 @@ def parse_policy(data: Any, *, source: str = "") -> DeschedulerPolicy:
     grace = f.integer("gracePeriodSeconds", go_type="int64")
     raw_profiles = f._get("profiles") or []
     if not isinstance(raw_profiles, list):
-        f.errors.append(f"json: cannot unmarshal {type(raw_profiles).__name__} into Go struct field "
+        f.errors.append(f"json: cannot unmarshal {go_json_type(raw_profiles)} into Go struct field "
                         "DeschedulerPolicy.profiles of type []v1alpha2.DeschedulerProfile")  # fmt: skip
         raw_profiles = []
     if f.present("metricsCollector") or f.present("metricsProviders"):
