@@ -15,6 +15,11 @@ from kubeplane.client.kubeconfig import ClientConfig
 from kubeplane.client.tls import server_ssl_context
 
 
+def _trusted(ctx: ssl.SSLContext) -> list[str]:
+    """The common names of the CAs ``ctx`` trusts."""
+    return [str(rdn[0][1]) for cert in ctx.get_ca_certs() for rdn in cert["subject"] if rdn[0][0] == "commonName"]
+
+
 @pytest.mark.parametrize("server", ["http://127.0.0.1:8080", "http://localhost"], ids=["ip", "name"])
 def test_a_plain_http_server_gets_no_tls(server: str) -> None:
     assert server_ssl_context(server, ca_data=b"ignored", insecure=True) is False
@@ -25,7 +30,7 @@ def test_the_kubeconfigs_ca_is_the_trust_and_the_hostname_is_checked(tmp_path: P
     ctx = server_ssl_context("https://127.0.0.1:6443", ca_data=ca)
     assert isinstance(ctx, ssl.SSLContext)
     assert (ctx.verify_mode, ctx.check_hostname) == (ssl.CERT_REQUIRED, True)
-    assert [dict(n[0] for n in c["subject"])["commonName"] for c in ctx.get_ca_certs()] == ["kubeplane-ca"]
+    assert _trusted(ctx) == ["kubeplane-ca"]
 
 
 def test_without_a_ca_the_server_is_verified_all_the_same() -> None:
@@ -54,7 +59,7 @@ def test_the_http_client_adds_the_kubeconfigs_certificate_to_the_same_trust(tmp_
     ctx = _ssl_context(config)
     assert isinstance(ctx, ssl.SSLContext)
     assert (ctx.verify_mode, ctx.check_hostname) == (ssl.CERT_REQUIRED, True)
-    assert [dict(n[0] for n in c["subject"])["commonName"] for c in ctx.get_ca_certs()] == ["kubeplane-ca"]
+    assert _trusted(ctx) == ["kubeplane-ca"]
     assert _ssl_context(ClientConfig(server="http://127.0.0.1:8080", client_cert_data=b"x", client_key_data=b"y")) is (
         False
     )
