@@ -70,6 +70,7 @@ ALLOWED: dict[str, frozenset[str]] = {
 SHARED_MODULES: dict[str, frozenset[str]] = {
     "kubeplane.gpu.model": frozenset({"kubelet"}),  # the kubelet accounts GPUs by device as the scheduler does
     "kubeplane.sim.columns": frozenset({"ui"}),  # the Runs view charts the report's column groups
+    "kubeplane.client.tls": frozenset({"ui"}),  # the UI's proxy trusts another cluster's server as the client does
 }
 # single modules with a wider allowance than their package (DESIGN.md: "local.py alone may import apiserver";
 # and store, for the in-memory store of LocalClient.in_memory). docs/architecture.md states the same; a test

@@ -217,3 +217,18 @@ async def test_claim_replica_sets_leaves_everything_while_the_deployment_is_dele
     )
     assert claimed == [owned]
     assert client.patches == []
+
+
+@pytest.mark.parametrize(
+    ("errors", "text"),
+    [
+        ([ValueError("a")], "a"),
+        ([ValueError("a"), ValueError("b")], "[a, b]"),
+        ([ValueError("a"), ValueError("a"), ValueError("b")], "[a, b]"),
+    ],
+    ids=["TestSingularAggregate", "TestPluralAggregate", "TestDedupePluralAggregate"],
+)
+def test_aggregate_error_reads_as_utilerrors_aggregate(errors: list[Exception], text: str) -> None:
+    """apimachinery util/errors ``aggregate.Error()``; every error is kept for the caller."""
+    err = AggregateError(errors)
+    assert (str(err), err.errors) == (text, errors)

@@ -61,6 +61,9 @@ def test_limits_selector_and_evictor_args_are_decoded() -> None:
         ({**HEAD, "maxNoOfPodsToEvictPerNode": -1},
          "failed decoding descheduler's policy config \"\": json: cannot unmarshal number -1 into Go struct field "
          "DeschedulerPolicy.maxNoOfPodsToEvictPerNode of type uint"),
+        ({**HEAD, "profiles": {"name": "p"}},
+         "failed decoding descheduler's policy config \"\": json: cannot unmarshal object into Go struct field "
+         "DeschedulerPolicy.profiles of type []v1alpha2.DeschedulerProfile"),
         ({**HEAD, "profiles": [_profile("p", [{"name": "RemoveFailedPods", "args": {"minPodLifeTimeSeconds": 1}}])]},
          'failed decoding descheduler\'s policy config "": '
          'strict decoding error: unknown field "minPodLifeTimeSeconds"'),
@@ -73,6 +76,11 @@ def test_limits_selector_and_evictor_args_are_decoded() -> None:
          "[in profile RemoveFailedPods: only one of Include/Exclude namespaces can be set, in profile "
          "RemovePodsViolatingTopologySpreadConstraint: only one of Include/Exclude namespaces can be set]"),
         ({**HEAD, "profiles": [_profile("p", [{"name": "Bogus"}])]},
+         "in profile p: plugin Bogus in pluginConfig not registered"),
+        ({**HEAD, "profiles": [_profile("p", [{"name": "Bogus"}, {"name": "Bogus"}, {"name": "Other"}])]},
+         "[in profile p: plugin Bogus in pluginConfig not registered, "
+         "in profile p: plugin Other in pluginConfig not registered]"),
+        ({**HEAD, "profiles": [_profile("p", [{"name": "Bogus"}]), _profile("p", [{"name": "Bogus"}])]},
          "in profile p: plugin Bogus in pluginConfig not registered"),
         ({**HEAD, "profiles": [_profile("ProfileName", [{"name": "DefaultEvictor", "args": {
             "priorityThreshold": {"value": 2000000001}}}], deschedule=["RemovePodsHavingTooManyRestarts"])]},
@@ -101,8 +109,10 @@ def test_limits_selector_and_evictor_args_are_decoded() -> None:
          "in profile p: at least one filtering criterion must be specified (maxPodLifeTimeSeconds, states, "
          "conditions, or exitCodes)"),
     ],
-    ids=["unregistered-version", "missing-kind", "negative-uint", "strict-plugin-args",
-         "errors-of-all-profiles-aggregated", "unregistered-plugin", "priority-threshold-above-maximum",
+    ids=["unregistered-version", "missing-kind", "negative-uint", "profiles-not-a-list", "strict-plugin-args",
+         "errors-of-all-profiles-aggregated", "unregistered-plugin",
+         "aggregate-drops-a-repeated-message", "aggregate-of-one-repeated-message-has-no-brackets",
+         "priority-threshold-above-maximum",
          "deprecated-fields-with-pod-protections", "default-disabled-not-a-default", "extra-enabled-not-an-extra",
          "priority-threshold-value-and-name", "enabled-without-config", "balance-plugin-at-deschedule",
          "podlifetime-needs-a-criterion"],

@@ -207,3 +207,13 @@ def test_the_node_groups_example_gives_the_figures_of_autoscaler_md() -> None:
 
     printed = "\n".join(_summary_lines(result))
     assert "  node groups: 2 node(s) added, 2 removed; 1.2 node-hours, cost 0.12" in printed
+
+
+def test_the_seam_loads_the_real_autoscaler(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unpatched, a run builds cluster-autoscaler's core and its options (the classes the fakes above stand in
+    for)."""
+    from kubeplane.autoscaler.loop import Autoscaler
+    from kubeplane.autoscaler.options import AutoscalerOptions
+
+    monkeypatch.undo()  # the autouse fake
+    assert autoscaling.load_autoscaler() == (Autoscaler, AutoscalerOptions)

@@ -520,6 +520,15 @@ def up(
         Path | None,
         typer.Option("--node-groups", help="Node groups of the simulated cloud (docs/autoscaler.md), in addition."),
     ] = None,
+    autoscaler_flag: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--autoscaler-flag",
+            metavar="FLAG",
+            help="One cluster-autoscaler flag (e.g. =--scan-interval=1m) for the autoscaler of --node-groups; "
+            "repeatable.",
+        ),
+    ] = None,
     store: Annotated[
         str, typer.Option("--store", help="sqlite (durable, default), memory, or etcd (with --etcd-servers).")
     ] = "sqlite",
@@ -551,7 +560,7 @@ def up(
                 verbosity=verbosity,
                 pull_delay=pull_delay, shutdown_delay=shutdown_delay, etcd_servers=etcd_servers,
                 service_cluster_ip_range=service_cluster_ip_range, service_node_port_range=service_node_port_range,
-                node_groups=node_groups,
+                node_groups=node_groups, autoscaler_flags=tuple(autoscaler_flag or ()),
             )
         )  # fmt: skip
     except CLIError as exc:

@@ -19,7 +19,9 @@ Invariants:
   default simulated CSI driver ``csi.kubeplane.io``) unless a class of that name exists, as kind and minikube.
 * ``--node-groups FILE`` (docs/autoscaler.md, "Node groups"): the groups' nodes run in the same fleet, created by
   the simulated cloud (:class:`~kubeplane.autoscaler.fleet_provider.FleetProvider`: initial nodes at start, a
-  restart takes back the groups' nodes), and the cluster-autoscaler runs. One process only.
+  restart takes back the groups' nodes), and the cluster-autoscaler runs with the flags given as
+  ``--autoscaler-flag`` (parsed by ``kubeplane autoscaler``'s parser, ``AutoscalerOptions.from_args``, before
+  anything starts). One process only.
 * SIGINT/SIGTERM stop the components first, then the API server, then close the store: every write the API
   acknowledged is on disk.
 """
@@ -47,6 +49,8 @@ from kubeplane.cli.identities import TOKEN_FILE, write_component_kubeconfig, wri
 
 if TYPE_CHECKING:
     from kubeplane.apiserver.registry import Registry
+    from kubeplane.autoscaler.loop import Autoscaler
+    from kubeplane.autoscaler.options import AutoscalerOptions
     from kubeplane.autoscaler.provider import NodeGroupSpec
     from kubeplane.kubelet.config import NodeSpec
     from kubeplane.kubelet.fleet import FleetOptions
@@ -114,6 +118,9 @@ class UpOptions:
     service_node_port_range: str = "30000-32767"
     node_groups: Path | None = None
     """``--node-groups FILE``: node groups of the simulated cloud, beside the fleet's nodes."""
+    autoscaler_flags: tuple[str, ...] = ()
+    """``--autoscaler-flag`` values, in order: cluster-autoscaler's command-line arguments (``--scan-interval=10s``)
+    for the autoscaler of ``node_groups``."""
 
     @property
     def etcd_endpoints(self) -> tuple[str, ...]:
@@ -132,6 +139,7 @@ def run_up(opts: UpOptions) -> None:
         raise CLIError(f"--port must be between 0 and 65535, not {opts.port}")
     specs = node_specs(opts.node_config, opts.nodes)
     groups = _node_groups(opts)
+    autoscaler_options = _autoscaler_options(opts)
     options = fleet_options(pull_delay=opts.pull_delay, shutdown_delay=opts.shutdown_delay)
     options.state_dir = opts.data_dir / "kubelet"  # the kubelets' --root-dir: their DRA checkpoints
     sched_config = _load_config(opts.scheduler_config, opts.feature_gates)
@@ -142,7 +150,14 @@ def run_up(opts: UpOptions) -> None:
         if opts.processes:
             _run_processes(opts, [spec.name for spec in specs])
         else:
-            _run_one_process(opts, specs=specs, options=options, sched_config=sched_config, groups=groups)
+            _run_one_process(
+                opts,
+                specs=specs,
+                options=options,
+                sched_config=sched_config,
+                groups=groups,
+                autoscaler_options=autoscaler_options,
+            )
     finally:
         lock.close()
 
@@ -158,6 +173,21 @@ def _node_groups(opts: UpOptions) -> list[NodeGroupSpec]:
     try:
         return load_node_groups(opts.node_groups)
     except NodeGroupConfigError as exc:
+        raise CLIError(str(exc)) from None
+
+
+def _autoscaler_options(opts: UpOptions) -> AutoscalerOptions | None:
+    """``--autoscaler-flag``s parsed as ``kubeplane autoscaler`` parses its flags (None without node groups); errors
+    are Go's flag package's one line."""
+    if opts.node_groups is None:
+        if opts.autoscaler_flags:
+            raise CLIError("--autoscaler-flag configures the autoscaler of --node-groups: give --node-groups FILE")
+        return None
+    from kubeplane.autoscaler.options import AutoscalerOptions, OptionsError
+
+    try:
+        return AutoscalerOptions.from_args(list(opts.autoscaler_flags))
+    except OptionsError as exc:
         raise CLIError(str(exc)) from None
 
 
@@ -206,6 +236,7 @@ def _run_one_process(
     options: FleetOptions,
     sched_config: Any,
     groups: list[NodeGroupSpec] | None = None,
+    autoscaler_options: AutoscalerOptions | None = None,
 ) -> None:
     """Everything in this process: the components on the local transport, attached to the API server."""
 
@@ -268,9 +299,10 @@ def _run_one_process(
             for name, component in (("kubelet", fleet), ("controller-manager", manager), ("scheduler", scheduler)):
                 tasks.append(asyncio.create_task(component.run(), name=name))
             if groups:
-                autoscaler = await _start_node_groups(client, fleet, groups, sched_config, started)
-                if autoscaler is not None:
-                    tasks.append(asyncio.create_task(autoscaler.run(), name="cluster-autoscaler"))
+                autoscaler = await _start_node_groups(
+                    client, fleet, groups, sched_config, started, options=autoscaler_options
+                )
+                tasks.append(asyncio.create_task(autoscaler.run(), name="cluster-autoscaler"))
         except BaseException:
             await stop()
             raise
@@ -304,29 +336,35 @@ def _run_one_process(
 
 
 async def _start_node_groups(
-    client: Any, fleet: Any, groups: list[NodeGroupSpec], sched_config: Any, started: list[Any]
-) -> Any:
+    client: Any,
+    fleet: Any,
+    groups: list[NodeGroupSpec],
+    sched_config: Any,
+    started: list[Any],
+    *,
+    options: AutoscalerOptions | None = None,
+) -> Autoscaler:
     """The groups' provider on ``fleet`` (the server's trusted client deletes Nodes, as a cloud's node lifecycle
-    controller), taking back the groups' Nodes the API has; then the autoscaler (returned, to be run). Both are appended
-    to ``started``."""
+    controller), taking back the groups' Nodes the API has; then the autoscaler with ``options`` (upstream's
+    defaults when None), returned to be run. Both are appended to ``started``."""
     import random
 
     from kubeplane.api.views import name_of
     from kubeplane.autoscaler.fleet_provider import FleetProvider
+    from kubeplane.autoscaler.loop import Autoscaler
+    from kubeplane.autoscaler.options import AutoscalerOptions
     from kubeplane.autoscaler.provider import NODE_GROUP_LABEL
     from kubeplane.client.clock import SystemClock
-    from kubeplane.sim.autoscaling import load_autoscaler
 
     clock = SystemClock()
     provider = FleetProvider(fleet, groups, clock=clock, client=client)
     listed = await client.list(client.resource("nodes"), label_selector=NODE_GROUP_LABEL)
     await provider.start(existing=[name_of(n) for n in listed["items"]])
     started.append(provider)
-    autoscaler_class, options_class = load_autoscaler()
-    autoscaler = autoscaler_class(
+    autoscaler = Autoscaler(
         client,
         provider=provider,
-        options=options_class.from_flags({}),
+        options=AutoscalerOptions() if options is None else options,
         clock=clock,
         rng=random.Random(),
         scheduler_config=sched_config,

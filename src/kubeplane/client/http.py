@@ -41,21 +41,16 @@ from .flowcontrol import TokenBucket, TokenBucketConfig
 from .interface import Obj, PatchType
 from .kubeconfig import ClientConfig, find_kubeconfig, load_kubeconfig
 from .resolve import resolve_resource
+from .tls import server_ssl_context
 
 READ_RETRIES = 3
 MAX_RETRY_AFTER = 10.0
 
 
 def _ssl_context(config: ClientConfig) -> ssl.SSLContext | bool:
-    if not config.server.startswith("https"):
-        return False
-    if config.insecure:
-        ctx = ssl.create_default_context()
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-    else:
-        ctx = ssl.create_default_context(cadata=config.ca_data.decode() if config.ca_data else None)
-    if config.client_cert_data and config.client_key_data:
+    """The server's trust (:func:`.tls.server_ssl_context`) plus the kubeconfig's client certificate, if any."""
+    ctx = server_ssl_context(config.server, ca_data=config.ca_data, insecure=config.insecure)
+    if isinstance(ctx, ssl.SSLContext) and config.client_cert_data and config.client_key_data:
         # ssl can load a client certificate only from files: write them privately, load, remove.
         with tempfile.TemporaryDirectory(prefix="kubeplane-tls-") as tmp:
             cert, key = os.path.join(tmp, "c.pem"), os.path.join(tmp, "k.pem")

@@ -34,6 +34,7 @@ from typing import Any
 from kubeplane.api import labels as apilabels
 from kubeplane.api import meta as apimeta
 from kubeplane.api.meta import NAME_ALPHABET
+from kubeplane.api.validation.field import aggregate_text
 from kubeplane.api.views import annotations_of, controller_ref_of, meta_of, section, spec_of, status_of
 from kubeplane.client.cache import Indexer
 from kubeplane.client.errors import APIStatusError, NotFoundError
@@ -205,12 +206,7 @@ class AggregateError(Exception):
 
     def __init__(self, errors: Sequence[BaseException]) -> None:
         self.errors = list(errors)
-        text = (
-            error_message(self.errors[0])
-            if len(self.errors) == 1
-            else ("[" + ", ".join(error_message(e) for e in self.errors) + "]")
-        )
-        super().__init__(text)
+        super().__init__(aggregate_text(error_message(e) for e in self.errors))
 
 
 # --- values: IntOrString, conditions, the pod-template hash -------------------------------------------------

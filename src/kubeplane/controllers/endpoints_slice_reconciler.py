@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kubeplane.api.validation import names
+from kubeplane.api.validation.field import aggregate_text
 from kubeplane.api.views import (
     is_being_deleted,
     labels_of,
@@ -271,7 +272,7 @@ class Reconciler:
                     f"{namespace_of(service)}/{name_of(service)}: {exc}"
                 )
         if errors:
-            raise RuntimeError("[" + ", ".join(errors) + "]" if len(errors) > 1 else errors[0])
+            raise RuntimeError(aggregate_text(errors))  # utilerrors.NewAggregate
 
     async def _delete(self, service: Obj, slice_: Obj) -> None:
         try:

@@ -17,35 +17,18 @@ from typing import Any
 
 from kubeplane.api.durations import parse_duration
 from kubeplane.api.labels import SelectorError, label_selector_as_selector
+from kubeplane.api.typed import go_json_type
+from kubeplane.api.validation.field import aggregate_text
 
-__all__ = ["ArgsError", "Fields", "Namespaces", "PriorityThreshold", "go_aggregate"]
+__all__ = ["ArgsError", "Fields", "Namespaces", "PriorityThreshold"]
 
 
 class ArgsError(ValueError):
     """Arguments that cannot be decoded or are invalid; ``errors`` are upstream's messages, in order."""
 
     def __init__(self, errors: list[str]) -> None:
-        super().__init__(go_aggregate(errors))
+        super().__init__(aggregate_text(errors))
         self.errors = errors
-
-
-def go_aggregate(errors: list[str]) -> str:
-    """``utilerrors.NewAggregate(errs).Error()``: one message alone, several as ``[a, b]``."""
-    return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, Mapping):
-        return "object"
-    return "null"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +73,7 @@ class Fields:
         if raw is None:
             raw = {}
         if not isinstance(raw, Mapping):
-            self.errors.append(f"json: cannot unmarshal {_json_type(raw)} into Go value of type {struct}")
+            self.errors.append(f"json: cannot unmarshal {go_json_type(raw)} into Go value of type {struct}")
             raw = {}
         self.raw: Mapping[str, Any] = raw
 
@@ -99,8 +82,10 @@ class Fields:
         return self.raw.get(name)
 
     def _wrong(self, name: str, value: Any, go_type: str) -> None:
+        # ``value`` is never None (every read returns its default first) and, decoded from YAML or JSON, a map
+        # is a dict: so go_json_type names every value this sees as Go's decoder does.
         self.errors.append(
-            f"json: cannot unmarshal {_json_type(value)} into Go struct field {self.struct}.{name} of type {go_type}"
+            f"json: cannot unmarshal {go_json_type(value)} into Go struct field {self.struct}.{name} of type {go_type}"
         )
 
     def present(self, name: str) -> bool:

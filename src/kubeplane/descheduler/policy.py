@@ -47,8 +47,11 @@ from typing import Any, Final
 
 import yaml
 
+from kubeplane.api.typed import go_json_type
+from kubeplane.api.validation.field import aggregate_text
+
 from . import evictor
-from .args import ArgsError, Fields, go_aggregate
+from .args import ArgsError, Fields
 from .podutil import SYSTEM_CRITICAL_PRIORITY
 from .registry import PluginSpec, decode_args, registry
 
@@ -131,7 +134,7 @@ def parse_policy(data: Any, *, source: str = "") -> DeschedulerPolicy:
     grace = f.integer("gracePeriodSeconds", go_type="int64")
     raw_profiles = f._get("profiles") or []
     if not isinstance(raw_profiles, list):
-        f.errors.append(f"json: cannot unmarshal {type(raw_profiles).__name__} into Go struct field "
+        f.errors.append(f"json: cannot unmarshal {go_json_type(raw_profiles)} into Go struct field "
                         "DeschedulerPolicy.profiles of type []v1alpha2.DeschedulerProfile")  # fmt: skip
         raw_profiles = []
     if f.present("metricsCollector") or f.present("metricsProviders"):
@@ -140,7 +143,7 @@ def parse_policy(data: Any, *, source: str = "") -> DeschedulerPolicy:
     try:
         f.done()
     except ArgsError as exc:
-        raise PolicyError(where + go_aggregate(exc.errors)) from None
+        raise PolicyError(where + aggregate_text(exc.errors)) from None
     profiles = []
     validation: list[str] = []
     for raw in raw_profiles:
@@ -148,7 +151,7 @@ def parse_policy(data: Any, *, source: str = "") -> DeschedulerPolicy:
         profiles.append(profile)
         validation += errors
     if validation:
-        raise PolicyError(go_aggregate(validation))
+        raise PolicyError(aggregate_text(validation))
     if node_selector is not None:
         from kubeplane.api.labels import SelectorError, parse
 
@@ -210,10 +213,10 @@ def _profile(raw: Any, plugins: Mapping[str, PluginSpec], where: str) -> tuple[P
         try:
             args = spec.decode(entry.get("args"))
         except ArgsError as exc:
-            raise PolicyError(where + go_aggregate(exc.errors)) from None
+            raise PolicyError(where + aggregate_text(exc.errors)) from None
         problems = spec.validate(args)
         if problems:
-            errors.append(f"in profile {name}: {go_aggregate(problems)}")
+            errors.append(f"in profile {name}: {aggregate_text(problems)}")
         configs.append(PluginConfig(plugin, args))
     return Profile(name, tuple(configs), _points(raw, name, where)), errors
 

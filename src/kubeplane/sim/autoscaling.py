@@ -23,8 +23,8 @@ without node groups.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from kubeplane.autoscaler.fleet_provider import FleetProvider
 from kubeplane.autoscaler.provider import NodeGroupError, NodeGroupSpec
@@ -34,6 +34,11 @@ from kubeplane.kubelet.fleet import Fleet
 
 from .columns import NODE_GROUP_PREFIX
 
+if TYPE_CHECKING:
+    from kubeplane.autoscaler.loop import Autoscaler
+    from kubeplane.autoscaler.options import AutoscalerOptions
+    from kubeplane.scheduler.config.types import KubeSchedulerConfiguration
+
 __all__ = ["NODE_GROUP_FIELDS", "Autoscaling", "load_autoscaler"]
 
 
@@ -41,9 +46,9 @@ NODE_GROUP_FIELDS: Final = ("nodes_added", "nodes_removed", "node_hours", "cost"
 """The summary fields of a run with node groups."""
 
 
-def load_autoscaler() -> tuple[Any, Any]:
-    """``(Autoscaler, AutoscalerOptions)``: the classes a run builds its autoscaler from (a seam tests replace
-    with fakes)."""
+def load_autoscaler() -> tuple[type[Autoscaler], type[AutoscalerOptions]]:
+    """``(Autoscaler, AutoscalerOptions)``: the classes a run builds its autoscaler from, imported only by runs
+    with node groups (the seam tests replace with fakes of the same shape)."""
     from kubeplane.autoscaler.loop import Autoscaler
     from kubeplane.autoscaler.options import AutoscalerOptions
 
@@ -64,28 +69,26 @@ class Autoscaling:
         clock: Clock,
         seed: int,
         flags: Mapping[str, Any] | None,
-        scheduler_config: Any,
+        scheduler_config: KubeSchedulerConfiguration | None,
         enabled: bool = True,
-        loader: Callable[[], tuple[Any, Any]] | None = None,
     ) -> None:
         self.groups = list(groups)
         self.client, self.clock, self.seed, self.flags = client, clock, seed, dict(flags or {})
         self.scheduler_config = scheduler_config
         self.enabled = enabled
         self.provider = FleetProvider(fleet, self.groups, clock=clock)
-        self._loader = loader or load_autoscaler
-        self.autoscaler: Any = None
+        self.autoscaler: Autoscaler | None = None
 
     async def start_nodes(self) -> None:
         """The groups' initial nodes (Ready at once)."""
         await self.provider.start()
 
-    async def start_autoscaler(self) -> Any:
+    async def start_autoscaler(self) -> Autoscaler | None:
         """Start the autoscaler unless the scenario says ``autoscaler: false``; returns what ``run()`` should run,
         or None."""
         if not self.enabled:
             return None
-        autoscaler_class, options_class = self._loader()
+        autoscaler_class, options_class = load_autoscaler()
         self.autoscaler = autoscaler_class(
             self.client,
             provider=self.provider,

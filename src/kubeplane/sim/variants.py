@@ -89,10 +89,7 @@ def _check(variant: Variant, *, where: str) -> None:
         return
     from .autoscaling import load_autoscaler
 
-    found = load_autoscaler()
-    if found is None:
-        raise ScenarioError(f"{where}the cluster-autoscaler (kubeplane.autoscaler.loop) is not installed")
     try:
-        found[1].from_flags(variant.section)
+        load_autoscaler()[1].from_flags(variant.section)
     except ValueError as exc:
         raise ScenarioError(f"{where}autoscaler: {exc}") from None

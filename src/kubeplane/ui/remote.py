@@ -37,6 +37,8 @@ import aiohttp
 import orjson
 from yarl import URL
 
+from kubeplane.client.tls import server_ssl_context
+
 from .asgi import read_body, status_doc
 from .loopback import Receive, Send
 
@@ -73,18 +75,6 @@ class Upstream:
     insecure: bool = False
 
 
-def ssl_context(upstream: Upstream) -> ssl.SSLContext | bool:
-    """What aiohttp verifies the server with (client-go's TLS config minus the client certificate)."""
-    if not upstream.server.startswith("https"):
-        return False
-    if upstream.insecure:
-        ctx = ssl.create_default_context()
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-        return ctx
-    return ssl.create_default_context(cadata=upstream.ca_data.decode() if upstream.ca_data else None)
-
-
 def status(code: int, reason: str, message: str) -> bytes:
     return orjson.dumps(status_doc(code, reason, message))
 
@@ -117,12 +107,17 @@ class RemoteAPI:
         """One pooled session, created in the serving loop on first use."""
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(ssl=ssl_context(self.upstream), limit=self.max_connections),
+                connector=aiohttp.TCPConnector(ssl=self._tls(), limit=self.max_connections),
                 timeout=aiohttp.ClientTimeout(total=None, connect=self.connect_timeout, sock_read=None),
                 auto_decompress=False,
                 skip_auto_headers=("Accept-Encoding", "User-Agent"),
             )
         return self._session
+
+    def _tls(self) -> ssl.SSLContext | bool:
+        """client-go's trust of the server, without the kubeconfig's client certificate (module invariants)."""
+        upstream = self.upstream
+        return server_ssl_context(upstream.server, ca_data=upstream.ca_data, insecure=upstream.insecure)
 
     def end_streams(self) -> None:
         """End every open watch now and refuse new ones (on shutdown: a watch never ends by itself, and the

@@ -146,6 +146,34 @@ def test_error_types_are_status_cause_reasons() -> None:
     assert {t.message for t in ErrorType} >= {"Required value", "Unsupported value", "Too many", "Not found"}
 
 
+@pytest.mark.parametrize(
+    ("messages", "text"),
+    [
+        ([], ""),
+        (["err"], "err"),
+        (["abc", "123"], "[abc, 123]"),
+        (["abc", "abc"], "abc"),
+        (["abc", "abc", "123"], "[abc, 123]"),
+        (["abc", "123", "abc", "def", "123"], "[abc, 123, def]"),
+        (["", "x"], "[, x]"),
+    ],
+    ids=[
+        "TestEmptyAggregate",
+        "TestSingularAggregate",
+        "TestPluralAggregate",
+        "TestDedupeAggregate",
+        "TestDedupePluralAggregate",
+        "dedupe-keeps-first-seen-order",
+        "empty-message-is-a-message",
+    ],
+)
+def test_aggregate_text_is_utilerrors_aggregate_error(messages: list[str], text: str) -> None:
+    """apimachinery util/errors ``aggregate.Error()`` (errors_test.go): one message as is, several in brackets,
+    each distinct message once in first-seen order; it takes any iterable (a generator too)."""
+    assert field.aggregate_text(messages) == text
+    assert field.aggregate_text(iter(messages)) == text
+
+
 def test_error_list_helpers() -> None:
     a = field.invalid(new_path("f"), "v", detail="d")
     b = field.internal_error(new_path(""), "e")

@@ -36,6 +36,7 @@ __all__ = [
     "GoSyntax",
     "Path",
     "aggregate_message",
+    "aggregate_text",
     "dedupe",
     "duplicate",
     "filter_out",
@@ -288,12 +289,23 @@ def dedupe(errors: Iterable[Error]) -> ErrorList:
     return out
 
 
+def aggregate_text(messages: Iterable[str]) -> str:
+    """The text of apimachinery's ``utilerrors.NewAggregate(errs).Error()`` for errors with these messages.
+
+    No message gives ``""``; several are joined as ``[a, b]``, each distinct message once, in first-seen order
+    (upstream drops repeats through a set while it visits the errors), so repeats of one message give that
+    message alone, without brackets. Every Go ``Aggregate`` text kubeplane reproduces goes through here: the
+    API's field errors, RBAC resolution errors, feature gates and the descheduler's policy errors.
+    """
+    unique = list(dict.fromkeys(messages))
+    if len(unique) <= 1:
+        return unique[0] if unique else ""
+    return "[" + ", ".join(unique) + "]"
+
+
 def aggregate_message(errors: Iterable[Error]) -> str:
     """The text of ``ErrorList.ToAggregate().Error()``: ``""``, ``msg``, or ``[msg1, msg2]`` after dedupe."""
-    msgs = [str(e) for e in dedupe(errors)]
-    if len(msgs) <= 1:
-        return msgs[0] if msgs else ""
-    return "[" + ", ".join(msgs) + "]"
+    return aggregate_text(str(e) for e in errors)
 
 
 def filter_out(errors: Iterable[Error], *types: ErrorType) -> ErrorList:

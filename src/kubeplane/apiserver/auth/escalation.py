@@ -18,11 +18,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kubeplane.api.resources import ResourceInfo
+from kubeplane.api.validation.field import aggregate_text
 from kubeplane.apiserver import errors
 
 from .authorizer import Attributes, Decision
 from .context import is_privileged, requester
-from .rbac import GROUP, RBACAuthorizer, aggregate
+from .rbac import GROUP, RBACAuthorizer
 from .rbac_rules import Rule, compact, compact_string, covers, go_quote_list
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ def confirm_no_escalation(registry: Registry, user: UserInfo, namespace: str, ru
         "currently held:\n" + "\n".join(described)
     )
     if resolution_errors:
-        message += f"; resolution errors: [{aggregate(resolution_errors)}]"
+        message += f"; resolution errors: [{aggregate_text(resolution_errors)}]"
     return message
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kubeplane.api.validation.field import aggregate_text
 from kubeplane.apiserver.tokens import USER_PREFIX, UserInfo
 
 from .authorizer import Attributes, Decision
@@ -195,7 +196,7 @@ class RBACAuthorizer:
         non_resource: list[dict[str, object]] = [
             {"verbs": list(r.verbs), "nonResourceURLs": list(r.non_resource_urls)} for r in rules if r.non_resource_urls
         ]
-        return resource, non_resource, False, aggregate(errors)
+        return resource, non_resource, False, aggregate_text(errors)
 
     def resolve(self, user: UserInfo, namespace: str) -> tuple[list[Rule], list[str]]:
         """The user's rules in ``namespace`` and the resolution errors (escalation checks use both)."""
@@ -248,7 +249,7 @@ class RBACAuthorizer:
         if allowed:
             decision = (Decision.ALLOW, allowed)
         else:
-            error = aggregate(errors)
+            error = aggregate_text(errors)
             decision = (Decision.NO_OPINION, f"RBAC: {error}" if error else "")
         if len(self._decisions) >= DECISION_CACHE_SIZE:
             self._decisions.clear()
@@ -276,13 +277,3 @@ def _applicable(index: _Index, user: UserInfo, namespace: str) -> Iterator[Bindi
         for binding in index.bindings.get(namespace, ()):
             if binding.subject_for(user, namespace) is not None:
                 yield binding
-
-
-def aggregate(errors: list[str]) -> str:
-    """``utilerrors.NewAggregate(...).Error()``: one message alone, several in brackets (each message once)."""
-    unique = list(dict.fromkeys(errors))
-    if not unique:
-        return ""
-    if len(unique) == 1:
-        return unique[0]
-    return "[" + ", ".join(unique) + "]"

@@ -29,7 +29,7 @@ from kubeplane.api import fields as apifields
 from kubeplane.api import labels as apilabels
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.validation.field import Error as FieldError
-from kubeplane.api.validation.field import invalid, new_path
+from kubeplane.api.validation.field import aggregate_text, invalid, new_path
 from kubeplane.apiserver import errors
 from kubeplane.apiserver.registry import Registry
 from kubeplane.apiserver.tokens import UserInfo
@@ -307,7 +307,7 @@ def _rules_review(
         "incomplete": incomplete,
     }
     if failures:  # utilerrors.NewAggregate
-        status["evaluationError"] = failures[0] if len(failures) == 1 else "[" + ", ".join(failures) + "]"
+        status["evaluationError"] = aggregate_text(failures)
     reply["spec"] = {}
     reply["status"] = status
     return reply

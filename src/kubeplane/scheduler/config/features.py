@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final
 
+from kubeplane.api.validation.field import aggregate_text
+
 __all__ = [
     "ALL_ALPHA",
     "ALL_BETA",
@@ -156,10 +158,6 @@ def _parse_bool(text: str) -> bool | None:
     return True if text in _TRUE else False if text in _FALSE else None
 
 
-def _aggregate(errors: list[str]) -> str:
-    return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
-
-
 def _pairs(value: str) -> dict[str, bool]:
     """component-base ``featureGate.Set``: split ``k=v`` pairs (empty pieces skipped), ``strconv.ParseBool``."""
     out: dict[str, bool] = {}
@@ -208,7 +206,7 @@ def parse_feature_gates(value: str | Mapping[str, bool] | None) -> FeatureGates:
             continue
         enabled[key] = v
     if errors:
-        raise FeatureGateError(_aggregate(errors))
+        raise FeatureGateError(aggregate_text(errors))
     values = {k: enabled.get(k, s.default) for k, s in KNOWN_GATES.items()}
     for name, spec in KNOWN_GATES.items():
         if not values[name]:
@@ -217,5 +215,5 @@ def parse_feature_gates(value: str | Mapping[str, bool] | None) -> FeatureGates:
         if missing:
             errors.append(f"{name} is enabled, but depends on features that are disabled: [{' '.join(missing)}]")
     if errors:
-        raise FeatureGateError(_aggregate(errors))
+        raise FeatureGateError(aggregate_text(errors))
     return FeatureGates(MappingProxyType(values), MappingProxyType(dict(sorted(enabled.items()))))

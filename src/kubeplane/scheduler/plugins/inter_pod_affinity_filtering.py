@@ -12,6 +12,7 @@ import numpy as np
 
 from kubeplane.api import labels
 from kubeplane.api.labels import Operator, SelectorError
+from kubeplane.api.validation.field import aggregate_text
 from kubeplane.scheduler.backend.node_table import BoolArray, Domains, IntArray, NodeTable
 from kubeplane.scheduler.framework.interface import Status
 from kubeplane.scheduler.framework.types import PodInfo
@@ -92,9 +93,7 @@ class PodTerms:
 
     def error_message(self) -> str:
         """Upstream's aggregate error text: the single error, or ``[e1, e2]``."""
-        if len(self.errors) == 1:
-            return self.errors[0]
-        return "[" + ", ".join(self.errors) + "]"
+        return aggregate_text(self.errors)
 
 
 def _new_term(pod: PodInfo, term: Mapping[str, Any]) -> AffinityTerm:
