@@ -138,13 +138,13 @@ SIM_IDLE = ("--nodes", "1000", "--pods", "0", "--until", "300")
 SIM_1K = ("--nodes", "1000", "--pods", "10000", "--until", "900")
 ROWS: tuple[Row, ...] = (
     # issue 29's table, in its order
-    _sched("SchedulingBasic", target=5000, why=f"{ISSUE} (5x upstream's CI floor would be {5 * 680})"),
+    _sched("SchedulingBasic", target=5000, why=f"{ISSUE}; 5x upstream's CI floor would be {5 * 680:,}"),
     _sched("SchedulingBasic-http", "--transport", "http", target=2000, why=ISSUE, workload="SchedulingBasic"),
     _sched("TopologySpreading"),
     _sched("PreferredTopologySpreading"),
     _sched("PreemptionBasic", target=300, why=ISSUE, metric="EndToEndThroughput", stat=None),
     _sim("sim-5k", SIM_5K, "wall_seconds", "s", 180, ISSUE),
-    _sim("sim-5k", SIM_5K, "peak_rss", "MB", 4096, f"{ISSUE} (4 GB)"),
+    _sim("sim-5k", SIM_5K, "peak_rss", "MB", 4096, f"{ISSUE}: 4 GB"),
     _sim("sim-idle-1k", SIM_IDLE, "steady_wall_ms_per_sim_second", "ms", 2, ISSUE),
     _sim("sim-idle-1k", SIM_IDLE, "steady_cpu_ms_per_sim_second", "ms", 2, ISSUE),
     _sim("sim-1k-10k", SIM_1K, "wall_seconds", "s", 10, ISSUE),
@@ -156,7 +156,7 @@ ROWS: tuple[Row, ...] = (
     _sched("SchedulingPreferredPodAffinity"),
     _sched("SchedulingPreferredPodAntiAffinity"),
     _sched("MixedSchedulingBasePod"),
-    _sched("PreemptionBasic", why="none upstream (its 1000Nodes cases have no threshold)"),
+    _sched("PreemptionBasic", why="none upstream: its 1000Nodes cases have no threshold"),
 )
 NAMES = tuple(dict.fromkeys(r.name for r in ROWS))
 
@@ -258,7 +258,8 @@ def fmt_target(row: Row) -> str:
     if row.target is None:
         return f"— ({row.why})"
     sign = "≤" if row.at_most else "≥"
-    return f"{sign} {fmt_value(row.target, row.unit)} ({row.why})"
+    number = f"{row.target:,.0f} {row.unit}" if row.target == int(row.target) else fmt_value(row.target, row.unit)
+    return f"{sign} {number} ({row.why})"
 
 
 def _cell(fig: Figure, which: str) -> str:
@@ -321,7 +322,10 @@ def provenance(argv: Sequence[str], *, now: datetime.datetime | None = None) -> 
     """The line under the table saying which run produced it, when, and on what."""
     when = (now or datetime.datetime.now(datetime.UTC)).strftime("%Y-%m-%d %H:%M UTC")
     cmd = " ".join([PYTHON, "tools/perf_figures.py", *argv])
-    return f"Produced by `{cmd}` on {when} ({os.cpu_count()} CPUs, Python {platform.python_version()})."
+    line = f"Produced by `{cmd}` on {when} ({os.cpu_count()} CPUs, Python {platform.python_version()})."
+    if "--quick" in argv:
+        line += " A `--quick` run: every bench at its smoke sizes, not the sizes the targets are for."
+    return line
 
 
 def replace_block(doc: str, body: str) -> str:

@@ -5,6 +5,7 @@ canned JSON lines stand in for the benches."""
 
 from __future__ import annotations
 
+import datetime
 import importlib.util
 import json
 import subprocess
@@ -201,7 +202,7 @@ def test_base_runs_back_to_back_before_after() -> None:
     assert cells[1] == "`.venv/bin/python bench/scheduler_perf.py --workload SchedulingBasic`"
     assert cells[2] == "SchedulingThroughput Average"
     assert cells[3:5] == ["1,400 pods/s", "5,100 pods/s"]
-    assert cells[5].startswith("≥ 5,000 pods/s (issue 29")
+    assert cells[5] == "≥ 5,000 pods/s (issue 29; 5x upstream's CI floor would be 3,400)"
     assert cells[6] == "yes"  # judged on after
 
 
@@ -224,7 +225,7 @@ def test_render_without_base_and_quick() -> None:
     ]
     average = [c.strip() for c in lines[3].strip("|").split("|")]
     assert average[3] == "9.50 pods/s"
-    assert average[4].startswith("— (none upstream")
+    assert average[4] == "— (none upstream: its 1000Nodes cases have no threshold)"
 
 
 def test_a_failed_run_shows_its_error() -> None:
@@ -314,3 +315,24 @@ def test_quick_run_of_the_fastest_row_end_to_end() -> None:
     assert obj["command"] == ".venv/bin/python bench/scheduler_perf.py --workload SchedulingPodAntiAffinity --quick"
     assert obj["value"] > 0
     assert "errors" not in obj
+
+
+@pytest.mark.parametrize(
+    ("name", "metric", "text"),
+    [
+        ("sim-idle-1k", "steady_cpu_ms_per_sim_second", "≤ 2 ms (issue 29)"),
+        ("sim-5k", "peak_rss", "≤ 4,096 MB (issue 29: 4 GB)"),
+        ("sim-1k-10k", "peak_rss", "— (none in issue 29)"),
+    ],
+    ids=["idle-cpu", "sim5k-rss", "no-target"],
+)
+def test_target_cell(name: str, metric: str, text: str) -> None:
+    assert tool.fmt_target(_row(name, metric)) == text
+
+
+def test_provenance_says_when_and_whether_quick() -> None:
+    now = datetime.datetime(2026, 11, 29, 7, 9, tzinfo=datetime.UTC)
+    full = tool.provenance(["--write"], now=now)
+    assert full.startswith("Produced by `.venv/bin/python tools/perf_figures.py --write` on 2026-11-29 07:09 UTC (")
+    assert "--quick" not in full
+    assert "smoke sizes" in tool.provenance(["--quick", "--write"], now=now)
