@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +54,7 @@ from kubeplane.scheduler.framework.interface import (
 )
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
+from kubeplane.scheduler.plugins.default_preemption_resources import ResourceDryRun, Split
 
 __all__ = ["NAME", "OUTCOME_KEY", "Candidate", "DefaultPreemption", "PreemptionOutcome", "new"]
 
@@ -180,6 +181,8 @@ class DefaultPreemption:
         self._preempting: set[str] = set()
         self._last_victim: dict[str, tuple[str, str]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self.fast_dry_run = True
+        """Use :class:`ResourceDryRun` where it applies (tests turn it off to compare with the generic path)."""
 
     def name(self) -> str:
         return NAME
@@ -312,9 +315,17 @@ class DefaultPreemption:
         statuses = NodeToStatus()
         errors: list[str] = []
         n = len(potential)
+        fast = (
+            ResourceDryRun.for_pod(self.framework, state, pod, split=self._splitter(pdbs))
+            if self.fast_dry_run
+            else None
+        )
         for i in range(n):
-            node = potential[(offset + i) % n].clone()
-            victims, violations, status = self.select_victims_on_node(state.clone(), pod, node, pdbs)
+            node = potential[(offset + i) % n]
+            selection = fast.select_victims(node) if fast is not None else None
+            if selection is None:
+                selection = self.select_victims_on_node(state.clone(), pod, node.clone(), pdbs)
+            victims, violations, status = selection
             if status is None and victims:
                 bucket = non_violating if violations == 0 else violating
                 if len(bucket) < num_candidates:
@@ -328,6 +339,20 @@ class DefaultPreemption:
                 errors.append(status.message())
             statuses[node.name] = status
         return non_violating + violating, statuses, errors
+
+    def _splitter(self, pdbs: Sequence[Mapping[str, Any]]) -> Split:
+        """The fast path's ordering of potential victims: most important first, then (PDB-violating, others)."""
+        now = self.handle.clock.now()
+
+        def importance(p: PodInfo) -> tuple[int, float]:
+            return _importance(p, now)
+
+        def split(potential: list[PodInfo]) -> tuple[list[PodInfo], list[PodInfo], Callable[[PodInfo], object]]:
+            potential.sort(key=importance)
+            violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+            return violating, non_violating, importance
+
+        return split
 
     def select_victims_on_node(
         self, state: CycleState, pod: PodInfo, node: NodeInfo, pdbs: Sequence[Mapping[str, Any]]

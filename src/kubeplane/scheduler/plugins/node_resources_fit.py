@@ -75,6 +75,8 @@ __all__ = [
     "PRE_SCORE_STATE_KEY",
     "InsufficientResource",
     "NodeResourcesFit",
+    "checked_resources",
+    "filter_aggregates",
     "fits_request",
     "is_extended_resource_name",
     "new",
@@ -172,13 +174,13 @@ def _pre_filter_state(
     return _PreFilterState(request, request.milli_cpu, request.memory, request.ephemeral_storage, scalars, backed)
 
 
-def _insufficient(state: _PreFilterState, node: NodeInfo) -> list[InsufficientResource]:
-    """Upstream ``fitsRequest`` on a precomputed request. Requests of 0 are never checked, so upstream's early
-    return for an all-zero request changes nothing and is not needed."""
+def _insufficient(
+    state: _PreFilterState, allocatable: Resource, used: Resource, pods: int
+) -> list[InsufficientResource]:
+    """Upstream ``fitsRequest`` on a precomputed request, for a node with this allocatable, these requests of its
+    pods and this many pods. Requests of 0 are never checked, so upstream's early return for an all-zero request
+    changes nothing and is not needed."""
     out: list[InsufficientResource] = []
-    allocatable = node.allocatable
-    used = node.requested
-    pods = len(node.pods)
     if pods + 1 > allocatable.allowed_pod_number:
         out.append(InsufficientResource("pods", _REASON_PODS, 1, pods, allocatable.allowed_pod_number))
     cpu = state.milli_cpu
@@ -234,7 +236,31 @@ def fits_request(
     ``dra_backed`` names resources a DeviceClass serves, skipped where the node has no allocatable for them.
     """
     state = _pre_filter_state(pod_request, ignored_resources or (), ignored_groups or (), dra_backed)
-    return _insufficient(state, node_info)
+    return _insufficient(state, node_info.allocatable, node_info.requested, len(node_info.pods))
+
+
+def checked_resources(state: CycleState) -> tuple[tuple[str, int, bool], ...] | None:
+    """What Filter checks for the cycle's pod besides the pod count, in its order: ``(resource, request,
+    dra_backed)`` for cpu, memory and ephemeral-storage when requested, then each checked scalar resource
+    (``dra_backed``: not checked on a node with no allocatable for it). None without PreFilter state (Filter
+    would be an error). Preemption's resource-only dry run does its arithmetic over exactly these."""
+    s = state.get(PRE_FILTER_STATE_KEY)
+    if not isinstance(s, _PreFilterState):
+        return None
+    basic = (("cpu", s.milli_cpu), ("memory", s.memory), ("ephemeral-storage", s.ephemeral_storage))
+    out = [(name, quantity, False) for name, quantity in basic if quantity > 0]
+    out.extend((name, quantity, name in s.dra_backed) for name, quantity, _ in s.scalars)
+    return tuple(out)
+
+
+def filter_aggregates(state: CycleState, allocatable: Resource, requested: Resource, num_pods: int) -> Status | None:
+    """Filter's verdict (not attributed to the plugin) on a node with this allocatable, this sum of its pods'
+    requests and this many pods: Filter reads nothing else of the node."""
+    s = state.get(PRE_FILTER_STATE_KEY)
+    if not isinstance(s, _PreFilterState):
+        return _missing_state(PRE_FILTER_STATE_KEY, s)
+    insufficient = _insufficient(s, allocatable, requested, num_pods)
+    return _status_of(insufficient) if insufficient else None
 
 
 def _status_of(insufficient: Sequence[InsufficientResource]) -> Status:
@@ -373,7 +399,7 @@ class NodeResourcesFit(AllocationScorePlugin):
         s = state.get(PRE_FILTER_STATE_KEY)
         if not isinstance(s, _PreFilterState):
             return _missing_state(PRE_FILTER_STATE_KEY, s)
-        insufficient = _insufficient(s, node)
+        insufficient = _insufficient(s, node.allocatable, node.requested, len(node.pods))
         return _status_of(insufficient) if insufficient else None
 
     def filter_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> BoolArray:

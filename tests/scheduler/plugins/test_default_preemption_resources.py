@@ -1,0 +1,199 @@
+"""The arithmetic SelectVictimsOnNode (:class:`ResourceDryRun`) against the generic path (clone, PreFilter
+extensions, Filter per reprieve: upstream default_preemption.go ``SelectVictimsOnNode`` and preemption.go
+``DryRunPreemption``).
+
+The property test runs ``dry_run_preemption`` both ways on random clusters — node sizes and pod slots, taints the
+pod may not tolerate (a pod-independent rejection: the generic path names it), lower and higher priority pods,
+extended resources, PodDisruptionBudgets with their allowed disruptions and already-disrupted pods, nominated pods
+of every priority, a random offset and number of candidates — and requires the same candidates (victims in
+order, PDB violations), the same status for every other node and the same errors.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kubeplane.scheduler.backend.snapshot import Snapshot
+from kubeplane.scheduler.config import default_config
+from kubeplane.scheduler.framework.handle import Handle
+from kubeplane.scheduler.framework.interface import CycleState
+from kubeplane.scheduler.framework.runtime import Framework
+from kubeplane.scheduler.framework.types import PodInfo
+from kubeplane.scheduler.plugins.default_preemption import DefaultPreemption
+from kubeplane.scheduler.plugins.default_preemption_resources import ResourceDryRun
+from kubeplane.scheduler.profile import build_profiles
+
+GPU = "example.com/gpu"
+
+
+class _Nominator:
+    """The queue's nominator as preemption reads it: pods nominated per node."""
+
+    def __init__(self, by_node: Mapping[str, list[PodInfo]]) -> None:
+        self.by_node = {k: v for k, v in by_node.items() if v}
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        return list(self.by_node.get(node_name, ()))
+
+    def nominated_node_names(self) -> list[str]:
+        return list(self.by_node)
+
+
+def _node(i: int, cpu: int, pods: int, gpus: int, tainted: bool) -> dict[str, Any]:
+    name = f"n{i}"
+    allocatable = {"cpu": f"{cpu}m", "memory": "8Gi", "pods": str(pods)}
+    if gpus:
+        allocatable[GPU] = str(gpus)
+    spec: dict[str, Any] = {}
+    if tainted:
+        spec["taints"] = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
+    return {
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "spec": spec,
+        "status": {"capacity": allocatable, "allocatable": allocatable},
+    }
+
+
+def _pod(name: str, *, priority: int, cpu: int, memory: int, gpus: int, node: str, app: str, start: int) -> PodInfo:
+    requests: dict[str, str] = {"cpu": f"{cpu}m", "memory": f"{memory}Mi"}
+    if gpus:
+        requests[GPU] = str(gpus)
+    body: dict[str, Any] = {
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}", "labels": {"app": app}},
+        "spec": {
+            "priority": priority,
+            "containers": [{"name": "c", "image": "i", "resources": {"requests": requests}}],
+        },
+        "status": {"startTime": f"2026-01-01T00:{start:02d}:00Z"},
+    }
+    if node:
+        body["spec"]["nodeName"] = node
+    return PodInfo(body)
+
+
+_pod_args = st.fixed_dictionaries(
+    {
+        "priority": st.integers(0, 4),
+        "cpu": st.sampled_from([0, 100, 300, 500, 900, 1500]),
+        "memory": st.sampled_from([0, 256, 1024, 4096]),
+        "gpus": st.sampled_from([0, 0, 0, 1, 2]),
+        "app": st.sampled_from(["a", "b", "c"]),
+        "start": st.integers(0, 3),
+    }
+)
+_node_args = st.fixed_dictionaries(
+    {
+        "cpu": st.sampled_from([1000, 2000, 4000]),
+        "pods": st.integers(1, 6),
+        "gpus": st.sampled_from([0, 2, 4]),
+        "tainted": st.sampled_from([False, False, False, True]),
+        "pods_on": st.lists(_pod_args, max_size=6),
+        "nominated": st.lists(_pod_args, max_size=2),
+    }
+)
+_pdb = st.fixed_dictionaries(
+    {"app": st.sampled_from(["a", "b", "c"]), "allowed": st.integers(0, 2), "disrupted": st.booleans()}
+)
+
+
+def _setup(nodes_args: list[dict[str, Any]], pdbs: list[dict[str, Any]]) -> tuple[Framework, DefaultPreemption]:
+    nodes = [_node(i, a["cpu"], a["pods"], a["gpus"], a["tainted"]) for i, a in enumerate(nodes_args)]
+    placed: list[PodInfo] = []
+    nominated: dict[str, list[PodInfo]] = {}
+    for i, a in enumerate(nodes_args):
+        placed += [_pod(f"p{i}-{j}", node=f"n{i}", **p) for j, p in enumerate(a["pods_on"])]
+        nominated[f"n{i}"] = [_pod(f"nom{i}-{j}", node="", **p) for j, p in enumerate(a["nominated"])]
+    budgets = [
+        {
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": f"pdb{k}", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": b["app"]}}},
+            "status": {"disruptionsAllowed": b["allowed"], "disruptedPods": {"p0-0": "x"} if b["disrupted"] else {}},
+        }
+        for k, b in enumerate(pdbs)
+    ]
+    snapshot = Snapshot.from_objects(nodes, [p.pod for p in placed])
+    handle = Handle(
+        rng=random.Random(0),
+        snapshot_lister=snapshot,
+        list_objects=lambda resource, _ns: list(budgets) if resource == "poddisruptionbudgets" else [],
+    )
+    handle.nominator = _Nominator(nominated)
+    fwk = build_profiles(default_config(), handle)["default-scheduler"]
+    plugin = next(p for p in fwk.post_filter_plugins if isinstance(p, DefaultPreemption))
+    return fwk, plugin
+
+
+def _outcome(plugin: DefaultPreemption, state: CycleState, pod: PodInfo, offset: int, num: int) -> Any:
+    nodes = list(plugin.handle.snapshot_lister.list())
+    candidates, statuses, errors = plugin.dry_run_preemption(state, pod, nodes, plugin._pdbs(), offset, num)
+    return (
+        [(c.name, [v.uid for v in c.victims], c.num_pdb_violations) for c in candidates],
+        {name: (s.code, s.reasons, s.plugin) for name, s in statuses.items()},
+        errors,
+    )
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    nodes_args=st.lists(_node_args, min_size=1, max_size=6),
+    pdbs=st.lists(_pdb, max_size=3),
+    incoming=_pod_args,
+    offset=st.integers(0, 5),
+    num=st.integers(1, 6),
+)
+def test_fast_dry_run_equals_the_generic_one(
+    nodes_args: list[dict[str, Any]], pdbs: list[dict[str, Any]], incoming: dict[str, Any], offset: int, num: int
+) -> None:
+    fwk, plugin = _setup(nodes_args, pdbs)
+    pod = _pod("incoming", node="", **{**incoming, "priority": incoming["priority"] + 1})
+    state = CycleState()
+    nodes: Sequence[Any] = plugin.handle.snapshot_lister.list()
+    _result, status, _rejected = fwk.run_pre_filter_plugins(state, pod, nodes)
+    assert status is None
+    fast = ResourceDryRun.for_pod(fwk, state, pod, split=plugin._splitter(plugin._pdbs()))
+    assert fast is not None, "a plain pod must take the arithmetic path"
+    offset %= len(nodes)
+    plugin.fast_dry_run = True
+    got = _outcome(plugin, state, pod, offset, num)
+    plugin.fast_dry_run = False
+    want = _outcome(plugin, state, pod, offset, num)
+    assert got == want
+
+
+def test_pod_dependent_plugins_take_the_generic_path() -> None:
+    """A pod with a host port (NodePorts keeps its Filter) or required pod anti-affinity (InterPodAffinity's
+    PreFilter extensions) is not decided by resources alone."""
+    fwk, plugin = _setup([{"cpu": 1000, "pods": 4, "gpus": 0, "tainted": False, "pods_on": [], "nominated": []}], [])
+    base = _pod("x", priority=1, cpu=100, memory=0, gpus=0, node="", app="a", start=0).pod
+    port = {
+        **base,
+        "spec": {
+            **base["spec"],
+            "containers": [{**base["spec"]["containers"][0], "ports": [{"containerPort": 80, "hostPort": 80}]}],
+        },
+    }
+    term = {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "kubernetes.io/hostname"}
+    anti = {
+        **base,
+        "spec": {
+            **base["spec"],
+            "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+        },
+    }
+    for body in (port, anti):
+        pod = PodInfo(body)
+        state = CycleState()
+        fwk.run_pre_filter_plugins(state, pod, plugin.handle.snapshot_lister.list())
+        assert ResourceDryRun.for_pod(fwk, state, pod, split=plugin._splitter([])) is None
+    plain = PodInfo(base)
+    state = CycleState()
+    fwk.run_pre_filter_plugins(state, plain, plugin.handle.snapshot_lister.list())
+    assert ResourceDryRun.for_pod(fwk, state, plain, split=plugin._splitter([])) is not None
