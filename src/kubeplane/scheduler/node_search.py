@@ -28,6 +28,7 @@ from kubeplane.scheduler.framework.interface import Code, CycleState, FilterPlug
 from kubeplane.scheduler.framework.recorder import CycleRecorder
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
+from kubeplane.scheduler.plugins.resource_only import GENERIC, ResourceOnly
 
 __all__ = ["MismatchReporter", "NodeSearch", "SearchResult"]
 
@@ -49,7 +50,7 @@ class SearchResult:
 class NodeSearch:
     """One pod's Filter stage: the framework, the cycle's state, the pod and where verdicts go."""
 
-    __slots__ = ("diagnosis", "fwk", "on_mismatch", "pod", "recorder", "state")
+    __slots__ = ("_resource_only", "diagnosis", "fwk", "on_mismatch", "pod", "recorder", "state")
 
     def __init__(
         self,
@@ -67,12 +68,23 @@ class NodeSearch:
         self.diagnosis = diagnosis
         self.on_mismatch = on_mismatch
         self.recorder = recorder
+        self._resource_only: ResourceOnly | None | bool = False
+        """:class:`ResourceOnly` for this cycle, None when it is not resource-only, False until first needed."""
 
     # --- the verdict on one node ---------------------------------------------------------------------
 
     def filter_node(self, node: NodeInfo) -> Status | None:
         """The reference verdict on one node, nominated pods included (upstream
-        ``RunFilterPluginsWithNominatedPods``, through the handle's nominator, the one route to them)."""
+        ``RunFilterPluginsWithNominatedPods``, through the handle's nominator, the one route to them). In a
+        resource-only cycle (:mod:`.plugins.resource_only`) NodeResourcesFit's part is computed on the node's
+        aggregates, so a node with nominated pods is not cloned."""
+        fast = self._resource_only
+        if fast is False:
+            fast = self._resource_only = ResourceOnly.for_pod(self.fwk, self.state, self.pod)
+        if isinstance(fast, ResourceOnly):
+            status = fast.filter_node(node)
+            if status is not GENERIC:
+                return status  # type: ignore[return-value]
         fwk = self.fwk
         nominated = fwk.nominated_pods_for_node(node.name)
         if nominated:

@@ -54,7 +54,7 @@ from kubeplane.scheduler.framework.interface import (
 )
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
-from kubeplane.scheduler.plugins.default_preemption_resources import ResourceDryRun, Split
+from kubeplane.scheduler.plugins.resource_only import ResourceOnly, Split
 
 __all__ = ["NAME", "OUTCOME_KEY", "Candidate", "DefaultPreemption", "PreemptionOutcome", "new"]
 
@@ -182,7 +182,7 @@ class DefaultPreemption:
         self._last_victim: dict[str, tuple[str, str]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.fast_dry_run = True
-        """Use :class:`ResourceDryRun` where it applies (tests turn it off to compare with the generic path)."""
+        """Use :meth:`ResourceOnly.select_victims` where it applies (tests turn it off to compare the paths)."""
 
     def name(self) -> str:
         return NAME
@@ -315,14 +315,11 @@ class DefaultPreemption:
         statuses = NodeToStatus()
         errors: list[str] = []
         n = len(potential)
-        fast = (
-            ResourceDryRun.for_pod(self.framework, state, pod, split=self._splitter(pdbs))
-            if self.fast_dry_run
-            else None
-        )
+        fast = ResourceOnly.for_pod(self.framework, state, pod) if self.fast_dry_run else None
+        split = self._splitter(pdbs)
         for i in range(n):
             node = potential[(offset + i) % n]
-            selection = fast.select_victims(node) if fast is not None else None
+            selection = fast.select_victims(node, split) if fast is not None else None
             if selection is None:
                 selection = self.select_victims_on_node(state.clone(), pod, node.clone(), pdbs)
             victims, violations, status = selection

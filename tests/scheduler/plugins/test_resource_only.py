@@ -1,4 +1,4 @@
-"""The arithmetic SelectVictimsOnNode (:class:`ResourceDryRun`) against the generic path (clone, PreFilter
+"""The arithmetic SelectVictimsOnNode (:meth:`ResourceOnly.select_victims`) against the generic path (clone, PreFilter
 extensions, Filter per reprieve: upstream default_preemption.go ``SelectVictimsOnNode`` and preemption.go
 ``DryRunPreemption``).
 
@@ -21,11 +21,11 @@ from hypothesis import strategies as st
 from kubeplane.scheduler.backend.snapshot import Snapshot
 from kubeplane.scheduler.config import default_config
 from kubeplane.scheduler.framework.handle import Handle
-from kubeplane.scheduler.framework.interface import CycleState
+from kubeplane.scheduler.framework.interface import CycleState, Status
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import PodInfo
 from kubeplane.scheduler.plugins.default_preemption import DefaultPreemption
-from kubeplane.scheduler.plugins.default_preemption_resources import ResourceDryRun
+from kubeplane.scheduler.plugins.resource_only import ResourceOnly
 from kubeplane.scheduler.profile import build_profiles
 
 GPU = "example.com/gpu"
@@ -158,7 +158,7 @@ def test_fast_dry_run_equals_the_generic_one(
     nodes: Sequence[Any] = plugin.handle.snapshot_lister.list()
     _result, status, _rejected = fwk.run_pre_filter_plugins(state, pod, nodes)
     assert status is None
-    fast = ResourceDryRun.for_pod(fwk, state, pod, split=plugin._splitter(plugin._pdbs()))
+    fast = ResourceOnly.for_pod(fwk, state, pod)
     assert fast is not None, "a plain pod must take the arithmetic path"
     offset %= len(nodes)
     plugin.fast_dry_run = True
@@ -192,8 +192,32 @@ def test_pod_dependent_plugins_take_the_generic_path() -> None:
         pod = PodInfo(body)
         state = CycleState()
         fwk.run_pre_filter_plugins(state, pod, plugin.handle.snapshot_lister.list())
-        assert ResourceDryRun.for_pod(fwk, state, pod, split=plugin._splitter([])) is None
+        assert ResourceOnly.for_pod(fwk, state, pod) is None
     plain = PodInfo(base)
     state = CycleState()
     fwk.run_pre_filter_plugins(state, plain, plugin.handle.snapshot_lister.list())
-    assert ResourceDryRun.for_pod(fwk, state, plain, split=plugin._splitter([])) is not None
+    assert ResourceOnly.for_pod(fwk, state, plain) is not None
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(nodes_args=st.lists(_node_args, min_size=1, max_size=6), incoming=_pod_args)
+def test_filter_node_equals_run_filter_plugins_with_nominated_pods(
+    nodes_args: list[dict[str, Any]], incoming: dict[str, Any]
+) -> None:
+    """Upstream RunFilterPluginsWithNominatedPods: both passes, the first one's status when it fails."""
+    fwk, plugin = _setup(nodes_args, [])
+    pod = _pod("incoming", node="", **incoming)
+    state = CycleState()
+    nodes: Sequence[Any] = plugin.handle.snapshot_lister.list()
+    fwk.run_pre_filter_plugins(state, pod, nodes)
+    fast = ResourceOnly.for_pod(fwk, state, pod)
+    assert fast is not None
+    for node in nodes:
+        got = fast.filter_node(node)
+        want = fwk.run_filter_plugins_with_nominated_pods(state, pod, node)
+        assert isinstance(got, Status | None)
+        assert _key(got) == _key(want), node.name
+
+
+def _key(status: Status | None) -> tuple[Any, ...] | None:
+    return None if status is None else (status.code, status.reasons, status.plugin)

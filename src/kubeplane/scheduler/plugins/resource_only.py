@@ -1,26 +1,28 @@
-"""DefaultPreemption's victim selection on one node by arithmetic, where only resources can change the verdict.
+"""Filter verdicts by arithmetic for a cycle where only NodeResourcesFit depends on a node's pods.
 
-Upstream ``SelectVictimsOnNode`` (plugins/defaultpreemption, v1.37) clones the NodeInfo and the CycleState,
-removes every lower-priority pod through the PreFilter extensions, runs Filter (with nominated pods), then adds
-the victims back one by one, most important first (PDB-violating ones before the others), running Filter each
-time and keeping a pod when the preemptor still fits. The generic path in :mod:`.default_preemption` does exactly
-that; it costs a clone and a Filter run per victim on every examined node (100+ per preemptor).
+A cycle is *resource-only* when
 
-:class:`ResourceDryRun` gives the same answer without either, for a cycle where nothing but NodeResourcesFit can
-change its verdict when pods come and go:
-
-* every PreFilter plugin that was not skipped has no PreFilter extensions (so removing or adding a pod changes no
-  cycle state: InterPodAffinity, PodTopologySpread and VolumeRestrictions are skipped for the pod);
+* every PreFilter plugin that was not skipped has no PreFilter extensions (so adding or removing a pod changes no
+  cycle state: InterPodAffinity, PodTopologySpread and VolumeRestrictions are skipped for the pod), and
 * every Filter plugin that was not skipped is NodeResourcesFit or one of :data:`POD_INDEPENDENT` (their verdict
   reads the node object, never its pods).
 
-Then on a node the pod-independent plugins are asked once, on the node as it is (any rejection sends that node to
-the generic path, which names the status); NodeResourcesFit's verdict depends only on the node's allocatable, the
-sum of its pods' requests and their number (``node_resources_fit.filter_aggregates``), so removing and reprieving
-pods is integer arithmetic over the resources Filter checks (``node_resources_fit.checked_resources``), with the
-nominated pods of equal or higher priority added for the first of upstream's two passes
-(``RunFilterPluginsWithNominatedPods``). Victims, their order, PDB violations and every non-candidate's status
-are the generic path's (a hypothesis test holds the two paths equal on random clusters).
+NodeResourcesFit's verdict then depends only on the node's allocatable, the sum of its pods' requests and their
+number (``node_resources_fit.filter_aggregates``), so a node with pods added or removed need not be cloned:
+
+* :meth:`ResourceOnly.filter_node` is upstream ``RunFilterPluginsWithNominatedPods`` (the nominated pods of equal
+  or higher priority added for the first of its two passes) without the clone; the node search uses it for the
+  nodes whose reasons it reports and for nodes with nominated pods.
+* :meth:`ResourceOnly.select_victims` is upstream ``SelectVictimsOnNode`` (plugins/defaultpreemption, v1.37):
+  remove every lower-priority pod, check the fit, reprieve the PDB-violating then the other victims most
+  important first while the pod still fits. The generic path in :mod:`.default_preemption` clones the NodeInfo and
+  the CycleState and runs the PreFilter extensions and Filter once per reprieve on every examined node (100+ per
+  preemptor); here the pod-independent plugins are asked once on the node as it is (a rejection sends the node to
+  the generic path, which names the status) and the rest is integer arithmetic over the resources Filter checks
+  (``node_resources_fit.checked_resources``).
+
+Statuses, victims, their order and PDB violations are the generic paths' (hypothesis tests hold both entry points
+to them on random clusters).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from kubeplane.scheduler.plugins.node_resources_fit import NodeResourcesFit, che
 from kubeplane.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from kubeplane.scheduler.plugins.taint_toleration import TaintToleration
 
-__all__ = ["POD_INDEPENDENT", "ResourceDryRun", "Selection", "Split"]
+__all__ = ["GENERIC", "POD_INDEPENDENT", "ResourceOnly", "Selection", "Split"]
 
 POD_INDEPENDENT: tuple[type, ...] = (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodeDeclaredFeatures)
 """Filter plugins whose verdict on a node reads the node object and cluster objects, never the node's pods."""
@@ -53,10 +55,20 @@ importance key (the victims are re-sorted by it when both groups gave some)."""
 _Amounts = list[int]
 
 
-class ResourceDryRun:
-    """The arithmetic ``SelectVictimsOnNode`` for one preemptor; :meth:`for_pod` says whether it applies."""
+class _Generic:
+    """:data:`GENERIC`'s type."""
 
-    __slots__ = ("_active", "_amounts", "_checks", "_independent", "_nominated_nodes", "fwk", "pod", "split", "state")
+    __slots__ = ()
+
+
+GENERIC = _Generic()
+"""Returned by :meth:`ResourceOnly.filter_node` when a plugin's status is an error: the generic path words it."""
+
+
+class ResourceOnly:
+    """One resource-only cycle (see the module docstring); :meth:`for_pod` says whether the cycle is one."""
+
+    __slots__ = ("_amounts", "_checks", "_filters", "_independent", "_nominated_nodes", "fwk", "pod", "state")
 
     def __init__(
         self,
@@ -65,43 +77,67 @@ class ResourceDryRun:
         pod: PodInfo,
         *,
         checks: Sequence[tuple[str, int, bool]],
-        independent: Sequence[FilterPlugin],
-        split: Split,
+        filters: Sequence[FilterPlugin],
     ) -> None:
         self.fwk = fwk
         self.state = state
         self.pod = pod
-        self.split = split
         self._checks = tuple(checks)
-        self._independent = tuple(independent)
+        self._filters = tuple((p, p.name(), type(p) is NodeResourcesFit) for p in filters)
+        """The Filter plugins that run, in order: (plugin, name, is NodeResourcesFit)."""
+        self._independent = tuple(p for p in filters if type(p) is not NodeResourcesFit)
         self._amounts = _amounts_of(tuple(name for name, _, _ in checks))
         self._nominated_nodes: Collection[str] = frozenset(fwk.handle.nominator.nominated_node_names())
 
     @classmethod
-    def for_pod(cls, fwk: Framework, state: CycleState, pod: PodInfo, *, split: Split) -> ResourceDryRun | None:
+    def for_pod(cls, fwk: Framework, state: CycleState, pod: PodInfo) -> ResourceOnly | None:
         """The fast path for this cycle (``state`` after PreFilter), or None when a plugin that is not skipped
         could change its verdict as pods leave or join a node (or NodeResourcesFit is not there to decide)."""
         skip = state.skip_filter_plugins
         for pre in fwk.pre_filter_plugins:
             if pre.name() not in skip and pre.pre_filter_extensions() is not None:
                 return None
-        independent: list[FilterPlugin] = []
+        filters: list[FilterPlugin] = []
         has_fit = False
         for plugin in fwk.filter_plugins:
             if plugin.name() in skip:
                 continue
             if type(plugin) is NodeResourcesFit:
                 has_fit = True
-            elif type(plugin) in POD_INDEPENDENT:
-                independent.append(plugin)
-            else:
+            elif type(plugin) not in POD_INDEPENDENT:
                 return None
+            filters.append(plugin)
         checks = checked_resources(state) if has_fit else None
         if checks is None:
             return None
-        return cls(fwk, state, pod, checks=checks, independent=independent, split=split)
+        return cls(fwk, state, pod, checks=checks, filters=filters)
 
-    def select_victims(self, node: NodeInfo) -> Selection | None:
+    def filter_node(self, node: NodeInfo) -> Status | _Generic | None:
+        """Upstream ``RunFilterPluginsWithNominatedPods`` on ``node`` with the nominator's pods, or
+        :data:`GENERIC` when a plugin errs."""
+        nominated = self._nominated(node.name)
+        if nominated:
+            requested = node.requested.clone()
+            for p in nominated:
+                requested.add(p.requests)
+            status = self._run(node, requested, len(node.pods) + len(nominated))
+            if status is not None:
+                return status
+        return self._run(node, node.requested, len(node.pods))
+
+    def _run(self, node: NodeInfo, requested: Resource, num_pods: int) -> Status | _Generic | None:
+        """``RunFilterPlugins`` on ``node`` as if its pods' requests summed to ``requested``, ``num_pods`` of them."""
+        state, pod = self.state, self.pod
+        for plugin, name, is_fit in self._filters:
+            if is_fit:
+                status = filter_aggregates(state, node.allocatable, requested, num_pods)
+            else:
+                status = plugin.filter(state, pod, node)
+            if status is not None and status.code != Code.SUCCESS:
+                return status.with_plugin(name) if status.is_rejected() else GENERIC
+        return None
+
+    def select_victims(self, node: NodeInfo, split: Split) -> Selection | None:
         """``SelectVictimsOnNode`` on ``node`` (left unchanged), or None when a pod-independent plugin rejects
         the node: the generic path then gives its status."""
         pod = self.pod
@@ -144,7 +180,7 @@ class ResourceDryRun:
 
         if not fits_with_nominated(used, count):
             return self._rejection(node, potential, nominated)
-        violating, non_violating, importance = self.split(potential)
+        violating, non_violating, importance = split(potential)
         victims: list[PodInfo] = []
         num_violating = 0
         for group, counts in ((violating, True), (non_violating, False)):
