@@ -68,7 +68,7 @@ class NodeSearch:
         self.diagnosis = diagnosis
         self.on_mismatch = on_mismatch
         self.recorder = recorder
-        self._resource_only: ResourceOnly | None | bool = False
+        self._resource_only: ResourceOnly | bool | None = False
         """:class:`ResourceOnly` for this cycle, None when it is not resource-only, False until first needed."""
 
     # --- the verdict on one node ---------------------------------------------------------------------
@@ -201,9 +201,10 @@ class NodeSearch:
         if len(rejected):
             if not feasible:  # reasons come from the reference filters
                 trusted: list[int] = []
+                known = self._resource_statuses(table, rejected)
                 for r in rejected.tolist():
                     node = infos[r]
-                    status = self.filter_node(node)
+                    status = known.get(r) or self.filter_node(node)
                     if status is None:
                         self._blame(node, plugin_masks, table, r)
                         trusted.append(r)
@@ -218,6 +219,16 @@ class NodeSearch:
                 for r in rejected.tolist():
                     self.diagnosis.node_to_status[names[r]] = placeholder
         return SearchResult(feasible, feasible_rows, processed)
+
+    def _resource_statuses(self, table: NodeTable, rows: IntArray) -> dict[int, Status]:
+        """In a resource-only cycle with no recorder, the rejected rows' NodeResourcesFit statuses computed
+        over the table (``ResourceOnly.rejected_statuses``); the other rows get ``filter_node``."""
+        if self.recorder is not None:
+            return {}
+        fast = self._resource_only
+        if fast is False:
+            fast = self._resource_only = ResourceOnly.for_pod(self.fwk, self.state, self.pod)
+        return fast.rejected_statuses(table, rows) if isinstance(fast, ResourceOnly) else {}
 
     def _blame(
         self,

@@ -15,6 +15,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -221,3 +222,31 @@ def test_filter_node_equals_run_filter_plugins_with_nominated_pods(
 
 def _key(status: Status | None) -> tuple[Any, ...] | None:
     return None if status is None else (status.code, status.reasons, status.plugin)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(nodes_args=st.lists(_node_args, min_size=1, max_size=6), incoming=_pod_args)
+def test_rejected_statuses_over_the_table_equal_the_reference(
+    nodes_args: list[dict[str, Any]], incoming: dict[str, Any]
+) -> None:
+    """The node search's reasons for a pod that fits nowhere: every row NodeResourcesFit rejects (and no
+    pod-independent plugin does) gets RunFilterPluginsWithNominatedPods' status; the rows left out are the ones
+    that pass or that a pod-independent plugin (here TaintToleration) rejects."""
+    fwk, plugin = _setup(nodes_args, [])
+    pod = _pod("incoming", node="", **incoming)
+    state = CycleState()
+    snapshot = plugin.handle.snapshot_lister
+    assert isinstance(snapshot, Snapshot)
+    nodes: Sequence[Any] = snapshot.list()
+    fwk.run_pre_filter_plugins(state, pod, nodes)
+    fast = ResourceOnly.for_pod(fwk, state, pod)
+    assert fast is not None
+    table = snapshot.node_table
+    got = fast.rejected_statuses(table, np.arange(table.size, dtype=np.int64))
+    taints = next(p for p in fwk.filter_plugins if p.name() == "TaintToleration")
+    for row, node in enumerate(table.node_infos):
+        want = fwk.run_filter_plugins_with_nominated_pods(state, pod, node)
+        if row in got:
+            assert _key(got[row]) == _key(want), node.name
+        else:
+            assert want is None or taints.filter(state, pod, node) is not None, node.name

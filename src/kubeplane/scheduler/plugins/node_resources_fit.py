@@ -73,6 +73,7 @@ __all__ = [
     "NAME",
     "PRE_FILTER_STATE_KEY",
     "PRE_SCORE_STATE_KEY",
+    "REASON_PODS",
     "InsufficientResource",
     "NodeResourcesFit",
     "checked_resources",
@@ -87,6 +88,7 @@ PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
 
 _REASON_PODS: Final = "Too many pods"
+REASON_PODS: Final = _REASON_PODS
 _REASON_CPU: Final = "Insufficient cpu"
 _REASON_MEMORY: Final = "Insufficient memory"
 _REASON_EPHEMERAL: Final = "Insufficient ephemeral-storage"
@@ -239,17 +241,23 @@ def fits_request(
     return _insufficient(state, node_info.allocatable, node_info.requested, len(node_info.pods))
 
 
-def checked_resources(state: CycleState) -> tuple[tuple[str, int, bool], ...] | None:
-    """What Filter checks for the cycle's pod besides the pod count, in its order: ``(resource, request,
-    dra_backed)`` for cpu, memory and ephemeral-storage when requested, then each checked scalar resource
-    (``dra_backed``: not checked on a node with no allocatable for it). None without PreFilter state (Filter
-    would be an error). Preemption's resource-only dry run does its arithmetic over exactly these."""
+def checked_resources(state: CycleState) -> tuple[tuple[str, int, bool, str], ...] | None:
+    """What Filter checks for the cycle's pod besides the pod count (:data:`REASON_PODS`), in its order:
+    ``(resource, request, dra_backed, reason)`` for cpu, memory and ephemeral-storage when requested, then each
+    checked scalar resource (``dra_backed``: not checked on a node with no allocatable for it). None without
+    PreFilter state (Filter would be an error). Preemption's resource-only paths do their arithmetic over exactly
+    these; a failing check gives its reason, and the status is UNSCHEDULABLE_AND_UNRESOLVABLE when a failing
+    request exceeds the node's whole allocatable (never for the pod count)."""
     s = state.get(PRE_FILTER_STATE_KEY)
     if not isinstance(s, _PreFilterState):
         return None
-    basic = (("cpu", s.milli_cpu), ("memory", s.memory), ("ephemeral-storage", s.ephemeral_storage))
-    out = [(name, quantity, False) for name, quantity in basic if quantity > 0]
-    out.extend((name, quantity, name in s.dra_backed) for name, quantity, _ in s.scalars)
+    basic = (
+        ("cpu", s.milli_cpu, _REASON_CPU),
+        ("memory", s.memory, _REASON_MEMORY),
+        ("ephemeral-storage", s.ephemeral_storage, _REASON_EPHEMERAL),
+    )
+    out = [(name, quantity, False, reason) for name, quantity, reason in basic if quantity > 0]
+    out.extend((name, quantity, name in s.dra_backed, reason) for name, quantity, reason in s.scalars)
     return tuple(out)
 
 

@@ -28,15 +28,24 @@ to them on random clusters).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from typing import cast
 
-from kubeplane.scheduler.framework.interface import Code, CycleState, FilterPlugin, Status
+import numpy as np
+
+from kubeplane.scheduler.backend.node_table import IntArray, NodeTable
+from kubeplane.scheduler.framework.interface import Code, CycleState, FilterPlugin, Status, VectorFilterPlugin
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo, Resource
 from kubeplane.scheduler.plugins.node_affinity import NodeAffinity
 from kubeplane.scheduler.plugins.node_declared_features import NodeDeclaredFeatures
 from kubeplane.scheduler.plugins.node_name import NodeName
 from kubeplane.scheduler.plugins.node_resources_fit import NAME as FIT
-from kubeplane.scheduler.plugins.node_resources_fit import NodeResourcesFit, checked_resources, filter_aggregates
+from kubeplane.scheduler.plugins.node_resources_fit import (
+    REASON_PODS,
+    NodeResourcesFit,
+    checked_resources,
+    filter_aggregates,
+)
 from kubeplane.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from kubeplane.scheduler.plugins.taint_toleration import TaintToleration
 
@@ -76,7 +85,7 @@ class ResourceOnly:
         state: CycleState,
         pod: PodInfo,
         *,
-        checks: Sequence[tuple[str, int, bool]],
+        checks: Sequence[tuple[str, int, bool, str]],
         filters: Sequence[FilterPlugin],
     ) -> None:
         self.fwk = fwk
@@ -86,7 +95,7 @@ class ResourceOnly:
         self._filters = tuple((p, p.name(), type(p) is NodeResourcesFit) for p in filters)
         """The Filter plugins that run, in order: (plugin, name, is NodeResourcesFit)."""
         self._independent = tuple(p for p in filters if type(p) is not NodeResourcesFit)
-        self._amounts = _amounts_of(tuple(name for name, _, _ in checks))
+        self._amounts = _amounts_of(tuple(name for name, _, _, _ in checks))
         self._nominated_nodes: Collection[str] = frozenset(fwk.handle.nominator.nominated_node_names())
 
     @classmethod
@@ -125,6 +134,86 @@ class ResourceOnly:
                 return status
         return self._run(node, node.requested, len(node.pods))
 
+    def rejected_statuses(self, table: NodeTable, rows: IntArray) -> dict[int, Status]:
+        """:meth:`filter_node`'s status for each of ``rows`` that every pod-independent plugin passes (by its
+        vector path) and NodeResourcesFit rejects, over the NodeTable's columns: which checks fail (with the
+        nominated pods for the first pass, alone for the second) determines the reasons and the code. Rows left
+        out (a pod-independent plugin rejects them, NodeResourcesFit passes them, or a pod-independent plugin has
+        no vector path) are for :meth:`filter_node`."""
+        k = len(self._checks)
+        if k > 30:
+            return {}
+        ok = np.ones(len(rows), np.bool_)
+        for plugin, name, is_fit in self._filters:
+            if is_fit:
+                continue
+            if not self.fwk.has_filter_vector.get(name):
+                return {}
+            ok &= cast(VectorFilterPlugin, plugin).filter_vector(self.state, self.pod, table, rows)
+        rows = rows[ok]
+        if len(rows) == 0:
+            return {}
+        allocatable = [table.allocatable_of(name)[rows] for name, _, _, _ in self._checks]
+        used = [table.requested_of(name)[rows] for name, _, _, _ in self._checks]
+        max_pods = table.allocatable["pods"][rows]
+        pods = table.requested["pods"][rows]
+
+        def failing(pods: IntArray, used: list[IntArray]) -> IntArray:
+            key = (pods + 1 > max_pods).astype(np.int64)
+            for i, (_name, quantity, dra_backed, _reason) in enumerate(self._checks):
+                cap = allocatable[i]
+                fail = quantity > cap - used[i]
+                if dra_backed:
+                    fail &= cap != 0
+                key |= fail.astype(np.int64) << (1 + i)
+                key |= (fail & (quantity > cap)).astype(np.int64) << (1 + k + i)
+            return key
+
+        keys = failing(pods, used)
+        nominated = self._nominated_rows(table, rows)
+        if nominated:
+            extra_pods = np.zeros(len(rows), np.int64)
+            extra = [np.zeros(len(rows), np.int64) for _ in range(k)]
+            for j, others in nominated:
+                extra_pods[j] = len(others)
+                for p in others:
+                    for i, amount in enumerate(self._amounts(p.requests)):
+                        extra[i][j] += amount
+            first = failing(pods + extra_pods, [u + e for u, e in zip(used, extra, strict=True)])
+            keys = np.where(first != 0, first, keys)
+        out: dict[int, Status] = {}
+        memo: dict[int, Status] = {}
+        for row, key in zip(rows.tolist(), keys.tolist(), strict=True):
+            if key:
+                status = memo.get(key)
+                if status is None:
+                    status = memo[key] = self._status(key)
+                out[row] = status
+        return out
+
+    def _nominated_rows(self, table: NodeTable, rows: IntArray) -> list[tuple[int, list[PodInfo]]]:
+        """(position in ``rows``, the nominated pods the first pass adds) for the rows that have some."""
+        if not self._nominated_nodes:
+            return []
+        where = {r: j for j, r in enumerate(rows.tolist())}
+        out: list[tuple[int, list[PodInfo]]] = []
+        for name in self._nominated_nodes:
+            j = where.get(table.index.get(name, -1))
+            if j is not None:
+                others = self._nominated(name)
+                if others:
+                    out.append((j, others))
+        return out
+
+    def _status(self, key: int) -> Status:
+        """NodeResourcesFit's status for a key of :meth:`rejected_statuses` (bit 0 the pod count, then one bit per
+        check failing, then one per check failing beyond the whole allocatable)."""
+        k = len(self._checks)
+        reasons = [REASON_PODS] if key & 1 else []
+        reasons += [reason for i, (_n, _q, _d, reason) in enumerate(self._checks) if key >> (1 + i) & 1]
+        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if key >> (1 + k) else Code.UNSCHEDULABLE
+        return Status(code, tuple(reasons)).with_plugin(FIT)
+
     def _run(self, node: NodeInfo, requested: Resource, num_pods: int) -> Status | _Generic | None:
         """``RunFilterPlugins`` on ``node`` as if its pods' requests summed to ``requested``, ``num_pods`` of them."""
         state, pod = self.state, self.pod
@@ -155,7 +244,7 @@ class ResourceOnly:
         # A DRA-backed resource is not checked on a node with no allocatable for it.
         active = [
             (i, quantity, capacity[i])
-            for i, (_name, quantity, dra_backed) in enumerate(self._checks)
+            for i, (_name, quantity, dra_backed, _reason) in enumerate(self._checks)
             if not (dra_backed and capacity[i] == 0)
         ]
         max_pods = allocatable.allowed_pod_number
