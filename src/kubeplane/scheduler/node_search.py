@@ -149,7 +149,17 @@ class NodeSearch:
 
         def with_nominated(rows: IntArray) -> BoolArray:
             out = np.ones(len(rows), np.bool_)
-            for i in np.flatnonzero(np.isin(rows, nominated_rows)).tolist():
+            at = np.flatnonzero(np.isin(rows, nominated_rows))
+            if len(at) == 0:
+                return out
+            # The rows passed every plugin's mask: in a resource-only cycle a row the table arithmetic does not
+            # reject with its nominated pods passes (ResourceOnly.rejected_statuses).
+            rejected = self._resource_statuses(table, rows[at])
+            if rejected is not None:
+                for i in at.tolist():
+                    out[i] = int(rows[i]) not in rejected
+                return out
+            for i in at.tolist():
                 out[i] = self.filter_node(infos[int(rows[i])]) is None
             return out
 
@@ -201,7 +211,7 @@ class NodeSearch:
         if len(rejected):
             if not feasible:  # reasons come from the reference filters
                 trusted: list[int] = []
-                known = self._resource_statuses(table, rejected)
+                known = self._resource_statuses(table, rejected) or {}
                 for r in rejected.tolist():
                     node = infos[r]
                     status = known.get(r) or self.filter_node(node)
@@ -220,15 +230,16 @@ class NodeSearch:
                     self.diagnosis.node_to_status[names[r]] = placeholder
         return SearchResult(feasible, feasible_rows, processed)
 
-    def _resource_statuses(self, table: NodeTable, rows: IntArray) -> dict[int, Status]:
-        """In a resource-only cycle with no recorder, the rejected rows' NodeResourcesFit statuses computed
-        over the table (``ResourceOnly.rejected_statuses``); the other rows get ``filter_node``."""
+    def _resource_statuses(self, table: NodeTable, rows: IntArray) -> dict[int, Status] | None:
+        """In a resource-only cycle with no recorder, the statuses of the ``rows`` NodeResourcesFit rejects,
+        over the table (``ResourceOnly.rejected_statuses``: the rows left out pass, or a pod-independent plugin
+        rejects them); None where that does not apply (``filter_node`` answers row by row)."""
         if self.recorder is not None:
-            return {}
+            return None
         fast = self._resource_only
         if fast is False:
             fast = self._resource_only = ResourceOnly.for_pod(self.fwk, self.state, self.pod)
-        return fast.rejected_statuses(table, rows) if isinstance(fast, ResourceOnly) else {}
+        return fast.rejected_statuses(table, rows) if isinstance(fast, ResourceOnly) else None
 
     def _blame(
         self,

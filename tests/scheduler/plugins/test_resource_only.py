@@ -243,6 +243,7 @@ def test_rejected_statuses_over_the_table_equal_the_reference(
     assert fast is not None
     table = snapshot.node_table
     got = fast.rejected_statuses(table, np.arange(table.size, dtype=np.int64))
+    assert got is not None
     taints = next(p for p in fwk.filter_plugins if p.name() == "TaintToleration")
     for row, node in enumerate(table.node_infos):
         want = fwk.run_filter_plugins_with_nominated_pods(state, pod, node)

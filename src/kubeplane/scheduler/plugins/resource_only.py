@@ -77,7 +77,18 @@ GENERIC = _Generic()
 class ResourceOnly:
     """One resource-only cycle (see the module docstring); :meth:`for_pod` says whether the cycle is one."""
 
-    __slots__ = ("_amounts", "_checks", "_filters", "_independent", "_nominated_nodes", "fwk", "pod", "state")
+    __slots__ = (
+        "_amounts",
+        "_checks",
+        "_filters",
+        "_independent",
+        "_nominated_cache",
+        "_nominated_nodes",
+        "_statuses",
+        "fwk",
+        "pod",
+        "state",
+    )
 
     def __init__(
         self,
@@ -97,6 +108,8 @@ class ResourceOnly:
         self._independent = tuple(p for p in filters if type(p) is not NodeResourcesFit)
         self._amounts = _amounts_of(tuple(name for name, _, _, _ in checks))
         self._nominated_nodes: Collection[str] = frozenset(fwk.handle.nominator.nominated_node_names())
+        self._nominated_cache: dict[str, list[PodInfo]] = {}
+        self._statuses: dict[int, Status] = {}
 
     @classmethod
     def for_pod(cls, fwk: Framework, state: CycleState, pod: PodInfo) -> ResourceOnly | None:
@@ -134,21 +147,21 @@ class ResourceOnly:
                 return status
         return self._run(node, node.requested, len(node.pods))
 
-    def rejected_statuses(self, table: NodeTable, rows: IntArray) -> dict[int, Status]:
+    def rejected_statuses(self, table: NodeTable, rows: IntArray) -> dict[int, Status] | None:
         """:meth:`filter_node`'s status for each of ``rows`` that every pod-independent plugin passes (by its
         vector path) and NodeResourcesFit rejects, over the NodeTable's columns: which checks fail (with the
         nominated pods for the first pass, alone for the second) determines the reasons and the code. Rows left
-        out (a pod-independent plugin rejects them, NodeResourcesFit passes them, or a pod-independent plugin has
-        no vector path) are for :meth:`filter_node`."""
+        out (a pod-independent plugin rejects them or NodeResourcesFit passes them) are for :meth:`filter_node`.
+        None when a pod-independent plugin has no vector path (or there are too many checks for the key)."""
         k = len(self._checks)
         if k > 30:
-            return {}
+            return None
         ok = np.ones(len(rows), np.bool_)
         for plugin, name, is_fit in self._filters:
             if is_fit:
                 continue
             if not self.fwk.has_filter_vector.get(name):
-                return {}
+                return None
             ok &= cast(VectorFilterPlugin, plugin).filter_vector(self.state, self.pod, table, rows)
         rows = rows[ok]
         if len(rows) == 0:
@@ -181,33 +194,40 @@ class ResourceOnly:
                         extra[i][j] += amount
             first = failing(pods + extra_pods, [u + e for u, e in zip(used, extra, strict=True)])
             keys = np.where(first != 0, first, keys)
-        out: dict[int, Status] = {}
-        memo: dict[int, Status] = {}
-        for row, key in zip(rows.tolist(), keys.tolist(), strict=True):
-            if key:
-                status = memo.get(key)
-                if status is None:
-                    status = memo[key] = self._status(key)
-                out[row] = status
-        return out
+        status = self._status
+        return {row: status(key) for row, key in zip(rows.tolist(), keys.tolist(), strict=True) if key}
 
     def _nominated_rows(self, table: NodeTable, rows: IntArray) -> list[tuple[int, list[PodInfo]]]:
         """(position in ``rows``, the nominated pods the first pass adds) for the rows that have some."""
-        if not self._nominated_nodes:
+        nominated = self._nominated_nodes
+        if not nominated:
             return []
-        where = {r: j for j, r in enumerate(rows.tolist())}
         out: list[tuple[int, list[PodInfo]]] = []
-        for name in self._nominated_nodes:
-            j = where.get(table.index.get(name, -1))
-            if j is not None:
-                others = self._nominated(name)
+        if len(rows) <= len(nominated):
+            names = table.names
+            for j, r in enumerate(rows.tolist()):
+                others = self._nominated(names[r])
                 if others:
                     out.append((j, others))
+            return out
+        where = {r: j for j, r in enumerate(rows.tolist())}
+        for name in nominated:
+            at = where.get(table.index.get(name, -1))
+            if at is not None:
+                others = self._nominated(name)
+                if others:
+                    out.append((at, others))
         return out
 
     def _status(self, key: int) -> Status:
-        """NodeResourcesFit's status for a key of :meth:`rejected_statuses` (bit 0 the pod count, then one bit per
-        check failing, then one per check failing beyond the whole allocatable)."""
+        """NodeResourcesFit's status for a key (bit 0 the pod count, then one bit per check failing, then one per
+        check failing beyond the whole allocatable); the same object for the same key."""
+        status = self._statuses.get(key)
+        if status is None:
+            status = self._statuses[key] = self._new_status(key)
+        return status
+
+    def _new_status(self, key: int) -> Status:
         k = len(self._checks)
         reasons = [REASON_PODS] if key & 1 else []
         reasons += [reason for i, (_n, _q, _d, reason) in enumerate(self._checks) if key >> (1 + i) & 1]
@@ -241,9 +261,11 @@ class ResourceOnly:
         amounts = self._amounts
         allocatable = node.allocatable
         capacity = amounts(allocatable)
-        # A DRA-backed resource is not checked on a node with no allocatable for it.
+        k = len(capacity)
+        # (index, request, capacity, failing bit, unresolvable bit); a DRA-backed resource is not checked on a
+        # node with no allocatable for it.
         active = [
-            (i, quantity, capacity[i])
+            (i, quantity, capacity[i], 1 << (1 + i), (1 << (1 + k + i)) if quantity > capacity[i] else 0)
             for i, (_name, quantity, dra_backed, _reason) in enumerate(self._checks)
             if not (dra_backed and capacity[i] == 0)
         ]
@@ -253,22 +275,30 @@ class ResourceOnly:
             _sub(used, amounts(p.requests))
         count = len(node.pods) - len(potential)
         nominated = self._nominated(node.name)
-        extra = [0] * len(used)
+        extra = [0] * k
         for p in nominated:
             _add(extra, amounts(p.requests))
+        n_extra = len(nominated)
 
-        def fits(used: _Amounts, count: int) -> bool:
-            if count + 1 > max_pods:
-                return False
-            return all(quantity <= cap - used[i] for i, quantity, cap in active)
+        def failing(used: _Amounts, count: int) -> int:
+            """The :meth:`_status` key of NodeResourcesFit's verdict (0: it passes)."""
+            key = 1 if count + 1 > max_pods else 0
+            for i, quantity, cap, bit, unresolvable in active:
+                if quantity > cap - used[i]:
+                    key |= bit | unresolvable
+            return key
 
-        def fits_with_nominated(used: _Amounts, count: int) -> bool:
-            if nominated and not fits([u + e for u, e in zip(used, extra, strict=True)], count + len(nominated)):
-                return False
-            return fits(used, count)
+        def verdict(used: _Amounts, count: int) -> int:
+            """Both passes of RunFilterPluginsWithNominatedPods: the first one's key when it fails."""
+            if n_extra:
+                key = failing([u + e for u, e in zip(used, extra, strict=True)], count + n_extra)
+                if key:
+                    return key
+            return failing(used, count)
 
-        if not fits_with_nominated(used, count):
-            return self._rejection(node, potential, nominated)
+        key = verdict(used, count)
+        if key:
+            return [], 0, self._status(key)
         violating, non_violating, importance = split(potential)
         victims: list[PodInfo] = []
         num_violating = 0
@@ -276,7 +306,7 @@ class ResourceOnly:
             for victim in group:
                 need = amounts(victim.requests)
                 back = [u + n for u, n in zip(used, need, strict=True)]
-                if fits_with_nominated(back, count + 1):
+                if not verdict(back, count + 1):
                     used, count = back, count + 1  # reprieved
                     continue
                 victims.append(victim)
@@ -286,32 +316,20 @@ class ResourceOnly:
         return victims, num_violating, None
 
     def _nominated(self, node_name: str) -> list[PodInfo]:
-        """The nominated pods upstream's first Filter pass adds: equal or higher priority, not the pod itself."""
+        """The nominated pods upstream's first Filter pass adds: equal or higher priority, not the pod itself
+        (the nominator does not change during a cycle, so each node's are looked up once)."""
         if node_name not in self._nominated_nodes:
             return []
-        pod = self.pod
-        return [
-            p for p in self.fwk.nominated_pods_for_node(node_name) if p.priority >= pod.priority and p.uid != pod.uid
-        ]
-
-    def _rejection(self, node: NodeInfo, potential: list[PodInfo], nominated: list[PodInfo]) -> Selection | None:
-        """NodeResourcesFit's status with every potential victim gone: the first pass's (nominated pods added)
-        when that one fails, else the second's."""
-        requested = node.requested.clone()
-        for p in potential:
-            requested.sub(p.requests)
-        count = len(node.pods) - len(potential)
-        status: Status | None = None
-        if nominated:
-            with_nominated = requested.clone()
-            for p in nominated:
-                with_nominated.add(p.requests)
-            status = filter_aggregates(self.state, node.allocatable, with_nominated, count + len(nominated))
-        if status is None:
-            status = filter_aggregates(self.state, node.allocatable, requested, count)
-        if status is None:
-            return None  # not what the arithmetic said: let the generic path decide
-        return [], 0, status.with_plugin(FIT)
+        found = self._nominated_cache.get(node_name)
+        if found is None:
+            pod = self.pod
+            found = [
+                p
+                for p in self.fwk.nominated_pods_for_node(node_name)
+                if p.priority >= pod.priority and p.uid != pod.uid
+            ]
+            self._nominated_cache[node_name] = found
+        return found
 
 
 def _amounts_of(names: tuple[str, ...]) -> Callable[[Resource], _Amounts]:
