@@ -19,6 +19,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kubeplane.client.clock import FakeClock
 from kubeplane.scheduler.backend.snapshot import Snapshot
 from kubeplane.scheduler.config import default_config
 from kubeplane.scheduler.framework.handle import Handle
@@ -72,7 +73,7 @@ def _pod(name: str, *, priority: int, cpu: int, memory: int, gpus: int, node: st
             "priority": priority,
             "containers": [{"name": "c", "image": "i", "resources": {"requests": requests}}],
         },
-        "status": {"startTime": f"2026-01-01T00:{start:02d}:00Z"},
+        "status": {"startTime": f"2026-01-01T00:{start:02d}:00Z"} if start >= 0 else {},
     }
     if node:
         body["spec"]["nodeName"] = node
@@ -86,7 +87,7 @@ _pod_args = st.fixed_dictionaries(
         "memory": st.sampled_from([0, 256, 1024, 4096]),
         "gpus": st.sampled_from([0, 0, 0, 1, 2]),
         "app": st.sampled_from(["a", "b", "c"]),
-        "start": st.integers(0, 3),
+        "start": st.integers(-1, 3),
     }
 )
 _node_args = st.fixed_dictionaries(
@@ -111,15 +112,7 @@ def _setup(nodes_args: list[dict[str, Any]], pdbs: list[dict[str, Any]]) -> tupl
     for i, a in enumerate(nodes_args):
         placed += [_pod(f"p{i}-{j}", node=f"n{i}", **p) for j, p in enumerate(a["pods_on"])]
         nominated[f"n{i}"] = [_pod(f"nom{i}-{j}", node="", **p) for j, p in enumerate(a["nominated"])]
-    budgets = [
-        {
-            "kind": "PodDisruptionBudget",
-            "metadata": {"name": f"pdb{k}", "namespace": "default"},
-            "spec": {"selector": {"matchLabels": {"app": b["app"]}}},
-            "status": {"disruptionsAllowed": b["allowed"], "disruptedPods": {"p0-0": "x"} if b["disrupted"] else {}},
-        }
-        for k, b in enumerate(pdbs)
-    ]
+    budgets = _budgets(pdbs)
     snapshot = Snapshot.from_objects(nodes, [p.pod for p in placed])
     handle = Handle(
         rng=random.Random(0),
@@ -130,6 +123,18 @@ def _setup(nodes_args: list[dict[str, Any]], pdbs: list[dict[str, Any]]) -> tupl
     fwk = build_profiles(default_config(), handle)["default-scheduler"]
     plugin = next(p for p in fwk.post_filter_plugins if isinstance(p, DefaultPreemption))
     return fwk, plugin
+
+
+def _budgets(pdbs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": f"pdb{k}", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": b["app"]}}},
+            "status": {"disruptionsAllowed": b["allowed"], "disruptedPods": {"p0-0": "x"} if b["disrupted"] else {}},
+        }
+        for k, b in enumerate(pdbs)
+    ]
 
 
 def _outcome(plugin: DefaultPreemption, state: CycleState, pod: PodInfo, offset: int, num: int) -> Any:
@@ -251,3 +256,73 @@ def test_rejected_statuses_over_the_table_equal_the_reference(
             assert _key(got[row]) == _key(want), node.name
         else:
             assert want is None or taints.filter(state, pod, node) is not None, node.name
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    nodes_args=st.lists(_node_args, min_size=1, max_size=5),
+    first_pdbs=st.lists(_pdb, max_size=2),
+    second_pdbs=st.one_of(st.none(), st.lists(_pdb, max_size=2)),
+    first=_pod_args,
+    second=st.one_of(st.none(), _pod_args),
+    nominated=st.sampled_from(["same", "copies", "larger", "none"]),
+    advance=st.sampled_from([0.0, 60.0, 3600.0]),
+    offset=st.integers(0, 4),
+    num=st.integers(1, 5),
+)
+def test_results_kept_from_an_earlier_preemptor_equal_the_generic_path(
+    nodes_args: list[dict[str, Any]],
+    first_pdbs: list[dict[str, Any]],
+    second_pdbs: list[dict[str, Any]] | None,
+    first: dict[str, Any],
+    second: dict[str, Any] | None,
+    nominated: str,
+    advance: float,
+    offset: int,
+    num: int,
+) -> None:
+    """DefaultPreemption keeps each node's result for the next preemptor: a second dry run (another or the same
+    pod, other or the same PDB objects, the nominated pods kept, copied, larger or gone, the clock moved between victims
+    with and without a startTime) still equals the generic path."""
+    fwk, plugin = _setup(nodes_args, first_pdbs)
+    start = 1_767_225_690.0  # 00:01:30, between the pods' start times
+    plugin.handle.clock = FakeClock(start=start)
+    nodes: Sequence[Any] = plugin.handle.snapshot_lister.list()
+
+    def incoming(args: dict[str, Any]) -> tuple[PodInfo, CycleState]:
+        pod = _pod("incoming", node="", **{**args, "priority": args["priority"] + 1})
+        state = CycleState()
+        fwk.run_pre_filter_plugins(state, pod, nodes)
+        return pod, state
+
+    pod, state = incoming(first)
+    _outcome(plugin, state, pod, 0, len(nodes))  # fills the cache
+    if second is not None:
+        pod, state = incoming(second)
+    if second_pdbs is not None:
+        budgets = _budgets(second_pdbs)
+        plugin.handle.list_objects = lambda resource, _ns: list(budgets) if resource == "poddisruptionbudgets" else []
+    if nominated != "same":
+        assert isinstance(plugin.handle.nominator, _Nominator)
+        by_node = plugin.handle.nominator.by_node
+        changed = (
+            {n: [_resized(p, nominated) for p in pods] for n, pods in by_node.items()} if nominated != "none" else {}
+        )
+        plugin.handle.nominator = _Nominator(changed)
+    plugin.handle.clock = FakeClock(start=start + advance)
+    offset %= len(nodes)
+    got = _outcome(plugin, state, pod, offset, num)
+    plugin.fast_dry_run = False
+    want = _outcome(plugin, state, pod, offset, num)
+    assert got == want
+
+
+def _resized(pod: PodInfo, how: str) -> PodInfo:
+    """A new PodInfo of the nominated pod: the same (``copies``) or requesting 600m more cpu (``larger``)."""
+    if how == "copies":
+        return PodInfo(pod.pod)
+    container = pod.pod["spec"]["containers"][0]
+    cpu = int(container["resources"]["requests"]["cpu"].removesuffix("m")) + 600
+    resources = {"requests": {**container["resources"]["requests"], "cpu": f"{cpu}m"}}
+    spec = {**pod.pod["spec"], "containers": [{**container, "resources": resources}]}
+    return PodInfo({**pod.pod, "spec": spec})

@@ -54,7 +54,7 @@ from kubeplane.scheduler.framework.interface import (
 )
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
-from kubeplane.scheduler.plugins.resource_only import ResourceOnly, Split
+from kubeplane.scheduler.plugins.resource_only import ResourceOnly, Split, VictimCache
 
 __all__ = ["NAME", "OUTCOME_KEY", "Candidate", "DefaultPreemption", "PreemptionOutcome", "new"]
 
@@ -181,6 +181,7 @@ class DefaultPreemption:
         self._preempting: set[str] = set()
         self._last_victim: dict[str, tuple[str, str]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._victims = VictimCache()
         self.fast_dry_run = True
         """Use :meth:`ResourceOnly.select_victims` where it applies (tests turn it off to compare the paths)."""
 
@@ -316,10 +317,14 @@ class DefaultPreemption:
         errors: list[str] = []
         n = len(potential)
         fast = ResourceOnly.for_pod(self.framework, state, pod) if self.fast_dry_run else None
-        split = self._splitter(pdbs)
+        now = self.handle.clock.now()
+        split = self._splitter(pdbs, now)
+        cache = self._victims if fast is not None else None
+        if cache is not None:
+            cache.begin(pdbs, self.handle.snapshot_lister.list())
         for i in range(n):
             node = potential[(offset + i) % n]
-            selection = fast.select_victims(node, split) if fast is not None else None
+            selection = fast.select_victims(node, split, cache=cache, now=now) if fast is not None else None
             if selection is None:
                 selection = self.select_victims_on_node(state.clone(), pod, node.clone(), pdbs)
             victims, violations, status = selection
@@ -337,9 +342,8 @@ class DefaultPreemption:
             statuses[node.name] = status
         return non_violating + violating, statuses, errors
 
-    def _splitter(self, pdbs: Sequence[Mapping[str, Any]]) -> Split:
+    def _splitter(self, pdbs: Sequence[Mapping[str, Any]], now: float) -> Split:
         """The fast path's ordering of potential victims: most important first, then (PDB-violating, others)."""
-        now = self.handle.clock.now()
 
         def importance(p: PodInfo) -> tuple[int, float]:
             return _importance(p, now)

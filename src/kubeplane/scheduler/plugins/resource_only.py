@@ -28,6 +28,7 @@ to them on random clusters).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
@@ -49,7 +50,7 @@ from kubeplane.scheduler.plugins.node_resources_fit import (
 from kubeplane.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from kubeplane.scheduler.plugins.taint_toleration import TaintToleration
 
-__all__ = ["GENERIC", "POD_INDEPENDENT", "ResourceOnly", "Selection", "Split"]
+__all__ = ["GENERIC", "POD_INDEPENDENT", "ResourceOnly", "Selection", "Split", "VictimCache"]
 
 POD_INDEPENDENT: tuple[type, ...] = (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodeDeclaredFeatures)
 """Filter plugins whose verdict on a node reads the node object and cluster objects, never the node's pods."""
@@ -246,18 +247,39 @@ class ResourceOnly:
                 return status.with_plugin(name) if status.is_rejected() else GENERIC
         return None
 
-    def select_victims(self, node: NodeInfo, split: Split) -> Selection | None:
+    def select_victims(
+        self, node: NodeInfo, split: Split, *, cache: VictimCache | None = None, now: float = 0.0
+    ) -> Selection | None:
         """``SelectVictimsOnNode`` on ``node`` (left unchanged), or None when a pod-independent plugin rejects
-        the node: the generic path then gives its status."""
+        the node: the generic path then gives its status. With ``cache``, a node whose inputs did not change
+        since an earlier preemptor's dry run gets that result (``now``: the clock ``split`` orders by)."""
         pod = self.pod
-        priority = pod.priority
-        potential = [p for p in node.pods if p.priority < priority]
-        if not potential:
-            return [], 0, Status.unresolvable("No preemption victims found for incoming pod")
+        nominated = self._nominated(node.name)
+        entry = cache.get(node, pod.priority, self._checks, nominated, now) if cache is not None else None
+        if entry is not None and entry.no_victims:
+            return [], 0, entry.selection[2]
+        if entry is None:
+            potential = [p for p in node.pods if p.priority < pod.priority]
+            if not potential:
+                selection: Selection = ([], 0, Status.unresolvable("No preemption victims found for incoming pod"))
+                if cache is not None:
+                    cache.put(node, pod.priority, self._checks, nominated, None, selection, no_victims=True)
+                return selection
         for plugin in self._independent:
             status = plugin.filter(self.state, pod, node)
             if status is not None and status.code != Code.SUCCESS:
                 return None
+        if entry is not None:
+            victims, violations, status = entry.selection
+            return list(victims), violations, status
+        selection = self._select(node, split, potential, nominated)
+        if cache is not None:
+            # The order of victims with and without a startTime depends on the clock (upstream GetPodStartTime).
+            clock = len({bool(p.status.get("startTime")) for p in potential}) > 1
+            cache.put(node, pod.priority, self._checks, nominated, now if clock else None, selection)
+        return selection
+
+    def _select(self, node: NodeInfo, split: Split, potential: list[PodInfo], nominated: list[PodInfo]) -> Selection:
         amounts = self._amounts
         allocatable = node.allocatable
         capacity = amounts(allocatable)
@@ -274,7 +296,6 @@ class ResourceOnly:
         for p in potential:
             _sub(used, amounts(p.requests))
         count = len(node.pods) - len(potential)
-        nominated = self._nominated(node.name)
         extra = [0] * k
         for p in nominated:
             _add(extra, amounts(p.requests))
@@ -330,6 +351,89 @@ class ResourceOnly:
             ]
             self._nominated_cache[node_name] = found
         return found
+
+
+@dataclass(slots=True)
+class _Entry:
+    generation: int
+    priority: int
+    checks: tuple[tuple[str, int, bool, str], ...]
+    nominated: list[PodInfo]
+    pdbs: tuple[object, ...]
+    now: float | None
+    selection: Selection
+    no_victims: bool
+
+
+class VictimCache:
+    """The last :meth:`ResourceOnly.select_victims` result per node, kept by DefaultPreemption across cycles.
+
+    A result is a function of the node's pods and allocatable (its NodeInfo generation), the preemptor's priority
+    and checked requests, the nominated pods (compared by identity: the queue's PodInfos), the PDB objects
+    (identity: an update replaces the object) and, only when victims with and without a startTime were ordered,
+    the clock. The pod-independent plugins are asked again on every use (they read the preemptor's spec)."""
+
+    __slots__ = ("_entries", "pdbs")
+
+    def __init__(self) -> None:
+        self._entries: dict[str, _Entry] = {}
+        self.pdbs: tuple[object, ...] = ()
+        """The PDB objects of the current dry run (set by the caller before it starts)."""
+
+    def get(
+        self,
+        node: NodeInfo,
+        priority: int,
+        checks: tuple[tuple[str, int, bool, str], ...],
+        nominated: list[PodInfo],
+        now: float,
+    ) -> _Entry | None:
+        e = self._entries.get(node.name)
+        if (
+            e is None
+            or e.generation != node.generation
+            or e.priority != priority
+            or e.checks != checks
+            or (e.now is not None and e.now != now)
+            or len(e.nominated) != len(nominated)
+            or any(a is not b for a, b in zip(e.nominated, nominated, strict=True))
+            or len(e.pdbs) != len(self.pdbs)
+            or any(a is not b for a, b in zip(e.pdbs, self.pdbs, strict=True))
+        ):
+            return None
+        return e
+
+    def put(
+        self,
+        node: NodeInfo,
+        priority: int,
+        checks: tuple[tuple[str, int, bool, str], ...],
+        nominated: list[PodInfo],
+        now: float | None,
+        selection: Selection,
+        *,
+        no_victims: bool = False,
+    ) -> None:
+        victims, violations, status = selection
+        self._entries[node.name] = _Entry(
+            node.generation,
+            priority,
+            checks,
+            list(nominated),
+            self.pdbs,
+            now,
+            (list(victims), violations, status),
+            no_victims,
+        )
+
+    def begin(self, pdbs: Sequence[object], nodes: Sequence[NodeInfo]) -> None:
+        """Start a dry run with these PDB objects over a cluster of ``nodes`` (entries of removed nodes are
+        dropped once they outnumber the nodes)."""
+        self.pdbs = tuple(pdbs)
+        if len(self._entries) > 2 * len(nodes):
+            names = {ni.name for ni in nodes}
+            for name in [n for n in self._entries if n not in names]:
+                del self._entries[name]
 
 
 def _amounts_of(names: tuple[str, ...]) -> Callable[[Resource], _Amounts]:
