@@ -297,8 +297,7 @@ def test_results_kept_from_an_earlier_preemptor_equal_the_generic_path(
 
     pod, state = incoming(first)
     _outcome(plugin, state, pod, 0, len(nodes))  # fills the cache
-    if second is not None:
-        pod, state = incoming(second)
+    pod, state = incoming(second if second is not None else first)  # the next cycle: a new CycleState
     if second_pdbs is not None:
         budgets = _budgets(second_pdbs)
         plugin.handle.list_objects = lambda resource, _ns: list(budgets) if resource == "poddisruptionbudgets" else []

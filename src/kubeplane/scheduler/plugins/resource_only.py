@@ -75,6 +75,21 @@ GENERIC = _Generic()
 """Returned by :meth:`ResourceOnly.filter_node` when a plugin's status is an error: the generic path words it."""
 
 
+_STATE_KEY = "kubeplane/ResourceOnly"
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """The cycle's :meth:`ResourceOnly.for_pod` answer in the CycleState; it reads the state and never changes
+    it, so a clone of the state shares it."""
+
+    pod: PodInfo
+    fast: ResourceOnly | None
+
+    def clone(self) -> _Kept:
+        return self
+
+
 class ResourceOnly:
     """One resource-only cycle (see the module docstring); :meth:`for_pod` says whether the cycle is one."""
 
@@ -115,7 +130,17 @@ class ResourceOnly:
     @classmethod
     def for_pod(cls, fwk: Framework, state: CycleState, pod: PodInfo) -> ResourceOnly | None:
         """The fast path for this cycle (``state`` after PreFilter), or None when a plugin that is not skipped
-        could change its verdict as pods leave or join a node (or NodeResourcesFit is not there to decide)."""
+        could change its verdict as pods leave or join a node (or NodeResourcesFit is not there to decide).
+        Kept in ``state``, so the node search and preemption of one cycle share it (and its nominated pods)."""
+        kept = state.get(_STATE_KEY)
+        if isinstance(kept, _Kept) and kept.pod is pod:
+            return kept.fast
+        fast = cls._new(fwk, state, pod)
+        state.write(_STATE_KEY, _Kept(pod, fast))
+        return fast
+
+    @classmethod
+    def _new(cls, fwk: Framework, state: CycleState, pod: PodInfo) -> ResourceOnly | None:
         skip = state.skip_filter_plugins
         for pre in fwk.pre_filter_plugins:
             if pre.name() not in skip and pre.pre_filter_extensions() is not None:
