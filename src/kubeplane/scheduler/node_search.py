@@ -6,7 +6,9 @@ NodeTable (a plugin without ``filter_vector`` is asked node by node for the rows
 plugins keep working). Nodes with nominated pods are the exception: a row the masks pass is checked again with
 the nominated pods (upstream ``RunFilterPluginsWithNominatedPods``; a node the masks reject fails that check
 too, since the pod must also fit without them). The reference filters run on rejected nodes only when their
-reasons are needed (the pod fit nowhere), so statuses and the FailedScheduling message are the reference's.
+reasons are needed (the pod fit nowhere), so statuses and the FailedScheduling message are the reference's. In a
+resource-only cycle (:mod:`.plugins.resource_only`) NodeResourcesFit's statuses for those nodes, and its verdict
+with nominated pods, come from the table arithmetic instead (held to the reference by hypothesis tests).
 
 Vector paths are held to their reference: wherever both ran on a node (rejected nodes of a pod that fit nowhere;
 every examined node when a recorder is on) a disagreement is reported through ``on_mismatch`` — an error in

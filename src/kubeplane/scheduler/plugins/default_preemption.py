@@ -11,7 +11,10 @@ with asynchronous preemption (``SchedulerAsyncPreemption``, on by default):
    extensions, so InterPodAffinity and PodTopologySpread state follows), the pod must then pass Filter
    (with nominated pods), and victims are reprieved highest priority first (PDB-violating ones before the
    others) while the pod still fits. The search stops once ``max(minCandidateNodesPercentage % of the
-   candidates, minCandidateNodesAbsolute)`` candidates are found and one of them violates no PDB.
+   candidates, minCandidateNodesAbsolute)`` candidates are found and one of them violates no PDB. In a
+   resource-only cycle each node's victims come from :meth:`.resource_only.ResourceOnly.select_victims`
+   (arithmetic, no clone, results kept per node across preemptors in a :class:`.resource_only.VictimCache`);
+   ``fast_dry_run = False`` forces the generic path (tests compare the two).
 3. Choice: fewest PDB violations, then lowest highest-victim priority, smallest sum of priorities, fewest
    victims, latest start time among the highest-priority victims; then the first in examination order.
 4. Execution (an asyncio task, the cycle does not wait): lower-priority pods nominated to the node lose their

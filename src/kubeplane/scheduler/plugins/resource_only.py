@@ -19,7 +19,8 @@ number (``node_resources_fit.filter_aggregates``), so a node with pods added or 
   the CycleState and runs the PreFilter extensions and Filter once per reprieve on every examined node (100+ per
   preemptor); here the pod-independent plugins are asked once on the node as it is (a rejection sends the node to
   the generic path, which names the status) and the rest is integer arithmetic over the resources Filter checks
-  (``node_resources_fit.checked_resources``).
+  (``node_resources_fit.checked_resources``). DefaultPreemption keeps each node's result for the next preemptor
+  in a :class:`VictimCache` until one of its inputs changes.
 
 Statuses, victims, their order and PDB violations are the generic paths' (hypothesis tests hold both entry points
 to them on random clusters).
