@@ -6,7 +6,9 @@ NodeTable (a plugin without ``filter_vector`` is asked node by node for the rows
 plugins keep working). Nodes with nominated pods are the exception: a row the masks pass is checked again with
 the nominated pods (upstream ``RunFilterPluginsWithNominatedPods``; a node the masks reject fails that check
 too, since the pod must also fit without them). The reference filters run on rejected nodes only when their
-reasons are needed (the pod fit nowhere), so statuses and the FailedScheduling message are the reference's.
+reasons are needed (the pod fit nowhere), so statuses and the FailedScheduling message are the reference's. In a
+resource-only cycle (:mod:`.plugins.resource_only`) NodeResourcesFit's statuses for those nodes, and its verdict
+with nominated pods, come from the table arithmetic instead (held to the reference by hypothesis tests).
 
 Vector paths are held to their reference: wherever both ran on a node (rejected nodes of a pod that fit nowhere;
 every examined node when a recorder is on) a disagreement is reported through ``on_mismatch`` — an error in
@@ -28,6 +30,7 @@ from kubeplane.scheduler.framework.interface import Code, CycleState, FilterPlug
 from kubeplane.scheduler.framework.recorder import CycleRecorder
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
+from kubeplane.scheduler.plugins.resource_only import GENERIC, ResourceOnly
 
 __all__ = ["MismatchReporter", "NodeSearch", "SearchResult"]
 
@@ -49,7 +52,7 @@ class SearchResult:
 class NodeSearch:
     """One pod's Filter stage: the framework, the cycle's state, the pod and where verdicts go."""
 
-    __slots__ = ("diagnosis", "fwk", "on_mismatch", "pod", "recorder", "state")
+    __slots__ = ("_resource_only", "diagnosis", "fwk", "on_mismatch", "pod", "recorder", "state")
 
     def __init__(
         self,
@@ -67,12 +70,23 @@ class NodeSearch:
         self.diagnosis = diagnosis
         self.on_mismatch = on_mismatch
         self.recorder = recorder
+        self._resource_only: ResourceOnly | bool | None = False
+        """:class:`ResourceOnly` for this cycle, None when it is not resource-only, False until first needed."""
 
     # --- the verdict on one node ---------------------------------------------------------------------
 
     def filter_node(self, node: NodeInfo) -> Status | None:
         """The reference verdict on one node, nominated pods included (upstream
-        ``RunFilterPluginsWithNominatedPods``, through the handle's nominator, the one route to them)."""
+        ``RunFilterPluginsWithNominatedPods``, through the handle's nominator, the one route to them). In a
+        resource-only cycle (:mod:`.plugins.resource_only`) NodeResourcesFit's part is computed on the node's
+        aggregates, so a node with nominated pods is not cloned."""
+        fast = self._resource_only
+        if fast is False:
+            fast = self._resource_only = ResourceOnly.for_pod(self.fwk, self.state, self.pod)
+        if isinstance(fast, ResourceOnly):
+            status = fast.filter_node(node)
+            if status is not GENERIC:
+                return status  # type: ignore[return-value]
         fwk = self.fwk
         nominated = fwk.nominated_pods_for_node(node.name)
         if nominated:
@@ -137,7 +151,17 @@ class NodeSearch:
 
         def with_nominated(rows: IntArray) -> BoolArray:
             out = np.ones(len(rows), np.bool_)
-            for i in np.flatnonzero(np.isin(rows, nominated_rows)).tolist():
+            at = np.flatnonzero(np.isin(rows, nominated_rows))
+            if len(at) == 0:
+                return out
+            # The rows passed every plugin's mask: in a resource-only cycle a row the table arithmetic does not
+            # reject with its nominated pods passes (ResourceOnly.rejected_statuses).
+            rejected = self._resource_statuses(table, rows[at])
+            if rejected is not None:
+                for i in at.tolist():
+                    out[i] = int(rows[i]) not in rejected
+                return out
+            for i in at.tolist():
                 out[i] = self.filter_node(infos[int(rows[i])]) is None
             return out
 
@@ -189,9 +213,10 @@ class NodeSearch:
         if len(rejected):
             if not feasible:  # reasons come from the reference filters
                 trusted: list[int] = []
+                known = self._resource_statuses(table, rejected) or {}
                 for r in rejected.tolist():
                     node = infos[r]
-                    status = self.filter_node(node)
+                    status = known.get(r) or self.filter_node(node)
                     if status is None:
                         self._blame(node, plugin_masks, table, r)
                         trusted.append(r)
@@ -206,6 +231,17 @@ class NodeSearch:
                 for r in rejected.tolist():
                     self.diagnosis.node_to_status[names[r]] = placeholder
         return SearchResult(feasible, feasible_rows, processed)
+
+    def _resource_statuses(self, table: NodeTable, rows: IntArray) -> dict[int, Status] | None:
+        """In a resource-only cycle with no recorder, the statuses of the ``rows`` NodeResourcesFit rejects,
+        over the table (``ResourceOnly.rejected_statuses``: the rows left out pass, or a pod-independent plugin
+        rejects them); None where that does not apply (``filter_node`` answers row by row)."""
+        if self.recorder is not None:
+            return None
+        fast = self._resource_only
+        if fast is False:
+            fast = self._resource_only = ResourceOnly.for_pod(self.fwk, self.state, self.pod)
+        return fast.rejected_statuses(table, rows) if isinstance(fast, ResourceOnly) else None
 
     def _blame(
         self,

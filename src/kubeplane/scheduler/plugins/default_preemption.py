@@ -11,7 +11,10 @@ with asynchronous preemption (``SchedulerAsyncPreemption``, on by default):
    extensions, so InterPodAffinity and PodTopologySpread state follows), the pod must then pass Filter
    (with nominated pods), and victims are reprieved highest priority first (PDB-violating ones before the
    others) while the pod still fits. The search stops once ``max(minCandidateNodesPercentage % of the
-   candidates, minCandidateNodesAbsolute)`` candidates are found and one of them violates no PDB.
+   candidates, minCandidateNodesAbsolute)`` candidates are found and one of them violates no PDB. In a
+   resource-only cycle each node's victims come from :meth:`.resource_only.ResourceOnly.select_victims`
+   (arithmetic, no clone, results kept per node across preemptors in a :class:`.resource_only.VictimCache`);
+   ``fast_dry_run = False`` forces the generic path (tests compare the two).
 3. Choice: fewest PDB violations, then lowest highest-victim priority, smallest sum of priorities, fewest
    victims, latest start time among the highest-priority victims; then the first in examination order.
 4. Execution (an asyncio task, the cycle does not wait): lower-priority pods nominated to the node lose their
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +57,7 @@ from kubeplane.scheduler.framework.interface import (
 )
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
+from kubeplane.scheduler.plugins.resource_only import ResourceOnly, Split, VictimCache
 
 __all__ = ["NAME", "OUTCOME_KEY", "Candidate", "DefaultPreemption", "PreemptionOutcome", "new"]
 
@@ -180,6 +184,9 @@ class DefaultPreemption:
         self._preempting: set[str] = set()
         self._last_victim: dict[str, tuple[str, str]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._victims = VictimCache()
+        self.fast_dry_run = True
+        """Use :meth:`ResourceOnly.select_victims` where it applies (tests turn it off to compare the paths)."""
 
     def name(self) -> str:
         return NAME
@@ -312,9 +319,18 @@ class DefaultPreemption:
         statuses = NodeToStatus()
         errors: list[str] = []
         n = len(potential)
+        fast = ResourceOnly.for_pod(self.framework, state, pod) if self.fast_dry_run else None
+        now = self.handle.clock.now()
+        split = self._splitter(pdbs, now)
+        cache = self._victims if fast is not None else None
+        if cache is not None:
+            cache.begin(pdbs, self.handle.snapshot_lister.list())
         for i in range(n):
-            node = potential[(offset + i) % n].clone()
-            victims, violations, status = self.select_victims_on_node(state.clone(), pod, node, pdbs)
+            node = potential[(offset + i) % n]
+            selection = fast.select_victims(node, split, cache=cache, now=now) if fast is not None else None
+            if selection is None:
+                selection = self.select_victims_on_node(state.clone(), pod, node.clone(), pdbs)
+            victims, violations, status = selection
             if status is None and victims:
                 bucket = non_violating if violations == 0 else violating
                 if len(bucket) < num_candidates:
@@ -328,6 +344,19 @@ class DefaultPreemption:
                 errors.append(status.message())
             statuses[node.name] = status
         return non_violating + violating, statuses, errors
+
+    def _splitter(self, pdbs: Sequence[Mapping[str, Any]], now: float) -> Split:
+        """The fast path's ordering of potential victims: most important first, then (PDB-violating, others)."""
+
+        def importance(p: PodInfo) -> tuple[int, float]:
+            return _importance(p, now)
+
+        def split(potential: list[PodInfo]) -> tuple[list[PodInfo], list[PodInfo], Callable[[PodInfo], object]]:
+            potential.sort(key=importance)
+            violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+            return violating, non_violating, importance
+
+        return split
 
     def select_victims_on_node(
         self, state: CycleState, pod: PodInfo, node: NodeInfo, pdbs: Sequence[Mapping[str, Any]]

@@ -73,8 +73,11 @@ __all__ = [
     "NAME",
     "PRE_FILTER_STATE_KEY",
     "PRE_SCORE_STATE_KEY",
+    "REASON_PODS",
     "InsufficientResource",
     "NodeResourcesFit",
+    "checked_resources",
+    "filter_aggregates",
     "fits_request",
     "is_extended_resource_name",
     "new",
@@ -85,6 +88,7 @@ PRE_FILTER_STATE_KEY: Final = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY: Final = "PreScore" + NAME
 
 _REASON_PODS: Final = "Too many pods"
+REASON_PODS: Final = _REASON_PODS
 _REASON_CPU: Final = "Insufficient cpu"
 _REASON_MEMORY: Final = "Insufficient memory"
 _REASON_EPHEMERAL: Final = "Insufficient ephemeral-storage"
@@ -172,13 +176,13 @@ def _pre_filter_state(
     return _PreFilterState(request, request.milli_cpu, request.memory, request.ephemeral_storage, scalars, backed)
 
 
-def _insufficient(state: _PreFilterState, node: NodeInfo) -> list[InsufficientResource]:
-    """Upstream ``fitsRequest`` on a precomputed request. Requests of 0 are never checked, so upstream's early
-    return for an all-zero request changes nothing and is not needed."""
+def _insufficient(
+    state: _PreFilterState, allocatable: Resource, used: Resource, pods: int
+) -> list[InsufficientResource]:
+    """Upstream ``fitsRequest`` on a precomputed request, for a node with this allocatable, these requests of its
+    pods and this many pods. Requests of 0 are never checked, so upstream's early return for an all-zero request
+    changes nothing and is not needed."""
     out: list[InsufficientResource] = []
-    allocatable = node.allocatable
-    used = node.requested
-    pods = len(node.pods)
     if pods + 1 > allocatable.allowed_pod_number:
         out.append(InsufficientResource("pods", _REASON_PODS, 1, pods, allocatable.allowed_pod_number))
     cpu = state.milli_cpu
@@ -234,7 +238,37 @@ def fits_request(
     ``dra_backed`` names resources a DeviceClass serves, skipped where the node has no allocatable for them.
     """
     state = _pre_filter_state(pod_request, ignored_resources or (), ignored_groups or (), dra_backed)
-    return _insufficient(state, node_info)
+    return _insufficient(state, node_info.allocatable, node_info.requested, len(node_info.pods))
+
+
+def checked_resources(state: CycleState) -> tuple[tuple[str, int, bool, str], ...] | None:
+    """What Filter checks for the cycle's pod besides the pod count (:data:`REASON_PODS`), in its order:
+    ``(resource, request, dra_backed, reason)`` for cpu, memory and ephemeral-storage when requested, then each
+    checked scalar resource (``dra_backed``: not checked on a node with no allocatable for it). None without
+    PreFilter state (Filter would be an error). Preemption's resource-only paths do their arithmetic over exactly
+    these; a failing check gives its reason, and the status is UNSCHEDULABLE_AND_UNRESOLVABLE when a failing
+    request exceeds the node's whole allocatable (never for the pod count)."""
+    s = state.get(PRE_FILTER_STATE_KEY)
+    if not isinstance(s, _PreFilterState):
+        return None
+    basic = (
+        ("cpu", s.milli_cpu, _REASON_CPU),
+        ("memory", s.memory, _REASON_MEMORY),
+        ("ephemeral-storage", s.ephemeral_storage, _REASON_EPHEMERAL),
+    )
+    out = [(name, quantity, False, reason) for name, quantity, reason in basic if quantity > 0]
+    out.extend((name, quantity, name in s.dra_backed, reason) for name, quantity, reason in s.scalars)
+    return tuple(out)
+
+
+def filter_aggregates(state: CycleState, allocatable: Resource, requested: Resource, num_pods: int) -> Status | None:
+    """Filter's verdict (not attributed to the plugin) on a node with this allocatable, this sum of its pods'
+    requests and this many pods: Filter reads nothing else of the node."""
+    s = state.get(PRE_FILTER_STATE_KEY)
+    if not isinstance(s, _PreFilterState):
+        return _missing_state(PRE_FILTER_STATE_KEY, s)
+    insufficient = _insufficient(s, allocatable, requested, num_pods)
+    return _status_of(insufficient) if insufficient else None
 
 
 def _status_of(insufficient: Sequence[InsufficientResource]) -> Status:
@@ -373,7 +407,7 @@ class NodeResourcesFit(AllocationScorePlugin):
         s = state.get(PRE_FILTER_STATE_KEY)
         if not isinstance(s, _PreFilterState):
             return _missing_state(PRE_FILTER_STATE_KEY, s)
-        insufficient = _insufficient(s, node)
+        insufficient = _insufficient(s, node.allocatable, node.requested, len(node.pods))
         return _status_of(insufficient) if insufficient else None
 
     def filter_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> BoolArray:

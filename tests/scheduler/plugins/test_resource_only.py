@@ -1,0 +1,327 @@
+"""The arithmetic SelectVictimsOnNode (:meth:`ResourceOnly.select_victims`) against the generic path (clone, PreFilter
+extensions, Filter per reprieve: upstream default_preemption.go ``SelectVictimsOnNode`` and preemption.go
+``DryRunPreemption``).
+
+The property test runs ``dry_run_preemption`` both ways on random clusters — node sizes and pod slots, taints the
+pod may not tolerate (a pod-independent rejection: the generic path names it), lower and higher priority pods,
+extended resources, PodDisruptionBudgets with their allowed disruptions and already-disrupted pods, nominated pods
+of every priority, a random offset and number of candidates — and requires the same candidates (victims in
+order, PDB violations), the same status for every other node and the same errors.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kubeplane.client.clock import FakeClock
+from kubeplane.scheduler.backend.snapshot import Snapshot
+from kubeplane.scheduler.config import default_config
+from kubeplane.scheduler.framework.handle import Handle
+from kubeplane.scheduler.framework.interface import CycleState, Status
+from kubeplane.scheduler.framework.runtime import Framework
+from kubeplane.scheduler.framework.types import PodInfo
+from kubeplane.scheduler.plugins.default_preemption import DefaultPreemption
+from kubeplane.scheduler.plugins.resource_only import ResourceOnly
+from kubeplane.scheduler.profile import build_profiles
+
+GPU = "example.com/gpu"
+
+
+class _Nominator:
+    """The queue's nominator as preemption reads it: pods nominated per node."""
+
+    def __init__(self, by_node: Mapping[str, list[PodInfo]]) -> None:
+        self.by_node = {k: v for k, v in by_node.items() if v}
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        return list(self.by_node.get(node_name, ()))
+
+    def nominated_node_names(self) -> list[str]:
+        return list(self.by_node)
+
+
+def _node(i: int, cpu: int, pods: int, gpus: int, tainted: bool) -> dict[str, Any]:
+    name = f"n{i}"
+    allocatable = {"cpu": f"{cpu}m", "memory": "8Gi", "pods": str(pods)}
+    if gpus:
+        allocatable[GPU] = str(gpus)
+    spec: dict[str, Any] = {}
+    if tainted:
+        spec["taints"] = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
+    return {
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "spec": spec,
+        "status": {"capacity": allocatable, "allocatable": allocatable},
+    }
+
+
+def _pod(name: str, *, priority: int, cpu: int, memory: int, gpus: int, node: str, app: str, start: int) -> PodInfo:
+    requests: dict[str, str] = {"cpu": f"{cpu}m", "memory": f"{memory}Mi"}
+    if gpus:
+        requests[GPU] = str(gpus)
+    body: dict[str, Any] = {
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}", "labels": {"app": app}},
+        "spec": {
+            "priority": priority,
+            "containers": [{"name": "c", "image": "i", "resources": {"requests": requests}}],
+        },
+        "status": {"startTime": f"2026-01-01T00:{start:02d}:00Z"} if start >= 0 else {},
+    }
+    if node:
+        body["spec"]["nodeName"] = node
+    return PodInfo(body)
+
+
+_pod_args = st.fixed_dictionaries(
+    {
+        "priority": st.integers(0, 4),
+        "cpu": st.sampled_from([0, 100, 300, 500, 900, 1500]),
+        "memory": st.sampled_from([0, 256, 1024, 4096]),
+        "gpus": st.sampled_from([0, 0, 0, 1, 2]),
+        "app": st.sampled_from(["a", "b", "c"]),
+        "start": st.integers(-1, 3),
+    }
+)
+_node_args = st.fixed_dictionaries(
+    {
+        "cpu": st.sampled_from([1000, 2000, 4000]),
+        "pods": st.integers(1, 6),
+        "gpus": st.sampled_from([0, 2, 4]),
+        "tainted": st.sampled_from([False, False, False, True]),
+        "pods_on": st.lists(_pod_args, max_size=6),
+        "nominated": st.lists(_pod_args, max_size=2),
+    }
+)
+_pdb = st.fixed_dictionaries(
+    {"app": st.sampled_from(["a", "b", "c"]), "allowed": st.integers(0, 2), "disrupted": st.booleans()}
+)
+
+
+def _setup(nodes_args: list[dict[str, Any]], pdbs: list[dict[str, Any]]) -> tuple[Framework, DefaultPreemption]:
+    nodes = [_node(i, a["cpu"], a["pods"], a["gpus"], a["tainted"]) for i, a in enumerate(nodes_args)]
+    placed: list[PodInfo] = []
+    nominated: dict[str, list[PodInfo]] = {}
+    for i, a in enumerate(nodes_args):
+        placed += [_pod(f"p{i}-{j}", node=f"n{i}", **p) for j, p in enumerate(a["pods_on"])]
+        nominated[f"n{i}"] = [_pod(f"nom{i}-{j}", node="", **p) for j, p in enumerate(a["nominated"])]
+    budgets = _budgets(pdbs)
+    snapshot = Snapshot.from_objects(nodes, [p.pod for p in placed])
+    handle = Handle(
+        rng=random.Random(0),
+        snapshot_lister=snapshot,
+        list_objects=lambda resource, _ns: list(budgets) if resource == "poddisruptionbudgets" else [],
+    )
+    handle.nominator = _Nominator(nominated)
+    fwk = build_profiles(default_config(), handle)["default-scheduler"]
+    plugin = next(p for p in fwk.post_filter_plugins if isinstance(p, DefaultPreemption))
+    return fwk, plugin
+
+
+def _budgets(pdbs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": f"pdb{k}", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": b["app"]}}},
+            "status": {"disruptionsAllowed": b["allowed"], "disruptedPods": {"p0-0": "x"} if b["disrupted"] else {}},
+        }
+        for k, b in enumerate(pdbs)
+    ]
+
+
+def _outcome(plugin: DefaultPreemption, state: CycleState, pod: PodInfo, offset: int, num: int) -> Any:
+    nodes = list(plugin.handle.snapshot_lister.list())
+    candidates, statuses, errors = plugin.dry_run_preemption(state, pod, nodes, plugin._pdbs(), offset, num)
+    return (
+        [(c.name, [v.uid for v in c.victims], c.num_pdb_violations) for c in candidates],
+        {name: (s.code, s.reasons, s.plugin) for name, s in statuses.items()},
+        errors,
+    )
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    nodes_args=st.lists(_node_args, min_size=1, max_size=6),
+    pdbs=st.lists(_pdb, max_size=3),
+    incoming=_pod_args,
+    offset=st.integers(0, 5),
+    num=st.integers(1, 6),
+)
+def test_fast_dry_run_equals_the_generic_one(
+    nodes_args: list[dict[str, Any]], pdbs: list[dict[str, Any]], incoming: dict[str, Any], offset: int, num: int
+) -> None:
+    fwk, plugin = _setup(nodes_args, pdbs)
+    pod = _pod("incoming", node="", **{**incoming, "priority": incoming["priority"] + 1})
+    state = CycleState()
+    nodes: Sequence[Any] = plugin.handle.snapshot_lister.list()
+    _result, status, _rejected = fwk.run_pre_filter_plugins(state, pod, nodes)
+    assert status is None
+    fast = ResourceOnly.for_pod(fwk, state, pod)
+    assert fast is not None, "a plain pod must take the arithmetic path"
+    offset %= len(nodes)
+    plugin.fast_dry_run = True
+    got = _outcome(plugin, state, pod, offset, num)
+    plugin.fast_dry_run = False
+    want = _outcome(plugin, state, pod, offset, num)
+    assert got == want
+
+
+def test_pod_dependent_plugins_take_the_generic_path() -> None:
+    """A pod with a host port (NodePorts keeps its Filter) or required pod anti-affinity (InterPodAffinity's
+    PreFilter extensions) is not decided by resources alone."""
+    fwk, plugin = _setup([{"cpu": 1000, "pods": 4, "gpus": 0, "tainted": False, "pods_on": [], "nominated": []}], [])
+    base = _pod("x", priority=1, cpu=100, memory=0, gpus=0, node="", app="a", start=0).pod
+    port = {
+        **base,
+        "spec": {
+            **base["spec"],
+            "containers": [{**base["spec"]["containers"][0], "ports": [{"containerPort": 80, "hostPort": 80}]}],
+        },
+    }
+    term = {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "kubernetes.io/hostname"}
+    anti = {
+        **base,
+        "spec": {
+            **base["spec"],
+            "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+        },
+    }
+    for body in (port, anti):
+        pod = PodInfo(body)
+        state = CycleState()
+        fwk.run_pre_filter_plugins(state, pod, plugin.handle.snapshot_lister.list())
+        assert ResourceOnly.for_pod(fwk, state, pod) is None
+    plain = PodInfo(base)
+    state = CycleState()
+    fwk.run_pre_filter_plugins(state, plain, plugin.handle.snapshot_lister.list())
+    assert ResourceOnly.for_pod(fwk, state, plain) is not None
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(nodes_args=st.lists(_node_args, min_size=1, max_size=6), incoming=_pod_args)
+def test_filter_node_equals_run_filter_plugins_with_nominated_pods(
+    nodes_args: list[dict[str, Any]], incoming: dict[str, Any]
+) -> None:
+    """Upstream RunFilterPluginsWithNominatedPods: both passes, the first one's status when it fails."""
+    fwk, plugin = _setup(nodes_args, [])
+    pod = _pod("incoming", node="", **incoming)
+    state = CycleState()
+    nodes: Sequence[Any] = plugin.handle.snapshot_lister.list()
+    fwk.run_pre_filter_plugins(state, pod, nodes)
+    fast = ResourceOnly.for_pod(fwk, state, pod)
+    assert fast is not None
+    for node in nodes:
+        got = fast.filter_node(node)
+        want = fwk.run_filter_plugins_with_nominated_pods(state, pod, node)
+        assert isinstance(got, Status | None)
+        assert _key(got) == _key(want), node.name
+
+
+def _key(status: Status | None) -> tuple[Any, ...] | None:
+    return None if status is None else (status.code, status.reasons, status.plugin)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(nodes_args=st.lists(_node_args, min_size=1, max_size=6), incoming=_pod_args)
+def test_rejected_statuses_over_the_table_equal_the_reference(
+    nodes_args: list[dict[str, Any]], incoming: dict[str, Any]
+) -> None:
+    """The node search's reasons for a pod that fits nowhere: every row NodeResourcesFit rejects (and no
+    pod-independent plugin does) gets RunFilterPluginsWithNominatedPods' status; the rows left out are the ones
+    that pass or that a pod-independent plugin (here TaintToleration) rejects."""
+    fwk, plugin = _setup(nodes_args, [])
+    pod = _pod("incoming", node="", **incoming)
+    state = CycleState()
+    snapshot = plugin.handle.snapshot_lister
+    assert isinstance(snapshot, Snapshot)
+    nodes: Sequence[Any] = snapshot.list()
+    fwk.run_pre_filter_plugins(state, pod, nodes)
+    fast = ResourceOnly.for_pod(fwk, state, pod)
+    assert fast is not None
+    table = snapshot.node_table
+    got = fast.rejected_statuses(table, np.arange(table.size, dtype=np.int64))
+    assert got is not None
+    taints = next(p for p in fwk.filter_plugins if p.name() == "TaintToleration")
+    for row, node in enumerate(table.node_infos):
+        want = fwk.run_filter_plugins_with_nominated_pods(state, pod, node)
+        if row in got:
+            assert _key(got[row]) == _key(want), node.name
+        else:
+            assert want is None or taints.filter(state, pod, node) is not None, node.name
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    nodes_args=st.lists(_node_args, min_size=1, max_size=5),
+    first_pdbs=st.lists(_pdb, max_size=2),
+    second_pdbs=st.one_of(st.none(), st.lists(_pdb, max_size=2)),
+    first=_pod_args,
+    second=st.one_of(st.none(), _pod_args),
+    nominated=st.sampled_from(["same", "copies", "larger", "none"]),
+    advance=st.sampled_from([0.0, 60.0, 3600.0]),
+    offset=st.integers(0, 4),
+    num=st.integers(1, 5),
+)
+def test_results_kept_from_an_earlier_preemptor_equal_the_generic_path(
+    nodes_args: list[dict[str, Any]],
+    first_pdbs: list[dict[str, Any]],
+    second_pdbs: list[dict[str, Any]] | None,
+    first: dict[str, Any],
+    second: dict[str, Any] | None,
+    nominated: str,
+    advance: float,
+    offset: int,
+    num: int,
+) -> None:
+    """DefaultPreemption keeps each node's result for the next preemptor: a second dry run (another or the same
+    pod, other or the same PDB objects, the nominated pods kept, copied, larger or gone, the clock moved between victims
+    with and without a startTime) still equals the generic path."""
+    fwk, plugin = _setup(nodes_args, first_pdbs)
+    start = 1_767_225_690.0  # 00:01:30, between the pods' start times
+    plugin.handle.clock = FakeClock(start=start)
+    nodes: Sequence[Any] = plugin.handle.snapshot_lister.list()
+
+    def incoming(args: dict[str, Any]) -> tuple[PodInfo, CycleState]:
+        pod = _pod("incoming", node="", **{**args, "priority": args["priority"] + 1})
+        state = CycleState()
+        fwk.run_pre_filter_plugins(state, pod, nodes)
+        return pod, state
+
+    pod, state = incoming(first)
+    _outcome(plugin, state, pod, 0, len(nodes))  # fills the cache
+    pod, state = incoming(second if second is not None else first)  # the next cycle: a new CycleState
+    if second_pdbs is not None:
+        budgets = _budgets(second_pdbs)
+        plugin.handle.list_objects = lambda resource, _ns: list(budgets) if resource == "poddisruptionbudgets" else []
+    if nominated != "same":
+        assert isinstance(plugin.handle.nominator, _Nominator)
+        by_node = plugin.handle.nominator.by_node
+        changed = (
+            {n: [_resized(p, nominated) for p in pods] for n, pods in by_node.items()} if nominated != "none" else {}
+        )
+        plugin.handle.nominator = _Nominator(changed)
+    plugin.handle.clock = FakeClock(start=start + advance)
+    offset %= len(nodes)
+    got = _outcome(plugin, state, pod, offset, num)
+    plugin.fast_dry_run = False
+    want = _outcome(plugin, state, pod, offset, num)
+    assert got == want
+
+
+def _resized(pod: PodInfo, how: str) -> PodInfo:
+    """A new PodInfo of the nominated pod: the same (``copies``) or requesting 600m more cpu (``larger``)."""
+    if how == "copies":
+        return PodInfo(pod.pod)
+    container = pod.pod["spec"]["containers"][0]
+    cpu = int(container["resources"]["requests"]["cpu"].removesuffix("m")) + 600
+    resources = {"requests": {**container["resources"]["requests"], "cpu": f"{cpu}m"}}
+    spec = {**pod.pod["spec"], "containers": [{**container, "resources": resources}]}
+    return PodInfo({**pod.pod, "spec": spec})
