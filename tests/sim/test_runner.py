@@ -279,7 +279,12 @@ def test_the_store_is_compacted_and_events_expire_on_the_virtual_clock(monkeypat
     monkeypatch.setattr(EventExpiry, "run", recording_expire)
     monkeypatch.setattr("kubeplane.store.base.Compacted", Refused)
     gone = errors.gone
-    monkeypatch.setattr(errors, "gone", lambda message: refused.append(message) or gone(message))
+
+    def recording_gone(message: str) -> errors.APIError:
+        refused.append(message)
+        return gone(message)
+
+    monkeypatch.setattr(errors, "gone", recording_gone)
     scenario = Scenario.parse({**STORY, "actions": [], "duration": "65m"})
     result = run(scenario)
     assert len(compactions) == 13  # at 5m, 10m, ..., 65m
