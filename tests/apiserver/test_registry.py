@@ -14,7 +14,7 @@ from kubeplane.apiserver.errors import APIError
 from kubeplane.apiserver.listing import WatchOptions, open_watch
 from kubeplane.apiserver.private_files import write_private
 from kubeplane.apiserver.registry import Registry
-from kubeplane.apiserver.server import admin_token, expire_events, kubeconfig_text
+from kubeplane.apiserver.server import admin_token, kubeconfig_text
 from kubeplane.apiserver.watchcache import CacheWatcher
 from kubeplane.store.memory import MemoryStore
 
@@ -34,21 +34,6 @@ async def registry() -> AsyncIterator[tuple[Registry, Clock]]:
     await reg.start()
     yield reg, clock
     await reg.stop()
-
-
-async def test_events_expire_after_the_ttl(registry: tuple[Registry, Clock]) -> None:
-    """kube-apiserver --event-ttl: events whose last activity is older than the TTL are deleted."""
-    reg, clock = registry
-    events = reg.resource("", "events")
-    event = {"involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"}, "reason": "R", "type": "Normal"}
-    await reg.create(events, "default", {**event, "metadata": {"name": "old"}})
-    clock.now += 1800
-    await reg.create(events, "default", {**event, "metadata": {"name": "young"}})
-    clock.now += 1801
-    assert await expire_events(reg, events, ttl=3600) == 1
-    reg.cache(events).sync()
-    remaining = sorted(reg.cache(events).objects)
-    assert remaining == ["/registry/events/default/young"]
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ node-failure timings of upstream's controllers to the simulated second."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -244,3 +245,54 @@ def test_the_scheduler_configuration_can_change_mid_run() -> None:
     assert len(before) == 6  # LeastAllocated: one per worker
     assert len(after) == 1  # MostAllocated: all onto the most allocated node
     assert result.summary["scheduling_attempts"] == 12  # counted across both scheduler incarnations
+
+
+def test_the_store_is_compacted_and_events_expire_on_the_virtual_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kube-apiserver's housekeeping runs in a simulation on the virtual clock (apiserver.housekeeping): the store
+    is compacted every 5 minutes (--etcd-compaction-interval) to the revision of the previous round, so its history
+    stays bounded; Events older than an hour (--event-ttl) are deleted. Nothing in a simulation reads a revision
+    compaction removed: no Compacted is ever raised, and no watch gets 410."""
+    from kubeplane.apiserver import errors
+    from kubeplane.apiserver.housekeeping import EventExpiry
+    from kubeplane.store import interface
+    from kubeplane.store.memory import MemoryStore
+
+    compactions: list[tuple[int, int, int]] = []  # (compacted to, store revision, events left in the log)
+    compact, expire = MemoryStore.compact, EventExpiry.run
+    expired: list[int] = []
+    refused: list[str] = []
+
+    async def recording_compact(self: MemoryStore, revision: int) -> None:
+        await compact(self, revision)
+        compactions.append((revision, self.revision, len(self._log)))
+
+    async def recording_expire(self: EventExpiry) -> int:
+        expired.append(await expire(self))
+        return expired[-1]
+
+    class Refused(interface.Compacted):
+        def __init__(self, *args: Any) -> None:
+            refused.append(repr(args))
+            super().__init__(*args)
+
+    monkeypatch.setattr(MemoryStore, "compact", recording_compact)
+    monkeypatch.setattr(EventExpiry, "run", recording_expire)
+    monkeypatch.setattr("kubeplane.store.base.Compacted", Refused)
+    gone = errors.gone
+
+    def recording_gone(message: str) -> errors.APIError:
+        refused.append(message)
+        return gone(message)
+
+    monkeypatch.setattr(errors, "gone", recording_gone)
+    scenario = Scenario.parse({**STORY, "actions": [], "workload": STORY["workload"][:1], "duration": "61m"})
+    result = run(scenario)
+    assert len(compactions) == 12  # at 5m, 10m, ..., 60m
+    for (_, previous_revision, _), (to, _, _) in itertools.pairwise(compactions):
+        assert to == previous_revision  # each round compacts to the revision the previous round saw
+    assert all(log == revision - to for to, revision, log in compactions)  # history kept: since the compaction
+    assert len(expired) == 61  # one pass a simulated minute
+    assert sum(expired[:60]) == 0  # no Event is an hour old before the 61st minute
+    assert sum(expired[60:]) > 0  # then the first ones expire
+    assert refused == []
+    assert result.summary["pods_created"] == 4

@@ -9,9 +9,9 @@ already durable by then.
 Slow clients are timed out and connections capped (:mod:`.http.connections`): the open-file soft limit is
 raised to the hard limit at start and the cap kept below it.
 
-Housekeeping, as kube-apiserver: every ``compaction_interval`` the store is compacted to the revision seen at
-the previous tick (so at least one interval of history stays for watch resumption), and core Events older than
-``event_ttl`` are deleted.
+Housekeeping, as kube-apiserver (:mod:`.housekeeping`): every ``compaction_interval`` the store is compacted to
+the revision seen at the previous tick (so at least one interval of history stays for watch resumption), and
+core Events older than ``event_ttl`` are deleted.
 """
 
 from __future__ import annotations
@@ -29,15 +29,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubeplane.api import meta as apimeta
-from kubeplane.store.interface import Compacted, Store, StoreError
+from kubeplane.store.interface import Store, StoreError
 from kubeplane.store.memory import MemoryStore
 from kubeplane.store.sqlite import SqliteStore
 
 from .auth import bootstrap
 from .auth.authentication import TokenFileError, load_token_file
 from .auth.modes import DEFAULT_MODES, build_authorizer, parse_modes
-from .deletion import DeleteOptions, delete_object
+from .housekeeping import housekeeping
 from .http.app import APIServerApp
 from .http.connections import (
     ConnectionGuard,
@@ -231,46 +230,6 @@ class _Server:
         self.server.should_exit = True
 
 
-async def housekeeping(registry: Registry, config: ServerConfig) -> None:
-    previous = registry.store.revision
-    last_compaction = time.monotonic()
-    events = registry.resource("", "events")
-    tick = min(config.compaction_interval, max(config.event_ttl / 10, 1.0), 60.0)
-    while True:
-        await asyncio.sleep(tick)
-        if time.monotonic() - last_compaction >= config.compaction_interval:
-            last_compaction = time.monotonic()
-            if previous > registry.store.compacted_revision:
-                with contextlib.suppress(Compacted):
-                    await registry.store.compact(previous)
-            previous = registry.store.revision
-        await expire_events(registry, events, ttl=config.event_ttl)
-
-
-async def expire_events(registry: Registry, events: Any, *, ttl: float) -> int:
-    """Delete core Events whose last activity is older than ``ttl`` seconds (kube-apiserver's --event-ttl)."""
-    cutoff = registry.now() - ttl
-    cache = registry.cache(events)
-    cache.sync()
-    expired = 0
-    for obj in list(cache.objects.values()):
-        stamp = obj.get("lastTimestamp") or obj.get("eventTime") or obj["metadata"].get("creationTimestamp")
-        try:
-            when = (
-                apimeta.parse_time(stamp)
-                if isinstance(stamp, str) and len(stamp) == 20
-                else apimeta.parse_micro_time(stamp)
-            )
-        except (TypeError, ValueError):
-            continue
-        if when.timestamp() < cutoff:
-            meta = obj["metadata"]
-            with contextlib.suppress(Exception):
-                await delete_object(registry, events, meta.get("namespace"), meta["name"], DeleteOptions())
-                expired += 1
-    return expired
-
-
 async def authorize_with(registry: Registry, authorization_mode: str) -> None:
     """Set ``registry.authorizer`` from ``--authorization-mode`` (default ``Node,RBAC``) and, with RBAC, run
     upstream's ``rbac/bootstrap-roles`` post-start hook (``auth.bootstrap.reconcile``) before anything is
@@ -335,7 +294,18 @@ async def run_apiserver(
     address = f"{'https' if certs else 'http'}://{config.host}:{port}"
     ca_pem = certs.ca.read_bytes() if certs else None
     kubeconfig = config.data_dir / config.kubeconfig_name
-    tasks = [asyncio.create_task(housekeeping(registry, config), name="housekeeping")]
+    tasks = [
+        asyncio.create_task(
+            housekeeping(
+                registry,
+                compaction_interval=config.compaction_interval,
+                event_ttl=config.event_ttl,
+                sleep=asyncio.sleep,
+                monotonic=time.monotonic,
+            ),
+            name="housekeeping",
+        )
+    ]
 
     stoppers: list[Callable[[], Awaitable[None]]] = []
     failures: list[Exception] = []

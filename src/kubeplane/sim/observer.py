@@ -34,8 +34,11 @@ from .workloads import pod_group
 Obj = Mapping[str, Any]
 
 
-@dataclass
+@dataclass(slots=True)
 class PodRecord:
+    """What the collector keeps of one pod for the whole run (one per pod ever created, so kept small: slotted,
+    and pods asking the same resources share one read-only ``requests`` mapping)."""
+
     namespace: str
     name: str
     created: float
@@ -81,6 +84,7 @@ class Observer:
         self._in_use: Counter[str] = Counter()  # node -> such pods
         self.nodes_in_use_peak = 0
         self.scaling: list[ScalingEvent] = []
+        self._requests: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}  # shared PodRecord.requests
         """The cluster-autoscaler's Events (:mod:`.scaling`), in the order seen; kept out of the event log."""
 
     @property
@@ -120,7 +124,8 @@ class Observer:
         record = self.pods.get(key)
         if record is None:
             record = self.pods[key] = PodRecord(str(meta.get("namespace")), str(meta["name"]), now)
-            record.requests = pod_requests(pod)
+            requests = pod_requests(pod)
+            record.requests = self._requests.setdefault(tuple(sorted(requests.items())), requests)
             record.group = pod_group(pod)
         node = str(spec.get("nodeName") or "")
         phase = str(status.get("phase") or "Pending")

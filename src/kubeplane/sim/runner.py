@@ -39,6 +39,7 @@ from prometheus_client import CollectorRegistry
 
 from kubeplane.api.quantity import parse_quantity
 from kubeplane.api.views import is_pod_terminal, name_of, namespace_of, spec_of, status_of
+from kubeplane.apiserver.housekeeping import housekeeping
 from kubeplane.autoscaler.provider import NodeGroupError
 from kubeplane.client.errors import AlreadyExistsError, ClientError, NotFoundError
 from kubeplane.client.informer import SharedInformer
@@ -228,6 +229,10 @@ class _Run:
             tasks += [asyncio.ensure_future(self._arrivals())]
             tasks += [asyncio.ensure_future(self._generator(g, i)) for i, g in enumerate(self.scenario.generators)]
             tasks += [asyncio.ensure_future(self._actions())]
+            # kube-apiserver's store compaction and Event expiry on the virtual clock (apiserver.housekeeping)
+            tasks += [
+                asyncio.ensure_future(housekeeping(client.registry, sleep=clock.sleep, monotonic=clock.monotonic))
+            ]
             await driver
             self._sample()  # the state at the end
         finally:
