@@ -83,9 +83,19 @@ class FakeClock:
         if seconds <= 0:
             await asyncio.sleep(0)
             return
+        await self.timer(seconds)
+
+    def timer(self, seconds: float) -> asyncio.Future[None]:
+        """A future resolved when the clock passes ``seconds`` from now (at once if ``seconds`` <= 0): what
+        :meth:`sleep` awaits, without a task around it. Cancel it to drop the timer. A waiter that races it
+        against another future (an in-process watch waiting for events or its bookmark interval) costs no task
+        to create and cancel per wait, as a :meth:`sleep` wrapped in a task does."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._sleepers, (self._elapsed + seconds, next(self._order), future))
-        await future
+        if seconds <= 0:
+            future.set_result(None)
+        else:
+            heapq.heappush(self._sleepers, (self._elapsed + seconds, next(self._order), future))
+        return future
 
     @property
     def pending(self) -> int:

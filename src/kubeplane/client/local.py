@@ -14,7 +14,7 @@ allowed to import the API server (DESIGN.md layering).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -34,7 +34,7 @@ from kubeplane.apiserver.watchcache import CacheWatcher
 from kubeplane.store.interface import Conflict, NotFound
 from kubeplane.store.memory import MemoryStore
 
-from .clock import Clock
+from .clock import Clock, FakeClock
 from .errors import ClientError, error_for
 from .interface import Obj, PatchType
 from .resolve import resolve_resource
@@ -67,6 +67,19 @@ class LocalWatch:
         self._deadline = None if timeout is None else self._time() + timeout
         self._bookmark_interval = bookmark_interval
         self._pending: list[Obj] = []
+        self._as_stored = not conversion.presents(resource)
+        self._api_version, self._kind = resource.api_version, resource.kind
+        # a FakeClock's (and so a simulation's VirtualClock's) timer is a plain future: no task per wait
+        self._sleep: Callable[[float], Awaitable[None]] | None = (
+            clock.timer if isinstance(clock, FakeClock) else None if clock is None else clock.sleep
+        )
+
+    def _typed(self, obj: Obj) -> Obj:
+        """``obj`` as the registry presents it (``Registry._with_type``), the common case (stored as served, with
+        its apiVersion and kind) answered without asking the resource's conversion rules for every event."""
+        if self._as_stored and obj.get("apiVersion") == self._api_version and obj.get("kind") == self._kind:
+            return obj
+        return self._registry._with_type(self._resource, obj)
 
     def _time(self) -> float:
         return self._clock.monotonic() if self._clock is not None else asyncio.get_running_loop().time()
@@ -78,10 +91,7 @@ class LocalWatch:
         watcher = self._watcher
         while not self._pending:
             if watcher.pending:
-                self._pending = [
-                    {"type": e.type, "object": self._registry._with_type(self._resource, e.obj)}
-                    for e in watcher.drain()
-                ]
+                self._pending = [{"type": e.type, "object": self._typed(e.obj)} for e in watcher.drain()]
                 self._pending.reverse()
                 break
             if watcher.closed:
@@ -93,7 +103,7 @@ class LocalWatch:
                     await self.close()
                     raise StopAsyncIteration
                 wait = min(wait, remaining)
-            await watcher.wait(wait, sleep=None if self._clock is None else self._clock.sleep)
+            await watcher.wait(wait, sleep=self._sleep)
             if not watcher.pending and not watcher.closed and self._bookmark_interval is not None:
                 # idle: a bookmark, as the HTTP server sends, after syncing so it never passes a queued event
                 revision = self._registry.cache(self._resource).bookmark_revision(watcher)
