@@ -328,7 +328,10 @@ class LocalClient:
             kv = await self.registry.store.update(key, body, expected_mod_revision=expected)
         except (Conflict, NotFound):
             return None
-        return {**obj, "metadata": {**meta, "resourceVersion": str(kv.mod_revision)}}
+        stored = {**obj, "metadata": {**meta, "resourceVersion": str(kv.mod_revision)}}
+        if next(reversed(meta)) == "resourceVersion":  # as decoding puts it (last): the watch cache need not decode
+            self.registry.cache(resource).expect(key, kv.mod_revision, stored)
+        return stored
 
     async def delete(
         self,
