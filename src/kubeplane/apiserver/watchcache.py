@@ -373,30 +373,14 @@ class CacheWatcher:
             # arrives together with the wake-up, and a cancelled watch would then never end.
             if sleep is None:
                 await asyncio.wait({self._waiter}, timeout=timeout)
-            elif isinstance(timer := sleep(timeout), asyncio.Future):  # a clock's timer: no task, no asyncio.wait
-                await self._wait_with_timer(self._waiter, timer)
             else:
-                sleeper = asyncio.ensure_future(timer)
+                sleeper = asyncio.ensure_future(sleep(timeout))
                 try:
                     await asyncio.wait({self._waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
                 finally:
                     sleeper.cancel()
         finally:
             self._waiter = None
-
-    @staticmethod
-    async def _wait_with_timer(waiter: asyncio.Future[None], timer: asyncio.Future[Any]) -> None:
-        """Await ``waiter``, resolved early when ``timer`` fires; the timer is dropped (cancelled) either way."""
-
-        def ring(_: asyncio.Future[Any]) -> None:
-            _resolve(waiter)
-
-        timer.add_done_callback(ring)
-        try:
-            await waiter
-        finally:
-            timer.remove_done_callback(ring)
-            timer.cancel()
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
