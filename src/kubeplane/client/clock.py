@@ -85,6 +85,16 @@ class FakeClock:
             return
         await self.timer(seconds)
 
+    async def sleep_until(self, deadline: float) -> None:
+        """Sleep until :meth:`monotonic` reads exactly ``deadline`` (a float computed by the caller, not
+        ``monotonic() + (deadline - monotonic())``, which may round to a neighbouring float)."""
+        if deadline <= self._elapsed:
+            await asyncio.sleep(0)
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (deadline, next(self._order), future))
+        await future
+
     def timer(self, seconds: float) -> asyncio.Future[None]:
         """A future resolved when the clock passes ``seconds`` from now (at once if ``seconds`` <= 0): what
         :meth:`sleep` awaits, without a task around it. Cancel it to drop the timer. A waiter that races it
@@ -114,3 +124,12 @@ class FakeClock:
         self._elapsed = target
         for _ in range(5):
             await asyncio.sleep(0)
+
+
+async def sleep_until(clock: Clock, deadline: float) -> None:
+    """Sleep on ``clock`` until its monotonic time is ``deadline``: exactly that float on a :class:`FakeClock` (and
+    so a simulation's virtual clock), ``sleep(deadline - monotonic())`` on any other."""
+    if isinstance(clock, FakeClock):
+        await clock.sleep_until(deadline)
+    else:
+        await clock.sleep(deadline - clock.monotonic())

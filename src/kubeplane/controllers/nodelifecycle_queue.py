@@ -62,6 +62,9 @@ class RateLimitedTimedQueue:
         self._queue = [v for v in self._queue if v.value != value]
         return True
 
+    def __len__(self) -> int:  # values waiting (not the known ones already processed)
+        return len(self._queue)
+
     def knows(self, value: str) -> bool:  # added and not removed since (queued, or processed and kept known)
         return value in self._known
 
