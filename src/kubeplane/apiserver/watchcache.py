@@ -560,8 +560,9 @@ class WatchCache:
         """A trusted in-process writer's word that the put of ``key`` at ``revision`` stored ``obj``, exactly what
         decoding the stored value gives (``resourceVersion`` last in its metadata): the event is then applied
         with ``obj`` instead of decoding the value again (:meth:`LocalClient.put_prepared`, the fleet's Lease
-        renewals). Shared read-only as every cached object. A word for a revision other than the key's next
-        event is dropped unused."""
+        renewals). Shared read-only as every cached object. A word is kept until the key's event of its revision
+        (earlier events of the key pass it by); one whose revision was already applied is dropped at the key's
+        next event."""
         self._decoded[key] = (revision, obj)
 
     def _apply(self, batch: list[StoreEvent]) -> None:
@@ -569,9 +570,9 @@ class WatchCache:
         expected = self._decoded
         for store_event in batch:
             decoded = None
-            if expected:
-                word = expected.pop(store_event.kv.key, None)
-                if word is not None and word[0] == store_event.revision and store_event.type is EventType.PUT:
+            if expected and (word := expected.get(store_event.kv.key)) is not None and word[0] <= store_event.revision:
+                del expected[store_event.kv.key]  # taken, or for a revision already applied: dropped
+                if word[0] == store_event.revision and store_event.type is EventType.PUT:
                     decoded = word[1]
             event = to_watch_event(store_event, self.objects.get(store_event.kv.key), decoded)
             if event.type == "DELETED":
