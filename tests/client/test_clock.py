@@ -1,26 +1,10 @@
-"""FakeClock's timers (kubeplane.client.clock): a timer future is a sleep without a task, sleep_until sleeps to
-an exact monotonic float."""
+"""FakeClock.sleep_until (kubeplane.client.clock): a sleep to an exact monotonic float."""
 
 from __future__ import annotations
 
 import asyncio
 
 from kubeplane.client.clock import FakeClock, SystemClock, sleep_until
-
-
-async def test_a_timer_resolves_when_the_clock_passes_it_and_a_cancelled_one_is_dropped() -> None:
-    clock = FakeClock()
-    early, late, dropped = clock.timer(1.0), clock.timer(5.0), clock.timer(2.0)
-    dropped.cancel()
-    assert clock.timer(0).done()
-    assert clock.timer(-1).done()
-    await clock.advance(1.0)
-    assert early.done()
-    assert not late.done()
-    await clock.advance(10.0)
-    assert late.done()
-    assert dropped.cancelled()
-    assert clock.pending == 0
 
 
 async def test_sleep_until_wakes_at_exactly_the_deadline_float() -> None:

@@ -44,7 +44,7 @@ async def test_results_are_private_copies() -> None:
 
 
 async def test_idle_watch_on_a_fake_clock_bookmarks_after_the_interval_of_that_clock() -> None:
-    """The watch waits on the clock's timer (no task per wait): nothing before the interval, a bookmark after."""
+    """The watch waits on the injected clock: nothing before the interval, a bookmark after."""
     clock = FakeClock()
     client = await LocalClient.in_memory(now=clock.now, clock=clock)
     try:
@@ -58,7 +58,7 @@ async def test_idle_watch_on_a_fake_clock_bookmarks_after_the_interval_of_that_c
         assert not pending.done()
         await clock.advance(1)
         assert (await asyncio.wait_for(pending, 5))["type"] == "BOOKMARK"
-        assert clock.pending == 0  # the timer of the wait that ended is not left behind
+        assert clock.pending == 0  # the sleep of the wait that ended is not left behind
         await watch.close()
     finally:
         await client.close()

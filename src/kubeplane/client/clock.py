@@ -83,7 +83,9 @@ class FakeClock:
         if seconds <= 0:
             await asyncio.sleep(0)
             return
-        await self.timer(seconds)
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (self._elapsed + seconds, next(self._order), future))
+        await future
 
     async def sleep_until(self, deadline: float) -> None:
         """Sleep until :meth:`monotonic` reads exactly ``deadline`` (a float computed by the caller, not
@@ -94,18 +96,6 @@ class FakeClock:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._sleepers, (deadline, next(self._order), future))
         await future
-
-    def timer(self, seconds: float) -> asyncio.Future[None]:
-        """A future resolved when the clock passes ``seconds`` from now (at once if ``seconds`` <= 0): what
-        :meth:`sleep` awaits, without a task around it. Cancel it to drop the timer. A waiter that races it
-        against another future (an in-process watch waiting for events or its bookmark interval) costs no task
-        to create and cancel per wait, as a :meth:`sleep` wrapped in a task does."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if seconds <= 0:
-            future.set_result(None)
-        else:
-            heapq.heappush(self._sleepers, (self._elapsed + seconds, next(self._order), future))
-        return future
 
     @property
     def pending(self) -> int:

@@ -14,7 +14,7 @@ allowed to import the API server (DESIGN.md layering).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
@@ -34,7 +34,7 @@ from kubeplane.apiserver.watchcache import CacheWatcher
 from kubeplane.store.interface import Conflict, NotFound
 from kubeplane.store.memory import MemoryStore
 
-from .clock import Clock, FakeClock
+from .clock import Clock
 from .errors import ClientError, error_for
 from .interface import Obj, PatchType
 from .resolve import resolve_resource
@@ -69,10 +69,6 @@ class LocalWatch:
         self._pending: list[Obj] = []
         self._as_stored = not conversion.presents(resource)
         self._api_version, self._kind = resource.api_version, resource.kind
-        # a FakeClock's (and so a simulation's VirtualClock's) timer is a plain future: no task per wait
-        self._sleep: Callable[[float], Awaitable[None]] | None = (
-            clock.timer if isinstance(clock, FakeClock) else None if clock is None else clock.sleep
-        )
 
     def _typed(self, obj: Obj) -> Obj:
         """``obj`` as the registry presents it (``Registry._with_type``), the common case (stored as served, with
@@ -103,7 +99,7 @@ class LocalWatch:
                     await self.close()
                     raise StopAsyncIteration
                 wait = min(wait, remaining)
-            await watcher.wait(wait, sleep=self._sleep)
+            await watcher.wait(wait, sleep=None if self._clock is None else self._clock.sleep)
             if not watcher.pending and not watcher.closed and self._bookmark_interval is not None:
                 # idle: a bookmark, as the HTTP server sends, after syncing so it never passes a queued event
                 revision = self._registry.cache(self._resource).bookmark_revision(watcher)
