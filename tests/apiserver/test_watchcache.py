@@ -37,3 +37,39 @@ async def test_each_event_s_previous_state_is_the_cached_object() -> None:
     assert KEY not in cache.objects
     await cache.stop()
     await store.close()
+
+
+async def test_a_writer_s_decoded_object_is_applied_as_it_is_and_only_for_its_revision() -> None:
+    """WatchCache.expect: the put at the named revision is applied with the writer's object (equal to a decode
+    of the stored value), earlier events of the key passing the word by; a word for a revision already applied,
+    or one whose revision is a delete, is dropped."""
+    store = MemoryStore()
+    cache = WatchCache(store=store, prefix="/registry/leases/")
+    await cache.start()
+    await store.create(KEY, _lease("a"))  # applied in the same sync, before the word's revision
+    kv = await store.update(KEY, _lease("b"))
+    written = decode(kv)
+    cache.expect(KEY, kv.mod_revision, written)
+    cache.sync()
+    assert cache.objects[KEY] is written
+    assert cache.ring[-1].obj is written
+    assert cache.ring[-1].prev is cache.ring[-2].obj
+    kv = await store.update(KEY, _lease("c"))
+    cache.sync()
+    cache.expect(KEY, kv.mod_revision, {"stale": True})  # a word for a revision the cache already applied
+    kv = await store.update(KEY, _lease("d"))
+    cache.sync()
+    assert cache.objects[KEY] == decode(kv)
+    assert "stale" not in cache.objects[KEY]
+    kv = await store.update(KEY, _lease("c"))
+    cache.sync()
+    assert cache.objects[KEY] == decode(kv)
+    cache.expect(KEY, kv.mod_revision + 1, {"not": "a put"})
+    await store.delete(KEY)
+    cache.sync()
+    assert KEY not in cache.objects
+    assert cache.ring[-1].type == "DELETED"
+    assert cache.ring[-1].obj["spec"] == {"renewTime": "c"}
+    assert not cache._decoded  # every word taken or dropped
+    await cache.stop()
+    await store.close()

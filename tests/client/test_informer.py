@@ -416,6 +416,11 @@ def test_indexer_keeps_indices_exact_across_updates_and_deletes() -> None:
     # a custom index added later covers the objects already stored
     indexer.add_indexers({"app": lambda o: [o["metadata"]["labels"]["app"]]})
     assert indexer.index_keys("app", "c") == ["default/c"]
+    moved = pod("c", rv=2)
+    moved["metadata"]["labels"]["app"] = "d"  # an update moves the key out of the later index's old bucket too
+    indexer.update(moved)
+    assert indexer.index_keys("app", "c") == []
+    assert indexer.index_keys("app", "d") == ["default/c"]
     with pytest.raises(IndexConflictError):
         indexer.add_indexers({"app": lambda o: []})
     with pytest.raises(KeyError, match="does not exist"):

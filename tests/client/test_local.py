@@ -1,10 +1,15 @@
-"""In-process transport specifics: idle bookmarks like the HTTP server's, private copies of results."""
+"""In-process transport specifics: idle bookmarks like the HTTP server's (on the injected clock too), private
+copies of results, the trusted prepared put."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
+from kubeplane.apiserver.watchcache import decode
 from kubeplane.client import local
+from kubeplane.client.clock import FakeClock
 from kubeplane.client.local import LocalClient
 
 
@@ -34,5 +39,45 @@ async def test_results_are_private_copies() -> None:
         created = await client.create(cms, {"metadata": {"name": "c"}, "data": {"k": "v"}}, namespace="default")
         created["data"]["k"] = "changed by the caller"
         assert (await client.get(cms, "c", namespace="default"))["data"] == {"k": "v"}
+    finally:
+        await client.close()
+
+
+async def test_idle_watch_on_a_fake_clock_bookmarks_after_the_interval_of_that_clock() -> None:
+    """The watch waits on the injected clock: nothing before the interval, a bookmark after."""
+    clock = FakeClock()
+    client = await LocalClient.in_memory(now=clock.now, clock=clock)
+    try:
+        watch = await client.watch(client.resource("configmaps"), namespace="default", resource_version="0")
+        events = aiter(watch)
+        pending = asyncio.ensure_future(anext(events))
+        for _ in range(5):  # the watch starts waiting at clock time 0
+            await asyncio.sleep(0)
+        assert clock.pending == 1
+        await clock.advance(local.BOOKMARK_INTERVAL - 1)
+        assert not pending.done()
+        await clock.advance(1)
+        assert (await asyncio.wait_for(pending, 5))["type"] == "BOOKMARK"
+        assert clock.pending == 0  # the sleep of the wait that ended is not left behind
+        await watch.close()
+    finally:
+        await client.close()
+
+
+async def test_put_prepared_hands_the_watch_cache_the_object_it_stored() -> None:
+    """The cache applies the writer's object, which equals a decode of the stored value, key order included."""
+    client = await LocalClient.in_memory()
+    try:
+        cms = client.resource("configmaps")
+        created = await client.create(cms, {"metadata": {"name": "c"}, "data": {"k": "v"}}, namespace="default")
+        stored = await client.put_prepared(cms, {**created, "data": {"k": "w"}}, namespace="default")
+        assert stored is not None
+        cache = client.registry.cache(cms)
+        cache.sync()
+        key = cms.key("c", "default")
+        assert cache.objects[key] is stored
+        fresh = decode(await client.registry.store.get(key))  # type: ignore[arg-type]
+        assert list(fresh["metadata"]) == list(stored["metadata"])
+        assert fresh == stored
     finally:
         await client.close()

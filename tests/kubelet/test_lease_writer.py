@@ -201,6 +201,8 @@ async def test_put_prepared_is_for_the_trusted_in_process_caller_only() -> None:
 def test_stamps_format_as_the_api_does(times: list[float]) -> None:
     """Including the rounding of a fraction to the next second (x.9999996) and repeated seconds (the cache)."""
     stamps = Stamps()
-    for t in [*times, *(int(t) + 0.9999996 for t in times), *times]:
+    for t in [*times, *(int(t) + 0.9999996 for t in times), *(int(t) + 0.0000005 for t in times), *times]:
         assert stamps.time(t) == format_time(t)
         assert stamps.micro_time(t) == format_micro_time(t)
+        assert stamps.pair(t, t) == (format_time(t), format_micro_time(t))
+        assert stamps.pair(t, t + 0.25) == (format_time(t), format_micro_time(t + 0.25))

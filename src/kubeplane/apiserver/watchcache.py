@@ -155,9 +155,10 @@ class WatchEvent:
         return self._deleted
 
 
-def to_watch_event(event: StoreEvent, cached: Obj | None = None) -> WatchEvent:
+def to_watch_event(event: StoreEvent, cached: Obj | None = None, decoded: Obj | None = None) -> WatchEvent:
     """The decoded change. ``cached``: the object the cache holds for the key, taken as the previous state (not
-    decoded again) when it is ``prev_kv``'s revision, so consecutive events of a key share that object."""
+    decoded again) when it is ``prev_kv``'s revision, so consecutive events of a key share that object.
+    ``decoded``: the new state already decoded (equal to ``decode(event.kv)``, key order included), for a put."""
     prev_kv = event.prev_kv
     prev: Obj | None = None
     if prev_kv is not None:
@@ -172,7 +173,8 @@ def to_watch_event(event: StoreEvent, cached: Obj | None = None) -> WatchEvent:
         size = len(prev_kv.value) + FRAME_OVERHEAD
         return WatchEvent("DELETED", event.kv.key, event.revision, last, prev, size)
     kind = "ADDED" if prev is None else "MODIFIED"
-    return WatchEvent(kind, event.kv.key, event.revision, decode(event.kv), prev, len(event.kv.value) + FRAME_OVERHEAD)
+    obj = decode(event.kv) if decoded is None else decoded
+    return WatchEvent(kind, event.kv.key, event.revision, obj, prev, len(event.kv.value) + FRAME_OVERHEAD)
 
 
 Filter = Callable[[str, Obj], bool]  # (key, obj) -> matches
@@ -420,6 +422,7 @@ class WatchCache:
         self.watchers: dict[CacheWatcher, None] = {}
         self._watch: StoreWatch | None = None
         self._task: asyncio.Task[None] | None = None
+        self._decoded: dict[str, tuple[int, Obj]] = {}  # key -> (revision, object): see :meth:`expect`
 
     async def start(self) -> None:
         await self._list_and_watch()
@@ -553,10 +556,25 @@ class WatchCache:
             return None
         return self.revision
 
+    def expect(self, key: str, revision: int, obj: Obj) -> None:
+        """A trusted in-process writer's word that the put of ``key`` at ``revision`` stored ``obj``, exactly what
+        decoding the stored value gives (``resourceVersion`` last in its metadata): the event is then applied
+        with ``obj`` instead of decoding the value again (:meth:`LocalClient.put_prepared`, the fleet's Lease
+        renewals). Shared read-only as every cached object. A word is kept until the key's event of its revision
+        (earlier events of the key pass it by); one whose revision was already applied is dropped at the key's
+        next event."""
+        self._decoded[key] = (revision, obj)
+
     def _apply(self, batch: list[StoreEvent]) -> None:
         ring = self.ring
+        expected = self._decoded
         for store_event in batch:
-            event = to_watch_event(store_event, self.objects.get(store_event.kv.key))
+            decoded = None
+            if expected and (word := expected.get(store_event.kv.key)) is not None and word[0] <= store_event.revision:
+                del expected[store_event.kv.key]  # taken, or for a revision already applied: dropped
+                if word[0] == store_event.revision and store_event.type is EventType.PUT:
+                    decoded = word[1]
+            event = to_watch_event(store_event, self.objects.get(store_event.kv.key), decoded)
             if event.type == "DELETED":
                 if self.objects.pop(event.key, None) is not None:
                     del self._keys[bisect_left(self._keys, event.key)]

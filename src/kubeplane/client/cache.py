@@ -92,6 +92,9 @@ class Indexer:
         self._items: dict[str, Obj] = {}
         self._indexers: dict[str, IndexFunc] = {}
         self._indices: dict[str, dict[str, dict[str, None]]] = {}
+        # key -> the values each index function gave the stored object (in ``_indexers`` order), so a put
+        # computes the new object's values only (an informer's update: one call per index, not two)
+        self._values: dict[str, tuple[builtins.list[str], ...]] = {}
         if indexers:
             self.add_indexers(indexers)
 
@@ -112,7 +115,9 @@ class Indexer:
             buckets: dict[str, dict[str, None]] = {}
             self._indices[name] = buckets
             for key, obj in self._items.items():
-                for value in func(obj):
+                values = list(func(obj))
+                self._values[key] = (*self._values[key], values)
+                for value in values:
                     buckets.setdefault(value, {})[key] = None
 
     # -- writes ------------------------------------------------------------------------------------------
@@ -121,7 +126,7 @@ class Indexer:
         """Store ``obj`` under ``key``; the previous object, if any."""
         old = self._items.get(key)
         self._items[key] = obj
-        self._reindex(key, old, obj)
+        self._reindex(key, obj)
         return old
 
     def add(self, obj: Obj) -> Obj | None:
@@ -133,22 +138,34 @@ class Indexer:
         """Remove ``key``; the removed object, or None if it was not stored."""
         old = self._items.pop(key, None)
         if old is not None:
-            self._reindex(key, old, None)
+            self._reindex(key, None)
         return old
 
     def replace(self, objs: Iterable[Obj]) -> None:
         """Make the store hold exactly ``objs`` (upstream ``Replace``), rebuilding every index."""
         self._items = {self.key_func(obj): obj for obj in objs}
         self._indices = {name: {} for name in self._indexers}
+        self._values = {}
         for key, obj in self._items.items():
-            self._reindex(key, None, obj)
+            self._reindex(key, obj)
 
-    def _reindex(self, key: str, old: Obj | None, new: Obj | None) -> None:
-        for name, func in self._indexers.items():
-            old_values = list(func(old)) if old is not None else []
-            new_values = list(func(new)) if new is not None else []
+    def _reindex(self, key: str, new: Obj | None) -> None:
+        """Move ``key`` from the index values of the object stored before to those of ``new`` (None: removed)."""
+        values = self._values
+        before = values.get(key)
+        if new is None:
+            after = None
+            values.pop(key, None)
+        else:
+            after = tuple([list(func(new)) for func in self._indexers.values()])
+            values[key] = after
+        if before == after:
+            return  # the common case (a pod keeps its namespace and node): nothing to move
+        for i, name in enumerate(self._indexers):
+            old_values = before[i] if before is not None else []
+            new_values = after[i] if after is not None else []
             if old_values == new_values:
-                continue  # the common case (a pod keeps its namespace and node): nothing to move
+                continue
             buckets = self._indices[name]
             for value in old_values:
                 bucket = buckets.get(value)

@@ -87,6 +87,16 @@ class FakeClock:
         heapq.heappush(self._sleepers, (self._elapsed + seconds, next(self._order), future))
         await future
 
+    async def sleep_until(self, deadline: float) -> None:
+        """Sleep until :meth:`monotonic` reads exactly ``deadline`` (a float computed by the caller, not
+        ``monotonic() + (deadline - monotonic())``, which may round to a neighbouring float)."""
+        if deadline <= self._elapsed:
+            await asyncio.sleep(0)
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (deadline, next(self._order), future))
+        await future
+
     @property
     def pending(self) -> int:
         return sum(1 for _, _, f in self._sleepers if not f.done())
@@ -104,3 +114,12 @@ class FakeClock:
         self._elapsed = target
         for _ in range(5):
             await asyncio.sleep(0)
+
+
+async def sleep_until(clock: Clock, deadline: float) -> None:
+    """Sleep on ``clock`` until its monotonic time is ``deadline``: exactly that float on a :class:`FakeClock` (and
+    so a simulation's virtual clock), ``sleep(deadline - monotonic())`` on any other."""
+    if isinstance(clock, FakeClock):
+        await clock.sleep_until(deadline)
+    else:
+        await clock.sleep(deadline - clock.monotonic())

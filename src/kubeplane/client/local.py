@@ -67,6 +67,15 @@ class LocalWatch:
         self._deadline = None if timeout is None else self._time() + timeout
         self._bookmark_interval = bookmark_interval
         self._pending: list[Obj] = []
+        self._as_stored = not conversion.presents(resource)
+        self._api_version, self._kind = resource.api_version, resource.kind
+
+    def _typed(self, obj: Obj) -> Obj:
+        """``obj`` as the registry presents it (``Registry._with_type``), the common case (stored as served, with
+        its apiVersion and kind) answered without asking the resource's conversion rules for every event."""
+        if self._as_stored and obj.get("apiVersion") == self._api_version and obj.get("kind") == self._kind:
+            return obj
+        return self._registry._with_type(self._resource, obj)
 
     def _time(self) -> float:
         return self._clock.monotonic() if self._clock is not None else asyncio.get_running_loop().time()
@@ -78,10 +87,7 @@ class LocalWatch:
         watcher = self._watcher
         while not self._pending:
             if watcher.pending:
-                self._pending = [
-                    {"type": e.type, "object": self._registry._with_type(self._resource, e.obj)}
-                    for e in watcher.drain()
-                ]
+                self._pending = [{"type": e.type, "object": self._typed(e.obj)} for e in watcher.drain()]
                 self._pending.reverse()
                 break
             if watcher.closed:
@@ -318,7 +324,10 @@ class LocalClient:
             kv = await self.registry.store.update(key, body, expected_mod_revision=expected)
         except (Conflict, NotFound):
             return None
-        return {**obj, "metadata": {**meta, "resourceVersion": str(kv.mod_revision)}}
+        stored = {**obj, "metadata": {**meta, "resourceVersion": str(kv.mod_revision)}}
+        if next(reversed(meta)) == "resourceVersion":  # as decoding puts it (last): the watch cache need not decode
+            self.registry.cache(resource).expect(key, kv.mod_revision, stored)
+        return stored
 
     async def delete(
         self,

@@ -42,7 +42,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kubeplane.api.meta import format_time
@@ -59,19 +59,19 @@ from kubeplane.api.views import (
     zone_key,
 )
 from kubeplane.client.cache import NODE_NAME_INDEX
+from kubeplane.client.clock import sleep_until
 from kubeplane.client.errors import ConflictError, NotFoundError
-from kubeplane.client.flowcontrol import TokenBucket, TokenBucketConfig
 from kubeplane.client.interface import Obj, PatchType
 from kubeplane.controllers.base import Controller, ControllerContext, split_key
+from kubeplane.controllers.nodelifecycle_queue import RateLimitedTimedQueue, TimedValue
 from kubeplane.controllers.podutil import parse_timestamp, pod_condition_patch
 
-__all__ = ["NodeLifecycleController", "RateLimitedTimedQueue", "compute_zone_state"]
+__all__ = ["NodeLifecycleController", "RateLimitedTimedQueue", "TimedValue", "compute_zone_state"]
 
 log = logging.getLogger(__name__)
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 NODE_EVICTION_PERIOD = 0.1  # upstream scheduler.NodeEvictionPeriod
-EVICTION_BURST = 1  # upstream EvictionRateLimiterBurst
 NODE_HEALTH_UPDATE_RETRY = 5  # upstream NodeHealthUpdateRetry
 TAINT_UPDATE_RETRIES = 5  # upstream UpdateTaintBackoff steps
 
@@ -162,7 +162,7 @@ def _working_condition(node: Obj, condition_type: str) -> Obj | None:
     return next((c for c in conditions if c.get("type") == condition_type), None)
 
 
-# --- the rate-limited zone queue ------------------------------------------------------------------------
+# --- working copies -------------------------------------------------------------------------------------
 
 
 def _working_copy(node: Mapping[str, Any]) -> Obj:
@@ -183,87 +183,6 @@ def _conditions_copy(status: Mapping[str, Any]) -> Obj:
     return {"conditions": [dict(c) for c in status.get("conditions") or []]}
 
 
-class _Limiter:
-    """Upstream's token bucket limiter with burst 1, or (qps <= 0) the never-accepting fake limiter."""
-
-    def __init__(self, qps: float, clock: Any) -> None:
-        self.qps = qps
-        self._bucket = TokenBucket(TokenBucketConfig(qps=qps, burst=EVICTION_BURST), clock=clock) if qps > 0 else None
-
-    def try_accept(self) -> bool:
-        return self._bucket is not None and self._bucket.try_accept()
-
-
-@dataclass(order=True)
-class TimedValue:
-    process_at: float
-    value: str = field(compare=False)
-    uid: str = field(compare=False, default="")
-    added_at: float = field(compare=False, default=0.0)
-
-
-class RateLimitedTimedQueue:
-    """Upstream ``RateLimitedTimedQueue``: unique values ordered by ``process_at``, processed under a limiter.
-
-    A value stays *known* after it was processed successfully (``Add`` refuses it) until :meth:`remove`; so a
-    node is tainted once per unhealthy spell. :meth:`try_process` consumes one token per attempt and stops at
-    the first refusal or not-yet-due value, as upstream's ``Try``.
-    """
-
-    def __init__(self, qps: float, clock: Any) -> None:
-        self._clock = clock
-        self.limiter = _Limiter(qps, clock)
-        self._queue: list[TimedValue] = []
-        self._known: set[str] = set()
-
-    def add(self, value: str, uid: str) -> bool:
-        if value in self._known:
-            return False
-        now = self._clock.monotonic()
-        self._queue.append(TimedValue(now, value, uid, now))
-        self._queue.sort()
-        self._known.add(value)
-        return True
-
-    def remove(self, value: str) -> bool:
-        if value not in self._known:
-            return False
-        self._known.discard(value)
-        self._queue = [v for v in self._queue if v.value != value]
-        return True
-
-    def knows(self, value: str) -> bool:  # added and not removed since (queued, or processed and kept known)
-        return value in self._known
-
-    def __contains__(self, value: str) -> bool:
-        return any(v.value == value for v in self._queue)
-
-    def swap_limiter(self, qps: float) -> None:
-        if self.limiter.qps == qps:
-            return
-        new = _Limiter(qps, self._clock)
-        if qps > 0 and not self.limiter.try_accept():
-            new.try_accept()  # we were waiting on the old limiter: the new one starts drained (burst 1)
-        self.limiter = new
-
-    async def try_process(self, fn: Callable[[TimedValue], Awaitable[tuple[bool, float]]]) -> None:
-        while self._queue:
-            head = self._queue[0]
-            if not self.limiter.try_accept():
-                return
-            now = self._clock.monotonic()
-            if now < head.process_at:
-                return
-            ok, wait = await fn(head)
-            if head not in self._queue:
-                continue  # removed while fn ran
-            if ok:
-                self._queue.remove(head)  # stays known until remove()
-            else:
-                head.process_at = now + wait + 1e-9
-                self._queue.sort()
-
-
 # --- the controller -------------------------------------------------------------------------------------
 
 
@@ -280,6 +199,8 @@ class _NodeHealth:
     view_rv: str = ""
     """The node revision the fields below were read from (once per revision, by the pass's fast path)."""
     ready: Mapping[str, Any] | None = None
+    lease_seen: Obj | None = None
+    """The cached Lease object the fast path last looked at (the same object is the same revision: not read)."""
     zone: str = ""
     counted: bool = True
     tainted: bool = False
@@ -317,6 +238,7 @@ class NodeLifecycleController(Controller):
         self.zone_tainters: dict[str, RateLimitedTimedQueue] = {}
         self.nodes_to_retry: set[str] = set()
         self._events: set[asyncio.Task[None]] = set()
+        self._queued = asyncio.Event()  # a node was queued for NoExecute tainting (wakes an idle tainting loop)
         pods.add_event_handler(on_add=lambda p: self._pod_updated(None, p), on_update=self._pod_updated)
         nodes.add_event_handler(
             on_add=self.enqueue,
@@ -334,7 +256,7 @@ class NodeLifecycleController(Controller):
     async def run(self, workers: int | None = None) -> None:
         loops = [
             asyncio.ensure_future(self._every(self.monitor_period, self.monitor_node_health)),
-            asyncio.ensure_future(self._every(NODE_EVICTION_PERIOD, self.do_no_execute_tainting_pass)),
+            asyncio.ensure_future(self._no_execute_tainting()),
         ]
         try:
             await super().run(workers)
@@ -353,6 +275,28 @@ class NodeLifecycleController(Controller):
             except Exception:
                 log.exception("%s: periodic pass failed", self.name)
             await self.clock.sleep(period)
+
+    async def _no_execute_tainting(self) -> None:
+        """:meth:`do_no_execute_tainting_pass` every ``NodeEvictionPeriod`` (100 ms), as ``_every`` runs it. A pass
+        over empty zone queues does nothing (no limiter token taken, nothing read), so while every queue is empty
+        the loop waits for a node to be queued instead of waking ten times a second, then sleeps to the very
+        moment the 100 ms sleeps would have reached (the same float sums from the last pass's): a queued node is
+        tainted when it would have been, and a simulation's idle cluster is not woken for nothing."""
+        while True:
+            try:
+                await self.do_no_execute_tainting_pass()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("%s: periodic pass failed", self.name)
+            due = self.clock.monotonic() + NODE_EVICTION_PERIOD
+            if not any(self.zone_tainters.values()):  # every queue empty (len 0)
+                self._queued.clear()
+                await self._queued.wait()
+                now = self.clock.monotonic()
+                while due < now:
+                    due += NODE_EVICTION_PERIOD
+            await sleep_until(self.clock, due)
 
     def _event(self, obj: Obj, event_type: str, reason: str, message: str) -> None:
         task = asyncio.ensure_future(self.recorder.event(obj, event_type, reason, message))
@@ -406,19 +350,29 @@ class NodeLifecycleController(Controller):
 
     async def monitor_node_health(self) -> None:
         nodes = self.node_lister.list()
-        names = {n["metadata"]["name"] for n in nodes}
+        added = False
         for seen in nodes:
-            name = seen["metadata"]["name"]
+            meta = seen["metadata"]
+            name = meta["name"]
             if name not in self.known_nodes:
+                added = True
                 self._node_event(seen, "RegisteredNode", f"Node {name} event: Registered Node {name} in Controller")
                 self.known_nodes[name] = seen
                 self._add_zone(seen)
                 await self.mark_node_as_reachable(seen)
-            elif zone_key(seen) not in self.zone_states:
+                continue
+            health = self.health.get(name)
+            if health is not None and health.view_rv and health.view_rv == meta.get("resourceVersion"):
+                zone = health.zone  # read from this very revision by the fast path
+            else:
+                zone = zone_key(seen)
+            if zone not in self.zone_states:
                 self._add_zone(seen)
-        for name in [n for n in self.known_nodes if n not in names]:
-            gone = self.known_nodes.pop(name)
-            self._node_event(gone, "RemovingNode", f"Node {name} event: Removing Node {name} from Controller")
+        if added or len(self.known_nodes) != len(nodes):  # else every listed name is known and no other is
+            names = {n["metadata"]["name"] for n in nodes}
+            for name in [n for n in self.known_nodes if n not in names]:
+                gone = self.known_nodes.pop(name)
+                self._node_event(gone, "RemovingNode", f"Node {name} event: Removing Node {name} from Controller")
 
         zone_conditions: dict[str, list[Mapping[str, Any] | None]] = {}
         for cached in nodes:
@@ -493,14 +447,17 @@ class NodeLifecycleController(Controller):
         current = health.ready
         if current is None or current.get("status") != "True":
             return None
+        now = self.clock.now()
         lease = self.lease_lister.get(NODE_LEASE_NAMESPACE, name)
-        if lease is not None and meta_of(lease).get("resourceVersion") != health.lease_rv:
-            health.lease_rv = str(meta_of(lease).get("resourceVersion") or "")
-            renew = parse_timestamp(spec_of(lease).get("renewTime"))
-            if renew is not None and (health.lease_renew is None or health.lease_renew < renew):
-                health.lease_renew = renew
-                health.probe = self.clock.now()
-        if self.clock.now() > health.probe + self.grace_period:
+        if lease is not None and lease is not health.lease_seen:
+            health.lease_seen = lease
+            if meta_of(lease).get("resourceVersion") != health.lease_rv:
+                health.lease_rv = str(meta_of(lease).get("resourceVersion") or "")
+                renew = parse_timestamp(spec_of(lease).get("renewTime"))
+                if renew is not None and (health.lease_renew is None or health.lease_renew < renew):
+                    health.lease_renew = renew
+                    health.probe = now
+        if now > health.probe + self.grace_period:
             health.node_rv = ""  # the full evaluation decides (and writes Unknown)
             return None
         return current
@@ -643,7 +600,10 @@ class NodeLifecycleController(Controller):
         taint = NOT_READY_TAINT if status == "False" else UNREACHABLE_TAINT
         if not _has_taint(node, taint):
             queue.remove(name)
-        return queue.add(name, uid_of(node))
+        if not queue.add(name, uid_of(node)):
+            return False
+        self._queued.set()
+        return True
 
     async def mark_node_as_reachable(self, node: Obj) -> bool:
         name = node["metadata"]["name"]

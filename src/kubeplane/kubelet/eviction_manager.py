@@ -27,7 +27,7 @@ from kubeplane.client.clock import Clock
 
 from . import eviction
 from .runtime import PodRuntime
-from .state import FleetOptions, NodeEvents, PodTasks, SimNode
+from .state import FleetOptions, NodeEvents, Obj, PodTasks, SimNode
 from .status_manager import StatusManager
 
 
@@ -48,12 +48,18 @@ class EvictionManager:
         """``report(sim)`` writes the node's status at once (a pressure transition)."""
         self._clock, self._options, self._runtimes = clock, options, runtimes
         self._tasks, self._status, self._events, self._report = tasks, status, events, report
+        self._capacity: dict[str, tuple[Obj, int]] = {}  # node -> (the Node object read, its memory capacity)
 
     def _observe(self, sim: SimNode) -> tuple[eviction.Threshold, list[Mapping[str, Any]], int, int] | None:
         """``(threshold, active pods, memory.available, capacity)`` of ``sim``; None when it has no
         ``memory.available`` threshold or no Node yet (nothing to do)."""
-        threshold = next((t for t in sim.thresholds if t.signal == eviction.MEMORY_AVAILABLE), None)
-        if threshold is None or sim.node is None:
+        threshold = None
+        for candidate in sim.thresholds:
+            if candidate.signal == eviction.MEMORY_AVAILABLE:
+                threshold = candidate
+                break
+        node = sim.node
+        if threshold is None or node is None:
             return None
         active: list[Mapping[str, Any]] = []
         used = 0
@@ -65,7 +71,12 @@ class EvictionManager:
                 if rt.memory_usage is None:
                     rt.memory_usage = eviction.pod_memory_usage(rt.pod)
                 used += rt.memory_usage
-        capacity = eviction.node_memory_capacity(sim.node)
+        seen = self._capacity.get(sim.spec.name)
+        if seen is not None and seen[0] is node:
+            capacity = seen[1]
+        else:
+            capacity = eviction.node_memory_capacity(node)
+            self._capacity[sim.spec.name] = (node, capacity)
         return threshold, active, max(capacity - used, 0), capacity
 
     def quiet(self, sim: SimNode, now: float) -> bool:

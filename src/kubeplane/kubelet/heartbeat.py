@@ -114,7 +114,7 @@ class Heartbeat:
     def _quiet(self, i: int, t: float) -> bool:
         """Whether node ``i``'s tick at ``t`` would only renew its Lease through the cheap renewal."""
         sim = self.sims[i]
-        if not sim.running:
+        if sim.stopped_by:  # not running
             return True
         return (
             self._node_status.renews_ahead(sim)
@@ -127,7 +127,7 @@ class Heartbeat:
         sim = self.sims[i]
         if not self._quiet(i, t):
             return False
-        if sim.running:
+        if not sim.stopped_by:  # running
             if not await self._node_status.renew_lease_ahead(sim, t):
                 return False
             if self._eviction_due(i, t):

@@ -27,7 +27,8 @@ update of :meth:`NodeStatus.renew_lease` would.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import math
+import time
 from typing import Any
 
 from kubeplane.client.interface import Client
@@ -43,22 +44,39 @@ LOCAL_MANAGER = "kubeplane"
 class Stamps:
     """``metav1.Time`` and ``MicroTime`` strings of epoch floats, exactly as :func:`kubeplane.api.meta.format_time`
     and :func:`~kubeplane.api.meta.format_micro_time` give them, the ``strftime`` of the date and time of day done
-    once per second (a hundred renewals share each simulated second; ``strftime`` was a tenth of a renewal)."""
+    once per second (a hundred renewals share each simulated second; ``strftime`` was a tenth of a renewal).
+
+    The split into whole second and microseconds is CPython's own for ``datetime.fromtimestamp`` (``modf``, the
+    fraction times 10**6 rounded half to even, a carry into the next second), done with float arithmetic instead
+    of building a ``datetime`` per call."""
 
     def __init__(self) -> None:
-        self._second: datetime | None = None
+        self._second: int | None = None
         self._prefix = ""
 
     def _split(self, t: float) -> tuple[str, int]:
-        moment = datetime.fromtimestamp(t, UTC)  # rounds to the microsecond as format_micro_time does
-        second = moment.replace(microsecond=0)
+        fraction, whole = math.modf(t)
+        micro = round(fraction * 1e6)  # round() is half to even, as _PyTime_DoubleToDenominator
+        if micro >= 1_000_000:
+            micro -= 1_000_000
+            whole += 1.0
+        elif micro < 0:  # before the epoch: modf's fraction is negative
+            micro += 1_000_000
+            whole -= 1.0
+        second = int(whole)
         if second != self._second:
-            self._second, self._prefix = second, second.strftime("%Y-%m-%dT%H:%M:%S")
-        return self._prefix, moment.microsecond
+            self._second, self._prefix = second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        return self._prefix, micro
 
     def time(self, t: float) -> str:
         """``format_time(t)``: whole seconds, truncated."""
         return self._split(t)[0] + "Z"
+
+    def pair(self, at: float, micro_at: float) -> tuple[str, str]:
+        """``(time(at), micro_time(micro_at))``, split once when both are the same moment (a renewal ahead)."""
+        prefix, micro = self._split(micro_at)
+        stamp = prefix + "Z" if at == micro_at else self.time(at)
+        return stamp, f"{prefix}.{micro:06d}Z"
 
     def micro_time(self, t: float) -> str:
         """``format_micro_time(t)``: six fractional digits."""
@@ -111,7 +129,7 @@ class LeaseWriter:
             return None
         meta = lease["metadata"]
         server_now = self._client.registry.now() if stamped_at is None else stamped_at
-        stamp, renew = self._stamps.time(server_now), self._stamps.micro_time(now)
+        stamp, renew = self._stamps.pair(server_now, now)
         if lease["spec"].get("renewTime") == renew and meta["managedFields"][0].get("time") == stamp:
             return lease  # the full update would find nothing changed and write nothing
         entry: dict[str, Any] = {**meta["managedFields"][0], "time": stamp}

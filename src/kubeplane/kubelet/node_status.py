@@ -73,6 +73,7 @@ class NodeStatus:
         self._lease_writers: dict[str, LeaseWriter | None] = {}  # node -> its cheap renewal, when trusted
         self._horizon_clock = clock if isinstance(clock, HorizonClock) else None  # renewals ahead need one
         self._stamps = Stamps()
+        self._ready_node: dict[str, Obj] = {}  # node -> the last Node object written for it found Ready
         self.kubelet_port = KUBELET_PORT
         """What every node advertises in ``daemonEndpoints.kubeletEndpoint.Port`` (the fleet's endpoint when it
         serves one)."""
@@ -197,11 +198,13 @@ class NodeStatus:
 
     def _lease_writer(self, node: str) -> LeaseWriter | None:
         """The cheap renewal (:mod:`.lease_writer`) when ``node`` writes as the trusted in-process caller."""
-        if node not in self._lease_writers:
+        try:
+            return self._lease_writers[node]
+        except KeyError:
             local = trusted_local(self._node_client(node))
             cheap = local is not None and self._options.cheap_leases
-            self._lease_writers[node] = LeaseWriter(local, stamps=self._stamps) if cheap and local else None
-        return self._lease_writers[node]
+            writer = self._lease_writers[node] = LeaseWriter(local, stamps=self._stamps) if cheap and local else None
+            return writer
 
     @staticmethod
     def _fingerprint(sim: SimNode) -> tuple[Any, ...]:
@@ -228,10 +231,23 @@ class NodeStatus:
         """Whether :meth:`maybe_report` (not forced) at monotonic ``now`` would write nothing: what it reports
         is unchanged, the node is Ready in the API and the report period has not passed."""
         return (
-            self._fingerprint(sim) == sim.reported
-            and NodeView(sim.node or EMPTY).is_ready
-            and now - sim.last_report < self._options.status_report_frequency
+            now - sim.last_report < self._options.status_report_frequency
+            and self._ready(sim)
+            and self._fingerprint(sim) == sim.reported
         )
+
+    def _ready(self, sim: SimNode) -> bool:
+        """Whether ``sim.node`` is Ready, read once per Node object (objects from the API and the informer are never
+        changed in place: a new state is a new object)."""
+        node = sim.node
+        if node is None:
+            return False
+        if self._ready_node.get(sim.spec.name) is node:
+            return True
+        ready = NodeView(node).is_ready
+        if ready:
+            self._ready_node[sim.spec.name] = node
+        return ready
 
     async def maybe_report(self, sim: SimNode, *, force: bool = False) -> None:
         """Patch node status when it changed or the report period passed (upstream ``tryUpdateNodeStatus``)."""
