@@ -344,8 +344,8 @@ def _first_seen_order(domains: Domains, include: BoolArray) -> list[int]:
     order of the reference's per-node loop (it decides the critical paths among equal counts)."""
     carrying = domains.ids >= 0
     if np.array_equal(include & carrying, carrying):
-        seen: list[int] = np.unique(domains.ids[carrying]).tolist()  # ids are numbered by first appearance
-        return seen
+        # Every row carrying the key is included: every domain appears, and ids are numbered by first appearance.
+        return list(range(len(domains.values)))
     ids = domains.ids[np.flatnonzero(include & carrying)]
     uniq, first = np.unique(ids, return_index=True)
     ordered: list[int] = uniq[np.argsort(first, kind="stable")].tolist()
@@ -434,7 +434,7 @@ class PodTopologySpread:
         for i, c in enumerate(constraints):
             d = domains[i]
             include = carrying & self._included(c, pod, table, policies)
-            sums, _ = domain_sums(d, self._match_counts(table, pod.namespace, c.selector), include)
+            sums = domain_sums(d, self._match_counts(table, pod.namespace, c.selector), include)
             values = d.values
             counts = {values[k]: int(sums[k]) for k in _first_seen_order(d, include)}
             s.tp_value_to_match_num.append(counts)
