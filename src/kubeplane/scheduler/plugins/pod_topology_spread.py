@@ -35,11 +35,13 @@ from kubeplane.api import labels
 from kubeplane.api.labels import Selector, SelectorError
 from kubeplane.api.views import controller_ref_of, name_of, spec_of
 from kubeplane.scheduler.framework.interface import (
+    FEASIBLE_ROWS_KEY,
     MAX_NODE_SCORE,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     CycleState,
+    FeasibleRows,
     NodeScore,
     PreFilterExtensions,
     PreFilterResult,
@@ -554,7 +556,10 @@ class PodTopologySpread:
         s = _PreScoreState(constraints, set(), [{} for _ in constraints])
         table = table_for(lister, all_nodes)
         # Domains present among the nodes to score, and the nodes ignored for lacking a key.
-        rows = _rows_of(table, nodes)
+        known = state.get(FEASIBLE_ROWS_KEY)
+        rows = known.rows_for(table, nodes) if isinstance(known, FeasibleRows) else None
+        if rows is None:
+            rows = _rows_of(table, nodes)
         scored = table if rows is not None else table_for(None, nodes)
         if rows is None:
             rows = np.arange(len(nodes), dtype=np.int64)
