@@ -377,6 +377,8 @@ class PodTopologySpread:
     ) -> None:
         self._handle = handle
         self._default_constraints = tuple(default_constraints)
+        self._compiled_defaults: dict[str, list[TopologySpreadConstraint]] = {}
+        """The default constraints compiled per whenUnsatisfiable (read-only: the selector is the pod's)."""
         self._system_defaulted = system_defaulted
         self._counts = RowCounts()
 
@@ -396,7 +398,11 @@ class PodTopologySpread:
     # --- constraints ----------------------------------------------------------------------------------------
 
     def _build_default_constraints(self, pod: PodInfo, action: str) -> list[TopologySpreadConstraint]:
-        constraints = filter_constraints(self._default_constraints, pod.labels, action)
+        constraints = self._compiled_defaults.get(action)
+        if constraints is None:
+            constraints = filter_constraints(self._default_constraints, pod.labels, action)
+            if not any(c.get("matchLabelKeys") for c in self._default_constraints):  # else they depend on the pod
+                self._compiled_defaults[action] = constraints
         if not constraints:
             return []
         selector = default_selector(pod, self._handle)
