@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from kubeplane.api import pods as podutil
 from kubeplane.api.resources import default_table
 from kubeplane.api.shapes import ShapeMemo
-from kubeplane.api.smd import typed
+from kubeplane.api.smd import schema, typed
 from kubeplane.apiserver import fieldmanager, strategies
 from kubeplane.apiserver.registry import Registry
 from kubeplane.store.memory import MemoryStore
@@ -190,9 +190,11 @@ def _revalue(obj: Obj, data: st.DataObject) -> Obj:
 def test_created_fields_memo_is_per_schema_type() -> None:
     """A hit is used only with the schema type it was computed with (a custom resource's changes with its
     definition): the same kind and keys under another type get that type's fields."""
+    events = EVENTS
+    assert events is not None
     obj = {"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod"}}
-    events_type = fieldmanager._atom(EVENTS)
-    assert fieldmanager._maps_fields_v1(EVENTS, obj, events_type) == typed.added_fields_v1(obj, events_type)
-    deduced = fieldmanager.schema.DEDUCED
-    assert fieldmanager._maps_fields_v1(EVENTS, obj, deduced) == typed.added_fields_v1(obj, deduced)
+    events_type = fieldmanager._atom(events)
+    assert fieldmanager._maps_fields_v1(events, obj, events_type) == typed.added_fields_v1(obj, events_type)
+    deduced = schema.DEDUCED
+    assert fieldmanager._maps_fields_v1(events, obj, deduced) == typed.added_fields_v1(obj, deduced)
     assert typed.added_fields_v1(obj, deduced) != typed.added_fields_v1(obj, events_type)  # involvedObject atomic
