@@ -56,7 +56,7 @@ from kubeplane.scheduler.framework.interface import (
 from kubeplane.scheduler.framework.recorder import CycleRecorder, ScoreRecord
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
-from kubeplane.scheduler.node_search import MismatchReporter, NodeSearch, SearchResult
+from kubeplane.scheduler.node_search import MismatchReporter, NodeRows, NodeSearch, SearchResult
 
 __all__ = [
     "MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND",
@@ -396,7 +396,8 @@ class SchedulingCycle:
         else:
             keys = self._tiebreak.random(len(feasible))
             order = np.lexsort((-keys, -totals))
-            others = SortedScoredNodes([feasible[i].name for i in order.tolist() if i != chosen])
+            names = feasible.names() if isinstance(feasible, NodeRows) else [ni.name for ni in feasible]
+            others = SortedScoredNodes([names[i] for i in order.tolist() if i != chosen])
         hinting.batch.store_schedule_results(hinting.signature, hinting.hint, host, others, hinting.cycle_count)
 
     def select_index(self, totals: IntArray) -> int:
