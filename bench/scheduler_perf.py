@@ -35,7 +35,9 @@ nothing was scheduled is merged into the next; a run shorter than three samples 
 to the last scheduled pod. Printed as JSON lines: ``"metric": "SchedulingThroughput"`` with
 ``"stat"`` Average (mean of the per-interval rates), Perc50, Perc90, Perc95, Perc99; ``"metric":
 "EndToEndThroughput"`` (not upstream's: measured pods over the time from the first creation to the last binding,
-which counts what happens before the first binding, e.g. preemption); and ``"metric": "PeakRSS"``
+which counts what happens before the first binding, e.g. preemption); ``"metric": "CPUPerPod"`` (not upstream's:
+CPU microseconds per measured pod of the process that schedules, ``component`` as for PeakRSS, from the first
+creation to the end: steadier than throughput on a machine other work shares); and ``"metric": "PeakRSS"``
 in MB: ``component`` ``bench`` is this process (with ``--transport local`` the whole control plane), ``scheduler``
 the scheduler process of ``--transport http``. ``--quick`` uses upstream's 500Nodes params of the workload
 (SchedulingBasic and SchedulingNodeAffinity: 500 nodes, 500 init, 2000 measured pods; PreemptionBasic, which
@@ -426,6 +428,15 @@ def peak_rss_of(pid: int) -> float | None:
     return None
 
 
+def cpu_seconds_of(pid: int) -> float:
+    """User plus system CPU seconds of another process (Linux ``/proc/PID/stat``), 0 where unavailable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def report(samples: list[float], params: dict[str, Any]) -> None:
     ordered = sorted(samples)
 
@@ -463,9 +474,16 @@ async def create_group(client: Client, group: PodGroup, count: int) -> None:
     await create_all(client, "pods", pods, namespace=group.namespace)
 
 
-async def run_workload(client: Client, spec: Workload, params: dict[str, Any], check_alive: Callable[[], None]) -> None:
+async def run_workload(
+    client: Client,
+    spec: Workload,
+    params: dict[str, Any],
+    check_alive: Callable[[], None],
+    cpu: tuple[str, Callable[[], float]] | None = None,
+) -> None:
     """Each init group in turn, waited for; then the measured pods, created while the scheduler runs; prints the
-    figures. ``check_alive`` raises when the scheduler under test has died."""
+    figures. ``check_alive`` raises when the scheduler under test has died; ``cpu`` is ``(component, seconds)``,
+    the CPU time so far of the process that schedules (for CPUPerPod)."""
     counters = {ns: Counter() for ns in spec.namespaces}
     watchers = [asyncio.ensure_future(watch_into(client, ns, c)) for ns, c in counters.items()]
     creator: asyncio.Future[None] | None = None
@@ -484,6 +502,7 @@ async def run_workload(client: Client, spec: Workload, params: dict[str, Any], c
                     )
                 await asyncio.sleep(0.05)
         started = time.monotonic()
+        cpu_started = cpu[1]() if cpu is not None else 0.0
         creator = asyncio.ensure_future(create_group(client, spec.measured, spec.pods))
 
         def check() -> None:
@@ -498,6 +517,12 @@ async def run_workload(client: Client, spec: Workload, params: dict[str, Any], c
         # The collector above starts at the first binding, which hides work done before it (preemption).
         last = counters[spec.measured.namespace].last
         emit("EndToEndThroughput", spec.pods / max(last - started, 1e-6), "pods/s", **params)
+        if cpu is not None:
+            # Not upstream's either: CPU time per measured pod of the scheduling process (local: the whole control
+            # plane and this pod creator), from the first creation to the end. Steadier than throughput on a busy
+            # machine, where other processes take the wall clock.
+            used = (cpu[1]() - cpu_started) / spec.pods * 1e6
+            emit("CPUPerPod", used, "us", component=cpu[0], **params)
     finally:
         pending = [*watchers, *([creator] if creator is not None else [])]
         for task in pending:
@@ -519,7 +544,7 @@ async def run_local(spec: Workload, params: dict[str, Any]) -> None:
             raise SystemExit(f"scheduler stopped: {sched_task.exception()!r}")
 
     try:
-        await run_workload(client, spec, params, check_alive)
+        await run_workload(client, spec, params, check_alive, ("bench", time.process_time))
     finally:
         await scheduler.stop()
         sched_task.cancel()
@@ -549,7 +574,7 @@ async def run_http(spec: Workload, params: dict[str, Any], kubeconfig: Path, tmp
             raise SystemExit(f"scheduler failed: {(tmp / 'scheduler.log').read_text()[-2000:]}")
 
     try:
-        await run_workload(client, spec, params, check_alive)
+        await run_workload(client, spec, params, check_alive, ("scheduler", lambda: cpu_seconds_of(proc.pid)))
         scheduler_rss = peak_rss_of(proc.pid)
         if scheduler_rss is not None:
             emit("PeakRSS", scheduler_rss, "MB", component="scheduler", **params)

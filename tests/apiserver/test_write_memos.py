@@ -17,11 +17,12 @@ from typing import Any
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kubeplane.api import pods as podutil
 from kubeplane.api.resources import default_table
 from kubeplane.api.shapes import ShapeMemo
-from kubeplane.api.smd import typed
+from kubeplane.api.smd import schema, typed
 from kubeplane.apiserver import fieldmanager, strategies
 from kubeplane.apiserver.registry import Registry
 from kubeplane.store.memory import MemoryStore
@@ -161,3 +162,39 @@ async def test_mutating_consumers_cannot_corrupt_the_memo_or_the_store() -> None
     direct = await _stored_after_creates(memo=False, mutate=False)
     for memo in (True, False):
         assert await _stored_after_creates(memo=memo, mutate=True) == direct
+
+
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=3))
+_MAPS = st.recursive(
+    st.dictionaries(st.sampled_from(("a", "b", "c")), _SCALARS, max_size=3),
+    lambda inner: st.dictionaries(st.sampled_from(("a", "b", "c")), st.one_of(_SCALARS, inner), max_size=3),
+    max_leaves=8,
+)
+_EVENT_KEYS = ("metadata", "involvedObject", "source", "series", "related", "reason", "count", "x-unknown")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from(_EVENT_KEYS), st.one_of(_SCALARS, _MAPS), max_size=6), st.data())
+def test_created_fields_of_maps_depend_on_keys_alone(event: Obj, data: st.DataObject) -> None:
+    """Objects of maps and scalars (an Event's shape, unique values per event) share one memo entry per shape of
+    keys: a second object of the same keys and other scalar values gets its own direct answer."""
+    _fields_equal(EVENTS, event)
+    other = _revalue(event, data)
+    _fields_equal(EVENTS, other)
+
+
+def _revalue(obj: Obj, data: st.DataObject) -> Obj:
+    return {k: _revalue(v, data) if isinstance(v, dict) else data.draw(_SCALARS) for k, v in obj.items()}
+
+
+def test_created_fields_memo_is_per_schema_type() -> None:
+    """A hit is used only with the schema type it was computed with (a custom resource's changes with its
+    definition): the same kind and keys under another type get that type's fields."""
+    events = EVENTS
+    assert events is not None
+    obj = {"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod"}}
+    events_type = fieldmanager._atom(events)
+    assert fieldmanager._maps_fields_v1(events, obj, events_type) == typed.added_fields_v1(obj, events_type)
+    deduced = schema.DEDUCED
+    assert fieldmanager._maps_fields_v1(events, obj, deduced) == typed.added_fields_v1(obj, deduced)
+    assert typed.added_fields_v1(obj, deduced) != typed.added_fields_v1(obj, events_type)  # involvedObject atomic

@@ -48,3 +48,6 @@ def test_scheduler_perf_prints_throughput_and_rss(args: list[str]) -> None:
     assert stats == {"Average", "Perc50", "Perc90", "Perc95", "Perc99"}
     assert all(line["value"] > 0 and line["quick"] is True for line in lines)
     assert any(line["metric"] == "PeakRSS" and line["unit"] == "MB" for line in lines)
+    # CPU time per measured pod of the process that schedules: this one (local) or the scheduler's (http)
+    cpu = [line for line in lines if line["metric"] == "CPUPerPod"]
+    assert [(line["unit"], line["component"]) for line in cpu] == [("us", "scheduler" if "http" in args else "bench")]

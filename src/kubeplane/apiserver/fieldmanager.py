@@ -331,10 +331,10 @@ def created_fields_v1(info: ResourceInfo, new: Obj) -> Obj:
     atom = _atom(info)
     spec = new.get("spec")
     if not isinstance(spec, dict) or not spec or len(new) < 2:
-        return typed.added_fields_v1(new, atom)
+        return _maps_fields_v1(info, new, atom)
     key = shape_key(spec)
     if key is None:
-        return typed.added_fields_v1(new, atom)
+        return _maps_fields_v1(info, new, atom)
     key = info.api_version.encode() + b"/" + info.kind.encode() + b"\0" + key
     done = CREATED_SPECS.get(key)
     if done is None:
@@ -343,9 +343,51 @@ def created_fields_v1(info: ResourceInfo, new: Obj) -> Obj:
             return typed.added_fields_v1(new, atom)
         done = orjson.dumps(part["f:spec"])
         CREATED_SPECS.put(key, done)
-    out = typed.added_fields_v1({k: v for k, v in new.items() if k != "spec"}, atom)
+    out = _maps_fields_v1(info, {k: v for k, v in new.items() if k != "spec"}, atom)
     out["f:spec"] = orjson.loads(done)
     return {k: out[k] for k in sorted(out)}
+
+
+CREATED_MAPS: ShapeMemo[tuple[schema.Atom, bytes]] = ShapeMemo()
+"""(kind, the keys of an object made of maps and scalars) -> its schema type and the FieldsV1 of creating it."""
+
+
+def _maps_fields_v1(info: ResourceInfo, obj: Obj, atom: schema.Atom) -> Obj:
+    """``typed.added_fields_v1(obj, atom)``, from :data:`CREATED_MAPS` when ``obj`` holds no list.
+
+    Exact because a create's FieldsV1 of maps and scalars depends on the keys alone: a scalar entry is a leaf
+    whatever its value, a map entry is granular or a leaf by its schema type (``atom``'s, the same for the same
+    kind and keys) -- so an Event's fields, unique per event, are computed once per shape. A hit is used only
+    for the very ``atom`` it was computed with: a custom resource's type changes with its definition."""
+    shape = _key_shape(obj)
+    if shape is None:
+        return typed.added_fields_v1(obj, atom)
+    key = shape_key(shape)
+    if key is not None:
+        key = info.api_version.encode() + b"/" + info.kind.encode() + b"\0" + key
+    done = CREATED_MAPS.get(key)
+    if done is not None and done[0] is atom:
+        fields: Obj = orjson.loads(done[1])
+        return fields
+    fields = typed.added_fields_v1(obj, atom)
+    CREATED_MAPS.put(key, (atom, orjson.dumps(fields)))
+    return fields
+
+
+def _key_shape(value: Obj) -> list[Any] | None:
+    """The keys of a map of maps and scalars, nested maps as ``[key, their shape]``; None when it holds a list."""
+    out: list[Any] = []
+    for k, v in value.items():
+        if isinstance(v, dict):
+            sub = _key_shape(v)
+            if sub is None:
+                return None
+            out.append([k, sub])
+        elif isinstance(v, list):
+            return None
+        else:
+            out.append(k)
+    return out
 
 
 def _touches(fields_v1: Any, paths: Set) -> bool:

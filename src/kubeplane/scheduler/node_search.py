@@ -18,9 +18,9 @@ tests, logged once per plugin in production — and the reference's verdict is t
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import cast, overload
 
 import numpy as np
 
@@ -32,7 +32,7 @@ from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
 from kubeplane.scheduler.plugins.resource_only import GENERIC, ResourceOnly
 
-__all__ = ["MismatchReporter", "NodeSearch", "SearchResult"]
+__all__ = ["MismatchReporter", "NodeRows", "NodeSearch", "SearchResult"]
 
 MismatchReporter = Callable[[str, str], None]
 """``(plugin, what happened)``: called for each disagreement between a vector path and its reference."""
@@ -40,9 +40,52 @@ MismatchReporter = Callable[[str, str], None]
 _EMPTY_ROWS = np.zeros(0, np.int64)
 
 
+class NodeRows(Sequence[NodeInfo]):
+    """The NodeInfos of some rows of a NodeTable, in row order, looked up when read.
+
+    Why: the Filter stage's feasible nodes (hundreds per cycle) are read by row by the vector PreScore and Score
+    paths, and one of them is picked; building the list of NodeInfos touched every one of those objects (a cache
+    miss each on a big cluster) for nothing. Reading one element costs a lookup; iterating or slicing builds
+    the list once. ``rows`` and ``table`` are read-only, like the snapshot they come from."""
+
+    __slots__ = ("_list", "rows", "table")
+
+    def __init__(self, table: NodeTable, rows: IntArray) -> None:
+        self.table = table
+        self.rows = rows
+        self._list: list[NodeInfo] | None = None
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @overload
+    def __getitem__(self, index: int) -> NodeInfo: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[NodeInfo]: ...
+
+    def __getitem__(self, index: int | slice) -> NodeInfo | list[NodeInfo]:
+        if isinstance(index, slice):
+            return self.as_list()[index]
+        return self.table.node_infos[int(self.rows[index])]
+
+    def __iter__(self) -> Iterator[NodeInfo]:
+        return iter(self.as_list())
+
+    def as_list(self) -> list[NodeInfo]:
+        if self._list is None:
+            self._list = list(map(self.table.node_infos.__getitem__, self.rows.tolist()))
+        return self._list
+
+    def names(self) -> list[str]:
+        """The nodes' names, in order, without touching the NodeInfos."""
+        return list(map(self.table.names.__getitem__, self.rows.tolist()))
+
+
 @dataclass(frozen=True, slots=True)
 class SearchResult:
-    feasible: list[NodeInfo]
+    feasible: Sequence[NodeInfo]
+    """A list, or a :class:`NodeRows` of ``rows`` (the vector path)."""
     rows: IntArray | None
     """The NodeTable rows of ``feasible`` (same order) when the vector path ran: scoring reuses them."""
     processed: int
@@ -209,7 +252,7 @@ class NodeSearch:
         if self.recorder is not None:
             self._check_rows(order[:processed], plugin_masks, table)
         infos = table.node_infos
-        feasible = list(map(infos.__getitem__, feasible_rows.tolist()))
+        feasible: Sequence[NodeInfo] = NodeRows(table, feasible_rows)
         if len(rejected):
             if not feasible:  # reasons come from the reference filters
                 trusted: list[int] = []

@@ -44,11 +44,19 @@ from kubeplane.scheduler.framework.diagnosis import (
     SchedulingError,
     fit_error_message,
 )
-from kubeplane.scheduler.framework.interface import Code, CycleState, NodeScore, NodeToStatus, Status
+from kubeplane.scheduler.framework.interface import (
+    FEASIBLE_ROWS_KEY,
+    Code,
+    CycleState,
+    FeasibleRows,
+    NodeScore,
+    NodeToStatus,
+    Status,
+)
 from kubeplane.scheduler.framework.recorder import CycleRecorder, ScoreRecord
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
-from kubeplane.scheduler.node_search import MismatchReporter, NodeSearch, SearchResult
+from kubeplane.scheduler.node_search import MismatchReporter, NodeRows, NodeSearch, SearchResult
 
 __all__ = [
     "MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND",
@@ -348,14 +356,16 @@ class SchedulingCycle:
             if hinting is not None:
                 self._store(hinting, host, feasible, None, 0)
         else:
-            status = fwk.run_pre_score_plugins(state, pod, feasible)
-            if status is not None:
-                raise SchedulingError(status)
+            rows = found.rows
             if table is not None:
-                rows = found.rows
                 if rows is None or len(rows) != len(feasible):
                     index = table.index
                     rows = np.fromiter((index[ni.name] for ni in feasible), np.int64, len(feasible))
+                state.write(FEASIBLE_ROWS_KEY, FeasibleRows(feasible, table, rows))
+            status = fwk.run_pre_score_plugins(state, pod, feasible)
+            if status is not None:
+                raise SchedulingError(status)
+            if table is not None and rows is not None:
                 totals, status = fwk.vector_scores(state, pod, rows, feasible, table)
             else:
                 scores, status = fwk.run_score_plugins(state, pod, feasible)
@@ -386,7 +396,8 @@ class SchedulingCycle:
         else:
             keys = self._tiebreak.random(len(feasible))
             order = np.lexsort((-keys, -totals))
-            others = SortedScoredNodes([feasible[i].name for i in order.tolist() if i != chosen])
+            names = feasible.names() if isinstance(feasible, NodeRows) else [ni.name for ni in feasible]
+            others = SortedScoredNodes([names[i] for i in order.tolist() if i != chosen])
         hinting.batch.store_schedule_results(hinting.signature, hinting.hint, host, others, hinting.cycle_count)
 
     def select_index(self, totals: IntArray) -> int:

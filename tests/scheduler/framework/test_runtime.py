@@ -7,9 +7,11 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 
 from kubeplane.client.clock import FakeClock
+from kubeplane.scheduler.backend.node_table import IntArray, NodeTable
 from kubeplane.scheduler.backend.snapshot import Snapshot
 from kubeplane.scheduler.config import default_config
 from kubeplane.scheduler.framework.handle import Handle
@@ -93,6 +95,13 @@ class FakeScore:
         return None
 
 
+class FakeVectorScore(FakeScore):
+    """A Score plugin with a vector path: the same per-node scores read by row."""
+
+    def score_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
+        return np.array([int(self.scores[table.names[r]]) for r in rows.tolist()], np.int64)
+
+
 class FakePermit:
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self._name = str(args["name"])
@@ -107,7 +116,7 @@ class FakePermit:
 
 def _framework(points: dict[str, list[tuple[str, int]]], args: dict[str, dict[str, Any]], **kw: Any) -> Framework:
     registry = Registry()
-    kinds = {"pf": FakePreFilter, "f": FakeFilter, "s": FakeScore, "permit": FakePermit}
+    kinds = {"pf": FakePreFilter, "f": FakeFilter, "s": FakeScore, "vs": FakeVectorScore, "permit": FakePermit}
     for name in args:
         registry.register(name, kinds[name.rstrip("0123456789")])
     return Framework(
@@ -248,6 +257,58 @@ def test_score_out_of_range_after_normalize_is_an_error() -> None:
     assert status is not None
     assert status.code == Code.ERROR
     assert "returns an invalid score 101, it should in the range of [0, 100] after normalizing" in status.message()
+
+
+def _vector_totals(fwk: Framework, nodes: list[NodeInfo]) -> tuple[list[int], Status | None]:
+    table = NodeTable(nodes)
+    totals, status = fwk.vector_scores(CycleState(), POD, np.arange(len(nodes), dtype=np.int64), nodes, table)
+    return totals.tolist(), status
+
+
+def test_vector_scores_are_the_weighted_sum_of_every_path() -> None:
+    """Vector plugins' scores are summed together, around a per-node plugin: the totals of run_score_plugins."""
+    points = {"score": [("vs1", 2), ("s1", 1), ("vs2", 3)]}
+    args = {
+        "vs1": {"scores": {"a": 5, "b": 10, "c": 0}},
+        "s1": {"scores": {"a": 7, "b": 1, "c": 100}},
+        "vs2": {"scores": {"a": 0, "b": 100, "c": 50}},
+    }
+    fwk = _framework(points, args)
+    nodes = [_node("a"), _node("b"), _node("c")]
+    result, status = fwk.run_score_plugins(CycleState(), POD, nodes)
+    assert status is None
+    assert _vector_totals(fwk, nodes) == ([r.total for r in result], None) == ([17, 321, 250], None)
+
+
+@pytest.mark.parametrize(
+    ("args", "want"),
+    [
+        pytest.param(
+            {"vs1": {"a": 1}, "vs2": {"a": 101}, "vs3": {"a": -1}, "s1": {"a": 101}},
+            "'vs2' returns an invalid score 101",
+            id="vector-plugin-before-a-later-per-node-one",
+        ),
+        pytest.param(
+            {"vs1": {"a": 1}, "vs2": {"a": -3}, "vs3": {"a": 200}, "s1": {"a": 0}},
+            "'vs2' returns an invalid score -3",
+            id="below-range",
+        ),
+        pytest.param(
+            {"vs1": {"a": 1}, "vs2": {"a": 50}, "vs3": {"a": -1}, "s1": {"a": 101}},
+            "'s1' returns an invalid score 101",
+            id="per-node-plugin-before-a-later-vector-one",
+        ),
+    ],
+)
+def test_vector_scores_out_of_range_in_upstream_order(args: dict[str, dict[str, int]], want: str) -> None:
+    """Upstream checks each plugin's normalised scores in plugin order: the first plugin out of [0, 100] is the
+    error, whichever path (vector or per node) computed it."""
+    points = {"score": [("vs1", 1), ("vs2", 1), ("s1", 1), ("vs3", 1)]}
+    fwk = _framework(points, {name: {"scores": scores} for name, scores in args.items()})
+    _totals, status = _vector_totals(fwk, [_node("a")])
+    assert status is not None
+    assert status.code == Code.ERROR
+    assert f"plugin {want}, it should in the range of [0, 100] after normalizing" in status.message()
 
 
 async def test_permit_wait_allow() -> None:

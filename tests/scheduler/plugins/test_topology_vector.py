@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from kubeplane.scheduler.backend.snapshot import Snapshot
 from kubeplane.scheduler.framework.handle import Handle
-from kubeplane.scheduler.framework.interface import CycleState, NodeScore
+from kubeplane.scheduler.framework.interface import FEASIBLE_ROWS_KEY, CycleState, FeasibleRows, NodeScore
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
 from kubeplane.scheduler.plugins import inter_pod_affinity, pod_topology_spread
 from kubeplane.scheduler.plugins.inter_pod_affinity import InterPodAffinity
@@ -329,11 +329,21 @@ def test_pod_topology_spread_vector_matches_reference(
         subset = data.draw(st.lists(st.integers(0, len(infos) - 1), unique=True, min_size=1))
         nodes_subset = [infos[r] for r in subset]
         pre = CycleState()
-        if plugin.pre_score(pre, pod, nodes_subset) is None:
+        status = plugin.pre_score(pre, pod, nodes_subset)
+        # The cycle hands PreScore the Filter stage's rows (FEASIBLE_ROWS_KEY): the same result as looking the
+        # nodes up one by one.
+        known = CycleState()
+        rows = np.array(subset, dtype=np.int64)
+        known.write(FEASIBLE_ROWS_KEY, FeasibleRows(nodes_subset, snapshot.node_table, rows))
+        assert plugin.pre_score(known, pod, nodes_subset) == status
+        if status is None:
             ps = pre.read(pod_topology_spread.PRE_SCORE_STATE_KEY)
             ignored, counts, weights = pts_pre_score_oracle(plugin, pod, nodes_subset, infos)
             assert (ps.ignored_nodes, ps.topology_value_to_pod_counts) == (ignored, counts)
             assert ps.topology_normalizing_weight == weights
+            given_rows = known.read(pod_topology_spread.PRE_SCORE_STATE_KEY)
+            assert (given_rows.ignored_nodes, given_rows.topology_value_to_pod_counts) == (ignored, counts)
+            assert given_rows.topology_normalizing_weight == weights
         check_scores(plugin, pod, snapshot, subset)
 
 

@@ -117,6 +117,8 @@ class SchedulingQueue:
             name: tuple(events) for name, events in (events_for_plugins or {}).items()
         }
         self._registered = [e.event for events in self._plugin_events.values() for e in events]
+        self._of_interest: dict[ClusterEvent, bool] = {}
+        """:meth:`_is_event_of_interest` per event: the registrations are fixed, events repeat (every binding)."""
         self._active: KeyedHeap[QueuedPodInfo] = KeyedHeap(_qkey, less)
         self._backoff: KeyedHeap[QueuedPodInfo] = KeyedHeap(_qkey, self._backoff_less)
         self._unschedulable: dict[str, QueuedPodInfo] = {}
@@ -327,7 +329,11 @@ class SchedulingQueue:
     # --- cluster events --------------------------------------------------------------------------------------
 
     def _is_event_of_interest(self, event: ClusterEvent) -> bool:
-        return is_wildcard(event) or any(match_cluster_events(r, event) for r in self._registered)
+        found = self._of_interest.get(event)
+        if found is None:
+            found = is_wildcard(event) or any(match_cluster_events(r, event) for r in self._registered)
+            self._of_interest[event] = found
+        return found
 
     def _worth_requeuing(self, qpi: QueuedPodInfo, event: ClusterEvent, old_obj: Any, new_obj: Any) -> _Strategy:
         rejectors = qpi.unschedulable_plugins | qpi.pending_plugins

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from kubeplane.scheduler.framework.types import NodeInfo, PodInfo, QueuedPodInfo
 
 __all__ = [
+    "FEASIBLE_ROWS_KEY",
     "MAX_NODE_SCORE",
     "MAX_TOTAL_SCORE",
     "MIN_NODE_SCORE",
@@ -32,6 +33,7 @@ __all__ = [
     "Code",
     "CycleState",
     "EnqueueExtensions",
+    "FeasibleRows",
     "FilterPlugin",
     "NodeScore",
     "NodeToStatus",
@@ -235,6 +237,24 @@ class CycleState:
         other.skip_pre_bind_plugins = set(self.skip_pre_bind_plugins)
         other.record_metrics = self.record_metrics
         return other
+
+
+FEASIBLE_ROWS_KEY = "kubeplane.io/feasible-rows"
+"""CycleState key of a :class:`FeasibleRows`, written by the cycle before PreScore (not an upstream key)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FeasibleRows:
+    """The NodeTable rows of the node list PreScore is given, as the Filter stage found them: a vector PreScore
+    maps ``nodes`` to rows without a per-node lookup. Valid only for this very list and table (callers check
+    identity: ``rows_for``)."""
+
+    nodes: Sequence[NodeInfo]
+    table: NodeTable
+    rows: IntArray
+
+    def rows_for(self, table: NodeTable, nodes: Sequence[NodeInfo]) -> IntArray | None:
+        return self.rows if nodes is self.nodes and table is self.table else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -62,6 +62,9 @@ from kubeplane.scheduler.framework.types import NodeInfo, PodInfo, QueuedPodInfo
 __all__ = ["Framework", "NodePluginScores", "WaitingPod"]
 
 _perf = time.perf_counter
+
+if TYPE_CHECKING:
+    from kubeplane.scheduler.backend.node_table import IntArray
 
 
 def _label(status: Status | None) -> str:
@@ -495,6 +498,11 @@ class Framework:
     ) -> tuple[Any, Status | None]:
         total = np.zeros(len(rows), np.int64)
         sampled = self._sampled(state)
+        # Vector plugins' normalised scores wait in ``pending`` and are range-checked and summed together (two
+        # reductions and one product for all of them, not four array operations each); the first out-of-range
+        # one, in plugin order, is the error, and pending scores are settled before any per-node plugin runs,
+        # so errors come in upstream's order.
+        pending: list[tuple[str, IntArray, int]] = []
         for plugin in self.active_score_plugins(state):
             weight = self.score_weights.get(plugin.name(), 1)
             vector = self._vector_score.get(plugin.name())
@@ -506,18 +514,22 @@ class Framework:
                     self._plugin_done(plugin.name(), "Score", None, t0)
                 if normalize_vector is not None:
                     raw = normalize_vector(state, pod, raw)
-                if len(raw):
-                    high, low = int(raw.max()), int(raw.min())
-                    if high <= MAX_NODE_SCORE and low >= MIN_NODE_SCORE:
-                        total += raw * weight
-                        continue
-                    bad = high if high > MAX_NODE_SCORE else low
-                    return total, Status.from_error(
-                        f"plugin {plugin.name()!r} returns an invalid score {bad}, it should in the range of "
-                        f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
-                    )
-                total += raw * weight
+                if not len(raw):
+                    total += raw * weight
+                    continue
+                if raw.dtype == np.int64:
+                    pending.append((plugin.name(), raw, weight))
+                    continue
+                status = _settle(total, pending)
+                if status is not None:
+                    return total, status
+                status = _settle(total, [(plugin.name(), raw, weight)])
+                if status is not None:
+                    return total, status
                 continue
+            status = _settle(total, pending)
+            if status is not None:
+                return total, status
             t0 = _perf() if sampled else 0.0
             scores = self.raw_scores(state, pod, plugin, nodes)
             if t0:
@@ -528,7 +540,7 @@ class Framework:
             if status is not None:
                 return total, status
             total += np.fromiter((s.score for s in scores), np.int64, len(scores)) * weight
-        return total, None
+        return total, _settle(total, pending)
 
     # --- Reserve / Permit / Bind ---------------------------------------------------------------------------
 
@@ -700,3 +712,32 @@ class Framework:
         for plugin in self.post_bind_plugins:
             plugin.post_bind(state, pod, node_name)
         self._point_done("PostBind", None, start)
+
+
+def _settle(total: IntArray, pending: list[tuple[str, IntArray, int]]) -> Status | None:
+    """Add the ``(plugin, normalised scores, weight)`` of ``pending`` to ``total`` (in place) and empty it; the
+    error of the first plugin with a score outside [MIN_NODE_SCORE, MAX_NODE_SCORE] instead (``total`` is then
+    meaningless: the cycle fails)."""
+    if not pending:
+        return None
+    if len(pending) == 1:
+        stack = pending[0][1][np.newaxis, :]
+    else:
+        stack = np.stack([raw for _name, raw, _weight in pending])
+    high, low = stack.max(axis=1), stack.min(axis=1)
+    bad = np.flatnonzero((high > MAX_NODE_SCORE) | (low < MIN_NODE_SCORE))
+    if len(bad):
+        i = int(bad[0])
+        value = int(high[i]) if high[i] > MAX_NODE_SCORE else int(low[i])
+        name = pending[i][0]
+        pending.clear()
+        return Status.from_error(
+            f"plugin {name!r} returns an invalid score {value}, it should in the range of "
+            f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+        )
+    if len(pending) == 1:
+        total += pending[0][1] * pending[0][2]
+    else:
+        total += np.array([weight for _name, _raw, weight in pending], np.int64) @ stack
+    pending.clear()
+    return None

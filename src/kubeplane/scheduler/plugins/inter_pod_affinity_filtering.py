@@ -225,7 +225,7 @@ class PreFilterState:
         """Add ``per_row`` summed per domain of ``key`` (over included rows carrying it) to the counts named
         ``which``, creating only positive entries, as the reference's +1 updates do."""
         counts: Counts = getattr(self, which)
-        sums, _ = domain_sums(domains, per_row, include)
+        sums = domain_sums(domains, per_row, include)
         cached = self.dense.get((which, key))
         if cached is None:
             self.dense[(which, key)] = (domains, sums)

@@ -39,7 +39,7 @@ class DomainScores:
 
     def add(self, per_row: IntArray, include: BoolArray, weight: int) -> None:
         """Count ``weight`` per matching pod of ``per_row`` (pods per row) on the included rows."""
-        counts, _ = domain_sums(self.domains, per_row, include)
+        counts = domain_sums(self.domains, per_row, include)
         self.sums += counts * weight
         self.touched |= counts > 0
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import numpy as np
 
@@ -92,6 +92,9 @@ REASON_PODS: Final = _REASON_PODS
 _REASON_CPU: Final = "Insufficient cpu"
 _REASON_MEMORY: Final = "Insufficient memory"
 _REASON_EPHEMERAL: Final = "Insufficient ephemeral-storage"
+
+_UNCHECKED = np.iinfo(np.int64).min
+"""The need of a resource the pod does not request: every node's free amount passes (even an overcommitted one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,11 +417,12 @@ class NodeResourcesFit(AllocationScorePlugin):
         s = state.get(PRE_FILTER_STATE_KEY)
         if not isinstance(s, _PreFilterState):
             return np.zeros(rows.shape, np.bool_)  # filter returns an error for every node
-        allocatable, requested = table.allocatable, table.requested
-        ok: BoolArray = requested["pods"][rows] + 1 <= allocatable["pods"][rows]
-        for name, quantity in (("cpu", s.milli_cpu), ("memory", s.memory), ("ephemeral-storage", s.ephemeral_storage)):
-            if quantity > 0:
-                ok &= quantity <= allocatable[name][rows] - requested[name][rows]
+        # One gather of the free pods/cpu/memory/ephemeral-storage (NodeTable.free, FREE_RESOURCES order) against
+        # the pod's needs: one more pod always, a resource only when requested (else no bound at all).
+        need = np.array(
+            [1, *(q if q > 0 else _UNCHECKED for q in (s.milli_cpu, s.memory, s.ephemeral_storage))], np.int64
+        )
+        ok = cast(BoolArray, (table.free[:, rows] >= need[:, np.newaxis]).all(axis=0))
         for name, quantity, _ in s.scalars:
             capacity = table.allocatable_of(name)[rows]
             fits = quantity <= capacity - table.requested_of(name)[rows]

@@ -35,11 +35,13 @@ from kubeplane.api import labels
 from kubeplane.api.labels import Selector, SelectorError
 from kubeplane.api.views import controller_ref_of, name_of, spec_of
 from kubeplane.scheduler.framework.interface import (
+    FEASIBLE_ROWS_KEY,
     MAX_NODE_SCORE,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     CycleState,
+    FeasibleRows,
     NodeScore,
     PreFilterExtensions,
     PreFilterResult,
@@ -344,8 +346,8 @@ def _first_seen_order(domains: Domains, include: BoolArray) -> list[int]:
     order of the reference's per-node loop (it decides the critical paths among equal counts)."""
     carrying = domains.ids >= 0
     if np.array_equal(include & carrying, carrying):
-        seen: list[int] = np.unique(domains.ids[carrying]).tolist()  # ids are numbered by first appearance
-        return seen
+        # Every row carrying the key is included: every domain appears, and ids are numbered by first appearance.
+        return list(range(len(domains.values)))
     ids = domains.ids[np.flatnonzero(include & carrying)]
     uniq, first = np.unique(ids, return_index=True)
     ordered: list[int] = uniq[np.argsort(first, kind="stable")].tolist()
@@ -375,6 +377,8 @@ class PodTopologySpread:
     ) -> None:
         self._handle = handle
         self._default_constraints = tuple(default_constraints)
+        self._compiled_defaults: dict[str, list[TopologySpreadConstraint]] = {}
+        """The default constraints compiled per whenUnsatisfiable (read-only: the selector is the pod's)."""
         self._system_defaulted = system_defaulted
         self._counts = RowCounts()
 
@@ -394,7 +398,11 @@ class PodTopologySpread:
     # --- constraints ----------------------------------------------------------------------------------------
 
     def _build_default_constraints(self, pod: PodInfo, action: str) -> list[TopologySpreadConstraint]:
-        constraints = filter_constraints(self._default_constraints, pod.labels, action)
+        constraints = self._compiled_defaults.get(action)
+        if constraints is None:
+            constraints = filter_constraints(self._default_constraints, pod.labels, action)
+            if not any(c.get("matchLabelKeys") for c in self._default_constraints):  # else they depend on the pod
+                self._compiled_defaults[action] = constraints
         if not constraints:
             return []
         selector = default_selector(pod, self._handle)
@@ -434,7 +442,7 @@ class PodTopologySpread:
         for i, c in enumerate(constraints):
             d = domains[i]
             include = carrying & self._included(c, pod, table, policies)
-            sums, _ = domain_sums(d, self._match_counts(table, pod.namespace, c.selector), include)
+            sums = domain_sums(d, self._match_counts(table, pod.namespace, c.selector), include)
             values = d.values
             counts = {values[k]: int(sums[k]) for k in _first_seen_order(d, include)}
             s.tp_value_to_match_num.append(counts)
@@ -554,7 +562,10 @@ class PodTopologySpread:
         s = _PreScoreState(constraints, set(), [{} for _ in constraints])
         table = table_for(lister, all_nodes)
         # Domains present among the nodes to score, and the nodes ignored for lacking a key.
-        rows = _rows_of(table, nodes)
+        known = state.get(FEASIBLE_ROWS_KEY)
+        rows = known.rows_for(table, nodes) if isinstance(known, FeasibleRows) else None
+        if rows is None:
+            rows = _rows_of(table, nodes)
         scored = table if rows is not None else table_for(None, nodes)
         if rows is None:
             rows = np.arange(len(nodes), dtype=np.int64)

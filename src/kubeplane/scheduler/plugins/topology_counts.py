@@ -48,15 +48,13 @@ def table_for(lister: Any, nodes: Sequence[NodeInfo]) -> NodeTable:
     return NodeTable(nodes)
 
 
-def domain_sums(domains: Domains, per_row: IntArray, include: BoolArray) -> tuple[IntArray, BoolArray]:
-    """Per domain id of ``domains``: the sum of ``per_row`` over included rows carrying the key, and whether any
-    included row carries it (a domain "seen", even with a zero sum)."""
+def domain_sums(domains: Domains, per_row: IntArray, include: BoolArray) -> IntArray:
+    """Per domain id of ``domains``: the sum of ``per_row`` over included rows carrying the key."""
     rows = np.flatnonzero(include & (domains.ids >= 0))
-    ids = domains.ids[rows]
-    n = len(domains.values)
-    sums = np.bincount(ids, weights=per_row[rows], minlength=n).astype(np.int64)
-    seen: BoolArray = np.bincount(ids, minlength=n) > 0
-    return sums, seen
+    sums: IntArray = np.bincount(domains.ids[rows], weights=per_row[rows], minlength=len(domains.values)).astype(
+        np.int64
+    )
+    return sums
 
 
 def at_rows(per_domain: IntArray, ids: IntArray) -> IntArray:
