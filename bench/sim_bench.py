@@ -82,7 +82,10 @@ def main() -> None:
     scenario = Scenario.load(args.scenario)
     nodes, pods, until = args.nodes, args.pods, args.until
     if args.quick:
-        nodes, pods, until = nodes or 200, pods or 2000, until or 600.0
+        # only what is not given: an explicit 0 (``--pods 0``, the idle fleet) stays 0
+        nodes = 200 if nodes is None else nodes
+        pods = 2000 if pods is None else pods
+        until = 600.0 if until is None else until
     scenario = scaled(scenario, nodes, pods)
     until = until or scenario.duration
     params = {"scenario": scenario.name, "nodes": len(scenario.nodes), "quick": args.quick, "sim_seconds": until}

@@ -10,7 +10,6 @@ the file against the generator's output when the k8s.io mirrors are present at t
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 
 from kubeplane.api import openapi, openapi_docs
 from kubeplane.api.resources import default_table
+from tests.tools.loading import load_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 MIRRORS = (Path("/work/.mirror/kubernetes+api/repo"), Path("/work/.mirror/kubernetes+apimachinery/repo"))
@@ -28,13 +28,7 @@ MIRRORS = (Path("/work/.mirror/kubernetes+api/repo"), Path("/work/.mirror/kubern
 
 def _tool() -> ModuleType:
     sys.path.insert(0, str(ROOT / "tools"))
-    spec = importlib.util.spec_from_file_location("gen_openapi_docs", ROOT / "tools" / "gen_openapi_docs.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("gen_openapi_docs")
 
 
 GEN = _tool()

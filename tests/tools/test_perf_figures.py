@@ -6,30 +6,20 @@ canned JSON lines stand in for the benches."""
 from __future__ import annotations
 
 import datetime
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
+from tests.tools.loading import load_script, load_tool
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look the module up
-    spec.loader.exec_module(module)
-    return module
-
-
-tool = _load("perf_figures", ROOT / "tools" / "perf_figures.py")
+tool = load_tool("perf_figures")
 
 
 def _line(bench: str, metric: str, value: float, unit: str, **extra: Any) -> str:
@@ -117,7 +107,7 @@ def test_issue_29_rows(name: str, metric: str, args: tuple[str, ...], target: fl
 
 
 def test_every_scheduler_perf_workload_has_a_row() -> None:
-    bench = _load("scheduler_perf_for_rows", ROOT / "bench" / "scheduler_perf.py")
+    bench = load_script("scheduler_perf_for_rows", ROOT / "bench" / "scheduler_perf.py")
     workloads = {r.args[1] for r in tool.ROWS if r.bench == "scheduler_perf.py"}
     assert workloads == set(bench.WORKLOADS)
 
