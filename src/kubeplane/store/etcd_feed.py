@@ -263,10 +263,7 @@ class EtcdFeed:
             if self.started:  # another task started it while this one waited for the lock
                 return
             self._check_open()
-            response = await self._connection.call(
-                "Range", rpc.RangeRequest(key=self._prefix_bytes or b"\0", count_only=True), idempotent=True
-            )
-            self._revision = self._ring_floor = self._offset_revision(response.header.revision)
+            self._revision = self._ring_floor = await self._etcd_revision()
             self._feed_ready = asyncio.get_running_loop().create_future()
             self._feed_task = asyncio.create_task(self._feed(), name=f"etcd feed {self._prefix}")
             try:
@@ -438,12 +435,17 @@ class EtcdFeed:
         """Without RequestProgress: wait (up to ``timeout``) until the feed has delivered etcd's current revision,
         carried there by events and by the periodic progress notifications etcd sends an idle watch (in order
         with its events on every version; etcd's ``--experimental-watch-progress-notify-interval``)."""
+        target = await self._etcd_revision()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wait_for(target), timeout)
+        return self._revision
+
+    async def _etcd_revision(self) -> int:
+        """etcd's current revision (in store terms), from a count-only read of the prefix (a quorum read)."""
         response = await self._connection.call(
             "Range", rpc.RangeRequest(key=self._prefix_bytes or b"\0", count_only=True), idempotent=True
         )
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wait_for(self._offset_revision(response.header.revision)), timeout)
-        return self._revision
+        return self._offset_revision(response.header.revision)
 
     async def _catch_up_to(self, revision: int) -> None:
         """Make :attr:`revision` reach a revision etcd reported (another store's writes), within the bound."""
@@ -452,7 +454,8 @@ class EtcdFeed:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.options.progress_timeout):
                 if not self.progress_requests_supported:
-                    await self._wait_for(revision)
+                    await self._wait_for(revision)  # events and periodic notifications carry it there
+                    return
                 while self._revision < revision:
                     await self.request_progress()
 
