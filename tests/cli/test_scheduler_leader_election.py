@@ -77,6 +77,8 @@ def test_bad_leader_election_flags_are_one_line(flags: LeaderElectionFlags, mess
 
 PODS = 2000
 NODES = 10
+LAST_PHASE = frozenset(f"p-{i}" for i in range(1300, PODS))
+"""The pods created after the second kill: the leader that binds them is never killed."""
 
 
 def _node(name: str) -> dict[str, Any]:
@@ -196,7 +198,7 @@ def test_three_replicas_survive_two_leader_kills_and_bind_every_pod_once(tmp_pat
             while True:
                 events = (await client.list(client.resource("events"), namespace="default"))["items"]
                 told = {e["involvedObject"]["name"] for e in events if e["reason"] == "Scheduled"}
-                if len(told) >= PODS - 50 or time.monotonic() > deadline:
+                if LAST_PHASE <= told or time.monotonic() > deadline:
                     break
                 await asyncio.sleep(1)
             return items, events, await _holder(client)
@@ -212,9 +214,11 @@ def test_three_replicas_survive_two_leader_kills_and_bind_every_pod_once(tmp_pat
         assert unbound == [], logs
         scheduled = Counter(e["involvedObject"]["name"] for e in events if e["reason"] == "Scheduled")
         assert max(scheduled.values()) == 1  # count is 1: no pod was bound twice
-        # A killed leader may die between a binding and its event (events are best-effort, as upstream's).
-        missing = [p["metadata"]["name"] for p in items if p["metadata"]["name"] not in scheduled]
-        assert len(missing) <= 50, missing
+        # A killed leader loses the events its recorder had not sent yet (events are best-effort, as upstream's
+        # broadcaster: its queue dies with the process); on a loaded machine that can be hundreds, so only the
+        # pods created after the last kill, bound and told by a leader that lives on, must all have their event.
+        missing = sorted(LAST_PHASE - set(scheduled))
+        assert missing == [], missing
         rejected = [e for e in events if e["reason"] == "FailedScheduling" and "already" in e.get("message", "")]
         assert rejected == []
         assert holder not in killed
