@@ -80,7 +80,8 @@ MODULE_EXCEPTIONS: dict[str, frozenset[str]] = {
 }
 # third-party distributions a pure layer may use beyond the standard library.
 THIRD_PARTY: dict[str, frozenset[str]] = {
-    "api": frozenset({"orjson", "msgspec", "celpy"}),  # celpy: CRD CEL rules (api/crd/cel.py), pure Python
+    # celpy: CRD CEL rules (api/crd/cel.py), pure Python; yaml: YAML decoded as go-yaml v2 does (api/yamlio.py)
+    "api": frozenset({"orjson", "msgspec", "celpy", "yaml"}),
     "store": frozenset({"orjson", "aetcd", "grpc"}),  # grpc: the channel under aetcd's etcd v3 stubs
     "metrics": frozenset({"prometheus_client", "aiohttp"}),  # aiohttp: the /metrics endpoint's server
 }

@@ -349,3 +349,19 @@ def test_field_manager_validation(kubectl: Kubectl) -> None:
     assert status["message"].startswith('PatchOptions.meta.k8s.io "" is invalid: fieldManager: Invalid value:')
     code, _ = _request(server, "POST", path + "?fieldManager=" + "a" * 128, body, "application/json")
     assert code == 201  # nothing was created by the refused requests; 128 bytes is allowed
+
+
+def test_apply_keeps_unquoted_timestamps_as_the_strings_written(kubectl: Kubectl) -> None:
+    """go-yaml v2 keeps a timestamp-looking plain scalar decoded into interface{} as its text (decode.go, "for
+    backward compatibility reasons"), so sigs.k8s.io/yaml hands the apply a JSON string: kubectl apply
+    --server-side of a label or data value ``2024-01-01`` stores "2024-01-01"."""
+    server = kubectl.server
+    path = "/api/v1/namespaces/default/configmaps/dated?fieldManager=tool"
+    doc = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dated\n  labels: {day: 2024-01-01}\n"
+        "data: {day: 2024-01-01, at: 2001-12-14t21:59:43.10-05:00}\n"
+    )
+    code, created = _request(server, "PATCH", path, doc, "application/apply-patch+yaml")
+    assert code == 201, created
+    assert created["metadata"]["labels"] == {"day": "2024-01-01"}
+    assert created["data"] == {"day": "2024-01-01", "at": "2001-12-14t21:59:43.10-05:00"}

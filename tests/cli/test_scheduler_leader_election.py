@@ -198,7 +198,7 @@ def test_three_replicas_survive_two_leader_kills_and_bind_every_pod_once(tmp_pat
             while True:
                 events = (await client.list(client.resource("events"), namespace="default"))["items"]
                 told = {e["involvedObject"]["name"] for e in events if e["reason"] == "Scheduled"}
-                if LAST_PHASE <= told or time.monotonic() > deadline:
+                if told >= LAST_PHASE or time.monotonic() > deadline:
                     break
                 await asyncio.sleep(1)
             return items, events, await _holder(client)

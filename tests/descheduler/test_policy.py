@@ -137,3 +137,12 @@ def test_load_policy_from_file(tmp_path: Path) -> None:
     assert load_policy(path).profiles == ()
     with pytest.raises(PolicyError, match=r'failed to read policy config file ".*missing\.yaml"'):
         load_policy(tmp_path / "missing.yaml")
+
+
+def test_a_timestamp_in_a_policy_file_is_a_json_string(tmp_path: Path) -> None:
+    """sigs.k8s.io/yaml over go-yaml v2 turns an unquoted date into a JSON string, so encoding/json's error names
+    ``string`` (api/yamlio.py), not a Python date."""
+    path = tmp_path / "policy.yaml"
+    path.write_text("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles: 2024-01-01\n")
+    with pytest.raises(PolicyError, match="cannot unmarshal string into Go"):
+        load_policy(path)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from kubeplane.api import jsondepth
+from kubeplane.api import jsondepth, yamlio
 from kubeplane.api.validation.field import forbidden, new_path, required
 
 from . import errors, fieldmanager
@@ -50,7 +50,7 @@ def check_patch_options(call: Call) -> None:
 def decode_yaml(raw: bytes) -> Any:
     """The apply body as upstream's ``yaml.Unmarshal`` into an unstructured object."""
     try:
-        doc = yaml.safe_load(raw)
+        doc = yamlio.load(raw)
     except yaml.YAMLError as exc:
         raise errors.bad_request(f"error decoding YAML: {exc}") from None
     except RecursionError:  # PyYAML's composer recurses per level; go-yaml stops at its flow-level limit

@@ -33,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from kubeplane.api import yamlio
 from kubeplane.api.pods import pod_requests
 from kubeplane.scheduler.framework.types import Resource
 
@@ -151,7 +152,7 @@ def price(options: Sequence[Option], *, cluster_size: int) -> list[Option]:
 def parse_priorities(text: str) -> list[tuple[int, list[re.Pattern[str]]]]:
     """The ``priorities`` value: highest priority first."""
     try:
-        data = yaml.safe_load(text)
+        data = yamlio.load(text)
     except yaml.YAMLError as exc:
         raise PriorityError(f"Can't parse YAML with priorities in the configmap: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict):

@@ -10,6 +10,7 @@ from typing import Any
 import typer
 import yaml
 
+from kubeplane.api import yamlio
 from kubeplane.api.views import name_of, namespace_of
 from kubeplane.cli import explain_parts
 from kubeplane.cli.component import (
@@ -55,7 +56,7 @@ def load_objects(path: Path) -> list[dict[str, Any]]:
     except OSError as exc:
         raise CLIError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        docs = [d for d in yamlio.load_all(text) if d is not None]
     except yaml.YAMLError as exc:
         raise CLIError(f"{path} is not valid YAML or JSON: {str(exc).splitlines()[0]}") from None
     out: list[dict[str, Any]] = []

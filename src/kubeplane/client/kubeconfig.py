@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from kubeplane.api import yamlio
 from kubeplane.api.views import section
 
 from .errors import ClientError
@@ -92,7 +93,7 @@ def _data(section: dict[str, Any], key: str, base: Path) -> bytes | None:
 
 def load_kubeconfig(path: Path, *, context: str | None = None) -> ClientConfig:
     try:
-        doc = yaml.safe_load(path.read_text())
+        doc = yamlio.load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
         raise ClientError(f"cannot read kubeconfig {path}: {exc}") from None
     if not isinstance(doc, dict):

@@ -47,6 +47,7 @@ from typing import Any, Final
 
 import yaml
 
+from kubeplane.api import yamlio
 from kubeplane.api.typed import go_json_type
 from kubeplane.api.validation.field import aggregate_text
 
@@ -106,7 +107,7 @@ def load_policy(path: str | Path) -> DeschedulerPolicy:
     except OSError as exc:
         raise PolicyError(f'failed to read policy config file "{path}": {exc.strerror or exc}') from None
     try:
-        data = yaml.safe_load(text)
+        data = yamlio.load(text)
     except yaml.YAMLError as exc:
         raise PolicyError(
             f'failed decoding descheduler\'s policy config "{path}": {str(exc).splitlines()[0]}'

@@ -56,6 +56,7 @@ from typing import Any
 
 import yaml
 
+from kubeplane.api import yamlio
 from kubeplane.api.durations import parse_duration
 from kubeplane.api.quantity import QuantityError, parse_quantity
 from kubeplane.api.taints import parse_taint
@@ -387,7 +388,7 @@ def read_yaml_file(path: str | Path, *, what: str, error: type[ValueError]) -> A
     except OSError as exc:
         raise error(f"cannot read {what} {path}: {exc.strerror}") from None
     try:
-        return yaml.safe_load(text)
+        return yamlio.load(text)
     except yaml.YAMLError as exc:
         first = str(exc).splitlines()[0] if str(exc) else "invalid YAML"
         raise error(f"{what} {path}: {first}") from None

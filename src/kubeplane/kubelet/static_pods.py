@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from kubeplane.api import yamlio
 from kubeplane.api.meta import format_micro_time
 from kubeplane.api.views import annotations_of, section
 
@@ -93,7 +94,7 @@ def load_static_pods(directory: str | Path, node_name: str) -> dict[str, Obj]:
         if file.name.startswith(".") or not file.is_file():
             continue
         try:
-            manifest = yaml.safe_load(file.read_text())
+            manifest = yamlio.load(file.read_text())
         except (OSError, yaml.YAMLError) as exc:
             log.warning("static pod manifest %s: cannot read: %s", file, exc)
             continue

@@ -60,6 +60,7 @@ from typing import Any
 
 import yaml
 
+from kubeplane.api import yamlio
 from kubeplane.api.durations import duration_seconds
 from kubeplane.api.quantity import QuantityError, parse_quantity
 from kubeplane.api.views import section
@@ -246,7 +247,7 @@ class Scenario:
     def load(cls, path: str | Path) -> Scenario:
         path = Path(path)
         try:
-            data = yaml.safe_load(path.read_text())
+            data = yamlio.load(path.read_text())
         except OSError as exc:
             raise ScenarioError(f"cannot read scenario {path}: {exc.strerror}") from None
         except yaml.YAMLError as exc:
@@ -416,7 +417,7 @@ def read_yaml(path: Path, *, where: str = "", what: str = "") -> Any:
     """The YAML (or JSON) document of ``path``; a file that cannot be read or parsed is a one-line ScenarioError
     (a YAML error by its first line), prefixed by ``where`` and naming the file as ``what`` (e.g. "grid ")."""
     try:
-        return yaml.safe_load(path.read_text())
+        return yamlio.load(path.read_text())
     except OSError as exc:
         raise ScenarioError(f"{where}cannot read {what}{path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
@@ -447,7 +448,7 @@ def _scheduler(value: Any, base: Path) -> Mapping[str, Any] | None:
 
 def _documents(path: Path, where: str) -> list[Mapping[str, Any]]:
     try:
-        docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        docs = [d for d in yamlio.load_all(path.read_text()) if d]
     except (OSError, yaml.YAMLError) as exc:
         raise ScenarioError(f"{where}: {path}: {str(exc).splitlines()[0]}") from None
     out: list[Mapping[str, Any]] = []

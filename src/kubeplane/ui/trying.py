@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from kubeplane.api import yamlio
 from kubeplane.api.views import name_of, namespace_of
 from kubeplane.scheduler.backend.podinfo_memo import PodInfoMemo
 from kubeplane.scheduler.backend.snapshot import Snapshot
@@ -97,7 +98,7 @@ def parse_edited(text: str, running: KubeSchedulerConfiguration | None = None) -
     ``outOfTreeRegistry`` entries that ``running`` (None: no configuration) does not have with the same import path
     are refused before anything is imported (403, naming the field)."""
     try:
-        data = yaml.safe_load(text) if text.strip() else None
+        data = yamlio.load(text) if text.strip() else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         line = mark.line + 1 if mark is not None else None

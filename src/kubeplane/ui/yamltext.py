@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from kubeplane.api import yamlio
+
 
 class YAMLTextError(Exception):
     def __init__(self, message: str, line: int | None) -> None:
@@ -20,7 +22,7 @@ class YAMLTextError(Exception):
 
 def to_json(text: str) -> list[dict[str, Any]]:
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        docs = [d for d in yamlio.load_all(text) if d is not None]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         line = mark.line + 1 if mark is not None else None

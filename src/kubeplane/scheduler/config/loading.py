@@ -33,6 +33,7 @@ from typing import Any, Final
 
 import yaml
 
+from kubeplane.api import yamlio
 from kubeplane.api.validation import field as fielderr
 from kubeplane.scheduler.config.args import ARGS_PLUGINS, decode_args
 from kubeplane.scheduler.config.defaults import RawConfig, RawPluginConfig, RawProfile, apply_defaults
@@ -236,7 +237,7 @@ def _parse(path: Path, text: str) -> object:
         except json.JSONDecodeError as exc:
             raise ConfigError([f"{path}: invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"]) from None
     try:
-        return yaml.safe_load(text)
+        return yamlio.load(text)
     except yaml.MarkedYAMLError as exc:
         where = f" (line {exc.problem_mark.line + 1}, column {exc.problem_mark.column + 1})" if exc.problem_mark else ""
         problem = ", ".join(part for part in (exc.context, exc.problem) if part) or "malformed document"
