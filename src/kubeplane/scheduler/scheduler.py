@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import socket
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -25,7 +26,7 @@ from kubeplane.api.meta import format_time
 from kubeplane.api.views import PodView, is_pod_terminal, meta_of, spec_of, status_of
 from kubeplane.client.clock import Clock, SystemClock
 from kubeplane.client.errors import ClientError
-from kubeplane.client.events import EventRecorder
+from kubeplane.client.event_series import SeriesEventRecorder
 from kubeplane.client.informer import SharedInformerFactory
 from kubeplane.client.interface import Client, PatchType
 from kubeplane.metrics import SchedulerMetrics
@@ -167,10 +168,12 @@ class Scheduler:
         clock: Clock | None = None,
         rng: random.Random | None = None,
         informer_factory: SharedInformerFactory | None = None,
-        event_recorder: EventRecorder | None = None,
+        event_recorder: SeriesEventRecorder | None = None,
         metrics_registry: CollectorRegistry | None = None,
+        hostname: str | None = None,
     ) -> None:
-        """``metrics_registry``: where the scheduler's metrics live (default: the process-wide registry)."""
+        """``metrics_registry``: where the scheduler's metrics live (default: the process-wide registry);
+        ``hostname``: the second half of the Events' ``reportingInstance`` (upstream's ``os.Hostname()``)."""
         self.client = client
         self.config = config if config is not None else default_config()
         self.clock = clock if clock is not None else SystemClock()
@@ -182,7 +185,8 @@ class Scheduler:
         informer_rng.setstate(self.rng.getstate())
         self.informers = informer_factory or SharedInformerFactory(client, clock=self.clock, rng=informer_rng)
         self._own_recorder = event_recorder is None
-        self.recorder = event_recorder or EventRecorder(client, component="default-scheduler", clock=self.clock)
+        self._hostname = socket.gethostname() if hostname is None else hostname
+        self.recorder = event_recorder or self._new_recorder("default-scheduler")
         self.cache = Cache(self.clock)
         self.snapshot = Snapshot()
         self.handle = Handle(
@@ -226,12 +230,12 @@ class Scheduler:
         self._cycles = 0
         # Each profile reports events as its schedulerName (upstream's per-profile recorder); an injected recorder
         # is shared by all profiles.
-        self._recorders: dict[str, EventRecorder] = {}
+        self._recorders: dict[str, SeriesEventRecorder] = {}
         for name, fwk in self.profiles.items():  # upstream SetPodNominator / SetPodActivator
             fwk.handle.nominator = self.queue
             fwk.handle.activate = self.queue.activate
             if self._own_recorder and name != "default-scheduler":
-                fwk.handle.event_recorder = EventRecorder(client, component=name, clock=self.clock)
+                fwk.handle.event_recorder = self._new_recorder(name)
             self._recorders[name] = fwk.handle.event_recorder or self.recorder
             fwk.metrics = self.metrics
         # The one scheduling cycle (explain and what-if run the same class with a recorder); nominated pods
@@ -447,7 +451,7 @@ class Scheduler:
             self.queue.done(pod.uid)
             return
         if pod.is_terminating:
-            self._event(pod, "Warning", "FailedScheduling", f"skip schedule deleting pod: {pod.key}")
+            self._event(pod, "Warning", "FailedScheduling", "Scheduling", f"skip schedule deleting pod: {pod.key}")
             self.queue.done(pod.uid)
             return
         if self.cache.is_assumed_pod(pod):
@@ -535,7 +539,7 @@ class Scheduler:
                 return
             self.scheduled += 1
             self.metrics.attempt("scheduled", fwk.profile_name, time.perf_counter() - start)
-            self._event(assumed, "Normal", "Scheduled", f"Successfully assigned {assumed.key} to {host}")
+            self._event(assumed, "Normal", "Scheduled", "Binding", f"Successfully assigned {assumed.key} to {host}")
             fwk.run_post_bind_plugins(state, assumed, host)
         except Exception as exc:
             log.exception("binding %s failed", assumed.key)
@@ -618,7 +622,7 @@ class Scheduler:
             self.queue.add_nominated_pod(qpi.pod_info, nominated_node)
         else:
             self.queue.done(pod.uid)
-        self._event(pod, "Warning", "FailedScheduling", _truncate(message))
+        self._event(pod, "Warning", "FailedScheduling", "Scheduling", _truncate(message))
         written = self._binding_nominations.pop(pod.uid, "")
         task = asyncio.ensure_future(self._update_condition(qpi.pod_info, reason, message, nominated_node, written))
         self._binding_tasks.add(task)
@@ -661,9 +665,19 @@ class Scheduler:
         except ClientError as exc:
             log.info("updating the PodScheduled condition of %s failed: %s", pod.key, exc)
 
-    def _event(self, pod: PodInfo, event_type: str, reason: str, message: str) -> None:
+    def _new_recorder(self, scheduler_name: str) -> SeriesEventRecorder:
+        """A profile's recorder: events.k8s.io/v1 Events as upstream's ``EventBroadcasterAdapter`` writes them when
+        the server serves that group, reported as the profile's schedulerName from ``<name>-<hostname>``."""
+        return SeriesEventRecorder(
+            self.client,
+            reporting_controller=scheduler_name,
+            reporting_instance=f"{scheduler_name}-{self._hostname}",
+            clock=self.clock,
+        )
+
+    def _event(self, pod: PodInfo, event_type: str, reason: str, action: str, message: str) -> None:
         obj = {"apiVersion": "v1", "kind": "Pod", "metadata": pod.pod.get("metadata") or {}}
         recorder = self._recorders.get(pod.scheduler_name, self.recorder)
-        task = asyncio.ensure_future(recorder.event(obj, event_type, reason, message))
+        task = asyncio.ensure_future(recorder.event(obj, event_type, reason, message, action=action))
         self._binding_tasks.add(task)
         task.add_done_callback(self._binding_tasks.discard)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from kubeplane.client.clock import Clock, SystemClock
 
 if TYPE_CHECKING:
-    from kubeplane.client.events import EventRecorder
+    from kubeplane.client.event_series import SeriesEventRecorder
     from kubeplane.client.informer import SharedInformerFactory
     from kubeplane.client.interface import Client
     from kubeplane.scheduler.framework.interface import Plugin
@@ -95,7 +95,7 @@ class Handle:
     clock: Clock = field(default_factory=SystemClock)
     rng: random.Random = field(default_factory=lambda: random.Random(0))
     informer_factory: SharedInformerFactory | None = None
-    event_recorder: EventRecorder | None = None
+    event_recorder: SeriesEventRecorder | None = None
     parallelism: int = 16
     snapshot_lister: NodeInfoLister = field(default_factory=_EmptyLister)
     list_objects: ObjectLister = _no_objects

@@ -490,7 +490,9 @@ class DefaultPreemption:
         recorder = self.handle.event_recorder
         if recorder is not None:
             obj = {"apiVersion": "v1", "kind": "Pod", "metadata": victim.pod.get("metadata") or {}}
-            await recorder.event(obj, "Normal", "Preempted", f"Preempted by pod {preemptor.uid} on node {node_name}")
+            by = {"apiVersion": "v1", "kind": "Pod", "metadata": preemptor.pod.get("metadata") or {}}
+            message = f"Preempted by pod {preemptor.uid} on node {node_name}"
+            await recorder.event(obj, "Normal", "Preempted", message, action="Preempting", related=by)
 
     def busy(self) -> bool:
         return bool(self._tasks)

@@ -85,9 +85,8 @@ async def wait_for_binding(
     recorder = handle.event_recorder
     if recorder is not None:
         ref = {"apiVersion": "v1", "kind": "Pod", "metadata": _meta(pod)}
-        recorder.record(
-            ref, "Normal", "BindingConditionsPending", f"waiting for binding conditions for device on node {node_name}"
-        )
+        note = f"waiting for binding conditions for device on node {node_name}"
+        recorder.record(ref, "Normal", "BindingConditionsPending", note, action="Scheduling")
 
     def current(claim: Mapping[str, Any]) -> Mapping[str, Any]:
         meta = _meta(claim)
