@@ -164,7 +164,9 @@ def test_pending_pod_explained_then_running_after_labelling_from_the_ui(
         page.select_option("#node-cut", "feasible")
         assert page.eval_on_selector_all("#cycle-table tbody tr", "rs => rs.length") == 0
         page.select_option("#node-cut", "all")
+        # the scheduler's events.k8s.io Event read through core/v1: no source, its reportingComponent
         assert "Warning FailedScheduling" in page.inner_text("#pod-events")
+        assert "from default-scheduler" in page.inner_text("#pod-events")
         # label node01 kgc=a from the UI (kubectl label's merge patch); the pod view follows without a reload
         page.evaluate("() => { window.__marker = 'same page'; }")
         page.goto(f"{address}/ui/#/node/node01")

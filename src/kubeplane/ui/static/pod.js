@@ -180,8 +180,10 @@ export function mount(container, params, store) {
   });
   const renderEvents = () => {
     const list = [...events.items.values()].map((e) => ({
-      time: e.lastTimestamp || e.eventTime || e.metadata.creationTimestamp || "", type: e.type, reason: e.reason,
-      from: (e.source && e.source.component) || e.reportingComponent || "", message: e.message, count: e.count || 1,
+      // an events.k8s.io Event (the scheduler's) counts repeats in its series, as kubectl describe reads it
+      time: e.lastTimestamp || (e.series && e.series.lastObservedTime) || e.eventTime || e.metadata.creationTimestamp || "",
+      type: e.type, reason: e.reason, from: (e.source && e.source.component) || e.reportingComponent || "",
+      message: e.message, count: (e.series && e.series.count) || e.count || 1,
     })).sort((a, b) => a.time.localeCompare(b.time));
     eventsList.replaceChildren(...(list.length ? list.map((e) => el("li", { class: e.type === "Warning" ? "warning" : "" },
       el("time", {}, e.time), ` ${e.type} ${e.reason}${e.count > 1 ? ` (x${e.count})` : ""} from ${e.from}: `, e.message)) : [el("li", {}, "none")]));
