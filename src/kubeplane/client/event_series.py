@@ -33,7 +33,6 @@ import asyncio
 import copy
 import logging
 import random
-from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -42,6 +41,7 @@ from kubeplane.api.meta import format_micro_time, parse_micro_time
 
 from .clock import Clock
 from .errors import AlreadyExistsError, APIStatusError, NotFoundError
+from .event_writer import EventWriter
 from .events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, object_reference
 from .interface import Client, Obj, PatchType
 
@@ -100,13 +100,10 @@ class SeriesEventRecorder:
         self._clock = clock
         self._rng = random.Random() if rng is None else rng
         self._cache: dict[tuple[Any, ...], Obj] = {}
-        self._queue: deque[Obj] = deque()
-        self._wakeup = asyncio.Event()
-        self._idle = asyncio.Event()
-        self._idle.set()
-        self._tasks: list[asyncio.Task[None]] = []
-        self._sleepers: set[asyncio.Future[None]] = set()
-        self._closing = False
+        self._writer = EventWriter(
+            clock, max_queued=self.config.max_queued, name=f"events-v1-{reporting_controller}", write=self._write
+        )
+        self._passes: list[asyncio.Task[None]] = []
         self._last_nanos = 0
         self._lock = asyncio.Lock()
         """Held by a cache step and by a whole periodic pass, as upstream's mutex (a pass writes under it)."""
@@ -136,7 +133,7 @@ class SeriesEventRecorder:
     ) -> None:
         """:meth:`event` for callers that are not coroutines (needs a running loop). An unsupported type or an
         object without kind and name is logged and not recorded, as upstream."""
-        if self._closing:
+        if self._writer.closing:
             log.debug("event recorder closed; dropping event %s %s", reason, message)
             return
         if event_type not in (EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING):
@@ -146,17 +143,14 @@ class SeriesEventRecorder:
         if "kind" not in regarding or "name" not in regarding:
             log.error("Could not construct reference to %r, will not report event %s: %s", regarding, reason, message)
             return
-        if len(self._queue) >= self.config.max_queued:
-            log.warning("event queue full (%d); dropping event %s about %s", len(self._queue), reason, regarding)
+        if len(self._writer) >= self.config.max_queued:
+            log.warning("event queue full (%d); dropping event %s about %s", len(self._writer), reason, regarding)
             return
-        self._queue.append(self._make_event(regarding, related, event_type, reason, action, message))
-        self._idle.clear()
-        self._wakeup.set()
-        if not self._tasks:
+        self._writer.put(self._make_event(regarding, related, event_type, reason, action, message))
+        if not self._passes:
             loop = asyncio.get_running_loop()
             name = f"events-v1-{self.reporting_controller}"
-            self._tasks = [
-                loop.create_task(self._run(), name=name),
+            self._passes = [
                 loop.create_task(self._every(self.config.finish_time, self._finish_series), name=name + "-finish"),
                 loop.create_task(self._every(self.config.refresh_time, self._refresh_series), name=name + "-refresh"),
             ]
@@ -191,38 +185,20 @@ class SeriesEventRecorder:
 
     async def flush(self) -> None:
         """Wait until every queued event has been written or dropped."""
-        await self._idle.wait()
+        await self._writer.flush()
 
     async def close(self) -> None:
-        """Stop accepting events, write the queue (no retry sleeps once closing) and stop the tasks."""
-        self._closing = True
-        self._wakeup.set()
-        for sleeper in list(self._sleepers):
-            sleeper.cancel()
-        if self._tasks:
-            writer, *periodic = self._tasks
-            for task in periodic:
-                task.cancel()
-            await writer
-            await asyncio.gather(*periodic, return_exceptions=True)
+        """Stop accepting events, write the queue (no retry sleeps once closing) and stop the periodic passes."""
+        for task in self._passes:
+            task.cancel()
+        await self._writer.close()
+        await asyncio.gather(*self._passes, return_exceptions=True)
 
-    async def _run(self) -> None:
-        while True:
-            if not self._queue:
-                self._idle.set()
-                if self._closing:
-                    return
-                self._wakeup.clear()
-                await self._wakeup.wait()
-                continue
-            event = self._queue.popleft()
-            try:
-                async with self._lock:
-                    to_write = self._observe(event)
-                if to_write is not None:
-                    await self._attempt(to_write)
-            except Exception:
-                log.exception("Unable to write event (unexpected error, dropped): %s", event.get("reason"))
+    async def _write(self, event: Obj) -> None:
+        async with self._lock:
+            to_write = self._observe(event)
+        if to_write is not None:
+            await self._attempt(to_write)
 
     def _observe(self, event: Obj) -> Obj | None:
         """Upstream ``recordToSink``'s cache step: the event to write now, or None when a series only counts."""
@@ -247,10 +223,10 @@ class SeriesEventRecorder:
             if not retry:
                 return
             tries += 1
-            if tries >= self.config.max_tries or self._closing:
+            if tries >= self.config.max_tries or self._writer.closing:
                 log.error("Unable to write event (retry limit exceeded!): %s", _describe(event))
                 return
-            await self._sleep(self.config.sleep_duration * (1 + 0.25 * self._rng.random()))
+            await self._writer.sleep(self.config.sleep_duration * (1 + 0.25 * self._rng.random()))
 
     async def _record(self, event: Obj) -> tuple[Obj | None, bool]:
         """Upstream ``recordEvent``: (the written event, whether to retry)."""
@@ -283,10 +259,10 @@ class SeriesEventRecorder:
 
     async def _every(self, period: float, step: Callable[[], Awaitable[None]]) -> None:
         """``wait.UntilWithContext``: ``step`` now and then every ``period`` on the clock, until closed."""
-        while not self._closing:
+        while not self._writer.closing:
             async with self._lock:
                 await step()
-            await self._sleep(period)
+            await self._writer.sleep(period)
 
     async def _finish_series(self) -> None:
         """Upstream ``finishSeries``: write and forget series quiet for ``finish_time``; forget old singletons."""
@@ -308,16 +284,6 @@ class SeriesEventRecorder:
                 written, retry = await self._record(event)
                 if not retry and written is not None and key in self._cache:
                     self._cache[key] = written
-
-    async def _sleep(self, seconds: float) -> None:
-        """Sleep on the clock; :meth:`close` cuts it short (upstream's cancelation context)."""
-        sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
-        self._sleepers.add(sleeper)
-        try:
-            await asyncio.wait({sleeper})
-        finally:
-            self._sleepers.discard(sleeper)
-            sleeper.cancel()
 
 
 def _describe(event: Mapping[str, Any]) -> str:

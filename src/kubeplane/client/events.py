@@ -33,11 +33,10 @@ relies on its clock's nanosecond resolution for that).
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import logging
 import random
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar
@@ -47,6 +46,7 @@ from kubeplane.api.views import meta_of, section
 
 from .clock import Clock
 from .errors import AlreadyExistsError, APIStatusError, NotFoundError
+from .event_writer import EventWriter
 from .flowcontrol import TokenBucket, TokenBucketConfig
 from .interface import Client, Obj
 
@@ -376,13 +376,9 @@ class EventRecorder:
         self._instance = host if reporting_instance is None else reporting_instance
         self._clock = clock
         self._rng = random.Random() if rng is None else rng
-        self._queue: deque[Obj] = deque()
-        self._wakeup = asyncio.Event()
-        self._idle = asyncio.Event()
-        self._idle.set()
-        self._writer: asyncio.Task[None] | None = None
-        self._sleeper: asyncio.Future[None] | None = None
-        self._closing = False
+        self._writer = EventWriter(
+            clock, max_queued=self.config.max_queued, name=f"events-{component}", write=self._record_to_sink
+        )
 
     async def event(
         self, obj: Mapping[str, Any], event_type: str, reason: str, message: str, *, field_path: str = ""
@@ -404,7 +400,7 @@ class EventRecorder:
         ``field_path`` names the part of the object, as the kubelet's ``spec.containers{nginx}``.
 
         An unsupported type or an object without kind and name is logged and not recorded, as upstream."""
-        if self._closing:
+        if self._writer.closing:
             log.debug("event recorder closed; dropping event %s %s", reason, message)
             return
         if event_type not in (EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING):
@@ -416,17 +412,13 @@ class EventRecorder:
         if "kind" not in ref or "name" not in ref:
             log.error("Could not construct reference to %r, will not report event %s: %s", ref, reason, message)
             return
-        if len(self._queue) >= self.config.max_queued:
-            log.warning("event queue full (%d); dropping event %s about %s", len(self._queue), reason, ref["name"])
+        if len(self._writer) >= self.config.max_queued:
+            log.warning("event queue full (%d); dropping event %s about %s", len(self._writer), reason, ref["name"])
             return
         event = self._make_event(ref, event_type, reason, message)
         if action:  # what was done (events.k8s.io's ``action``, e.g. the descheduler's "Descheduled")
             event["action"] = action
-        self._queue.append(event)
-        self._idle.clear()
-        self._wakeup.set()
-        if self._writer is None:
-            self._writer = asyncio.get_running_loop().create_task(self._run(), name=f"events-{self._component}")
+        self._writer.put(event)
 
     def _make_event(self, ref: Obj, event_type: str, reason: str, message: str) -> Obj:
         now = self._clock.now()
@@ -453,31 +445,11 @@ class EventRecorder:
 
     async def flush(self) -> None:
         """Wait until every queued event has been written or dropped."""
-        await self._idle.wait()
+        await self._writer.flush()
 
     async def close(self) -> None:
         """Stop accepting events, write the queue (no retry sleeps once closing) and stop the writer."""
-        self._closing = True
-        self._wakeup.set()
-        if self._sleeper is not None:
-            self._sleeper.cancel()
-        if self._writer is not None:
-            await self._writer
-
-    async def _run(self) -> None:
-        while True:
-            if not self._queue:
-                self._idle.set()
-                if self._closing:
-                    return
-                self._wakeup.clear()
-                await self._wakeup.wait()
-                continue
-            event = self._queue.popleft()
-            try:
-                await self._record_to_sink(event)
-            except Exception:
-                log.exception("Unable to write event (unexpected error, dropped): %s", event.get("reason"))
+        await self._writer.close()
 
     async def _record_to_sink(self, event: Obj) -> None:
         result = self.correlator.correlate(event)
@@ -491,21 +463,11 @@ class EventRecorder:
                 log.error("Unable to write event (retry limit exceeded!): %s", _describe(result.event))
                 return
             delay = self.config.sleep_duration
-            if not self._closing:
-                await self._sleep(delay * self._rng.random() if tries == 1 else delay)
-            if self._closing:
+            if not self._writer.closing:
+                await self._writer.sleep(delay * self._rng.random() if tries == 1 else delay)
+            if self._writer.closing:
                 log.error("Unable to write event (recorder is closed): %s", _describe(result.event))
                 return
-
-    async def _sleep(self, seconds: float) -> None:
-        """Sleep on the clock; :meth:`close` cuts it short (upstream's cancelation context)."""
-        sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
-        self._sleeper = sleeper
-        try:
-            await asyncio.wait({sleeper})
-        finally:
-            self._sleeper = None
-            sleeper.cancel()
 
     async def _write(self, result: CorrelateResult) -> bool:
         """One try (upstream ``recordEvent``); True when done, written or not, False to retry."""
