@@ -93,6 +93,10 @@ def test_a_pass_evicts_through_the_eviction_api_with_event_and_metric() -> None:
         )
         assert event["message"] == "pod eviction from n1 node by sigs.k8s.io/descheduler"
         assert event["reportingComponent"] == "sigs.k8s.io.descheduler"
+        # an events.k8s.io/v1 Event (upstream's EventBroadcasterAdapter): eventTime, no core source
+        assert event["eventTime"]
+        assert not event.get("source")
+        assert event["reportingInstance"].startswith("sigs.k8s.io.descheduler-")
         text = generate_latest(registry).decode()
         labels = 'namespace="default",node="n1",profile="p",result="success",strategy="RemovePodsViolatingNodeTaints"'
         assert f"descheduler_pods_evicted{{{labels}}} 1.0" in text

@@ -32,7 +32,7 @@ from typing import Any, Final, NoReturn, Protocol
 
 from kubeplane.api.views import meta_of, name_of, namespace_of, spec_of
 from kubeplane.client.errors import ClientError
-from kubeplane.client.events import EventRecorder
+from kubeplane.client.event_series import SeriesEventRecorder
 from kubeplane.client.interface import Client
 from kubeplane.metrics.descheduler import DeschedulerMetrics
 
@@ -138,7 +138,7 @@ class PodEvictor:
         client: Client,
         *,
         metrics: DeschedulerMetrics,
-        recorder: EventRecorder | None,
+        recorder: SeriesEventRecorder | None,
         dry_run: bool = False,
         max_per_node: int | None = None,
         max_per_namespace: int | None = None,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -26,7 +27,7 @@ from kubeplane.api.labels import parse
 from kubeplane.api.views import labels_of, name_of
 from kubeplane.client.clock import Clock
 from kubeplane.client.errors import ClientError
-from kubeplane.client.events import EventRecorder
+from kubeplane.client.event_series import SeriesEventRecorder
 from kubeplane.client.informer import SharedInformer
 from kubeplane.client.interface import Client
 from kubeplane.metrics.descheduler import DeschedulerMetrics, descheduler_metrics
@@ -39,7 +40,9 @@ from .policy import DeschedulerPolicy, PolicyError, Profile
 Obj = Mapping[str, Any]
 log = logging.getLogger("kubeplane.descheduler")
 
-__all__ = ["Descheduler"]
+__all__ = ["REPORTING_CONTROLLER", "Descheduler"]
+
+REPORTING_CONTROLLER = "sigs.k8s.io.descheduler"
 
 
 class Descheduler:
@@ -55,18 +58,23 @@ class Descheduler:
         interval: float = 300.0,
         dry_run: bool = False,
         metrics_registry: Any = None,
-        recorder: EventRecorder | None = None,
+        recorder: SeriesEventRecorder | None = None,
         on_request: Callable[[Obj, bool], None] | None = None,
     ) -> None:
         self.client, self.policy, self.clock, self.rng = client, policy, clock, rng
         self.interval, self.dry_run = interval, dry_run
         self.metrics: DeschedulerMetrics = descheduler_metrics(metrics_registry)
-        # upstream utils.CreateEventRecorder: NewRecorder("sigs.k8s.io.descheduler") (dots, not a slash)
+        # upstream utils.GetRecorderAndBroadcaster: events.NewEventBroadcasterAdapter(...).NewRecorder(
+        # "sigs.k8s.io.descheduler") (dots, not a slash): events.k8s.io/v1 Events from "<that>-<hostname>"
         self.recorder = (
             recorder
             if recorder is not None
-            else EventRecorder(
-                client, component="sigs.k8s.io.descheduler", clock=clock, rng=random.Random(rng.getrandbits(64))
+            else SeriesEventRecorder(
+                client,
+                reporting_controller=REPORTING_CONTROLLER,
+                reporting_instance=f"{REPORTING_CONTROLLER}-{socket.gethostname()}",
+                clock=clock,
+                rng=random.Random(rng.getrandbits(64)),
             )
         )
         self.evictor = PodEvictor(
