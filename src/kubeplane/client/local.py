@@ -14,7 +14,7 @@ allowed to import the API server (DESIGN.md layering).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import orjson
@@ -31,7 +31,6 @@ from kubeplane.apiserver.listing import ListOptions, WatchOptions, bookmark_even
 from kubeplane.apiserver.registry import Registry
 from kubeplane.apiserver.tokens import UserInfo
 from kubeplane.apiserver.watchcache import CacheWatcher
-from kubeplane.store.interface import Conflict, NotFound
 from kubeplane.store.memory import MemoryStore
 
 from .clock import Clock
@@ -314,20 +313,34 @@ class LocalClient:
         built ``obj`` as the full update would store it: no defaulting, validation, admission or managed-fields
         bookkeeping runs (e.g. :mod:`kubeplane.kubelet.lease_writer`). Watchers see an ordinary MODIFIED
         event. ``obj`` is not kept: the caller may keep and reuse it."""
+        stored = await self.put_prepared_many(resource, [obj], namespace=namespace)
+        return stored[0] if stored else None
+
+    async def put_prepared_many(
+        self, resource: ResourceInfo, objs: Sequence[Obj], *, namespace: str | None = None
+    ) -> list[Obj]:
+        """:meth:`put_prepared` of each of ``objs`` in order as one store batch (``Store.update_many``: each at
+        its own revision, watchers reached once); the stored objects of the leading ones written, stopping
+        before the first whose stored revision is another or that is gone."""
         if self.user is not None or conversion.converts(resource):
             raise ClientError("put_prepared is for the trusted in-process caller on resources stored as served")
-        meta = obj["metadata"]
-        expected = int(meta["resourceVersion"])
-        key = resource.key(str(meta["name"]), _scoped(resource, namespace))
-        body = orjson.dumps({**obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}})
-        try:
-            kv = await self.registry.store.update(key, body, expected_mod_revision=expected)
-        except (Conflict, NotFound):
-            return None
-        stored = {**obj, "metadata": {**meta, "resourceVersion": str(kv.mod_revision)}}
-        if next(reversed(meta)) == "resourceVersion":  # as decoding puts it (last): the watch cache need not decode
-            self.registry.cache(resource).expect(key, kv.mod_revision, stored)
-        return stored
+        scoped = _scoped(resource, namespace)
+        updates: list[tuple[str, bytes, int | None]] = []
+        for obj in objs:
+            meta = obj["metadata"]
+            key = resource.key(str(meta["name"]), scoped)
+            body = orjson.dumps({**obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}})
+            updates.append((key, body, int(meta["resourceVersion"])))
+        kvs = await self.registry.store.update_many(updates)
+        cache = self.registry.cache(resource) if kvs else None
+        out: list[Obj] = []
+        for obj, (key, _, _), kv in zip(objs, updates, kvs, strict=False):
+            meta = obj["metadata"]
+            stored = {**obj, "metadata": {**meta, "resourceVersion": str(kv.mod_revision)}}
+            if cache is not None and next(reversed(meta)) == "resourceVersion":
+                cache.expect(key, kv.mod_revision, stored)  # as decoding puts it (last): the cache need not decode
+            out.append(stored)
+        return out
 
     async def delete(
         self,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from kubeplane.client.interface import Client
@@ -120,11 +121,13 @@ class LeaseWriter:
         """:func:`renewable`, answered at once for the Lease this writer last stored."""
         return lease is self._last or renewable(lease)
 
-    async def renew(self, lease: Obj, now: float, *, stamped_at: float | None = None) -> Obj | None:
-        """``lease`` renewed at ``now`` (the node's clock) and stored; None when the cheap path does not apply
-        or the stored Lease is no longer ``lease`` (the caller then takes the full API path). ``stamped_at``:
-        the API server's time of the write, for a renewal written ahead of its moment (default: the registry's
-        ``now()``, what the full update would record)."""
+    @property
+    def client(self) -> LocalClient:
+        return self._client
+
+    def prepare(self, lease: Obj, now: float, *, stamped_at: float | None = None) -> Obj | None:
+        """What :meth:`renew` would store for ``lease`` at ``now``: ``lease`` itself when the full update would
+        find nothing changed (nothing to write), None when the cheap path does not apply."""
         if not self.can_renew(lease):
             return None
         meta = lease["metadata"]
@@ -134,8 +137,41 @@ class LeaseWriter:
             return lease  # the full update would find nothing changed and write nothing
         entry: dict[str, Any] = {**meta["managedFields"][0], "time": stamp}
         spec = {**lease["spec"], "renewTime": renew}
-        new: Obj = {**lease, "metadata": {**meta, "managedFields": [entry]}, "spec": spec}
+        return {**lease, "metadata": {**meta, "managedFields": [entry]}, "spec": spec}
+
+    def stored(self, lease: Obj) -> None:
+        """``lease`` (a :meth:`prepare` d renewal) was stored: the next renewal starts from it."""
+        self._last = lease
+
+    async def renew(self, lease: Obj, now: float, *, stamped_at: float | None = None) -> Obj | None:
+        """``lease`` renewed at ``now`` (the node's clock) and stored; None when the cheap path does not apply
+        or the stored Lease is no longer ``lease`` (the caller then takes the full API path). ``stamped_at``:
+        the API server's time of the write, for a renewal written ahead of its moment (default: the registry's
+        ``now()``, what the full update would record)."""
+        new = self.prepare(lease, now, stamped_at=stamped_at)
+        if new is None or new is lease:
+            return new
         stored = await self._client.put_prepared(self._leases, new, namespace=NODE_LEASE_NAMESPACE)
         if stored is not None:
             self._last = stored
         return stored
+
+
+async def renew_many(renewals: Sequence[tuple[LeaseWriter, Obj]]) -> list[Obj]:
+    """Store prepared renewals ``(writer, lease)`` (each from :meth:`LeaseWriter.prepare`, not the unchanged
+    Lease) in order as one store batch (:meth:`LocalClient.put_prepared_many`): the stored Leases of the leading
+    ones written, stopping before the first refused (its Lease changed meanwhile) or the first of another client
+    (a batch is one registry's)."""
+    if not renewals:
+        return []
+    client = renewals[0][0].client
+    same = 0
+    while same < len(renewals) and renewals[same][0].client is client:
+        same += 1
+    leases = client.resource("leases")
+    stored = await client.put_prepared_many(
+        leases, [lease for _, lease in renewals[:same]], namespace=NODE_LEASE_NAMESPACE
+    )
+    for (writer, _), lease in zip(renewals, stored, strict=False):
+        writer.stored(lease)
+    return stored
