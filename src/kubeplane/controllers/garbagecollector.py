@@ -298,15 +298,22 @@ class GarbageCollector(Controller):
         transition; a Lease renewal, a status write)."""
         meta = section(obj, "metadata")
         node = self.graph.get(str(meta.get("uid") or ""))
-        return (
-            node is not None
-            and not node.virtual
-            and node.resource is info
-            and not node.being_deleted
-            and not meta.get("deletionTimestamp")
-            and node.identity.name == meta.get("name")
-            and (meta.get("ownerReferences") is node.refs_seen or _owner_refs(obj) == node.owners)
-        )
+        if (
+            node is None
+            or node.virtual
+            or node.resource is not info
+            or node.being_deleted
+            or meta.get("deletionTimestamp")
+            or node.identity.name != meta.get("name")
+        ):
+            return False
+        refs = meta.get("ownerReferences")
+        if refs is node.refs_seen:
+            return True
+        if _owner_refs(obj) != node.owners:
+            return False
+        node.refs_seen = refs  # the same owners: the writer's next update likely carries this very list
+        return True
 
     @staticmethod
     def _refers_as(dep: _Node, identity: ObjectIdentity) -> bool:
