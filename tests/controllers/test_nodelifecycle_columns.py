@@ -13,15 +13,18 @@ their records, zone states, queues and the API's nodes are the same.
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
 import pytest
 
-from kubeplane.api.meta import format_time
+from kubeplane.api.meta import format_micro_time, format_time
 from kubeplane.client.clock import FakeClock
 from kubeplane.controllers.nodelifecycle import NodeLifecycleController
+from kubeplane.controllers.nodelifecycle_columns import renew_time
+from kubeplane.controllers.podutil import parse_timestamp
 from tests.controllers import harness
 from tests.controllers.test_nodelifecycle import Env
 
@@ -156,3 +159,31 @@ async def test_columns_pass_equals_full_pass(pair: tuple[Env, Env, list[int]]) -
         await _step(envs, 5)
     assert "node04" not in columns.controller.known_nodes
     assert "node99" in columns.controller.known_nodes
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "2027-01-15T08:00:10.174028Z",
+        "1969-12-31T23:59:59.500000Z",
+        "2027-01-15T08:00:10Z",
+        "2027-01-15T08:00:10.17402Z",
+        "2027-01-15T08:00:10.1740\uff128Z",
+        "2027-13-15T08:00:10.174028Z",
+        "2027-01-15T09:00:10.174028+01:00",
+        "junk",
+        None,
+    ],
+    ids=["micro", "before-epoch", "time", "short-fraction", "fullwidth-digit", "bad-month", "offset", "junk", "none"],
+)
+def test_renew_time_is_parse_timestamp(value: Any) -> None:
+    """upstream compares ``LeaseRenewTime`` as times (``metav1.MicroTime``): the cheap split of the canonical
+    form gives the same instant, to the bit, as the general parse, and anything else goes the general way."""
+    assert renew_time(value) == parse_timestamp(value)
+
+
+def test_renew_time_matches_on_many_instants() -> None:
+    rng = random.Random(7)
+    for _ in range(20_000):
+        value = format_micro_time(rng.uniform(-1e9, 4e9))
+        assert renew_time(value) == parse_timestamp(value), value

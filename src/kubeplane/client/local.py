@@ -317,20 +317,27 @@ class LocalClient:
         return stored[0] if stored else None
 
     async def put_prepared_many(
-        self, resource: ResourceInfo, objs: Sequence[Obj], *, namespace: str | None = None
+        self,
+        resource: ResourceInfo,
+        objs: Sequence[Obj],
+        *,
+        namespace: str | None = None,
+        keys: Sequence[str] | None = None,
     ) -> list[Obj]:
         """:meth:`put_prepared` of each of ``objs`` in order as one store batch (``Store.update_many``: each at
         its own revision, watchers reached once); the stored objects of the leading ones written, stopping
-        before the first whose stored revision is another or that is gone."""
+        before the first whose stored revision is another or that is gone. ``keys``: the objects' storage keys
+        (``resource.key`` of their names), when the caller keeps them."""
         if self.user is not None or conversion.converts(resource):
             raise ClientError("put_prepared is for the trusted in-process caller on resources stored as served")
         scoped = _scoped(resource, namespace)
         updates: list[tuple[str, bytes, int | None]] = []
-        for obj in objs:
+        for k, obj in enumerate(objs):
             meta = obj["metadata"]
-            key = resource.key(str(meta["name"]), scoped)
-            body = orjson.dumps({**obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}})
-            updates.append((key, body, int(meta["resourceVersion"])))
+            key = resource.key(str(meta["name"]), scoped) if keys is None else keys[k]
+            bare = dict(meta)
+            expected = int(bare.pop("resourceVersion"))
+            updates.append((key, orjson.dumps({**obj, "metadata": bare}), expected))
         kvs = await self.registry.store.update_many(updates)
         cache = self.registry.cache(resource) if kvs else None
         out: list[Obj] = []

@@ -32,6 +32,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from kubeplane.api.resources import ResourceInfo
 from kubeplane.client.interface import Client
 from kubeplane.client.local import LocalClient
 
@@ -116,6 +117,7 @@ class LeaseWriter:
         self._leases = client.resource("leases")
         self._stamps = stamps or Stamps()
         self._last: Obj | None = None  # the last Lease this writer stored: renewable, as what it renewed was
+        self._key: str | None = None  # the Lease's storage key (renewals never rename it)
 
     def can_renew(self, lease: Obj) -> bool:
         """:func:`renewable`, answered at once for the Lease this writer last stored."""
@@ -124,6 +126,16 @@ class LeaseWriter:
     @property
     def client(self) -> LocalClient:
         return self._client
+
+    @property
+    def resource(self) -> ResourceInfo:
+        return self._leases
+
+    def key(self, lease: Obj) -> str:
+        """``lease``'s storage key, computed once per writer (its node's Lease has one name)."""
+        if self._key is None:
+            self._key = self._leases.key(str(lease["metadata"]["name"]), NODE_LEASE_NAMESPACE)
+        return self._key
 
     def prepare(self, lease: Obj, now: float, *, stamped_at: float | None = None) -> Obj | None:
         """What :meth:`renew` would store for ``lease`` at ``now``: ``lease`` itself when the full update would
@@ -160,18 +172,22 @@ class LeaseWriter:
 async def renew_many(renewals: Sequence[tuple[LeaseWriter, Obj]]) -> list[Obj]:
     """Store prepared renewals ``(writer, lease)`` (each from :meth:`LeaseWriter.prepare`, not the unchanged
     Lease) in order as one store batch (:meth:`LocalClient.put_prepared_many`): the stored Leases of the leading
-    ones written, stopping before the first refused (its Lease changed meanwhile) or the first of another client
-    (a batch is one registry's)."""
+    ones written, stopping before the first refused (its Lease changed meanwhile) or the first of another registry
+    (a batch is one store's)."""
     if not renewals:
         return []
     client = renewals[0][0].client
+    registry = client.registry
     same = 0
-    while same < len(renewals) and renewals[same][0].client is client:
+    while same < len(renewals) and renewals[same][0].client.registry is registry:
         same += 1
-    leases = client.resource("leases")
+    batch = renewals[:same]
     stored = await client.put_prepared_many(
-        leases, [lease for _, lease in renewals[:same]], namespace=NODE_LEASE_NAMESPACE
+        batch[0][0].resource,
+        [lease for _, lease in batch],
+        namespace=NODE_LEASE_NAMESPACE,
+        keys=[writer.key(lease) for writer, lease in batch],
     )
-    for (writer, _), lease in zip(renewals, stored, strict=False):
+    for (writer, _), lease in zip(batch, stored, strict=False):
         writer.stored(lease)
     return stored
