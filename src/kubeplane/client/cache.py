@@ -266,6 +266,13 @@ class Lister:
         return self.indexer.get(object_key(namespace, name))
 
 
+def _take_ready(stream: WatchStream) -> Callable[[], builtins.list[Obj]] | None:
+    """The stream's ``take_ready()`` (every event ready now, without waiting: the in-process watch has it), else
+    None: the reflector then takes one event per ``__anext__``."""
+    take: Callable[[], builtins.list[Obj]] | None = getattr(stream, "take_ready", None)
+    return take
+
+
 class Backoff:
     """Upstream ``wait.NewExponentialBackoffManager``: ``initial * factor**n`` capped at ``cap``, plus
     ``rng.random() * jitter`` of itself, reset to ``initial`` when ``reset_after`` seconds passed since the
@@ -421,6 +428,7 @@ class Reflector:
                 return False
             raise
         self.watches += 1
+        take = _take_ready(stream)
         initial: list[Obj] | None = []
         try:
             async for event in stream:
@@ -442,6 +450,9 @@ class Reflector:
                         continue
                     raise ClientError(f"unexpected {event_type} event before the end of WatchList's initial events")
                 self._handle(event_type, obj)
+                if take is not None:
+                    for more in take():  # the rest of a delivered batch, in one step
+                        self._handle(more.get("type"), more.get("object") or {})
         finally:
             await stream.close()
         if initial is not None:
@@ -473,10 +484,15 @@ class Reflector:
         )
         self.watches += 1
         start, count = self._clock.monotonic(), 0
+        take = _take_ready(stream)
         try:
             async for event in stream:
                 self._handle(event.get("type"), event.get("object") or {})
                 count += 1
+                if take is not None:
+                    for more in take():  # the rest of a delivered batch, in one step
+                        self._handle(more.get("type"), more.get("object") or {})
+                        count += 1
         finally:
             await stream.close()
         return count > 0 or self._clock.monotonic() - start >= 1.0

@@ -106,6 +106,17 @@ class LocalWatch:
                     return bookmark_event(self._resource, revision)
         return self._pending.pop()
 
+    def take_ready(self) -> list[Obj]:
+        """Every event ready now, in order, without waiting: what the next ``__anext__`` calls would return
+        before one of them waits (none of them suspends while events are ready), taken in one call so that a
+        consumer applies a delivered batch in one step."""
+        ready = self._pending[::-1]
+        self._pending = []
+        watcher = self._watcher
+        if watcher.pending:
+            ready.extend({"type": e.type, "object": self._typed(e.obj)} for e in watcher.drain())
+        return ready
+
     async def close(self) -> None:
         self._registry.cache(self._resource).remove_watcher(self._watcher)
 
