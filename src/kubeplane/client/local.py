@@ -14,6 +14,7 @@ allowed to import the API server (DESIGN.md layering).
 from __future__ import annotations
 
 import asyncio
+import builtins
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -334,7 +335,7 @@ class LocalClient:
         *,
         namespace: str | None = None,
         keys: Sequence[str] | None = None,
-    ) -> list[Obj]:
+    ) -> builtins.list[Obj]:
         """:meth:`put_prepared` of each of ``objs`` in order as one store batch (``Store.update_many``: each at
         its own revision, watchers reached once); the stored objects of the leading ones written, stopping
         before the first whose stored revision is another or that is gone. ``keys``: the objects' storage keys
@@ -342,7 +343,7 @@ class LocalClient:
         if self.user is not None or conversion.converts(resource):
             raise ClientError("put_prepared is for the trusted in-process caller on resources stored as served")
         scoped = _scoped(resource, namespace)
-        updates: list[tuple[str, bytes, int | None]] = []
+        updates: builtins.list[tuple[str, bytes, int | None]] = []
         for k, obj in enumerate(objs):
             meta = obj["metadata"]
             key = resource.key(str(meta["name"]), scoped) if keys is None else keys[k]
@@ -351,7 +352,7 @@ class LocalClient:
             updates.append((key, orjson.dumps({**obj, "metadata": bare}), expected))
         kvs = await self.registry.store.update_many(updates)
         cache = self.registry.cache(resource) if kvs else None
-        out: list[Obj] = []
+        out: builtins.list[Obj] = []
         for obj, (key, _, _), kv in zip(objs, updates, kvs, strict=False):
             meta = obj["metadata"]
             stored = {**obj, "metadata": {**meta, "resourceVersion": str(kv.mod_revision)}}
