@@ -335,11 +335,13 @@ class LocalClient:
         *,
         namespace: str | None = None,
         keys: Sequence[str] | None = None,
+        bodies: Sequence[bytes | None] | None = None,
     ) -> builtins.list[Obj]:
         """:meth:`put_prepared` of each of ``objs`` in order as one store batch (``Store.update_many``: each at
         its own revision, watchers reached once); the stored objects of the leading ones written, stopping
         before the first whose stored revision is another or that is gone. ``keys``: the objects' storage keys
-        (``resource.key`` of their names), when the caller keeps them."""
+        (``resource.key`` of their names), when the caller keeps them; ``bodies``: their encodings without
+        ``resourceVersion`` (None for one to encode here), when the caller has them."""
         if self.user is not None or conversion.converts(resource):
             raise ClientError("put_prepared is for the trusted in-process caller on resources stored as served")
         scoped = _scoped(resource, namespace)
@@ -347,9 +349,12 @@ class LocalClient:
         for k, obj in enumerate(objs):
             meta = obj["metadata"]
             key = resource.key(str(meta["name"]), scoped) if keys is None else keys[k]
-            bare = dict(meta)
-            expected = int(bare.pop("resourceVersion"))
-            updates.append((key, orjson.dumps({**obj, "metadata": bare}), expected))
+            body = None if bodies is None else bodies[k]
+            if body is None:
+                bare = dict(meta)
+                del bare["resourceVersion"]
+                body = orjson.dumps({**obj, "metadata": bare})
+            updates.append((key, body, int(meta["resourceVersion"])))
         kvs = await self.registry.store.update_many(updates)
         cache = self.registry.cache(resource) if kvs else None
         out: builtins.list[Obj] = []
