@@ -363,10 +363,11 @@ class NodeLifecycleController(Controller):
         if plan is None:
             await self._monitor_all()
             return
+        nodes = self.node_lister.list()  # the pass's snapshot, as the full pass's (zone transitions read it)
         zone_conditions = plan.zone_conditions
         for cached in plan.visit:
             await self._visit(cached, zone_conditions)
-        await self.handle_disruption(zone_conditions, self.node_lister.list())
+        await self.handle_disruption(zone_conditions, nodes)
 
     async def _monitor_all(self) -> None:
         nodes = self.node_lister.list()
