@@ -81,3 +81,43 @@ async def test_put_prepared_hands_the_watch_cache_the_object_it_stored() -> None
         assert fresh == stored
     finally:
         await client.close()
+
+
+async def test_put_prepared_many_writes_in_order_and_stops_at_the_first_stale() -> None:
+    """A batch of prepared puts: each at its own resourceVersion in order, as one store batch; the first whose
+    resourceVersion is no longer the stored one (kube-apiserver's precondition conflict) and those after it are
+    not written."""
+    client = await LocalClient.in_memory()
+    try:
+        cms = client.resource("configmaps")
+        made = [
+            await client.create(cms, {"metadata": {"name": n}, "data": {"k": "v"}}, namespace="default")
+            for n in ("a", "b", "c")
+        ]
+        edited = await client.update(cms, {**made[1], "data": {"k": "someone else"}}, namespace="default")
+        stored = await client.put_prepared_many(cms, [{**m, "data": {"k": "w"}} for m in made], namespace="default")
+        assert [s["metadata"]["name"] for s in stored] == ["a"]
+        assert int(stored[0]["metadata"]["resourceVersion"]) == int(edited["metadata"]["resourceVersion"]) + 1
+        assert (await client.get(cms, "b", namespace="default"))["data"] == {"k": "someone else"}
+        assert (await client.get(cms, "c", namespace="default"))["data"] == {"k": "v"}
+    finally:
+        await client.close()
+
+
+async def test_take_ready_hands_over_a_delivered_batch_in_order() -> None:
+    """What the watch's next ``__anext__`` calls would return without waiting, at once; then nothing."""
+    client = await LocalClient.in_memory()
+    try:
+        cms = client.resource("configmaps")
+        watch = await client.watch(cms, namespace="default", resource_version="0", allow_bookmarks=False)
+        for name in ("a", "b", "c"):
+            await client.create(cms, {"metadata": {"name": name}}, namespace="default")
+        first = await anext(aiter(watch))
+        assert isinstance(watch, local.LocalWatch)
+        rest = watch.take_ready()
+        assert [e["object"]["metadata"]["name"] for e in [first, *rest]] == ["a", "b", "c"]
+        assert [e["type"] for e in rest] == ["ADDED", "ADDED"]
+        assert watch.take_ready() == []
+        await watch.close()
+    finally:
+        await client.close()

@@ -55,11 +55,12 @@ def _hog() -> dict[str, Any]:
 
 
 async def _run(
-    clock: VirtualClock, *, stop: str | None = None, hog: bool = False
+    clock: VirtualClock, *, stop: str | None = None, hog: bool = False, edit: str | None = None
 ) -> tuple[Writes, list[tuple[float, str]], Writes, int]:
     """A 12-node fleet's run to ``UNTIL``: every write (key and stored bytes, in revision order), the Node writes
     with the simulated time each was seen at, the final state, and how many ticks ran ahead. ``stop``: a node
-    whose kubelet stops at 95 s; ``hog``: a pod at 30 s whose memory use puts its node under pressure."""
+    whose kubelet stops at 95 s; ``hog``: a pod at 30 s whose memory use puts its node under pressure; ``edit``: a
+    node whose Lease someone else labels at 95 s (its next renewal, in the middle of a batch ahead, is refused)."""
     client = await LocalClient.in_memory(now=clock.now, rng=random.Random(7), clock=clock)
     store = client.registry.store
     watch = store.watch("/registry/", start_revision=store.revision + 1)
@@ -82,6 +83,12 @@ async def _run(
         if stop is not None:
             await clock.sleep(95.0)
             fleet.stop_node(stop)
+        if edit is not None:
+            await clock.sleep(95.0)
+            leases = client.resource("leases")
+            lease = await client.get(leases, edit, namespace="kube-node-lease")
+            lease["metadata"]["labels"] = {"edited": "yes"}
+            await client.update(leases, lease, namespace="kube-node-lease")
 
     observer = asyncio.ensure_future(node_observer())
     driver = asyncio.ensure_future(clock.run(until=UNTIL))
@@ -99,22 +106,33 @@ async def _run(
 
 
 @pytest.mark.parametrize(
-    ("stop", "hog"),
-    [(None, False), ("n05", False), (None, True)],
-    ids=["all-nodes-renew-every-10s", "a-kubelet-stops-mid-run", "memory-pressure-evicts-and-reports"],
+    ("stop", "hog", "edit"),
+    [(None, False, None), ("n05", False, None), (None, True, None), (None, False, "n07")],
+    ids=[
+        "all-nodes-renew-every-10s",
+        "a-kubelet-stops-mid-run",
+        "memory-pressure-evicts-and-reports",
+        "a-conflict-on-a-lease-re-reads-it",
+    ],
 )
-async def test_renewals_ahead_store_what_ticking_at_each_moment_stores(stop: str | None, hog: bool) -> None:
+async def test_renewals_ahead_store_what_ticking_at_each_moment_stores(
+    stop: str | None, hog: bool, edit: str | None
+) -> None:
     """Same seeds, with and without a horizon: the same writes (Leases, Nodes, Pods, Events) with the same bytes
     in the same order, every Node write at the same simulated moment, and the final state identical; with the
     horizon most Lease renewals ran ahead. Under memory pressure (``hog``) the eviction pass that acts, the
     MemoryPressure report and the report when the pressure ends run at their own ticks."""
-    ahead_changes, ahead_nodes, ahead_final, ahead = await _run(VirtualClock(), stop=stop, hog=hog)
-    exact_changes, exact_nodes, exact_final, exact = await _run(NoHorizonClock(), stop=stop, hog=hog)
+    ahead_changes, ahead_nodes, ahead_final, ahead = await _run(VirtualClock(), stop=stop, hog=hog, edit=edit)
+    exact_changes, exact_nodes, exact_final, exact = await _run(NoHorizonClock(), stop=stop, hog=hog, edit=edit)
     assert exact == 0
     assert ahead > 12 * (UNTIL // 10) // 2
     assert ahead_final == exact_final
     assert ahead_nodes == exact_nodes
     assert ahead_changes == exact_changes
+    if edit is not None:
+        lease = orjson.loads(dict(ahead_final)[f"/registry/leases/kube-node-lease/{edit}"])
+        assert lease["metadata"]["labels"] == {"edited": "yes"}
+        assert parse_micro_time(lease["spec"]["renewTime"]).timestamp() >= UNTIL - 10  # still renewed
     if hog:
         pod = orjson.loads(dict(ahead_final)["/registry/pods/default/hog"])
         assert pod["status"]["phase"] == "Failed"

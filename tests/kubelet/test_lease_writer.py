@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Sequence
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -36,15 +38,15 @@ async def _run_fleet(cheap: bool, seconds: int) -> tuple[list[list[Obj]], list[b
     renewals took the cheap path."""
     clock = FakeClock()
     client = await LocalClient.in_memory(now=clock.now, rng=random.Random(7), clock=clock)
-    put = client.put_prepared
+    put = client.put_prepared_many
     puts = 0
 
-    async def counting(*args: Any, **kwargs: Any) -> Obj | None:
+    async def counting(resource: Any, objs: Sequence[Obj], **kwargs: Any) -> list[Obj]:
         nonlocal puts
-        puts += 1
-        return await put(*args, **kwargs)
+        puts += len(objs)
+        return await put(resource, objs, **kwargs)
 
-    client.put_prepared = counting  # type: ignore[method-assign]
+    client.put_prepared_many = counting  # type: ignore[method-assign]
     fleet = Fleet(
         client, parse_node_config(NODES), clock=clock, rng=random.Random(1), options=FleetOptions(cheap_leases=cheap)
     )
@@ -206,3 +208,34 @@ def test_stamps_format_as_the_api_does(times: list[float]) -> None:
         assert stamps.micro_time(t) == format_micro_time(t)
         assert stamps.pair(t, t) == (format_time(t), format_micro_time(t))
         assert stamps.pair(t, t + 0.25) == (format_time(t), format_micro_time(t + 0.25))
+
+
+async def test_renewal_bytes_from_the_template_are_the_encoding() -> None:
+    """The bytes a renewal is stored with, spliced from its writer's template, are exactly what encoding the
+    renewal gives (the object without its resourceVersion, key order kept): what the API server's own encoding
+    would store (kube-apiserver: the codec's JSON of the object, resourceVersion cleared)."""
+    clock = FakeClock()
+    client = await LocalClient.in_memory(now=clock.now, rng=random.Random(7), clock=clock)
+    put = client.put_prepared_many
+    spliced = 0
+
+    async def checking(resource: Any, objs: Sequence[Obj], **kwargs: Any) -> list[Obj]:
+        nonlocal spliced
+        for obj, body in zip(objs, kwargs.get("bodies") or [None] * len(objs), strict=True):
+            if body is not None:
+                meta = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
+                assert body == orjson.dumps({**obj, "metadata": meta})
+                spliced += 1
+        return await put(resource, objs, **kwargs)
+
+    client.put_prepared_many = checking  # type: ignore[method-assign]
+    fleet = Fleet(client, parse_node_config(NODES), clock=clock, rng=random.Random(1))
+    await fleet.start()
+    try:
+        for _ in range(8):
+            await clock.advance(10.0)
+            await asyncio.sleep(0)
+    finally:
+        await fleet.stop()
+        await client.close()
+    assert spliced >= 3 * 5  # every renewal after a node's first cheap one

@@ -288,3 +288,30 @@ async def test_take_buffered_returns_live_events_without_waiting(store: BaseStor
     replaying = store.watch("/", start_revision=1)
     assert replaying.take_buffered() == []  # history must come through next_batch first
     assert [e.revision for e in await replaying.next_batch()] == [1, 2]
+
+
+async def test_update_many_is_updates_in_order_stopping_at_the_first_refused(store: BaseStore) -> None:
+    """A batch of compare-and-puts is what the same updates one by one give (etcd: one revision per put, each
+    event with its prev_kv, in order), cut before the first whose compare fails (kube-apiserver's
+    GuaranteedUpdate: a stale mod revision is a conflict, a missing key NotFound)."""
+    for key in ("/l/a", "/l/b", "/l/c"):
+        await store.create(key, b"0")  # revisions 1, 2, 3
+    watch = store.watch("/l/", start_revision=4)
+    assert await store.update_many([]) == []
+    done = await store.update_many([("/l/a", b"1", 1), ("/l/b", b"1", None), ("/l/a", b"2", 4)])
+    assert done == [KeyValue("/l/a", b"1", 1, 4, 2), KeyValue("/l/b", b"1", 2, 5, 2), KeyValue("/l/a", b"2", 1, 6, 3)]
+    assert store.revision == 6
+    # stale expectation on /l/b: /l/c before it is applied, nothing after; a refused update consumes no revision
+    done = await store.update_many([("/l/c", b"1", 3), ("/l/b", b"x", 2), ("/l/a", b"x", 6)])
+    assert done == [KeyValue("/l/c", b"1", 3, 7, 2)]
+    assert await store.update_many([("/l/missing", b"x", None), ("/l/a", b"x", None)]) == []
+    assert store.revision == 7
+    assert (await store.get("/l/a")) == KeyValue("/l/a", b"2", 1, 6, 3)
+    events = await collect(watch, 4)
+    assert [(e.kv.key, e.revision, e.prev_kv.mod_revision if e.prev_kv else None) for e in events] == [
+        ("/l/a", 4, 1),
+        ("/l/b", 5, 2),
+        ("/l/a", 6, 4),
+        ("/l/c", 7, 3),
+    ]
+    watch.close()

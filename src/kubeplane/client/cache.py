@@ -95,8 +95,17 @@ class Indexer:
         # key -> the values each index function gave the stored object (in ``_indexers`` order), so a put
         # computes the new object's values only (an informer's update: one call per index, not two)
         self._values: dict[str, tuple[builtins.list[str], ...]] = {}
+        self._listeners: builtins.list[Callable[[str | None], None]] = []
         if indexers:
             self.add_indexers(indexers)
+
+    def add_listener(self, listener: Callable[[str | None], None]) -> None:
+        """Call ``listener(key)`` synchronously after every put or delete of ``key``, and ``listener(None)`` after
+        :meth:`replace` (anything may have changed). For an in-process reader that keeps columns derived from
+        the cache (the node lifecycle controller's health pass) and must know which keys to re-read before it
+        next reads: event handlers run later, from their own queues, so they cannot tell it. A listener must not
+        change the indexer; it sees the new state (``get(key)`` is the new object, None after a delete)."""
+        self._listeners.append(listener)
 
     @property
     def indexers(self) -> Mapping[str, IndexFunc]:
@@ -127,6 +136,8 @@ class Indexer:
         old = self._items.get(key)
         self._items[key] = obj
         self._reindex(key, obj)
+        for listener in self._listeners:
+            listener(key)
         return old
 
     def add(self, obj: Obj) -> Obj | None:
@@ -139,6 +150,8 @@ class Indexer:
         old = self._items.pop(key, None)
         if old is not None:
             self._reindex(key, None)
+            for listener in self._listeners:
+                listener(key)
         return old
 
     def replace(self, objs: Iterable[Obj]) -> None:
@@ -148,6 +161,8 @@ class Indexer:
         self._values = {}
         for key, obj in self._items.items():
             self._reindex(key, obj)
+        for listener in self._listeners:
+            listener(None)
 
     def _reindex(self, key: str, new: Obj | None) -> None:
         """Move ``key`` from the index values of the object stored before to those of ``new`` (None: removed)."""
@@ -249,6 +264,13 @@ class Lister:
     def get(self, namespace: str | None, name: str) -> Obj | None:
         """The cached object, or None (upstream returns a NotFound error; a None is the Python spelling)."""
         return self.indexer.get(object_key(namespace, name))
+
+
+def _take_ready(stream: WatchStream) -> Callable[[], builtins.list[Obj]] | None:
+    """The stream's ``take_ready()`` (every event ready now, without waiting: the in-process watch has it), else
+    None: the reflector then takes one event per ``__anext__``."""
+    take: Callable[[], builtins.list[Obj]] | None = getattr(stream, "take_ready", None)
+    return take
 
 
 class Backoff:
@@ -406,6 +428,7 @@ class Reflector:
                 return False
             raise
         self.watches += 1
+        take = _take_ready(stream)
         initial: list[Obj] | None = []
         try:
             async for event in stream:
@@ -427,6 +450,9 @@ class Reflector:
                         continue
                     raise ClientError(f"unexpected {event_type} event before the end of WatchList's initial events")
                 self._handle(event_type, obj)
+                if take is not None:
+                    for more in take():  # the rest of a delivered batch, in one step
+                        self._handle(more.get("type"), more.get("object") or {})
         finally:
             await stream.close()
         if initial is not None:
@@ -458,10 +484,15 @@ class Reflector:
         )
         self.watches += 1
         start, count = self._clock.monotonic(), 0
+        take = _take_ready(stream)
         try:
             async for event in stream:
                 self._handle(event.get("type"), event.get("object") or {})
                 count += 1
+                if take is not None:
+                    for more in take():  # the rest of a delivered batch, in one step
+                        self._handle(more.get("type"), more.get("object") or {})
+                        count += 1
         finally:
             await stream.close()
         return count > 0 or self._clock.monotonic() - start >= 1.0

@@ -14,7 +14,8 @@ allowed to import the API server (DESIGN.md layering).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import builtins
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import orjson
@@ -31,7 +32,6 @@ from kubeplane.apiserver.listing import ListOptions, WatchOptions, bookmark_even
 from kubeplane.apiserver.registry import Registry
 from kubeplane.apiserver.tokens import UserInfo
 from kubeplane.apiserver.watchcache import CacheWatcher
-from kubeplane.store.interface import Conflict, NotFound
 from kubeplane.store.memory import MemoryStore
 
 from .clock import Clock
@@ -106,6 +106,17 @@ class LocalWatch:
                 if revision is not None:
                     return bookmark_event(self._resource, revision)
         return self._pending.pop()
+
+    def take_ready(self) -> list[Obj]:
+        """Every event ready now, in order, without waiting: what the next ``__anext__`` calls would return
+        before one of them waits (none of them suspends while events are ready), taken in one call so that a
+        consumer applies a delivered batch in one step."""
+        ready = self._pending[::-1]
+        self._pending = []
+        watcher = self._watcher
+        if watcher.pending:
+            ready.extend({"type": e.type, "object": self._typed(e.obj)} for e in watcher.drain())
+        return ready
 
     async def close(self) -> None:
         self._registry.cache(self._resource).remove_watcher(self._watcher)
@@ -314,20 +325,46 @@ class LocalClient:
         built ``obj`` as the full update would store it: no defaulting, validation, admission or managed-fields
         bookkeeping runs (e.g. :mod:`kubeplane.kubelet.lease_writer`). Watchers see an ordinary MODIFIED
         event. ``obj`` is not kept: the caller may keep and reuse it."""
+        stored = await self.put_prepared_many(resource, [obj], namespace=namespace)
+        return stored[0] if stored else None
+
+    async def put_prepared_many(
+        self,
+        resource: ResourceInfo,
+        objs: Sequence[Obj],
+        *,
+        namespace: str | None = None,
+        keys: Sequence[str] | None = None,
+        bodies: Sequence[bytes | None] | None = None,
+    ) -> builtins.list[Obj]:
+        """:meth:`put_prepared` of each of ``objs`` in order as one store batch (``Store.update_many``: each at
+        its own revision, watchers reached once); the stored objects of the leading ones written, stopping
+        before the first whose stored revision is another or that is gone. ``keys``: the objects' storage keys
+        (``resource.key`` of their names), when the caller keeps them; ``bodies``: their encodings without
+        ``resourceVersion`` (None for one to encode here), when the caller has them."""
         if self.user is not None or conversion.converts(resource):
             raise ClientError("put_prepared is for the trusted in-process caller on resources stored as served")
-        meta = obj["metadata"]
-        expected = int(meta["resourceVersion"])
-        key = resource.key(str(meta["name"]), _scoped(resource, namespace))
-        body = orjson.dumps({**obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}})
-        try:
-            kv = await self.registry.store.update(key, body, expected_mod_revision=expected)
-        except (Conflict, NotFound):
-            return None
-        stored = {**obj, "metadata": {**meta, "resourceVersion": str(kv.mod_revision)}}
-        if next(reversed(meta)) == "resourceVersion":  # as decoding puts it (last): the watch cache need not decode
-            self.registry.cache(resource).expect(key, kv.mod_revision, stored)
-        return stored
+        scoped = _scoped(resource, namespace)
+        updates: builtins.list[tuple[str, bytes, int | None]] = []
+        for k, obj in enumerate(objs):
+            meta = obj["metadata"]
+            key = resource.key(str(meta["name"]), scoped) if keys is None else keys[k]
+            body = None if bodies is None else bodies[k]
+            if body is None:
+                bare = dict(meta)
+                del bare["resourceVersion"]
+                body = orjson.dumps({**obj, "metadata": bare})
+            updates.append((key, body, int(meta["resourceVersion"])))
+        kvs = await self.registry.store.update_many(updates)
+        cache = self.registry.cache(resource) if kvs else None
+        out: builtins.list[Obj] = []
+        for obj, (key, _, _), kv in zip(objs, updates, kvs, strict=False):
+            meta = obj["metadata"]
+            stored = {**obj, "metadata": {**meta, "resourceVersion": str(kv.mod_revision)}}
+            if cache is not None and next(reversed(meta)) == "resourceVersion":
+                cache.expect(key, kv.mod_revision, stored)  # as decoding puts it (last): the cache need not decode
+            out.append(stored)
+        return out
 
     async def delete(
         self,

@@ -152,6 +152,9 @@ class _Node:
     deleting_dependents: bool = False
     virtual: bool = False
     resource: ResourceInfo | None = None
+    refs_seen: Any = None
+    """The ``metadata.ownerReferences`` value ``owners`` was last read from: an update carrying the very same
+    (unchanged, shared read-only) list has the same owners, so a Lease renewal is judged without a comparison."""
 
     def blocking_dependents(self, graph: Mapping[str, _Node]) -> list[_Node]:
         """Dependents whose reference to this node has ``blockOwnerDeletion: true`` (upstream
@@ -264,6 +267,7 @@ class GarbageCollector(Controller):
                 node.identity = identity
             node.virtual = False
         refs = _owner_refs(obj)
+        refs_seen = section(obj, "metadata").get("ownerReferences")
         if node is None:
             node = _Node(
                 identity=identity,
@@ -272,10 +276,12 @@ class GarbageCollector(Controller):
                 deleting_dependents=_being_deleted(obj) and _has_finalizer(obj, FINALIZER_FOREGROUND),
                 resource=info,
             )
+            node.refs_seen = refs_seen
             self.graph[identity.uid] = node
             self._add_dependent_to_owners(node, refs)
         else:
             node.resource = info
+            node.refs_seen = refs_seen
             added, removed, changed = references_diffs(node.owners, refs)
             if added or removed or changed:
                 self._add_unblocked_owners_to_delete_queue(removed, changed)
@@ -292,15 +298,22 @@ class GarbageCollector(Controller):
         transition; a Lease renewal, a status write)."""
         meta = section(obj, "metadata")
         node = self.graph.get(str(meta.get("uid") or ""))
-        return (
-            node is not None
-            and not node.virtual
-            and node.resource is info
-            and not node.being_deleted
-            and not meta.get("deletionTimestamp")
-            and node.identity.name == meta.get("name")
-            and _owner_refs(obj) == node.owners
-        )
+        if (
+            node is None
+            or node.virtual
+            or node.resource is not info
+            or node.being_deleted
+            or meta.get("deletionTimestamp")
+            or node.identity.name != meta.get("name")
+        ):
+            return False
+        refs = meta.get("ownerReferences")
+        if refs is node.refs_seen:
+            return True
+        if _owner_refs(obj) != node.owners:
+            return False
+        node.refs_seen = refs  # the same owners: the writer's next update likely carries this very list
+        return True
 
     @staticmethod
     def _refers_as(dep: _Node, identity: ObjectIdentity) -> bool:

@@ -63,6 +63,7 @@ from kubeplane.client.clock import sleep_until
 from kubeplane.client.errors import ConflictError, NotFoundError
 from kubeplane.client.interface import Obj, PatchType
 from kubeplane.controllers.base import Controller, ControllerContext, split_key
+from kubeplane.controllers.nodelifecycle_columns import HealthColumns, observe_lease
 from kubeplane.controllers.nodelifecycle_queue import RateLimitedTimedQueue, TimedValue
 from kubeplane.controllers.podutil import parse_timestamp, pod_condition_patch
 
@@ -230,6 +231,7 @@ class NodeLifecycleController(Controller):
         self.pod_lister = pods.lister()
         self.node_lister = nodes.lister()
         self.lease_lister = leases.lister()
+        self._columns = HealthColumns(nodes.indexer, leases.indexer)
         self.nodes_res = self.client.resource("nodes")
         self.pods_res = self.client.resource("pods")
         self.health: dict[str, _NodeHealth] = {}
@@ -349,7 +351,27 @@ class NodeLifecycleController(Controller):
     # --- node health ---------------------------------------------------------------------------------------
 
     async def monitor_node_health(self) -> None:
+        """Upstream ``monitorNodeHealth``: over the nodes that can change (:mod:`.nodelifecycle_columns`), or over
+        every node when the columns cannot tell."""
+        plan = self._columns.plan(
+            known=self.known_nodes,
+            zones=self.zone_states,
+            health=self.health,
+            now=self.clock.now(),
+            grace=self.grace_period,
+        )
+        if plan is None:
+            await self._monitor_all()
+            return
+        nodes = self.node_lister.list()  # the pass's snapshot, as the full pass's (zone transitions read it)
+        zone_conditions = plan.zone_conditions
+        for cached in plan.visit:
+            await self._visit(cached, zone_conditions)
+        await self.handle_disruption(zone_conditions, nodes)
+
+    async def _monitor_all(self) -> None:
         nodes = self.node_lister.list()
+        self._columns.begin_full(nodes)
         added = False
         for seen in nodes:
             meta = seen["metadata"]
@@ -376,53 +398,61 @@ class NodeLifecycleController(Controller):
 
         zone_conditions: dict[str, list[Mapping[str, Any] | None]] = {}
         for cached in nodes:
-            ready = self._unchanged_health(cached)
-            if ready is not None:  # a Ready node nothing changed on: what the full branch below does for it
-                name = cached["metadata"]["name"]
-                record = self.health[name]
-                if record.counted:
-                    zone_conditions.setdefault(record.zone, []).append(ready)
-                queue = self.zone_tainters.get(record.zone)
-                if record.tainted or (queue is not None and queue.knows(name)):
-                    await self.process_taint_based_eviction(cached, ready)  # Ready: mark_node_as_reachable only
-                self.nodes_to_retry.discard(name)
-                continue
-            result: tuple[Obj, Obj | None] | None = None
-            node: Obj | None = _working_copy(cached)
-            for _ in range(NODE_HEALTH_UPDATE_RETRY):
-                assert node is not None
-                try:
-                    result = await self.try_update_node_health(node)
-                    break
-                except (ConflictError, NotFoundError) as exc:
-                    log.info("updating health of node %s failed, retrying: %s", node["metadata"]["name"], exc)
-                    try:
-                        node = await self.client.get(self.nodes_res, node["metadata"]["name"])
-                    except NotFoundError:
-                        node = None
-                        break
-            if node is None or result is None:
-                continue
-            observed, current = result
-            name = node["metadata"]["name"]
-            labels = labels_of(node)
-            if LABEL_DISRUPTION_EXCLUSION not in labels:
-                zone_conditions.setdefault(zone_key(node), []).append(current)
-            if current is not None:
-                pods = self.pod_indexer.by_index(NODE_NAME_INDEX, name)
-                await self.process_taint_based_eviction(node, observed)
-                went_not_ready = current.get("status") != "True" and observed.get("status") == "True"
-                if went_not_ready:
-                    self._node_event(node, "NodeNotReady", f"Node {name} status is now: NodeNotReady")
-                if went_not_ready or (name in self.nodes_to_retry and observed.get("status") != "True"):
-                    try:
-                        await self.mark_pods_not_ready(pods, name)
-                    except Exception as exc:
-                        log.info("marking pods of node %s not ready failed; retrying next pass: %s", name, exc)
-                        self.nodes_to_retry.add(name)
-                        continue
-            self.nodes_to_retry.discard(name)
+            await self._visit(cached, zone_conditions)
         await self.handle_disruption(zone_conditions, nodes)
+
+    async def _visit(self, cached: Obj, zone_conditions: dict[str, list[Mapping[str, Any] | None]]) -> None:
+        """One node of the pass: the fast path for an unchanged Ready node, else ``tryUpdateNodeHealth`` and what
+        follows from it; records in the columns whether the node is clean."""
+        ready = self._unchanged_health(cached)
+        name = cached["metadata"]["name"]
+        if ready is not None:  # a Ready node nothing changed on: what the full branch below does for it
+            record = self.health[name]
+            if record.counted:
+                zone_conditions.setdefault(record.zone, []).append(ready)
+            queue = self.zone_tainters.get(record.zone)
+            busy = record.tainted or (queue is not None and queue.knows(name))
+            if busy:
+                await self.process_taint_based_eviction(cached, ready)  # Ready: mark_node_as_reachable only
+            self.nodes_to_retry.discard(name)
+            self._columns.mark(name, clean=not busy, probe=record.probe, zone=record.zone, counted=record.counted)
+            return
+        self._columns.mark(name, clean=False)
+        result: tuple[Obj, Obj | None] | None = None
+        node: Obj | None = _working_copy(cached)
+        for _ in range(NODE_HEALTH_UPDATE_RETRY):
+            assert node is not None
+            try:
+                result = await self.try_update_node_health(node)
+                break
+            except (ConflictError, NotFoundError) as exc:
+                log.info("updating health of node %s failed, retrying: %s", node["metadata"]["name"], exc)
+                try:
+                    node = await self.client.get(self.nodes_res, node["metadata"]["name"])
+                except NotFoundError:
+                    node = None
+                    break
+        if node is None or result is None:
+            return
+        observed, current = result
+        name = node["metadata"]["name"]
+        labels = labels_of(node)
+        if LABEL_DISRUPTION_EXCLUSION not in labels:
+            zone_conditions.setdefault(zone_key(node), []).append(current)
+        if current is not None:
+            pods = self.pod_indexer.by_index(NODE_NAME_INDEX, name)
+            await self.process_taint_based_eviction(node, observed)
+            went_not_ready = current.get("status") != "True" and observed.get("status") == "True"
+            if went_not_ready:
+                self._node_event(node, "NodeNotReady", f"Node {name} status is now: NodeNotReady")
+            if went_not_ready or (name in self.nodes_to_retry and observed.get("status") != "True"):
+                try:
+                    await self.mark_pods_not_ready(pods, name)
+                except Exception as exc:
+                    log.info("marking pods of node %s not ready failed; retrying next pass: %s", name, exc)
+                    self.nodes_to_retry.add(name)
+                    return
+        self.nodes_to_retry.discard(name)
 
     def _unchanged_health(self, node: Obj) -> Mapping[str, Any] | None:
         """The Ready condition (observed and current alike) of a node whose health pass would change nothing,
@@ -448,15 +478,7 @@ class NodeLifecycleController(Controller):
         if current is None or current.get("status") != "True":
             return None
         now = self.clock.now()
-        lease = self.lease_lister.get(NODE_LEASE_NAMESPACE, name)
-        if lease is not None and lease is not health.lease_seen:
-            health.lease_seen = lease
-            if meta_of(lease).get("resourceVersion") != health.lease_rv:
-                health.lease_rv = str(meta_of(lease).get("resourceVersion") or "")
-                renew = parse_timestamp(spec_of(lease).get("renewTime"))
-                if renew is not None and (health.lease_renew is None or health.lease_renew < renew):
-                    health.lease_renew = renew
-                    health.probe = now
+        observe_lease(health, self.lease_lister.get(NODE_LEASE_NAMESPACE, name), now)
         if now > health.probe + self.grace_period:
             health.node_rv = ""  # the full evaluation decides (and writes Unknown)
             return None
@@ -654,6 +676,8 @@ class NodeLifecycleController(Controller):
                 break
         if all_are_full and all_were_full:
             return
+        if all_are_full or all_were_full:
+            self._columns.invalidate()  # probes and taints change outside the visits
         if all_are_full:
             log.info("all nodes are not ready: entering master disruption mode")
             await self._mark_all_reachable(nodes)

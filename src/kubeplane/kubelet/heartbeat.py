@@ -8,15 +8,16 @@ report period passed. A group keeps its nodes' next tick times and last eviction
 indexed by the node's place in the group) and a heap of ``(next tick, place)``.
 
 Batching ahead of time. On a :class:`~kubeplane.client.clock.HorizonClock` (the simulation's virtual clock) the
-group wakes at its earliest tick, runs it, and then also runs every later tick before the clock's *horizon*
-(the next moment anything else is due) that would only renew a Lease: no eviction to do
-(:meth:`EvictionManager.quiet`), no status to report (:meth:`NodeStatus.report_quiet`), and a Lease the cheap
-renewal reproduces. Those Leases are written ahead, each with the ``renewTime`` and managed-fields time of its own
-tick (:meth:`NodeStatus.renew_lease_ahead`), in tick order, so the store holds exactly the objects, in the order,
-that ticking at each moment writes; the only difference is when the watchers receive them, which is before the
-horizon, so before anyone who reads Leases (the node lifecycle controller's pass) looks. A hundred renewals per
-simulated second then cost a few wake-ups of one task instead of a hundred wake-ups of the whole event loop.
-Every tick that does more than renew runs at its own moment, as does every tick on another clock.
+group wakes at its earliest tick, runs it, and then also runs every later tick before the clock's *horizon* (the
+next moment anything else is due) that would only renew a Lease: no eviction to do (:meth:`EvictionManager.quiet`),
+no status to report (:meth:`NodeStatus.report_quiet`), and a Lease the cheap renewal reproduces. Those Leases are
+written ahead, each with the ``renewTime`` and managed-fields time of its own tick, in tick order
+(:meth:`NodeStatus.renew_leases_ahead`: a run of them as one store batch, each at its own revision), so the store
+holds exactly the objects, in the order, that ticking at each moment writes; the only difference is when the
+watchers receive them, which is before the horizon, so before anyone who reads Leases (the node lifecycle
+controller's pass) looks. A hundred renewals per simulated second then cost a few wake-ups of one task instead of a
+hundred wake-ups of the whole event loop. Every tick that does more than renew runs at its own moment, as does every
+tick on another clock.
 
 Invariants: a node's tick times are ``offset, offset + period, ...`` (repeated float addition, as sleeping
 ``period`` from each tick gives); ticks run in time order; a stopped node (``SimNode.running`` false) ticks
@@ -83,8 +84,7 @@ class Heartbeat:
             t, i = heap[0]
             now = clock.monotonic()
             if t > now:
-                if t < horizon and await self._tick_ahead(i, t):
-                    heapq.heapreplace(heap, self._advance(i, t))
+                if t < horizon and await self._ahead(heap, horizon):
                     continue
                 horizon = await clock.sleep_until_horizon(t)
                 horizon = min(horizon, clock.monotonic() + self.period)  # at most one round ahead
@@ -122,18 +122,25 @@ class Heartbeat:
             and self._node_status.report_quiet(sim, t)
         )
 
-    async def _tick_ahead(self, i: int, t: float) -> bool:
-        """Run node ``i``'s tick at ``t`` now, ahead of its moment, if it is quiet; False (nothing done) if not."""
-        sim = self.sims[i]
-        if not self._quiet(i, t):
-            return False
-        if not sim.stopped_by:  # running
-            if not await self._node_status.renew_lease_ahead(sim, t):
-                return False
-            if self._eviction_due(i, t):
+    async def _ahead(self, heap: list[tuple[float, int]], horizon: float) -> int:
+        """Run the quiet ticks at the top of ``heap`` before ``horizon`` now, ahead of their moments, their Lease
+        renewals as one store batch (:meth:`NodeStatus.renew_leases_ahead`); how many ran (0: the first is not
+        quiet, or its renewal needs the full path: it runs at its moment). A tick whose renewal was refused and
+        those after it go back to the heap untouched."""
+        batch: list[tuple[float, int]] = []
+        while heap and heap[0][0] < horizon and self._quiet(heap[0][1], heap[0][0]):
+            batch.append(heapq.heappop(heap))  # distinct nodes: a node's next tick is a period later, past horizon
+        running = [(k, self.sims[i], t) for k, (t, i) in enumerate(batch) if not self.sims[i].stopped_by]
+        renewed = await self._node_status.renew_leases_ahead([(sim, t) for _, sim, t in running])
+        done = running[renewed][0] if renewed < len(running) else len(batch)
+        for t, i in batch[:done]:
+            if not self.sims[i].stopped_by and self._eviction_due(i, t):
                 self.last_eviction[i] = t
-        self.ahead += 1
-        return True
+            heapq.heappush(heap, self._advance(i, t))
+        for entry in batch[done:]:
+            heapq.heappush(heap, entry)
+        self.ahead += done
+        return done
 
     async def _tick(self, i: int, t: float) -> None:
         """Node ``i``'s tick at its moment ``t`` (now): Lease, eviction pass, status."""

@@ -29,8 +29,12 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from typing import Any
 
+import orjson
+
+from kubeplane.api.resources import ResourceInfo
 from kubeplane.client.interface import Client
 from kubeplane.client.local import LocalClient
 
@@ -115,16 +119,32 @@ class LeaseWriter:
         self._leases = client.resource("leases")
         self._stamps = stamps or Stamps()
         self._last: Obj | None = None  # the last Lease this writer stored: renewable, as what it renewed was
+        self._key: str | None = None  # the Lease's storage key (renewals never rename it)
+        self._template: tuple[bytes, bytes, bytes, bool] | None = None  # see _build_template
+        self._template_for: Obj | None = None  # the stored Lease the template is valid for
+        self._body: tuple[Obj, bytes] | None = None  # the last prepared renewal and its stored bytes
 
     def can_renew(self, lease: Obj) -> bool:
         """:func:`renewable`, answered at once for the Lease this writer last stored."""
         return lease is self._last or renewable(lease)
 
-    async def renew(self, lease: Obj, now: float, *, stamped_at: float | None = None) -> Obj | None:
-        """``lease`` renewed at ``now`` (the node's clock) and stored; None when the cheap path does not apply
-        or the stored Lease is no longer ``lease`` (the caller then takes the full API path). ``stamped_at``:
-        the API server's time of the write, for a renewal written ahead of its moment (default: the registry's
-        ``now()``, what the full update would record)."""
+    @property
+    def client(self) -> LocalClient:
+        return self._client
+
+    @property
+    def resource(self) -> ResourceInfo:
+        return self._leases
+
+    def key(self, lease: Obj) -> str:
+        """``lease``'s storage key, computed once per writer (its node's Lease has one name)."""
+        if self._key is None:
+            self._key = self._leases.key(str(lease["metadata"]["name"]), NODE_LEASE_NAMESPACE)
+        return self._key
+
+    def prepare(self, lease: Obj, now: float, *, stamped_at: float | None = None) -> Obj | None:
+        """What :meth:`renew` would store for ``lease`` at ``now``: ``lease`` itself when the full update would
+        find nothing changed (nothing to write), None when the cheap path does not apply."""
         if not self.can_renew(lease):
             return None
         meta = lease["metadata"]
@@ -134,8 +154,80 @@ class LeaseWriter:
             return lease  # the full update would find nothing changed and write nothing
         entry: dict[str, Any] = {**meta["managedFields"][0], "time": stamp}
         spec = {**lease["spec"], "renewTime": renew}
-        new: Obj = {**lease, "metadata": {**meta, "managedFields": [entry]}, "spec": spec}
-        stored = await self._client.put_prepared(self._leases, new, namespace=NODE_LEASE_NAMESPACE)
-        if stored is not None:
-            self._last = stored
-        return stored
+        new = {**lease, "metadata": {**meta, "managedFields": [entry]}, "spec": spec}
+        self._body = None
+        if lease is self._template_for and self._template is not None:
+            head, middle, tail, stamp_first = self._template
+            first, second = (stamp, renew) if stamp_first else (renew, stamp)
+            self._body = (new, b"".join((head, first.encode(), middle, second.encode(), tail)))
+        return new
+
+    def body(self, new: Obj) -> bytes | None:
+        """The stored bytes of ``new`` (what :meth:`LocalClient.put_prepared` would encode: ``new`` without its
+        ``resourceVersion``), when :meth:`prepare` made it from a Lease of the template's chain; else None."""
+        body = self._body
+        return body[1] if body is not None and body[0] is new else None
+
+    def stored(self, lease: Obj) -> None:
+        """``lease`` (the last :meth:`prepare` d renewal) was stored: the next renewal starts from it."""
+        chained = self._body is not None  # made from the template: the template holds for it too
+        self._last, self._body = lease, None
+        if not chained:
+            self._template = _build_template(lease)
+        self._template_for = lease
+
+    async def renew(self, lease: Obj, now: float, *, stamped_at: float | None = None) -> Obj | None:
+        """``lease`` renewed at ``now`` (the node's clock) and stored; None when the cheap path does not apply
+        or the stored Lease is no longer ``lease`` (the caller then takes the full API path). ``stamped_at``:
+        the API server's time of the write, for a renewal written ahead of its moment (default: the registry's
+        ``now()``, what the full update would record)."""
+        new = self.prepare(lease, now, stamped_at=stamped_at)
+        if new is None or new is lease:
+            return new
+        stored = await renew_many([(self, new)])
+        return stored[0] if stored else None
+
+
+_STAMP, _RENEW = "\x01time", "\x01renewTime"  # never in a Lease: JSON escapes them
+
+
+def _build_template(lease: Obj) -> tuple[bytes, bytes, bytes, bool] | None:
+    """``lease``'s stored bytes split around its managed-fields ``time`` and ``renewTime`` strings:
+    ``(head, middle, tail, time first)``. A renewal made from ``lease`` (or from one made from it, and so on:
+    :meth:`LeaseWriter.prepare` changes those two strings and the ``resourceVersion`` only) is stored as
+    ``head + first + middle + second + tail``, byte for byte what encoding it gives, as both are plain ASCII
+    (digits, ``-:.TZ``) that JSON does not escape. None when the split is not clean."""
+    meta = {k: v for k, v in lease["metadata"].items() if k != "resourceVersion"}
+    meta["managedFields"] = [{**meta["managedFields"][0], "time": _STAMP}]
+    raw = orjson.dumps({**lease, "metadata": meta, "spec": {**lease["spec"], "renewTime": _RENEW}})
+    stamp, renew = orjson.dumps(_STAMP), orjson.dumps(_RENEW)
+    if raw.count(stamp) != 1 or raw.count(renew) != 1:
+        return None
+    i, j = raw.index(stamp), raw.index(renew)
+    (a, a_len), (b, b_len) = sorted([(i, len(stamp)), (j, len(renew))])
+    return raw[:a] + b'"', b'"' + raw[a + a_len : b] + b'"', b'"' + raw[b + b_len :], i < j
+
+
+async def renew_many(renewals: Sequence[tuple[LeaseWriter, Obj]]) -> list[Obj]:
+    """Store prepared renewals ``(writer, lease)`` (each from :meth:`LeaseWriter.prepare`, not the unchanged
+    Lease) in order as one store batch (:meth:`LocalClient.put_prepared_many`): the stored Leases of the leading
+    ones written, stopping before the first refused (its Lease changed meanwhile) or the first of another registry
+    (a batch is one store's)."""
+    if not renewals:
+        return []
+    client = renewals[0][0].client
+    registry = client.registry
+    same = 0
+    while same < len(renewals) and renewals[same][0].client.registry is registry:
+        same += 1
+    batch = renewals[:same]
+    stored = await client.put_prepared_many(
+        batch[0][0].resource,
+        [lease for _, lease in batch],
+        namespace=NODE_LEASE_NAMESPACE,
+        keys=[writer.key(lease) for writer, lease in batch],
+        bodies=[writer.body(lease) for writer, lease in batch],
+    )
+    for (writer, _), lease in zip(batch, stored, strict=False):
+        writer.stored(lease)
+    return stored

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kubeplane.api.meta import format_time
@@ -34,7 +34,7 @@ from kubeplane.client.clock import Clock, HorizonClock
 from kubeplane.client.errors import AlreadyExistsError, ConflictError, NotFoundError
 from kubeplane.client.interface import Client, PatchType
 
-from .lease_writer import LeaseWriter, Stamps, trusted_local
+from .lease_writer import LeaseWriter, Stamps, renew_many, trusted_local
 from .node import (
     CONDITION_ORDER,
     KUBELET_PORT,
@@ -176,25 +176,39 @@ class NodeStatus:
             sim.lease = None
 
     def renews_ahead(self, sim: SimNode) -> bool:
-        """Whether :meth:`renew_lease_ahead` can renew ``sim``'s Lease: a kept copy the cheap renewal
+        """Whether :meth:`renew_leases_ahead` can renew ``sim``'s Lease: a kept copy the cheap renewal
         (:mod:`.lease_writer`) reproduces exactly, on a clock that says what ``now`` a later moment has."""
         lease, writer = sim.lease, self._lease_writer(sim.name)
         return lease is not None and self._horizon_clock is not None and writer is not None and writer.can_renew(lease)
 
-    async def renew_lease_ahead(self, sim: SimNode, at: float) -> bool:
-        """Renew ``sim``'s Lease as :meth:`renew_lease` would at monotonic ``at`` (not yet reached: the caller
-        knows nothing else runs before, :class:`~kubeplane.client.clock.HorizonClock`), with that moment's
-        ``renewTime`` and managed-fields time. False, and nothing written, when only the full path could (the
-        Lease changed meanwhile): the caller then renews at ``at`` itself."""
-        writer, clock = self._lease_writer(sim.name), self._horizon_clock
-        if sim.lease is None or writer is None or clock is None:
-            return False
-        now = clock.now_at(at)
-        renewed = await writer.renew(sim.lease, now, stamped_at=now)
-        if renewed is None:
-            return False
-        sim.lease = renewed
-        return True
+    async def renew_leases_ahead(self, ticks: Sequence[tuple[SimNode, float]]) -> int:
+        """Renew each ``(sim, at)``'s Lease in order (distinct nodes) as :meth:`renew_lease` would at monotonic
+        ``at`` (not yet reached: the caller knows nothing else runs before,
+        :class:`~kubeplane.client.clock.HorizonClock`), with that moment's ``renewTime`` and managed-fields time,
+        the writes as one store batch (:func:`~kubeplane.kubelet.lease_writer.renew_many`): the store holds the
+        same Leases, at the same revisions in the same order, as renewing them one by one. The number of leading
+        ticks done; the one after them (if any) wrote nothing, and neither did those after it."""
+        clock = self._horizon_clock
+        if clock is None:
+            return 0
+        prepared: list[tuple[LeaseWriter, Obj]] = []
+        places: list[int] = []  # the tick of each prepared write
+        done = len(ticks)
+        for k, (sim, at) in enumerate(ticks):
+            writer, now = self._lease_writer(sim.name), clock.now_at(at)
+            new = None if sim.lease is None or writer is None else writer.prepare(sim.lease, now, stamped_at=now)
+            if new is None or writer is None:
+                done = k
+                break
+            if new is not sim.lease:
+                prepared.append((writer, new))
+                places.append(k)
+        stored = await renew_many(prepared)
+        for k, lease in zip(places, stored, strict=False):
+            ticks[k][0].lease = lease
+        if len(stored) < len(prepared):
+            done = places[len(stored)]
+        return done
 
     def _lease_writer(self, node: str) -> LeaseWriter | None:
         """The cheap renewal (:mod:`.lease_writer`) when ``node`` writes as the trusted in-process caller."""

@@ -129,6 +129,41 @@ class BaseStore(abc.ABC):
         await self._commit(Event(EventType.PUT, kv, current))
         return kv
 
+    async def update_many(self, updates: Sequence[tuple[str, bytes, int | None]]) -> list[KeyValue]:
+        """Apply ``(key, value, expected_mod_revision)`` updates in order, each exactly as :meth:`update` would at
+        its own revision, stopping before the first that fails its compare; the new versions of those applied.
+
+        One batch for an inline backend: the events become visible together and reach watchers as one
+        publication (in revision order, as separate writes would), so a writer of many small updates (the
+        fleet's Lease renewals) pays the fan-out once. A backend that commits asynchronously (sqlite's fsync
+        mode) waits for each in turn, as separate updates would."""
+        self._check_writable()
+        done: list[KeyValue] = []
+        events: list[Event] = []
+        try:
+            for key, value, expected in updates:
+                current = self._latest(key)
+                if current is None or (expected is not None and current.mod_revision != expected):
+                    break
+                revision = self._next_revision
+                kv = KeyValue(key, value, current.create_revision, revision, current.version + 1)
+                event = Event(EventType.PUT, kv, current)
+                future = self._persist(event)
+                self._next_revision += 1
+                self._pending[key] = event  # later updates of the batch compare against it
+                if future is None:
+                    events.append(event)
+                else:
+                    if events:
+                        self._apply(events)
+                        events = []
+                    await future
+                done.append(kv)
+        finally:
+            if events:
+                self._apply(events)
+        return done
+
     async def delete(self, key: str, *, expected_mod_revision: int | None = None) -> Deleted:
         self._check_writable()
         current = self._compare(key, expected_mod_revision)

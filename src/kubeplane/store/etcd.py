@@ -47,6 +47,7 @@ Failover between endpoints, and which failed writes are retried: :mod:`kubeplane
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import grpc.aio
@@ -191,6 +192,17 @@ class EtcdStore(EtcdFeed):
             raise self._failed(key, current, expected_mod_revision)
         prev = response.responses[0].response_put.prev_kv
         return KeyValue(key, value, prev.create_revision - self._offset, revision, prev.version + 1)
+
+    async def update_many(self, updates: Sequence[tuple[str, bytes, int | None]]) -> list[KeyValue]:
+        """One compare-and-put transaction per update, in order, stopping at the first refused: etcd's ``Txn``
+        compares all before it puts any, so one transaction could not stop after a prefix."""
+        done: list[KeyValue] = []
+        for key, value, expected in updates:
+            try:
+                done.append(await self.update(key, value, expected_mod_revision=expected))
+            except (Conflict, NotFound):
+                break
+        return done
 
     async def delete(self, key: str, *, expected_mod_revision: int | None = None) -> Deleted:
         await self._ready()

@@ -29,7 +29,7 @@ methods is thread-safe.
 from __future__ import annotations
 
 import enum
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -220,6 +220,12 @@ class Store(Protocol):
     async def create(self, key: str, value: bytes) -> KeyValue: ...
 
     async def update(self, key: str, value: bytes, *, expected_mod_revision: int | None = None) -> KeyValue: ...
+
+    async def update_many(self, updates: Sequence[tuple[str, bytes, int | None]]) -> list[KeyValue]:
+        """``(key, value, expected_mod_revision)`` updates in order, each at its own revision as :meth:`update`,
+        stopping before the first whose compare fails (not found or another mod revision); the new versions of
+        those applied. Backends may make the batch visible at once (one watch publication)."""
+        ...
 
     async def delete(self, key: str, *, expected_mod_revision: int | None = None) -> Deleted: ...
 
