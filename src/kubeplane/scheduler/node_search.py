@@ -26,7 +26,13 @@ import numpy as np
 
 from kubeplane.scheduler.backend.node_table import BoolArray, IntArray, NodeTable
 from kubeplane.scheduler.framework.diagnosis import Diagnosis, SchedulingError
-from kubeplane.scheduler.framework.interface import Code, CycleState, FilterPlugin, Status, VectorFilterPlugin
+from kubeplane.scheduler.framework.interface import (
+    Code,
+    CycleState,
+    FilterPlugin,
+    Status,
+    VectorFilterPlugin,
+)
 from kubeplane.scheduler.framework.recorder import CycleRecorder
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
@@ -172,13 +178,24 @@ class NodeSearch:
     # --- vector path -----------------------------------------------------------------------------------
 
     def _masks(self, table: NodeTable) -> list[tuple[FilterPlugin, Callable[[IntArray], BoolArray]]]:
-        skip = self.state.skip_filter_plugins
+        """Each Filter plugin's mask over rows; left out (outside a recorded cycle) where the plugin says it
+        passes every row (``PassesEveryRowPlugin``): a mask that keeps every row changes nothing."""
+        state, pod = self.state, self.pod
+        skip = state.skip_filter_plugins
         vector = self.fwk.has_filter_vector
-        return [
-            (p, _mask_fn(p, vector[p.name()], self.state, self.pod, table))
-            for p in self.fwk.filter_plugins
-            if p.name() not in skip
-        ]
+        recorded = self.recorder is not None
+        out: list[tuple[FilterPlugin, Callable[[IntArray], BoolArray]]] = []
+        for p in self.fwk.filter_plugins:
+            name = p.name()
+            if name in skip:
+                continue
+            is_vector = vector[name]
+            if is_vector and not recorded:
+                passes = getattr(p, "passes_every_row", None)  # PassesEveryRowPlugin (isinstance costs µs)
+                if passes is not None and passes(state, pod, table):
+                    continue
+            out.append((p, _mask_fn(p, is_vector, state, pod, table)))
+        return out
 
     def _nominated_mask(self, table: NodeTable) -> Callable[[IntArray], BoolArray] | None:
         """The mask that re-checks rows of nodes with nominated pods, None when no node has any."""

@@ -140,6 +140,9 @@ class TaintToleration:
             return None
         return _UNTOLERATED
 
+    def passes_every_row(self, state: CycleState, pod: PodInfo, table: NodeTable) -> bool:
+        return table.tainted_count == 0  # an untainted node has no taint to tolerate
+
     def filter_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> BoolArray:
         mask: BoolArray = ~table.has_taints[rows]
         tainted = np.flatnonzero(~mask)
