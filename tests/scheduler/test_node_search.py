@@ -80,8 +80,11 @@ def test_passes_every_row_claims_only_what_filter_vector_passes(
 ) -> None:
     """The node search leaves a plugin's mask out when it claims every row passes: the claim must imply an
     all-True mask (and is made exactly where it is cheap to know)."""
-    make = {"plain": _node, "tainted": _tainted, "cordoned": lambda n: _tainted(n, unschedulable=True)}
-    infos = [make[kind](f"n{i}") for i, kind in enumerate(nodes)]
+
+    def make(kind: str, name: str) -> NodeInfo:
+        return _node(name) if kind == "plain" else _tainted(name, unschedulable=kind == "cordoned")
+
+    infos = [make(kind, f"n{i}") for i, kind in enumerate(nodes)]
     table = NodeTable(infos)
     pod, state = _pod(spec), CycleState()
     assert plugin.passes_every_row(state, pod, table) is claims
