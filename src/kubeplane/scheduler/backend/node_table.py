@@ -21,8 +21,9 @@ Row ``i`` describes ``node_infos[i]`` of the snapshot the table was built from. 
 * ``epoch`` and :meth:`changed_since`: every refill of a row after construction is logged, so a memo of per-row
   facts that recorded the epoch can revisit only the rows refilled since (O(changed), not O(rows)); ``None``
   when the log no longer reaches back that far (the memo compares every row's generation instead).
-* ``unschedulable_count`` / ``tainted_count``: how many rows are unschedulable / have taints, kept with the rows,
-  so a Filter that only ever rejects such rows knows at once that it passes everything.
+* ``unschedulable_count`` / ``tainted_count`` / ``nodeless_count``: how many rows are unschedulable / have taints /
+  have no Node, kept with the rows, so a Filter that only ever rejects such rows knows at once that it passes
+  everything (and a count over rows with a Node knows it covers every row).
 * :meth:`domains` gives one label key as topology domains: per row an int id (``-1`` where the node lacks the
   key) into the distinct values; built lazily and rebuilt after any row's labels changed (``labels_version``).
 
@@ -57,7 +58,7 @@ class Domains:
     assigned in row order of first appearance, so they are stable for an unchanged table.
     """
 
-    __slots__ = ("_empty", "id_of", "ids", "values")
+    __slots__ = ("_empty", "complete", "id_of", "ids", "values")
 
     def __init__(self, column: npt.NDArray[np.object_]) -> None:
         id_of: dict[str, int] = {}
@@ -73,6 +74,8 @@ class Domains:
         self.ids: IntArray = ids
         self.id_of = id_of
         self.values: tuple[str, ...] = tuple(id_of)
+        self.complete = not bool((ids < 0).any())
+        """Every row carries the key."""
         self._empty: tuple[IntArray, dict[str, int]] | None = None
 
     def missing_as_empty(self) -> tuple[IntArray, dict[str, int]]:
@@ -119,6 +122,7 @@ class NodeTable:
         self._label_maps: list[object] = [None] * n
         self.unschedulable_count = 0
         self.tainted_count = 0
+        self.nodeless_count = n  # every row starts without a Node (has_node all False) until filled
         self._log: list[int] | None = None
         self._log_start = 0
         for i in range(n):
@@ -188,7 +192,9 @@ class NodeTable:
                 values[i] = ni.labels.get(key)
         self._generations[i] = ni.generation
         self.generation[i] = ni.generation
-        self.has_node[i] = ni.node is not None
+        has_node = ni.node is not None
+        self.nodeless_count += bool(self.has_node[i]) - has_node
+        self.has_node[i] = has_node
         log = self._log
         if log is not None:
             log.append(i)

@@ -50,7 +50,7 @@ from kubeplane.scheduler.framework.interface import (
 )
 from kubeplane.scheduler.plugins.helper import do_not_schedule_taint, go_div
 from kubeplane.scheduler.plugins.node_affinity import _VecRequired
-from kubeplane.scheduler.plugins.topology_counts import RowCounts, at_rows, domain_sums, table_for
+from kubeplane.scheduler.plugins.topology_counts import DomainSums, RowCounts, at_rows, domain_sums, table_for
 
 if TYPE_CHECKING:
     from kubeplane.scheduler.backend.node_table import BoolArray, Domains, IntArray, NodeTable
@@ -341,6 +341,16 @@ def _go_round_vector(x: npt.NDArray[np.float64]) -> IntArray:
     return rounded
 
 
+def _includes_all(c: TopologySpreadConstraint, pod: PodInfo, table: NodeTable) -> bool:
+    """The node inclusion policies keep every row with a Node (what ``_included`` then returns), known without
+    looking at the rows: no required node affinity to honour, no tainted node to honour."""
+    if c.node_affinity_policy == _HONOR:
+        required = pod.required_node_affinity
+        if required.label_selector is not None or required.node_selector is not None:
+            return False
+    return c.node_taints_policy != _HONOR or table.tainted_count == 0
+
+
 def _first_seen_order(domains: Domains, include: BoolArray) -> list[int]:
     """The domain ids of the included rows carrying the key, in row order of first appearance: the insertion
     order of the reference's per-node loop (it decides the critical paths among equal counts)."""
@@ -381,6 +391,7 @@ class PodTopologySpread:
         """The default constraints compiled per whenUnsatisfiable (read-only: the selector is the pod's)."""
         self._system_defaulted = system_defaulted
         self._counts = RowCounts()
+        self._sums = DomainSums()
 
     def name(self) -> str:
         return NAME
@@ -439,12 +450,20 @@ class PodTopologySpread:
             carrying &= d.ids >= 0
         s = _PreFilterState(constraints)
         policies: dict[tuple[bool, bool], BoolArray] = {}
+        every_node = table.nodeless_count == 0
         for i, c in enumerate(constraints):
             d = domains[i]
-            include = carrying & self._included(c, pod, table, policies)
-            sums = domain_sums(d, self._match_counts(table, pod.namespace, c.selector), include)
+            per_row = self._match_counts(table, pod.namespace, c.selector)
+            if every_node and _includes_all(c, pod, table) and all(o is d or o.complete for o in domains):
+                # Every row carrying the key counts: the sums are kept across cycles, all domains appear, in id order.
+                sums = self._sums.get(table, (pod.namespace, c.selector, c.topology_key), d, per_row)
+                order: Sequence[int] = range(len(d.values))
+            else:
+                include = carrying & self._included(c, pod, table, policies)
+                sums = domain_sums(d, per_row, include)
+                order = _first_seen_order(d, include)
             values = d.values
-            counts = {values[k]: int(sums[k]) for k in _first_seen_order(d, include)}
+            counts = {values[k]: int(sums[k]) for k in order}
             s.tp_value_to_match_num.append(counts)
             s.dense[i] = (d, sums)  # zero for unseen domains, as the dict's .get
             paths = _CriticalPaths()

@@ -34,7 +34,7 @@ from kubeplane.scheduler.backend.row_memo import changed_rows
 if TYPE_CHECKING:
     from kubeplane.scheduler.framework.types import NodeInfo
 
-__all__ = ["Census", "RowCounts", "at_rows", "domain_sums", "table_for"]
+__all__ = ["Census", "DomainSums", "RowCounts", "at_rows", "domain_sums", "table_for"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -102,6 +102,59 @@ class _Entry:
         self.values = values
         self.table = table
         self.epoch = epoch
+
+
+class DomainSums:
+    """Per-domain sums of a :class:`RowCounts` column over the rows that have a Node and carry the key
+    (``domain_sums(domains, per_row, table.has_node)``), kept per key across cycles and brought up to date by
+    the rows changed since: what PodTopologySpread's PreFilter sums when every such row counts. Rebuilt for
+    another table or Domains object (a node's labels changed)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[Hashable, _Sums] = {}
+
+    def get(self, table: NodeTable, key: Hashable, domains: Domains, per_row: IntArray) -> IntArray:
+        """The sums (a fresh array); ``per_row`` is ``key``'s RowCounts column, just brought up to date."""
+        entry = self._entries.pop(key, None)
+        if entry is None or entry.table is not table or entry.domains is not domains:
+            counted = table.has_node & (domains.ids >= 0)
+            entry = _Sums(
+                table,
+                domains,
+                table.epoch,
+                table.generation.copy(),
+                np.where(counted, per_row, 0),
+                domain_sums(domains, per_row, table.has_node),
+            )
+        else:
+            ids, has_node, contrib, sums = domains.ids, table.has_node, entry.contrib, entry.sums
+            for r in changed_rows(entry.gens, table, table, entry.epoch):
+                d = ids[r]
+                if d < 0:
+                    continue
+                new = per_row[r] if has_node[r] else 0
+                if new != contrib[r]:
+                    sums[d] += new - contrib[r]
+                    contrib[r] = new
+            entry.epoch = table.epoch
+        self._entries[key] = entry
+        if len(self._entries) > _MAX_KEYS:
+            del self._entries[next(iter(self._entries))]
+        return entry.sums.copy()
+
+
+class _Sums:
+    __slots__ = ("contrib", "domains", "epoch", "gens", "sums", "table")
+
+    def __init__(
+        self, table: NodeTable, domains: Domains, epoch: int, gens: IntArray, contrib: IntArray, sums: IntArray
+    ) -> None:
+        self.table = table
+        self.domains = domains
+        self.epoch = epoch
+        self.gens = gens
+        self.contrib = contrib
+        self.sums = sums
 
 
 class Census(Generic[K]):
