@@ -31,6 +31,7 @@ SHAPES: list[dict[str, Any]] = [
     {"cpu": "1", "memory": "128Mi", "spread": True},
     {"cpu": "300m", "memory": "256Mi", "selector": "b"},
     {"cpu": "200m", "memory": "64Mi", "anti": True},
+    {"cpu": "150m", "memory": "64Mi", "soft": True},
 ]
 
 
@@ -70,6 +71,15 @@ def _pod(k: int, shape: dict[str, Any]) -> dict[str, Any]:
                 "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": preference}]
             }
         }
+    if shape.get("soft"):
+        spec["topologySpreadConstraints"] = [
+            {
+                "maxSkew": 1,
+                "topologyKey": "zone",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": {"app": "web"}},
+            }
+        ]
     if shape.get("selector"):
         spec["nodeSelector"] = {"zone": shape["selector"]}
     if shape.get("anti"):

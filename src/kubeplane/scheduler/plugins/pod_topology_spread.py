@@ -588,10 +588,11 @@ class PodTopologySpread:
         scored = table if rows is not None else table_for(None, nodes)
         if rows is None:
             rows = np.arange(len(nodes), dtype=np.int64)
+        complete = all(scored.domains(c.topology_key).complete for c in constraints)
         carrying: BoolArray = np.ones(len(rows), np.bool_)
-        for c in constraints:
+        for c in constraints if not complete else ():
             carrying &= scored.domains(c.topology_key).ids[rows] >= 0
-        if require_all and not carrying.all():
+        if require_all and not complete and not carrying.all():
             names = scored.names
             s.ignored_nodes = {names[r] for r in rows[~carrying].tolist()}
             rows = rows[carrying]
@@ -604,8 +605,9 @@ class PodTopologySpread:
             s.topology_value_to_pod_counts[i] = {v: 0 for v, d in id_of.items() if d in present}
             s.topology_normalizing_weight.append(topology_normalizing_weight(len(present)))
         # Matching pods over all nodes, per domain present.
+        every_row = table.nodeless_count == 0 and all(table.domains(c.topology_key).complete for c in constraints)
         valid = table.has_node.copy()
-        if require_all:
+        if require_all and not every_row:
             for c in constraints:
                 valid &= table.domains(c.topology_key).ids >= 0
         policies: dict[tuple[bool, bool], BoolArray] = {}
@@ -613,10 +615,15 @@ class PodTopologySpread:
             counts = s.topology_value_to_pod_counts[i]
             if not counts:
                 continue
-            ids, id_of = table.domains(c.topology_key).missing_as_empty()
-            include = np.flatnonzero(valid & self._included(c, pod, table, policies))
-            per_row = self._match_counts(table, pod.namespace, c.selector)[include]
-            sums = np.bincount(ids[include], weights=per_row, minlength=len(id_of)).astype(np.int64)
+            d = table.domains(c.topology_key)
+            ids, id_of = d.missing_as_empty()
+            per_row = self._match_counts(table, pod.namespace, c.selector)
+            if every_row and _includes_all(c, pod, table):
+                # Every row counts (no key missing, so ids are the domains'): the sums PreFilter keeps too.
+                sums = self._sums.get(table, (pod.namespace, c.selector, c.topology_key), d, per_row)
+            else:
+                include = np.flatnonzero(valid & self._included(c, pod, table, policies))
+                sums = np.bincount(ids[include], weights=per_row[include], minlength=len(id_of)).astype(np.int64)
             for value in counts:
                 d = id_of.get(value)
                 if d is not None:
