@@ -615,12 +615,12 @@ class PodTopologySpread:
             counts = s.topology_value_to_pod_counts[i]
             if not counts:
                 continue
-            d = table.domains(c.topology_key)
-            ids, id_of = d.missing_as_empty()
+            dom = table.domains(c.topology_key)
+            ids, id_of = dom.missing_as_empty()
             per_row = self._match_counts(table, pod.namespace, c.selector)
             if every_row and _includes_all(c, pod, table):
                 # Every row counts (no key missing, so ids are the domains'): the sums PreFilter keeps too.
-                sums = self._sums.get(table, (pod.namespace, c.selector, c.topology_key), d, per_row)
+                sums = self._sums.get(table, (pod.namespace, c.selector, c.topology_key), dom, per_row)
             else:
                 include = np.flatnonzero(valid & self._included(c, pod, table, policies))
                 sums = np.bincount(ids[include], weights=per_row[include], minlength=len(id_of)).astype(np.int64)
