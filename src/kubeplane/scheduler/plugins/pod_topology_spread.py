@@ -601,7 +601,7 @@ class PodTopologySpread:
                 s.topology_normalizing_weight.append(topology_normalizing_weight(len(rows)))
                 continue
             ids, id_of = scored.domains(c.topology_key).missing_as_empty()
-            present = set(np.unique(ids[rows]).tolist())
+            present = set(np.flatnonzero(np.bincount(ids[rows], minlength=len(id_of))).tolist())  # no sort
             s.topology_value_to_pod_counts[i] = {v: 0 for v, d in id_of.items() if d in present}
             s.topology_normalizing_weight.append(topology_normalizing_weight(len(present)))
         # Matching pods over all nodes, per domain present.
