@@ -230,7 +230,6 @@ class NodeSearch:
     def vector(self, rows: IntArray, table: NodeTable, *, num_to_find: int, start: int) -> SearchResult:
         """Scan ``rows`` (in snapshot order) from ``start`` in windows until ``num_to_find`` rows pass."""
         n = len(rows)
-        order = np.concatenate((rows[start:], rows[:start])) if start else rows
         plugin_masks = self._masks(table)
         masks = [mask for _p, mask in plugin_masks]
         nominated = self._nominated_mask(table)
@@ -242,7 +241,7 @@ class NodeSearch:
         processed = 0
         rejected_rows: list[IntArray] = []
         for offset in range(0, n, window):
-            chunk = order[offset : offset + window]
+            chunk = _window(rows, start + offset, min(window, n - offset))
             passing = chunk
             for mask_of in masks:
                 passing = passing[mask_of(passing)]
@@ -250,9 +249,12 @@ class NodeSearch:
                     break
             need = num_to_find - found_count
             if len(passing) >= need:
-                passing = passing[:need]
-                last = int(passing[-1])
-                upto = int(np.flatnonzero(chunk == last)[0]) + 1
+                if len(passing) == len(chunk):  # nothing rejected in this window: the first ``need`` rows
+                    upto = need
+                    passing = passing[:need]
+                else:
+                    passing = passing[:need]
+                    upto = int(np.flatnonzero(chunk == int(passing[-1]))[0]) + 1
                 processed += upto
                 found.append(passing)
                 found_count += need
@@ -267,7 +269,7 @@ class NodeSearch:
         feasible_rows = _concat(found)
         rejected = _concat(rejected_rows)
         if self.recorder is not None:
-            self._check_rows(order[:processed], plugin_masks, table)
+            self._check_rows(_window(rows, start, processed), plugin_masks, table)
         infos = table.node_infos
         feasible: Sequence[NodeInfo] = NodeRows(table, feasible_rows)
         if len(rejected):
@@ -339,6 +341,19 @@ class NodeSearch:
                         f"filter_vector {'passed' if passed else 'rejected'} node {table.names[r]}, "
                         f"filter {'passes' if reference else 'rejects'} it",
                     )
+
+
+def _window(rows: IntArray, begin: int, length: int) -> IntArray:
+    """``length`` rows of ``rows`` from index ``begin``, wrapping around (the rotation's order), without building
+    the whole rotated array."""
+    n = len(rows)
+    if length <= 0 or n == 0:
+        return rows[:0]
+    begin %= n
+    end = begin + length
+    if end <= n:
+        return rows[begin:end]
+    return np.concatenate((rows[begin:], rows[: end - n]))
 
 
 def _concat(parts: list[IntArray]) -> IntArray:
