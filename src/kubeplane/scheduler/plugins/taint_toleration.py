@@ -175,7 +175,7 @@ class TaintToleration:
     def score_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
         scores: IntArray = np.zeros(len(rows), np.int64)
         tolerations = self._tolerations(state)
-        if tolerations is None:
+        if tolerations is None or table.tainted_count == 0:  # no taint anywhere: nothing to count
             return scores
         tainted = np.flatnonzero(table.has_taints[rows])
         if tainted.size:
