@@ -38,6 +38,7 @@ def test_every_bench_is_covered() -> None:
         "pod_logs_bench.py",
         "pod_writes_bench.py",
         "sa_token_bench.py",
+        "sched_cycle_bench.py",
         "sched_try_bench.py",
         "sim_bench.py",
         "ssa_bench.py",

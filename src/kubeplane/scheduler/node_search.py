@@ -26,7 +26,13 @@ import numpy as np
 
 from kubeplane.scheduler.backend.node_table import BoolArray, IntArray, NodeTable
 from kubeplane.scheduler.framework.diagnosis import Diagnosis, SchedulingError
-from kubeplane.scheduler.framework.interface import Code, CycleState, FilterPlugin, Status, VectorFilterPlugin
+from kubeplane.scheduler.framework.interface import (
+    Code,
+    CycleState,
+    FilterPlugin,
+    Status,
+    VectorFilterPlugin,
+)
 from kubeplane.scheduler.framework.recorder import CycleRecorder
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
@@ -172,13 +178,24 @@ class NodeSearch:
     # --- vector path -----------------------------------------------------------------------------------
 
     def _masks(self, table: NodeTable) -> list[tuple[FilterPlugin, Callable[[IntArray], BoolArray]]]:
-        skip = self.state.skip_filter_plugins
+        """Each Filter plugin's mask over rows; left out (outside a recorded cycle) where the plugin says it
+        passes every row (``PassesEveryRowPlugin``): a mask that keeps every row changes nothing."""
+        state, pod = self.state, self.pod
+        skip = state.skip_filter_plugins
         vector = self.fwk.has_filter_vector
-        return [
-            (p, _mask_fn(p, vector[p.name()], self.state, self.pod, table))
-            for p in self.fwk.filter_plugins
-            if p.name() not in skip
-        ]
+        recorded = self.recorder is not None
+        out: list[tuple[FilterPlugin, Callable[[IntArray], BoolArray]]] = []
+        for p in self.fwk.filter_plugins:
+            name = p.name()
+            if name in skip:
+                continue
+            is_vector = vector[name]
+            if is_vector and not recorded:
+                passes = getattr(p, "passes_every_row", None)  # PassesEveryRowPlugin (isinstance costs µs)
+                if passes is not None and passes(state, pod, table):
+                    continue
+            out.append((p, _mask_fn(p, is_vector, state, pod, table)))
+        return out
 
     def _nominated_mask(self, table: NodeTable) -> Callable[[IntArray], BoolArray] | None:
         """The mask that re-checks rows of nodes with nominated pods, None when no node has any."""
@@ -213,7 +230,6 @@ class NodeSearch:
     def vector(self, rows: IntArray, table: NodeTable, *, num_to_find: int, start: int) -> SearchResult:
         """Scan ``rows`` (in snapshot order) from ``start`` in windows until ``num_to_find`` rows pass."""
         n = len(rows)
-        order = np.concatenate((rows[start:], rows[:start])) if start else rows
         plugin_masks = self._masks(table)
         masks = [mask for _p, mask in plugin_masks]
         nominated = self._nominated_mask(table)
@@ -225,7 +241,7 @@ class NodeSearch:
         processed = 0
         rejected_rows: list[IntArray] = []
         for offset in range(0, n, window):
-            chunk = order[offset : offset + window]
+            chunk = _window(rows, start + offset, min(window, n - offset))
             passing = chunk
             for mask_of in masks:
                 passing = passing[mask_of(passing)]
@@ -233,9 +249,12 @@ class NodeSearch:
                     break
             need = num_to_find - found_count
             if len(passing) >= need:
-                passing = passing[:need]
-                last = int(passing[-1])
-                upto = int(np.flatnonzero(chunk == last)[0]) + 1
+                if len(passing) == len(chunk):  # nothing rejected in this window: the first ``need`` rows
+                    upto = need
+                    passing = passing[:need]
+                else:
+                    passing = passing[:need]
+                    upto = int(np.flatnonzero(chunk == int(passing[-1]))[0]) + 1
                 processed += upto
                 found.append(passing)
                 found_count += need
@@ -250,7 +269,7 @@ class NodeSearch:
         feasible_rows = _concat(found)
         rejected = _concat(rejected_rows)
         if self.recorder is not None:
-            self._check_rows(order[:processed], plugin_masks, table)
+            self._check_rows(_window(rows, start, processed), plugin_masks, table)
         infos = table.node_infos
         feasible: Sequence[NodeInfo] = NodeRows(table, feasible_rows)
         if len(rejected):
@@ -322,6 +341,19 @@ class NodeSearch:
                         f"filter_vector {'passed' if passed else 'rejected'} node {table.names[r]}, "
                         f"filter {'passes' if reference else 'rejects'} it",
                     )
+
+
+def _window(rows: IntArray, begin: int, length: int) -> IntArray:
+    """``length`` rows of ``rows`` from index ``begin``, wrapping around (the rotation's order), without building
+    the whole rotated array."""
+    n = len(rows)
+    if length <= 0 or n == 0:
+        return rows[:0]
+    begin %= n
+    end = begin + length
+    if end <= n:
+        return rows[begin:end]
+    return np.concatenate((rows[begin:], rows[: end - n]))
 
 
 def _concat(parts: list[IntArray]) -> IntArray:

@@ -18,6 +18,12 @@ Row ``i`` describes ``node_infos[i]`` of the snapshot the table was built from. 
   counter and copied by ``NodeInfo.clone``, so equal generations mean equal contents (node and pods): memos of
   per-node facts (e.g. how many pods match a selector) stay valid for a row while its generation is unchanged.
 * ``has_node``: the NodeInfo has a Node object (always, in a cache-built snapshot).
+* ``epoch`` and :meth:`changed_since`: every refill of a row after construction is logged, so a memo of per-row
+  facts that recorded the epoch can revisit only the rows refilled since (O(changed), not O(rows)); ``None``
+  when the log no longer reaches back that far (the memo compares every row's generation instead).
+* ``unschedulable_count`` / ``tainted_count`` / ``nodeless_count``: how many rows are unschedulable / have taints /
+  have no Node, kept with the rows, so a Filter that only ever rejects such rows knows at once that it passes
+  everything (and a count over rows with a Node knows it covers every row).
 * :meth:`domains` gives one label key as topology domains: per row an int id (``-1`` where the node lacks the
   key) into the distinct values; built lazily and rebuilt after any row's labels changed (``labels_version``).
 
@@ -52,7 +58,7 @@ class Domains:
     assigned in row order of first appearance, so they are stable for an unchanged table.
     """
 
-    __slots__ = ("_empty", "id_of", "ids", "values")
+    __slots__ = ("_empty", "complete", "id_of", "ids", "values")
 
     def __init__(self, column: npt.NDArray[np.object_]) -> None:
         id_of: dict[str, int] = {}
@@ -68,6 +74,8 @@ class Domains:
         self.ids: IntArray = ids
         self.id_of = id_of
         self.values: tuple[str, ...] = tuple(id_of)
+        self.complete = not bool((ids < 0).any())
+        """Every row carries the key."""
         self._empty: tuple[IntArray, dict[str, int]] | None = None
 
     def missing_as_empty(self) -> tuple[IntArray, dict[str, int]]:
@@ -112,8 +120,28 @@ class NodeTable:
         self._domains: dict[str, tuple[int, Domains]] = {}
         self._generations: list[int] = [0] * n
         self._label_maps: list[object] = [None] * n
+        self.unschedulable_count = 0
+        self.tainted_count = 0
+        self.nodeless_count = n  # every row starts without a Node (has_node all False) until filled
+        self._log: list[int] | None = None
+        self._log_start = 0
         for i in range(n):
             self._fill(i)
+        self._log = []
+
+    @property
+    def epoch(self) -> int:
+        """The number of row refills since construction: a point in the change log."""
+        log = self._log
+        return self._log_start + (len(log) if log is not None else 0)
+
+    def changed_since(self, epoch: int) -> list[int] | None:
+        """The rows refilled since ``epoch`` (in refill order, possibly repeated), or None when the log was
+        trimmed past it. A row not listed has the same generation (and contents) as at ``epoch``."""
+        log = self._log
+        if log is None or epoch < self._log_start or epoch > self._log_start + len(log):
+            return None
+        return log[epoch - self._log_start :]
 
     def _column(self, columns: dict[str, IntArray], name: str) -> IntArray:
         col = columns.get(name)
@@ -149,8 +177,11 @@ class NodeTable:
                 col[i] = 0
         self.non_zero_cpu[i] = ni.non_zero_requested.milli_cpu
         self.non_zero_memory[i] = ni.non_zero_requested.memory
-        self.unschedulable[i] = ni.unschedulable
-        self.has_taints[i] = bool(ni.taints)
+        unschedulable, tainted = bool(ni.unschedulable), bool(ni.taints)
+        self.unschedulable_count += unschedulable - bool(self.unschedulable[i])
+        self.tainted_count += tainted - bool(self.has_taints[i])
+        self.unschedulable[i] = unschedulable
+        self.has_taints[i] = tainted
         self.has_ports[i] = len(ni.used_ports) > 0
         self.has_images[i] = bool(ni.image_states)
         if self._label_maps[i] is not ni.labels:
@@ -161,7 +192,15 @@ class NodeTable:
                 values[i] = ni.labels.get(key)
         self._generations[i] = ni.generation
         self.generation[i] = ni.generation
-        self.has_node[i] = ni.node is not None
+        has_node = ni.node is not None
+        self.nodeless_count += bool(self.has_node[i]) - has_node
+        self.has_node[i] = has_node
+        log = self._log
+        if log is not None:
+            log.append(i)
+            if len(log) > 4 * self.size + 1024:  # bounded: memos this far behind compare generations instead
+                self._log_start += len(log)
+                self._log = []
 
     def sync(self) -> int:
         """Refresh the rows whose NodeInfo changed since the last fill; returns how many were refreshed."""

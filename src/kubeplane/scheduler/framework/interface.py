@@ -37,6 +37,7 @@ __all__ = [
     "FilterPlugin",
     "NodeScore",
     "NodeToStatus",
+    "PassesEveryRowPlugin",
     "PermitPlugin",
     "Plugin",
     "PostBindPlugin",
@@ -514,6 +515,15 @@ class VectorFilterPlugin(Plugin, Protocol):
     """
 
     def filter_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> BoolArray: ...
+
+
+@runtime_checkable
+class PassesEveryRowPlugin(Plugin, Protocol):
+    """Optional with :class:`VectorFilterPlugin`: True when the plugin's Filter passes every row of ``table``
+    for this pod (e.g. no node is tainted), so the node search leaves its mask out; False says nothing. Must
+    imply ``filter_vector`` is all True (the recorded cycle, which checks every mask, does not ask)."""
+
+    def passes_every_row(self, state: CycleState, pod: PodInfo, table: NodeTable) -> bool: ...
 
 
 @runtime_checkable

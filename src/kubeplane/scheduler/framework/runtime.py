@@ -162,6 +162,11 @@ class Framework:
             normalize_vector = getattr(plugin, "normalize_vector", None)
             if isinstance(plugin, VectorScorePlugin) and (ext is None or normalize_vector is not None):
                 self._vector_score[plugin.name()] = (plugin.score_vector, normalize_vector)
+        self._score_entries: list[tuple[str, ScorePlugin, int, tuple[Any, Any] | None]] = [
+            (p.name(), p, self.score_weights.get(p.name(), 1), self._vector_score.get(p.name()))
+            for p in self.score_plugins
+        ]
+        """Per Score plugin, in order: name, plugin, weight, vector path (the per-cycle loop's lookups, once)."""
 
     # --- metrics -------------------------------------------------------------------------------------
 
@@ -498,32 +503,33 @@ class Framework:
     ) -> tuple[Any, Status | None]:
         total = np.zeros(len(rows), np.int64)
         sampled = self._sampled(state)
+        skip = state.skip_score_plugins
         # Vector plugins' normalised scores wait in ``pending`` and are range-checked and summed together (two
         # reductions and one product for all of them, not four array operations each); the first out-of-range
         # one, in plugin order, is the error, and pending scores are settled before any per-node plugin runs,
         # so errors come in upstream's order.
         pending: list[tuple[str, IntArray, int]] = []
-        for plugin in self.active_score_plugins(state):
-            weight = self.score_weights.get(plugin.name(), 1)
-            vector = self._vector_score.get(plugin.name())
+        for name, plugin, weight, vector in self._score_entries:
+            if name in skip:
+                continue
             if vector is not None:
                 score_vector, normalize_vector = vector
                 t0 = _perf() if sampled else 0.0
                 raw = score_vector(state, pod, table, rows)
                 if t0:
-                    self._plugin_done(plugin.name(), "Score", None, t0)
+                    self._plugin_done(name, "Score", None, t0)
                 if normalize_vector is not None:
                     raw = normalize_vector(state, pod, raw)
                 if not len(raw):
                     total += raw * weight
                     continue
                 if raw.dtype == np.int64:
-                    pending.append((plugin.name(), raw, weight))
+                    pending.append((name, raw, weight))
                     continue
                 status = _settle(total, pending)
                 if status is not None:
                     return total, status
-                status = _settle(total, [(plugin.name(), raw, weight)])
+                status = _settle(total, [(name, raw, weight)])
                 if status is not None:
                     return total, status
                 continue
@@ -533,7 +539,7 @@ class Framework:
             t0 = _perf() if sampled else 0.0
             scores = self.raw_scores(state, pod, plugin, nodes)
             if t0:
-                self._plugin_done(plugin.name(), "Score", scores if isinstance(scores, Status) else None, t0)
+                self._plugin_done(name, "Score", scores if isinstance(scores, Status) else None, t0)
             if isinstance(scores, Status):
                 return total, scores
             status = self.normalize(state, pod, plugin, scores)
@@ -724,6 +730,13 @@ def _settle(total: IntArray, pending: list[tuple[str, IntArray, int]]) -> Status
         stack = pending[0][1][np.newaxis, :]
     else:
         stack = np.stack([raw for _name, raw, _weight in pending])
+    if stack.max() <= MAX_NODE_SCORE and stack.min() >= MIN_NODE_SCORE:  # the usual case: two scalar reductions
+        if len(pending) == 1:
+            total += pending[0][1] * pending[0][2]
+        else:
+            total += np.array([weight for _name, _raw, weight in pending], np.int64) @ stack
+        pending.clear()
+        return None
     high, low = stack.max(axis=1), stack.min(axis=1)
     bad = np.flatnonzero((high > MAX_NODE_SCORE) | (low < MIN_NODE_SCORE))
     if len(bad):

@@ -151,6 +151,10 @@ class InterPodAffinity:
         terms = pod_terms(pod)
         if terms.errors:
             return None, Status.unresolvable(f"parsing pod: {terms.error_message()}")
+        table = table_for(lister, all_nodes)
+        anti_census = self._anti_census.get(table)
+        if not anti_census and not terms.required_affinity and not terms.required_anti_affinity:
+            return None, Status.skip()  # nothing to count: what the full path below concludes, without namespaces
         namespaces = self._namespaces()
         s = PreFilterState(
             pod,
@@ -158,10 +162,9 @@ class InterPodAffinity:
             tuple(self._merge_namespaces(t, namespaces) for t in terms.required_anti_affinity),
             self._namespace_labels(namespaces, pod.namespace),
         )
-        table = table_for(lister, all_nodes)
         valid = table.has_node
         # Existing pods' required anti-affinity terms, grouped: each distinct term is matched against the pod once.
-        for term, per_row in self._anti_census.get(table).items():
+        for term, per_row in anti_census.items():
             if term.matches(pod, s.namespace_labels):
                 key = term.topology_key
                 s.add_domain_sums("existing_anti_affinity_counts", table.domains(key), key, per_row, valid)
@@ -240,6 +243,10 @@ class InterPodAffinity:
         lister = self._handle.snapshot()
         if terms.errors:
             return Status.from_error(f"failed to parse pod: {terms.error_message()}")
+        table = table_for(lister, lister.list())
+        affinity_census = self._affinity_census.get(table)
+        if not has_constraints and not affinity_census:
+            return Status.skip()  # no term to score: what the full path below concludes, without namespaces
         namespaces = self._namespaces()
         affinity = tuple(
             WeightedAffinityTerm(self._merge_namespaces(w.term, namespaces), w.weight) for w in terms.preferred_affinity
@@ -249,7 +256,6 @@ class InterPodAffinity:
             for w in terms.preferred_anti_affinity
         )
         ns_labels = self._namespace_labels(namespaces, pod.namespace)
-        table = table_for(lister, lister.list())
         valid = table.has_node
         by_key: dict[str, DomainScores] = {}
 
@@ -268,7 +274,7 @@ class InterPodAffinity:
             for w in anti:
                 add(w.term, -w.weight, self._pods_matching(table, (w.term,), all_terms=False))
         hard = self.hard_pod_affinity_weight
-        for (term, signed_weight), per_row in self._affinity_census.get(table).items():
+        for (term, signed_weight), per_row in affinity_census.items():
             # None: an existing pod's required affinity term, weighted by hardPodAffinityWeight (when > 0).
             weight = hard if signed_weight is None else signed_weight
             if (signed_weight is not None or hard > 0) and term.matches(pod, ns_labels):

@@ -64,6 +64,9 @@ class NodeName:
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         return None if fits(pod, node) else _MISMATCH
 
+    def passes_every_row(self, state: CycleState, pod: PodInfo, table: NodeTable) -> bool:
+        return not pod.node_name
+
     def filter_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> BoolArray:
         wanted = pod.node_name
         if not wanted:

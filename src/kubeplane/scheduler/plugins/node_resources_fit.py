@@ -31,6 +31,7 @@ Left out: the alpha InPlacePodVerticalScalingSchedulerPreemption deltas for a po
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ import numpy as np
 from kubeplane.api.pods import pod_requests
 from kubeplane.api.views import section, spec_of, status_of, uid_of
 from kubeplane.scheduler.backend.node_table import BoolArray, IntArray, NodeTable
+from kubeplane.scheduler.backend.row_memo import RowMemo
 from kubeplane.scheduler.dra.extended import DEVICE_CLASS_PREFIX, DeviceClassResolver, is_dra_extended_resource_name
 from kubeplane.scheduler.dra.features import gate
 from kubeplane.scheduler.framework.handle import Handle
@@ -346,6 +348,8 @@ class NodeResourcesFit(AllocationScorePlugin):
         gates = handle.extra.get("feature_gates") if handle is not None else None
         self.dra_extended_resource = gate(gates if isinstance(gates, Mapping) else None, "DRAExtendedResource")
         """The DRAExtendedResource gate (v1.37: on)."""
+        self._fit_memo = RowMemo()
+        """Filter masks of pod shapes in steady use (:mod:`.backend.row_memo`)."""
 
     @classmethod
     def from_args(cls, args: Mapping[str, Any] | None, handle: Handle | None = None) -> NodeResourcesFit:
@@ -417,17 +421,15 @@ class NodeResourcesFit(AllocationScorePlugin):
         s = state.get(PRE_FILTER_STATE_KEY)
         if not isinstance(s, _PreFilterState):
             return np.zeros(rows.shape, np.bool_)  # filter returns an error for every node
-        # One gather of the free pods/cpu/memory/ephemeral-storage (NodeTable.free, FREE_RESOURCES order) against
-        # the pod's needs: one more pod always, a resource only when requested (else no bound at all).
-        need = np.array(
-            [1, *(q if q > 0 else _UNCHECKED for q in (s.milli_cpu, s.memory, s.ephemeral_storage))], np.int64
-        )
-        ok = cast(BoolArray, (table.free[:, rows] >= need[:, np.newaxis]).all(axis=0))
-        for name, quantity, _ in s.scalars:
-            capacity = table.allocatable_of(name)[rows]
-            fits = quantity <= capacity - table.requested_of(name)[rows]
-            ok &= (fits | (capacity == 0)) if name in s.dra_backed else fits
-        return ok
+        # Elementwise in the row and a function of these numbers only: kept as a column across cycles.
+        key = (s.milli_cpu, s.memory, s.ephemeral_storage, s.scalars, s.dra_backed)
+        infos = table.node_infos
+
+        def one(r: int) -> bool:
+            ni = infos[r]
+            return not _insufficient(s, ni.allocatable, ni.requested, len(ni.pods))
+
+        return cast(BoolArray, self._fit_memo.get(table, key, functools.partial(_fits, s, table), rows, one=one))
 
     # -- EnqueueExtensions ------------------------------------------------------------------------------
 
@@ -537,3 +539,16 @@ def new(args: Mapping[str, Any], handle: Handle) -> NodeResourcesFit:
     """The plugin factory: ``args`` is v1 ``NodeResourcesFitArgs``; ``{}`` gets upstream's defaults
     (LeastAllocated on cpu and memory, weight 1, nothing ignored)."""
     return NodeResourcesFit.from_args(args, handle)
+
+
+def _fits(s: _PreFilterState, table: NodeTable, rows: IntArray) -> BoolArray:
+    """Filter's verdict on ``rows`` (True: the pod fits), elementwise in the row."""
+    # One gather of the free pods/cpu/memory/ephemeral-storage (NodeTable.free, FREE_RESOURCES order) against
+    # the pod's needs: one more pod always, a resource only when requested (else no bound at all).
+    need = np.array([1, *(q if q > 0 else _UNCHECKED for q in (s.milli_cpu, s.memory, s.ephemeral_storage))], np.int64)
+    ok = cast(BoolArray, (table.free[:, rows] >= need[:, np.newaxis]).all(axis=0))
+    for name, quantity, _ in s.scalars:
+        capacity = table.allocatable_of(name)[rows]
+        fits = quantity <= capacity - table.requested_of(name)[rows]
+        ok &= (fits | (capacity == 0)) if name in s.dra_backed else fits
+    return ok

@@ -94,6 +94,9 @@ class NodeUnschedulable:
             return None
         return _UNSCHEDULABLE
 
+    def passes_every_row(self, state: CycleState, pod: PodInfo, table: NodeTable) -> bool:
+        return table.unschedulable_count == 0 or tolerates_unschedulable(pod)
+
     def filter_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> BoolArray:
         if tolerates_unschedulable(pod):
             return np.ones(len(rows), np.bool_)

@@ -50,7 +50,7 @@ from kubeplane.scheduler.framework.interface import (
 )
 from kubeplane.scheduler.plugins.helper import do_not_schedule_taint, go_div
 from kubeplane.scheduler.plugins.node_affinity import _VecRequired
-from kubeplane.scheduler.plugins.topology_counts import RowCounts, at_rows, domain_sums, table_for
+from kubeplane.scheduler.plugins.topology_counts import DomainSums, RowCounts, at_rows, domain_sums, table_for
 
 if TYPE_CHECKING:
     from kubeplane.scheduler.backend.node_table import BoolArray, Domains, IntArray, NodeTable
@@ -341,6 +341,16 @@ def _go_round_vector(x: npt.NDArray[np.float64]) -> IntArray:
     return rounded
 
 
+def _includes_all(c: TopologySpreadConstraint, pod: PodInfo, table: NodeTable) -> bool:
+    """The node inclusion policies keep every row with a Node (what ``_included`` then returns), known without
+    looking at the rows: no required node affinity to honour, no tainted node to honour."""
+    if c.node_affinity_policy == _HONOR:
+        required = pod.required_node_affinity
+        if required.label_selector is not None or required.node_selector is not None:
+            return False
+    return c.node_taints_policy != _HONOR or table.tainted_count == 0
+
+
 def _first_seen_order(domains: Domains, include: BoolArray) -> list[int]:
     """The domain ids of the included rows carrying the key, in row order of first appearance: the insertion
     order of the reference's per-node loop (it decides the critical paths among equal counts)."""
@@ -381,6 +391,7 @@ class PodTopologySpread:
         """The default constraints compiled per whenUnsatisfiable (read-only: the selector is the pod's)."""
         self._system_defaulted = system_defaulted
         self._counts = RowCounts()
+        self._sums = DomainSums()
 
     def name(self) -> str:
         return NAME
@@ -439,12 +450,20 @@ class PodTopologySpread:
             carrying &= d.ids >= 0
         s = _PreFilterState(constraints)
         policies: dict[tuple[bool, bool], BoolArray] = {}
+        every_node = table.nodeless_count == 0
         for i, c in enumerate(constraints):
             d = domains[i]
-            include = carrying & self._included(c, pod, table, policies)
-            sums = domain_sums(d, self._match_counts(table, pod.namespace, c.selector), include)
+            per_row = self._match_counts(table, pod.namespace, c.selector)
+            if every_node and _includes_all(c, pod, table) and all(o is d or o.complete for o in domains):
+                # Every row carrying the key counts: the sums are kept across cycles, all domains appear, in id order.
+                sums = self._sums.get(table, (pod.namespace, c.selector, c.topology_key), d, per_row)
+                order: Sequence[int] = range(len(d.values))
+            else:
+                include = carrying & self._included(c, pod, table, policies)
+                sums = domain_sums(d, per_row, include)
+                order = _first_seen_order(d, include)
             values = d.values
-            counts = {values[k]: int(sums[k]) for k in _first_seen_order(d, include)}
+            counts = {values[k]: int(sums[k]) for k in order}
             s.tp_value_to_match_num.append(counts)
             s.dense[i] = (d, sums)  # zero for unseen domains, as the dict's .get
             paths = _CriticalPaths()
@@ -569,10 +588,11 @@ class PodTopologySpread:
         scored = table if rows is not None else table_for(None, nodes)
         if rows is None:
             rows = np.arange(len(nodes), dtype=np.int64)
+        complete = all(scored.domains(c.topology_key).complete for c in constraints)
         carrying: BoolArray = np.ones(len(rows), np.bool_)
-        for c in constraints:
+        for c in constraints if not complete else ():
             carrying &= scored.domains(c.topology_key).ids[rows] >= 0
-        if require_all and not carrying.all():
+        if require_all and not complete and not carrying.all():
             names = scored.names
             s.ignored_nodes = {names[r] for r in rows[~carrying].tolist()}
             rows = rows[carrying]
@@ -581,12 +601,13 @@ class PodTopologySpread:
                 s.topology_normalizing_weight.append(topology_normalizing_weight(len(rows)))
                 continue
             ids, id_of = scored.domains(c.topology_key).missing_as_empty()
-            present = set(np.unique(ids[rows]).tolist())
+            present = set(np.flatnonzero(np.bincount(ids[rows], minlength=len(id_of))).tolist())  # no sort
             s.topology_value_to_pod_counts[i] = {v: 0 for v, d in id_of.items() if d in present}
             s.topology_normalizing_weight.append(topology_normalizing_weight(len(present)))
         # Matching pods over all nodes, per domain present.
+        every_row = table.nodeless_count == 0 and all(table.domains(c.topology_key).complete for c in constraints)
         valid = table.has_node.copy()
-        if require_all:
+        if require_all and not every_row:
             for c in constraints:
                 valid &= table.domains(c.topology_key).ids >= 0
         policies: dict[tuple[bool, bool], BoolArray] = {}
@@ -594,10 +615,15 @@ class PodTopologySpread:
             counts = s.topology_value_to_pod_counts[i]
             if not counts:
                 continue
-            ids, id_of = table.domains(c.topology_key).missing_as_empty()
-            include = np.flatnonzero(valid & self._included(c, pod, table, policies))
-            per_row = self._match_counts(table, pod.namespace, c.selector)[include]
-            sums = np.bincount(ids[include], weights=per_row, minlength=len(id_of)).astype(np.int64)
+            dom = table.domains(c.topology_key)
+            ids, id_of = dom.missing_as_empty()
+            per_row = self._match_counts(table, pod.namespace, c.selector)
+            if every_row and _includes_all(c, pod, table):
+                # Every row counts (no key missing, so ids are the domains'): the sums PreFilter keeps too.
+                sums = self._sums.get(table, (pod.namespace, c.selector, c.topology_key), dom, per_row)
+            else:
+                include = np.flatnonzero(valid & self._included(c, pod, table, policies))
+                sums = np.bincount(ids[include], weights=per_row[include], minlength=len(id_of)).astype(np.int64)
             for value in counts:
                 d = id_of.get(value)
                 if d is not None:

@@ -28,15 +28,17 @@ devices on the node (:mod:`.resource_allocation_dra`) when PreScore found such a
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, cast
 
 import numpy as np
 
 from kubeplane.api.pods import NON_ZERO_DEFAULTS, is_pod_level_requests_set, pod_requests
 from kubeplane.scheduler.backend.node_table import IntArray, NodeTable
+from kubeplane.scheduler.backend.row_memo import RowMemo
 from kubeplane.scheduler.framework.interface import MAX_NODE_SCORE, CycleState, ScoreExtensions, Status
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo, is_scalar_resource_name
 from kubeplane.scheduler.plugins.helper import go_div, go_div_vector
@@ -634,6 +636,8 @@ class AllocationScorePlugin:
     handle: Any = None
     dra_extended_resource: bool = False
     """The DRAExtendedResource gate (set by the plugin): score DeviceClass-backed scalars by their devices."""
+    _row_memo: RowMemo | None = None
+    """Scores of pod shapes in steady use (:mod:`.backend.row_memo`), made on first use."""
 
     def _score_state(self, pod: PodInfo) -> ScoreState:
         requests = self.scorer.pod_requests(pod)
@@ -655,7 +659,15 @@ class AllocationScorePlugin:
 
     def score_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
         s = self._state(state, pod)
-        return self.scorer.score_vector(table, rows, s.terms, s.dra)
+        if s.dra is not None:  # device counts come from the DRA state, not the row alone
+            return self.scorer.score_vector(table, rows, s.terms, s.dra)
+        # Elementwise in the row and a function of the terms only: kept as a column across cycles.
+        memo = self._row_memo
+        if memo is None:
+            memo = self._row_memo = RowMemo()
+        scorer, terms, infos = self.scorer, s.terms, table.node_infos
+        fn = functools.partial(scorer.score_vector, table, terms=terms)
+        return cast(IntArray, memo.get(table, terms, fn, rows, one=lambda r: scorer.score(infos[r], terms)))
 
     def score_extensions(self) -> ScoreExtensions | None:
         return None

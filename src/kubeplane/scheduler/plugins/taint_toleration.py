@@ -140,6 +140,9 @@ class TaintToleration:
             return None
         return _UNTOLERATED
 
+    def passes_every_row(self, state: CycleState, pod: PodInfo, table: NodeTable) -> bool:
+        return table.tainted_count == 0  # an untainted node has no taint to tolerate
+
     def filter_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> BoolArray:
         mask: BoolArray = ~table.has_taints[rows]
         tainted = np.flatnonzero(~mask)
@@ -172,7 +175,7 @@ class TaintToleration:
     def score_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
         scores: IntArray = np.zeros(len(rows), np.int64)
         tolerations = self._tolerations(state)
-        if tolerations is None:
+        if tolerations is None or table.tainted_count == 0:  # no taint anywhere: nothing to count
             return scores
         tainted = np.flatnonzero(table.has_taints[rows])
         if tainted.size:
