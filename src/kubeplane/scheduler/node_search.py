@@ -38,6 +38,8 @@ MismatchReporter = Callable[[str, str], None]
 """``(plugin, what happened)``: called for each disagreement between a vector path and its reference."""
 
 _EMPTY_ROWS = np.zeros(0, np.int64)
+_PENDING = Status(Code.UNSCHEDULABLE, ("(reference pending)",))
+"""Holds a rejected row's place in ``node_to_status`` until the reference filters give its status."""
 
 
 class NodeRows(Sequence[NodeInfo]):
@@ -256,11 +258,12 @@ class NodeSearch:
         if len(rejected):
             if not feasible:  # reasons come from the reference filters
                 trusted: list[int] = []
-                known = self._resource_statuses(table, rejected) or {}
-                for r in rejected.tolist():
+                rest = self._reject_resource_only(table, rejected)
+                for r in rest:
                     node = infos[r]
-                    status = known.get(r) or self.filter_node(node)
+                    status = self.filter_node(node)
                     if status is None:
+                        self.diagnosis.node_to_status.pop(node.name, None)
                         self._blame(node, plugin_masks, table, r)
                         trusted.append(r)
                         continue
@@ -274,6 +277,41 @@ class NodeSearch:
                 for r in rejected.tolist():
                     self.diagnosis.node_to_status[names[r]] = placeholder
         return SearchResult(feasible, feasible_rows, processed)
+
+    def _reject_resource_only(self, table: NodeTable, rejected: IntArray) -> list[int]:
+        """Record the statuses :meth:`ResourceOnly.rejected_keys` gives for the ``rejected`` rows, in bulk and in
+        row order as :meth:`_reject` would; returns the rows it leaves to the reference filters (all of them
+        outside a resource-only cycle)."""
+        rows = rejected.tolist()
+        if self.recorder is not None:
+            return rows
+        fast = self._resource_only
+        if fast is False:
+            fast = self._resource_only = ResourceOnly.for_pod(self.fwk, self.state, self.pod)
+        found = fast.rejected_keys(table, rejected) if isinstance(fast, ResourceOnly) else None
+        if found is None:
+            return rows
+        known_rows, keys = found
+        status_of = fast.status_of_key
+        statuses = dict.fromkeys(keys)
+        for key in statuses:
+            statuses[key] = status_of(key)
+            self.diagnosis.add_plugin_status(statuses[key])  # type: ignore[arg-type]
+        names = table.names
+        node_to_status = self.diagnosis.node_to_status
+        if len(known_rows) == len(rows):
+            node_to_status.update(zip(map(names.__getitem__, rows), map(statuses.__getitem__, keys), strict=True))
+            return []
+        by_row = dict(zip(known_rows, keys, strict=True))
+        rest: list[int] = []
+        for r in rows:  # the reference's order: statuses interleave with the rows left to it
+            key = by_row.get(r)
+            if key is None:
+                rest.append(r)
+                node_to_status[names[r]] = _PENDING
+            else:
+                node_to_status[names[r]] = statuses[key]  # type: ignore[assignment]
+        return rest
 
     def _resource_statuses(self, table: NodeTable, rows: IntArray) -> dict[int, Status] | None:
         """In a resource-only cycle with no recorder, the statuses of the ``rows`` NodeResourcesFit rejects,

@@ -32,16 +32,20 @@ it). With ``handle.client`` None (explain) nothing is executed.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from kubeplane.api.labels import SelectorError, label_selector_as_selector
 from kubeplane.api.meta import format_time, parse_time
 from kubeplane.api.views import is_being_deleted, namespace_of, spec_of, status_of
 from kubeplane.client.errors import ClientError, NotFoundError
 from kubeplane.client.interface import PatchType
+from kubeplane.scheduler.backend.node_table import NodeTable
 from kubeplane.scheduler.framework.diagnosis import Diagnosis, fit_error_message
 from kubeplane.scheduler.framework.handle import Handle
 from kubeplane.scheduler.framework.interface import (
@@ -57,6 +61,8 @@ from kubeplane.scheduler.framework.interface import (
 )
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
+from kubeplane.scheduler.plugins.preemption_screen import CANDIDATE, GENERIC, KEYED, LowerPriorityCache, screen
+from kubeplane.scheduler.plugins.preemption_screen import NO_VICTIMS as NO_VICTIMS_KIND
 from kubeplane.scheduler.plugins.resource_only import ResourceOnly, Split, VictimCache
 
 __all__ = ["NAME", "OUTCOME_KEY", "Candidate", "DefaultPreemption", "PreemptionOutcome", "new"]
@@ -93,10 +99,18 @@ def start_time(pod: PodInfo, now: float) -> float:
     raw = pod.status.get("startTime")
     if not raw:
         return now
+    parsed = _epoch(str(raw))
+    return now if parsed is None else parsed
+
+
+@functools.lru_cache(maxsize=8192)
+def _epoch(raw: str) -> float | None:
+    """An RFC 3339 time as epoch seconds, None when it does not parse (each victim's start time is read by every
+    ordering and every candidate comparison: pods share few distinct start times)."""
     try:
-        return parse_time(str(raw)).timestamp()
+        return parse_time(raw).timestamp()
     except ValueError:
-        return now
+        return None
 
 
 def _importance(pod: PodInfo, now: float) -> tuple[int, float]:
@@ -187,6 +201,10 @@ class DefaultPreemption:
         self._victims = VictimCache()
         self.fast_dry_run = True
         """Use :meth:`ResourceOnly.select_victims` where it applies (tests turn it off to compare the paths)."""
+        self.screen_rows = True
+        """In the fast dry run, settle the nodes that cannot be candidates over the NodeTable
+        (:mod:`.preemption_screen`); tests turn it off to compare with the node-by-node loop."""
+        self._lower = LowerPriorityCache()
 
     def name(self) -> str:
         return NAME
@@ -325,6 +343,12 @@ class DefaultPreemption:
         cache = self._victims if fast is not None else None
         if cache is not None:
             cache.begin(pdbs, self.handle.snapshot_lister.list())
+        if fast is not None and self.screen_rows:
+            table = self._table_of(potential)
+            if table is not None:
+                found = self._dry_run_rows(state, pod, fast, table, potential, pdbs, offset, num_candidates, now)
+                if found is not None:
+                    return found
         for i in range(n):
             node = potential[(offset + i) % n]
             selection = fast.select_victims(node, split, cache=cache, now=now) if fast is not None else None
@@ -343,6 +367,84 @@ class DefaultPreemption:
             if status.code == Code.ERROR:
                 errors.append(status.message())
             statuses[node.name] = status
+        return non_violating + violating, statuses, errors
+
+    def _table_of(self, potential: Sequence[NodeInfo]) -> NodeTable | None:
+        """The snapshot's NodeTable when it describes the current snapshot (every potential node a row of it)."""
+        table = getattr(self.handle.snapshot_lister, "node_table", None)
+        if not isinstance(table, NodeTable) or table.size != len(self.handle.snapshot_lister.list()):
+            return None
+        return table
+
+    def _dry_run_rows(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        fast: ResourceOnly,
+        table: NodeTable,
+        potential: Sequence[NodeInfo],
+        pdbs: Sequence[Mapping[str, Any]],
+        offset: int,
+        num_candidates: int,
+        now: float,
+    ) -> tuple[list[Candidate], NodeToStatus, list[str]] | None:
+        """:meth:`dry_run_preemption` over table rows: :func:`.preemption_screen.screen` settles every examined
+        node that cannot be a candidate at once, the reprieve runs on the others in examination order, and the
+        statuses are recorded in that order up to where the search stopped. None when the screen cannot run."""
+        index, infos = table.index, table.node_infos
+        rows_list = [index.get(ni.name, -1) for ni in potential]
+        if any(r < 0 or infos[r] is not ni for r, ni in zip(rows_list, potential, strict=True)):
+            return None
+        n = len(rows_list)
+        if offset:
+            rows_list = rows_list[offset:] + rows_list[:offset]
+        rows = np.array(rows_list, np.int64)
+        screened = screen(fast, self._lower.columns(table, pod.priority), table, rows)
+        if screened is None:
+            return None
+        kinds, keys = screened
+        split = self._splitter(pdbs, now)
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        results: dict[int, Status] = {}
+        stop = n
+        for pos in np.flatnonzero(kinds >= GENERIC).tolist():
+            node = infos[rows_list[pos]]
+            selection = None
+            if kinds[pos] == CANDIDATE:
+                selection = fast.select_victims(node, split, cache=self._victims, now=now, screened=True)
+            if selection is None:
+                selection = self.select_victims_on_node(state.clone(), pod, node.clone(), pdbs)
+            victims, violations, status = selection
+            if status is None and victims:
+                bucket = non_violating if violations == 0 else violating
+                if len(bucket) < num_candidates:
+                    bucket.append(Candidate(node.name, victims, violations))
+                if non_violating and len(non_violating) + len(violating) >= num_candidates:
+                    stop = pos + 1
+                    break
+                continue
+            if status is None:
+                status = Status.from_error(f'expected at least one victim pod on node "{node.name}"')
+            results[pos] = status
+        statuses = NodeToStatus()
+        errors: list[str] = []
+        names = table.names
+        no_victims = Status.unresolvable(NO_VICTIMS)
+        status_of_key = fast.status_of_key
+        for pos, (kind, key) in enumerate(zip(kinds[:stop].tolist(), keys[:stop].tolist(), strict=True)):
+            if kind == KEYED:
+                status = status_of_key(key)
+            elif kind == NO_VICTIMS_KIND:
+                status = no_victims
+            else:
+                found = results.get(pos)
+                if found is None:
+                    continue  # a candidate
+                status = found
+                if status.code == Code.ERROR:
+                    errors.append(status.message())
+            statuses[names[rows_list[pos]]] = status
         return non_violating + violating, statuses, errors
 
     def _splitter(self, pdbs: Sequence[Mapping[str, Any]], now: float) -> Split:
