@@ -187,11 +187,18 @@ class NodeSearch:
         names = self.fwk.handle.nominator.nominated_node_names()
         if not names:
             return None
-        index = table.index
-        found = [index[name] for name in names if name in index]
-        if not found:
-            return None
-        nominated_rows = np.array(found, np.int64)
+        fast = self._resource_only_for_table()
+        by_columns = fast.nominated_rows(table) if fast is not None else None
+        if by_columns is not None:  # the rows the table arithmetic re-checks (all others pass as they are)
+            if len(by_columns) == 0:
+                return None
+            nominated_rows = by_columns
+        else:
+            index = table.index
+            found = [index[name] for name in names if name in index]
+            if not found:
+                return None
+            nominated_rows = np.array(found, np.int64)
         infos = table.node_infos
 
         def with_nominated(rows: IntArray) -> BoolArray:
@@ -277,6 +284,15 @@ class NodeSearch:
                 for r in rejected.tolist():
                     self.diagnosis.node_to_status[names[r]] = placeholder
         return SearchResult(feasible, feasible_rows, processed)
+
+    def _resource_only_for_table(self) -> ResourceOnly | None:
+        """The cycle's :class:`ResourceOnly` when its table arithmetic applies (no recorder), else None."""
+        if self.recorder is not None:
+            return None
+        fast = self._resource_only
+        if fast is False:
+            fast = self._resource_only = ResourceOnly.for_pod(self.fwk, self.state, self.pod)
+        return fast if isinstance(fast, ResourceOnly) else None
 
     def _reject_resource_only(self, table: NodeTable, rejected: IntArray) -> list[int]:
         """Record the statuses :meth:`ResourceOnly.rejected_keys` gives for the ``rejected`` rows, in bulk and in

@@ -165,25 +165,19 @@ def pick_one_node_for_preemption(candidates: Sequence[Candidate], now: float) ->
     if not candidates:
         return None
 
-    def earliest_start_of_most_important(c: Candidate) -> float:
-        top = max(p.priority for p in c.victims)
-        return min(start_time(p, now) for p in c.victims if p.priority == top)
+    def score(c: Candidate) -> tuple[int, int, int, int, float]:
+        # The score functions in upstream's order, compared lexicographically: the best of one, then of the next
+        # among its ties, and so on (max() keeps the first of equal keys, upstream's first-examined tie).
+        victims = c.victims
+        top = victims[0].priority
+        total = 0
+        for p in victims:
+            total += p.priority + _INT32_OFFSET
+            top = max(top, p.priority)
+        earliest = min(start_time(p, now) for p in victims if p.priority == top)
+        return (-c.num_pdb_violations, -victims[0].priority, -total, -len(victims), earliest)
 
-    scores = (
-        lambda c: -c.num_pdb_violations,
-        lambda c: -c.victims[0].priority,
-        lambda c: -sum(p.priority + _INT32_OFFSET for p in c.victims),
-        lambda c: -len(c.victims),
-        earliest_start_of_most_important,
-    )
-    remaining = list(candidates)
-    for score in scores:
-        values = [score(c) for c in remaining]
-        best = max(values)
-        remaining = [c for c, v in zip(remaining, values, strict=True) if v == best]
-        if len(remaining) == 1:
-            break
-    return remaining[0]
+    return max(candidates, key=score)
 
 
 class DefaultPreemption:
@@ -315,6 +309,23 @@ class DefaultPreemption:
     def find_candidates(
         self, state: CycleState, all_nodes: Sequence[NodeInfo], pod: PodInfo, m: NodeToStatus
     ) -> tuple[list[Candidate], NodeToStatus, list[str]]:
+        table = self._table_of(all_nodes) if self.fast_dry_run and self.screen_rows else None
+        if table is not None:
+            # The snapshot's rows are its node list (Snapshot's invariant): the potential nodes as rows, in order.
+            rows = _rows_for_status_code(table.names, m, Code.UNSCHEDULABLE)
+            if not rows:
+                return [], NodeToStatus(), []
+            offset, num = self.get_offset_and_num_candidates(len(rows))
+            fast = ResourceOnly.for_pod(self.framework, state, pod)
+            if fast is not None:
+                pdbs = self._pdbs()
+                now = self.handle.clock.now()
+                self._victims.begin(pdbs, all_nodes)
+                found = self._dry_run_rows(state, pod, fast, table, rows, pdbs, offset, num, now)
+                if found is not None:
+                    return found
+            infos = table.node_infos
+            return self.dry_run_preemption(state, pod, [infos[r] for r in rows], self._pdbs(), offset, num)
         potential = m.nodes_for_status_code(all_nodes, Code.UNSCHEDULABLE)
         if not potential:
             return [], NodeToStatus(), []
@@ -343,10 +354,12 @@ class DefaultPreemption:
         cache = self._victims if fast is not None else None
         if cache is not None:
             cache.begin(pdbs, self.handle.snapshot_lister.list())
-        if fast is not None and self.screen_rows:
-            table = self._table_of(potential)
-            if table is not None:
-                found = self._dry_run_rows(state, pod, fast, table, potential, pdbs, offset, num_candidates, now)
+        table = self._table_of(self.handle.snapshot_lister.list()) if fast is not None and self.screen_rows else None
+        if fast is not None and table is not None:
+            index, infos = table.index, table.node_infos
+            rows = [index.get(ni.name, -1) for ni in potential]
+            if all(r >= 0 and infos[r] is ni for r, ni in zip(rows, potential, strict=True)):
+                found = self._dry_run_rows(state, pod, fast, table, rows, pdbs, offset, num_candidates, now)
                 if found is not None:
                     return found
         for i in range(n):
@@ -369,10 +382,12 @@ class DefaultPreemption:
             statuses[node.name] = status
         return non_violating + violating, statuses, errors
 
-    def _table_of(self, potential: Sequence[NodeInfo]) -> NodeTable | None:
-        """The snapshot's NodeTable when it describes the current snapshot (every potential node a row of it)."""
+    def _table_of(self, all_nodes: Sequence[NodeInfo]) -> NodeTable | None:
+        """The snapshot's NodeTable when the lister has one over ``all_nodes`` (its node list)."""
         table = getattr(self.handle.snapshot_lister, "node_table", None)
-        if not isinstance(table, NodeTable) or table.size != len(self.handle.snapshot_lister.list()):
+        if not isinstance(table, NodeTable) or table.size != len(all_nodes):
+            return None
+        if table.size and (table.node_infos[0] is not all_nodes[0] or table.node_infos[-1] is not all_nodes[-1]):
             return None
         return table
 
@@ -382,19 +397,18 @@ class DefaultPreemption:
         pod: PodInfo,
         fast: ResourceOnly,
         table: NodeTable,
-        potential: Sequence[NodeInfo],
+        potential: list[int],
         pdbs: Sequence[Mapping[str, Any]],
         offset: int,
         num_candidates: int,
         now: float,
     ) -> tuple[list[Candidate], NodeToStatus, list[str]] | None:
-        """:meth:`dry_run_preemption` over table rows: :func:`.preemption_screen.screen` settles every examined
-        node that cannot be a candidate at once, the reprieve runs on the others in examination order, and the
-        statuses are recorded in that order up to where the search stopped. None when the screen cannot run."""
-        index, infos = table.index, table.node_infos
-        rows_list = [index.get(ni.name, -1) for ni in potential]
-        if any(r < 0 or infos[r] is not ni for r, ni in zip(rows_list, potential, strict=True)):
-            return None
+        """:meth:`dry_run_preemption` over the table rows ``potential``: :func:`.preemption_screen.screen` settles
+        every examined node that cannot be a candidate at once, the reprieve runs on the others in examination
+        order, and the statuses are recorded in that order up to where the search stopped. None when the screen
+        cannot run."""
+        infos = table.node_infos
+        rows_list = potential
         n = len(rows_list)
         if offset:
             rows_list = rows_list[offset:] + rows_list[:offset]
@@ -601,6 +615,15 @@ class DefaultPreemption:
         """Wait for preemptions under way (tests, shutdown)."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+def _rows_for_status_code(names: Sequence[str], m: NodeToStatus, code: Code) -> list[int]:
+    """The rows (of a table with these node ``names``) whose status in ``m`` has ``code``, absent nodes included
+    when the absent status has it: ``NodeToStatus.nodes_for_status_code`` as rows."""
+    get = m.get
+    if m.absent_nodes_status.code == code:
+        return [r for r, name in enumerate(names) if (s := get(name)) is None or s.code == code]
+    return [r for r, name in enumerate(names) if (s := get(name)) is not None and s.code == code]
 
 
 def _has_condition(pod: PodInfo, condition: Mapping[str, Any]) -> bool:

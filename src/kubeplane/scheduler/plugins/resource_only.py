@@ -284,6 +284,16 @@ class ResourceOnly:
                     extra[i][j] = a
         return extra_pods, extra
 
+    def nominated_rows(self, table: NodeTable) -> IntArray | None:
+        """The rows where the first pass of RunFilterPluginsWithNominatedPods may add pods (a superset: the pod's
+        own nomination is counted), from the queue's columns; None when the nominator keeps none."""
+        source = self._columns_source
+        if source is None:
+            return None
+        if not self._nominated_nodes:
+            return np.zeros(0, np.int64)
+        return np.flatnonzero(source.nominated_columns(table, self.pod.priority).count)
+
     def _nominated_extra_per_node(self, table: NodeTable, rows: IntArray) -> tuple[IntArray, list[IntArray]] | None:
         nominated = self._nominated_rows(table, rows)
         if not nominated:
