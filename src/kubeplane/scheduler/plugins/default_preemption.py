@@ -309,6 +309,8 @@ class DefaultPreemption:
     def find_candidates(
         self, state: CycleState, all_nodes: Sequence[NodeInfo], pod: PodInfo, m: NodeToStatus
     ) -> tuple[list[Candidate], NodeToStatus, list[str]]:
+        """Upstream ``findCandidates``: the dry run over the nodes ``m`` marks Unschedulable. On the table path
+        the statuses are only filled when no candidate was found (the one case Preempt reads them)."""
         table = self._table_of(all_nodes) if self.fast_dry_run and self.screen_rows else None
         if table is not None:
             # The snapshot's rows are its node list (Snapshot's invariant): the potential nodes as rows, in order.
@@ -321,7 +323,7 @@ class DefaultPreemption:
                 pdbs = self._pdbs()
                 now = self.handle.clock.now()
                 self._victims.begin(pdbs, all_nodes)
-                found = self._dry_run_rows(state, pod, fast, table, rows, pdbs, offset, num, now)
+                found = self._dry_run_rows(state, pod, fast, table, rows, pdbs, offset, num, now, statuses_needed=False)
                 if found is not None:
                     return found
             infos = table.node_infos
@@ -402,11 +404,14 @@ class DefaultPreemption:
         offset: int,
         num_candidates: int,
         now: float,
+        *,
+        statuses_needed: bool = True,
     ) -> tuple[list[Candidate], NodeToStatus, list[str]] | None:
         """:meth:`dry_run_preemption` over the table rows ``potential``: :func:`.preemption_screen.screen` settles
         every examined node that cannot be a candidate at once, the reprieve runs on the others in examination
         order, and the statuses are recorded in that order up to where the search stopped. None when the screen
-        cannot run."""
+        cannot run. Without ``statuses_needed`` the statuses are left out when there are candidates (Preempt
+        reads them only when there are none, as upstream's)."""
         infos = table.node_infos
         rows_list = potential
         n = len(rows_list)
@@ -441,24 +446,19 @@ class DefaultPreemption:
             if status is None:
                 status = Status.from_error(f'expected at least one victim pod on node "{node.name}"')
             results[pos] = status
+        errors = [status.message() for _pos, status in sorted(results.items()) if status.code == Code.ERROR]
         statuses = NodeToStatus()
-        errors: list[str] = []
-        names = table.names
-        no_victims = Status.unresolvable(NO_VICTIMS)
-        status_of_key = fast.status_of_key
-        for pos, (kind, key) in enumerate(zip(kinds[:stop].tolist(), keys[:stop].tolist(), strict=True)):
-            if kind == KEYED:
-                status = status_of_key(key)
-            elif kind == NO_VICTIMS_KIND:
-                status = no_victims
-            else:
-                found = results.get(pos)
-                if found is None:
-                    continue  # a candidate
-                status = found
-                if status.code == Code.ERROR:
-                    errors.append(status.message())
-            statuses[names[rows_list[pos]]] = status
+        if statuses_needed or not (non_violating or violating):
+            names = table.names
+            by_key = {key: fast.status_of_key(key) for key in set(keys[:stop][kinds[:stop] == KEYED].tolist())}
+            no_victims = Status.unresolvable(NO_VICTIMS)
+            for pos, kind, key in zip(range(stop), kinds[:stop].tolist(), keys[:stop].tolist(), strict=True):
+                if kind == KEYED:
+                    statuses[names[rows_list[pos]]] = by_key[key]
+                elif kind == NO_VICTIMS_KIND:
+                    statuses[names[rows_list[pos]]] = no_victims
+                elif pos in results:  # not a candidate
+                    statuses[names[rows_list[pos]]] = results[pos]
         return non_violating + violating, statuses, errors
 
     def _splitter(self, pdbs: Sequence[Mapping[str, Any]], now: float) -> Split:
