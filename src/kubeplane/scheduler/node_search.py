@@ -298,21 +298,17 @@ class NodeSearch:
         """Record the statuses :meth:`ResourceOnly.rejected_keys` gives for the ``rejected`` rows, in bulk and in
         row order as :meth:`_reject` would; returns the rows it leaves to the reference filters (all of them
         outside a resource-only cycle)."""
-        rows = rejected.tolist()
-        if self.recorder is not None:
-            return rows
-        fast = self._resource_only
-        if fast is False:
-            fast = self._resource_only = ResourceOnly.for_pod(self.fwk, self.state, self.pod)
-        found = fast.rejected_keys(table, rejected) if isinstance(fast, ResourceOnly) else None
-        if found is None:
+        rows: list[int] = rejected.tolist()
+        fast = self._resource_only_for_table()
+        found = fast.rejected_keys(table, rejected) if fast is not None else None
+        if fast is None or found is None:
             return rows
         known_rows, keys = found
-        status_of = fast.status_of_key
-        statuses = dict.fromkeys(keys)
-        for key in statuses:
-            statuses[key] = status_of(key)
-            self.diagnosis.add_plugin_status(statuses[key])  # type: ignore[arg-type]
+        statuses: dict[int, Status] = {}
+        for key in keys:
+            if key not in statuses:
+                statuses[key] = status = fast.status_of_key(key)
+                self.diagnosis.add_plugin_status(status)
         names = table.names
         node_to_status = self.diagnosis.node_to_status
         if len(known_rows) == len(rows):
@@ -321,12 +317,12 @@ class NodeSearch:
         by_row = dict(zip(known_rows, keys, strict=True))
         rest: list[int] = []
         for r in rows:  # the reference's order: statuses interleave with the rows left to it
-            key = by_row.get(r)
-            if key is None:
+            at = by_row.get(r)
+            if at is None:
                 rest.append(r)
                 node_to_status[names[r]] = _PENDING
             else:
-                node_to_status[names[r]] = statuses[key]  # type: ignore[assignment]
+                node_to_status[names[r]] = statuses[at]
         return rest
 
     def _resource_statuses(self, table: NodeTable, rows: IntArray) -> dict[int, Status] | None:
