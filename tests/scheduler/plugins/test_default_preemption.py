@@ -28,6 +28,7 @@ from kubeplane.scheduler.framework.types import PodInfo
 from kubeplane.scheduler.plugins.default_preemption import (
     Candidate,
     DefaultPreemption,
+    ScoreMemo,
     filter_pods_with_pdb_violation,
     pick_one_node_for_preemption,
     start_time,
@@ -466,7 +467,8 @@ _victim_args = st.tuples(st.integers(-2, 3), st.sampled_from(["", T0, "2025-03-0
 )
 def test_pick_one_node_for_preemption_equals_successive_filtering(specs: list[tuple[list[Any], int]]) -> None:
     """The one lexicographic key per candidate picks what the score functions applied one after the other pick
-    (victims most important first, as the dry run lists them; pods not started count as started now)."""
+    (victims most important first, as the dry run lists them; pods not started count as started now), with and
+    without scores kept from an earlier cycle."""
     candidates = []
     for i, (victims, violations) in enumerate(specs):
         pods = [_victim(f"v{i}-{j}", prio, start) for j, (prio, start) in enumerate(victims)]
@@ -474,3 +476,11 @@ def test_pick_one_node_for_preemption_equals_successive_filtering(specs: list[tu
         candidates.append(Candidate(f"n{i}", pods, violations))
     best = pick_one_node_for_preemption(candidates, now=1e9)
     assert best is _pick_by_successive_filtering(candidates, now=1e9)
+    # DefaultPreemption keeps the scores of the VictimCache's victims lists across cycles: a later cycle (the
+    # clock moved on, between the victims' start times) picks as if it scored afresh.
+    memo: ScoreMemo = {}
+    assert pick_one_node_for_preemption(candidates, now=1e9, memo=memo) is best
+    later = 1_750_000_000.0  # 2025-06-15: between the two start times the victims may have
+    assert pick_one_node_for_preemption(candidates, now=later, memo=memo) is _pick_by_successive_filtering(
+        candidates, now=later
+    )

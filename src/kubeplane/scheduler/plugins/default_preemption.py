@@ -65,7 +65,7 @@ from kubeplane.scheduler.plugins.preemption_screen import CANDIDATE, GENERIC, KE
 from kubeplane.scheduler.plugins.preemption_screen import NO_VICTIMS as NO_VICTIMS_KIND
 from kubeplane.scheduler.plugins.resource_only import ResourceOnly, Split, VictimCache
 
-__all__ = ["NAME", "OUTCOME_KEY", "Candidate", "DefaultPreemption", "PreemptionOutcome", "new"]
+__all__ = ["NAME", "OUTCOME_KEY", "Candidate", "DefaultPreemption", "PreemptionOutcome", "ScoreMemo", "new"]
 
 log = logging.getLogger("kubeplane.scheduler.preemption")
 
@@ -160,22 +160,45 @@ def filter_pods_with_pdb_violation(
     return violating, non_violating
 
 
-def pick_one_node_for_preemption(candidates: Sequence[Candidate], now: float) -> Candidate | None:
+_Score = tuple[int, int, int, int, float]
+ScoreMemo = dict[str, tuple[list[PodInfo], int, float | None, _Score]]
+"""Node name -> (the victims list it was computed for, PDB violations, ``now`` when the score read the clock
+(else None), the score): kept by DefaultPreemption across cycles, so a node whose dry-run result came from the
+:class:`.resource_only.VictimCache` (the same list object) is not scored again. Holding the list keeps its
+identity from being reused."""
+
+
+def pick_one_node_for_preemption(
+    candidates: Sequence[Candidate], now: float, *, memo: ScoreMemo | None = None
+) -> Candidate | None:
     """Upstream ``pickOneNodeForPreemption`` over the default score functions, ties to the first candidate."""
     if not candidates:
         return None
 
-    def score(c: Candidate) -> tuple[int, int, int, int, float]:
+    def score(c: Candidate) -> _Score:
         # The score functions in upstream's order, compared lexicographically: the best of one, then of the next
         # among its ties, and so on (max() keeps the first of equal keys, upstream's first-examined tie).
         victims = c.victims
+        if memo is not None:
+            kept = memo.get(c.name)
+            if (
+                kept is not None
+                and kept[0] is victims
+                and kept[1] == c.num_pdb_violations
+                and (kept[2] is None or kept[2] == now)
+            ):
+                return kept[3]
         top = victims[0].priority
         total = 0
         for p in victims:
             total += p.priority + _INT32_OFFSET
             top = max(top, p.priority)
         earliest = min(start_time(p, now) for p in victims if p.priority == top)
-        return (-c.num_pdb_violations, -victims[0].priority, -total, -len(victims), earliest)
+        key = (-c.num_pdb_violations, -victims[0].priority, -total, -len(victims), earliest)
+        if memo is not None:
+            clock = any(p.priority == top and not p.status.get("startTime") for p in victims)
+            memo[c.name] = (victims, c.num_pdb_violations, now if clock else None, key)
+        return key
 
     return max(candidates, key=score)
 
@@ -199,6 +222,7 @@ class DefaultPreemption:
         """In the fast dry run, settle the nodes that cannot be candidates over the NodeTable
         (:mod:`.preemption_screen`); tests turn it off to compare with the node-by-node loop."""
         self._lower = LowerPriorityCache()
+        self._scores: ScoreMemo = {}
 
     def name(self) -> str:
         return NAME
@@ -271,7 +295,9 @@ class DefaultPreemption:
         if not candidates:
             diagnosis = Diagnosis(node_to_status=dict(statuses), absent_nodes_status=Status.unresolvable(NOT_HELPFUL))
             return PostFilterResult(""), Status.unschedulable(fit_error_message(len(all_nodes), diagnosis))
-        best = pick_one_node_for_preemption(candidates, self.handle.clock.now())
+        if len(self._scores) > 2 * len(all_nodes):
+            self._scores.clear()  # scores of nodes that left the cluster
+        best = pick_one_node_for_preemption(candidates, self.handle.clock.now(), memo=self._scores)
         if best is None:
             return None, Status.unschedulable("no candidate node for preemption")
         state.write(OUTCOME_KEY, PreemptionOutcome(best.name, candidates))

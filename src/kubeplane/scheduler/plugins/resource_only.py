@@ -389,8 +389,7 @@ class ResourceOnly:
                 if status is not None and status.code != Code.SUCCESS:
                     return None
         if entry is not None:
-            victims, violations, status = entry.selection
-            return list(victims), violations, status
+            return entry.selection  # the same victims list each time (read-only; pick_one's memo keys on it)
         selection = self._select(node, split, potential, nominated)
         if cache is not None:
             # The order of victims with and without a startTime depends on the clock (upstream GetPodStartTime).
