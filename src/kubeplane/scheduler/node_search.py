@@ -207,11 +207,12 @@ class NodeSearch:
             if len(at) == 0:
                 return out
             # The rows passed every plugin's mask: in a resource-only cycle a row the table arithmetic does not
-            # reject with its nominated pods passes (ResourceOnly.rejected_statuses).
-            rejected = self._resource_statuses(table, rows[at])
-            if rejected is not None:
-                for i in at.tolist():
-                    out[i] = int(rows[i]) not in rejected
+            # reject with its nominated pods passes (ResourceOnly.rejected_keys).
+            fast = self._resource_only_for_table()
+            found = fast.rejected_keys(table, rows[at]) if fast is not None else None
+            if found is not None:
+                if found[0]:
+                    out[at] = ~np.isin(rows[at], np.array(found[0], np.int64))
                 return out
             for i in at.tolist():
                 out[i] = self.filter_node(infos[int(rows[i])]) is None
@@ -324,17 +325,6 @@ class NodeSearch:
             else:
                 node_to_status[names[r]] = statuses[at]
         return rest
-
-    def _resource_statuses(self, table: NodeTable, rows: IntArray) -> dict[int, Status] | None:
-        """In a resource-only cycle with no recorder, the statuses of the ``rows`` NodeResourcesFit rejects,
-        over the table (``ResourceOnly.rejected_statuses``: the rows left out pass, or a pod-independent plugin
-        rejects them); None where that does not apply (``filter_node`` answers row by row)."""
-        if self.recorder is not None:
-            return None
-        fast = self._resource_only
-        if fast is False:
-            fast = self._resource_only = ResourceOnly.for_pod(self.fwk, self.state, self.pod)
-        return fast.rejected_statuses(table, rows) if isinstance(fast, ResourceOnly) else None
 
     def _blame(
         self,

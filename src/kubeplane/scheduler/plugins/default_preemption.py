@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,11 +97,14 @@ class PreemptionOutcome:
 
 def start_time(pod: PodInfo, now: float) -> float:
     """``status.startTime`` as epoch seconds; ``now`` for pods not started yet (upstream ``GetPodStartTime``)."""
+    started = _start_epoch(pod)
+    return now if started is None else started
+
+
+def _start_epoch(pod: PodInfo) -> float | None:
+    """``status.startTime`` as epoch seconds, None when the pod has none (or it does not parse)."""
     raw = pod.status.get("startTime")
-    if not raw:
-        return now
-    parsed = _epoch(str(raw))
-    return now if parsed is None else parsed
+    return _epoch(str(raw)) if raw else None
 
 
 @functools.lru_cache(maxsize=8192)
@@ -161,11 +165,11 @@ def filter_pods_with_pdb_violation(
 
 
 _Score = tuple[int, int, int, int, float]
-ScoreMemo = dict[str, tuple[list[PodInfo], int, float | None, _Score]]
-"""Node name -> (the victims list it was computed for, PDB violations, ``now`` when the score read the clock
-(else None), the score): kept by DefaultPreemption across cycles, so a node whose dry-run result came from the
-:class:`.resource_only.VictimCache` (the same list object) is not scored again. Holding the list keeps its
-identity from being reused."""
+ScoreMemo = dict[str, tuple[list[PodInfo], int, tuple[int, int, int, int], float, bool]]
+"""Node name -> (the victims list it was computed for, PDB violations, the first four scores, the earliest start
+time among the highest-priority victims that have one, whether one of them has none): kept by DefaultPreemption
+across cycles, so a node whose dry-run result came from the :class:`.resource_only.VictimCache` (the same list
+object) is not scored again. Holding the list keeps its identity from being reused."""
 
 
 def pick_one_node_for_preemption(
@@ -177,28 +181,30 @@ def pick_one_node_for_preemption(
 
     def score(c: Candidate) -> _Score:
         # The score functions in upstream's order, compared lexicographically: the best of one, then of the next
-        # among its ties, and so on (max() keeps the first of equal keys, upstream's first-examined tie).
+        # among its ties, and so on (max() keeps the first of equal keys, upstream's first-examined tie). A pod
+        # without a start time counts as started now (GetPodStartTime), the one part that reads the clock.
         victims = c.victims
-        if memo is not None:
-            kept = memo.get(c.name)
-            if (
-                kept is not None
-                and kept[0] is victims
-                and kept[1] == c.num_pdb_violations
-                and (kept[2] is None or kept[2] == now)
-            ):
-                return kept[3]
-        top = victims[0].priority
-        total = 0
-        for p in victims:
-            total += p.priority + _INT32_OFFSET
-            top = max(top, p.priority)
-        earliest = min(start_time(p, now) for p in victims if p.priority == top)
-        key = (-c.num_pdb_violations, -victims[0].priority, -total, -len(victims), earliest)
-        if memo is not None:
-            clock = any(p.priority == top and not p.status.get("startTime") for p in victims)
-            memo[c.name] = (victims, c.num_pdb_violations, now if clock else None, key)
-        return key
+        kept = memo.get(c.name) if memo is not None else None
+        if kept is not None and kept[0] is victims and kept[1] == c.num_pdb_violations:
+            first, fixed, floating = kept[2], kept[3], kept[4]
+        else:
+            top = victims[0].priority
+            total = 0
+            for p in victims:
+                total += p.priority + _INT32_OFFSET
+                top = max(top, p.priority)
+            fixed, floating = math.inf, False
+            for p in victims:
+                if p.priority == top:
+                    started = _start_epoch(p)
+                    if started is None:
+                        floating = True
+                    else:
+                        fixed = min(fixed, started)
+            first = (-c.num_pdb_violations, -victims[0].priority, -total, -len(victims))
+            if memo is not None:
+                memo[c.name] = (victims, c.num_pdb_violations, first, fixed, floating)
+        return (*first, min(fixed, now) if floating else fixed)
 
     return max(candidates, key=score)
 

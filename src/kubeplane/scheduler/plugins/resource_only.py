@@ -29,6 +29,7 @@ to them on random clusters).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import cast
 
@@ -127,7 +128,9 @@ class ResourceOnly:
         self._independent = tuple(p for p in filters if type(p) is not NodeResourcesFit)
         self._amounts = _amounts_of(tuple(name for name, _, _, _ in checks))
         nominator = fwk.handle.nominator
-        self._nominated_nodes: Collection[str] = frozenset(nominator.nominated_node_names())
+        names = nominator.nominated_node_names()
+        # The queue hands a live set view (its nominations do not change during a cycle): no copy of ~1000 names.
+        self._nominated_nodes: Collection[str] = names if isinstance(names, AbstractSet) else frozenset(names)
         self._columns_source = nominator if isinstance(nominator, NominatedColumnsSource) else None
         self._nominated_cache: dict[str, list[PodInfo]] = {}
         self._statuses: dict[int, Status] = {}
