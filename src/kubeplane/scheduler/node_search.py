@@ -209,7 +209,7 @@ class NodeSearch:
             # The rows passed every plugin's mask: in a resource-only cycle a row the table arithmetic does not
             # reject with its nominated pods passes (ResourceOnly.rejected_keys).
             fast = self._resource_only_for_table()
-            found = fast.rejected_keys(table, rows[at]) if fast is not None else None
+            found = fast.rejected_keys(table, rows[at], independent_passed=True) if fast is not None else None
             if found is not None:
                 if found[0]:
                     out[at] = ~np.isin(rows[at], np.array(found[0], np.int64))

@@ -193,13 +193,19 @@ class ResourceOnly:
         status = self._status
         return {row: status(key) for row, key in zip(*found, strict=True)}
 
-    def rejected_keys(self, table: NodeTable, rows: IntArray) -> tuple[list[int], list[int]] | None:
+    def rejected_keys(
+        self, table: NodeTable, rows: IntArray, *, independent_passed: bool = False
+    ) -> tuple[list[int], list[int]] | None:
         """:meth:`rejected_statuses` as ``(rows, keys)`` lists in the order of ``rows`` (a key's status is
-        :meth:`status_of_key`): the node search turns a thousand rejections into statuses without a dict."""
-        ok = self.independent_pass(table, rows)
-        if ok is None:
+        :meth:`status_of_key`): the node search turns a thousand rejections into statuses without a dict.
+        ``independent_passed``: the rows passed the pod-independent plugins' masks already."""
+        if not independent_passed:
+            ok = self.independent_pass(table, rows)
+            if ok is None:
+                return None
+            rows = rows[ok]
+        elif len(self._checks) > 30:
             return None
-        rows = rows[ok]
         if len(rows) == 0:
             return [], []
         keys = self.fit_keys(table, rows, table.requested["pods"][rows], self.used_of(table, rows))
