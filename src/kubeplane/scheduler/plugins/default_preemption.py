@@ -39,8 +39,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from kubeplane.api.labels import SelectorError, label_selector_as_selector
 from kubeplane.api.meta import format_time, parse_time
 from kubeplane.api.views import is_being_deleted, namespace_of, spec_of, status_of
@@ -62,8 +60,7 @@ from kubeplane.scheduler.framework.interface import (
 )
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
-from kubeplane.scheduler.plugins.preemption_screen import CANDIDATE, GENERIC, KEYED, LowerPriorityCache, screen
-from kubeplane.scheduler.plugins.preemption_screen import NO_VICTIMS as NO_VICTIMS_KIND
+from kubeplane.scheduler.plugins.preemption_screen import LowerPriorityCache, dry_run_rows
 from kubeplane.scheduler.plugins.resource_only import ResourceOnly, Split, VictimCache
 
 __all__ = ["NAME", "OUTCOME_KEY", "Candidate", "DefaultPreemption", "PreemptionOutcome", "ScoreMemo", "new"]
@@ -439,59 +436,28 @@ class DefaultPreemption:
         *,
         statuses_needed: bool = True,
     ) -> tuple[list[Candidate], NodeToStatus, list[str]] | None:
-        """:meth:`dry_run_preemption` over the table rows ``potential``: :func:`.preemption_screen.screen` settles
-        every examined node that cannot be a candidate at once, the reprieve runs on the others in examination
-        order, and the statuses are recorded in that order up to where the search stopped. None when the screen
-        cannot run. Without ``statuses_needed`` the statuses are left out when there are candidates (Preempt
-        reads them only when there are none, as upstream's)."""
-        infos = table.node_infos
-        rows_list = potential
-        n = len(rows_list)
-        if offset:
-            rows_list = rows_list[offset:] + rows_list[:offset]
-        rows = np.array(rows_list, np.int64)
-        screened = screen(fast, self._lower.columns(table, pod.priority), table, rows)
-        if screened is None:
-            return None
-        kinds, keys = screened
+        """:meth:`dry_run_preemption` over the table rows ``potential`` from ``offset``
+        (:func:`.preemption_screen.dry_run_rows`); None when the screen cannot run."""
         split = self._splitter(pdbs, now)
-        non_violating: list[Candidate] = []
-        violating: list[Candidate] = []
-        results: dict[int, Status] = {}
-        stop = n
-        for pos in np.flatnonzero(kinds >= GENERIC).tolist():
-            node = infos[rows_list[pos]]
-            selection = None
-            if kinds[pos] == CANDIDATE:
-                selection = fast.select_victims(node, split, cache=self._victims, now=now, screened=True)
-            if selection is None:
-                selection = self.select_victims_on_node(state.clone(), pod, node.clone(), pdbs)
-            victims, violations, status = selection
-            if status is None and victims:
-                bucket = non_violating if violations == 0 else violating
-                if len(bucket) < num_candidates:
-                    bucket.append(Candidate(node.name, victims, violations))
-                if non_violating and len(non_violating) + len(violating) >= num_candidates:
-                    stop = pos + 1
-                    break
-                continue
-            if status is None:
-                status = Status.from_error(f'expected at least one victim pod on node "{node.name}"')
-            results[pos] = status
-        errors = [status.message() for _pos, status in sorted(results.items()) if status.code == Code.ERROR]
-        statuses = NodeToStatus()
-        if statuses_needed or not (non_violating or violating):
-            names = table.names
-            by_key = {key: fast.status_of_key(key) for key in set(keys[:stop][kinds[:stop] == KEYED].tolist())}
-            no_victims = Status.unresolvable(NO_VICTIMS)
-            for pos, kind, key in zip(range(stop), kinds[:stop].tolist(), keys[:stop].tolist(), strict=True):
-                if kind == KEYED:
-                    statuses[names[rows_list[pos]]] = by_key[key]
-                elif kind == NO_VICTIMS_KIND:
-                    statuses[names[rows_list[pos]]] = no_victims
-                elif pos in results:  # not a candidate
-                    statuses[names[rows_list[pos]]] = results[pos]
-        return non_violating + violating, statuses, errors
+        found = dry_run_rows(
+            fast,
+            self._lower.columns(table, pod.priority),
+            table,
+            potential[offset:] + potential[:offset],
+            num_candidates=num_candidates,
+            select=lambda node: fast.select_victims(node, split, cache=self._victims, now=now, screened=True),
+            generic=lambda node: self.select_victims_on_node(state.clone(), pod, node.clone(), pdbs),
+            no_victims=Status.unresolvable(NO_VICTIMS),
+            statuses_needed=statuses_needed,
+        )
+        if found is None:
+            return None
+        found_candidates, statuses, errors = found
+        return (
+            [Candidate(name, victims, violations) for name, victims, violations in found_candidates],
+            statuses,
+            errors,
+        )
 
     def _splitter(self, pdbs: Sequence[Mapping[str, Any]], now: float) -> Split:
         """The fast path's ordering of potential victims: most important first, then (PDB-violating, others)."""

@@ -14,13 +14,26 @@ node-by-node path.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from kubeplane.scheduler.backend.node_table import IntArray, NodeTable
 from kubeplane.scheduler.backend.nominated_columns import amount_of
-from kubeplane.scheduler.plugins.resource_only import ResourceOnly
+from kubeplane.scheduler.framework.interface import Code, NodeToStatus, Status
+from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
+from kubeplane.scheduler.plugins.resource_only import ResourceOnly, Selection
 
-__all__ = ["CANDIDATE", "GENERIC", "KEYED", "NO_VICTIMS", "LowerPriorityCache", "LowerPriorityColumns", "screen"]
+__all__ = [
+    "CANDIDATE",
+    "GENERIC",
+    "KEYED",
+    "NO_VICTIMS",
+    "LowerPriorityCache",
+    "LowerPriorityColumns",
+    "dry_run_rows",
+    "screen",
+]
 
 KEYED = 0
 """The pod does not fit with every lower-priority pod removed: the row's key names NodeResourcesFit's status."""
@@ -107,3 +120,64 @@ def screen(
     kinds[~ok] = GENERIC
     kinds[count == 0] = NO_VICTIMS
     return kinds, keys
+
+
+def dry_run_rows(
+    fast: ResourceOnly,
+    lower: LowerPriorityColumns,
+    table: NodeTable,
+    order: list[int],
+    *,
+    num_candidates: int,
+    select: Callable[[NodeInfo], Selection | None],
+    generic: Callable[[NodeInfo], Selection],
+    no_victims: Status,
+    statuses_needed: bool = True,
+) -> tuple[list[tuple[str, list[PodInfo], int]], NodeToStatus, list[str]] | None:
+    """Upstream ``DryRunPreemption`` over the table rows ``order`` (examination order): :func:`screen` settles
+    every node that cannot be a candidate at once; ``select`` (the arithmetic reprieve, None when it does not
+    apply) or else ``generic`` runs on the others in order, until ``num_candidates`` candidates are found with one
+    that violates no PDB. Returns the candidates as ``(node, victims, PDB violations)``, non-violating ones first
+    (each group keeps at most ``num_candidates``), the statuses of the examined nodes that are not candidates in
+    examination order, and the errors. Without ``statuses_needed`` the statuses are left out when there are
+    candidates (Preempt reads them only when there are none, as upstream's). None when the screen cannot run."""
+    rows = np.array(order, np.int64)
+    screened = screen(fast, lower, table, rows)
+    if screened is None:
+        return None
+    kinds, keys = screened
+    infos = table.node_infos
+    non_violating: list[tuple[str, list[PodInfo], int]] = []
+    violating: list[tuple[str, list[PodInfo], int]] = []
+    results: dict[int, Status] = {}
+    stop = len(order)
+    for pos in np.flatnonzero(kinds >= GENERIC).tolist():
+        node = infos[order[pos]]
+        selection = select(node) if kinds[pos] == CANDIDATE else None
+        if selection is None:
+            selection = generic(node)
+        victims, violations, status = selection
+        if status is None and victims:
+            bucket = non_violating if violations == 0 else violating
+            if len(bucket) < num_candidates:
+                bucket.append((node.name, victims, violations))
+            if non_violating and len(non_violating) + len(violating) >= num_candidates:
+                stop = pos + 1
+                break
+            continue
+        if status is None:
+            status = Status.from_error(f'expected at least one victim pod on node "{node.name}"')
+        results[pos] = status
+    errors = [status.message() for _pos, status in sorted(results.items()) if status.code == Code.ERROR]
+    statuses = NodeToStatus()
+    if statuses_needed or not (non_violating or violating):
+        names = table.names
+        by_key = {key: fast.status_of_key(key) for key in set(keys[:stop][kinds[:stop] == KEYED].tolist())}
+        for pos, kind, key in zip(range(stop), kinds[:stop].tolist(), keys[:stop].tolist(), strict=True):
+            if kind == KEYED:
+                statuses[names[order[pos]]] = by_key[key]
+            elif kind == NO_VICTIMS:
+                statuses[names[order[pos]]] = no_victims
+            elif pos in results:  # not a candidate
+                statuses[names[order[pos]]] = results[pos]
+    return non_violating + violating, statuses, errors
