@@ -13,10 +13,13 @@ with asynchronous preemption (``SchedulerAsyncPreemption``, on by default):
    others) while the pod still fits. The search stops once ``max(minCandidateNodesPercentage % of the
    candidates, minCandidateNodesAbsolute)`` candidates are found and one of them violates no PDB. In a
    resource-only cycle each node's victims come from :meth:`.resource_only.ResourceOnly.select_victims`
-   (arithmetic, no clone, results kept per node across preemptors in a :class:`.resource_only.VictimCache`);
-   ``fast_dry_run = False`` forces the generic path (tests compare the two).
+   (arithmetic, no clone, results kept per node across preemptors in a :class:`.resource_only.VictimCache`),
+   after :mod:`.preemption_screen` has settled every examined node that cannot be a candidate over the
+   NodeTable at once; ``fast_dry_run = False`` forces the generic path and ``screen_rows = False`` the
+   node-by-node arithmetic (tests compare them).
 3. Choice: fewest PDB violations, then lowest highest-victim priority, smallest sum of priorities, fewest
-   victims, latest start time among the highest-priority victims; then the first in examination order.
+   victims, latest start time among the highest-priority victims; then the first in examination order (one
+   lexicographic key per candidate, kept across cycles while the candidate's cached victims are unchanged).
 4. Execution (an asyncio task, the cycle does not wait): lower-priority pods nominated to the node lose their
    nomination, each victim gets the ``DisruptionTarget`` condition and is deleted gracefully with a
    ``Preempted`` event; a victim waiting at Permit is rejected instead. Until the task has issued the last
