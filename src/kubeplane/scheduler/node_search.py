@@ -44,6 +44,8 @@ MismatchReporter = Callable[[str, str], None]
 """``(plugin, what happened)``: called for each disagreement between a vector path and its reference."""
 
 _EMPTY_ROWS = np.zeros(0, np.int64)
+_PENDING = Status(Code.UNSCHEDULABLE, ("(reference pending)",))
+"""Holds a rejected row's place in ``node_to_status`` until the reference filters give its status."""
 
 
 class NodeRows(Sequence[NodeInfo]):
@@ -202,11 +204,18 @@ class NodeSearch:
         names = self.fwk.handle.nominator.nominated_node_names()
         if not names:
             return None
-        index = table.index
-        found = [index[name] for name in names if name in index]
-        if not found:
-            return None
-        nominated_rows = np.array(found, np.int64)
+        fast = self._resource_only_for_table()
+        by_columns = fast.nominated_rows(table) if fast is not None else None
+        if by_columns is not None:  # the rows the table arithmetic re-checks (all others pass as they are)
+            if len(by_columns) == 0:
+                return None
+            nominated_rows = by_columns
+        else:
+            index = table.index
+            found = [index[name] for name in names if name in index]
+            if not found:
+                return None
+            nominated_rows = np.array(found, np.int64)
         infos = table.node_infos
 
         def with_nominated(rows: IntArray) -> BoolArray:
@@ -215,11 +224,12 @@ class NodeSearch:
             if len(at) == 0:
                 return out
             # The rows passed every plugin's mask: in a resource-only cycle a row the table arithmetic does not
-            # reject with its nominated pods passes (ResourceOnly.rejected_statuses).
-            rejected = self._resource_statuses(table, rows[at])
-            if rejected is not None:
-                for i in at.tolist():
-                    out[i] = int(rows[i]) not in rejected
+            # reject with its nominated pods passes (ResourceOnly.rejected_keys).
+            fast = self._resource_only_for_table()
+            found = fast.rejected_keys(table, rows[at], independent_passed=True) if fast is not None else None
+            if found is not None:
+                if found[0]:
+                    out[at] = ~np.isin(rows[at], np.array(found[0], np.int64))
                 return out
             for i in at.tolist():
                 out[i] = self.filter_node(infos[int(rows[i])]) is None
@@ -275,11 +285,12 @@ class NodeSearch:
         if len(rejected):
             if not feasible:  # reasons come from the reference filters
                 trusted: list[int] = []
-                known = self._resource_statuses(table, rejected) or {}
-                for r in rejected.tolist():
+                rest = self._reject_resource_only(table, rejected)
+                for r in rest:
                     node = infos[r]
-                    status = known.get(r) or self.filter_node(node)
+                    status = self.filter_node(node)
                     if status is None:
+                        self.diagnosis.node_to_status.pop(node.name, None)
                         self._blame(node, plugin_masks, table, r)
                         trusted.append(r)
                         continue
@@ -294,16 +305,45 @@ class NodeSearch:
                     self.diagnosis.node_to_status[names[r]] = placeholder
         return SearchResult(feasible, feasible_rows, processed)
 
-    def _resource_statuses(self, table: NodeTable, rows: IntArray) -> dict[int, Status] | None:
-        """In a resource-only cycle with no recorder, the statuses of the ``rows`` NodeResourcesFit rejects,
-        over the table (``ResourceOnly.rejected_statuses``: the rows left out pass, or a pod-independent plugin
-        rejects them); None where that does not apply (``filter_node`` answers row by row)."""
+    def _resource_only_for_table(self) -> ResourceOnly | None:
+        """The cycle's :class:`ResourceOnly` when its table arithmetic applies (no recorder), else None."""
         if self.recorder is not None:
             return None
         fast = self._resource_only
         if fast is False:
             fast = self._resource_only = ResourceOnly.for_pod(self.fwk, self.state, self.pod)
-        return fast.rejected_statuses(table, rows) if isinstance(fast, ResourceOnly) else None
+        return fast if isinstance(fast, ResourceOnly) else None
+
+    def _reject_resource_only(self, table: NodeTable, rejected: IntArray) -> list[int]:
+        """Record the statuses :meth:`ResourceOnly.rejected_keys` gives for the ``rejected`` rows, in bulk and in
+        row order as :meth:`_reject` would; returns the rows it leaves to the reference filters (all of them
+        outside a resource-only cycle)."""
+        rows: list[int] = rejected.tolist()
+        fast = self._resource_only_for_table()
+        found = fast.rejected_keys(table, rejected) if fast is not None else None
+        if fast is None or found is None:
+            return rows
+        known_rows, keys = found
+        statuses: dict[int, Status] = {}
+        for key in keys:
+            if key not in statuses:
+                statuses[key] = status = fast.status_of_key(key)
+                self.diagnosis.add_plugin_status(status)
+        names = table.names
+        node_to_status = self.diagnosis.node_to_status
+        if len(known_rows) == len(rows):
+            node_to_status.update(zip(map(names.__getitem__, rows), map(statuses.__getitem__, keys), strict=True))
+            return []
+        by_row = dict(zip(known_rows, keys, strict=True))
+        rest: list[int] = []
+        for r in rows:  # the reference's order: statuses interleave with the rows left to it
+            at = by_row.get(r)
+            if at is None:
+                rest.append(r)
+                node_to_status[names[r]] = _PENDING
+            else:
+                node_to_status[names[r]] = statuses[at]
+        return rest
 
     def _blame(
         self,

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from kubeplane.client.clock import FakeClock
 from kubeplane.scheduler.backend.heap import KeyedHeap
+from kubeplane.scheduler.backend.node_table import NodeTable
 from kubeplane.scheduler.backend.queue import ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE_Q, SchedulingQueue
 from kubeplane.scheduler.backend.queue_events import (
     EVENT_ASSIGNED_POD_ADD,
@@ -31,7 +32,7 @@ from kubeplane.scheduler.framework.interface import (
     QueueingHint,
     Status,
 )
-from kubeplane.scheduler.framework.types import PodInfo, QueuedPodInfo
+from kubeplane.scheduler.framework.types import NodeInfo, PodInfo, QueuedPodInfo
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -635,6 +636,44 @@ def test_nominated_pods() -> None:
     assert q.nominated_pods_for_node("node2") == []
     assert len(q.nominator) == 0
     assert not q.has_nominated_pods()
+
+
+def test_nominated_columns_follow_the_queue() -> None:
+    """The queue's nominated columns (per NodeTable row: the pods nominated there of at least a priority, counted
+    and summed, each in the version nominated_pods_for_node gives) follow additions, updates, overrides, popping
+    and deletions, as a recount over nominated_pods_for_node."""
+    q = new_queue(FakeClock())
+    names = ["node1", "node2"]
+    table = NodeTable([NodeInfo({"kind": "Node", "metadata": {"name": n}}) for n in names])
+
+    def check() -> None:
+        for threshold in (0, 5):
+            cols = q.nominated_columns(table, threshold)
+            for row, name in enumerate(names):
+                counted = [p for p in q.nominated_pods_for_node(name) if p.priority >= threshold]
+                assert cols.count[row] == len(counted)
+                assert cols.amount("cpu")[row] == sum(p.requests.milli_cpu for p in counted)
+
+    a = make_pod("a", 5, nominated="node1", cpu="300m")
+    b = make_pod("b", 1)
+    q.add(a)
+    q.add(b)
+    check()
+    q.add_nominated_pod(b, "node1")
+    check()
+    a2 = changed(a, containers=[{"name": "c", "image": "i", "resources": {"requests": {"cpu": "700m"}}}])
+    q.update(a, a2)  # the queue's version is the one counted
+    check()
+    popped = q.pop_nowait()
+    assert popped is not None
+    check()
+    q.add_nominated_pod(b, "node2")
+    check()
+    q.add_nominated_pod(b, "")
+    check()
+    q.delete(a2)
+    check()
+    assert q.nominated_node_of(a2.uid) is None
 
 
 def test_nominated_pod_not_in_the_queue_is_returned_as_recorded() -> None:

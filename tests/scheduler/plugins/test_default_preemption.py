@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubeplane.client.clock import FakeClock
 from kubeplane.client.interface import PatchType
@@ -26,8 +28,10 @@ from kubeplane.scheduler.framework.types import PodInfo
 from kubeplane.scheduler.plugins.default_preemption import (
     Candidate,
     DefaultPreemption,
+    ScoreMemo,
     filter_pods_with_pdb_violation,
     pick_one_node_for_preemption,
+    start_time,
 )
 from kubeplane.scheduler.profile import build_profiles
 
@@ -428,3 +432,55 @@ async def test_execution_clears_lower_nominations_marks_and_deletes_victims_and_
         ("patch", "v2", ({"status": {"conditions": [condition]}}, PatchType.STRATEGIC, "status")),
         ("delete", "v2", "default"),
     ]
+
+
+def _pick_by_successive_filtering(candidates: list[Candidate], now: float) -> Candidate:
+    """Upstream pickOneNodeForPreemption as written there: each score function keeps the best candidates of the
+    previous one's, stopping at one; the first of the survivors."""
+
+    def earliest_start_of_most_important(c: Candidate) -> float:
+        top = max(p.priority for p in c.victims)
+        return min(start_time(p, now) for p in c.victims if p.priority == top)
+
+    scores = (
+        lambda c: -c.num_pdb_violations,
+        lambda c: -c.victims[0].priority,
+        lambda c: -sum(p.priority + 2**31 for p in c.victims),
+        lambda c: -len(c.victims),
+        earliest_start_of_most_important,
+    )
+    remaining = list(candidates)
+    for score in scores:
+        values = [score(c) for c in remaining]
+        remaining = [c for c, v in zip(remaining, values, strict=True) if v == max(values)]
+        if len(remaining) == 1:
+            break
+    return remaining[0]
+
+
+_victim_args = st.tuples(st.integers(-2, 3), st.sampled_from(["", T0, "2025-03-01T00:00:00Z"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    specs=st.lists(st.tuples(st.lists(_victim_args, min_size=1, max_size=4), st.integers(0, 2)), min_size=1, max_size=6)
+)
+def test_pick_one_node_for_preemption_equals_successive_filtering(specs: list[tuple[list[Any], int]]) -> None:
+    """The one lexicographic key per candidate picks what the score functions applied one after the other pick
+    (victims most important first, as the dry run lists them; pods not started count as started now), with and
+    without scores kept from an earlier cycle."""
+    candidates = []
+    for i, (victims, violations) in enumerate(specs):
+        pods = [_victim(f"v{i}-{j}", prio, start) for j, (prio, start) in enumerate(victims)]
+        pods.sort(key=lambda p: (-p.priority, start_time(p, 1e9)))
+        candidates.append(Candidate(f"n{i}", pods, violations))
+    best = pick_one_node_for_preemption(candidates, now=1e9)
+    assert best is _pick_by_successive_filtering(candidates, now=1e9)
+    # DefaultPreemption keeps the scores of the VictimCache's victims lists across cycles: a later cycle (the
+    # clock moved on, between the victims' start times) picks as if it scored afresh.
+    memo: ScoreMemo = {}
+    assert pick_one_node_for_preemption(candidates, now=1e9, memo=memo) is best
+    later = 1_750_000_000.0  # 2025-06-15: between the two start times the victims may have
+    assert pick_one_node_for_preemption(candidates, now=later, memo=memo) is _pick_by_successive_filtering(
+        candidates, now=later
+    )

@@ -6,7 +6,9 @@ The property test runs ``dry_run_preemption`` both ways on random clusters — n
 pod may not tolerate (a pod-independent rejection: the generic path names it), lower and higher priority pods,
 extended resources, PodDisruptionBudgets with their allowed disruptions and already-disrupted pods, nominated pods
 of every priority, a random offset and number of candidates — and requires the same candidates (victims in
-order, PDB violations), the same status for every other node and the same errors.
+order, PDB violations), the same status for every other node and the same errors. Each test runs with the queue's
+kind of nominator too (a real :class:`Nominator` with :class:`NominatedColumns`, the pod's own nomination among
+them), so the table paths that read the nominated pods' columns are held to the same reference.
 """
 
 from __future__ import annotations
@@ -20,10 +22,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubeplane.client.clock import FakeClock
+from kubeplane.scheduler.backend.node_table import NodeTable
+from kubeplane.scheduler.backend.nominated_columns import NominatedColumns, NominatedColumnsCache
+from kubeplane.scheduler.backend.nominator import Nominator
 from kubeplane.scheduler.backend.snapshot import Snapshot
 from kubeplane.scheduler.config import default_config
 from kubeplane.scheduler.framework.handle import Handle
-from kubeplane.scheduler.framework.interface import CycleState, Status
+from kubeplane.scheduler.framework.interface import CycleState, NodeToStatus, Status
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import PodInfo
 from kubeplane.scheduler.plugins.default_preemption import DefaultPreemption
@@ -44,6 +49,24 @@ class _Nominator:
 
     def nominated_node_names(self) -> list[str]:
         return list(self.by_node)
+
+
+class _ColumnsNominator(_Nominator):
+    """The scheduling queue's kind: a real Nominator whose columns the table paths read."""
+
+    def __init__(self, by_node: Mapping[str, list[PodInfo]]) -> None:
+        super().__init__(by_node)
+        self.nominator = Nominator()
+        for node, pods in self.by_node.items():
+            for p in pods:
+                self.nominator.add(p, node)
+        self.columns = NominatedColumnsCache(self.nominator, self.nominator.pods_for_node)
+
+    def nominated_columns(self, table: NodeTable, priority: int) -> NominatedColumns:
+        return self.columns.columns(table, priority)
+
+    def nominated_node_of(self, uid: str) -> str | None:
+        return self.nominator.node_of_uid(uid)
 
 
 def _node(i: int, cpu: int, pods: int, gpus: int, tainted: bool) -> dict[str, Any]:
@@ -105,7 +128,15 @@ _pdb = st.fixed_dictionaries(
 )
 
 
-def _setup(nodes_args: list[dict[str, Any]], pdbs: list[dict[str, Any]]) -> tuple[Framework, DefaultPreemption]:
+def _setup(
+    nodes_args: list[dict[str, Any]],
+    pdbs: list[dict[str, Any]],
+    *,
+    columns: bool = False,
+    own: PodInfo | None = None,
+) -> tuple[Framework, DefaultPreemption]:
+    """The cluster, its PDBs and a framework; ``columns``: the queue's kind of nominator, with ``own`` (the
+    incoming pod) nominated to the first node as well."""
     nodes = [_node(i, a["cpu"], a["pods"], a["gpus"], a["tainted"]) for i, a in enumerate(nodes_args)]
     placed: list[PodInfo] = []
     nominated: dict[str, list[PodInfo]] = {}
@@ -119,7 +150,9 @@ def _setup(nodes_args: list[dict[str, Any]], pdbs: list[dict[str, Any]]) -> tupl
         snapshot_lister=snapshot,
         list_objects=lambda resource, _ns: list(budgets) if resource == "poddisruptionbudgets" else [],
     )
-    handle.nominator = _Nominator(nominated)
+    if own is not None:
+        nominated["n0"] = [*nominated["n0"], own]
+    handle.nominator = _ColumnsNominator(nominated) if columns else _Nominator(nominated)
     fwk = build_profiles(default_config(), handle)["default-scheduler"]
     plugin = next(p for p in fwk.post_filter_plugins if isinstance(p, DefaultPreemption))
     return fwk, plugin
@@ -154,12 +187,25 @@ def _outcome(plugin: DefaultPreemption, state: CycleState, pod: PodInfo, offset:
     incoming=_pod_args,
     offset=st.integers(0, 5),
     num=st.integers(1, 6),
+    columns=st.booleans(),
+    own=st.booleans(),
+    screen_rows=st.booleans(),
 )
 def test_fast_dry_run_equals_the_generic_one(
-    nodes_args: list[dict[str, Any]], pdbs: list[dict[str, Any]], incoming: dict[str, Any], offset: int, num: int
+    nodes_args: list[dict[str, Any]],
+    pdbs: list[dict[str, Any]],
+    incoming: dict[str, Any],
+    offset: int,
+    num: int,
+    columns: bool,
+    own: bool,
+    screen_rows: bool,
 ) -> None:
-    fwk, plugin = _setup(nodes_args, pdbs)
+    """Upstream DryRunPreemption: the arithmetic paths (node by node, or screened over the table's rows with the
+    nominated pods' columns) give the generic path's candidates, statuses and errors."""
     pod = _pod("incoming", node="", **{**incoming, "priority": incoming["priority"] + 1})
+    fwk, plugin = _setup(nodes_args, pdbs, columns=columns, own=pod if own else None)
+    plugin.screen_rows = screen_rows
     state = CycleState()
     nodes: Sequence[Any] = plugin.handle.snapshot_lister.list()
     _result, status, _rejected = fwk.run_pre_filter_plugins(state, pod, nodes)
@@ -230,15 +276,21 @@ def _key(status: Status | None) -> tuple[Any, ...] | None:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(nodes_args=st.lists(_node_args, min_size=1, max_size=6), incoming=_pod_args)
+@given(
+    nodes_args=st.lists(_node_args, min_size=1, max_size=6),
+    incoming=_pod_args,
+    columns=st.booleans(),
+    own=st.booleans(),
+)
 def test_rejected_statuses_over_the_table_equal_the_reference(
-    nodes_args: list[dict[str, Any]], incoming: dict[str, Any]
+    nodes_args: list[dict[str, Any]], incoming: dict[str, Any], columns: bool, own: bool
 ) -> None:
     """The node search's reasons for a pod that fits nowhere: every row NodeResourcesFit rejects (and no
-    pod-independent plugin does) gets RunFilterPluginsWithNominatedPods' status; the rows left out are the ones
-    that pass or that a pod-independent plugin (here TaintToleration) rejects."""
-    fwk, plugin = _setup(nodes_args, [])
+    pod-independent plugin does) gets RunFilterPluginsWithNominatedPods' status (the pod's own nomination not
+    counted); the rows left out are the ones that pass or that a pod-independent plugin (here TaintToleration)
+    rejects. With the queue's nominator, ``nominated_rows`` covers every row whose first pass adds a pod."""
     pod = _pod("incoming", node="", **incoming)
+    fwk, plugin = _setup(nodes_args, [], columns=columns, own=pod if own else None)
     state = CycleState()
     snapshot = plugin.handle.snapshot_lister
     assert isinstance(snapshot, Snapshot)
@@ -256,6 +308,14 @@ def test_rejected_statuses_over_the_table_equal_the_reference(
             assert _key(got[row]) == _key(want), node.name
         else:
             assert want is None or taints.filter(state, pod, node) is not None, node.name
+    rows = fast.nominated_rows(table)
+    assert (rows is not None) == columns
+    if rows is not None:
+        for row, node in enumerate(table.node_infos):
+            others = [
+                p for p in fwk.nominated_pods_for_node(node.name) if p.priority >= pod.priority and p.uid != pod.uid
+            ]
+            assert not others or row in rows.tolist(), node.name
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -325,3 +385,44 @@ def _resized(pod: PodInfo, how: str) -> PodInfo:
     resources = {"requests": {**container["resources"]["requests"], "cpu": f"{cpu}m"}}
     spec = {**pod.pod["spec"], "containers": [{**container, "resources": resources}]}
     return PodInfo({**pod.pod, "spec": spec})
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    nodes_args=st.lists(_node_args, min_size=1, max_size=6),
+    pdbs=st.lists(_pdb, max_size=3),
+    incoming=_pod_args,
+    own=st.booleans(),
+)
+def test_find_candidates_over_table_rows_equals_the_generic_path(
+    nodes_args: list[dict[str, Any]], pdbs: list[dict[str, Any]], incoming: dict[str, Any], own: bool
+) -> None:
+    """Upstream findCandidates: the nodes whose Filter status is Unschedulable (UnschedulableAndUnresolvable ones
+    and the nodes absent from the map are left out), a random offset into them, the dry run. Taken as table rows
+    it gives the generic path's candidates and errors from the same random draw; its statuses are those of the
+    generic path when there is no candidate (the one case Preempt reads them) and are left out otherwise."""
+    pod = _pod("incoming", node="", **{**incoming, "priority": incoming["priority"] + 1})
+    fwk, plugin = _setup(nodes_args, pdbs, columns=True, own=pod if own else None)
+    state = CycleState()
+    nodes: Sequence[Any] = plugin.handle.snapshot_lister.list()
+    fwk.run_pre_filter_plugins(state, pod, nodes)
+    m = NodeToStatus()
+    for node in nodes:
+        status = fwk.run_filter_plugins_with_nominated_pods(state, pod, node)
+        if status is not None:
+            m[node.name] = status
+
+    def run(fast: bool) -> Any:
+        plugin.fast_dry_run = fast
+        plugin.handle.rng = random.Random(7)
+        candidates, statuses, errors = plugin.find_candidates(state, nodes, pod, m)
+        return (
+            [(c.name, [v.uid for v in c.victims], c.num_pdb_violations) for c in candidates],
+            {name: _key(s) for name, s in statuses.items()},
+            errors,
+        )
+
+    got, want = run(True), run(False)
+    assert got[0] == want[0]
+    assert got[2] == want[2]
+    assert got[1] == (want[1] if not want[0] else {})

@@ -47,6 +47,8 @@ from typing import Any
 
 from kubeplane.client.clock import Clock
 from kubeplane.scheduler.backend.heap import KeyedHeap
+from kubeplane.scheduler.backend.node_table import NodeTable
+from kubeplane.scheduler.backend.nominated_columns import NominatedColumns, NominatedColumnsCache
 from kubeplane.scheduler.backend.nominator import Nominator
 from kubeplane.scheduler.backend.queue_events import (
     EVENT_ASSIGNED_POD_ADD,
@@ -124,6 +126,7 @@ class SchedulingQueue:
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._in_flight: dict[str, PodInfo] = {}  # uid -> pod popped and not yet done
         self.nominator = Nominator()
+        self._nominated_columns = NominatedColumnsCache(self.nominator, self.nominated_pods_for_node)
         self._scheduling_cycle = 0
         self._move_request_cycle = -1
         self._closed = False
@@ -500,6 +503,14 @@ class SchedulingQueue:
             qpi = self.get(pod_info.key)
             out.append(qpi.pod_info if qpi is not None and qpi.pod_info.uid == pod_info.uid else pod_info)
         return out
+
+    def nominated_columns(self, table: NodeTable, priority: int) -> NominatedColumns:
+        """Per row of ``table``: the pods nominated there of at least ``priority``, counted and summed
+        (:mod:`.nominated_columns`; the resource-only Filter and dry run read them instead of each node's list)."""
+        return self._nominated_columns.columns(table, priority)
+
+    def nominated_node_of(self, uid: str) -> str | None:
+        return self.nominator.node_of_uid(uid)
 
     # --- inspection ------------------------------------------------------------------------------------------
 

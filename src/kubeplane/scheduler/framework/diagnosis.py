@@ -6,6 +6,7 @@ FailedScheduling message is computed here and nowhere else.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -55,9 +56,12 @@ def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
         msg += f" {diagnosis.pre_filter_msg}."
     else:
         counts: dict[str, int] = {}
-        for status in diagnosis.node_to_status.values():
-            for reason in status.reasons:
-                counts[reason] = counts.get(reason, 0) + 1
+        # Nodes rejected for the same reasons mostly share one Status object: count each object once.
+        statuses = diagnosis.node_to_status.values()
+        by_id = dict(zip(map(id, statuses), statuses, strict=True))
+        for status_id, times in Counter(map(id, statuses)).items():
+            for reason in by_id[status_id].reasons:
+                counts[reason] = counts.get(reason, 0) + times
         absent = num_all_nodes - len(diagnosis.node_to_status)
         if absent > 0 and diagnosis.absent_nodes_status is not None:
             for reason in diagnosis.absent_nodes_status.reasons:

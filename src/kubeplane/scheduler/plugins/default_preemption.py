@@ -13,10 +13,13 @@ with asynchronous preemption (``SchedulerAsyncPreemption``, on by default):
    others) while the pod still fits. The search stops once ``max(minCandidateNodesPercentage % of the
    candidates, minCandidateNodesAbsolute)`` candidates are found and one of them violates no PDB. In a
    resource-only cycle each node's victims come from :meth:`.resource_only.ResourceOnly.select_victims`
-   (arithmetic, no clone, results kept per node across preemptors in a :class:`.resource_only.VictimCache`);
-   ``fast_dry_run = False`` forces the generic path (tests compare the two).
+   (arithmetic, no clone, results kept per node across preemptors in a :class:`.resource_only.VictimCache`),
+   after :mod:`.preemption_screen` has settled every examined node that cannot be a candidate over the
+   NodeTable at once; ``fast_dry_run = False`` forces the generic path and ``screen_rows = False`` the
+   node-by-node arithmetic (tests compare them).
 3. Choice: fewest PDB violations, then lowest highest-victim priority, smallest sum of priorities, fewest
-   victims, latest start time among the highest-priority victims; then the first in examination order.
+   victims, latest start time among the highest-priority victims; then the first in examination order (one
+   lexicographic key per candidate, kept across cycles while the candidate's cached victims are unchanged).
 4. Execution (an asyncio task, the cycle does not wait): lower-priority pods nominated to the node lose their
    nomination, each victim gets the ``DisruptionTarget`` condition and is deleted gracefully with a
    ``Preempted`` event; a victim waiting at Permit is rejected instead. Until the task has issued the last
@@ -32,7 +35,9 @@ it). With ``handle.client`` None (explain) nothing is executed.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +47,7 @@ from kubeplane.api.meta import format_time, parse_time
 from kubeplane.api.views import is_being_deleted, namespace_of, spec_of, status_of
 from kubeplane.client.errors import ClientError, NotFoundError
 from kubeplane.client.interface import PatchType
+from kubeplane.scheduler.backend.node_table import NodeTable
 from kubeplane.scheduler.framework.diagnosis import Diagnosis, fit_error_message
 from kubeplane.scheduler.framework.handle import Handle
 from kubeplane.scheduler.framework.interface import (
@@ -57,9 +63,10 @@ from kubeplane.scheduler.framework.interface import (
 )
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
+from kubeplane.scheduler.plugins.preemption_screen import LowerPriorityCache, dry_run_rows
 from kubeplane.scheduler.plugins.resource_only import ResourceOnly, Split, VictimCache
 
-__all__ = ["NAME", "OUTCOME_KEY", "Candidate", "DefaultPreemption", "PreemptionOutcome", "new"]
+__all__ = ["NAME", "OUTCOME_KEY", "Candidate", "DefaultPreemption", "PreemptionOutcome", "ScoreMemo", "new"]
 
 log = logging.getLogger("kubeplane.scheduler.preemption")
 
@@ -90,13 +97,24 @@ class PreemptionOutcome:
 
 def start_time(pod: PodInfo, now: float) -> float:
     """``status.startTime`` as epoch seconds; ``now`` for pods not started yet (upstream ``GetPodStartTime``)."""
+    started = _start_epoch(pod)
+    return now if started is None else started
+
+
+def _start_epoch(pod: PodInfo) -> float | None:
+    """``status.startTime`` as epoch seconds, None when the pod has none (or it does not parse)."""
     raw = pod.status.get("startTime")
-    if not raw:
-        return now
+    return _epoch(str(raw)) if raw else None
+
+
+@functools.lru_cache(maxsize=8192)
+def _epoch(raw: str) -> float | None:
+    """An RFC 3339 time as epoch seconds, None when it does not parse (each victim's start time is read by every
+    ordering and every candidate comparison: pods share few distinct start times)."""
     try:
-        return parse_time(str(raw)).timestamp()
+        return parse_time(raw).timestamp()
     except ValueError:
-        return now
+        return None
 
 
 def _importance(pod: PodInfo, now: float) -> tuple[int, float]:
@@ -146,30 +164,49 @@ def filter_pods_with_pdb_violation(
     return violating, non_violating
 
 
-def pick_one_node_for_preemption(candidates: Sequence[Candidate], now: float) -> Candidate | None:
+_Score = tuple[int, int, int, int, float]
+ScoreMemo = dict[str, tuple[list[PodInfo], int, tuple[int, int, int, int], float, bool]]
+"""Node name -> (the victims list it was computed for, PDB violations, the first four scores, the earliest start
+time among the highest-priority victims that have one, whether one of them has none): kept by DefaultPreemption
+across cycles, so a node whose dry-run result came from the :class:`.resource_only.VictimCache` (the same list
+object) is not scored again. Holding the list keeps its identity from being reused."""
+
+
+def pick_one_node_for_preemption(
+    candidates: Sequence[Candidate], now: float, *, memo: ScoreMemo | None = None
+) -> Candidate | None:
     """Upstream ``pickOneNodeForPreemption`` over the default score functions, ties to the first candidate."""
     if not candidates:
         return None
 
-    def earliest_start_of_most_important(c: Candidate) -> float:
-        top = max(p.priority for p in c.victims)
-        return min(start_time(p, now) for p in c.victims if p.priority == top)
+    def score(c: Candidate) -> _Score:
+        # The score functions in upstream's order, compared lexicographically: the best of one, then of the next
+        # among its ties, and so on (max() keeps the first of equal keys, upstream's first-examined tie). A pod
+        # without a start time counts as started now (GetPodStartTime), the one part that reads the clock.
+        victims = c.victims
+        kept = memo.get(c.name) if memo is not None else None
+        if kept is not None and kept[0] is victims and kept[1] == c.num_pdb_violations:
+            first, fixed, floating = kept[2], kept[3], kept[4]
+        else:
+            top = victims[0].priority
+            total = 0
+            for p in victims:
+                total += p.priority + _INT32_OFFSET
+                top = max(top, p.priority)
+            fixed, floating = math.inf, False
+            for p in victims:
+                if p.priority == top:
+                    started = _start_epoch(p)
+                    if started is None:
+                        floating = True
+                    else:
+                        fixed = min(fixed, started)
+            first = (-c.num_pdb_violations, -victims[0].priority, -total, -len(victims))
+            if memo is not None:
+                memo[c.name] = (victims, c.num_pdb_violations, first, fixed, floating)
+        return (*first, min(fixed, now) if floating else fixed)
 
-    scores = (
-        lambda c: -c.num_pdb_violations,
-        lambda c: -c.victims[0].priority,
-        lambda c: -sum(p.priority + _INT32_OFFSET for p in c.victims),
-        lambda c: -len(c.victims),
-        earliest_start_of_most_important,
-    )
-    remaining = list(candidates)
-    for score in scores:
-        values = [score(c) for c in remaining]
-        best = max(values)
-        remaining = [c for c, v in zip(remaining, values, strict=True) if v == best]
-        if len(remaining) == 1:
-            break
-    return remaining[0]
+    return max(candidates, key=score)
 
 
 class DefaultPreemption:
@@ -187,6 +224,11 @@ class DefaultPreemption:
         self._victims = VictimCache()
         self.fast_dry_run = True
         """Use :meth:`ResourceOnly.select_victims` where it applies (tests turn it off to compare the paths)."""
+        self.screen_rows = True
+        """In the fast dry run, settle the nodes that cannot be candidates over the NodeTable
+        (:mod:`.preemption_screen`); tests turn it off to compare with the node-by-node loop."""
+        self._lower = LowerPriorityCache()
+        self._scores: ScoreMemo = {}
 
     def name(self) -> str:
         return NAME
@@ -259,7 +301,9 @@ class DefaultPreemption:
         if not candidates:
             diagnosis = Diagnosis(node_to_status=dict(statuses), absent_nodes_status=Status.unresolvable(NOT_HELPFUL))
             return PostFilterResult(""), Status.unschedulable(fit_error_message(len(all_nodes), diagnosis))
-        best = pick_one_node_for_preemption(candidates, self.handle.clock.now())
+        if len(self._scores) > 2 * len(all_nodes):
+            self._scores.clear()  # scores of nodes that left the cluster
+        best = pick_one_node_for_preemption(candidates, self.handle.clock.now(), memo=self._scores)
         if best is None:
             return None, Status.unschedulable("no candidate node for preemption")
         state.write(OUTCOME_KEY, PreemptionOutcome(best.name, candidates))
@@ -297,6 +341,25 @@ class DefaultPreemption:
     def find_candidates(
         self, state: CycleState, all_nodes: Sequence[NodeInfo], pod: PodInfo, m: NodeToStatus
     ) -> tuple[list[Candidate], NodeToStatus, list[str]]:
+        """Upstream ``findCandidates``: the dry run over the nodes ``m`` marks Unschedulable. On the table path
+        the statuses are only filled when no candidate was found (the one case Preempt reads them)."""
+        table = self._table_of(all_nodes) if self.fast_dry_run and self.screen_rows else None
+        if table is not None:
+            # The snapshot's rows are its node list (Snapshot's invariant): the potential nodes as rows, in order.
+            rows = _rows_for_status_code(table.names, m, Code.UNSCHEDULABLE)
+            if not rows:
+                return [], NodeToStatus(), []
+            offset, num = self.get_offset_and_num_candidates(len(rows))
+            fast = ResourceOnly.for_pod(self.framework, state, pod)
+            if fast is not None:
+                pdbs = self._pdbs()
+                now = self.handle.clock.now()
+                self._victims.begin(pdbs, all_nodes)
+                found = self._dry_run_rows(state, pod, fast, table, rows, pdbs, offset, num, now, statuses_needed=False)
+                if found is not None:
+                    return found
+            infos = table.node_infos
+            return self.dry_run_preemption(state, pod, [infos[r] for r in rows], self._pdbs(), offset, num)
         potential = m.nodes_for_status_code(all_nodes, Code.UNSCHEDULABLE)
         if not potential:
             return [], NodeToStatus(), []
@@ -325,6 +388,14 @@ class DefaultPreemption:
         cache = self._victims if fast is not None else None
         if cache is not None:
             cache.begin(pdbs, self.handle.snapshot_lister.list())
+        table = self._table_of(self.handle.snapshot_lister.list()) if fast is not None and self.screen_rows else None
+        if fast is not None and table is not None:
+            index, infos = table.index, table.node_infos
+            rows = [index.get(ni.name, -1) for ni in potential]
+            if all(r >= 0 and infos[r] is ni for r, ni in zip(rows, potential, strict=True)):
+                found = self._dry_run_rows(state, pod, fast, table, rows, pdbs, offset, num_candidates, now)
+                if found is not None:
+                    return found
         for i in range(n):
             node = potential[(offset + i) % n]
             selection = fast.select_victims(node, split, cache=cache, now=now) if fast is not None else None
@@ -344,6 +415,52 @@ class DefaultPreemption:
                 errors.append(status.message())
             statuses[node.name] = status
         return non_violating + violating, statuses, errors
+
+    def _table_of(self, all_nodes: Sequence[NodeInfo]) -> NodeTable | None:
+        """The snapshot's NodeTable when the lister has one over ``all_nodes`` (its node list)."""
+        table = getattr(self.handle.snapshot_lister, "node_table", None)
+        if not isinstance(table, NodeTable) or table.size != len(all_nodes):
+            return None
+        if table.size and (table.node_infos[0] is not all_nodes[0] or table.node_infos[-1] is not all_nodes[-1]):
+            return None
+        return table
+
+    def _dry_run_rows(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        fast: ResourceOnly,
+        table: NodeTable,
+        potential: list[int],
+        pdbs: Sequence[Mapping[str, Any]],
+        offset: int,
+        num_candidates: int,
+        now: float,
+        *,
+        statuses_needed: bool = True,
+    ) -> tuple[list[Candidate], NodeToStatus, list[str]] | None:
+        """:meth:`dry_run_preemption` over the table rows ``potential`` from ``offset``
+        (:func:`.preemption_screen.dry_run_rows`); None when the screen cannot run."""
+        split = self._splitter(pdbs, now)
+        found = dry_run_rows(
+            fast,
+            self._lower.columns(table, pod.priority),
+            table,
+            potential[offset:] + potential[:offset],
+            num_candidates=num_candidates,
+            select=lambda node: fast.select_victims(node, split, cache=self._victims, now=now, screened=True),
+            generic=lambda node: self.select_victims_on_node(state.clone(), pod, node.clone(), pdbs),
+            no_victims=Status.unresolvable(NO_VICTIMS),
+            statuses_needed=statuses_needed,
+        )
+        if found is None:
+            return None
+        found_candidates, statuses, errors = found
+        return (
+            [Candidate(name, victims, violations) for name, victims, violations in found_candidates],
+            statuses,
+            errors,
+        )
 
     def _splitter(self, pdbs: Sequence[Mapping[str, Any]], now: float) -> Split:
         """The fast path's ordering of potential victims: most important first, then (PDB-violating, others)."""
@@ -501,6 +618,15 @@ class DefaultPreemption:
         """Wait for preemptions under way (tests, shutdown)."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+def _rows_for_status_code(names: Sequence[str], m: NodeToStatus, code: Code) -> list[int]:
+    """The rows (of a table with these node ``names``) whose status in ``m`` has ``code``, absent nodes included
+    when the absent status has it: ``NodeToStatus.nodes_for_status_code`` as rows."""
+    get = m.get
+    if m.absent_nodes_status.code == code:
+        return [r for r, name in enumerate(names) if (s := get(name)) is None or s.code == code]
+    return [r for r, name in enumerate(names) if (s := get(name)) is not None and s.code == code]
 
 
 def _has_condition(pod: PodInfo, condition: Mapping[str, Any]) -> bool:

@@ -29,12 +29,14 @@ to them on random clusters).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
 
-from kubeplane.scheduler.backend.node_table import IntArray, NodeTable
+from kubeplane.scheduler.backend.node_table import BoolArray, IntArray, NodeTable
+from kubeplane.scheduler.backend.nominated_columns import NominatedColumnsSource
 from kubeplane.scheduler.framework.interface import Code, CycleState, FilterPlugin, Status, VectorFilterPlugin
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo, Resource
@@ -97,6 +99,7 @@ class ResourceOnly:
     __slots__ = (
         "_amounts",
         "_checks",
+        "_columns_source",
         "_filters",
         "_independent",
         "_nominated_cache",
@@ -124,7 +127,11 @@ class ResourceOnly:
         """The Filter plugins that run, in order: (plugin, name, is NodeResourcesFit)."""
         self._independent = tuple(p for p in filters if type(p) is not NodeResourcesFit)
         self._amounts = _amounts_of(tuple(name for name, _, _, _ in checks))
-        self._nominated_nodes: Collection[str] = frozenset(fwk.handle.nominator.nominated_node_names())
+        nominator = fwk.handle.nominator
+        names = nominator.nominated_node_names()
+        # The queue hands a live set view (its nominations do not change during a cycle): no copy of ~1000 names.
+        self._nominated_nodes: Collection[str] = names if isinstance(names, AbstractSet) else frozenset(names)
+        self._columns_source = nominator if isinstance(nominator, NominatedColumnsSource) else None
         self._nominated_cache: dict[str, list[PodInfo]] = {}
         self._statuses: dict[int, Status] = {}
 
@@ -180,8 +187,43 @@ class ResourceOnly:
         nominated pods for the first pass, alone for the second) determines the reasons and the code. Rows left
         out (a pod-independent plugin rejects them or NodeResourcesFit passes them) are for :meth:`filter_node`.
         None when a pod-independent plugin has no vector path (or there are too many checks for the key)."""
-        k = len(self._checks)
-        if k > 30:
+        found = self.rejected_keys(table, rows)
+        if found is None:
+            return None
+        status = self._status
+        return {row: status(key) for row, key in zip(*found, strict=True)}
+
+    def rejected_keys(
+        self, table: NodeTable, rows: IntArray, *, independent_passed: bool = False
+    ) -> tuple[list[int], list[int]] | None:
+        """:meth:`rejected_statuses` as ``(rows, keys)`` lists in the order of ``rows`` (a key's status is
+        :meth:`status_of_key`): the node search turns a thousand rejections into statuses without a dict.
+        ``independent_passed``: the rows passed the pod-independent plugins' masks already."""
+        if not independent_passed:
+            ok = self.independent_pass(table, rows)
+            if ok is None:
+                return None
+            rows = rows[ok]
+        elif len(self._checks) > 30:
+            return None
+        if len(rows) == 0:
+            return [], []
+        keys = self.fit_keys(table, rows, table.requested["pods"][rows], self.used_of(table, rows))
+        at = np.flatnonzero(keys)
+        return rows[at].tolist(), keys[at].tolist()
+
+    def checked_names(self) -> list[str]:
+        """The resources NodeResourcesFit checks for the pod, in key order."""
+        return [name for name, _, _, _ in self._checks]
+
+    def used_of(self, table: NodeTable, rows: IntArray) -> list[IntArray]:
+        """The rows' requested amounts of :meth:`checked_names` (fresh arrays)."""
+        return [table.requested_of(name)[rows] for name, _, _, _ in self._checks]
+
+    def independent_pass(self, table: NodeTable, rows: IntArray) -> BoolArray | None:
+        """Which ``rows`` every pod-independent Filter plugin passes, by their vector paths; None when one has
+        none (or there are too many checks for a key)."""
+        if len(self._checks) > 30:
             return None
         ok = np.ones(len(rows), np.bool_)
         for plugin, name, is_fit in self._filters:
@@ -190,13 +232,15 @@ class ResourceOnly:
             if not self.fwk.has_filter_vector.get(name):
                 return None
             ok &= cast(VectorFilterPlugin, plugin).filter_vector(self.state, self.pod, table, rows)
-        rows = rows[ok]
-        if len(rows) == 0:
-            return {}
+        return ok
+
+    def fit_keys(self, table: NodeTable, rows: IntArray, pods: IntArray, used: list[IntArray]) -> IntArray:
+        """NodeResourcesFit's :meth:`status_of_key` key per row (0: it passes) as if the rows held ``pods`` pods
+        requesting ``used`` (per :meth:`checked_names`): both passes of RunFilterPluginsWithNominatedPods, the
+        first one's key when it fails."""
+        k = len(self._checks)
         allocatable = [table.allocatable_of(name)[rows] for name, _, _, _ in self._checks]
-        used = [table.requested_of(name)[rows] for name, _, _, _ in self._checks]
         max_pods = table.allocatable["pods"][rows]
-        pods = table.requested["pods"][rows]
 
         def failing(pods: IntArray, used: list[IntArray]) -> IntArray:
             key = (pods + 1 > max_pods).astype(np.int64)
@@ -210,19 +254,68 @@ class ResourceOnly:
             return key
 
         keys = failing(pods, used)
-        nominated = self._nominated_rows(table, rows)
-        if nominated:
-            extra_pods = np.zeros(len(rows), np.int64)
-            extra = [np.zeros(len(rows), np.int64) for _ in range(k)]
-            for j, others in nominated:
-                extra_pods[j] = len(others)
-                for p in others:
-                    for i, amount in enumerate(self._amounts(p.requests)):
-                        extra[i][j] += amount
+        nominated = self.nominated_extra(table, rows)
+        if nominated is not None:
+            extra_pods, extra = nominated
             first = failing(pods + extra_pods, [u + e for u, e in zip(used, extra, strict=True)])
             keys = np.where(first != 0, first, keys)
-        status = self._status
-        return {row: status(key) for row, key in zip(rows.tolist(), keys.tolist(), strict=True) if key}
+        return keys
+
+    def status_of_key(self, key: int) -> Status:
+        """The status of a key :meth:`rejected_keys` gave (the same object for the same key)."""
+        return self._status(key)
+
+    def nominated_extra(self, table: NodeTable, rows: IntArray) -> tuple[IntArray, list[IntArray]] | None:
+        """Per position of ``rows``: how many pods the first pass of RunFilterPluginsWithNominatedPods adds and
+        their summed requests per check; None when no row has any. Read from the queue's
+        :class:`.nominated_columns.NominatedColumns` when the nominator keeps them (the pod's own nomination
+        taken out), else node by node."""
+        source = self._columns_source
+        if source is None:
+            return self._nominated_extra_per_node(table, rows)
+        if not self._nominated_nodes:
+            return None
+        cols = source.nominated_columns(table, self.pod.priority)
+        extra_pods = cols.count[rows]
+        if not extra_pods.any():
+            return None
+        extra = [cols.amount(name)[rows] for name, _, _, _ in self._checks]
+        own = source.nominated_node_of(self.pod.uid)
+        own_row = table.index.get(own, -1) if own is not None else -1
+        if own_row >= 0:
+            exact = self._nominated(table.names[own_row])
+            amounts = [0] * len(self._checks)
+            for p in exact:
+                _add(amounts, self._amounts(p.requests))
+            for j in np.flatnonzero(rows == own_row).tolist():
+                extra_pods[j] = len(exact)
+                for i, a in enumerate(amounts):
+                    extra[i][j] = a
+        return extra_pods, extra
+
+    def nominated_rows(self, table: NodeTable) -> IntArray | None:
+        """The rows where the first pass of RunFilterPluginsWithNominatedPods may add pods (a superset: the pod's
+        own nomination is counted), from the queue's columns; None when the nominator keeps none."""
+        source = self._columns_source
+        if source is None:
+            return None
+        if not self._nominated_nodes:
+            return np.zeros(0, np.int64)
+        return np.flatnonzero(source.nominated_columns(table, self.pod.priority).count)
+
+    def _nominated_extra_per_node(self, table: NodeTable, rows: IntArray) -> tuple[IntArray, list[IntArray]] | None:
+        nominated = self._nominated_rows(table, rows)
+        if not nominated:
+            return None
+        k = len(self._checks)
+        extra_pods = np.zeros(len(rows), np.int64)
+        extra = [np.zeros(len(rows), np.int64) for _ in range(k)]
+        for j, others in nominated:
+            extra_pods[j] = len(others)
+            for p in others:
+                for i, amount in enumerate(self._amounts(p.requests)):
+                    extra[i][j] += amount
+        return extra_pods, extra
 
     def _nominated_rows(self, table: NodeTable, rows: IntArray) -> list[tuple[int, list[PodInfo]]]:
         """(position in ``rows``, the nominated pods the first pass adds) for the rows that have some."""
@@ -274,11 +367,19 @@ class ResourceOnly:
         return None
 
     def select_victims(
-        self, node: NodeInfo, split: Split, *, cache: VictimCache | None = None, now: float = 0.0
+        self,
+        node: NodeInfo,
+        split: Split,
+        *,
+        cache: VictimCache | None = None,
+        now: float = 0.0,
+        screened: bool = False,
     ) -> Selection | None:
         """``SelectVictimsOnNode`` on ``node`` (left unchanged), or None when a pod-independent plugin rejects
         the node: the generic path then gives its status. With ``cache``, a node whose inputs did not change
-        since an earlier preemptor's dry run gets that result (``now``: the clock ``split`` orders by)."""
+        since an earlier preemptor's dry run gets that result (``now``: the clock ``split`` orders by).
+        ``screened``: the pod-independent plugins' vector paths passed the node already
+        (:func:`.preemption_screen.screen`), so they are not asked again."""
         pod = self.pod
         nominated = self._nominated(node.name)
         entry = cache.get(node, pod.priority, self._checks, nominated, now) if cache is not None else None
@@ -291,13 +392,13 @@ class ResourceOnly:
                 if cache is not None:
                     cache.put(node, pod.priority, self._checks, nominated, None, selection, no_victims=True)
                 return selection
-        for plugin in self._independent:
-            status = plugin.filter(self.state, pod, node)
-            if status is not None and status.code != Code.SUCCESS:
-                return None
+        if not screened:
+            for plugin in self._independent:
+                status = plugin.filter(self.state, pod, node)
+                if status is not None and status.code != Code.SUCCESS:
+                    return None
         if entry is not None:
-            victims, violations, status = entry.selection
-            return list(victims), violations, status
+            return entry.selection  # the same victims list each time (read-only; pick_one's memo keys on it)
         selection = self._select(node, split, potential, nominated)
         if cache is not None:
             # The order of victims with and without a startTime depends on the clock (upstream GetPodStartTime).
