@@ -325,7 +325,7 @@ def _merge_object(original: dict[str, Any], patch: dict[str, Any], t: str | None
             original.pop(key, None)
             if opts.server:
                 continue
-        if key not in original or go_type(original[key]) != go_type(value):
+        if key not in original or (type(original[key]) is not type(value) and go_type(original[key]) != go_type(value)):
             if not delete_list:
                 _set_new(original, key, value, opts)
             continue
@@ -453,6 +453,12 @@ def _merge_list_field(
     else:
         if not merge_key:
             raise PatchError(f"cannot merge lists without merge key for {found.type or 'this field'}")
+        at = _in_place(old, new, merge_key) if opts.server else None
+        if at is not None:
+            merged = list(old)
+            for i, item in zip(at, new, strict=True):
+                merged[i] = _merge_object(merged[i], item, found.type, opts)
+            return merged, list(old)
         old, new, backing = _apply_list_directives(old, new, merge_key)
         merged = _merge_by_key(old, new, found.type, merge_key, opts, backing)
     inside, outside = partition(merged, new, merge_key)
@@ -460,6 +466,44 @@ def _merge_list_field(
         inside, outside, patch_order=new, server_order=old, merge_key=merge_key, kind=kind
     )
     return ordered, backing
+
+
+def _in_place(old: list[Any], new: list[Any], merge_key: str) -> list[int] | None:
+    """The positions in ``old`` of ``new``'s elements when the patch only merges into elements already there, in
+    the original's order (a kubelet's conditions, a pod's IPs: the common shape of a status patch); else None.
+
+    Then the general path's result is the original list with each of those elements merged in place: no element
+    is deleted or appended (no directive, every key found once), so the original's backing array is unchanged;
+    the patch elements are in the original's order, and ``normalize_element_order`` interleaves them with the
+    server-only ones by the original's positions, which reproduces the original's order. The merge keys must be
+    strings (a merge of the element cannot then remove or change its key: the patch sets the same string) and
+    unique on both sides (Go's first-match lookup and Python's agree); a patch element with a ``$`` key
+    (``$patch``, ``$retainKeys``...) takes the general path."""
+    if not new or len(new) > len(old):
+        return None
+    where: dict[str, int] = {}
+    for i, item in enumerate(old):
+        if type(item) is not dict:
+            return None
+        key = item.get(merge_key)
+        if type(key) is not str or key in where:
+            return None
+        where[key] = i
+    out: list[int] = []
+    last = -1
+    for item in new:
+        if type(item) is not dict:
+            return None
+        key = item.get(merge_key)
+        at = where.get(key) if type(key) is str else None
+        if at is None or at <= last:
+            return None
+        for name in item:
+            if name.startswith("$"):
+                return None
+        out.append(at)
+        last = at
+    return out
 
 
 def _apply_list_directives(old: list[Any], new: list[Any], merge_key: str) -> tuple[list[Any], list[Any], list[Any]]:

@@ -28,6 +28,7 @@ from bisect import insort
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any, Final, NamedTuple
 
 import orjson
@@ -528,7 +529,13 @@ def sort_scalars(items: Sequence[Any]) -> list[Any]:
 
 def split_strategy(found: Field) -> tuple[bool, str]:
     """``extractRetainKeysPatchStrategy``: (has retainKeys, the other strategy)."""
-    parts = [part for part in found.strategy.split(",") if part]
+    return _split_strategy(found.strategy)
+
+
+@lru_cache(maxsize=256)
+def _split_strategy(strategy: str) -> tuple[bool, str]:
+    """:func:`split_strategy` of a tag (memoised: a pure function of a string; a failure raises, is not kept)."""
+    parts = [part for part in strategy.split(",") if part]
     retain = "retainKeys" in parts
     others = [part for part in parts if part != "retainKeys"]
     if len(parts) > 2 or len(others) > 1:

@@ -23,6 +23,7 @@ decoding them; otherwise the comparison skips equal subtrees (see :func:`kubepla
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -91,8 +92,10 @@ def manager_name(field_manager: str | None, user_agent: str) -> str:
     return field_manager or user_agent.split("/", 1)[0]
 
 
+@lru_cache(maxsize=1024)
 def _identifier(manager: str, operation: str, api_version: str, subresource: str) -> str:
-    """``BuildManagerIdentifier``: the entry as JSON without time and fields (nor apiVersion for Apply)."""
+    """``BuildManagerIdentifier``: the entry as JSON without time and fields (nor apiVersion for Apply).
+    Memoised (a pure function of four strings; a cluster has few managers)."""
     entry: dict[str, str] = {"manager": manager, "operation": operation}
     if operation == "Update":
         entry["apiVersion"] = api_version
@@ -146,17 +149,24 @@ def encode(managers: smd.Managers, times: dict[str, str | None]) -> list[Obj]:
     subresource); keys in ManagedFieldsEntry's order."""
     out: list[Obj] = []
     for ident, owned in managers.items():
-        info = json.loads(ident)
-        entry: Obj = {"manager": info["manager"], "operation": info["operation"], "apiVersion": owned.api_version}
+        manager, operation, subresource = _identity(ident)
+        entry: Obj = {"manager": manager, "operation": operation, "apiVersion": owned.api_version}
         if times.get(ident):
             entry["time"] = times[ident]
         entry["fieldsType"] = "FieldsV1"
         entry["fieldsV1"] = owned.fields.to_fields_v1()
-        if info.get("subresource"):
-            entry["subresource"] = info["subresource"]
+        if subresource:
+            entry["subresource"] = subresource
         out.append(entry)
     out.sort(key=_entry_order)
     return out
+
+
+@lru_cache(maxsize=1024)
+def _identity(ident: str) -> tuple[str, str, str]:
+    """(manager, operation, subresource) of an identifier (the inverse of :func:`_identifier`, memoised)."""
+    info = json.loads(ident)
+    return str(info["manager"]), str(info["operation"]), str(info.get("subresource") or "")
 
 
 def _entry_order(entry: Obj) -> tuple[str, ...]:
