@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -111,3 +112,19 @@ def test_in_place_engages_on_the_kubelets_shape(
     monkeypatch.setattr(strategicpatch, "_in_place", lambda a, b, merge_key: None)
     assert fast == _outcome(original, patch)
     assert calls == [engages]
+
+
+def test_consume_gives_the_same_document() -> None:
+    """``consume=True`` (the API server's private copy) changes where the work happens, not the answer; without
+    it the original is left as it was."""
+    original = {
+        "metadata": {"name": "p", "uid": "u"},
+        "status": {"conditions": [{"type": "Ready", "status": "False", "reason": "X"}], "phase": "Pending"},
+    }
+    patch = {"status": {"conditions": [{"type": "Ready", "status": "True", "reason": None}], "phase": "Running"}}
+    kept = orjson.dumps(original)
+    plain = strategic_merge_patch(original, patch, kind=("", "Pod"))
+    assert orjson.dumps(original) == kept
+    private = orjson.loads(kept)
+    assert strategic_merge_patch(private, patch, kind=("", "Pod"), consume=True) == plain
+    assert plain["status"]["conditions"] == [{"type": "Ready", "status": "True"}]

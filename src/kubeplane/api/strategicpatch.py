@@ -19,9 +19,9 @@ Semantics (as upstream)
       empties it; ``$retainKeys: [...]`` clears the original's keys not listed (fields tagged ``retainKeys``).
 
 Invariants
-    Inputs are never mutated and the result shares no container with them. For documents without ``null``
-    members, duplicate merge keys or ``$``-prefixed keys,
-    ``strategic_merge_patch(a, create_two_way_merge_patch(a, b, kind=k), kind=k) == b``.
+    Inputs are never mutated and the result shares no container with them (except an original the caller
+    hands over with ``consume=True``). For documents without ``null`` members, duplicate merge keys or
+    ``$``-prefixed keys, ``strategic_merge_patch(a, create_two_way_merge_patch(a, b, kind=k), kind=k) == b``.
 
 Errors (:class:`~kubeplane.api.patch.PatchError`)
     400, as kube-apiserver's ``interpretStrategicMergePatchError``, for a body that is not an object and for
@@ -101,12 +101,22 @@ def _guard(run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 
 
 def strategic_merge_patch(
-    original: dict[str, Any], patch: dict[str, Any], *, kind: tuple[str, str], schema: Schema = BUILTIN_SCHEMA
+    original: dict[str, Any],
+    patch: dict[str, Any],
+    *,
+    kind: tuple[str, str],
+    schema: Schema = BUILTIN_SCHEMA,
+    consume: bool = False,
 ) -> dict[str, Any]:
     """Apply a strategic merge patch as kube-apiserver does (``StrategicMergeMapPatch``: parallel lists are
     merged, unmatched ``null`` members dropped). ``kind`` is (API group, kind), e.g. ``("apps", "Deployment")``;
-    a kind without patch metadata merges like a JSON merge patch with directives. Returns a new document."""
-    source, changes = copy(_object(original, "original")), copy(_object(patch, "patch"))
+    a kind without patch metadata merges like a JSON merge patch with directives. Returns a new document.
+
+    ``consume``: ``original`` is the caller's private copy, which the merge may change and the result may share
+    (the API server's update path copies the stored object for the patch anyway: no second copy of the whole
+    object). The patch is always copied (a retried update applies it again)."""
+    source = _object(original, "original") if consume else copy(_object(original, "original"))
+    changes = copy(_object(patch, "patch"))
     root = schema.root(kind)
     return _guard(lambda: _merge_map(source, changes, root, schema=schema, server=True))
 
