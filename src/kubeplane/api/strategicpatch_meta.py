@@ -202,7 +202,22 @@ scheduling, storage, rbac v1)."""
 # Upstream compares decoded JSON with Go's ``==`` (int64 1 != float64 1.0, true != 1) and sorts by ``%v``.
 
 
+_GO_TYPES: Final[dict[type, str]] = {
+    str: "string",
+    bool: "bool",
+    int: "int64",
+    float: "float64",
+    type(None): "<nil>",
+    list: "[]interface {}",
+    dict: "map[string]interface {}",
+}
+""":func:`go_type` of the exact types a decoded JSON document holds (one lookup; other types take the checks)."""
+
+
 def go_type(value: Any) -> str:
+    found = _GO_TYPES.get(type(value))
+    if found is not None:
+        return found
     if value is None:
         return "<nil>"
     if isinstance(value, bool):
@@ -218,6 +233,8 @@ def go_type(value: Any) -> str:
 
 def ident(value: Any) -> Any:
     """A hashable identity with Go's ``==`` semantics for scalars (containers compare by content)."""
+    if type(value) is str:  # merge keys are strings: the common case first
+        return ("string", value)
     if isinstance(value, dict | list):
         return ("json", go_str(value))
     return (go_type(value), value)
