@@ -1,9 +1,12 @@
-"""The API server's per-pod writes over the local transport: pod create, pods/binding, the Scheduled event.
+"""The API server's per-pod writes over the local transport: pod create, pods/binding, the Scheduled event,
+the kubelet's status writes.
 
 What scheduler_perf pays the API server for each pod, measured alone: creates of upstream's ``pod-default``
 (scheduler_perf's template: one pause container, 100m / 500Mi requested and limited) with ``generateName``,
 the binding of each, and one ``Scheduled`` Event each through the scheduler's ``EventRecorder`` (correlator
-included). Each phase runs twice in the same process, with the shape memos of :mod:`kubeplane.api.shapes` on
+included); then what a kubelet writes for each (``kubelet/status_manager.py``): three strategic merge patches
+of ``pods/status`` -- sandbox ready, containers running, all exited 0 (``status_per_s`` is writes per second).
+Each phase runs twice in the same process, with the shape memos of :mod:`kubeplane.api.shapes` on
 (``memo=on``, the server's path) and off (``memo=off``, every step computed), in alternating rounds so that the
 shared machine's load hits both alike. Prints one JSON object per line:
 ``{"bench": "pod_writes", "metric": "<phase>_per_s", "value", "unit": "ops/s", "memo", "pods", "quick"}`` and
@@ -21,7 +24,9 @@ from typing import Any
 from kubeplane.api.shapes import ShapeMemo
 from kubeplane.client.clock import SystemClock
 from kubeplane.client.events import EventRecorder
+from kubeplane.client.interface import PatchType
 from kubeplane.client.local import LocalClient
+from kubeplane.kubelet.runtime import PodRuntime
 
 POD: dict[str, Any] = {
     "apiVersion": "v1",
@@ -41,6 +46,21 @@ POD: dict[str, Any] = {
         ]
     },
 }
+
+
+def _advance(rt: PodRuntime, step: int, i: int) -> None:
+    """The pod's next state as the kubelet's pod workers set it (``kubelet/pod_workers.py``)."""
+    if step == 0:
+        rt.sandbox_ready = True
+        rt.pod_ip = f"10.1.{i // 250}.{i % 250 + 2}"
+    elif step == 1:
+        for c in rt.containers:
+            c.start(rt.uid, 2.0)
+        rt.phase = "Running"
+    else:
+        for c in rt.containers:
+            c.terminate(0, 3.0)
+        rt.phase = "Succeeded"
 
 
 async def _round(pods: int, namespace: str) -> dict[str, float]:
@@ -67,7 +87,17 @@ async def _round(pods: int, namespace: str) -> dict[str, float]:
             await recorder.flush()
         event = time.perf_counter() - start
         await recorder.close()
-        return {"create": create, "bind": bind, "event": event}
+        runtimes = [PodRuntime.for_pod(pod, "10.0.0.1", 0.0) for pod in created]
+        start = time.perf_counter()
+        for step in range(3):  # the kubelet's status writes: sandbox up, containers running, all exited 0
+            for i, rt in enumerate(runtimes):
+                _advance(rt, step, i)
+                patch = rt.status_patch(float(step + 1))
+                await client.patch(
+                    resource, rt.name, patch, patch_type=PatchType.STRATEGIC, namespace=namespace, subresource="status"
+                )
+        status = (time.perf_counter() - start) / 3
+        return {"create": create, "bind": bind, "event": event, "status": status}
     finally:
         await client.close()
 
@@ -80,7 +110,7 @@ async def bench(pods: int, rounds: int, quick: bool) -> None:
             for phase, seconds in (await _round(pods, f"bench-{i}")).items():
                 totals[phase, memo] = totals.get((phase, memo), 0.0) + seconds
     ShapeMemo.enabled = True
-    for phase in ("create", "bind", "event"):
+    for phase in ("create", "bind", "event", "status"):
         rates = {memo: pods * rounds / totals[phase, memo] for memo in (True, False)}
         for memo, rate in rates.items():
             print(

@@ -19,9 +19,9 @@ Semantics (as upstream)
       empties it; ``$retainKeys: [...]`` clears the original's keys not listed (fields tagged ``retainKeys``).
 
 Invariants
-    Inputs are never mutated and the result shares no container with them. For documents without ``null``
-    members, duplicate merge keys or ``$``-prefixed keys,
-    ``strategic_merge_patch(a, create_two_way_merge_patch(a, b, kind=k), kind=k) == b``.
+    Inputs are never mutated and the result shares no container with them (except an original the caller
+    hands over with ``consume=True``). For documents without ``null`` members, duplicate merge keys or
+    ``$``-prefixed keys, ``strategic_merge_patch(a, create_two_way_merge_patch(a, b, kind=k), kind=k) == b``.
 
 Errors (:class:`~kubeplane.api.patch.PatchError`)
     400, as kube-apiserver's ``interpretStrategicMergePatchError``, for a body that is not an object and for
@@ -101,12 +101,22 @@ def _guard(run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 
 
 def strategic_merge_patch(
-    original: dict[str, Any], patch: dict[str, Any], *, kind: tuple[str, str], schema: Schema = BUILTIN_SCHEMA
+    original: dict[str, Any],
+    patch: dict[str, Any],
+    *,
+    kind: tuple[str, str],
+    schema: Schema = BUILTIN_SCHEMA,
+    consume: bool = False,
 ) -> dict[str, Any]:
     """Apply a strategic merge patch as kube-apiserver does (``StrategicMergeMapPatch``: parallel lists are
     merged, unmatched ``null`` members dropped). ``kind`` is (API group, kind), e.g. ``("apps", "Deployment")``;
-    a kind without patch metadata merges like a JSON merge patch with directives. Returns a new document."""
-    source, changes = copy(_object(original, "original")), copy(_object(patch, "patch"))
+    a kind without patch metadata merges like a JSON merge patch with directives. Returns a new document.
+
+    ``consume``: ``original`` is the caller's private copy, which the merge may change and the result may share
+    (the API server's update path copies the stored object for the patch anyway: no second copy of the whole
+    object). The patch is always copied (a retried update applies it again)."""
+    source = _object(original, "original") if consume else copy(_object(original, "original"))
+    changes = copy(_object(patch, "patch"))
     root = schema.root(kind)
     return _guard(lambda: _merge_map(source, changes, root, schema=schema, server=True))
 
@@ -325,7 +335,7 @@ def _merge_object(original: dict[str, Any], patch: dict[str, Any], t: str | None
             original.pop(key, None)
             if opts.server:
                 continue
-        if key not in original or go_type(original[key]) != go_type(value):
+        if key not in original or (type(original[key]) is not type(value) and go_type(original[key]) != go_type(value)):
             if not delete_list:
                 _set_new(original, key, value, opts)
             continue
@@ -453,6 +463,12 @@ def _merge_list_field(
     else:
         if not merge_key:
             raise PatchError(f"cannot merge lists without merge key for {found.type or 'this field'}")
+        at = _in_place(old, new, merge_key) if opts.server else None
+        if at is not None:
+            merged = list(old)
+            for i, item in zip(at, new, strict=True):
+                merged[i] = _merge_object(merged[i], item, found.type, opts)
+            return merged, list(old)
         old, new, backing = _apply_list_directives(old, new, merge_key)
         merged = _merge_by_key(old, new, found.type, merge_key, opts, backing)
     inside, outside = partition(merged, new, merge_key)
@@ -460,6 +476,44 @@ def _merge_list_field(
         inside, outside, patch_order=new, server_order=old, merge_key=merge_key, kind=kind
     )
     return ordered, backing
+
+
+def _in_place(old: list[Any], new: list[Any], merge_key: str) -> list[int] | None:
+    """The positions in ``old`` of ``new``'s elements when the patch only merges into elements already there, in
+    the original's order (a kubelet's conditions, a pod's IPs: the common shape of a status patch); else None.
+
+    Then the general path's result is the original list with each of those elements merged in place: no element
+    is deleted or appended (no directive, every key found once), so the original's backing array is unchanged;
+    the patch elements are in the original's order, and ``normalize_element_order`` interleaves them with the
+    server-only ones by the original's positions, which reproduces the original's order. The merge keys must be
+    strings (a merge of the element cannot then remove or change its key: the patch sets the same string) and
+    unique on both sides (Go's first-match lookup and Python's agree); a patch element with a ``$`` key
+    (``$patch``, ``$retainKeys``...) takes the general path."""
+    if not new or len(new) > len(old):
+        return None
+    where: dict[str, int] = {}
+    for i, item in enumerate(old):
+        if type(item) is not dict:
+            return None
+        key = item.get(merge_key)
+        if type(key) is not str or key in where:
+            return None
+        where[key] = i
+    out: list[int] = []
+    last = -1
+    for item in new:
+        if type(item) is not dict:
+            return None
+        key = item.get(merge_key)
+        at = where.get(key) if type(key) is str else None
+        if at is None or at <= last:
+            return None
+        for name in item:
+            if name.startswith("$"):
+                return None
+        out.append(at)
+        last = at
+    return out
 
 
 def _apply_list_directives(old: list[Any], new: list[Any], merge_key: str) -> tuple[list[Any], list[Any], list[Any]]:

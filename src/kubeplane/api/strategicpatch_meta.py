@@ -28,6 +28,7 @@ from bisect import insort
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any, Final, NamedTuple
 
 import orjson
@@ -201,7 +202,22 @@ scheduling, storage, rbac v1)."""
 # Upstream compares decoded JSON with Go's ``==`` (int64 1 != float64 1.0, true != 1) and sorts by ``%v``.
 
 
+_GO_TYPES: Final[dict[type, str]] = {
+    str: "string",
+    bool: "bool",
+    int: "int64",
+    float: "float64",
+    type(None): "<nil>",
+    list: "[]interface {}",
+    dict: "map[string]interface {}",
+}
+""":func:`go_type` of the exact types a decoded JSON document holds (one lookup; other types take the checks)."""
+
+
 def go_type(value: Any) -> str:
+    found = _GO_TYPES.get(type(value))
+    if found is not None:
+        return found
     if value is None:
         return "<nil>"
     if isinstance(value, bool):
@@ -217,6 +233,8 @@ def go_type(value: Any) -> str:
 
 def ident(value: Any) -> Any:
     """A hashable identity with Go's ``==`` semantics for scalars (containers compare by content)."""
+    if type(value) is str:  # merge keys are strings: the common case first
+        return ("string", value)
     if isinstance(value, dict | list):
         return ("json", go_str(value))
     return (go_type(value), value)
@@ -528,7 +546,13 @@ def sort_scalars(items: Sequence[Any]) -> list[Any]:
 
 def split_strategy(found: Field) -> tuple[bool, str]:
     """``extractRetainKeysPatchStrategy``: (has retainKeys, the other strategy)."""
-    parts = [part for part in found.strategy.split(",") if part]
+    return _split_strategy(found.strategy)
+
+
+@lru_cache(maxsize=256)
+def _split_strategy(strategy: str) -> tuple[bool, str]:
+    """:func:`split_strategy` of a tag (memoised: a pure function of a string; a failure raises, is not kept)."""
+    parts = [part for part in strategy.split(",") if part]
     retain = "retainKeys" in parts
     others = [part for part in parts if part != "retainKeys"]
     if len(parts) > 2 or len(others) > 1:

@@ -23,6 +23,7 @@ decoding them; otherwise the comparison skips equal subtrees (see :func:`kubepla
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -30,7 +31,7 @@ import orjson
 from kubeplane.api import meta as apimeta
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.shapes import ShapeMemo, shape_key
-from kubeplane.api.smd import schema, typed
+from kubeplane.api.smd import fieldsv1, schema, typed
 from kubeplane.api.smd import update as smd
 from kubeplane.api.smd.fieldpath import FieldsError, Set, element_key, path_string
 from kubeplane.api.validation.field import ErrorList, invalid, new_path, too_long
@@ -91,8 +92,10 @@ def manager_name(field_manager: str | None, user_agent: str) -> str:
     return field_manager or user_agent.split("/", 1)[0]
 
 
+@lru_cache(maxsize=1024)
 def _identifier(manager: str, operation: str, api_version: str, subresource: str) -> str:
-    """``BuildManagerIdentifier``: the entry as JSON without time and fields (nor apiVersion for Apply)."""
+    """``BuildManagerIdentifier``: the entry as JSON without time and fields (nor apiVersion for Apply).
+    Memoised (a pure function of four strings; a cluster has few managers)."""
     entry: dict[str, str] = {"manager": manager, "operation": operation}
     if operation == "Update":
         entry["apiVersion"] = api_version
@@ -146,17 +149,24 @@ def encode(managers: smd.Managers, times: dict[str, str | None]) -> list[Obj]:
     subresource); keys in ManagedFieldsEntry's order."""
     out: list[Obj] = []
     for ident, owned in managers.items():
-        info = json.loads(ident)
-        entry: Obj = {"manager": info["manager"], "operation": info["operation"], "apiVersion": owned.api_version}
+        manager, operation, subresource = _identity(ident)
+        entry: Obj = {"manager": manager, "operation": operation, "apiVersion": owned.api_version}
         if times.get(ident):
             entry["time"] = times[ident]
         entry["fieldsType"] = "FieldsV1"
         entry["fieldsV1"] = owned.fields.to_fields_v1()
-        if info.get("subresource"):
-            entry["subresource"] = info["subresource"]
+        if subresource:
+            entry["subresource"] = subresource
         out.append(entry)
     out.sort(key=_entry_order)
     return out
+
+
+@lru_cache(maxsize=1024)
+def _identity(ident: str) -> tuple[str, str, str]:
+    """(manager, operation, subresource) of an identifier (the inverse of :func:`_identifier`, memoised)."""
+    info = json.loads(ident)
+    return str(info["manager"]), str(info["operation"]), str(info.get("subresource") or "")
 
 
 def _entry_order(entry: Obj) -> tuple[str, ...]:
@@ -445,29 +455,88 @@ def _updated_entries(
             touched.append(entry)
         else:
             kept.append(entry)
-    managers, times = decode(touched)
     lost = changed.union(comparison.removed)
-    out: smd.Managers = {}
-    for key, owned in managers.items():
-        rest = owned.fields.difference(lost)
-        if key == ident or not rest.empty():
-            out[key] = smd.VersionedSet(rest, owned.api_version, owned.applied)
     mine = changed.difference(_STRIP)
-    if not mine.empty():
-        previous = out.get(ident)
-        out[ident] = smd.VersionedSet(
-            mine if previous is None else mine.union(previous.fields), info.api_version, False
-        )
-        times[ident] = apimeta.format_time(now)
-    elif ident in out and out[ident].fields.empty():
-        del out[ident]
-    entries = kept + encode(out, times)
+    native = _updated_in_place(touched, ident, lost, mine, info.api_version, now)
+    if native is not None:
+        entries = kept + native
+    else:
+        entries = kept + _updated_by_sets(touched, ident, lost, mine, info.api_version, now)
     if sum(1 for e in entries if e.get("operation") == "Update") > MAX_UPDATE_MANAGERS:
         all_managers, all_times = decode(entries)
         _cap(all_managers, all_times)
         return encode(all_managers, all_times)
     entries.sort(key=_entry_order)
     return entries
+
+
+def _updated_by_sets(touched: list[Obj], ident: str, lost: Set, mine: Set, api_version: str, now: float) -> list[Obj]:
+    """The touched entries after the write, through decoded field sets (the general path)."""
+    managers, times = decode(touched)
+    out: smd.Managers = {}
+    for key, owned in managers.items():
+        rest = owned.fields.difference(lost)
+        if key == ident or not rest.empty():
+            out[key] = smd.VersionedSet(rest, owned.api_version, owned.applied)
+    if not mine.empty():
+        previous = out.get(ident)
+        out[ident] = smd.VersionedSet(mine if previous is None else mine.union(previous.fields), api_version, False)
+        times[ident] = apimeta.format_time(now)
+    elif ident in out and out[ident].fields.empty():
+        del out[ident]
+    return encode(out, times)
+
+
+def _updated_in_place(
+    touched: list[Obj], ident: str, lost: Set, mine: Set, api_version: str, now: float
+) -> list[Obj] | None:
+    """:func:`_updated_by_sets`'s answer computed on the FieldsV1 documents themselves
+    (:func:`fieldsv1.subtract_and_add`: no decode, no set copies, no re-encode of untouched subtrees' sets);
+    None when an entry is one the general path must read (it does not decode, two entries share an identity,
+    a document the walk leaves to the sets). Entries sorted as :func:`encode` sorts them."""
+    gains = not mine.empty()
+    seen: set[str] = set()
+    out: list[Obj] = []
+    for entry in touched:
+        operation = entry.get("operation")
+        version = entry.get("apiVersion")
+        fields_v1 = entry.get("fieldsV1")
+        if (
+            operation not in ("Apply", "Update")
+            or not version
+            or not isinstance(version, str)
+            or (entry.get("fieldsType") or "") != "FieldsV1"
+            or (fields_v1 is not None and not isinstance(fields_v1, dict))
+        ):
+            return None
+        key = _identifier(str(entry.get("manager") or ""), operation, version, str(entry.get("subresource") or ""))
+        if key in seen:
+            return None
+        seen.add(key)
+        own = key == ident
+        body = fieldsv1.subtract_and_add(fields_v1 or {}, lost, mine if own and gains else None)
+        if body is None:
+            return None
+        if not body:  # an emptied entry is dropped (the writer's only when it gains nothing: ``mine`` is in it)
+            continue
+        out.append(_entry(key, version, apimeta.format_time(now) if own and gains else entry.get("time"), body))
+    if gains and ident not in seen:
+        out.append(_entry(ident, api_version, apimeta.format_time(now), mine.to_fields_v1()))
+    out.sort(key=_entry_order)
+    return out
+
+
+def _entry(ident: str, api_version: str, time: Any, fields_v1: Obj) -> Obj:
+    """One encoded entry, keys in ManagedFieldsEntry's order (as :func:`encode` writes it)."""
+    manager, operation, subresource = _identity(ident)
+    entry: Obj = {"manager": manager, "operation": operation, "apiVersion": api_version}
+    if time:
+        entry["time"] = time
+    entry["fieldsType"] = "FieldsV1"
+    entry["fieldsV1"] = fields_v1
+    if subresource:
+        entry["subresource"] = subresource
+    return entry
 
 
 def _conflict_error(conflicts: list[smd.Conflict]) -> errors.APIError:

@@ -80,7 +80,8 @@ async def patch_object(
             elif content_type == STRATEGIC_PATCH:
                 if not isinstance(patch, dict):
                     raise apipatch.PatchError("a strategic merge patch must be a JSON object", code=400)
-                result = strategicpatch.strategic_merge_patch(old, patch, kind=(info.group, info.kind))
+                # ``old`` is guaranteed_update's private copy of the stored object
+                result = strategicpatch.strategic_merge_patch(old, patch, kind=(info.group, info.kind), consume=True)
             else:
                 result = apipatch.json_patch(old, patch)
         except apipatch.PatchError as exc:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubeplane.api.smd.fieldpath import FieldsError, Set, parse_element, path_string
+from kubeplane.api.smd import fieldpath
+from kubeplane.api.smd.fieldpath import FieldsError, Set, element_key, parse_element, path_string
 
 
 def test_fields_v1_round_trip_with_dot_and_order() -> None:
@@ -62,3 +63,24 @@ def test_keys_use_go_html_escaping() -> None:
     assert element_key(("v", "a<b>&c\u2028")) == 'v:"a\\u003cb\\u003e\\u0026c\\u2028"'
     assert element_key(("k", (("name", "x&y"),))) == 'k:{"name":"x\\u0026y"}'
     assert parse_element('v:"a\\u003cb"') == parse_element('v:"a<b"') == ("v", "a<b")
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        ['k:{"type":"Ready"}', 'k:{"type":1}', 'k:{"type":true}', 'k:{"type":1.5}', 'k:{"type":"1"}'],
+        ['k:{"containerPort":80,"protocol":"TCP"}', 'k:{"containerPort":"80","protocol":"TCP"}'],
+    ],
+    ids=["scalar-types", "mixed-key-values"],
+)
+def test_memoised_element_keys_keep_json_types_apart(keys: list[str]) -> None:
+    """serialize-pe.go / element.go: ``k:{"type":1}`` and ``k:{"type":true}`` are different elements. The memos of
+    element keys and sort keys take string-valued keys only, so Python's ``1 == True`` cannot make one answer for
+    the other: each key round-trips and sorts the same whatever was asked before it."""
+    expected = {key: (fieldpath.sort_key(parse_element(key)), element_key(parse_element(key))) for key in keys}
+    for _ in range(2):  # the second pass answers from the memos
+        for key in keys:
+            pe = parse_element(key)
+            assert element_key(pe) == key
+            assert (fieldpath.sort_key(pe), element_key(pe)) == expected[key]
+    assert fieldpath.sort_key(parse_element('k:{"type":true}')) != fieldpath.sort_key(parse_element('k:{"type":1}'))

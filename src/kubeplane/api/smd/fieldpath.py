@@ -20,6 +20,7 @@ way a later mutation could reach (results are built fresh or copied).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -44,11 +45,32 @@ def _value_key(value: Any) -> tuple[int, Any]:
     return (3 if isinstance(value, list) else 4, orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
 
 
+_MEMO_SIZE = 4096
+"""Entries of each string-keyed element memo below before it starts afresh (distinct keys are few: a kind's
+condition types, container and port names)."""
+
+_SORT_KEYS: dict[tuple[tuple[str, str], ...], tuple[Any, ...]] = {}
+_ELEMENT_KEYS: dict[tuple[tuple[str, str], ...], str] = {}
+
+
+def _string_keyed(payload: tuple[tuple[str, Any], ...]) -> bool:
+    """Whether every key value of a ``k`` element is a string: the only payloads the memos take, since Python's
+    ``1 == 1.0 == True`` would make a dict key of other scalars answer for a different JSON value."""
+    return all(type(value) is str for _, value in payload)
+
+
 def sort_key(pe: PathElement) -> tuple[Any, ...]:
     kind, payload = pe
     if kind == "f":
         return (0, payload)
     if kind == "k":
+        if _string_keyed(payload):
+            done = _SORT_KEYS.get(payload)
+            if done is None:
+                if len(_SORT_KEYS) >= _MEMO_SIZE:
+                    _SORT_KEYS.clear()
+                done = _SORT_KEYS[payload] = (1, tuple((name, (1, v)) for name, v in payload))
+            return done
         return (1, tuple((name, _value_key(v)) for name, v in payload))
     if kind == "v":
         return (2, _value_key(_unfreeze(payload)))
@@ -105,14 +127,23 @@ def element_key(pe: PathElement) -> str:
     if kind == "f":
         return "f:" + str(payload)
     if kind == "k":
+        if _string_keyed(payload):
+            done = _ELEMENT_KEYS.get(payload)
+            if done is None:
+                if len(_ELEMENT_KEYS) >= _MEMO_SIZE:
+                    _ELEMENT_KEYS.clear()
+                done = _ELEMENT_KEYS[payload] = "k:" + _go_json(dict(payload))
+            return done
         return "k:" + _go_json(dict(payload))
     if kind == "v":
         return "v:" + _go_json(_unfreeze(payload))
     return f"i:{payload}"
 
 
+@lru_cache(maxsize=_MEMO_SIZE)
 def parse_element(text: str) -> PathElement:
-    """The inverse of :func:`element_key` (upstream ``DeserializePathElement``)."""
+    """The inverse of :func:`element_key` (upstream ``DeserializePathElement``). Memoised: a pure function of a
+    string whose answer is immutable (a failure raises and is not kept)."""
     prefix, sep, rest = text.partition(":")
     if not sep:
         raise FieldsError("unable to parse path element: no type prefix")
