@@ -30,7 +30,7 @@ from kubeplane.apiserver.errors import APIError
 from kubeplane.apiserver.listing import ListOptions, WatchOptions, bookmark_event
 from kubeplane.apiserver.registry import Registry
 from kubeplane.apiserver.tokens import UserInfo
-from kubeplane.apiserver.watchcache import CacheWatcher
+from kubeplane.apiserver.watchcache import CacheWatcher, Decoded
 from kubeplane.store.interface import Conflict, NotFound
 from kubeplane.store.memory import MemoryStore
 
@@ -324,7 +324,7 @@ class LocalClient:
             kv = await self.registry.store.update(key, body, expected_mod_revision=expected)
         except (Conflict, NotFound):
             return None
-        stored = {**obj, "metadata": {**meta, "resourceVersion": str(kv.mod_revision)}}
+        stored = Decoded(obj, metadata={**meta, "resourceVersion": str(kv.mod_revision)})
         if next(reversed(meta)) == "resourceVersion":  # as decoding puts it (last): the watch cache need not decode
             self.registry.cache(resource).expect(key, kv.mod_revision, stored)
         return stored
