@@ -20,8 +20,8 @@ from typing import Any
 import orjson
 
 from kubeplane.apiserver.http.gojson import escape_html
-from kubeplane.store.interface import EventType, KeyValue
 from kubeplane.store.interface import Event as StoreEvent
+from kubeplane.store.interface import EventType, KeyValue
 
 Obj = dict[str, Any]
 FRAME_OVERHEAD = 64
@@ -80,9 +80,9 @@ class WatchEvent:
         "_obj",
         "_obj_kv",
         "_obj_revision",
+        "_presented",
         "_prev",
         "_prev_kv",
-        "_presented",
         "key",
         "revision",
         "size",
@@ -201,9 +201,8 @@ def to_watch_event(event: StoreEvent, cached: Obj | None = None, decoded: Obj | 
     object. ``decoded``: the new state already decoded (equal to ``load(event.kv, ...)``), for a put."""
     prev_kv = event.prev_kv
     prev: Obj | None = None
-    if prev_kv is not None and cached is not None:
-        if cached["metadata"].get("resourceVersion") == str(prev_kv.mod_revision):
-            prev = cached
+    if cached is not None and prev_kv is not None:
+        prev = cached if cached["metadata"]["resourceVersion"] == str(prev_kv.mod_revision) else None
     if event.type is EventType.DELETE:
         assert prev_kv is not None
         size = len(prev_kv.value) + FRAME_OVERHEAD
