@@ -273,9 +273,7 @@ def _current(cache: WatchCache, prefix: str, matcher: Matcher | None) -> Iterato
     return _added(cache, cache.stored_items(prefix), matcher)
 
 
-def _added(
-    cache: WatchCache, snapshot: list[tuple[str, KeyValue]], matcher: Matcher | None
-) -> Iterator[WatchEvent]:
+def _added(cache: WatchCache, snapshot: list[tuple[str, KeyValue]], matcher: Matcher | None) -> Iterator[WatchEvent]:
     for key, kv in snapshot:
         obj = cache.object_at(key, kv)
         if matcher is None or matcher(key, obj):
