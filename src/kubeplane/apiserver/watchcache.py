@@ -1,7 +1,15 @@
 """One watch cache per resource: a single store watch, decoded once, fanned out to every API watcher.
 
-The cache holds the resource's current objects (decoded, shared read-only: never mutate them) and a ring of the
-most recent events. Invariants:
+The cache holds the resource's current objects and a ring of the most recent events, both as the store's own
+``KeyValue`` objects (the same bytes objects the store keeps, no copy), and decodes on demand
+(:mod:`kubeplane.apiserver.watchevent`). Invariants:
+
+* A decoded object is kept only while someone holds it: the cache references the current objects and the
+  ring's events weakly. A change is decoded once, when the cache hands it to its watchers (if it has none,
+  not at all), and every watcher, and every reader of the cache while a watcher still holds it (an in-process
+  informer keeps the object), gets that same object; once nobody holds it, a read decodes the bytes again.
+  Decoded objects are shared read-only: never mutate them. A resource nobody keeps (core Events in a
+  simulation) thus costs its stored bytes only, and the ring's older states their bytes, not their dicts.
 
 * ``revision`` is the store revision up to which every event of this prefix has been applied. :meth:`sync`
   drains the store watch without waiting, so after it the cache is as fresh as the store (in-process fan-out
@@ -25,7 +33,7 @@ most recent events. Invariants:
   until the new list is applied ``ready`` is False and :meth:`check_ready` refuses what needs the cache's state
   with upstream's 429 "storage is (re)initializing" (Retry-After 1). While the watch is not live :meth:`sync`
   does not claim the store's revision, so a read never presents stale objects as current.
-* ``_keys`` is exactly the sorted list of ``objects``' keys, so a namespace's objects are one bisected slice
+* ``_keys`` is exactly the sorted list of ``_kvs``' keys, so a namespace's objects are one bisected slice
   (:meth:`items`): listing a namespace costs its own size, not the whole resource's.
 
 Each API watcher (:class:`CacheWatcher`) hands out, in order, its *interval* and then its *queue*:
@@ -40,9 +48,10 @@ Each API watcher (:class:`CacheWatcher`) hands out, in order, its *interval* and
   ``cacheWatcher.add`` does ("Forcing watcher close due to unresponsiveness"): the cache drops it, its queue
   is freed and its stream ends; its client re-watches from the last resourceVersion it saw (a 410 then
   re-lists), so no event is lost, and a slow watcher never slows the cache or the other watchers.
-* Every event of the ring is shared by all watchers, and so is its encoding: :meth:`WatchEvent.frame` encodes
-  once per resourceVersion (and presentation), and a selector transition (ADDED or DELETED made from a
-  MODIFIED) is made once per event, not once per watcher.
+* Every event of the ring is shared by all watchers that hold it, and so is its encoding:
+  :meth:`WatchEvent.frame` encodes once per resourceVersion (and presentation) while a watcher holds the event,
+  and a selector transition (ADDED or DELETED made from a MODIFIED) is made once per event, not once per
+  watcher. An event no watcher holds any more is made again from the ring's store event when one replays it.
 """
 
 from __future__ import annotations
@@ -63,11 +72,11 @@ from kubeplane.store.interface import Event as StoreEvent
 from kubeplane.store.keyindex import range_bounds
 from kubeplane.store.watch import StoreWatch
 
-from .watchevent import FRAME_OVERHEAD, Decoded, Obj, WatchEvent, decode, encode, load, to_watch_event
+from .watchevent import FRAME_OVERHEAD, Decoded, Obj, WatchEvent, decode, encode, load, tight, to_watch_event
 
 __all__ = [
     "CACHE_WATCH_BUFFER", "DEFAULT_RING", "FRAME_OVERHEAD", "WATCHER_BUDGET", "WATCHER_QUEUE", "CacheWatcher",
-    "Decoded", "Obj", "WatchCache", "WatchEvent", "decode", "encode", "load", "not_ready", "to_watch_event",
+    "Decoded", "Obj", "WatchCache", "WatchEvent", "decode", "encode", "load", "not_ready", "tight", "to_watch_event",
 ]  # fmt: skip
 
 log = logging.getLogger("kubeplane.apiserver")

@@ -30,7 +30,7 @@ from kubeplane.apiserver.errors import APIError
 from kubeplane.apiserver.listing import ListOptions, WatchOptions, bookmark_event
 from kubeplane.apiserver.registry import Registry
 from kubeplane.apiserver.tokens import UserInfo
-from kubeplane.apiserver.watchcache import CacheWatcher, Decoded
+from kubeplane.apiserver.watchcache import CacheWatcher, Decoded, tight
 from kubeplane.store.interface import Conflict, NotFound
 from kubeplane.store.memory import MemoryStore
 
@@ -319,7 +319,7 @@ class LocalClient:
         meta = obj["metadata"]
         expected = int(meta["resourceVersion"])
         key = resource.key(str(meta["name"]), _scoped(resource, namespace))
-        body = orjson.dumps({**obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}})
+        body = tight(orjson.dumps({**obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}))
         try:
             kv = await self.registry.store.update(key, body, expected_mod_revision=expected)
         except (Conflict, NotFound):
