@@ -4,6 +4,7 @@ read back from etcd is the object written, with ``metadata.resourceVersion`` set
 
 from __future__ import annotations
 
+import copy
 import tracemalloc
 import weakref
 
@@ -44,3 +45,14 @@ def test_decoding_again_gives_an_equal_object_in_the_same_key_order() -> None:
     assert load(kv, 12)["metadata"]["resourceVersion"] == "12"  # a DELETED event's last state
     assert isinstance(first, Decoded)
     assert weakref.ref(first)() is first  # what the watch cache references weakly
+
+
+def test_a_copy_of_a_decoded_object_is_a_plain_dict() -> None:
+    """Components copy a shared object before changing it (``copy.deepcopy``): the copy is theirs, a dict."""
+    obj = load(KeyValue("/registry/pods/default/p", encode(POD), 3, 9, 2), 9)
+    deep, shallow = copy.deepcopy(obj), copy.copy(obj)
+    assert type(deep) is dict
+    assert type(shallow) is dict
+    assert deep == shallow == obj
+    assert deep["metadata"] is not obj["metadata"]
+    assert shallow["metadata"] is obj["metadata"]

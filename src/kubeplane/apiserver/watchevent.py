@@ -14,6 +14,7 @@ Invariant: decoding is a pure function of the stored bytes and the revision give
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +34,15 @@ class Decoded(dict[str, Any]):
     Shared read-only, as every object the watch cache hands out: never mutate it."""
 
     __slots__ = ("__weakref__",)
+
+    def __copy__(self) -> Obj:
+        """A copy is the caller's to mutate: a plain dict (``copy.copy`` would otherwise take the slow path of
+        a subclass and make another Decoded)."""
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Obj:
+        """As :meth:`__copy__`, deep: what ``copy.deepcopy`` makes of a plain dict."""
+        return {key: copy.deepcopy(value, memo) for key, value in self.items()}
 
 
 def decode(kv: KeyValue) -> Obj:
