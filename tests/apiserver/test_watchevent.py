@@ -8,7 +8,7 @@ import copy
 import tracemalloc
 import weakref
 
-from kubeplane.apiserver.watchevent import Decoded, decode, encode, load, tight
+from kubeplane.apiserver.watchevent import Decoded, WatchEvent, decode, encode, load, tight
 from kubeplane.store.interface import KeyValue
 
 POD = {
@@ -56,3 +56,19 @@ def test_a_copy_of_a_decoded_object_is_a_plain_dict() -> None:
     assert deep == shallow == obj
     assert deep["metadata"] is not obj["metadata"]
     assert shallow["metadata"] is obj["metadata"]
+
+
+def test_a_watch_line_occupies_its_own_length() -> None:
+    """A watch line waits in the queues of the watchers that have not sent it (their byte budget counts its
+    length): it is kept right-sized too."""
+    event = WatchEvent("ADDED", "/registry/pods/default/p", 9, dict(POD), None)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        line = event.frame()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert line.startswith(b'{"type":"ADDED","object":{')
+    assert line.endswith(b"}\n")
+    assert held < len(line) * 5 // 4

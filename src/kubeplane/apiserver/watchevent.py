@@ -178,9 +178,10 @@ class WatchEvent:
 
     def frame(self) -> bytes:
         """The watch line ``{"type":...,"object":...}\\n``, encoded once and shared by every watcher, with Go's
-        HTML-safe escaping as every other response (kube-apiserver's watch encoder is ``json.Encoder`` too)."""
+        HTML-safe escaping as every other response (kube-apiserver's watch encoder is ``json.Encoder`` too);
+        right-sized (:func:`tight`): it waits in the queues of watchers that have not sent it yet."""
         if self._frame is None:
-            self._frame = escape_html(orjson.dumps({"type": self.type, "object": self.obj}, option=_NEWLINE))
+            self._frame = tight(escape_html(orjson.dumps({"type": self.type, "object": self.obj}, option=_NEWLINE)))
         return self._frame
 
     def presented_frame(self, present: Callable[[Obj], Obj], view: str = "") -> bytes:
@@ -190,7 +191,7 @@ class WatchEvent:
             self._presented = {}
         line = self._presented.get(view)
         if line is None:
-            line = escape_html(orjson.dumps({"type": self.type, "object": present(self.obj)}, option=_NEWLINE))
+            line = tight(escape_html(orjson.dumps({"type": self.type, "object": present(self.obj)}, option=_NEWLINE)))
             self._presented[view] = line
         return line
 
