@@ -7,11 +7,12 @@ from __future__ import annotations
 import copy
 import tracemalloc
 import weakref
+from typing import Any
 
 from kubeplane.apiserver.watchevent import Decoded, WatchEvent, decode, encode, load, tight
 from kubeplane.store.interface import KeyValue
 
-POD = {
+POD: dict[str, Any] = {
     "apiVersion": "v1",
     "kind": "Pod",
     "metadata": {"name": "p", "namespace": "default", "labels": {f"l{i}": "v" * 40 for i in range(40)}},
