@@ -5,12 +5,9 @@ clock with every real component (``kubeplane.sim``), and prints one JSON object 
 "metric", "value", "unit", ...parameters}. ``--quick`` scales the cluster and the workload down (200 nodes, 2,000
 pods, 10 simulated minutes) so it finishes in well under a minute. ``--nodes``/``--pods``/``--until`` override.
 
-Memory: ``peak_rss`` is the process's peak resident set (``getrusage``'s ``ru_maxrss``). ``bytes_per_node`` is
-the resident set at the first sample (the nodes registered, the informers synced: what the cluster costs before
-the workload) minus the resident set just before the run (interpreter and imports), divided by the nodes;
-``bytes_per_pod`` is the peak resident set minus that first sample, divided by the pods created: everything the
-workload costs per pod, its share of the store, the watch caches, the informers, Events and the collector's
-records included. Both are per run (RSS, not a traced heap), so they include the allocator's slack.
+Memory: ``peak_rss`` is the process's peak resident set (``getrusage``'s ``ru_maxrss``); ``bytes_per_node`` and
+``bytes_per_pod`` are the run's summary fields (:mod:`kubeplane.sim.memory`): the resident set the cluster adds
+per node by the first sample, and the peak resident set the workload adds after it per pod created.
 
 Run: ``.venv/bin/python bench/sim_bench.py [--quick] [--scenario FILE] [--profile]``.
 """
@@ -22,13 +19,13 @@ import cProfile
 import dataclasses
 import json
 import pstats
-import resource
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from kubeplane.kubelet.config import parse_node_config
+from kubeplane.sim.memory import peak_rss_bytes
 from kubeplane.sim.runner import Progress, run
 from kubeplane.sim.scenario import Scenario
 
@@ -38,15 +35,6 @@ DEFAULT_SCENARIO = Path(__file__).resolve().parents[1] / "examples" / "sim" / "s
 def emit(metric: str, value: float, unit: str, **params: Any) -> None:
     print(json.dumps({"bench": "sim", "metric": metric, "value": round(value, 3), "unit": unit, **params}))
     sys.stdout.flush()
-
-
-def rss_bytes() -> int:
-    """The process's current resident set in bytes (Linux ``/proc/self/statm``; 0 where there is none)."""
-    try:
-        pages = int(Path("/proc/self/statm").read_text().split()[1])
-    except (OSError, IndexError, ValueError):
-        return 0
-    return pages * resource.getpagesize()
 
 
 def scaled(scenario: Scenario, nodes: int | None, pods: int | None) -> Scenario:
@@ -92,12 +80,11 @@ def main() -> None:
     profiler = cProfile.Profile() if args.profile else None
     if profiler is not None:
         profiler.enable()
-    first: list[tuple[float, float, float, int]] = []  # (simulated t, perf_counter, CPU, RSS) at the first sample
-    before = rss_bytes()
+    first: list[tuple[float, float, float]] = []  # (simulated t, perf_counter, CPU) at the first sample
 
     def progress(p: Progress) -> None:
         if not first:
-            first.append((p.t, time.perf_counter(), time.process_time(), rss_bytes()))
+            first.append((p.t, time.perf_counter(), time.process_time()))
 
     result = run(scenario, seed=args.seed, until=until, progress=progress)
     ended, ended_cpu = time.perf_counter(), time.process_time()
@@ -115,14 +102,11 @@ def main() -> None:
         emit("steady_wall_ms_per_sim_second", (ended - first[0][1]) / span * 1000, "ms", **params)
         # CPU time of this process: on a shared, loaded machine a steadier figure than wall time
         emit("steady_cpu_ms_per_sim_second", (ended_cpu - first[0][2]) / span * 1000, "ms", **params)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    emit("peak_rss", peak / 2**20, "MB", **params)
-    if first and first[0][3] and before:
-        started = first[0][3]
-        if scenario.nodes:
-            emit("bytes_per_node", (started - before) / len(scenario.nodes), "B", **params)
-        if s["pods_created"]:
-            emit("bytes_per_pod", (peak - started) / s["pods_created"], "B", pods=s["pods_created"], **params)
+    emit("peak_rss", peak_rss_bytes() / 2**20, "MB", **params)
+    if s.get("bytes_per_node") is not None:
+        emit("bytes_per_node", s["bytes_per_node"], "B", **params)
+    if s.get("bytes_per_pod") is not None:
+        emit("bytes_per_pod", s["bytes_per_pod"], "B", pods=s["pods_created"], **params)
     summary = f"{len(scenario.nodes)} nodes, {s['pods_created']} pods created, {s['pods_scheduled']} scheduled"
     print(f"{scenario.name}: {summary}, {s['sim_seconds']:.0f} simulated s in {wall:.1f} s", file=sys.stderr)
 

@@ -114,10 +114,10 @@ async def test_an_event_written_after_the_pass_read_it_stays(setup: tuple[Regist
     reg.cache(events).sync()
     await clock.advance(3601)
     cache = reg.cache(events)
-    stale = cache.objects["/registry/events/default/e"]
+    stale = cache.kvs["/registry/events/default/e"]
     current = await reg.get(events, "default", "e")
     await reg.update(events, "default", "e", {**current, "count": 2, "lastTimestamp": "2027-01-15T09:00:01Z"})
-    cache.objects["/registry/events/default/e"] = stale  # the pass reads the object as it was
+    cache._kvs["/registry/events/default/e"] = stale  # the pass reads the object as it was
     assert await EventExpiry(reg, 3600).run() == 0
     assert (await reg.get(events, "default", "e"))["count"] == 2
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import orjson
 
-from kubeplane.apiserver.watchcache import WatchCache, decode
+from kubeplane.apiserver.watchcache import CacheWatcher, WatchCache, decode, load
 from kubeplane.store.memory import MemoryStore
 
 KEY = "/registry/leases/kube-node-lease/n1"
@@ -20,12 +20,14 @@ async def test_each_event_s_previous_state_is_the_cached_object() -> None:
     store = MemoryStore()
     cache = WatchCache(store=store, prefix="/registry/leases/")
     await cache.start()
+    watcher = CacheWatcher(key_prefix="/registry/leases/", matches=None)
+    assert cache.add_watcher(watcher, after=cache.revision)
     await store.create(KEY, _lease("a"))
     await store.update(KEY, _lease("b"))
     await store.update(KEY, _lease("c"))
     await store.delete(KEY)
     cache.sync()
-    added, first, second, deleted = cache.ring
+    added, first, second, deleted = watcher.drain()
     assert (added.type, first.type, second.type, deleted.type) == ("ADDED", "MODIFIED", "MODIFIED", "DELETED")
     assert added.prev is None
     assert first.prev is added.obj
@@ -46,14 +48,17 @@ async def test_a_writer_s_decoded_object_is_applied_as_it_is_and_only_for_its_re
     store = MemoryStore()
     cache = WatchCache(store=store, prefix="/registry/leases/")
     await cache.start()
+    watcher = CacheWatcher(key_prefix="/registry/leases/", matches=None)
+    assert cache.add_watcher(watcher, after=cache.revision)
     await store.create(KEY, _lease("a"))  # applied in the same sync, before the word's revision
     kv = await store.update(KEY, _lease("b"))
-    written = decode(kv)
+    written = load(kv, kv.mod_revision)  # a Decoded, kept as it is (a plain dict is copied into one)
     cache.expect(KEY, kv.mod_revision, written)
     cache.sync()
     assert cache.objects[KEY] is written
-    assert cache.ring[-1].obj is written
-    assert cache.ring[-1].prev is cache.ring[-2].obj
+    created, modified = watcher.drain()
+    assert modified.obj is written
+    assert modified.prev is created.obj
     kv = await store.update(KEY, _lease("c"))
     cache.sync()
     cache.expect(KEY, kv.mod_revision, {"stale": True})  # a word for a revision the cache already applied
@@ -68,8 +73,9 @@ async def test_a_writer_s_decoded_object_is_applied_as_it_is_and_only_for_its_re
     await store.delete(KEY)
     cache.sync()
     assert KEY not in cache.objects
-    assert cache.ring[-1].type == "DELETED"
-    assert cache.ring[-1].obj["spec"] == {"renewTime": "c"}
+    deleted = watcher.drain()[-1]
+    assert deleted.type == "DELETED"
+    assert deleted.obj["spec"] == {"renewTime": "c"}
     assert not cache._decoded  # every word taken or dropped
     await cache.stop()
     await store.close()

@@ -78,13 +78,16 @@ class EventExpiry:
         seen = self._seen
         fresh: dict[str, tuple[str, float | None]] = {}
         expired: list[Any] = []
-        for key, obj in cache.objects.items():
-            rv = obj["metadata"].get("resourceVersion", "")
-            known = seen.get(key)
-            entry = known if known is not None and known[0] == rv else (rv, _last_activity(obj))
+        for key, kv in cache.kvs.items():  # an Event unchanged since the last pass is not decoded again
+            rv = str(kv.mod_revision)
+            entry = seen.get(key)
+            obj = None
+            if entry is None or entry[0] != rv:
+                obj = cache.object_at(key, kv)
+                entry = (rv, _last_activity(obj))
             fresh[key] = entry
             if entry[1] is not None and entry[1] < cutoff:
-                expired.append(obj)
+                expired.append(obj if obj is not None else cache.object_at(key, kv))
         self._seen = fresh
         deleted = 0
         for obj in expired:

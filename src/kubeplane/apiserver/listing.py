@@ -26,7 +26,7 @@ from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.validation.field import Error as FieldError
 from kubeplane.api.validation.field import forbidden, new_path, not_supported
 from kubeplane.api.views import labels_of
-from kubeplane.store.interface import Compacted, FutureRevision
+from kubeplane.store.interface import Compacted, FutureRevision, KeyValue
 from kubeplane.store.watch import StoreWatch
 
 from . import continuation, errors, params
@@ -239,7 +239,7 @@ def open_watch(registry: Registry, info: ResourceInfo, namespace: str | None, op
     prefix = info.collection_key(namespace)
     watcher = CacheWatcher(
         key_prefix=prefix,
-        matches=matcher or (lambda _k, _o: True),
+        matches=matcher,
         budget=options.buffer_bytes,
         resource=f"{info.plural}.{info.group}" if info.group else info.plural,
         identifier=f"key: {prefix!r}, labels: {options.label_selector!r}, fields: {options.field_selector!r}",
@@ -267,18 +267,17 @@ def open_watch(registry: Registry, info: ResourceInfo, namespace: str | None, op
 
 
 def _current(cache: WatchCache, prefix: str, matcher: Matcher | None) -> Iterator[WatchEvent]:
-    """Synthetic ADDED events of the objects under ``prefix`` now: the snapshot is taken here (two lists of
-    references), the events are made lazily as the watcher sends them."""
-    keys: list[str] = []
-    objs: list[Obj] = []
-    for key, obj in cache.items(prefix):
+    """Synthetic ADDED events of the objects under ``prefix`` now: the snapshot is taken here (a list of the
+    stored KeyValues, nothing decoded), each object is decoded (and matched: a snapshot's object never changes)
+    as the watcher reaches it, so an interval costs its references, not its decoded objects."""
+    return _added(cache, cache.stored_items(prefix), matcher)
+
+
+def _added(cache: WatchCache, snapshot: list[tuple[str, KeyValue]], matcher: Matcher | None) -> Iterator[WatchEvent]:
+    for key, kv in snapshot:
+        obj = cache.object_at(key, kv)
         if matcher is None or matcher(key, obj):
-            keys.append(key)
-            objs.append(obj)
-    return (
-        WatchEvent("ADDED", key, int(obj["metadata"]["resourceVersion"]), obj, None)
-        for key, obj in zip(keys, objs, strict=True)
-    )
+            yield WatchEvent("ADDED", key, kv.mod_revision, obj, None)
 
 
 def _watch_list(

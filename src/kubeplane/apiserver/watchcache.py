@@ -1,7 +1,15 @@
 """One watch cache per resource: a single store watch, decoded once, fanned out to every API watcher.
 
-The cache holds the resource's current objects (decoded, shared read-only: never mutate them) and a ring of the
-most recent events. Invariants:
+The cache holds the resource's current objects and a ring of the most recent events, both as the store's own
+``KeyValue`` objects (the same bytes objects the store keeps, no copy), and decodes on demand
+(:mod:`kubeplane.apiserver.watchevent`). Invariants:
+
+* A decoded object is kept only while someone holds it: the cache references the current objects and the
+  ring's events weakly. A change is decoded once, when the cache hands it to its watchers (if it has none,
+  not at all), and every watcher, and every reader of the cache while a watcher still holds it (an in-process
+  informer keeps the object), gets that same object; once nobody holds it, a read decodes the bytes again.
+  Decoded objects are shared read-only: never mutate them. A resource nobody keeps (core Events in a
+  simulation) thus costs its stored bytes only, and the ring's older states their bytes, not their dicts.
 
 * ``revision`` is the store revision up to which every event of this prefix has been applied. :meth:`sync`
   drains the store watch without waiting, so after it the cache is as fresh as the store (in-process fan-out
@@ -25,7 +33,7 @@ most recent events. Invariants:
   until the new list is applied ``ready`` is False and :meth:`check_ready` refuses what needs the cache's state
   with upstream's 429 "storage is (re)initializing" (Retry-After 1). While the watch is not live :meth:`sync`
   does not claim the store's revision, so a read never presents stale objects as current.
-* ``_keys`` is exactly the sorted list of ``objects``' keys, so a namespace's objects are one bisected slice
+* ``_keys`` is exactly the sorted list of ``_kvs``' keys, so a namespace's objects are one bisected slice
   (:meth:`items`): listing a namespace costs its own size, not the whole resource's.
 
 Each API watcher (:class:`CacheWatcher`) hands out, in order, its *interval* and then its *queue*:
@@ -40,9 +48,10 @@ Each API watcher (:class:`CacheWatcher`) hands out, in order, its *interval* and
   ``cacheWatcher.add`` does ("Forcing watcher close due to unresponsiveness"): the cache drops it, its queue
   is freed and its stream ends; its client re-watches from the last resourceVersion it saw (a 410 then
   re-lists), so no event is lost, and a slow watcher never slows the cache or the other watchers.
-* Every event of the ring is shared by all watchers, and so is its encoding: :meth:`WatchEvent.frame` encodes
-  once per resourceVersion (and presentation), and a selector transition (ADDED or DELETED made from a
-  MODIFIED) is made once per event, not once per watcher.
+* Every event of the ring is shared by all watchers that hold it, and so is its encoding:
+  :meth:`WatchEvent.frame` encodes once per resourceVersion (and presentation) while a watcher holds the event,
+  and a selector transition (ADDED or DELETED made from a MODIFIED) is made once per event, not once per
+  watcher. An event no watcher holds any more is made again from the ring's store event when one replays it.
 """
 
 from __future__ import annotations
@@ -51,24 +60,27 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import weakref
 from bisect import bisect_left, insort
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
-
-import orjson
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from typing import cast
 
 from kubeplane.apiserver.errors import APIError, too_many_requests
-from kubeplane.apiserver.http.gojson import escape_html
 from kubeplane.store.interface import Compacted, EventType, KeyValue, Store, StoreClosed, WatchOverflow
 from kubeplane.store.interface import Event as StoreEvent
 from kubeplane.store.keyindex import range_bounds
 from kubeplane.store.watch import StoreWatch
 
+from .watchevent import FRAME_OVERHEAD, Decoded, Obj, WatchEvent, decode, encode, load, tight, to_watch_event
+
+__all__ = [
+    "CACHE_WATCH_BUFFER", "DEFAULT_RING", "FRAME_OVERHEAD", "WATCHER_BUDGET", "WATCHER_QUEUE", "CacheWatcher",
+    "Decoded", "Obj", "WatchCache", "WatchEvent", "decode", "encode", "load", "not_ready", "tight", "to_watch_event",
+]  # fmt: skip
+
 log = logging.getLogger("kubeplane.apiserver")
 
-Obj = dict[str, Any]
 DEFAULT_RING = 10_000
 CACHE_WATCH_BUFFER = 1_000_000
 """The buffer of the cache's own store watch (events not applied yet); see the module docstring."""
@@ -76,105 +88,6 @@ WATCHER_QUEUE = 10_000
 """The most live events a watcher may have queued (upstream bounds its input channel by a count too)."""
 WATCHER_BUDGET = 8 * 1024 * 1024
 """The default byte budget of an HTTP watcher's queue: the watch lines of the live events it has not sent yet."""
-FRAME_OVERHEAD = 64
-"""What a watch line adds to the stored value: ``{"type":"MODIFIED","object":``, the resourceVersion, ``}\\n``."""
-
-
-def decode(kv: KeyValue) -> Obj:
-    """A stored object with ``metadata.resourceVersion`` set from the key's mod_revision."""
-    obj: Obj = orjson.loads(kv.value)
-    obj["metadata"]["resourceVersion"] = str(kv.mod_revision)
-    return obj
-
-
-def encode(obj: Obj) -> bytes:
-    """What the store keeps: the object without resourceVersion (the revision is the store's own)."""
-    meta = obj["metadata"]
-    rv = meta.pop("resourceVersion", None)
-    try:
-        return orjson.dumps(obj)
-    finally:
-        if rv is not None:
-            meta["resourceVersion"] = rv
-
-
-_NEWLINE = orjson.OPT_APPEND_NEWLINE
-
-
-@dataclass(slots=True)
-class WatchEvent:
-    """A decoded change: ``obj`` is the new state (for DELETED, the last state with the delete's revision).
-
-    ``size`` is the length of the event's watch line as estimated from the stored value (what the event costs in
-    a watcher's byte budget, known without encoding it); 0 for events made by a watcher itself."""
-
-    type: str  # ADDED, MODIFIED, DELETED (BOOKMARK for WatchList's initial-events-end marker)
-    key: str
-    revision: int
-    obj: Obj
-    prev: Obj | None
-    size: int = 0
-    _frame: bytes | None = field(default=None, repr=False)
-    _presented: dict[str, bytes] | None = field(default=None, repr=False)
-    _added: WatchEvent | None = field(default=None, repr=False)
-    _deleted: WatchEvent | None = field(default=None, repr=False)
-
-    def frame(self) -> bytes:
-        """The watch line ``{"type":...,"object":...}\\n``, encoded once and shared by every watcher, with Go's
-        HTML-safe escaping as every other response (kube-apiserver's watch encoder is ``json.Encoder`` too)."""
-        if self._frame is None:
-            self._frame = escape_html(orjson.dumps({"type": self.type, "object": self.obj}, option=_NEWLINE))
-        return self._frame
-
-    def presented_frame(self, present: Callable[[Obj], Obj], view: str = "") -> bytes:
-        """The watch line of the object as ``present`` shows it, encoded once per ``view`` (events.k8s.io/v1's
-        view of a stored core Event; a custom resource at one served version with its schema)."""
-        if self._presented is None:
-            self._presented = {}
-        line = self._presented.get(view)
-        if line is None:
-            line = escape_html(orjson.dumps({"type": self.type, "object": present(self.obj)}, option=_NEWLINE))
-            self._presented[view] = line
-        return line
-
-    def as_added(self) -> WatchEvent:
-        """This change for a watcher whose selector the object enters: an ADDED of the new state."""
-        if self.type == "ADDED":
-            return self
-        if self._added is None:
-            self._added = WatchEvent("ADDED", self.key, self.revision, self.obj, None, self.size)
-        return self._added
-
-    def as_deleted(self) -> WatchEvent:
-        """This change for a watcher whose selector the object leaves: as upstream's ``convertToWatchEvent``, a
-        DELETED of the previous state carrying this event's resourceVersion."""
-        if self._deleted is None:
-            prev = self.prev if self.prev is not None else self.obj
-            last = {**prev, "metadata": {**prev["metadata"], "resourceVersion": str(self.revision)}}
-            self._deleted = WatchEvent("DELETED", self.key, self.revision, last, self.prev, self.size)
-        return self._deleted
-
-
-def to_watch_event(event: StoreEvent, cached: Obj | None = None, decoded: Obj | None = None) -> WatchEvent:
-    """The decoded change. ``cached``: the object the cache holds for the key, taken as the previous state (not
-    decoded again) when it is ``prev_kv``'s revision, so consecutive events of a key share that object.
-    ``decoded``: the new state already decoded (equal to ``decode(event.kv)``, key order included), for a put."""
-    prev_kv = event.prev_kv
-    prev: Obj | None = None
-    if prev_kv is not None:
-        if cached is not None and cached["metadata"].get("resourceVersion") == str(prev_kv.mod_revision):
-            prev = cached
-        else:
-            prev = decode(prev_kv)
-    if event.type is EventType.DELETE:
-        assert prev_kv is not None
-        last: Obj = orjson.loads(prev_kv.value)
-        last["metadata"]["resourceVersion"] = str(event.revision)
-        size = len(prev_kv.value) + FRAME_OVERHEAD
-        return WatchEvent("DELETED", event.kv.key, event.revision, last, prev, size)
-    kind = "ADDED" if prev is None else "MODIFIED"
-    obj = decode(event.kv) if decoded is None else decoded
-    return WatchEvent(kind, event.kv.key, event.revision, obj, prev, len(event.kv.value) + FRAME_OVERHEAD)
 
 
 Filter = Callable[[str, Obj], bool]  # (key, obj) -> matches
@@ -192,14 +105,15 @@ class CacheWatcher:
         self,
         *,
         key_prefix: str,
-        matches: Filter,
+        matches: Filter | None,
         capacity: int = WATCHER_QUEUE,
         budget: int | None = None,
         resource: str = "",
         identifier: str = "",
     ) -> None:
         """``resource`` (upstream's group-resource string, "pods", "deployments.apps") and ``identifier``
-        (key and selectors) name the watcher in the termination log."""
+        (key and selectors) name the watcher in the termination log. ``matches`` None: every object under the
+        prefix (no selector), so events pass unchanged and nothing is decoded to filter them."""
         self.key_prefix = key_prefix
         self.matches = matches
         self.capacity = capacity
@@ -274,16 +188,19 @@ class CacheWatcher:
         object the watcher selects; transitions into and out of the selector become ADDED and DELETED."""
         if not event.key.startswith(self.key_prefix):
             return None
-        now = event.type != "DELETED" and self.matches(event.key, event.obj)
-        before = event.prev is not None and self.matches(event.key, event.prev)
+        matches = self.matches
+        if matches is None:  # ADDED, MODIFIED (has a previous state), DELETED (had one): each passes as it is
+            return event
+        now = event.type != "DELETED" and matches(event.key, event.obj)
+        before = event.has_prev and matches(event.key, event.prev)  # type: ignore[arg-type]
         if event.type == "DELETED":
             return event if before else None
         if now:
             return event if before else event.as_added()
         return event.as_deleted() if before else None
 
-    def replay(self, events: list[WatchEvent]) -> Iterator[WatchEvent]:
-        """The ring's ``events`` (a snapshot) as this watcher sees them, lazily: an interval."""
+    def replay(self, events: Iterable[WatchEvent]) -> Iterator[WatchEvent]:
+        """The ring's ``events`` (from a snapshot) as this watcher sees them, lazily: an interval."""
         for event in events:
             out = self.transform(event)
             if out is not None:
@@ -411,10 +328,11 @@ class WatchCache:
         self.ready = True
         """False from the end of a store watch that cannot be resumed until the new list is applied."""
         self.prefix = prefix
-        self.objects: dict[str, Obj] = {}
+        self._kvs: dict[str, KeyValue] = {}  # key -> the store's KeyValue of the current object (its bytes shared)
+        self._live: dict[str, weakref.ref[Decoded]] = {}  # key -> the current object, decoded, while it lives
         self._keys: list[str] = []
         self.revision = 0
-        self.ring: deque[WatchEvent] = deque()
+        self.ring: deque[RingEntry] = deque()
         self.ring_size = ring_size
         self.ring_floor = 0
         # insertion-ordered (a dict, not a set of id-hashed objects): every run delivers to watchers in the
@@ -422,7 +340,7 @@ class WatchCache:
         self.watchers: dict[CacheWatcher, None] = {}
         self._watch: StoreWatch | None = None
         self._task: asyncio.Task[None] | None = None
-        self._decoded: dict[str, tuple[int, Obj]] = {}  # key -> (revision, object): see :meth:`expect`
+        self._decoded: dict[str, tuple[int, Decoded]] = {}  # key -> (revision, object): see :meth:`expect`
 
     async def start(self) -> None:
         await self._list_and_watch()
@@ -432,7 +350,8 @@ class WatchCache:
         """List the prefix at the store's revision, then watch from just after it (no await in between: no gap)."""
         revision = self.store.revision
         result = await self.store.range(self.prefix, revision=revision)
-        self.objects = {kv.key: decode(kv) for kv in result.kvs}
+        self._kvs = {kv.key: kv for kv in result.kvs}
+        self._live = {}
         self._keys = [kv.key for kv in result.kvs]  # range results are in key order
         self.revision = self.ring_floor = revision
         self.ring.clear()
@@ -560,63 +479,162 @@ class WatchCache:
         """A trusted in-process writer's word that the put of ``key`` at ``revision`` stored ``obj``, exactly what
         decoding the stored value gives (``resourceVersion`` last in its metadata): the event is then applied
         with ``obj`` instead of decoding the value again (:meth:`LocalClient.put_prepared`, the fleet's Lease
-        renewals). Shared read-only as every cached object. A word is kept until the key's event of its revision
-        (earlier events of the key pass it by); one whose revision was already applied is dropped at the key's
-        next event."""
-        self._decoded[key] = (revision, obj)
+        renewals). Shared read-only as every cached object (a :class:`Decoded` is kept as it is, another dict
+        copied into one). A word is kept until the key's event of its revision (earlier events of the key pass it
+        by); one whose revision was already applied is dropped at the key's next event."""
+        self._decoded[key] = (revision, obj if isinstance(obj, Decoded) else Decoded(obj))
 
     def _apply(self, batch: list[StoreEvent]) -> None:
         ring = self.ring
         expected = self._decoded
+        kvs = self._kvs
+        live = self._live
         for store_event in batch:
-            decoded = None
-            if expected and (word := expected.get(store_event.kv.key)) is not None and word[0] <= store_event.revision:
-                del expected[store_event.kv.key]  # taken, or for a revision already applied: dropped
+            key = store_event.kv.key
+            decoded: Decoded | None = None
+            if expected and (word := expected.get(key)) is not None and word[0] <= store_event.revision:
+                del expected[key]  # taken, or for a revision already applied: dropped
                 if word[0] == store_event.revision and store_event.type is EventType.PUT:
                     decoded = word[1]
-            event = to_watch_event(store_event, self.objects.get(store_event.kv.key), decoded)
-            if event.type == "DELETED":
-                if self.objects.pop(event.key, None) is not None:
-                    del self._keys[bisect_left(self._keys, event.key)]
-            else:
-                if event.key not in self.objects:
-                    insort(self._keys, event.key)
-                self.objects[event.key] = event.obj
-            ring.append(event)
+            entry = RingEntry(store_event)
+            ring.append(entry)
             if len(ring) > self.ring_size:
                 self.ring_floor = ring.popleft().revision
-            self.revision = max(self.revision, event.revision)
+            self.revision = max(self.revision, store_event.revision)
+            current = live.pop(key, None)
+            if store_event.type is EventType.DELETE:
+                if kvs.pop(key, None) is not None:
+                    del self._keys[bisect_left(self._keys, key)]
+            else:
+                if key not in kvs:
+                    insort(self._keys, key)
+                kvs[key] = store_event.kv
+            if not self.watchers:  # nobody to hand the change to: nothing decoded
+                if decoded is not None:
+                    live[key] = weakref.ref(decoded)
+                continue
+            event = to_watch_event(store_event, None if current is None else current(), decoded)
+            entry.ref = weakref.ref(event)
+            obj = event.obj  # decoded once here: every watcher, and every reader while one holds it, shares it
+            if store_event.type is EventType.PUT:
+                live[key] = weakref.ref(cast(Decoded, obj))  # what load() makes, or the writer's word
             for watcher in list(self.watchers):
                 watcher.offer(event)
                 if watcher.closed:
                     self.watchers.pop(watcher, None)
 
+    def _event(self, entry: RingEntry) -> WatchEvent:
+        """The ring entry's event: the one a watcher still holds, else made again (decoded on demand)."""
+        ref = entry.ref
+        event = None if ref is None else ref()
+        if event is None:
+            event = to_watch_event(entry.event)
+            entry.ref = weakref.ref(event)
+        return event
+
+    def events_after(self, revision: int) -> list[WatchEvent] | None:
+        """The ring's events newer than ``revision``, oldest first; None when the ring no longer holds them all."""
+        if revision < self.ring_floor:
+            return None
+        return [self._event(entry) for entry in self._entries_after(revision)]
+
+    def _entries_after(self, revision: int) -> list[RingEntry]:
+        newer: list[RingEntry] = []
+        for entry in reversed(self.ring):  # the ring is in revision order: walk back to ``revision``
+            if entry.revision <= revision:
+                break
+            newer.append(entry)
+        newer.reverse()
+        return newer
+
+    def object_at(self, key: str, kv: KeyValue) -> Obj:
+        """``key``'s object as ``kv`` stores it: the decoded one someone still holds if ``kv`` is still current,
+        else decoded now (and, if current, found again while its new holder keeps it)."""
+        current = self._kvs.get(key) is kv
+        ref = self._live.get(key) if current else None
+        obj = None if ref is None else ref()
+        if obj is None:
+            obj = load(kv, kv.mod_revision)
+            if current:
+                self._live[key] = weakref.ref(obj)
+        return obj
+
+    @property
+    def objects(self) -> Mapping[str, Obj]:
+        """The current objects by key, decoded on demand (a read-only view; call :meth:`sync` first for fresh)."""
+        return _Objects(self)
+
+    @property
+    def kvs(self) -> Mapping[str, KeyValue]:
+        """The current objects' stored KeyValues by key (nothing decoded): their mod_revision, their bytes."""
+        return self._kvs
+
     def items(self, prefix: str) -> Iterator[tuple[str, Obj]]:
-        """``(key, object)`` for every key under ``prefix``, in key order (call :meth:`sync` first for fresh)."""
+        """``(key, object)`` for every key under ``prefix``, in key order (call :meth:`sync` first for fresh),
+        each decoded as the iteration reaches it unless someone holds it decoded already."""
+        return ((key, self.object_at(key, kv)) for key, kv in self.stored_items(prefix))
+
+    def stored_items(self, prefix: str) -> list[tuple[str, KeyValue]]:
+        """``(key, KeyValue)`` for every key under ``prefix``, in key order, now (a snapshot; nothing decoded)."""
         low, high = range_bounds(prefix, None)
         keys = self._keys
         lo = bisect_left(keys, low)
         hi = len(keys) if high is None else bisect_left(keys, high, lo)
-        objects = self.objects
-        return ((key, objects[key]) for key in keys[lo:hi])
+        kvs = self._kvs
+        return [(key, kvs[key]) for key in keys[lo:hi]]
 
     def add_watcher(self, watcher: CacheWatcher, *, after: int) -> bool:
-        """Register ``watcher`` for events with revision > ``after`` (those already in the ring become its interval);
-        False if the ring cannot serve them."""
+        """Register ``watcher`` for events with revision > ``after`` (those already in the ring become its interval,
+        made into events as the watcher reaches them); False if the ring cannot serve them."""
         self.sync()
         if after < self.ring_floor:
             return False
-        newer: list[WatchEvent] = []
-        for event in reversed(self.ring):  # the ring is in revision order: walk back to ``after``
-            if event.revision <= after:
-                break
-            newer.append(event)
+        newer = self._entries_after(after)
         if newer:
-            newer.reverse()
-            watcher.start_with(watcher.replay(newer))
+            watcher.start_with(watcher.replay(self._event(entry) for entry in newer))
         self.watchers[watcher] = None
         return True
 
     def remove_watcher(self, watcher: CacheWatcher) -> None:
         self.watchers.pop(watcher, None)
         watcher.close()
+
+
+class RingEntry:
+    """One change in the ring: the store's event (its KeyValues, bytes shared with the store) and, while a
+    watcher holds it, the decoded :class:`WatchEvent` made from it (so its objects and frames stay shared)."""
+
+    __slots__ = ("event", "ref")
+
+    def __init__(self, event: StoreEvent) -> None:
+        self.event = event
+        self.ref: weakref.ref[WatchEvent] | None = None
+
+    @property
+    def revision(self) -> int:
+        return self.event.revision
+
+
+class _Objects(Mapping[str, Obj]):
+    """:attr:`WatchCache.objects`: the current objects, decoded on demand (see :meth:`WatchCache.object_at`)."""
+
+    __slots__ = ("_cache",)
+
+    def __init__(self, cache: WatchCache) -> None:
+        self._cache = cache
+
+    def __getitem__(self, key: str) -> Obj:
+        return self._cache.object_at(key, self._cache._kvs[key])
+
+    def get(self, key: str, default: Obj | None = None) -> Obj | None:  # type: ignore[override]
+        kv = self._cache._kvs.get(key)
+        return default if kv is None else self._cache.object_at(key, kv)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._cache._kvs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._cache._kvs)
+
+    def __len__(self) -> int:
+        return len(self._cache._kvs)

@@ -31,7 +31,7 @@ from kubeplane.apiserver.errors import APIError
 from kubeplane.apiserver.listing import ListOptions, WatchOptions, bookmark_event
 from kubeplane.apiserver.registry import Registry
 from kubeplane.apiserver.tokens import UserInfo
-from kubeplane.apiserver.watchcache import CacheWatcher
+from kubeplane.apiserver.watchcache import CacheWatcher, Decoded, tight
 from kubeplane.store.memory import MemoryStore
 
 from .clock import Clock
@@ -353,14 +353,14 @@ class LocalClient:
             if body is None:
                 bare = dict(meta)
                 del bare["resourceVersion"]
-                body = orjson.dumps({**obj, "metadata": bare})
+                body = tight(orjson.dumps({**obj, "metadata": bare}))  # orjson's buffer is oversized: keep a fit copy
             updates.append((key, body, int(meta["resourceVersion"])))
         kvs = await self.registry.store.update_many(updates)
         cache = self.registry.cache(resource) if kvs else None
         out: builtins.list[Obj] = []
         for obj, (key, _, _), kv in zip(objs, updates, kvs, strict=False):
             meta = obj["metadata"]
-            stored = {**obj, "metadata": {**meta, "resourceVersion": str(kv.mod_revision)}}
+            stored = Decoded(obj, metadata={**meta, "resourceVersion": str(kv.mod_revision)})
             if cache is not None and next(reversed(meta)) == "resourceVersion":
                 cache.expect(key, kv.mod_revision, stored)  # as decoding puts it (last): the cache need not decode
             out.append(stored)

@@ -42,7 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import outcomes
+from . import memory, outcomes
 from .plots import Action, Run, actions_of, figures, time_unit, union_keys
 from .report_autoscaling import autoscaling_html
 
@@ -82,7 +82,9 @@ COMPARISON_JSON = "comparison.json"
 COMPARISON_CSV = "comparison.csv"
 
 _MAX_REASONS = 20
-_WALL_CLOCK = frozenset({"wall_seconds", "sim_seconds_per_wall_second", "pods_scheduled_per_wall_second"})
+_WALL_CLOCK = frozenset(
+    {"wall_seconds", "sim_seconds_per_wall_second", "pods_scheduled_per_wall_second", *memory.FIELDS}
+)  # what varies from run to run: wall-clock and memory figures
 
 # --------------------------------------------------------------------------------------------------- public API
 
@@ -372,7 +374,7 @@ def _summary_table(runs: Sequence[Run[SimResultLike]]) -> str:
     metrics = [m for m in union_keys(records) if m not in ("label", "headline")]
     table = _metric_table(runs, metrics, css="summary")
     if any(m in _WALL_CLOCK for m in metrics):
-        table += '<p class="note">Grey rows are wall-clock figures: they vary from run to run.</p>'
+        table += '<p class="note">Grey rows are wall-clock and memory figures: they vary from run to run.</p>'
     return table
 
 

@@ -60,6 +60,7 @@ from .autoscaling import Autoscaling
 from .clock import RealTimeClock, VirtualClock
 from .descheduling import SimDescheduler
 from .gpu import GPU_COLUMNS, DraDeclared, GpuMetrics, declared_pod_types
+from .memory import MemoryProbe
 from .observer import Observer, ready
 from .scaling import scaling_rows
 from .scenario import Action, Arrival, Deletion, Generator, Scenario, ScenarioError
@@ -153,6 +154,7 @@ class _Run:
         self.desched: SimDescheduler | None = None
         self._storage = storage_declared(scenario.nodes)  # storage columns and fields (kubeplane.sim.storage)
         self.autoscaling: Autoscaling | None = None
+        self.memory = MemoryProbe()  # summary.json's bytes_per_node, bytes_per_pod (kubeplane.sim.memory)
 
     async def run(self) -> SimResult:
         with _young_gc_only():
@@ -160,6 +162,7 @@ class _Run:
 
     async def _run(self) -> SimResult:
         started = time.perf_counter()
+        self.memory.begin()
         clock = self.clock
         client = await LocalClient.in_memory(now=clock.now, rng=self.rngs["registry"], clock=clock)
         self.client = client
@@ -539,6 +542,7 @@ class _Run:
         if self.autoscaling is not None:
             row.update(self.autoscaling.row())
         self.timeseries.append(row)
+        self.memory.sampled(len(self.scenario.nodes))
         if self.progress is not None:
             scheduled = sum(1 for r in obs.pods.values() if r.scheduled is not None)
             self.progress(Progress(t, self.until, len(obs.pods), scheduled, phases["Pending"]))
@@ -561,6 +565,7 @@ class _Run:
             summary |= self.desched.summary()
         if self.autoscaling is not None:
             summary |= self.autoscaling.summary()
+        summary |= self.memory.figures(pods=summary["pods_created"])
         scaling = [] if self.autoscaling is None else scaling_rows(obs.scaling, group_of=self.autoscaling.group_of())
         return SimResult(
             self.scenario.name,

@@ -46,7 +46,7 @@ FIELDS: Final = frozenset(
         "gang_wait_time_p99", "volumes_provisioned", "volumes_deleted", "volume_provisioning_failures",
         "storage_capacity_bytes", "storage_used_bytes", "storage_used_bytes_peak", "storage_used_pct_peak",
         "descheduler_evictions",
-        "nodes_added", "nodes_removed", "node_hours", "cost", "node_groups",
+        "nodes_added", "nodes_removed", "node_hours", "cost", "node_groups", "bytes_per_node", "bytes_per_pod",
     }
 )  # fmt: skip
 """Every field a summary may have: what a scenario's ``headline`` may name (runs without GPU pods have no

@@ -11,7 +11,8 @@ Invariants:
   files (node lists, traces, ``configFile``, workload files) are read on the machine that builds the grid, so a
   worker on another machine needs nothing but kubeplane; the configuration travels as a mapping. The same cell
   gives the same result record (summary, time series, pods, event-log hash) in any process on any machine.
-* Wall-clock figures (``wall_seconds`` and the rates derived from it) vary from run to run, so :func:`run_cell`
+* Wall-clock figures (``wall_seconds`` and the rates derived from it) and memory figures (``bytes_per_node``,
+  ``bytes_per_pod``) vary from run to run, so :func:`run_cell`
   moves them out of the summary into :attr:`CellResult.wall`, and :func:`write_sweep` writes them, with the
   executor's name, only to ``timing.json``. Every other file of a sweep's output is byte-identical whichever
   executor ran it (the test compares the directories of a process-pool and a Ray sweep file by file).
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import memory
 from .executors import Executor
 from .report import COMPARISON_JSON, REPORT_HTML, render_html, write_comparison, write_csv
 from .runner import SimResult, scheduler_configuration
@@ -38,7 +40,8 @@ SWEEP_JSON = "sweep.json"
 SWEEP_CSV = "sweep.csv"
 AGGREGATE_CSV = "aggregate.csv"
 TIMING_JSON = "timing.json"
-WALL_CLOCK = ("wall_seconds", "sim_seconds_per_wall_second", "pods_scheduled_per_wall_second")
+WALL_CLOCK = ("wall_seconds", "sim_seconds_per_wall_second", "pods_scheduled_per_wall_second", *memory.FIELDS)
+"""What varies from run to run: the wall-clock figures and the memory ones (:mod:`kubeplane.sim.memory`)."""
 OWN_CONFIG = "scenario"
 """The configuration label of a grid without configurations: each scenario's own ``scheduler`` section."""
 

@@ -38,7 +38,7 @@ from kubeplane.api.podclaims import pod_claim_names
 if TYPE_CHECKING:
     from kubeplane.api.resources import ResourceInfo
     from kubeplane.apiserver.registry import Registry
-    from kubeplane.apiserver.watchcache import WatchCache, WatchEvent
+    from kubeplane.apiserver.watchcache import WatchEvent
 
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 """``corev1.MirrorPodAnnotationKey``: a mirror pod gets only its pod -> node edge."""
@@ -263,7 +263,7 @@ class NodeGraph:
             last = self._applied.get(prefix)
             if last == cache.revision:
                 continue
-            newer = None if last is None else _events_after(cache, last)
+            newer = None if last is None else cache.events_after(last)
             if newer is None:
                 clear()
                 for key, obj in cache.items(prefix):
@@ -391,19 +391,6 @@ class _Added:
     obj: Mapping[str, Any]
     type: str = "ADDED"
     prev: None = None
-
-
-def _events_after(cache: WatchCache, revision: int) -> list[WatchEvent] | None:
-    """The cache's events newer than ``revision``, oldest first; None when the ring no longer holds them all."""
-    if revision < cache.ring_floor:
-        return None
-    newer: list[WatchEvent] = []
-    for event in reversed(cache.ring):
-        if event.revision <= revision:
-            break
-        newer.append(event)
-    newer.reverse()
-    return newer
 
 
 def _on_node_ref(index: dict[str, str], event: WatchEvent | _Added) -> None:
