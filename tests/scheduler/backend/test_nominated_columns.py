@@ -16,33 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubeplane.scheduler.backend.node_table import NodeTable
-from kubeplane.scheduler.backend.nominated_columns import NominatedColumnsCache, amount_of
+from kubeplane.scheduler.backend.nominated_columns import NominatedColumnsCache
 from kubeplane.scheduler.backend.nominator import Nominator
-from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
+from kubeplane.scheduler.framework.types import PodInfo
+from tests.scheduler.resource_objects import GPU, resource_node, resource_pod
 
 NODES = ("n0", "n1", "n2", "n3")
-GPU = "example.com/gpu"
-
-
-def _node(name: str) -> NodeInfo:
-    allocatable = {"cpu": "4", "memory": "8Gi", "pods": "10"}
-    return NodeInfo({"kind": "Node", "metadata": {"name": name}, "status": {"allocatable": allocatable}})
-
-
-def _pod(i: int, priority: int, cpu: int, gpus: int, version: int = 0) -> PodInfo:
-    requests = {"cpu": f"{cpu + 100 * version}m", "memory": "1Gi"}
-    if gpus:
-        requests[GPU] = str(gpus)
-    return PodInfo(
-        {
-            "kind": "Pod",
-            "metadata": {"name": f"p{i}", "namespace": "default", "uid": f"uid-{i}"},
-            "spec": {
-                "priority": priority,
-                "containers": [{"name": "c", "image": "i", "resources": {"requests": requests}}],
-            },
-        }
-    )
 
 
 _step = st.tuples(
@@ -57,7 +36,7 @@ _step = st.tuples(
 
 def test_generation_counts_changes_and_names_the_nodes() -> None:
     nominator = Nominator()
-    a, b = _pod(0, 1, 100, 0), _pod(1, 1, 100, 0)
+    a, b = resource_pod(0, 1, 100, 0), resource_pod(1, 1, 100, 0)
     nominator.add(a, "n0")
     nominator.add(b, "n1")
     assert nominator.generation == 2
@@ -65,7 +44,7 @@ def test_generation_counts_changes_and_names_the_nodes() -> None:
     assert nominator.changed_since(1) == {"n1"}
     nominator.add(a, "n2")  # a re-nomination touches both nodes
     assert nominator.changed_since(2) == {"n0", "n2"}
-    nominator.add(_pod(2, 1, 100, 0), "")  # no nomination: nothing changed
+    nominator.add(resource_pod(2, 1, 100, 0), "")  # no nomination: nothing changed
     assert nominator.changed_since(nominator.generation) == set()
     assert nominator.node_of_uid(a.uid) == "n2"
 
@@ -75,7 +54,7 @@ def test_generation_counts_changes_and_names_the_nodes() -> None:
 def test_columns_follow_every_change_of_the_nominator(steps: list[tuple[Any, ...]], log_limit: int) -> None:
     nominator = Nominator()
     nominator._LOG_LIMIT = log_limit  # a short log makes readers that fell behind rebuild
-    table = NodeTable([_node(n) for n in NODES])
+    table = NodeTable([resource_node(n) for n in NODES])
     cache = NominatedColumnsCache(nominator, nominator.pods_for_node)
     versions: dict[int, int] = {}
     pods: dict[int, PodInfo] = {}
@@ -87,10 +66,10 @@ def test_columns_follow_every_change_of_the_nominator(steps: list[tuple[Any, ...
             if i in pods:
                 versions[i] = versions.get(i, 0) + 1
                 old = pods[i]
-                pods[i] = _pod(i, old.priority, cpu, gpus, versions[i])
+                pods[i] = resource_pod(i, old.priority, cpu, gpus, versions[i])
                 nominator.update(old, pods[i])
         else:
-            pods.setdefault(i, _pod(i, priority, cpu, gpus))
+            pods.setdefault(i, resource_pod(i, priority, cpu, gpus))
             nominator.add(pods[i], "" if op == "clear" else node)
         for threshold in (0, 2):
             cols = cache.columns(table, threshold)
@@ -98,17 +77,17 @@ def test_columns_follow_every_change_of_the_nominator(steps: list[tuple[Any, ...
                 counted = [p for p in nominator.pods_for_node(name) if p.priority >= threshold]
                 assert cols.count[row] == len(counted)
                 for resource in ("cpu", "memory", GPU):
-                    assert cols.amount(resource)[row] == sum(amount_of(p.requests, resource) for p in counted)
+                    assert cols.amount(resource)[row] == sum(p.requests.get(resource) for p in counted)
 
 
 def test_a_new_table_gets_new_columns() -> None:
     """The snapshot rebuilds its table when nodes come or go: columns are per table object."""
     nominator = Nominator()
     cache = NominatedColumnsCache(nominator, nominator.pods_for_node)
-    nominator.add(_pod(0, 1, 300, 0), "n1")
-    first = cache.columns(NodeTable([_node(n) for n in NODES]), 0)
+    nominator.add(resource_pod(0, 1, 300, 0), "n1")
+    first = cache.columns(NodeTable([resource_node(n) for n in NODES]), 0)
     assert first.count.tolist() == [0, 1, 0, 0]
-    second = cache.columns(NodeTable([_node("n1")]), 0)
+    second = cache.columns(NodeTable([resource_node("n1")]), 0)
     assert second is not first
     assert np.array_equal(second.count, [1])
     assert second.amount("cpu").tolist() == [300]

@@ -16,33 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubeplane.scheduler.backend.node_table import NodeTable
-from kubeplane.scheduler.backend.nominated_columns import amount_of
-from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
 from kubeplane.scheduler.plugins.preemption_screen import LowerPriorityCache
-
-GPU = "example.com/gpu"
-
-
-def _node(name: str) -> NodeInfo:
-    allocatable = {"cpu": "4", "memory": "8Gi", "pods": "10", GPU: "4"}
-    return NodeInfo({"kind": "Node", "metadata": {"name": name}, "status": {"allocatable": allocatable}})
-
-
-def _pod(i: int, priority: int, cpu: int, gpus: int) -> PodInfo:
-    requests = {"cpu": f"{cpu}m", "memory": "1Gi"}
-    if gpus:
-        requests[GPU] = str(gpus)
-    return PodInfo(
-        {
-            "kind": "Pod",
-            "metadata": {"name": f"p{i}", "namespace": "default", "uid": f"uid-{i}"},
-            "spec": {
-                "priority": priority,
-                "containers": [{"name": "c", "image": "i", "resources": {"requests": requests}}],
-            },
-        }
-    )
-
+from tests.scheduler.resource_objects import GPU, resource_node, resource_pod
 
 _step = st.tuples(
     st.sampled_from(["add", "remove"]),
@@ -56,7 +31,7 @@ _step = st.tuples(
 @settings(max_examples=150, deadline=None)
 @given(batches=st.lists(st.lists(_step, max_size=4), max_size=6))
 def test_lower_priority_columns_follow_the_nodes(batches: list[list[tuple[Any, ...]]]) -> None:
-    nodes = [_node(f"n{i}") for i in range(3)]
+    nodes = [resource_node(f"n{i}") for i in range(3)]
     table = NodeTable(nodes)
     cache = LowerPriorityCache()
     count = 0
@@ -64,7 +39,7 @@ def test_lower_priority_columns_follow_the_nodes(batches: list[list[tuple[Any, .
         for op, n, priority, cpu, gpus in batch:
             node = nodes[n]
             if op == "add":
-                node.add_pod(_pod(count, priority, cpu, gpus))
+                node.add_pod(resource_pod(count, priority, cpu, gpus))
                 count += 1
             elif node.pods:
                 node.remove_pod(node.pods[0])
@@ -75,4 +50,4 @@ def test_lower_priority_columns_follow_the_nodes(batches: list[list[tuple[Any, .
                 low = [p for p in node.pods if p.priority < threshold]
                 assert cols.count[row] == len(low)
                 for name in ("cpu", "memory", GPU):
-                    assert cols.amount(name)[row] == sum(amount_of(p.requests, name) for p in low)
+                    assert cols.amount(name)[row] == sum(p.requests.get(name) for p in low)

@@ -22,22 +22,11 @@ import numpy as np
 
 from kubeplane.scheduler.backend.node_table import IntArray, NodeTable
 from kubeplane.scheduler.backend.nominator import Nominator
-from kubeplane.scheduler.framework.types import PodInfo, Resource
+from kubeplane.scheduler.framework.types import PodInfo
 
-__all__ = ["NominatedColumns", "NominatedColumnsCache", "NominatedColumnsSource", "amount_of"]
+__all__ = ["NominatedColumns", "NominatedColumnsCache", "NominatedColumnsSource"]
 
 PodsForNode = Callable[[str], list[PodInfo]]
-
-
-def amount_of(r: Resource, name: str) -> int:
-    """One resource of ``r`` by API name (cpu in millicores), 0 when absent."""
-    if name == "cpu":
-        return r.milli_cpu
-    if name == "memory":
-        return r.memory
-    if name == "ephemeral-storage":
-        return r.ephemeral_storage
-    return r.scalar.get(name, 0)
 
 
 @runtime_checkable
@@ -91,7 +80,7 @@ class NominatedColumns:
             self._pods.pop(row, None)
         self.count[row] = len(pods)
         for name, col in self._columns.items():
-            col[row] = sum(amount_of(p.requests, name) for p in pods)
+            col[row] = sum(p.requests.get(name) for p in pods)
 
     def amount(self, name: str) -> IntArray:
         """The summed requests of ``name`` per row (read-only)."""
@@ -99,7 +88,7 @@ class NominatedColumns:
         if col is None:
             col = self._columns[name] = np.zeros(self.table.size, np.int64)
             for row, pods in self._pods.items():
-                col[row] = sum(amount_of(p.requests, name) for p in pods)
+                col[row] = sum(p.requests.get(name) for p in pods)
         return col
 
 

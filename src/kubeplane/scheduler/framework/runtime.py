@@ -730,17 +730,9 @@ def _settle(total: IntArray, pending: list[tuple[str, IntArray, int]]) -> Status
         stack = pending[0][1][np.newaxis, :]
     else:
         stack = np.stack([raw for _name, raw, _weight in pending])
-    if stack.max() <= MAX_NODE_SCORE and stack.min() >= MIN_NODE_SCORE:  # the usual case: two scalar reductions
-        if len(pending) == 1:
-            total += pending[0][1] * pending[0][2]
-        else:
-            total += np.array([weight for _name, _raw, weight in pending], np.int64) @ stack
-        pending.clear()
-        return None
-    high, low = stack.max(axis=1), stack.min(axis=1)
-    bad = np.flatnonzero((high > MAX_NODE_SCORE) | (low < MIN_NODE_SCORE))
-    if len(bad):
-        i = int(bad[0])
+    if stack.max() > MAX_NODE_SCORE or stack.min() < MIN_NODE_SCORE:  # rare: the usual case costs two reductions
+        high, low = stack.max(axis=1), stack.min(axis=1)
+        i = int(np.flatnonzero((high > MAX_NODE_SCORE) | (low < MIN_NODE_SCORE))[0])  # the first in plugin order
         value = int(high[i]) if high[i] > MAX_NODE_SCORE else int(low[i])
         name = pending[i][0]
         pending.clear()

@@ -19,7 +19,6 @@ from collections.abc import Callable
 import numpy as np
 
 from kubeplane.scheduler.backend.node_table import IntArray, NodeTable
-from kubeplane.scheduler.backend.nominated_columns import amount_of
 from kubeplane.scheduler.framework.interface import Code, NodeToStatus, Status
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
 from kubeplane.scheduler.plugins.resource_only import ResourceOnly, Selection
@@ -69,7 +68,7 @@ class LowerPriorityColumns:
             low = [p for p in infos[r].pods if p.priority < priority]
             self.count[r] = len(low)
             for name, col in columns:
-                col[r] = sum(amount_of(p.requests, name) for p in low)
+                col[r] = sum(p.requests.get(name) for p in low)
         self._generations[stale] = table.generation[stale]
 
     def amount(self, name: str) -> IntArray:
@@ -79,7 +78,7 @@ class LowerPriorityColumns:
             col = self._columns[name] = np.zeros(self.table.size, np.int64)
             priority = self.priority
             for r, ni in enumerate(self.table.node_infos):
-                col[r] = sum(amount_of(p.requests, name) for p in ni.pods if p.priority < priority)
+                col[r] = sum(p.requests.get(name) for p in ni.pods if p.priority < priority)
         return col
 
 
