@@ -7,7 +7,6 @@ Each test names the upstream behaviour it pins. Time is a FakeClock; the periodi
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -27,18 +26,6 @@ POD: Obj = {
 }
 PREEMPTOR: Obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "hi", "namespace": "default", "uid": "u-hi"}}
 NODE: Obj = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1", "uid": "uid-n"}}
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[LocalClient]:
-    c = await LocalClient.in_memory()
-    yield c
-    await c.close()
 
 
 def recorder(client: LocalClient, clock: FakeClock) -> SeriesEventRecorder:

@@ -9,7 +9,6 @@ import asyncio
 import logging
 import random
 import re
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -61,18 +60,6 @@ class FlakyClient(LocalClient):
         if obj.get("reason") in self.fail_reasons:
             raise self.error
         return await super().create(resource, obj, namespace=namespace, subresource=subresource, name=name)
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[LocalClient]:
-    c = await LocalClient.in_memory()
-    yield c
-    await c.close()
 
 
 async def flaky_client(*, fail_reasons: set[str], error: Exception | None = None) -> FlakyClient:

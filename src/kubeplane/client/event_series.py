@@ -41,8 +41,7 @@ from kubeplane.api.meta import format_micro_time, parse_micro_time
 
 from .clock import Clock
 from .errors import AlreadyExistsError, APIStatusError, NotFoundError
-from .event_writer import EventWriter
-from .events import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, object_reference
+from .event_writer import EventWriter, object_reference
 from .interface import Client, Obj, PatchType
 
 log = logging.getLogger(__name__)
@@ -133,18 +132,8 @@ class SeriesEventRecorder:
     ) -> None:
         """:meth:`event` for callers that are not coroutines (needs a running loop). An unsupported type or an
         object without kind and name is logged and not recorded, as upstream."""
-        if self._writer.closing:
-            log.debug("event recorder closed; dropping event %s %s", reason, message)
-            return
-        if event_type not in (EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING):
-            log.error("Unsupported event type: %r (reason %s)", event_type, reason)
-            return
-        regarding = object_reference(obj)
-        if "kind" not in regarding or "name" not in regarding:
-            log.error("Could not construct reference to %r, will not report event %s: %s", regarding, reason, message)
-            return
-        if len(self._writer) >= self.config.max_queued:
-            log.warning("event queue full (%d); dropping event %s about %s", len(self._writer), reason, regarding)
+        regarding = self._writer.admit(obj, event_type, reason, message)
+        if regarding is None:
             return
         self._writer.put(self._make_event(regarding, related, event_type, reason, action, message))
         if not self._passes:

@@ -46,14 +46,12 @@ from kubeplane.api.views import meta_of, section
 
 from .clock import Clock
 from .errors import AlreadyExistsError, APIStatusError, NotFoundError
-from .event_writer import EventWriter
+from .event_writer import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventWriter, object_reference
 from .flowcontrol import TokenBucket, TokenBucketConfig
 from .interface import Client, Obj
 
 log = logging.getLogger(__name__)
 
-EVENT_TYPE_NORMAL: Final = "Normal"
-EVENT_TYPE_WARNING: Final = "Warning"
 COMBINED_PREFIX: Final = "(combined from similar events): "
 _NAMESPACE_TERMINATING: Final = "NamespaceTerminating"
 
@@ -332,23 +330,6 @@ class EventCorrelator:
         return allowed
 
 
-def object_reference(obj: Mapping[str, Any]) -> Obj:
-    """An ``ObjectReference`` to ``obj`` (upstream ``ref.GetReference``), empty fields omitted as Go does."""
-    metadata = meta_of(obj)
-    ref: Obj = {}
-    for key, value in (
-        ("kind", obj.get("kind")),
-        ("namespace", metadata.get("namespace")),
-        ("name", metadata.get("name")),
-        ("uid", metadata.get("uid")),
-        ("apiVersion", obj.get("apiVersion")),
-        ("resourceVersion", metadata.get("resourceVersion")),
-    ):
-        if value:
-            ref[key] = str(value)
-    return ref
-
-
 class EventRecorder:
     """Records Events through a Client without ever blocking or failing the caller (module docstring).
 
@@ -400,20 +381,8 @@ class EventRecorder:
         ``field_path`` names the part of the object, as the kubelet's ``spec.containers{nginx}``.
 
         An unsupported type or an object without kind and name is logged and not recorded, as upstream."""
-        if self._writer.closing:
-            log.debug("event recorder closed; dropping event %s %s", reason, message)
-            return
-        if event_type not in (EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING):
-            log.error("Unsupported event type: %r (reason %s)", event_type, reason)
-            return
-        ref = object_reference(obj)
-        if field_path:
-            ref["fieldPath"] = field_path
-        if "kind" not in ref or "name" not in ref:
-            log.error("Could not construct reference to %r, will not report event %s: %s", ref, reason, message)
-            return
-        if len(self._writer) >= self.config.max_queued:
-            log.warning("event queue full (%d); dropping event %s about %s", len(self._writer), reason, ref["name"])
+        ref = self._writer.admit(obj, event_type, reason, message, field_path=field_path)
+        if ref is None:
             return
         event = self._make_event(ref, event_type, reason, message)
         if action:  # what was done (events.k8s.io's ``action``, e.g. the descheduler's "Descheduled")
