@@ -24,7 +24,6 @@ from kubeplane.controllers.nodelifecycle import (
     NodeLifecycleController,
     RateLimitedTimedQueue,
     compute_zone_state,
-    no_schedule_taint_diff,
 )
 from kubeplane.controllers.taint_eviction import TaintEvictionController
 from tests.controllers import harness
@@ -66,40 +65,6 @@ def test_zone_key() -> None:
     assert zone_key({"metadata": {"labels": labels}}) == "r:\x00:z"
     beta = {"failure-domain.beta.kubernetes.io/zone": "z"}
     assert zone_key({"metadata": {"labels": beta}}) == ":\x00:z"
-
-
-@pytest.mark.parametrize(
-    ("conditions", "unschedulable", "taints", "add", "remove"),
-    [
-        ([_cond("True")], False, [], [], []),
-        ([_cond("False")], False, [], [NOT_READY], []),
-        ([_cond("Unknown")], False, [{"key": NOT_READY, "effect": "NoSchedule"}], [UNREACHABLE], [NOT_READY]),
-        ([_cond("True")], True, [], ["node.kubernetes.io/unschedulable"], []),
-        (
-            [_cond("True"), {"type": "MemoryPressure", "status": "True"}, {"type": "PIDPressure", "status": "False"}],
-            False,
-            [{"key": "node.kubernetes.io/pid-pressure", "effect": "NoSchedule"}],
-            ["node.kubernetes.io/memory-pressure"],
-            ["node.kubernetes.io/pid-pressure"],
-        ),
-        # taints the controller does not own are left alone; NoExecute ones are another pass's business
-        (
-            [_cond("True")],
-            False,
-            [{"key": "custom", "effect": "NoSchedule"}, {"key": UNREACHABLE, "effect": "NoExecute"}],
-            [],
-            [],
-        ),
-    ],
-)
-def test_no_schedule_taint_diff(
-    conditions: list[dict[str, str]], unschedulable: bool, taints: list[Any], add: list[str], remove: list[str]
-) -> None:
-    node = {"spec": {"unschedulable": unschedulable, "taints": taints}, "status": {"conditions": conditions}}
-    to_add, to_remove = no_schedule_taint_diff(node)
-    assert [t.key for t in to_add] == add
-    assert all(t.effect == "NoSchedule" for t in to_add + to_remove)
-    assert [t.key for t in to_remove] == remove
 
 
 async def test_rate_limited_timed_queue_one_per_ten_seconds() -> None:

@@ -46,7 +46,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubeplane.api.meta import format_time
-from kubeplane.api.taints import EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, Taint, match_taint
 from kubeplane.api.views import (
     NodeView,
     PodView,
@@ -65,6 +64,13 @@ from kubeplane.client.interface import Obj, PatchType
 from kubeplane.controllers.base import Controller, ControllerContext, split_key
 from kubeplane.controllers.nodelifecycle_columns import HealthColumns, observe_lease
 from kubeplane.controllers.nodelifecycle_queue import RateLimitedTimedQueue, TimedValue
+from kubeplane.controllers.nodelifecycle_taints import (
+    NOT_READY_TAINT,
+    UNREACHABLE_TAINT,
+    NodeTaintWriter,
+    has_taint,
+    no_schedule_taint_diff,
+)
 from kubeplane.controllers.podutil import parse_timestamp, pod_condition_patch
 
 __all__ = ["NodeLifecycleController", "RateLimitedTimedQueue", "TimedValue", "compute_zone_state"]
@@ -74,23 +80,6 @@ log = logging.getLogger(__name__)
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 NODE_EVICTION_PERIOD = 0.1  # upstream scheduler.NodeEvictionPeriod
 NODE_HEALTH_UPDATE_RETRY = 5  # upstream NodeHealthUpdateRetry
-TAINT_UPDATE_RETRIES = 5  # upstream UpdateTaintBackoff steps
-
-TAINT_NOT_READY = "node.kubernetes.io/not-ready"
-TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
-TAINT_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
-UNREACHABLE_TAINT = Taint(TAINT_UNREACHABLE, EFFECT_NO_EXECUTE)
-NOT_READY_TAINT = Taint(TAINT_NOT_READY, EFFECT_NO_EXECUTE)
-
-NODE_CONDITION_TO_TAINT: Mapping[str, Mapping[str, str]] = {
-    "Ready": {"False": TAINT_NOT_READY, "Unknown": TAINT_UNREACHABLE},
-    "MemoryPressure": {"True": "node.kubernetes.io/memory-pressure"},
-    "DiskPressure": {"True": "node.kubernetes.io/disk-pressure"},
-    "NetworkUnavailable": {"True": "node.kubernetes.io/network-unavailable"},
-    "PIDPressure": {"True": "node.kubernetes.io/pid-pressure"},
-}
-"""Upstream ``nodeConditionToTaintKeyStatusMap``: condition type -> status -> NoSchedule taint key."""
-CONDITION_TAINT_KEYS = frozenset(k for m in NODE_CONDITION_TO_TAINT.values() for k in m.values())
 UNKNOWN_CONDITION_TYPES = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
 """Set to Unknown when the kubelet goes silent; NetworkUnavailable belongs to the network plugin."""
 LABEL_DISRUPTION_EXCLUSION = "node.kubernetes.io/exclude-disruption"
@@ -124,35 +113,6 @@ def compute_zone_state(
     if not_ready > 2 and not_ready / (not_ready + ready) >= unhealthy_threshold:
         return not_ready, STATE_PARTIAL_DISRUPTION
     return not_ready, STATE_NORMAL
-
-
-def _taints(node: Mapping[str, Any]) -> list[Taint]:
-    return [Taint.from_dict(t) for t in NodeView(node).taints]
-
-
-def _has_taint(node: Mapping[str, Any], taint: Taint) -> bool:
-    return any(t.key == taint.key and t.effect == taint.effect for t in _taints(node))
-
-
-def no_schedule_taint_diff(node: Mapping[str, Any]) -> tuple[list[Taint], list[Taint]]:
-    """``(to add, to remove)`` so the node's condition and unschedulable NoSchedule taints match its state
-    (upstream ``doNoScheduleTaintingPass`` with ``TaintSetDiff``: matching by key and effect)."""
-    view = NodeView(node)
-    wanted: list[Taint] = []
-    for condition in view.conditions:
-        key = NODE_CONDITION_TO_TAINT.get(str(condition.get("type")), {}).get(str(condition.get("status")))
-        if key:
-            wanted.append(Taint(key, EFFECT_NO_SCHEDULE))
-    if view.unschedulable:
-        wanted.append(Taint(TAINT_UNSCHEDULABLE, EFFECT_NO_SCHEDULE))
-    current = [
-        t
-        for t in _taints(node)
-        if t.effect == EFFECT_NO_SCHEDULE and (t.key == TAINT_UNSCHEDULABLE or t.key in CONDITION_TAINT_KEYS)
-    ]
-    add = [w for w in wanted if not any(match_taint(w.to_dict(), c.to_dict()) for c in current)]
-    remove = [c for c in current if not any(match_taint(w.to_dict(), c.to_dict()) for w in wanted)]
-    return add, remove
 
 
 def _working_condition(node: Obj, condition_type: str) -> Obj | None:
@@ -234,6 +194,7 @@ class NodeLifecycleController(Controller):
         self._columns = HealthColumns(nodes.indexer, leases.indexer)
         self.nodes_res = self.client.resource("nodes")
         self.pods_res = self.client.resource("pods")
+        self.taints = NodeTaintWriter(self.client, self.nodes_res, self.clock)
         self.health: dict[str, _NodeHealth] = {}
         self.known_nodes: dict[str, Obj] = {}
         self.zone_states: dict[str, str] = {}
@@ -320,7 +281,7 @@ class NodeLifecycleController(Controller):
         if node is None:
             return
         add, remove = no_schedule_taint_diff(node)
-        if (add or remove) and not await self.swap_taints(key, add, remove, node):
+        if (add or remove) and not await self.taints.swap(key, add, remove, node):
             raise RuntimeError(f"failed to swap taints of node {key}")
         await self._reconcile_labels(node)
 
@@ -562,14 +523,14 @@ class NodeLifecycleController(Controller):
     async def process_taint_based_eviction(self, node: Obj, observed: Mapping[str, Any]) -> None:
         status = observed.get("status")
         if status == "False":
-            if _has_taint(node, UNREACHABLE_TAINT):
-                if not await self.swap_taints(node["metadata"]["name"], [NOT_READY_TAINT], [UNREACHABLE_TAINT], node):
+            if has_taint(node, UNREACHABLE_TAINT):
+                if not await self.taints.swap(node["metadata"]["name"], [NOT_READY_TAINT], [UNREACHABLE_TAINT], node):
                     log.error("failed to swap the unreachable taint for not-ready; will retry next pass")
             else:
                 self._mark_node_for_tainting(node, "False")
         elif status == "Unknown":
-            if _has_taint(node, NOT_READY_TAINT):
-                if not await self.swap_taints(node["metadata"]["name"], [UNREACHABLE_TAINT], [NOT_READY_TAINT], node):
+            if has_taint(node, NOT_READY_TAINT):
+                if not await self.taints.swap(node["metadata"]["name"], [UNREACHABLE_TAINT], [NOT_READY_TAINT], node):
                     log.error("failed to swap the not-ready taint for unreachable; will retry next pass")
             else:
                 self._mark_node_for_tainting(node, "Unknown")
@@ -620,7 +581,7 @@ class NodeLifecycleController(Controller):
         queue = self.zone_tainters[zone_key(node)]
         name = node["metadata"]["name"]
         taint = NOT_READY_TAINT if status == "False" else UNREACHABLE_TAINT
-        if not _has_taint(node, taint):
+        if not has_taint(node, taint):
             queue.remove(name)
         if not queue.add(name, uid_of(node)):
             return False
@@ -629,8 +590,8 @@ class NodeLifecycleController(Controller):
 
     async def mark_node_as_reachable(self, node: Obj) -> bool:
         name = node["metadata"]["name"]
-        await self.remove_taints(name, [UNREACHABLE_TAINT], node)
-        await self.remove_taints(name, [NOT_READY_TAINT], node)
+        await self.taints.remove(name, [UNREACHABLE_TAINT], node)
+        await self.taints.remove(name, [NOT_READY_TAINT], node)
         queue = self.zone_tainters.get(zone_key(node))
         return queue.remove(name) if queue is not None else False
 
@@ -651,7 +612,7 @@ class NodeLifecycleController(Controller):
             add, opposite = UNREACHABLE_TAINT, NOT_READY_TAINT
         else:
             return True, 0.0  # ready again: nothing to taint
-        return await self.swap_taints(value.value, [add], [opposite], node), 0.0
+        return await self.taints.swap(value.value, [add], [opposite], node), 0.0
 
     async def handle_disruption(
         self, zone_conditions: Mapping[str, list[Mapping[str, Any] | None]], nodes: Sequence[Obj]
@@ -721,63 +682,3 @@ class NodeLifecycleController(Controller):
             queue.swap_limiter(reduced)
         elif state == STATE_FULL_DISRUPTION:
             queue.swap_limiter(self.eviction_qps)
-
-    # --- taint writes (upstream SwapNodeControllerTaint, AddOrUpdateTaintOnNode, RemoveTaintOffNode) ---------
-
-    async def swap_taints(self, name: str, add: Sequence[Taint], remove: Sequence[Taint], node: Obj | None) -> bool:
-        """Add ``add`` (stamped ``timeAdded`` now), then remove ``remove``; False (logged) on failure."""
-        stamp = format_time(self.clock.now())
-        try:
-            await self.add_or_update_taints(name, [Taint(t.key, t.effect, t.value, stamp) for t in add])
-            await self.remove_taints(name, remove, node)
-        except Exception as exc:
-            log.error("unable to swap taints of node %s: %s", name, exc)
-            return False
-        return True
-
-    async def add_or_update_taints(self, name: str, taints: Sequence[Taint]) -> None:
-        if not taints:
-            return
-        await self._patch_taints(name, lambda current: _add_or_update(current, taints))
-
-    async def remove_taints(self, name: str, taints: Sequence[Taint], node: Obj | None) -> None:
-        if not taints:
-            return
-        if node is not None and not any(_has_taint(node, t) for t in taints):
-            return
-        await self._patch_taints(
-            name,
-            lambda current: [c for c in current if not any(c.key == t.key and c.effect == t.effect for t in taints)],
-        )
-
-    async def _patch_taints(self, name: str, change: Callable[[list[Taint]], list[Taint]]) -> None:
-        for attempt in range(TAINT_UPDATE_RETRIES):
-            node = await self.client.get(self.nodes_res, name)
-            current = _taints(node)
-            new = change(current)
-            if new == current:
-                return
-            patch = {
-                "metadata": {"resourceVersion": node["metadata"]["resourceVersion"]},
-                "spec": {"taints": [t.to_dict() for t in new] or None},
-            }
-            try:
-                await self.client.patch(self.nodes_res, name, patch)
-                return
-            except ConflictError:
-                if attempt == TAINT_UPDATE_RETRIES - 1:
-                    raise
-
-
-def _add_or_update(current: list[Taint], taints: Sequence[Taint]) -> list[Taint]:
-    """Upstream ``AddOrUpdateTaint`` applied in turn: a taint with the same key and effect is replaced (unless
-    identical, ``timeAdded`` included), else appended."""
-    out = list(current)
-    for taint in taints:
-        for i, existing in enumerate(out):
-            if existing.key == taint.key and existing.effect == taint.effect:
-                out[i] = taint
-                break
-        else:
-            out.append(taint)
-    return out
