@@ -56,6 +56,21 @@ def test_a_valid_pod_decodes_to_itself() -> None:
     assert decode(POD) == POD
 
 
+class _SharedDict(dict[str, Any]):
+    """A dict subclass, as the watch cache's read-only objects are (apiserver.watchevent.Decoded)."""
+
+
+@pytest.mark.parametrize("unstructured", [False, True], ids=["encoding-json", "from-unstructured"])
+def test_dict_subclasses_decode_as_objects(unstructured: bool) -> None:
+    """A dict subclass is a JSON object to both decoders (Go sees only JSON): a pod built from shared objects
+    decodes as the same pod in plain dicts."""
+    pod = copy.deepcopy(POD)
+    pod["metadata"] = _SharedDict(pod["metadata"])
+    pod["spec"]["containers"][0] = _SharedDict(pod["spec"]["containers"][0])
+    pod["metadata"]["labels"] = _SharedDict(pod["metadata"]["labels"])
+    assert decode(pod, unstructured=unstructured) == POD
+
+
 def test_decoding_copies_and_leaves_the_input_alone() -> None:
     before = copy.deepcopy(POD)
     out = decode(POD)

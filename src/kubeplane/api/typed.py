@@ -302,7 +302,7 @@ class _Walk:
                 self.mismatch(go_json_type(value), t, struct, path)
             return value
         if code == _STRUCT:
-            if type(value) is not dict:
+            if type(value) is not dict and not isinstance(value, dict):
                 self.mismatch(go_json_type(value), t, struct, path)
                 return value
             return self.struct(value, t, path)
@@ -314,7 +314,7 @@ class _Walk:
             assert elem is not None
             return [self.elem(v, elem, struct, path) for v in value]
         if code == _MAP:
-            if type(value) is not dict:
+            if type(value) is not dict and not isinstance(value, dict):
                 self.mismatch(go_json_type(value), t, struct, path)
                 return value
             elem = t.elem
@@ -372,11 +372,11 @@ class _Walk:
         """FromUnstructured's conversion of one value (converter.go ``fromUnstructured``)."""
         code = t.code
         if code == _STRUCT:
-            if type(value) is not dict:
+            if type(value) is not dict and not isinstance(value, dict):
                 raise TypedDecodeError(f"cannot restore struct from: {_go_kind(value)}")
             return self.struct(value, t, path)
         if code == _MAP:
-            if type(value) is not dict:
+            if type(value) is not dict and not isinstance(value, dict):
                 raise TypedDecodeError(f"cannot restore map from {_go_kind(value)}")
             elem = t.elem
             assert elem is not None
