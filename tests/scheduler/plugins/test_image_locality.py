@@ -5,8 +5,14 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from kubeplane.client.clock import FakeClock
+from kubeplane.scheduler.backend.cache import Cache
+from kubeplane.scheduler.backend.snapshot import Snapshot
 from kubeplane.scheduler.framework.handle import Handle
 from kubeplane.scheduler.framework.interface import MAX_NODE_SCORE, CycleState, PreScorePlugin, ScorePlugin
 from kubeplane.scheduler.framework.types import ImageStateSummary, NodeInfo, PodInfo
@@ -192,3 +198,65 @@ def test_node_count_comes_from_the_snapshot() -> None:
 def test_conformance(case: dict[str, Any] | None) -> None:
     case = dict(require_case(case))
     assert run_conformance_score(case, image_locality.new) == case["expect"]["scores"]
+
+
+IMAGE_POOL = [("gcr.io/a:1", 300), ("gcr.io/b:1", 800), ("gcr.io/c:latest", 50), ("gcr.io/d:2", 2000)]
+
+
+@st.composite
+def image_runs(draw: Any) -> tuple[list[dict[str, Any]], list[tuple[str, Any]]]:
+    """Nodes holding random images, then steps: score a pod of one of three image sets (repeated, so the kept
+    columns are built and then refreshed), assume a pod on a node, or change a node's images."""
+
+    def images() -> list[tuple[list[str], int]]:
+        held = draw(st.lists(st.sampled_from(IMAGE_POOL), unique=True, max_size=3))
+        return [([name], size + draw(st.sampled_from([0, 0, 7]))) for name, size in held]
+
+    nodes = [image_node(f"n{i}", *images()) for i in range(draw(st.integers(1, 30)))]
+    pod_images = [["gcr.io/a:1"], ["gcr.io/b:1", "gcr.io/c"], ["gcr.io/d:2", "gcr.io/a:1"]]
+    steps: list[tuple[str, Any]] = []
+    for _ in range(draw(st.integers(1, 25))):
+        kind = draw(st.sampled_from(["score", "score", "score", "assume", "images"]))
+        node = draw(st.integers(0, len(nodes) - 1))
+        if kind == "score":
+            steps.append((kind, draw(st.sampled_from(pod_images))))
+        elif kind == "assume":
+            steps.append((kind, node))
+        else:
+            steps.append((kind, image_node(f"n{node}", *images())))
+    return nodes, steps
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(image_runs())
+def test_scores_kept_across_cycles_equal_the_per_node_score(run: Any) -> None:
+    """score_vector's columns (kept per pod images and node count while rows are unchanged) equal Score on every
+    node in every cycle, while pods are assumed and nodes' images change in between (a node's image counts lag
+    until its NodeInfo changes, upstream's ImageStateSummary.Snapshot: both paths read the same snapshot)."""
+    nodes, steps = run
+    cache = Cache(FakeClock())
+    current = {n["metadata"]["name"]: n for n in nodes}
+    for node in nodes:
+        cache.add_node(node)
+    snapshot = Snapshot()
+    plugin = ImageLocality(Handle(snapshot_lister=snapshot))
+    for k, (kind, arg) in enumerate(steps):
+        if kind == "assume":
+            name = nodes[arg]["metadata"]["name"]
+            pod = {"metadata": {"name": f"q{k}", "namespace": "d", "uid": f"q{k}"}, "spec": {"containers": []}}
+            cache.assume_pod(PodInfo(pod), name)
+            continue
+        if kind == "images":
+            name = arg["metadata"]["name"]
+            cache.update_node(current[name], arg)
+            current[name] = arg
+            continue
+        cache.update_snapshot(snapshot)
+        containers = [{"name": f"c{i}", "image": image} for i, image in enumerate(arg)]
+        pod_info = PodInfo({"metadata": {"name": "p", "namespace": "d"}, "spec": {"containers": containers}})
+        state = CycleState()
+        plugin.pre_score(state, pod_info, snapshot.list())
+        table = snapshot.node_table
+        rows = np.arange(table.size, dtype=np.int64)
+        expected = [plugin.score(state, pod_info, table.node_infos[r])[0] for r in rows.tolist()]
+        assert plugin.score_vector(state, pod_info, table, rows).tolist() == expected

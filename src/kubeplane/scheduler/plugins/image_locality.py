@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kubeplane.scheduler.backend.row_memo import RowMemo
 from kubeplane.scheduler.framework.interface import MAX_NODE_SCORE, CycleState, ScoreExtensions, Status
 from kubeplane.scheduler.plugins.helper import go_div
 
@@ -112,6 +113,7 @@ class ImageLocality:
 
     def __init__(self, handle: Handle) -> None:
         self._handle = handle
+        self._memo = RowMemo()
 
     def name(self) -> str:
         return NAME
@@ -130,36 +132,50 @@ class ImageLocality:
         return calculate_priority(sum_image_scores(node, images, total_num_nodes), len(images)), None
 
     def score_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> IntArray:
-        """:meth:`score` for ``rows``; nodes without any image state score the floor without a lookup."""
+        """:meth:`score` for ``rows``, kept across cycles per (images, node count) in a :class:`RowMemo`: a row's
+        score depends only on its NodeInfo's image states, which the cache copies (with their ``num_nodes``)
+        only into a NodeInfo whose generation changed, so an unchanged row keeps its score."""
         s = state.get(PRE_SCORE_STATE_KEY)
         if isinstance(s, _PreScoreState):
             images, total_num_nodes = s.images, s.total_num_nodes
         else:
             images, total_num_nodes = pod_image_names(pod), len(self._handle.snapshot().list())
-        floor = calculate_priority(0, len(images))
-        out: IntArray = np.full(len(rows), floor, np.int64)
         infos = table.node_infos
-        hits = np.flatnonzero(table.has_images[rows])
-        if len(hits):
-            # Nodes holding the pod's images in the same states score alike: one computation per distinct state.
-            memo: dict[tuple[tuple[int, int] | None, ...], int] = {}
-            for j, r in zip(hits.tolist(), rows[hits].tolist(), strict=True):
-                node = infos[r]
-                states = node.image_states
-                if states:
-                    key = tuple(
-                        None if (st := states.get(image)) is None else (st.size, st.num_nodes) for image in images
-                    )
-                    score = memo.get(key)
-                    if score is None:
-                        score = memo[key] = calculate_priority(
-                            sum_image_scores(node, images, total_num_nodes), len(images)
-                        )
-                    out[j] = score
-        return out
+
+        def one(r: int) -> int:
+            return calculate_priority(sum_image_scores(infos[r], images, total_num_nodes), len(images))
+
+        return self._memo.get(
+            table,
+            (images, total_num_nodes),
+            lambda at: _scores(table, at, images, total_num_nodes),
+            rows,
+            one=one,
+        )
 
     def score_extensions(self) -> ScoreExtensions | None:
         return None
+
+
+def _scores(table: NodeTable, rows: IntArray, images: tuple[str, ...], total_num_nodes: int) -> IntArray:
+    """The scores of ``rows``; nodes without any image state score the floor without a lookup, and nodes holding
+    the pod's images in the same states score alike (one computation per distinct state)."""
+    floor = calculate_priority(0, len(images))
+    out: IntArray = np.full(len(rows), floor, np.int64)
+    infos = table.node_infos
+    hits = np.flatnonzero(table.has_images[rows])
+    if len(hits):
+        memo: dict[tuple[tuple[int, int] | None, ...], int] = {}
+        for j, r in zip(hits.tolist(), rows[hits].tolist(), strict=True):
+            node = infos[r]
+            states = node.image_states
+            if states:
+                key = tuple(None if (st := states.get(image)) is None else (st.size, st.num_nodes) for image in images)
+                score = memo.get(key)
+                if score is None:
+                    score = memo[key] = calculate_priority(sum_image_scores(node, images, total_num_nodes), len(images))
+                out[j] = score
+    return out
 
 
 def new(args: Mapping[str, Any], handle: Handle) -> ImageLocality:
