@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from kubeplane.scheduler.backend.node_table import IntArray, NodeTable
+from kubeplane.scheduler.backend.node_table import BoolArray, IntArray, NodeTable
 from kubeplane.scheduler.framework.interface import Code, NodeToStatus, Status
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
 from kubeplane.scheduler.plugins.resource_only import ResourceOnly, Selection
@@ -132,45 +132,58 @@ def dry_run_rows(
     generic: Callable[[NodeInfo], Selection],
     no_victims: Status,
     statuses_needed: bool = True,
+    kept: Callable[[IntArray], BoolArray | None] | None = None,
+    kept_selection: Callable[[int], Selection] | None = None,
 ) -> tuple[list[tuple[str, list[PodInfo], int]], NodeToStatus, list[str]] | None:
     """Upstream ``DryRunPreemption`` over the table rows ``order`` (examination order): :func:`screen` settles
     every node that cannot be a candidate at once; ``select`` (the arithmetic reprieve, None when it does not
     apply) or else ``generic`` runs on the others in order, until ``num_candidates`` candidates are found with one
-    that violates no PDB. Returns the candidates as ``(node, victims, PDB violations)``, non-violating ones first
-    (each group keeps at most ``num_candidates``), the statuses of the examined nodes that are not candidates in
-    examination order, and the errors. Without ``statuses_needed`` the statuses are left out when there are
-    candidates (Preempt reads them only when there are none, as upstream's). None when the screen cannot run."""
+    that violates no PDB. ``kept`` (rows -> which of them have a result kept from an earlier dry run that
+    ``select`` would return, None when it cannot tell) and ``kept_selection`` (that result, by row) let the
+    candidates whose nodes did not change skip ``select``. Returns the candidates as ``(node, victims, PDB
+    violations)``, non-violating ones first (each group keeps at most ``num_candidates``), the statuses of the
+    examined nodes that are not candidates in examination order, and the errors. Without ``statuses_needed`` the
+    statuses are left out when there are candidates (Preempt reads them only when there are none, as upstream's).
+    None when the screen cannot run."""
     rows = np.array(order, np.int64)
     screened = screen(fast, lower, table, rows)
     if screened is None:
         return None
     kinds, keys = screened
-    infos = table.node_infos
+    infos, names = table.node_infos, table.names
     non_violating: list[tuple[str, list[PodInfo], int]] = []
     violating: list[tuple[str, list[PodInfo], int]] = []
     results: dict[int, Status] = {}
     stop = len(order)
-    for pos in np.flatnonzero(kinds >= GENERIC).tolist():
-        node = infos[order[pos]]
-        selection = select(node) if kinds[pos] == CANDIDATE else None
-        if selection is None:
-            selection = generic(node)
-        victims, violations, status = selection
+    examined = np.flatnonzero(kinds >= GENERIC)
+    examined_rows = rows[examined]
+    is_candidate = kinds[examined] == CANDIDATE
+    hit = kept(examined_rows) if kept is not None and kept_selection is not None else None
+    hits: list[bool] = (hit & is_candidate).tolist() if hit is not None else [False] * len(examined)
+    for pos, r, candidate, from_kept in zip(
+        examined.tolist(), examined_rows.tolist(), is_candidate.tolist(), hits, strict=True
+    ):
+        if from_kept:
+            assert kept_selection is not None
+            victims, violations, status = kept_selection(r)
+        else:
+            node = infos[r]
+            selection = select(node) if candidate else None
+            victims, violations, status = selection if selection is not None else generic(node)
         if status is None and victims:
             bucket = non_violating if violations == 0 else violating
             if len(bucket) < num_candidates:
-                bucket.append((node.name, victims, violations))
+                bucket.append((names[r], victims, violations))
             if non_violating and len(non_violating) + len(violating) >= num_candidates:
                 stop = pos + 1
                 break
             continue
         if status is None:
-            status = Status.from_error(f'expected at least one victim pod on node "{node.name}"')
+            status = Status.from_error(f'expected at least one victim pod on node "{names[r]}"')
         results[pos] = status
     errors = [status.message() for _pos, status in sorted(results.items()) if status.code == Code.ERROR]
     statuses = NodeToStatus()
     if statuses_needed or not (non_violating or violating):
-        names = table.names
         by_key = {key: fast.status_of_key(key) for key in set(keys[:stop][kinds[:stop] == KEYED].tolist())}
         for pos, kind, key in zip(range(stop), kinds[:stop].tolist(), keys[:stop].tolist(), strict=True):
             if kind == KEYED:

@@ -20,7 +20,7 @@ number (``node_resources_fit.filter_aggregates``), so a node with pods added or 
   preemptor); here the pod-independent plugins are asked once on the node as it is (a rejection sends the node to
   the generic path, which names the status) and the rest is integer arithmetic over the resources Filter checks
   (``node_resources_fit.checked_resources``). DefaultPreemption keeps each node's result for the next preemptor
-  in a :class:`VictimCache` until one of its inputs changes.
+  in a :class:`.victim_cache.VictimCache` until one of its inputs changes.
 
 Statuses, victims, their order and PDB violations are the generic paths' (hypothesis tests hold both entry points
 to them on random clusters).
@@ -52,14 +52,12 @@ from kubeplane.scheduler.plugins.node_resources_fit import (
 )
 from kubeplane.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from kubeplane.scheduler.plugins.taint_toleration import TaintToleration
+from kubeplane.scheduler.plugins.victim_cache import Checks, Selection, VictimCache
 
 __all__ = ["GENERIC", "POD_INDEPENDENT", "ResourceOnly", "Selection", "Split", "VictimCache"]
 
 POD_INDEPENDENT: tuple[type, ...] = (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodeDeclaredFeatures)
 """Filter plugins whose verdict on a node reads the node object and cluster objects, never the node's pods."""
-
-Selection = tuple[list[PodInfo], int, Status | None]
-"""``(victims most important first, how many violate a PDB, status)``, as ``select_victims_on_node`` returns."""
 
 Split = Callable[[list[PodInfo]], tuple[list[PodInfo], list[PodInfo], Callable[[PodInfo], object]]]
 """Sorts the potential victims most important first and splits them into (PDB-violating, others), with the
@@ -211,6 +209,24 @@ class ResourceOnly:
         keys = self.fit_keys(table, rows, table.requested["pods"][rows], self.used_of(table, rows))
         at = np.flatnonzero(keys)
         return rows[at].tolist(), keys[at].tolist()
+
+    @property
+    def checks(self) -> Checks:
+        """NodeResourcesFit's checks for the pod: (resource, requested quantity, DRA-backed, reason), in key order."""
+        return self._checks
+
+    def without_nominated(self, table: NodeTable, rows: IntArray) -> BoolArray:
+        """Which ``rows`` have no nominated pod that the first pass of RunFilterPluginsWithNominatedPods adds
+        (conservative: the pod's own nomination counts as one when the queue's columns are read)."""
+        if not self._nominated_nodes:
+            return np.ones(len(rows), np.bool_)
+        nominated = self.nominated_rows(table)
+        if nominated is None:
+            names, listed = table.names, self._nominated_nodes
+            return np.fromiter((names[r] not in listed for r in rows.tolist()), np.bool_, len(rows))
+        marked = np.zeros(table.size, np.bool_)
+        marked[nominated] = True
+        return ~marked[rows]
 
     def checked_names(self) -> list[str]:
         """The resources NodeResourcesFit checks for the pod, in key order."""
@@ -478,89 +494,6 @@ class ResourceOnly:
             ]
             self._nominated_cache[node_name] = found
         return found
-
-
-@dataclass(slots=True)
-class _Entry:
-    generation: int
-    priority: int
-    checks: tuple[tuple[str, int, bool, str], ...]
-    nominated: list[PodInfo]
-    pdbs: tuple[object, ...]
-    now: float | None
-    selection: Selection
-    no_victims: bool
-
-
-class VictimCache:
-    """The last :meth:`ResourceOnly.select_victims` result per node, kept by DefaultPreemption across cycles.
-
-    A result is a function of the node's pods and allocatable (its NodeInfo generation), the preemptor's priority
-    and checked requests, the nominated pods (compared by identity: the queue's PodInfos), the PDB objects
-    (identity: an update replaces the object) and, only when victims with and without a startTime were ordered,
-    the clock. The pod-independent plugins are asked again on every use (they read the preemptor's spec)."""
-
-    __slots__ = ("_entries", "pdbs")
-
-    def __init__(self) -> None:
-        self._entries: dict[str, _Entry] = {}
-        self.pdbs: tuple[object, ...] = ()
-        """The PDB objects of the current dry run (set by the caller before it starts)."""
-
-    def get(
-        self,
-        node: NodeInfo,
-        priority: int,
-        checks: tuple[tuple[str, int, bool, str], ...],
-        nominated: list[PodInfo],
-        now: float,
-    ) -> _Entry | None:
-        e = self._entries.get(node.name)
-        if (
-            e is None
-            or e.generation != node.generation
-            or e.priority != priority
-            or e.checks != checks
-            or (e.now is not None and e.now != now)
-            or len(e.nominated) != len(nominated)
-            or any(a is not b for a, b in zip(e.nominated, nominated, strict=True))
-            or len(e.pdbs) != len(self.pdbs)
-            or any(a is not b for a, b in zip(e.pdbs, self.pdbs, strict=True))
-        ):
-            return None
-        return e
-
-    def put(
-        self,
-        node: NodeInfo,
-        priority: int,
-        checks: tuple[tuple[str, int, bool, str], ...],
-        nominated: list[PodInfo],
-        now: float | None,
-        selection: Selection,
-        *,
-        no_victims: bool = False,
-    ) -> None:
-        victims, violations, status = selection
-        self._entries[node.name] = _Entry(
-            node.generation,
-            priority,
-            checks,
-            list(nominated),
-            self.pdbs,
-            now,
-            (list(victims), violations, status),
-            no_victims,
-        )
-
-    def begin(self, pdbs: Sequence[object], nodes: Sequence[NodeInfo]) -> None:
-        """Start a dry run with these PDB objects over a cluster of ``nodes`` (entries of removed nodes are
-        dropped once they outnumber the nodes)."""
-        self.pdbs = tuple(pdbs)
-        if len(self._entries) > 2 * len(nodes):
-            names = {ni.name for ni in nodes}
-            for name in [n for n in self._entries if n not in names]:
-                del self._entries[name]
 
 
 def _amounts_of(names: tuple[str, ...]) -> Callable[[Resource], _Amounts]:
