@@ -506,5 +506,5 @@ def test_potential_rows_equal_nodes_for_status_code(entries: list[int | None], a
         if entry is not None:
             m[name] = shared[entry] if entry < 3 else Status(_CODES[entry % 3], (name,))
     nodes = [type("N", (), {"name": name})() for name in names]
-    want = [names.index(n.name) for n in m.nodes_for_status_code(nodes, Code.UNSCHEDULABLE)]  # type: ignore[arg-type]
+    want = [names.index(n.name) for n in m.nodes_for_status_code(nodes, Code.UNSCHEDULABLE)]
     assert _rows_for_status_code(names, m, Code.UNSCHEDULABLE) == want

@@ -448,7 +448,7 @@ def test_unchanged_candidates_are_read_from_the_kept_columns() -> None:
     4-cpu node, a 3000m preemptor): after one preemptor's dry run, the next one runs the reprieve only on the node
     that changed and on the node with a nominated pod; the others' results come from the kept columns and equal
     the generic path's."""
-    low = {"priority": 0, "cpu": 900, "memory": 0, "gpus": 0, "app": "a", "start": 1}
+    low: dict[str, Any] = {"priority": 0, "cpu": 900, "memory": 0, "gpus": 0, "app": "a", "start": 1}
     node_args = {"cpu": 4000, "pods": 10, "gpus": 0, "tainted": False, "pods_on": [low] * 4, "nominated": []}
     nominee = {**low, "priority": 5, "cpu": 300}
     fwk, plugin = _setup([node_args] * 5, [], columns=True)
