@@ -50,6 +50,7 @@ from kubeplane.api.views import is_being_deleted, namespace_of, spec_of, status_
 from kubeplane.client.errors import ClientError, NotFoundError
 from kubeplane.client.interface import PatchType
 from kubeplane.scheduler.backend.node_table import BoolArray, IntArray, NodeTable
+from kubeplane.scheduler.backend.row_memo import RowMemo
 from kubeplane.scheduler.framework.diagnosis import Diagnosis, fit_error_message
 from kubeplane.scheduler.framework.handle import Handle
 from kubeplane.scheduler.framework.interface import (
@@ -233,6 +234,8 @@ class DefaultPreemption:
         """In the fast dry run, settle the nodes that cannot be candidates over the NodeTable
         (:mod:`.preemption_screen`); tests turn it off to compare with the node-by-node loop."""
         self._lower = LowerPriorityCache()
+        self._screen_memo = RowMemo()
+        """The screen's per-row keys of preemptor shapes in steady use (:func:`.preemption_screen.screen`)."""
         self._scores: ScoreMemo = {}
 
     def name(self) -> str:
@@ -465,6 +468,7 @@ class DefaultPreemption:
             statuses_needed=statuses_needed,
             kept=kept,
             kept_selection=victims.row_selection,
+            memo=self._screen_memo,
         )
         if found is None:
             return None

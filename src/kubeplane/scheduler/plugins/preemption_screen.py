@@ -19,6 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 from kubeplane.scheduler.backend.node_table import BoolArray, IntArray, NodeTable
+from kubeplane.scheduler.backend.row_memo import RowMemo
 from kubeplane.scheduler.framework.interface import Code, NodeToStatus, Status
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
 from kubeplane.scheduler.plugins.resource_only import ResourceOnly, Selection
@@ -103,17 +104,34 @@ class LowerPriorityCache:
 
 
 def screen(
-    fast: ResourceOnly, lower: LowerPriorityColumns, table: NodeTable, rows: IntArray
+    fast: ResourceOnly,
+    lower: LowerPriorityColumns,
+    table: NodeTable,
+    rows: IntArray,
+    *,
+    memo: RowMemo | None = None,
 ) -> tuple[IntArray, IntArray] | None:
     """``(kind, key)`` per row of ``rows``: :data:`KEYED` (with the key), :data:`NO_VICTIMS`, :data:`GENERIC` or
-    :data:`CANDIDATE`; None when a pod-independent plugin has no vector path (the caller goes node by node)."""
+    :data:`CANDIDATE`; None when a pod-independent plugin has no vector path (the caller goes node by node).
+    ``memo``: keeps each row's key without nominated pods across cycles (a function of the row's pods, the
+    preemptor's priority and checked requests); the nominated pods' pass is computed on their rows each time."""
     ok = fast.independent_pass(table, rows)
     if ok is None:
         return None
-    count = lower.count[rows]
     names = fast.checked_names()
-    used = [u - lower.amount(name)[rows] for u, name in zip(fast.used_of(table, rows), names, strict=True)]
-    keys = fast.fit_keys(table, rows, table.requested["pods"][rows] - count, used)
+
+    def remaining(at: IntArray) -> tuple[IntArray, list[IntArray]]:
+        """The pod count and checked requests of rows ``at`` with every lower-priority pod removed."""
+        used = [u - lower.amount(name)[at] for u, name in zip(fast.used_of(table, at), names, strict=True)]
+        return table.requested["pods"][at] - lower.count[at], used
+
+    def alone(at: IntArray) -> IntArray:
+        return fast.fit_keys_alone(table, at, *remaining(at))
+
+    pods, used = remaining(rows)
+    kept = memo.get(table, ("screen", fast.checks, lower.priority), alone, rows) if memo is not None else None
+    keys = fast.fit_keys(table, rows, pods, used, alone=kept)
+    count = lower.count[rows]
     kinds = np.full(len(rows), KEYED, np.int64)
     kinds[keys == 0] = CANDIDATE
     kinds[~ok] = GENERIC
@@ -134,19 +152,20 @@ def dry_run_rows(
     statuses_needed: bool = True,
     kept: Callable[[IntArray], BoolArray | None] | None = None,
     kept_selection: Callable[[int], Selection] | None = None,
+    memo: RowMemo | None = None,
 ) -> tuple[list[tuple[str, list[PodInfo], int]], NodeToStatus, list[str]] | None:
     """Upstream ``DryRunPreemption`` over the table rows ``order`` (examination order): :func:`screen` settles
     every node that cannot be a candidate at once; ``select`` (the arithmetic reprieve, None when it does not
     apply) or else ``generic`` runs on the others in order, until ``num_candidates`` candidates are found with one
     that violates no PDB. ``kept`` (rows -> which of them have a result kept from an earlier dry run that
     ``select`` would return, None when it cannot tell) and ``kept_selection`` (that result, by row) let the
-    candidates whose nodes did not change skip ``select``. Returns the candidates as ``(node, victims, PDB
-    violations)``, non-violating ones first (each group keeps at most ``num_candidates``), the statuses of the
-    examined nodes that are not candidates in examination order, and the errors. Without ``statuses_needed`` the
-    statuses are left out when there are candidates (Preempt reads them only when there are none, as upstream's).
-    None when the screen cannot run."""
+    candidates whose nodes did not change skip ``select``; ``memo`` is :func:`screen`'s. Returns the candidates
+    as ``(node, victims, PDB violations)``, non-violating ones first (each group keeps at most
+    ``num_candidates``), the statuses of the examined nodes that are not candidates in examination order, and the
+    errors. Without ``statuses_needed`` the statuses are left out when there are candidates (Preempt reads them
+    only when there are none, as upstream's). None when the screen cannot run."""
     rows = np.array(order, np.int64)
-    screened = screen(fast, lower, table, rows)
+    screened = screen(fast, lower, table, rows, memo=memo)
     if screened is None:
         return None
     kinds, keys = screened

@@ -250,32 +250,51 @@ class ResourceOnly:
             ok &= cast(VectorFilterPlugin, plugin).filter_vector(self.state, self.pod, table, rows)
         return ok
 
-    def fit_keys(self, table: NodeTable, rows: IntArray, pods: IntArray, used: list[IntArray]) -> IntArray:
+    def fit_keys(
+        self, table: NodeTable, rows: IntArray, pods: IntArray, used: list[IntArray], *, alone: IntArray | None = None
+    ) -> IntArray:
         """NodeResourcesFit's :meth:`status_of_key` key per row (0: it passes) as if the rows held ``pods`` pods
         requesting ``used`` (per :meth:`checked_names`): both passes of RunFilterPluginsWithNominatedPods, the
-        first one's key when it fails."""
-        k = len(self._checks)
+        first one's key when it fails. The first pass is computed only on the rows that have nominated pods (it
+        is the second one elsewhere). ``alone``: the second pass's keys when the caller has them (kept across
+        cycles, :meth:`fit_keys_alone`); the result is then a new array all the same."""
         allocatable = [table.allocatable_of(name)[rows] for name, _, _, _ in self._checks]
         max_pods = table.allocatable["pods"][rows]
-
-        def failing(pods: IntArray, used: list[IntArray]) -> IntArray:
-            key = (pods + 1 > max_pods).astype(np.int64)
-            for i, (_name, quantity, dra_backed, _reason) in enumerate(self._checks):
-                cap = allocatable[i]
-                fail = quantity > cap - used[i]
-                if dra_backed:
-                    fail &= cap != 0
-                key |= fail.astype(np.int64) << (1 + i)
-                key |= (fail & (quantity > cap)).astype(np.int64) << (1 + k + i)
-            return key
-
-        keys = failing(pods, used)
+        keys = self._failing(pods, used, allocatable, max_pods) if alone is None else alone.copy()
         nominated = self.nominated_extra(table, rows)
         if nominated is not None:
             extra_pods, extra = nominated
-            first = failing(pods + extra_pods, [u + e for u, e in zip(used, extra, strict=True)])
-            keys = np.where(first != 0, first, keys)
+            at = np.flatnonzero(extra_pods)
+            if len(at):
+                first = self._failing(
+                    pods[at] + extra_pods[at],
+                    [u[at] + e[at] for u, e in zip(used, extra, strict=True)],
+                    [a[at] for a in allocatable],
+                    max_pods[at],
+                )
+                keys[at] = np.where(first != 0, first, keys[at])
         return keys
+
+    def fit_keys_alone(self, table: NodeTable, rows: IntArray, pods: IntArray, used: list[IntArray]) -> IntArray:
+        """:meth:`fit_keys` without the nominated pods (the second pass alone): a function of each row's own
+        numbers and the pod's checks, so callers may keep it per row across cycles."""
+        allocatable = [table.allocatable_of(name)[rows] for name, _, _, _ in self._checks]
+        return self._failing(pods, used, allocatable, table.allocatable["pods"][rows])
+
+    def _failing(
+        self, pods: IntArray, used: list[IntArray], allocatable: list[IntArray], max_pods: IntArray
+    ) -> IntArray:
+        """One Filter pass's key per position (0: NodeResourcesFit passes)."""
+        k = len(self._checks)
+        key = (pods + 1 > max_pods).astype(np.int64)
+        for i, (_name, quantity, dra_backed, _reason) in enumerate(self._checks):
+            cap = allocatable[i]
+            fail = quantity > cap - used[i]
+            if dra_backed:
+                fail &= cap != 0
+            key |= fail.astype(np.int64) << (1 + i)
+            key |= (fail & (quantity > cap)).astype(np.int64) << (1 + k + i)
+        return key
 
     def status_of_key(self, key: int) -> Status:
         """The status of a key :meth:`rejected_keys` gave (the same object for the same key)."""
