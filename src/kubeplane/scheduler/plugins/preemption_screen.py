@@ -8,8 +8,11 @@ resource-only cycle (:mod:`.resource_only`) that first step is arithmetic on the
 :class:`LowerPriorityColumns` (the lower-priority pods' summed requests per row, kept across cycles and refreshed
 only for rows whose NodeInfo generation changed), plus the nominated pods' columns. DefaultPreemption then runs
 the per-node reprieve (:meth:`.resource_only.ResourceOnly.select_victims`) on the :data:`CANDIDATE` rows alone,
-in examination order, and records the others' statuses in bulk. Hypothesis tests hold the result to the
-node-by-node path.
+in examination order, and records the others' statuses in bulk. Across a burst of preemptors most rows do not
+change between two cycles, so the screen's keys are kept per row for the preemptor shapes in steady use (a
+:class:`.backend.row_memo.RowMemo`: only the rows refilled since are recomputed), and candidates whose result the
+:class:`.victim_cache.VictimCache` keeps in its columns are read from there without a reprieve call. Hypothesis
+tests hold the result to the node-by-node path.
 """
 
 from __future__ import annotations
