@@ -217,10 +217,12 @@ class NodeSearch:
                 return None
             nominated_rows = np.array(found, np.int64)
         infos = table.node_infos
+        marked = np.zeros(table.size, np.bool_)  # row -> has nominated pods (np.isin costs ~10x an index)
+        marked[nominated_rows] = True
 
         def with_nominated(rows: IntArray) -> BoolArray:
             out = np.ones(len(rows), np.bool_)
-            at = np.flatnonzero(np.isin(rows, nominated_rows))
+            at = np.flatnonzero(marked[rows])
             if len(at) == 0:
                 return out
             # The rows passed every plugin's mask: in a resource-only cycle a row the table arithmetic does not
@@ -229,7 +231,9 @@ class NodeSearch:
             found = fast.rejected_keys(table, rows[at], independent_passed=True) if fast is not None else None
             if found is not None:
                 if found[0]:
-                    out[at] = ~np.isin(rows[at], np.array(found[0], np.int64))
+                    rejected = np.zeros(table.size, np.bool_)
+                    rejected[found[0]] = True
+                    out[at] = ~rejected[rows[at]]
                 return out
             for i in at.tolist():
                 out[i] = self.filter_node(infos[int(rows[i])]) is None

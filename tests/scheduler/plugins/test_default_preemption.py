@@ -23,12 +23,13 @@ from kubeplane.scheduler.backend.snapshot import Snapshot
 from kubeplane.scheduler.config import default_config, parse_config
 from kubeplane.scheduler.explain import explain
 from kubeplane.scheduler.framework.handle import Handle
-from kubeplane.scheduler.framework.interface import Code, Status
+from kubeplane.scheduler.framework.interface import Code, NodeToStatus, Status
 from kubeplane.scheduler.framework.types import PodInfo
 from kubeplane.scheduler.plugins.default_preemption import (
     Candidate,
     DefaultPreemption,
     ScoreMemo,
+    _rows_for_status_code,
     filter_pods_with_pdb_violation,
     pick_one_node_for_preemption,
     start_time,
@@ -484,3 +485,26 @@ def test_pick_one_node_for_preemption_equals_successive_filtering(specs: list[tu
     assert pick_one_node_for_preemption(candidates, now=later, memo=memo) is _pick_by_successive_filtering(
         candidates, now=later
     )
+
+
+_CODES = [Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.ERROR]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    entries=st.lists(st.one_of(st.none(), st.integers(0, 2), st.integers(3, 40)), max_size=60),
+    absent=st.sampled_from(_CODES),
+)
+def test_potential_rows_equal_nodes_for_status_code(entries: list[int | None], absent: Code) -> None:
+    """Upstream findCandidates' ``NodesForStatusCode(Unschedulable)`` as table rows, whether the statuses are
+    shared objects (0-2: the node search's one Status per reason set) or one per node (3+, each a new object:
+    more distinct statuses than the identity match takes), absent nodes following the absent status's code."""
+    shared = [Status(code, ("shared",)) for code in _CODES]
+    names = [f"n{i}" for i in range(len(entries))]
+    m = NodeToStatus(absent_nodes_status=Status(absent))
+    for name, entry in zip(names, entries, strict=True):
+        if entry is not None:
+            m[name] = shared[entry] if entry < 3 else Status(_CODES[entry % 3], (name,))
+    nodes = [type("N", (), {"name": name})() for name in names]
+    want = [names.index(n.name) for n in m.nodes_for_status_code(nodes, Code.UNSCHEDULABLE)]
+    assert _rows_for_status_code(names, m, Code.UNSCHEDULABLE) == want

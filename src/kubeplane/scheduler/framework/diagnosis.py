@@ -86,9 +86,19 @@ class FitError(Exception):
         self.num_all_nodes = num_all_nodes
         self.diagnosis = diagnosis
         self.nominating: PostFilterResult | None = None
+        self._message: tuple[tuple[object, ...], str] | None = None
 
     def __str__(self) -> str:
-        return fit_error_message(self.num_all_nodes, self.diagnosis)
+        # The scheduler reads the message twice per failure (the status, then the event and condition); it is
+        # a count over every rejected node, so it is kept while the diagnosis's parts are the same.
+        d = self.diagnosis
+        key = (self.num_all_nodes, len(d.node_to_status), d.absent_nodes_status, d.pre_filter_msg, d.post_filter_msg)
+        kept = self._message
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        message = fit_error_message(self.num_all_nodes, d)
+        self._message = (key, message)
+        return message
 
     @classmethod
     def on_one_node(cls, pod: PodInfo, host: str, status: Status) -> FitError | None:

@@ -13,7 +13,7 @@ with asynchronous preemption (``SchedulerAsyncPreemption``, on by default):
    others) while the pod still fits. The search stops once ``max(minCandidateNodesPercentage % of the
    candidates, minCandidateNodesAbsolute)`` candidates are found and one of them violates no PDB. In a
    resource-only cycle each node's victims come from :meth:`.resource_only.ResourceOnly.select_victims`
-   (arithmetic, no clone, results kept per node across preemptors in a :class:`.resource_only.VictimCache`),
+   (arithmetic, no clone, results kept per node across preemptors in a :class:`.victim_cache.VictimCache`),
    after :mod:`.preemption_screen` has settled every examined node that cannot be a candidate over the
    NodeTable at once; ``fast_dry_run = False`` forces the generic path and ``screen_rows = False`` the
    node-by-node arithmetic (tests compare them).
@@ -42,12 +42,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from kubeplane.api.labels import SelectorError, label_selector_as_selector
 from kubeplane.api.meta import format_time, parse_time
 from kubeplane.api.views import is_being_deleted, namespace_of, spec_of, status_of
 from kubeplane.client.errors import ClientError, NotFoundError
 from kubeplane.client.interface import PatchType
-from kubeplane.scheduler.backend.node_table import NodeTable
+from kubeplane.scheduler.backend.node_table import BoolArray, IntArray, NodeTable
+from kubeplane.scheduler.backend.row_memo import RowMemo
 from kubeplane.scheduler.framework.diagnosis import Diagnosis, fit_error_message
 from kubeplane.scheduler.framework.handle import Handle
 from kubeplane.scheduler.framework.interface import (
@@ -64,7 +67,8 @@ from kubeplane.scheduler.framework.interface import (
 from kubeplane.scheduler.framework.runtime import Framework
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
 from kubeplane.scheduler.plugins.preemption_screen import LowerPriorityCache, dry_run_rows
-from kubeplane.scheduler.plugins.resource_only import ResourceOnly, Split, VictimCache
+from kubeplane.scheduler.plugins.resource_only import ResourceOnly, Split
+from kubeplane.scheduler.plugins.victim_cache import VictimCache
 
 __all__ = ["NAME", "OUTCOME_KEY", "Candidate", "DefaultPreemption", "PreemptionOutcome", "ScoreMemo", "new"]
 
@@ -75,6 +79,8 @@ OUTCOME_KEY = "DefaultPreemption/outcome"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 _INT32_OFFSET = 2**31
+_DISTINCT_BY_ID = 16
+"""Up to this many distinct statuses, :func:`_rows_for_status_code` matches rows by status identity."""
 
 
 @dataclass
@@ -168,7 +174,7 @@ _Score = tuple[int, int, int, int, float]
 ScoreMemo = dict[str, tuple[list[PodInfo], int, tuple[int, int, int, int], float, bool]]
 """Node name -> (the victims list it was computed for, PDB violations, the first four scores, the earliest start
 time among the highest-priority victims that have one, whether one of them has none): kept by DefaultPreemption
-across cycles, so a node whose dry-run result came from the :class:`.resource_only.VictimCache` (the same list
+across cycles, so a node whose dry-run result came from the :class:`.victim_cache.VictimCache` (the same list
 object) is not scored again. Holding the list keeps its identity from being reused."""
 
 
@@ -228,6 +234,8 @@ class DefaultPreemption:
         """In the fast dry run, settle the nodes that cannot be candidates over the NodeTable
         (:mod:`.preemption_screen`); tests turn it off to compare with the node-by-node loop."""
         self._lower = LowerPriorityCache()
+        self._screen_memo = RowMemo()
+        """The screen's per-row keys of preemptor shapes in steady use (:func:`.preemption_screen.screen`)."""
         self._scores: ScoreMemo = {}
 
     def name(self) -> str:
@@ -354,7 +362,7 @@ class DefaultPreemption:
             if fast is not None:
                 pdbs = self._pdbs()
                 now = self.handle.clock.now()
-                self._victims.begin(pdbs, all_nodes)
+                self._victims.begin(pdbs, all_nodes, table)
                 found = self._dry_run_rows(state, pod, fast, table, rows, pdbs, offset, num, now, statuses_needed=False)
                 if found is not None:
                     return found
@@ -386,9 +394,9 @@ class DefaultPreemption:
         now = self.handle.clock.now()
         split = self._splitter(pdbs, now)
         cache = self._victims if fast is not None else None
-        if cache is not None:
-            cache.begin(pdbs, self.handle.snapshot_lister.list())
         table = self._table_of(self.handle.snapshot_lister.list()) if fast is not None and self.screen_rows else None
+        if cache is not None:
+            cache.begin(pdbs, self.handle.snapshot_lister.list(), table)
         if fast is not None and table is not None:
             index, infos = table.index, table.node_infos
             rows = [index.get(ni.name, -1) for ni in potential]
@@ -442,6 +450,12 @@ class DefaultPreemption:
         """:meth:`dry_run_preemption` over the table rows ``potential`` from ``offset``
         (:func:`.preemption_screen.dry_run_rows`); None when the screen cannot run."""
         split = self._splitter(pdbs, now)
+        victims, priority, checks = self._victims, pod.priority, fast.checks
+
+        def kept(rows: IntArray) -> BoolArray | None:
+            found = victims.kept_rows(table, rows, priority, checks)
+            return found & fast.without_nominated(table, rows) if found is not None else None
+
         found = dry_run_rows(
             fast,
             self._lower.columns(table, pod.priority),
@@ -452,6 +466,9 @@ class DefaultPreemption:
             generic=lambda node: self.select_victims_on_node(state.clone(), pod, node.clone(), pdbs),
             no_victims=Status.unresolvable(NO_VICTIMS),
             statuses_needed=statuses_needed,
+            kept=kept,
+            kept_selection=victims.row_selection,
+            memo=self._screen_memo,
         )
         if found is None:
             return None
@@ -622,11 +639,25 @@ class DefaultPreemption:
 
 def _rows_for_status_code(names: Sequence[str], m: NodeToStatus, code: Code) -> list[int]:
     """The rows (of a table with these node ``names``) whose status in ``m`` has ``code``, absent nodes included
-    when the absent status has it: ``NodeToStatus.nodes_for_status_code`` as rows."""
-    get = m.get
-    if m.absent_nodes_status.code == code:
-        return [r for r, name in enumerate(names) if (s := get(name)) is None or s.code == code]
-    return [r for r, name in enumerate(names) if (s := get(name)) is not None and s.code == code]
+    when the absent status has it: ``NodeToStatus.nodes_for_status_code`` as rows. The node search shares one
+    Status object among the nodes it rejects for the same reasons, so the rows are matched by the identity of the
+    few distinct statuses (a compare over an array of ids each) rather than by reading every node's code."""
+    found = list(map(m.get, names))
+    distinct = dict(zip(map(id, found), found, strict=True))
+    absent = m.absent_nodes_status.code == code
+    wanted = [i for i, s in distinct.items() if (s.code == code if s is not None else absent)]
+    if len(wanted) == len(distinct):
+        return list(range(len(found)))
+    if not wanted:
+        return []
+    if len(distinct) > _DISTINCT_BY_ID:
+        return [r for r, s in enumerate(found) if (s.code == code if s is not None else absent)]
+    ids = np.fromiter(map(id, found), np.uint64, len(found))
+    mask = ids == np.uint64(wanted[0])
+    for i in wanted[1:]:
+        mask |= ids == np.uint64(i)
+    rows: list[int] = np.flatnonzero(mask).tolist()
+    return rows
 
 
 def _has_condition(pod: PodInfo, condition: Mapping[str, Any]) -> bool:

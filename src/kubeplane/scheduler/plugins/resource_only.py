@@ -20,7 +20,7 @@ number (``node_resources_fit.filter_aggregates``), so a node with pods added or 
   preemptor); here the pod-independent plugins are asked once on the node as it is (a rejection sends the node to
   the generic path, which names the status) and the rest is integer arithmetic over the resources Filter checks
   (``node_resources_fit.checked_resources``). DefaultPreemption keeps each node's result for the next preemptor
-  in a :class:`VictimCache` until one of its inputs changes.
+  in a :class:`.victim_cache.VictimCache` until one of its inputs changes.
 
 Statuses, victims, their order and PDB violations are the generic paths' (hypothesis tests hold both entry points
 to them on random clusters).
@@ -52,14 +52,12 @@ from kubeplane.scheduler.plugins.node_resources_fit import (
 )
 from kubeplane.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from kubeplane.scheduler.plugins.taint_toleration import TaintToleration
+from kubeplane.scheduler.plugins.victim_cache import Checks, Selection, VictimCache
 
 __all__ = ["GENERIC", "POD_INDEPENDENT", "ResourceOnly", "Selection", "Split", "VictimCache"]
 
 POD_INDEPENDENT: tuple[type, ...] = (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodeDeclaredFeatures)
 """Filter plugins whose verdict on a node reads the node object and cluster objects, never the node's pods."""
-
-Selection = tuple[list[PodInfo], int, Status | None]
-"""``(victims most important first, how many violate a PDB, status)``, as ``select_victims_on_node`` returns."""
 
 Split = Callable[[list[PodInfo]], tuple[list[PodInfo], list[PodInfo], Callable[[PodInfo], object]]]
 """Sorts the potential victims most important first and splits them into (PDB-violating, others), with the
@@ -212,6 +210,24 @@ class ResourceOnly:
         at = np.flatnonzero(keys)
         return rows[at].tolist(), keys[at].tolist()
 
+    @property
+    def checks(self) -> Checks:
+        """NodeResourcesFit's checks for the pod: (resource, requested quantity, DRA-backed, reason), in key order."""
+        return self._checks
+
+    def without_nominated(self, table: NodeTable, rows: IntArray) -> BoolArray:
+        """Which ``rows`` have no nominated pod that the first pass of RunFilterPluginsWithNominatedPods adds
+        (conservative: the pod's own nomination counts as one when the queue's columns are read)."""
+        if not self._nominated_nodes:
+            return np.ones(len(rows), np.bool_)
+        nominated = self.nominated_rows(table)
+        if nominated is None:
+            names, listed = table.names, self._nominated_nodes
+            return np.fromiter((names[r] not in listed for r in rows.tolist()), np.bool_, len(rows))
+        marked = np.zeros(table.size, np.bool_)
+        marked[nominated] = True
+        return ~marked[rows]
+
     def checked_names(self) -> list[str]:
         """The resources NodeResourcesFit checks for the pod, in key order."""
         return [name for name, _, _, _ in self._checks]
@@ -234,32 +250,51 @@ class ResourceOnly:
             ok &= cast(VectorFilterPlugin, plugin).filter_vector(self.state, self.pod, table, rows)
         return ok
 
-    def fit_keys(self, table: NodeTable, rows: IntArray, pods: IntArray, used: list[IntArray]) -> IntArray:
+    def fit_keys(
+        self, table: NodeTable, rows: IntArray, pods: IntArray, used: list[IntArray], *, alone: IntArray | None = None
+    ) -> IntArray:
         """NodeResourcesFit's :meth:`status_of_key` key per row (0: it passes) as if the rows held ``pods`` pods
         requesting ``used`` (per :meth:`checked_names`): both passes of RunFilterPluginsWithNominatedPods, the
-        first one's key when it fails."""
-        k = len(self._checks)
+        first one's key when it fails. The first pass is computed only on the rows that have nominated pods (it
+        is the second one elsewhere). ``alone``: the second pass's keys when the caller has them (kept across
+        cycles, :meth:`fit_keys_alone`); the result is then a new array all the same."""
         allocatable = [table.allocatable_of(name)[rows] for name, _, _, _ in self._checks]
         max_pods = table.allocatable["pods"][rows]
-
-        def failing(pods: IntArray, used: list[IntArray]) -> IntArray:
-            key = (pods + 1 > max_pods).astype(np.int64)
-            for i, (_name, quantity, dra_backed, _reason) in enumerate(self._checks):
-                cap = allocatable[i]
-                fail = quantity > cap - used[i]
-                if dra_backed:
-                    fail &= cap != 0
-                key |= fail.astype(np.int64) << (1 + i)
-                key |= (fail & (quantity > cap)).astype(np.int64) << (1 + k + i)
-            return key
-
-        keys = failing(pods, used)
+        keys = self._failing(pods, used, allocatable, max_pods) if alone is None else alone.copy()
         nominated = self.nominated_extra(table, rows)
         if nominated is not None:
             extra_pods, extra = nominated
-            first = failing(pods + extra_pods, [u + e for u, e in zip(used, extra, strict=True)])
-            keys = np.where(first != 0, first, keys)
+            at = np.flatnonzero(extra_pods)
+            if len(at):
+                first = self._failing(
+                    pods[at] + extra_pods[at],
+                    [u[at] + e[at] for u, e in zip(used, extra, strict=True)],
+                    [a[at] for a in allocatable],
+                    max_pods[at],
+                )
+                keys[at] = np.where(first != 0, first, keys[at])
         return keys
+
+    def fit_keys_alone(self, table: NodeTable, rows: IntArray, pods: IntArray, used: list[IntArray]) -> IntArray:
+        """:meth:`fit_keys` without the nominated pods (the second pass alone): a function of each row's own
+        numbers and the pod's checks, so callers may keep it per row across cycles."""
+        allocatable = [table.allocatable_of(name)[rows] for name, _, _, _ in self._checks]
+        return self._failing(pods, used, allocatable, table.allocatable["pods"][rows])
+
+    def _failing(
+        self, pods: IntArray, used: list[IntArray], allocatable: list[IntArray], max_pods: IntArray
+    ) -> IntArray:
+        """One Filter pass's key per position (0: NodeResourcesFit passes)."""
+        k = len(self._checks)
+        key = (pods + 1 > max_pods).astype(np.int64)
+        for i, (_name, quantity, dra_backed, _reason) in enumerate(self._checks):
+            cap = allocatable[i]
+            fail = quantity > cap - used[i]
+            if dra_backed:
+                fail &= cap != 0
+            key |= fail.astype(np.int64) << (1 + i)
+            key |= (fail & (quantity > cap)).astype(np.int64) << (1 + k + i)
+        return key
 
     def status_of_key(self, key: int) -> Status:
         """The status of a key :meth:`rejected_keys` gave (the same object for the same key)."""
@@ -478,89 +513,6 @@ class ResourceOnly:
             ]
             self._nominated_cache[node_name] = found
         return found
-
-
-@dataclass(slots=True)
-class _Entry:
-    generation: int
-    priority: int
-    checks: tuple[tuple[str, int, bool, str], ...]
-    nominated: list[PodInfo]
-    pdbs: tuple[object, ...]
-    now: float | None
-    selection: Selection
-    no_victims: bool
-
-
-class VictimCache:
-    """The last :meth:`ResourceOnly.select_victims` result per node, kept by DefaultPreemption across cycles.
-
-    A result is a function of the node's pods and allocatable (its NodeInfo generation), the preemptor's priority
-    and checked requests, the nominated pods (compared by identity: the queue's PodInfos), the PDB objects
-    (identity: an update replaces the object) and, only when victims with and without a startTime were ordered,
-    the clock. The pod-independent plugins are asked again on every use (they read the preemptor's spec)."""
-
-    __slots__ = ("_entries", "pdbs")
-
-    def __init__(self) -> None:
-        self._entries: dict[str, _Entry] = {}
-        self.pdbs: tuple[object, ...] = ()
-        """The PDB objects of the current dry run (set by the caller before it starts)."""
-
-    def get(
-        self,
-        node: NodeInfo,
-        priority: int,
-        checks: tuple[tuple[str, int, bool, str], ...],
-        nominated: list[PodInfo],
-        now: float,
-    ) -> _Entry | None:
-        e = self._entries.get(node.name)
-        if (
-            e is None
-            or e.generation != node.generation
-            or e.priority != priority
-            or e.checks != checks
-            or (e.now is not None and e.now != now)
-            or len(e.nominated) != len(nominated)
-            or any(a is not b for a, b in zip(e.nominated, nominated, strict=True))
-            or len(e.pdbs) != len(self.pdbs)
-            or any(a is not b for a, b in zip(e.pdbs, self.pdbs, strict=True))
-        ):
-            return None
-        return e
-
-    def put(
-        self,
-        node: NodeInfo,
-        priority: int,
-        checks: tuple[tuple[str, int, bool, str], ...],
-        nominated: list[PodInfo],
-        now: float | None,
-        selection: Selection,
-        *,
-        no_victims: bool = False,
-    ) -> None:
-        victims, violations, status = selection
-        self._entries[node.name] = _Entry(
-            node.generation,
-            priority,
-            checks,
-            list(nominated),
-            self.pdbs,
-            now,
-            (list(victims), violations, status),
-            no_victims,
-        )
-
-    def begin(self, pdbs: Sequence[object], nodes: Sequence[NodeInfo]) -> None:
-        """Start a dry run with these PDB objects over a cluster of ``nodes`` (entries of removed nodes are
-        dropped once they outnumber the nodes)."""
-        self.pdbs = tuple(pdbs)
-        if len(self._entries) > 2 * len(nodes):
-            names = {ni.name for ni in nodes}
-            for name in [n for n in self._entries if n not in names]:
-                del self._entries[name]
 
 
 def _amounts_of(names: tuple[str, ...]) -> Callable[[Resource], _Amounts]:
