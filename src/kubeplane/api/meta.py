@@ -211,8 +211,27 @@ def _to_utc(t: datetime | float) -> datetime:
 
 
 def format_time(t: datetime | float) -> str:
-    """``metav1.Time`` wire form: UTC, whole seconds (truncated), ``Z``. Floats are Unix epoch seconds."""
+    """``metav1.Time`` wire form: UTC, whole seconds (truncated), ``Z``. Floats are Unix epoch seconds.
+
+    A float's text is kept for its whole second (:data:`_LAST_SECOND`): every write stamps managed fields or a
+    timestamp with the clock's now, and many writes fall in one second. Exact: ``datetime.fromtimestamp`` rounds
+    the fraction to microseconds, which moves the second only within half a microsecond of the next one, so only
+    a non-negative float whose fraction is below 0.999 takes the kept text."""
+    global _LAST_SECOND
+    if type(t) is float and t >= 0.0:
+        second = int(t)
+        if t - second < 0.999:
+            kept_second, kept_text = _LAST_SECOND  # one tuple read: threads replace it whole
+            if kept_second == second:
+                return kept_text
+            text = _to_utc(float(second)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            _LAST_SECOND = (second, text)
+            return text
     return _to_utc(t).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_LAST_SECOND: tuple[int, str] = (-1, "")
+"""[whole second, its :func:`format_time` text] of the latest float formatted (one entry: the clock moves on)."""
 
 
 def format_micro_time(t: datetime | float) -> str:
