@@ -125,9 +125,10 @@ functions returning its coroutine, so an in-process call costs no coroutine more
 class Route:
     """``code``: the status of a success. ``fresh``: the body is built for this call alone (a Status, a Scale; a
     written object: create, update and patch answer the object they built from the call's own body and a private
-    decode of the stored one, never the watch cache's), so the caller may keep it without a copy. ``applies``: whether the route serves this call's resource (None: every
-    resource that has the subresource); a route that does not apply is a 405, as a missing one. ``tabular``: the
-    body is the resource's own objects, which HTTP renders as a Table when asked."""
+    decode of the stored one, never the watch cache's), so the caller may keep it without a copy. ``applies``:
+    whether the route serves this call's resource (None: every resource that has the subresource); a route that
+    does not apply is a 405, as a missing one. ``tabular``: the body is the resource's own objects, which HTTP
+    renders as a Table when asked."""
 
     handler: Handler
     code: int = 200
