@@ -15,7 +15,7 @@ from kubeplane.api.validation.pod_update import check_pod_status_update, plainly
 
 Obj = dict[str, Any]
 
-_ODD = st.sampled_from([None, 3, True, "x", [], {}])
+_ODD: st.SearchStrategy[Any] = st.sampled_from([None, 3, True, "x", [], {}])
 _IPS = st.sampled_from(["10.0.0.1", "10.0.0.2", "fd00::1", "010.1.1.1", "::ffff:10.0.0.1", "bad", "", 7])
 _NAMES = st.sampled_from(["node-1", "node-2", "", "Not_A_Name", None, 4])
 _CONDITION_TYPES = st.sampled_from(
@@ -29,19 +29,19 @@ def _maybe(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
 
 
 def _ip_list() -> st.SearchStrategy[Any]:
-    entry = st.one_of(st.fixed_dictionaries({"ip": _IPS}), st.just({}), _ODD)
+    entry: st.SearchStrategy[Any] = st.one_of(st.fixed_dictionaries({"ip": _IPS}), st.just({}), _ODD)
     return _maybe(st.lists(entry, max_size=3))
 
 
 def _container_statuses() -> st.SearchStrategy[Any]:
-    state = st.one_of(
+    state: st.SearchStrategy[Any] = st.one_of(
         st.just({"running": {"startedAt": "2024-01-01T00:00:00Z"}}),
         st.fixed_dictionaries({"terminated": st.fixed_dictionaries({"exitCode": st.sampled_from([0, 1])})}),
         st.just({"terminated": {}}),
         st.just({"waiting": {"reason": "ContainerCreating"}}),
         _ODD,
     )
-    entry = st.one_of(
+    entry: st.SearchStrategy[Any] = st.one_of(
         st.fixed_dictionaries({"name": st.just("c1"), "state": state}),
         st.fixed_dictionaries({"name": st.just("c2"), "state": state}),
         _ODD,

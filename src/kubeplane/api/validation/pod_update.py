@@ -274,7 +274,7 @@ def _one_valid_ip(entries: list[Mapping[str, Any]], *, host_ip: str | None) -> b
     return _accepted(_OK_IPS, ip, lambda v: names.is_valid_ip(None, v))
 
 
-def plainly_valid(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
+def plainly_valid(new: object, old: object) -> bool:
     """True only when :func:`check_pod_status_update` answers no error; False when in doubt (the full check
     decides). Reads what the full check reads, each member of the new object with the type its :class:`Reader`
     demands (a member of another type is a report) and the old one's as its quiet reader sees them; the rules
