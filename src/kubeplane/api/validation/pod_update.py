@@ -33,7 +33,7 @@ from kubeplane.api.validation.common import (
 from kubeplane.api.validation.field import ErrorList
 from kubeplane.api.validation.reader import CORE_V1, Reader, finish
 
-__all__ = ["check_pod_spec_update", "validate_pod_status_update"]
+__all__ = ["check_pod_spec_update", "check_pod_status_update", "plainly_valid", "validate_pod_status_update"]
 
 _SYSTEM_CONDITIONS: Final = frozenset({"PodScheduled", "Ready", "Initialized"})
 _UPDATABLE: Final = (
