@@ -8,6 +8,8 @@ import uuid
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubeplane.api import meta
 from kubeplane.api.meta import NameRule
@@ -267,3 +269,22 @@ def test_validate_labels_formats_upstream_field_errors() -> None:
     assert meta.validate_labels({"app.kubernetes.io/name": "web", "empty": ""}) == []
     at = new_path("spec", "template", "metadata", "labels")
     assert str(meta.validate_labels({"a": "-"}, at)[0]).startswith("spec.template.metadata.labels: Invalid value")
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    whole=st.integers(min_value=0, max_value=2**33),
+    fraction=st.one_of(
+        st.floats(min_value=0.0, max_value=0.9999999, allow_nan=False),
+        st.sampled_from([0.0, 0.5, 0.998999, 0.999, 0.9999994, 0.9999995, 0.9999996]),
+    ),
+    negative=st.booleans(),
+)
+def test_format_time_kept_seconds_are_strftime(whole: int, fraction: float, negative: bool) -> None:
+    """metav1.Time's wire form (seconds truncated) is the same from the kept per-second texts as computed, also
+    where the microsecond rounding of ``fromtimestamp`` carries into the next second, and twice in a row."""
+    t = float(whole) + fraction
+    t = -t if negative else t
+    expected = datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert meta.format_time(t) == expected
+    assert meta.format_time(t) == expected

@@ -190,3 +190,29 @@ def test_status_apply_does_not_own_reset_labels() -> None:
     out = fieldmanager.apply(DEPLOYMENTS, live, config, "kcm", force=False, subresource="status", now=0)
     (entry,) = [e for e in out["metadata"]["managedFields"] if e["manager"] == "kcm"]
     assert entry["fieldsV1"] == {"f:status": {"f:replicas": {}}}
+
+
+@pytest.mark.parametrize(
+    ("meta_change", "owned_meta"),
+    [
+        ({"generation": 2}, None),
+        ({"generation": 2, "labels": {"a": "b"}}, {"f:labels": {".": {}, "f:a": {}}}),
+        ({"labels": {"a": "b"}}, {"f:labels": {".": {}, "f:a": {}}}),
+    ],
+    ids=["stripmeta-generation-not-owned", "stripmeta-labels-owned-generation-not", "labels-owned"],
+)
+def test_update_never_owns_server_set_metadata(meta_change: dict[str, Any], owned_meta: Any) -> None:
+    """stripmeta.go: an Update whose change includes metadata.generation (the server bumps it with the spec)
+    does not own it; what else it changed it owns."""
+    assert CONFIGMAPS is not None
+    live = _cm({"k": "v"}, managed=[])
+    fieldmanager.track_update(CONFIGMAPS, None, live, "creator", now=0)
+    new = copy.deepcopy(live)
+    new["data"]["k"] = "w"
+    new["metadata"].update(meta_change)
+    fieldmanager.track_update(CONFIGMAPS, live, new, "editor", now=10)
+    (edited,) = [e for e in new["metadata"]["managedFields"] if e["manager"] == "editor"]
+    expected: dict[str, Any] = {"f:data": {"f:k": {}}}
+    if owned_meta is not None:
+        expected["f:metadata"] = owned_meta
+    assert edited["fieldsV1"] == expected

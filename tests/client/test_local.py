@@ -10,6 +10,7 @@ import pytest
 from kubeplane.apiserver.watchcache import decode
 from kubeplane.client import local
 from kubeplane.client.clock import FakeClock
+from kubeplane.client.interface import PatchType
 from kubeplane.client.local import LocalClient
 
 
@@ -33,12 +34,38 @@ async def test_idle_watch_sends_a_bookmark_at_the_current_revision(monkeypatch: 
 
 
 async def test_results_are_private_copies() -> None:
+    """Writes answer objects built for the call (not copied again): changing one changes nothing stored or
+    cached, nor the next write's answer."""
     client = await LocalClient.in_memory()
     try:
         cms = client.resource("configmaps")
         created = await client.create(cms, {"metadata": {"name": "c"}, "data": {"k": "v"}}, namespace="default")
         created["data"]["k"] = "changed by the caller"
         assert (await client.get(cms, "c", namespace="default"))["data"] == {"k": "v"}
+        got = await client.get(cms, "c", namespace="default")
+        updated = await client.update(cms, {**got, "data": {"k": "u"}}, namespace="default")
+        updated["data"]["k"] = "changed by the caller"
+        updated["metadata"]["name"] = "changed by the caller"
+        patched = await client.patch(cms, "c", {"data": {"p": "1"}}, namespace="default")
+        assert patched["data"] == {"k": "u", "p": "1"}
+        patched["data"].clear()
+        assert (await client.get(cms, "c", namespace="default"))["data"] == {"k": "u", "p": "1"}
+        pods = client.resource("pods")
+        pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+        await client.create(pods, pod, namespace="default")
+        status = await client.patch(
+            pods,
+            "p",
+            {"status": {"phase": "Running"}},
+            patch_type=PatchType.STRATEGIC,
+            namespace="default",
+            subresource="status",
+        )
+        status["spec"]["containers"][0]["image"] = "changed by the caller"
+        status["status"]["phase"] = "changed by the caller"
+        stored = await client.get(pods, "p", namespace="default")
+        assert stored["spec"]["containers"][0]["image"] == "i"
+        assert stored["status"]["phase"] == "Running"
     finally:
         await client.close()
 

@@ -211,8 +211,28 @@ def _to_utc(t: datetime | float) -> datetime:
 
 
 def format_time(t: datetime | float) -> str:
-    """``metav1.Time`` wire form: UTC, whole seconds (truncated), ``Z``. Floats are Unix epoch seconds."""
+    """``metav1.Time`` wire form: UTC, whole seconds (truncated), ``Z``. Floats are Unix epoch seconds.
+
+    A float's text is kept per whole second (:data:`_SECOND_TEXTS`): every write stamps managed fields or a
+    timestamp with a clock's now, and a cluster's writes fall in few distinct seconds at a time. Exact:
+    ``datetime.fromtimestamp`` rounds the fraction to microseconds, which moves the second only within half a
+    microsecond of the next one, so only a non-negative float whose fraction is below 0.999 takes a kept text."""
+    if type(t) is float and t >= 0.0:
+        second = int(t)
+        if t - second < 0.999:
+            text = _SECOND_TEXTS.get(second)
+            if text is None:
+                text = _to_utc(float(second)).strftime("%Y-%m-%dT%H:%M:%SZ")
+                if len(_SECOND_TEXTS) >= _SECOND_TEXTS_SIZE:
+                    _SECOND_TEXTS.clear()
+                _SECOND_TEXTS[second] = text
+            return text
     return _to_utc(t).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_SECOND_TEXTS: dict[int, str] = {}
+_SECOND_TEXTS_SIZE: Final = 4096
+"""Whole seconds -> their :func:`format_time` text, kept until this many (then it starts afresh)."""
 
 
 def format_micro_time(t: datetime | float) -> str:

@@ -123,10 +123,12 @@ functions returning its coroutine, so an in-process call costs no coroutine more
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """``code``: the status of a success. ``fresh``: the body is built for this call alone (a Status, a Scale), so
-    the caller may keep it without a copy. ``applies``: whether the route serves this call's resource (None: every
-    resource that has the subresource); a route that does not apply is a 405, as a missing one. ``tabular``: the
-    body is the resource's own objects, which HTTP renders as a Table when asked."""
+    """``code``: the status of a success. ``fresh``: the body is built for this call alone (a Status, a Scale; a
+    written object: create, update and patch answer the object they built from the call's own body and a private
+    decode of the stored one, never the watch cache's), so the caller may keep it without a copy. ``applies``:
+    whether the route serves this call's resource (None: every resource that has the subresource); a route that
+    does not apply is a 405, as a missing one. ``tabular``: the body is the resource's own objects, which HTTP
+    renders as a Table when asked."""
 
     handler: Handler
     code: int = 200
@@ -329,16 +331,16 @@ ROUTES: Mapping[tuple[str, str], Route] = {
     ("get", "scale"): Route(_get_scale, fresh=True, applies=_namespaced),
     ("list", ""): Route(_list, tabular=True),
     ("watch", ""): Route(_watch, tabular=True),
-    ("create", ""): Route(_create, code=201, applies=_collection),
+    ("create", ""): Route(_create, code=201, fresh=True, applies=_collection),
     ("create", "binding"): Route(_bind, code=201, fresh=True, applies=_namespaced),
     ("create", "eviction"): Route(_evict, code=201, fresh=True, applies=_namespaced),
     ("create", "token"): Route(_token, code=201, fresh=True, applies=_namespaced),
-    ("update", ""): Route(_update),
-    ("update", "status"): Route(_update),
+    ("update", ""): Route(_update, fresh=True),
+    ("update", "status"): Route(_update, fresh=True),
     ("update", "scale"): Route(_update_scale, fresh=True, applies=_namespaced),
     ("update", "finalize"): Route(_finalize, applies=_namespaces),
-    ("patch", ""): Route(_patch),
-    ("patch", "status"): Route(_patch),
+    ("patch", ""): Route(_patch, fresh=True),
+    ("patch", "status"): Route(_patch, fresh=True),
     ("patch", "scale"): Route(_patch_scale, fresh=True, applies=_namespaced),
     ("delete", ""): Route(_delete),
     ("deletecollection", ""): Route(_delete_collection),

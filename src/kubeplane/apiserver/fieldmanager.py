@@ -439,7 +439,7 @@ def _updated_entries(
     comparison = typed.compare(live, new, _atom(info))
     if comparison.is_same() and base:
         return base
-    changed = comparison.modified.union(comparison.added)
+    changed = _union(comparison.modified, comparison.added)
     ident = _identifier(manager or "unknown", "Update", info.api_version, subresource)
     kept: list[Obj] = []
     touched: list[Obj] = []
@@ -455,8 +455,8 @@ def _updated_entries(
             touched.append(entry)
         else:
             kept.append(entry)
-    lost = changed.union(comparison.removed)
-    mine = changed.difference(_STRIP)
+    lost = _union(changed, comparison.removed)
+    mine = changed.difference(_STRIP) if _meets(changed, _STRIP) else changed
     native = _updated_in_place(touched, ident, lost, mine, info.api_version, now)
     if native is not None:
         entries = kept + native
@@ -468,6 +468,24 @@ def _updated_entries(
         return encode(all_managers, all_times)
     entries.sort(key=_entry_order)
     return entries
+
+
+def _union(a: Set, b: Set) -> Set:
+    """``a.union(b)``, or one of them itself when the other has nothing at all (the sets of one write's update
+    are read, never changed, so sharing one is safe and saves the copy)."""
+    if not b.members and not b.children:
+        return a
+    if not a.members and not a.children:
+        return b
+    return a.union(b)
+
+
+def _meets(a: Set, b: Set) -> bool:
+    """Whether ``a`` and ``b`` share a top-level element: when not, ``a.difference(b)`` equals ``a`` (the sets of a
+    comparison hold no empty child for the difference to drop)."""
+    return not (a.members.isdisjoint(b.members) and a.members.isdisjoint(b.children)) or not (
+        a.children.keys().isdisjoint(b.members) and a.children.keys().isdisjoint(b.children)
+    )
 
 
 def _updated_by_sets(touched: list[Obj], ident: str, lost: Set, mine: Set, api_version: str, now: float) -> list[Obj]:

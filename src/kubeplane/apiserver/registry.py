@@ -337,11 +337,15 @@ class Registry:
         dry_run: bool = False,
         manager: str | None = None,
         track_subresource: str = "",
+        private_result: bool = False,
     ) -> Obj:
         """Read, transform, prepare, validate and compare-and-put; retry races unless the client pinned a
         resourceVersion (upstream's GuaranteedUpdate). ``transform`` sees and returns ``info``'s own form.
         ``manager``: whose Update entry records the change (None: not tracked); ``track_subresource``: the
-        subresource that entry names (status, scale)."""
+        subresource that entry names (status, scale). ``private_result``: every container of what ``transform``
+        returns is either from the private copy it was handed or made by it for this attempt (a strategic merge
+        patch copies its patch), so the result needs no copy of its own before it is prepared in place; without
+        it the result is copied, since it may share containers with a body a retry hands out again."""
         if conversion.converts(info):
             storage = self.storage_resource(info)
 
@@ -372,7 +376,16 @@ class Registry:
             custom = isinstance(info, CustomResourceInfo)
             seen = self._with_type(info, old) if custom else old  # upstream decodes (defaults, converts) the old
             new = await offload.run(
-                self._updated, info, name, strategy, transform, seen, subresource, manager, track_subresource
+                self._updated,
+                info,
+                name,
+                strategy,
+                transform,
+                seen,
+                subresource,
+                manager,
+                track_subresource,
+                private_result and not custom,
             )
             new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
             await admission.admit_update(self, info, new, old, subresource)
@@ -413,10 +426,13 @@ class Registry:
         subresource: str | None,
         manager: str | None = None,
         track_subresource: str = "",
+        private_result: bool = False,
     ) -> Obj:
         """The update's new object: transformed, prepared, defaulted and validated (pure computation on copies, so
-        a heavy request runs it off the event loop)."""
-        new = deep_copy(transform(deep_copy(old)))
+        a heavy request runs it off the event loop). ``private_result``: see :meth:`guaranteed_update`."""
+        new = transform(deep_copy(old))
+        if not private_result:
+            new = deep_copy(new)
         self._keep_system_metadata(new, old)
         if subresource == "status":
             sent = new["metadata"].get("managedFields")

@@ -111,6 +111,9 @@ async def patch_object(
         dry_run=dry_run,
         manager=manager,
         track_subresource=subresource or "",
+        # the strategic merge consumes guaranteed_update's copy and copies the patch; merge and JSON patches may
+        # put the patch's own containers in their result
+        private_result=content_type == STRATEGIC_PATCH and check is None,
     )
 
 

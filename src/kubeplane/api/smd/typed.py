@@ -117,17 +117,36 @@ def compare(lhs: Any, rhs: Any, atom: Atom) -> Comparison:
 
 
 def _compare_children(lhs: Any, rhs: Any, atom: Atom, out: Comparison) -> None:
+    """Each entry (map key or list item's element) of either side through :func:`_compare_entry`, an entry equal
+    on both sides skipped here already (the common case: a write changes a few leaves). The order entries are
+    visited in does not matter: the answer is sets."""
     if (lhs is MISSING or _granular_map(lhs, atom)) and (rhs is MISSING or _granular_map(rhs, atom)):
-        left = {} if lhs is MISSING else lhs
-        right = {} if rhs is MISSING else rhs
-        for key in left.keys() | right.keys():
-            _compare_entry(left.get(key, MISSING), right.get(key, MISSING), _field(atom, key)[0], ("f", key), out)
+        left = _NOTHING if lhs is MISSING else lhs
+        right = _NOTHING if rhs is MISSING else rhs
+        for key, value in left.items():
+            other = right.get(key, MISSING)
+            if other is not MISSING and (value is other or value == other):
+                continue
+            _compare_entry(value, other, _field(atom, key)[0], ("f", key), out)
+        for key, other in right.items():
+            if key not in left:
+                _compare_entry(MISSING, other, _field(atom, key)[0], ("f", key), out)
         return
     elem = atom.elem or DEDUCED
-    left_items = {} if lhs is MISSING else {item_element(i, atom): i for i in reversed(lhs)}
-    right_items = {} if rhs is MISSING else {item_element(i, atom): i for i in reversed(rhs)}
-    for pe in left_items.keys() | right_items.keys():
-        _compare_entry(left_items.get(pe, MISSING), right_items.get(pe, MISSING), elem, pe, out)
+    left_items = _NOTHING if lhs is MISSING else {item_element(i, atom): i for i in reversed(lhs)}
+    right_items = _NOTHING if rhs is MISSING else {item_element(i, atom): i for i in reversed(rhs)}
+    for pe, value in left_items.items():
+        other = right_items.get(pe, MISSING)
+        if other is not MISSING and (value is other or value == other):
+            continue
+        _compare_entry(value, other, elem, pe, out)
+    for pe, other in right_items.items():
+        if pe not in left_items:
+            _compare_entry(MISSING, other, elem, pe, out)
+
+
+_NOTHING: dict[Any, Any] = {}
+"""The entries of a missing side (never written)."""
 
 
 def _compare_entry(lhs: Any, rhs: Any, atom: Atom, pe: PathElement, out: Comparison) -> None:

@@ -33,7 +33,7 @@ from kubeplane.api.validation.common import (
 from kubeplane.api.validation.field import ErrorList
 from kubeplane.api.validation.reader import CORE_V1, Reader, finish
 
-__all__ = ["check_pod_spec_update", "validate_pod_status_update"]
+__all__ = ["check_pod_spec_update", "check_pod_status_update", "plainly_valid", "validate_pod_status_update"]
 
 _SYSTEM_CONDITIONS: Final = frozenset({"PodScheduled", "Ready", "Initialized"})
 _UPDATABLE: Final = (
@@ -176,7 +176,18 @@ def _ips(status: Reader, key: str, *, host_ip: str | None) -> None:
 
 
 def validate_pod_status_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> ErrorList:
-    """Upstream ``ValidatePodStatusUpdate`` (container user and allocated-resource health checks skipped)."""
+    """Upstream ``ValidatePodStatusUpdate`` (container user and allocated-resource health checks skipped).
+
+    A status that :func:`plainly_valid` accepts has no error and is answered at once (the kubelet's writes, every
+    pod a few times); anything else takes the full check, which builds the messages."""
+    if plainly_valid(new, old):
+        return []
+    return check_pod_status_update(new, old)
+
+
+def check_pod_status_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> ErrorList:
+    """:func:`validate_pod_status_update` without the shortcut: every rule through :class:`Reader`, errors built
+    with their paths."""
     errs: ErrorList = []
     root, old_root = CORE_V1.root(new, errs), CORE_V1.root(old, [])
     status, old_status = root.child("status"), old_root.child("status")
@@ -205,3 +216,108 @@ def validate_pod_status_update(new: Mapping[str, Any], old: Mapping[str, Any]) -
     if status.array("hostIPs"):
         _ips(status, "hostIPs", host_ip=status.string("hostIP"))
     return finish(errs)
+
+
+# --- the shortcut ------------------------------------------------------------------------------------------------
+
+_OK_CONDITION_TYPES: set[str] = set()
+_OK_IPS: set[str] = set()
+_OK_MEMO_SIZE: Final = 4096
+"""Strings a check accepted (``is_qualified_name``, ``is_valid_ip``: pure functions of the string), kept until
+a memo holds this many. The system conditions, which the full check does not look at, are qualified names."""
+
+
+def _accepted(memo: set[str], value: str, check: Any) -> bool:
+    if value in memo:
+        return True
+    if check(value):
+        return False
+    if len(memo) >= _OK_MEMO_SIZE:
+        memo.clear()
+    memo.add(value)
+    return True
+
+
+def _map(value: Any) -> Mapping[str, Any] | None:
+    """A member the :class:`Reader` reads as an object without a report: absent/null (empty) or a mapping; None
+    for anything else."""
+    if value is None:
+        return {}
+    return value if isinstance(value, Mapping) else None
+
+
+def _objects(value: Any) -> list[Mapping[str, Any]] | None:
+    """A list member whose every element is an object (absent/null: empty); None otherwise (a report)."""
+    if value is None:
+        return []
+    if type(value) is not list or not all(isinstance(item, Mapping) for item in value):
+        return None
+    return value
+
+
+def _text(value: Any) -> str | None:
+    """A string member as :meth:`Reader.string` reads it without a report (absent: ``""``); None otherwise."""
+    if value is None:
+        return ""
+    return value if type(value) is str else None
+
+
+def _one_valid_ip(entries: list[Mapping[str, Any]], *, host_ip: str | None) -> bool:
+    """:func:`_ips` finds nothing: at most one entry, a valid IP (the ``hostIP`` when given)."""
+    if not entries:
+        return True
+    if len(entries) > 1:
+        return False
+    ip = _text(entries[0].get("ip"))
+    if ip is None or (host_ip is not None and ip != host_ip):
+        return False
+    return _accepted(_OK_IPS, ip, lambda v: names.is_valid_ip(None, v))
+
+
+def plainly_valid(new: object, old: object) -> bool:
+    """True only when :func:`check_pod_status_update` answers no error; False when in doubt (the full check
+    decides). Reads what the full check reads, each member of the new object with the type its :class:`Reader`
+    demands (a member of another type is a report) and the old one's as its quiet reader sees them; the rules
+    that need more than a glance -- a terminated container of a pod that may not restart it, two IPs of a list,
+    a changed nominated node -- are left to the full check."""
+    if not isinstance(new, Mapping) or not isinstance(old, Mapping):
+        return False
+    status, spec = _map(new.get("status")), _map(new.get("spec"))
+    old_status, old_spec = _map(old.get("status")), _map(old.get("spec"))
+    if status is None or spec is None or old_status is None or old_spec is None:
+        return False
+    conditions = _objects(status.get("conditions"))
+    if conditions is None:
+        return False
+    for condition in conditions:
+        kind = _text(condition.get("type"))
+        if kind is None or not _accepted(_OK_CONDITION_TYPES, kind, names.is_qualified_name):
+            return False
+    node, old_node = _text(spec.get("nodeName")), _text(old_spec.get("nodeName"))
+    nominated, old_nominated = _text(status.get("nominatedNodeName")), _text(old_status.get("nominatedNodeName"))
+    qos, old_qos = _text(status.get("qosClass")), _text(old_status.get("qosClass"))
+    if node is None or node != old_node or nominated is None or (nominated and nominated != old_nominated):
+        return False
+    if qos is None or qos != old_qos:
+        return False
+    policy = _text(old_spec.get("restartPolicy"))
+    if policy is None:
+        return False
+    for key in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"):
+        if policy == "Always" and key != "ephemeralContainerStatuses":
+            continue
+        old_statuses = _objects(old_status.get(key))
+        if old_statuses is None or _objects(status.get(key)) is None:
+            return False
+        for entry in old_statuses:
+            state = _map(entry.get("state"))
+            if state is None or state.get("terminated"):  # a terminated container: the full check's transitions
+                return False
+    pod_ips = _objects(status.get("podIPs"))
+    if pod_ips is None or not _one_valid_ip(pod_ips, host_ip=None):
+        return False
+    host_ips = status.get("hostIPs")
+    if host_ips is None or host_ips == []:
+        return True
+    host_entries, host_ip = _objects(host_ips), _text(status.get("hostIP"))
+    return host_entries is not None and host_ip is not None and _one_valid_ip(host_entries, host_ip=host_ip)
