@@ -8,6 +8,9 @@ place among equals. Every operation is O(log n) calls of ``less``, except ``get`
 
 Invariant: ``_index[key(item)] == i`` for ``item == _items[i]``, and the heap property holds for the order
 "``less``, then sequence number".
+
+:class:`SortKeyHeap` is the same heap for a ``less`` that compares sort keys (PrioritySort's), with the keys
+compared in C; the scheduling queue uses it for activeQ when the QueueSort plugin offers a ``sort_key``.
 """
 
 from __future__ import annotations

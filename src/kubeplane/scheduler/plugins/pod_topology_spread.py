@@ -389,9 +389,9 @@ class PodTopologySpread:
         self._handle = handle
         self._default_constraints = tuple(default_constraints)
         self._compiled_defaults: dict[str, list[TopologySpreadConstraint]] = {}
+        """The default constraints compiled per whenUnsatisfiable (read-only: the selector is the pod's)."""
         self._compiled_own: ShapeMemo[tuple[TopologySpreadConstraint, ...]] = ShapeMemo()
         """The pod's own constraints compiled, by their JSON, the labels matchLabelKeys reads and the action."""
-        """The default constraints compiled per whenUnsatisfiable (read-only: the selector is the pod's)."""
         self._system_defaulted = system_defaulted
         self._counts = RowCounts()
         self._sums = DomainSums()
