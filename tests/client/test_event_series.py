@@ -7,13 +7,15 @@ Each test names the upstream behaviour it pins. Time is a FakeClock; the periodi
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kubeplane.api.meta import format_micro_time
 from kubeplane.client.clock import FakeClock
-from kubeplane.client.event_series import SeriesEventRecorder, series_key
+from kubeplane.client.event_series import SeriesEventRecorder, _copy_tree, series_key
 from kubeplane.client.interface import Obj
 from kubeplane.client.local import LocalClient
 
@@ -153,6 +155,30 @@ async def test_an_isomorphic_event_makes_a_series_and_later_ones_only_count(
     await r.close()
 
 
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@given(JSON)
+def test_the_cache_step_copies_as_deep_copy_does(tree: Any) -> None:
+    """recordToSink writes a DeepCopy of the cached event: the copy (``_copy_tree``, deepcopy's result for JSON
+    trees) equals the event and shares no dict or list with it, so the cache counting on cannot reach a write."""
+    copied = _copy_tree(tree)
+    assert copied == tree
+
+    def containers(value: Any) -> list[int]:
+        if isinstance(value, dict):
+            return [id(value), *(i for v in value.values() for i in containers(v))]
+        if isinstance(value, list):
+            return [id(value), *(i for v in value for i in containers(v))]
+        return []
+
+    assert not set(containers(copied)) & set(containers(tree))
+
+
 def test_the_key_is_type_action_reason_reporter_regarding_and_related() -> None:
     """getKey: eventType, action, reason, reportingController, reportingInstance, regarding, related."""
     base: Obj = {
@@ -248,3 +274,18 @@ async def test_an_unsupported_type_is_not_recorded_and_close_writes_the_queue(
     r.record(POD, "Normal", "Late", "m", action="Binding")  # closed: dropped
     await settle()
     assert len(await events(client)) == 1
+
+
+@given(st.lists(st.floats(min_value=0, max_value=4e9, allow_nan=False), min_size=1, max_size=6))
+def test_event_time_is_format_micro_time(times: list[float]) -> None:
+    """makeEvent's eventTime (metav1.MicroTime): the recorder formats the date and time once per second and
+    appends the microseconds; every stamp equals format_micro_time's, in any order (rounding into the next
+    second included)."""
+
+    class _NoCalls:  # the recorder resolves its resource; nothing is written here
+        def resource(self, name: str) -> str:
+            return name
+
+    r = recorder(cast(LocalClient, _NoCalls()), FakeClock())
+    for t in [*times, *sorted(times), 1.9999996, 2.0000004]:
+        assert r._micro_time(t) == format_micro_time(t)

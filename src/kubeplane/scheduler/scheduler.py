@@ -224,6 +224,7 @@ class Scheduler:
             pod_max_backoff=float(self.config.pod_max_backoff_seconds),
             pre_enqueue=self._pre_enqueue,
             events_for_plugins=events,
+            sort_key=first.queue_sort_key,
         )
         self.metrics = SchedulerMetrics.for_registry(metrics_registry)
         self.metrics.add_pending_pods_source(self.queue.pending_pod_counts)

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubeplane.client.clock import FakeClock
-from kubeplane.scheduler.backend.heap import KeyedHeap
+from kubeplane.scheduler.backend.heap import KeyedHeap, SortKeyHeap
 from kubeplane.scheduler.backend.node_table import NodeTable
 from kubeplane.scheduler.backend.queue import ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE_Q, SchedulingQueue
 from kubeplane.scheduler.backend.queue_events import (
@@ -779,3 +779,50 @@ def test_keyed_heap_matches_a_sorted_model(ops: list[tuple[str, int, int]]) -> N
         assert all(key in heap for key in model)
     order = sorted(model, key=lambda kk: model[kk])
     assert [heap.pop()[0] for _ in range(len(heap))] == order
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["push", "push", "delete", "pop", "peek", "get"]), st.integers(0, 4), st.integers(0, 2)
+        )
+    )
+)
+def test_sort_key_heap_matches_keyed_heap(ops: list[tuple[str, int, int]]) -> None:
+    """SortKeyHeap (activeQ under PrioritySort) answers every operation as KeyedHeap with the equivalent ``less``:
+    same pops, same order among equals (insertion order, kept by an update), stale entries never surface."""
+    reference: KeyedHeap[tuple[str, int]] = KeyedHeap(lambda item: item[0], lambda a, b: a[1] < b[1])
+    fast: SortKeyHeap[tuple[str, int]] = SortKeyHeap(lambda item: item[0], lambda item: item[1])
+    for op, k, value in ops:
+        key = f"k{k}"
+        if op == "push":
+            reference.push((key, value))
+            fast.push((key, value))
+        elif op == "delete":
+            assert fast.delete(key) == reference.delete(key)
+        elif op == "peek":
+            assert fast.peek() == reference.peek()
+        elif op == "get":
+            assert fast.get(key) == reference.get(key)
+        elif len(reference):
+            assert fast.pop() == reference.pop()
+        else:
+            with pytest.raises(IndexError):
+                fast.pop()
+        assert len(fast) == len(reference)
+        assert sorted(fast.items()) == sorted(reference.items())
+        assert all(item[0] in fast for item in reference)
+    assert [fast.pop() for _ in range(len(fast))] == [reference.pop() for _ in range(len(reference))]
+
+
+def test_sort_key_heap_compacts_stale_entries() -> None:
+    """Updates and deletes leave stale entries behind; they are dropped once they outnumber the live ones, so a
+    long-lived activeQ stays the size of its pods."""
+    heap: SortKeyHeap[tuple[str, int]] = SortKeyHeap(lambda item: item[0], lambda item: item[1])
+    for round_ in range(200):
+        heap.push(("a", round_ % 5))
+        heap.push((f"b{round_}", 1))
+        heap.delete(f"b{round_}")
+    assert len(heap) == 1
+    assert len(heap._heap) <= 2 * len(heap) + 64 + 1
+    assert heap.pop() == ("a", 4)

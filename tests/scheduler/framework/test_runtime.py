@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kubeplane.client.clock import FakeClock
 from kubeplane.scheduler.backend.node_table import IntArray, NodeTable
@@ -24,7 +26,7 @@ from kubeplane.scheduler.framework.interface import (
     Status,
 )
 from kubeplane.scheduler.framework.registry import Registry, extension_points_of
-from kubeplane.scheduler.framework.runtime import Framework
+from kubeplane.scheduler.framework.runtime import Framework, _settle
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
 from kubeplane.scheduler.profile import build_profiles
 
@@ -309,6 +311,35 @@ def test_vector_scores_out_of_range_in_upstream_order(args: dict[str, dict[str, 
     assert status is not None
     assert status.code == Code.ERROR
     assert f"plugin {want}, it should in the range of [0, 100] after normalizing" in status.message()
+
+
+_SCORE = st.integers(-3, 103) | st.sampled_from([-(2**63), -(2**62), 2**62, 2**63 - 1])
+
+
+@given(
+    st.integers(1, 4).flatmap(
+        lambda n: st.lists(
+            st.tuples(st.lists(_SCORE, min_size=n, max_size=n), st.integers(1, 100)), min_size=1, max_size=5
+        )
+    )
+)
+def test_settle_is_each_plugins_range_check_then_the_weighted_sum(pending: list[tuple[list[int], int]]) -> None:
+    """The fused Score stage (one concatenation, one unsigned reduction for both bounds, one product) answers as
+    upstream's per-plugin loop: the first plugin (in order) with a score outside [0, 100] is the error, with the
+    first out-of-range value's bound; otherwise the weighted sum."""
+    n = len(pending[0][0])
+    total = np.zeros(n, np.int64)
+    status = _settle(total, [(f"p{i}", np.array(raw, np.int64), w) for i, (raw, w) in enumerate(pending)])
+    bad = [(i, raw) for i, (raw, _w) in enumerate(pending) if max(raw) > 100 or min(raw) < 0]
+    if not bad:
+        assert status is None
+        assert total.tolist() == [sum(raw[j] * w for raw, w in pending) for j in range(n)]
+        return
+    i, raw = bad[0]
+    value = max(raw) if max(raw) > 100 else min(raw)
+    assert status is not None
+    assert status.code == Code.ERROR
+    assert f"plugin 'p{i}' returns an invalid score {value}," in status.message()
 
 
 async def test_permit_wait_allow() -> None:

@@ -312,3 +312,23 @@ def test_score_vector_matches_score(
     want = [plugin.score(state, info, infos[i])[0] for i in rows]
     assert plugin.score_vector(state, info, NodeTable(infos), rows).tolist() == want
     assert all(50 <= score <= 100 for score in want)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    stream=st.lists(st.lists(_requests(), min_size=1, max_size=2), min_size=1, max_size=12),
+    resources=_RESOURCE_SETS,
+)
+def test_pre_score_state_shared_by_requests_is_the_pods_own(
+    stream: list[list[dict[str, str]]], resources: list[dict[str, Any]]
+) -> None:
+    """The PreScore state is kept per pod requests (pods of one shape share it): every pod of a stream gets the
+    state a plugin that never saw another pod computes for it (fails if the memo's key is coarser than the
+    requests, or a state leaks between shapes)."""
+    plugin = _new({"resources": resources})
+    for containers in stream:
+        info = PodInfo(_pod(*containers))
+        state, fresh_state, fresh = CycleState(), CycleState(), _new({"resources": resources})
+        assert plugin.pre_score(state, info, []) == fresh.pre_score(fresh_state, info, [])
+        assert state.get(plugin.score_state_key) == fresh_state.get(plugin.score_state_key)
+        assert plugin._score_state(info) == fresh._score_state(info)

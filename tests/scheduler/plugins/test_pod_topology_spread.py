@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kubeplane.scheduler.backend.snapshot import Snapshot
 from kubeplane.scheduler.framework.handle import Handle
@@ -29,6 +31,7 @@ from kubeplane.scheduler.plugins.pod_topology_spread import (
     NAME,
     PRE_FILTER_STATE_KEY,
     PodTopologySpread,
+    filter_constraints,
 )
 
 from .test_helper import conformance_cases, pre_score_and_score, require_case
@@ -574,3 +577,45 @@ def test_conformance(case: Mapping[str, Any] | None) -> None:
                 assert list(status.reasons) == e["reasons"]
     else:
         assert run_score(plugin, snapshot, case["pod"], list(expect["scores"])) == expect["scores"]
+
+
+_SHAPES = st.fixed_dictionaries(
+    {
+        "max_skew": st.integers(1, 3),
+        "key": st.sampled_from(["zone", "node"]),
+        "when": st.sampled_from(["DoNotSchedule", "ScheduleAnyway"]),
+        "selector": st.sampled_from([FOO_EXISTS, BAR_EXISTS, {"matchLabels": {"foo": "a"}}]),
+        "keys": st.sampled_from([(), ("app",), ("app", "foo")]),
+    }
+)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(_SHAPES, min_size=1, max_size=2),
+            st.dictionaries(st.sampled_from(["app", "foo"]), st.sampled_from(["a", "b"]), max_size=2),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_compiled_constraints_are_kept_per_shape(stream: list[tuple[list[dict[str, Any]], dict[str, str]]]) -> None:
+    """A pod's own constraints are compiled once per shape (their JSON, the labels matchLabelKeys names, the
+    action) and reused for the next pods of that shape: every pod of a stream gets exactly what
+    filterTopologySpreadConstraints compiles for it alone (fails if the key leaves out an input)."""
+    plugin, _ = make(zone_nodes(), [])
+    for shapes, pod_labels in stream:
+        constraints = [
+            spread(
+                s["max_skew"],
+                s["key"],
+                s["when"],
+                s["selector"],
+                **({"matchLabelKeys": list(s["keys"])} if s["keys"] else {}),
+            )
+            for s in shapes
+        ]
+        info = PodInfo(pod("p", labels=pod_labels, constraints=constraints))
+        for action in ("DoNotSchedule", "ScheduleAnyway"):
+            assert plugin._constraints(info, action) == filter_constraints(constraints, pod_labels, action)

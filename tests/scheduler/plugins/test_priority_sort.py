@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kubeplane.scheduler.framework.handle import Handle
 from kubeplane.scheduler.framework.interface import QueueSortPlugin
@@ -46,5 +48,16 @@ T1, T2 = 1000.0, 1001.0
     ],
 )
 def test_less(p1: QueuedPodInfo, p2: QueuedPodInfo, expected: bool) -> None:
-    """Upstream TestLess."""
-    assert priority_sort.new({}, Handle()).less(p1, p2) is expected
+    """Upstream TestLess; the sort key the queue compares instead orders the pair the same way."""
+    pl = priority_sort.new({}, Handle())
+    assert pl.less(p1, p2) is expected
+    assert (pl.sort_key(p1) < pl.sort_key(p2)) is expected
+
+
+@given(st.lists(st.tuples(st.integers(-3, 3) | st.none(), st.sampled_from([0.0, 1.5, 2.0])), min_size=2, max_size=2))
+def test_sort_key_is_less(pair: list[tuple[int | None, float]]) -> None:
+    """``less(a, b)`` exactly when ``sort_key(a) < sort_key(b)``: what the activeQ's SortKeyHeap relies on."""
+    pl = priority_sort.new({}, Handle())
+    a, b = (queued(f"p{i}", priority, ts) for i, (priority, ts) in enumerate(pair))
+    assert pl.less(a, b) is (pl.sort_key(a) < pl.sort_key(b))
+    assert pl.less(b, a) is (pl.sort_key(b) < pl.sort_key(a))

@@ -8,15 +8,19 @@ place among equals. Every operation is O(log n) calls of ``less``, except ``get`
 
 Invariant: ``_index[key(item)] == i`` for ``item == _items[i]``, and the heap property holds for the order
 "``less``, then sequence number".
+
+:class:`SortKeyHeap` is the same heap for a ``less`` that compares sort keys (PrioritySort's), with the keys
+compared in C; the scheduling queue uses it for activeQ when the QueueSort plugin offers a ``sort_key``.
 """
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["KeyedHeap"]
+__all__ = ["KeyedHeap", "SortKeyHeap"]
 
 T = TypeVar("T")
 
@@ -137,3 +141,87 @@ class KeyedHeap(Generic[T]):
         if i != last:
             self._fix(i)
         return item
+
+
+class SortKeyHeap(Generic[T]):
+    """:class:`KeyedHeap`'s interface and order for a ``less`` that is a comparison of sort keys: ``less(a, b)``
+    exactly when ``sort_key(a) < sort_key(b)`` (PrioritySort's ``(-priority, timestamp)``).
+
+    Why: activeQ pops once per scheduling cycle from a heap of up to every pending pod, and ``KeyedHeap`` calls
+    ``less`` (two Python calls) at each of ~2 log n steps of a sift; here the entries are lists compared by the C
+    ``heapq`` (sort key, then insertion sequence number, as ``KeyedHeap`` breaks ties).
+
+    Invariants: ``_live[key]`` is the one live entry ``[sort_key(item), seq, version, key, item]`` of each key;
+    an entry in ``_heap`` that is not its key's live entry (replaced by ``push`` or removed by ``delete``) is
+    stale and skipped when it reaches the top; an update keeps its key's ``seq`` (its place among equals, as
+    ``KeyedHeap``); ``version`` is unique, so no comparison reaches ``key`` or ``item``. Stale entries are
+    dropped all at once when they outnumber the live ones (plus a margin), so the heap stays O(live).
+    The sort key is taken when an item is pushed: an item changed while queued must be pushed again (the queue
+    does: ``update`` replaces the pod info and pushes; ``KeyedHeap`` needs the same).
+    """
+
+    def __init__(self, key: Callable[[T], str], sort_key: Callable[[T], Any]) -> None:
+        self._key = key
+        self._sort_key = sort_key
+        self._heap: list[list[Any]] = []
+        self._live: dict[str, list[Any]] = {}
+        self._counter = itertools.count()
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._live
+
+    def __iter__(self) -> Iterator[T]:
+        """The items in no particular order."""
+        return iter([entry[4] for entry in self._live.values()])
+
+    def get(self, key: str) -> T | None:
+        entry = self._live.get(key)
+        return entry[4] if entry is not None else None
+
+    def peek(self) -> T | None:
+        self._drop_stale_top()
+        return self._heap[0][4] if self._heap else None
+
+    def push(self, item: T) -> None:
+        """Add ``item``, or replace the item with the same key (keeping its place among equals)."""
+        key = self._key(item)
+        old = self._live.get(key)
+        seq = old[1] if old is not None else next(self._counter)
+        entry = [self._sort_key(item), seq, next(self._counter), key, item]
+        self._live[key] = entry
+        heapq.heappush(self._heap, entry)
+        if old is not None:
+            self._compact_if_stale()
+
+    def pop(self) -> T:
+        """Remove and return the first item; IndexError when empty."""
+        self._drop_stale_top()
+        if not self._heap:
+            raise IndexError("pop from an empty heap")
+        entry = heapq.heappop(self._heap)
+        del self._live[entry[3]]
+        return entry[4]  # type: ignore[no-any-return]
+
+    def delete(self, key: str) -> T | None:
+        """Remove the item with ``key``; returns it, or None when absent."""
+        entry = self._live.pop(key, None)
+        if entry is None:
+            return None
+        self._compact_if_stale()
+        return entry[4]  # type: ignore[no-any-return]
+
+    def items(self) -> list[T]:
+        return list(self)
+
+    def _drop_stale_top(self) -> None:
+        heap, live = self._heap, self._live
+        while heap and live.get(heap[0][3]) is not heap[0]:
+            heapq.heappop(heap)
+
+    def _compact_if_stale(self) -> None:
+        if len(self._heap) > 2 * len(self._live) + 64:
+            self._heap = list(self._live.values())
+            heapq.heapify(self._heap)

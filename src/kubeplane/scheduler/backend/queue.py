@@ -46,7 +46,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from kubeplane.client.clock import Clock
-from kubeplane.scheduler.backend.heap import KeyedHeap
+from kubeplane.scheduler.backend.heap import KeyedHeap, SortKeyHeap
 from kubeplane.scheduler.backend.node_table import NodeTable
 from kubeplane.scheduler.backend.nominated_columns import NominatedColumns, NominatedColumnsCache
 from kubeplane.scheduler.backend.nominator import Nominator
@@ -109,7 +109,10 @@ class SchedulingQueue:
         pod_max_in_unschedulable_pods_duration: float = 300.0,
         pre_enqueue: Callable[[PodInfo], Status | None] | None = None,
         events_for_plugins: Mapping[str, Sequence[ClusterEventWithHint]] | None = None,
+        sort_key: Callable[[QueuedPodInfo], Any] | None = None,
     ) -> None:
+        """``sort_key``, when the QueueSort plugin has one (``less(a, b)`` exactly when ``sort_key(a) <
+        sort_key(b)``), orders activeQ by keys compared in C (:class:`SortKeyHeap`) instead of ``less`` calls."""
         self._clock = clock
         self._initial_backoff = pod_initial_backoff
         self._max_backoff = pod_max_backoff
@@ -121,7 +124,9 @@ class SchedulingQueue:
         self._registered = [e.event for events in self._plugin_events.values() for e in events]
         self._of_interest: dict[ClusterEvent, bool] = {}
         """:meth:`_is_event_of_interest` per event: the registrations are fixed, events repeat (every binding)."""
-        self._active: KeyedHeap[QueuedPodInfo] = KeyedHeap(_qkey, less)
+        self._active: KeyedHeap[QueuedPodInfo] | SortKeyHeap[QueuedPodInfo] = (
+            KeyedHeap(_qkey, less) if sort_key is None else SortKeyHeap(_qkey, sort_key)
+        )
         self._backoff: KeyedHeap[QueuedPodInfo] = KeyedHeap(_qkey, self._backoff_less)
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._in_flight: dict[str, PodInfo] = {}  # uid -> pod popped and not yet done

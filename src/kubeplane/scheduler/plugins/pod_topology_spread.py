@@ -50,6 +50,7 @@ from kubeplane.scheduler.framework.interface import (
 )
 from kubeplane.scheduler.plugins.helper import do_not_schedule_taint, go_div
 from kubeplane.scheduler.plugins.node_affinity import _VecRequired
+from kubeplane.scheduler.plugins.shape_memo import ShapeMemo, json_key
 from kubeplane.scheduler.plugins.topology_counts import DomainSums, RowCounts, at_rows, domain_sums, table_for
 
 if TYPE_CHECKING:
@@ -389,6 +390,8 @@ class PodTopologySpread:
         self._default_constraints = tuple(default_constraints)
         self._compiled_defaults: dict[str, list[TopologySpreadConstraint]] = {}
         """The default constraints compiled per whenUnsatisfiable (read-only: the selector is the pod's)."""
+        self._compiled_own: ShapeMemo[tuple[TopologySpreadConstraint, ...]] = ShapeMemo()
+        """The pod's own constraints compiled, by their JSON, the labels matchLabelKeys reads and the action."""
         self._system_defaulted = system_defaulted
         self._counts = RowCounts()
         self._sums = DomainSums()
@@ -429,7 +432,10 @@ class PodTopologySpread:
     def _constraints(self, pod: PodInfo, action: str) -> list[TopologySpreadConstraint]:
         own = pod.spec.get("topologySpreadConstraints") or ()
         if own:
-            return filter_constraints(own, pod.labels, action)
+            key = json_key([action, own, [pod.labels.get(k) for c in own for k in c.get("matchLabelKeys") or ()]])
+            if key is None:
+                return filter_constraints(own, pod.labels, action)
+            return list(self._compiled_own.get(key, lambda: tuple(filter_constraints(own, pod.labels, action))))
         return self._build_default_constraints(pod, action)
 
     # --- PreFilter / Filter ---------------------------------------------------------------------------------

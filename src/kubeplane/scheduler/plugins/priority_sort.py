@@ -29,6 +29,10 @@ class PrioritySort:
         p1, p2 = a.pod_info.priority, b.pod_info.priority
         return p1 > p2 or (p1 == p2 and a.timestamp < b.timestamp)
 
+    def sort_key(self, qpi: QueuedPodInfo) -> tuple[int, float]:
+        """``less(a, b)`` exactly when ``sort_key(a) < sort_key(b)``: the queue compares these in C."""
+        return -qpi.pod_info.priority, qpi.timestamp
+
 
 def new(args: Mapping[str, Any], handle: Handle) -> PrioritySort:
     """The plugin factory; PrioritySort has no args."""

@@ -612,6 +612,10 @@ def _with_devices(
     return alloc, in_use
 
 
+_MAX_STATES = 256
+"""PreScore states kept per plugin (all dropped when full): pod shapes in use at once."""
+
+
 @dataclass(frozen=True, slots=True)
 class ScoreState:
     """PreScore state of the NodeResources scoring plugins: the pod's request per configured resource (upstream's
@@ -639,13 +643,29 @@ class AllocationScorePlugin:
     _row_memo: RowMemo | None = None
     """Scores of pod shapes in steady use (:mod:`.backend.row_memo`), made on first use."""
 
+    _states: dict[tuple[int, ...], ScoreState] | None = None
+    """ScoreStates without DRA state by the pod's requests (:meth:`_score_state`), made on first use."""
+
     def _score_state(self, pod: PodInfo) -> ScoreState:
+        """The PreScore state. Without a DeviceClass-backed scalar it is a function of the pod's requests alone
+        (the terms follow from the requests and this plugin's fixed configuration; ScoreState is immutable), so
+        pods with the same requests share one: built once per shape, not per pod. Device counts are cluster
+        state: a state with them is built every time."""
         requests = self.scorer.pod_requests(pod)
+        states = self._states
+        if states is None:
+            states = self._states = {}
+        s = states.get(requests)
+        if s is not None:
+            return s
         terms = self.scorer.terms(requests)
-        dra = None
         if self.dra_extended_resource and any(t.kind == _SCALAR for t in terms):
             dra = dra_score_state(self.handle, [spec.name for spec in self.scorer.resources])
-        return ScoreState(requests, terms, dra)
+            return ScoreState(requests, terms, dra)
+        if len(states) >= _MAX_STATES:
+            states.clear()
+        s = states[requests] = ScoreState(requests, terms)
+        return s
 
     def _state(self, state: CycleState, pod: PodInfo) -> ScoreState:
         s = state.get(self.score_state_key)
@@ -667,7 +687,9 @@ class AllocationScorePlugin:
             memo = self._row_memo = RowMemo()
         scorer, terms, infos = self.scorer, s.terms, table.node_infos
         fn = functools.partial(scorer.score_vector, table, terms=terms)
-        return cast(IntArray, memo.get(table, terms, fn, rows, one=lambda r: scorer.score(infos[r], terms)))
+        # Keyed by the requests (a tuple of ints hashes in C), which determine the terms for this plugin.
+        key = s.pod_requests
+        return cast(IntArray, memo.get(table, key, fn, rows, one=lambda r: scorer.score(infos[r], terms)))
 
     def score_extensions(self) -> ScoreExtensions | None:
         return None
