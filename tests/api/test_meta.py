@@ -288,3 +288,20 @@ def test_format_time_kept_seconds_are_strftime(whole: int, fraction: float, nega
     expected = datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert meta.format_time(t) == expected
     assert meta.format_time(t) == expected
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    whole=st.integers(min_value=0, max_value=2**33),
+    fraction=st.one_of(
+        st.floats(min_value=0.0, max_value=0.9999999, allow_nan=False),
+        st.sampled_from([0.0, 0.5, 0.999, 0.9999994, 0.9999995, 0.9999996]),
+    ),
+)
+def test_format_micro_time_from_kept_seconds_is_strftime(whole: int, fraction: float) -> None:
+    """metav1.MicroTime's wire form built on the kept per-second text equals strftime's, also where the
+    microsecond rounding carries into the next second, and twice in a row (the text then kept)."""
+    t = float(whole) + fraction
+    expected = datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    assert meta.format_micro_time(t) == expected
+    assert meta.format_micro_time(t) == expected

@@ -7,7 +7,7 @@ Each test names the upstream behaviour it pins. Time is a FakeClock; the periodi
 from __future__ import annotations
 
 import asyncio
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -274,18 +274,3 @@ async def test_an_unsupported_type_is_not_recorded_and_close_writes_the_queue(
     r.record(POD, "Normal", "Late", "m", action="Binding")  # closed: dropped
     await settle()
     assert len(await events(client)) == 1
-
-
-@given(st.lists(st.floats(min_value=0, max_value=4e9, allow_nan=False), min_size=1, max_size=6))
-def test_event_time_is_format_micro_time(times: list[float]) -> None:
-    """makeEvent's eventTime (metav1.MicroTime): the recorder formats the date and time once per second and
-    appends the microseconds; every stamp equals format_micro_time's, in any order (rounding into the next
-    second included)."""
-
-    class _NoCalls:  # the recorder resolves its resource; nothing is written here
-        def resource(self, name: str) -> str:
-            return name
-
-    r = recorder(cast(LocalClient, _NoCalls()), FakeClock())
-    for t in [*times, *sorted(times), 1.9999996, 2.0000004]:
-        assert r._micro_time(t) == format_micro_time(t)

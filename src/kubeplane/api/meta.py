@@ -236,7 +236,12 @@ _SECOND_TEXTS_SIZE: Final = 4096
 
 
 def format_micro_time(t: datetime | float) -> str:
-    """``metav1.MicroTime`` wire form: UTC with exactly six fractional digits, ``Z``."""
+    """``metav1.MicroTime`` wire form: UTC with exactly six fractional digits, ``Z``. A float's date and time of
+    day come from :func:`format_time`'s kept text of its whole second (an events.k8s.io Event is stamped with
+    one, many per second), the microseconds appended."""
+    if type(t) is float and t >= 0.0:
+        dt = _to_utc(t)  # the fraction rounded to microseconds, possibly into the next second: that second's text
+        return f"{format_time(dt.replace(microsecond=0).timestamp())[:-1]}.{dt.microsecond:06d}Z"
     return _to_utc(t).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 

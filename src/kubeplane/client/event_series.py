@@ -34,10 +34,9 @@ import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Final
 
-from kubeplane.api.meta import format_time, parse_micro_time
+from kubeplane.api.meta import format_micro_time, parse_micro_time
 
 from .clock import Clock
 from .errors import AlreadyExistsError, APIStatusError, NotFoundError
@@ -104,8 +103,6 @@ class SeriesEventRecorder:
         )
         self._passes: list[asyncio.Task[None]] = []
         self._last_nanos = 0
-        self._second: tuple[datetime | None, str] = (None, "")
-        """The whole second last formatted and its text up to the fraction (:meth:`_micro_time`)."""
         self._lock = asyncio.Lock()
         """Held by a cache step and by a whole periodic pass, as upstream's mutex (a pass writes under it)."""
 
@@ -159,7 +156,7 @@ class SeriesEventRecorder:
                 "name": f"{regarding['name']}.{nanos:x}",
                 "namespace": regarding.get("namespace") or "default",
             },
-            "eventTime": self._micro_time(now),
+            "eventTime": format_micro_time(now),
             "reportingController": self.reporting_controller,
             "reportingInstance": self.reporting_instance,
             "action": action,
@@ -173,17 +170,6 @@ class SeriesEventRecorder:
             if ref:
                 event["related"] = ref
         return event
-
-    def _micro_time(self, now: float) -> str:
-        """``format_micro_time(now)``, formatting the date and time of day once per second (strftime is most of an
-        event's construction; a scheduler records one per pod, many per second)."""
-        dt = datetime.fromtimestamp(now, UTC)
-        whole = dt.replace(microsecond=0)
-        second, prefix = self._second
-        if second != whole:
-            prefix = format_time(whole)[:-1]  # "...T15:04:05" without the Z
-            self._second = (whole, prefix)
-        return f"{prefix}.{dt.microsecond:06d}Z"
 
     async def flush(self) -> None:
         """Wait until every queued event has been written or dropped."""
