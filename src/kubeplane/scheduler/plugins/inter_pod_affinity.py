@@ -27,7 +27,7 @@ v1.37: ``filtering.go``, ``scoring.go``, ``plugin.go``; terms as ``framework/typ
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -153,8 +153,10 @@ class InterPodAffinity:
             return None, Status.unresolvable(f"parsing pod: {terms.error_message()}")
         table = table_for(lister, all_nodes)
         anti_census = self._anti_census.get(table)
-        if not anti_census and not terms.required_affinity and not terms.required_anti_affinity:
-            return None, Status.skip()  # nothing to count: what the full path below concludes, without namespaces
+        if not terms.required_affinity and not terms.required_anti_affinity and not _any_may_match(anti_census, pod):
+            # No existing anti-affinity term can match the pod: every count below would stay empty and the full
+            # path would SKIP too; concluded without listing namespaces or building the state.
+            return None, Status.skip()
         namespaces = self._namespaces()
         s = PreFilterState(
             pod,
@@ -245,8 +247,13 @@ class InterPodAffinity:
             return Status.from_error(f"failed to parse pod: {terms.error_message()}")
         table = table_for(lister, lister.list())
         affinity_census = self._affinity_census.get(table)
-        if not has_constraints and not affinity_census:
-            return Status.skip()  # no term to score: what the full path below concludes, without namespaces
+        hard = self.hard_pod_affinity_weight
+        if not has_constraints and not _any_may_match(
+            affinity_census, pod, scores=lambda k: k[1] is not None or hard > 0
+        ):
+            # No existing pod's term can score the pod: nothing would be touched and the full path would SKIP
+            # too; concluded without listing namespaces.
+            return Status.skip()
         namespaces = self._namespaces()
         affinity = tuple(
             WeightedAffinityTerm(self._merge_namespaces(w.term, namespaces), w.weight) for w in terms.preferred_affinity
@@ -273,7 +280,6 @@ class InterPodAffinity:
                 add(w.term, w.weight, self._pods_matching(table, (w.term,), all_terms=False))
             for w in anti:
                 add(w.term, -w.weight, self._pods_matching(table, (w.term,), all_terms=False))
-        hard = self.hard_pod_affinity_weight
         for (term, signed_weight), per_row in affinity_census.items():
             # None: an existing pod's required affinity term, weighted by hardPodAffinityWeight (when > 0).
             weight = hard if signed_weight is None else signed_weight
@@ -402,6 +408,21 @@ def _scoring_terms(ni: NodeInfo) -> Mapping[tuple[AffinityTerm, int | None], int
         for w in et.preferred_anti_affinity:
             found[(w.term, -w.weight)] += 1
     return found
+
+
+def _any_may_match(
+    census: Mapping[Any, IntArray], pod: PodInfo, *, scores: Callable[[Any], bool] | None = None
+) -> bool:
+    """Whether some census key (an :class:`AffinityTerm`, or ``(term, weight)``) held by a pod still on a node
+    may match ``pod`` (see :meth:`AffinityTerm.may_match_without_labels`); ``scores(key)`` False leaves a key
+    out (a required affinity term when hardPodAffinityWeight is 0)."""
+    for key, per_row in census.items():
+        if scores is not None and not scores(key):
+            continue
+        term: AffinityTerm = key if isinstance(key, AffinityTerm) else key[0]
+        if term.may_match_without_labels(pod) and per_row.any():
+            return True
+    return False
 
 
 def _node_labels(obj: Any) -> Mapping[str, str]:

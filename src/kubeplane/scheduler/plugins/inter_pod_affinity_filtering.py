@@ -67,6 +67,15 @@ class AffinityTerm:
     topology_key: str
     namespace_selector: labels.Selector
 
+    def may_match_without_labels(self, pod: PodInfo) -> bool:
+        """:meth:`matches` when the answer does not depend on the labels of ``pod``'s namespace; True (maybe) when
+        it does (the pod is outside the named namespaces and the namespaceSelector has requirements). So False
+        means "matches for no namespace labels": a cycle may conclude that without listing namespaces."""
+        sel = self.namespace_selector
+        if pod.namespace not in self.namespaces and sel.selectable and sel.requirements:
+            return True  # the namespace's labels decide: the caller must look them up
+        return self.matches(pod, None)
+
     def matches(self, pod: PodInfo, ns_labels: Mapping[str, str] | None) -> bool:
         """True when ``pod`` is in the term's namespaces (by name, or its namespace's ``ns_labels`` match the
         namespaceSelector) and its labels match the selector."""
