@@ -152,8 +152,13 @@ class InterPodAffinity:
         if terms.errors:
             return None, Status.unresolvable(f"parsing pod: {terms.error_message()}")
         table = table_for(lister, all_nodes)
+        no_terms = not terms.required_affinity and not terms.required_anti_affinity
+        if no_terms and _none_on_any_node(lister, table, "have_pods_with_required_anti_affinity_list"):
+            # Upstream's own SKIP: no existing pod has required anti-affinity (its list of such nodes is empty);
+            # the census is not even brought up to date (a later cycle catches up on the rows changed since).
+            return None, Status.skip()
         anti_census = self._anti_census.get(table)
-        if not terms.required_affinity and not terms.required_anti_affinity and not _any_may_match(anti_census, pod):
+        if no_terms and not _any_may_match(anti_census, pod):
             # No existing anti-affinity term can match the pod: every count below would stay empty and the full
             # path would SKIP too; concluded without listing namespaces or building the state.
             return None, Status.skip()
@@ -246,6 +251,8 @@ class InterPodAffinity:
         if terms.errors:
             return Status.from_error(f"failed to parse pod: {terms.error_message()}")
         table = table_for(lister, lister.list())
+        if not has_constraints and _none_on_any_node(lister, table, "have_pods_with_affinity_list"):
+            return Status.skip()  # no existing pod has any (anti-)affinity term: nothing can score the pod
         affinity_census = self._affinity_census.get(table)
         hard = self.hard_pod_affinity_weight
         if not has_constraints and not _any_may_match(
@@ -408,6 +415,15 @@ def _scoring_terms(ni: NodeInfo) -> Mapping[tuple[AffinityTerm, int | None], int
         for w in et.preferred_anti_affinity:
             found[(w.term, -w.weight)] += 1
     return found
+
+
+def _none_on_any_node(lister: Any, table: NodeTable, which: str) -> bool:
+    """True when the snapshot's list ``which`` (of nodes with pods with affinity, or with required anti-affinity)
+    is empty; only trusted for the snapshot's own table, whose lists the cache keeps with its rows."""
+    if table is not getattr(lister, "node_table", None):
+        return False
+    have = getattr(lister, which, None)
+    return have is not None and not have()
 
 
 def _any_may_match(
