@@ -363,10 +363,20 @@ def test_inter_pod_affinity_vector_matches_reference(
         state = CycleState()
         _, status = plugin.pre_filter(state, pod, infos)
         if status is None:
+            # The vector Filter first, on the state and on a clone of it, before anything reads the counts'
+            # dicts (PreFilter leaves only the per-domain arrays; the dicts are built on demand).
+            rows = np.arange(len(infos), dtype=np.int64)
+            cloned = CycleState()
+            cloned.write(
+                inter_pod_affinity.PRE_FILTER_STATE_KEY, state.read(inter_pod_affinity.PRE_FILTER_STATE_KEY).clone()
+            )
+            first = plugin.filter_vector(state, pod, snapshot.node_table, rows).tolist()
+            first_of_clone = plugin.filter_vector(cloned, pod, snapshot.node_table, rows).tolist()
             s = state.read(inter_pod_affinity.PRE_FILTER_STATE_KEY)
             got = (s.existing_anti_affinity_counts, s.affinity_counts, s.anti_affinity_counts)
             assert got == ipa_pre_filter_oracle(s, infos)
             check_filter(plugin, state, pod, snapshot)
+            assert first == first_of_clone == [plugin.filter(state, pod, ni) is None for ni in infos]
             # AddPod/RemovePod keep the vector path in step with the per-node one (preemption's use).
             for p in later:
                 plugin.add_pod(state, pod, PodInfo(p), snapshot.node_info_map[p["spec"]["nodeName"]])

@@ -182,7 +182,7 @@ class InterPodAffinity:
         for t in s.anti_affinity_terms:
             per_row = self._pods_matching(table, (t,), all_terms=False)
             s.add_domain_sums("anti_affinity_counts", table.domains(t.topology_key), t.topology_key, per_row, valid)
-        if not s.existing_anti_affinity_counts and not s.affinity_terms and not s.anti_affinity_terms:
+        if not s.has_counts("existing_anti_affinity_counts") and not s.affinity_terms and not s.anti_affinity_terms:
             return None, Status.skip()
         state.write(PRE_FILTER_STATE_KEY, s)
         return None, None
