@@ -401,20 +401,10 @@ def _required_anti_affinity_terms(ni: NodeInfo) -> Mapping[AffinityTerm, int]:
 
 
 def _scoring_terms(ni: NodeInfo) -> Mapping[tuple[AffinityTerm, int | None], int]:
-    """The node's pods' terms that score the incoming pod, with multiplicities: ``(term, None)`` for a
-    required affinity term (weighted by hardPodAffinityWeight), ``(term, ±weight)`` for preferred ones."""
+    """The node's pods' terms that score the incoming pod, with multiplicities (:attr:`PodTerms.scoring`)."""
     if not ni.pods_with_affinity:
         return _NONE
-    found: Counter[tuple[AffinityTerm, int | None]] = Counter()
-    for p in ni.pods_with_affinity:
-        et = pod_terms(p)
-        for t in et.required_affinity:
-            found[(t, None)] += 1
-        for w in et.preferred_affinity:
-            found[(w.term, w.weight)] += 1
-        for w in et.preferred_anti_affinity:
-            found[(w.term, -w.weight)] += 1
-    return found
+    return Counter(key for p in ni.pods_with_affinity for key in pod_terms(p).scoring)
 
 
 def _none_on_any_node(lister: Any, table: NodeTable, which: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -60,12 +60,25 @@ Counts = dict[TopologyPair, int]
 
 @dataclass(frozen=True, slots=True)
 class AffinityTerm:
-    """A compiled ``PodAffinityTerm`` (upstream ``framework.AffinityTerm``)."""
+    """A compiled ``PodAffinityTerm`` (upstream ``framework.AffinityTerm``).
+
+    Hashable by value, the hash computed once: terms key the censuses of existing pods' terms, which hash every
+    term of every pod on each node that changed since the previous cycle (the generated ``__hash__`` would
+    rehash the namespaces and both selectors each time)."""
 
     namespaces: frozenset[str]
     selector: labels.Selector
     topology_key: str
     namespace_selector: labels.Selector
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "_hash", hash((self.namespaces, self.selector, self.topology_key, self.namespace_selector))
+        )
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def may_match_without_labels(self, pod: PodInfo) -> bool:
         """:meth:`matches` when the answer does not depend on the labels of ``pod``'s namespace; True (maybe) when
@@ -99,6 +112,15 @@ class PodTerms:
     preferred_affinity: tuple[WeightedAffinityTerm, ...] = ()
     preferred_anti_affinity: tuple[WeightedAffinityTerm, ...] = ()
     errors: tuple[str, ...] = ()
+    scoring: tuple[tuple[AffinityTerm, int | None], ...] = field(init=False, repr=False, compare=False)
+    """The terms that score an incoming pod, as InterPodAffinity's census keys: ``(term, None)`` for a required
+    affinity term (weighted by hardPodAffinityWeight), ``(term, ±weight)`` for the preferred ones."""
+
+    def __post_init__(self) -> None:
+        scoring: list[tuple[AffinityTerm, int | None]] = [(t, None) for t in self.required_affinity]
+        scoring += [(w.term, w.weight) for w in self.preferred_affinity]
+        scoring += [(w.term, -w.weight) for w in self.preferred_anti_affinity]
+        object.__setattr__(self, "scoring", tuple(scoring))
 
     def error_message(self) -> str:
         """Upstream's aggregate error text: the single error, or ``[e1, e2]``."""
