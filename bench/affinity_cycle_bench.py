@@ -7,7 +7,8 @@ Workloads, after bench/scheduler_perf.py's (the same pod templates and namespace
 ``pod-affinity``, ``pod-anti-affinity``, ``preferred-pod-affinity``, ``preferred-pod-anti-affinity`` (init pods in
 sched-0, measured ones in sched-1, of the same template), ``mixed`` (MixedSchedulingBasePod: nodes in zone1;
 ``--init`` pods of each of pod-default and the four pod (anti-)affinity templates in sched-0, then pod-default in
-namespace-7). The init pods are scheduled by the same cycle (not measured), then frozen out of the collector's sight. CPU time of the process
+namespace-7). The init pods are scheduled by the same cycle (not measured), then frozen out of the collector's
+sight (``gc.freeze``: one collection of their state would dominate the figure). CPU time of the process
 (``time.process_time``) per measured cycle, with and without the snapshot update that precedes each cycle; a
 ``hosts_digest`` line (equal digests before and after a change: the same decisions).
 
@@ -158,6 +159,7 @@ def main() -> None:
     for workload in args.workload or sorted(WORKLOADS):
         figures = run(workload, nodes, init, pods)
         common = {"bench": "affinity_cycle", "workload": workload, "nodes": nodes, "init": init, "pods": pods}
+        common["quick"] = args.quick
         for metric in ("cycle_cpu", "cycle_with_snapshot_cpu"):
             print(json.dumps({**common, "metric": metric, "value": round(figures[metric], 1), "unit": "us"}))
         digest = int(figures["hosts_digest"], 16)
