@@ -27,7 +27,7 @@ v1.37: ``filtering.go``, ``scoring.go``, ``plugin.go``; terms as ``framework/typ
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -71,10 +71,10 @@ from kubeplane.scheduler.plugins.inter_pod_affinity_scoring import (
     normalize,
     normalize_array,
 )
-from kubeplane.scheduler.plugins.topology_counts import Census, RowCounts, table_for
+from kubeplane.scheduler.plugins.topology_counts import Census, DomainSums, RowCounts, table_for
 
 if TYPE_CHECKING:
-    from kubeplane.scheduler.backend.node_table import BoolArray, IntArray, NodeTable
+    from kubeplane.scheduler.backend.node_table import BoolArray, Domains, IntArray, NodeTable
     from kubeplane.scheduler.framework.handle import Handle
 
 __all__ = [
@@ -110,6 +110,7 @@ class InterPodAffinity:
         self.hard_pod_affinity_weight = hard_pod_affinity_weight
         self.ignore_preferred_terms_of_existing_pods = ignore_preferred_terms_of_existing_pods
         self._counts = RowCounts()
+        self._domain_sums = DomainSums()
         self._anti_census: Census[AffinityTerm] = Census(_required_anti_affinity_terms)
         self._affinity_census: Census[tuple[AffinityTerm, int | None]] = Census(_scoring_terms)
 
@@ -169,19 +170,21 @@ class InterPodAffinity:
             tuple(self._merge_namespaces(t, namespaces) for t in terms.required_anti_affinity),
             self._namespace_labels(namespaces, pod.namespace),
         )
-        valid = table.has_node
+        sums = self._sums_of
         # Existing pods' required anti-affinity terms, grouped: each distinct term is matched against the pod once.
         for term, per_row in anti_census.items():
             if term.matches(pod, s.namespace_labels):
                 key = term.topology_key
-                s.add_domain_sums("existing_anti_affinity_counts", table.domains(key), key, per_row, valid)
+                s.add_sums("existing_anti_affinity_counts", key, *sums(table, ("anti", term), key, per_row))
         if s.affinity_terms:
             per_row = self._pods_matching(table, s.affinity_terms, all_terms=True)
             for t in s.affinity_terms:
-                s.add_domain_sums("affinity_counts", table.domains(t.topology_key), t.topology_key, per_row, valid)
+                key = t.topology_key
+                s.add_sums("affinity_counts", key, *sums(table, ("all", s.affinity_terms), key, per_row))
         for t in s.anti_affinity_terms:
             per_row = self._pods_matching(table, (t,), all_terms=False)
-            s.add_domain_sums("anti_affinity_counts", table.domains(t.topology_key), t.topology_key, per_row, valid)
+            key = t.topology_key
+            s.add_sums("anti_affinity_counts", key, *sums(table, ("one", t), key, per_row))
         if not s.has_counts("existing_anti_affinity_counts") and not s.affinity_terms and not s.anti_affinity_terms:
             return None, Status.skip()
         state.write(PRE_FILTER_STATE_KEY, s)
@@ -230,6 +233,12 @@ class InterPodAffinity:
 
     # --- memoised per-node counts ---------------------------------------------------------------------------
 
+    def _sums_of(self, table: NodeTable, column: Hashable, key: str, per_row: IntArray) -> tuple[Domains, IntArray]:
+        """``per_row`` (the memoised column named ``column``, just brought up to date) summed per domain of
+        ``key`` over the rows with a Node: kept across cycles (DomainSums), refreshed on the rows changed since."""
+        domains = table.domains(key)
+        return domains, self._domain_sums.get(table, (column, key), domains, per_row)
+
     def _pods_matching(self, table: NodeTable, terms: tuple[AffinityTerm, ...], *, all_terms: bool) -> IntArray:
         """Per row, the pods matching every one of ``terms`` (``all_terms``, upstream
         ``podMatchesAllAffinityTerms``) or its single term (namespaceSelectors already merged)."""
@@ -270,28 +279,28 @@ class InterPodAffinity:
             for w in terms.preferred_anti_affinity
         )
         ns_labels = self._namespace_labels(namespaces, pod.namespace)
-        valid = table.has_node
         by_key: dict[str, DomainScores] = {}
 
-        def add(term: AffinityTerm, weight: int, per_row: IntArray) -> None:
+        def add(term: AffinityTerm, weight: int, column: Hashable, per_row: IntArray) -> None:
+            d, counts = self._sums_of(table, column, term.topology_key, per_row)
             ds = by_key.get(term.topology_key)
             if ds is None:
-                d = table.domains(term.topology_key)
                 ds = by_key[term.topology_key] = DomainScores(
                     d, np.zeros(len(d.values), np.int64), np.zeros(len(d.values), np.bool_)
                 )
-            ds.add(per_row, valid, weight)
+            ds.add_counts(counts, weight)
 
         if has_constraints:  # the pod's preferred terms against every existing pod
             for w in affinity:
-                add(w.term, w.weight, self._pods_matching(table, (w.term,), all_terms=False))
+                add(w.term, w.weight, ("one", w.term), self._pods_matching(table, (w.term,), all_terms=False))
             for w in anti:
-                add(w.term, -w.weight, self._pods_matching(table, (w.term,), all_terms=False))
-        for (term, signed_weight), per_row in affinity_census.items():
+                add(w.term, -w.weight, ("one", w.term), self._pods_matching(table, (w.term,), all_terms=False))
+        for census_key, per_row in affinity_census.items():
             # None: an existing pod's required affinity term, weighted by hardPodAffinityWeight (when > 0).
+            term, signed_weight = census_key
             weight = hard if signed_weight is None else signed_weight
             if (signed_weight is not None or hard > 0) and term.matches(pod, ns_labels):
-                add(term, weight, per_row)
+                add(term, weight, ("score", census_key), per_row)
         s = PreScoreState(by_key=by_key)
         if s.empty():
             return Status.skip()

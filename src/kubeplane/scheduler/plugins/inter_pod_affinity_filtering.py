@@ -318,7 +318,11 @@ class PreFilterState:
     def add_domain_sums(self, which: str, domains: Domains, key: str, per_row: IntArray, include: BoolArray) -> None:
         """Add ``per_row`` summed per domain of ``key`` (over included rows carrying it) to the counts named
         ``which``: to ``dense`` alone while the dicts are not built (PreFilter's case)."""
-        sums = domain_sums(domains, per_row, include)
+        self.add_sums(which, key, domains, domain_sums(domains, per_row, include))
+
+    def add_sums(self, which: str, key: str, domains: Domains, sums: IntArray) -> None:
+        """Add ``sums`` (counts per domain id of ``domains``, topology ``key``; owned by the state from now on)
+        to the counts named ``which``, as :meth:`add_domain_sums`."""
         dicts = self._dicts
         if dicts is not None and any(dicts.values()):  # the dicts are the truth already: add to them too
             target, values = dicts[which], domains.values
