@@ -16,6 +16,7 @@ SCRIPTS = sorted(p for p in BENCH.glob("*_bench.py"))
 
 def test_every_bench_is_covered() -> None:
     assert [p.name for p in SCRIPTS] == [
+        "affinity_cycle_bench.py",
         "apiserver_bench.py",
         "autoscaler_bench.py",
         "batch_bench.py",

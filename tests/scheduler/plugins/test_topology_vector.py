@@ -363,10 +363,20 @@ def test_inter_pod_affinity_vector_matches_reference(
         state = CycleState()
         _, status = plugin.pre_filter(state, pod, infos)
         if status is None:
+            # The vector Filter first, on the state and on a clone of it, before anything reads the counts'
+            # dicts (PreFilter leaves only the per-domain arrays; the dicts are built on demand).
+            rows = np.arange(len(infos), dtype=np.int64)
+            cloned = CycleState()
+            cloned.write(
+                inter_pod_affinity.PRE_FILTER_STATE_KEY, state.read(inter_pod_affinity.PRE_FILTER_STATE_KEY).clone()
+            )
+            first = plugin.filter_vector(state, pod, snapshot.node_table, rows).tolist()
+            first_of_clone = plugin.filter_vector(cloned, pod, snapshot.node_table, rows).tolist()
             s = state.read(inter_pod_affinity.PRE_FILTER_STATE_KEY)
             got = (s.existing_anti_affinity_counts, s.affinity_counts, s.anti_affinity_counts)
             assert got == ipa_pre_filter_oracle(s, infos)
             check_filter(plugin, state, pod, snapshot)
+            assert first == first_of_clone == [plugin.filter(state, pod, ni) is None for ni in infos]
             # AddPod/RemovePod keep the vector path in step with the per-node one (preemption's use).
             for p in later:
                 plugin.add_pod(state, pod, PodInfo(p), snapshot.node_info_map[p["spec"]["nodeName"]])
@@ -377,3 +387,32 @@ def test_inter_pod_affinity_vector_matches_reference(
             ps = pre.read(inter_pod_affinity.PRE_SCORE_STATE_KEY)
             assert ps.topology_score == ipa_pre_score_oracle(plugin, pod, infos)
         check_scores(plugin, pod, snapshot, subset)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster(), st.data(), st.integers(0, 2))
+def test_inter_pod_affinity_skips_exactly_when_nothing_counts(
+    c: tuple[list[Obj], list[Obj], Obj, list[Obj]], data: st.DataObject, hard: int
+) -> None:
+    """PreFilter and PreScore conclude SKIP early (no namespace listing) when no existing pod's term can match
+    the incoming pod: upstream's PreFilter skips exactly when the pod has no required terms and no existing
+    anti-affinity term matches it (existingAntiAffinityCounts empty), PreScore when no term touched a topology
+    pair. The incoming pod is drawn without affinity as often as with (the MixedSchedulingBasePod shape)."""
+    nodes, existing, _incoming, later = c
+    incoming = data.draw(pod("p", None))
+    pod_info = PodInfo(incoming)
+    plugin: InterPodAffinity | None = None
+    for snapshot in cycles(nodes, existing, later):
+        handle = Handle(snapshot_lister=snapshot, list_objects=list_objects)
+        if plugin is None:
+            plugin = inter_pod_affinity.new({"hardPodAffinityWeight": hard}, handle)
+        infos = snapshot.list()
+        terms = pod_terms(pod_info)
+        _, status = plugin.pre_filter(CycleState(), pod_info, infos)
+        if not terms.required_affinity and not terms.required_anti_affinity:
+            ns_labels = plugin._namespace_labels(NS_OBJECTS, pod_info.namespace)
+            existing_counts, _, _ = ipa_pre_filter_oracle(PreFilterState(pod_info, (), (), ns_labels), infos)
+            assert (status is not None and status.is_skip()) == (not existing_counts)
+        status = plugin.pre_score(CycleState(), pod_info, infos)
+        oracle = ipa_pre_score_oracle(plugin, pod_info, infos)
+        assert (status is not None and status.is_skip()) == (not oracle)

@@ -27,7 +27,7 @@ v1.37: ``filtering.go``, ``scoring.go``, ``plugin.go``; terms as ``framework/typ
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -71,10 +71,10 @@ from kubeplane.scheduler.plugins.inter_pod_affinity_scoring import (
     normalize,
     normalize_array,
 )
-from kubeplane.scheduler.plugins.topology_counts import Census, RowCounts, table_for
+from kubeplane.scheduler.plugins.topology_counts import Census, DomainSums, RowCounts, table_for
 
 if TYPE_CHECKING:
-    from kubeplane.scheduler.backend.node_table import BoolArray, IntArray, NodeTable
+    from kubeplane.scheduler.backend.node_table import BoolArray, Domains, IntArray, NodeTable
     from kubeplane.scheduler.framework.handle import Handle
 
 __all__ = [
@@ -110,6 +110,7 @@ class InterPodAffinity:
         self.hard_pod_affinity_weight = hard_pod_affinity_weight
         self.ignore_preferred_terms_of_existing_pods = ignore_preferred_terms_of_existing_pods
         self._counts = RowCounts()
+        self._domain_sums = DomainSums()
         self._anti_census: Census[AffinityTerm] = Census(_required_anti_affinity_terms)
         self._affinity_census: Census[tuple[AffinityTerm, int | None]] = Census(_scoring_terms)
 
@@ -152,9 +153,16 @@ class InterPodAffinity:
         if terms.errors:
             return None, Status.unresolvable(f"parsing pod: {terms.error_message()}")
         table = table_for(lister, all_nodes)
+        no_terms = not terms.required_affinity and not terms.required_anti_affinity
+        if no_terms and _none_on_any_node(lister, table, "have_pods_with_required_anti_affinity_list"):
+            # Upstream's own SKIP: no existing pod has required anti-affinity (its list of such nodes is empty);
+            # the census is not even brought up to date (a later cycle catches up on the rows changed since).
+            return None, Status.skip()
         anti_census = self._anti_census.get(table)
-        if not anti_census and not terms.required_affinity and not terms.required_anti_affinity:
-            return None, Status.skip()  # nothing to count: what the full path below concludes, without namespaces
+        if no_terms and not _any_may_match(anti_census, pod):
+            # No existing anti-affinity term can match the pod: every count below would stay empty and the full
+            # path would SKIP too; concluded without listing namespaces or building the state.
+            return None, Status.skip()
         namespaces = self._namespaces()
         s = PreFilterState(
             pod,
@@ -162,20 +170,22 @@ class InterPodAffinity:
             tuple(self._merge_namespaces(t, namespaces) for t in terms.required_anti_affinity),
             self._namespace_labels(namespaces, pod.namespace),
         )
-        valid = table.has_node
+        sums = self._sums_of
         # Existing pods' required anti-affinity terms, grouped: each distinct term is matched against the pod once.
         for term, per_row in anti_census.items():
             if term.matches(pod, s.namespace_labels):
                 key = term.topology_key
-                s.add_domain_sums("existing_anti_affinity_counts", table.domains(key), key, per_row, valid)
+                s.add_sums("existing_anti_affinity_counts", key, *sums(table, ("anti", term), key, per_row))
         if s.affinity_terms:
             per_row = self._pods_matching(table, s.affinity_terms, all_terms=True)
             for t in s.affinity_terms:
-                s.add_domain_sums("affinity_counts", table.domains(t.topology_key), t.topology_key, per_row, valid)
+                key = t.topology_key
+                s.add_sums("affinity_counts", key, *sums(table, ("all", s.affinity_terms), key, per_row))
         for t in s.anti_affinity_terms:
             per_row = self._pods_matching(table, (t,), all_terms=False)
-            s.add_domain_sums("anti_affinity_counts", table.domains(t.topology_key), t.topology_key, per_row, valid)
-        if not s.existing_anti_affinity_counts and not s.affinity_terms and not s.anti_affinity_terms:
+            key = t.topology_key
+            s.add_sums("anti_affinity_counts", key, *sums(table, ("one", t), key, per_row))
+        if not s.has_counts("existing_anti_affinity_counts") and not s.affinity_terms and not s.anti_affinity_terms:
             return None, Status.skip()
         state.write(PRE_FILTER_STATE_KEY, s)
         return None, None
@@ -223,6 +233,12 @@ class InterPodAffinity:
 
     # --- memoised per-node counts ---------------------------------------------------------------------------
 
+    def _sums_of(self, table: NodeTable, column: Hashable, key: str, per_row: IntArray) -> tuple[Domains, IntArray]:
+        """``per_row`` (the memoised column named ``column``, just brought up to date) summed per domain of
+        ``key`` over the rows with a Node: kept across cycles (DomainSums), refreshed on the rows changed since."""
+        domains = table.domains(key)
+        return domains, self._domain_sums.get(table, (column, key), domains, per_row)
+
     def _pods_matching(self, table: NodeTable, terms: tuple[AffinityTerm, ...], *, all_terms: bool) -> IntArray:
         """Per row, the pods matching every one of ``terms`` (``all_terms``, upstream
         ``podMatchesAllAffinityTerms``) or its single term (namespaceSelectors already merged)."""
@@ -244,9 +260,16 @@ class InterPodAffinity:
         if terms.errors:
             return Status.from_error(f"failed to parse pod: {terms.error_message()}")
         table = table_for(lister, lister.list())
+        if not has_constraints and _none_on_any_node(lister, table, "have_pods_with_affinity_list"):
+            return Status.skip()  # no existing pod has any (anti-)affinity term: nothing can score the pod
         affinity_census = self._affinity_census.get(table)
-        if not has_constraints and not affinity_census:
-            return Status.skip()  # no term to score: what the full path below concludes, without namespaces
+        hard = self.hard_pod_affinity_weight
+        if not has_constraints and not _any_may_match(
+            affinity_census, pod, scores=lambda k: k[1] is not None or hard > 0
+        ):
+            # No existing pod's term can score the pod: nothing would be touched and the full path would SKIP
+            # too; concluded without listing namespaces.
+            return Status.skip()
         namespaces = self._namespaces()
         affinity = tuple(
             WeightedAffinityTerm(self._merge_namespaces(w.term, namespaces), w.weight) for w in terms.preferred_affinity
@@ -256,29 +279,28 @@ class InterPodAffinity:
             for w in terms.preferred_anti_affinity
         )
         ns_labels = self._namespace_labels(namespaces, pod.namespace)
-        valid = table.has_node
         by_key: dict[str, DomainScores] = {}
 
-        def add(term: AffinityTerm, weight: int, per_row: IntArray) -> None:
+        def add(term: AffinityTerm, weight: int, column: Hashable, per_row: IntArray) -> None:
+            d, counts = self._sums_of(table, column, term.topology_key, per_row)
             ds = by_key.get(term.topology_key)
             if ds is None:
-                d = table.domains(term.topology_key)
                 ds = by_key[term.topology_key] = DomainScores(
                     d, np.zeros(len(d.values), np.int64), np.zeros(len(d.values), np.bool_)
                 )
-            ds.add(per_row, valid, weight)
+            ds.add_counts(counts, weight)
 
         if has_constraints:  # the pod's preferred terms against every existing pod
             for w in affinity:
-                add(w.term, w.weight, self._pods_matching(table, (w.term,), all_terms=False))
+                add(w.term, w.weight, ("one", w.term), self._pods_matching(table, (w.term,), all_terms=False))
             for w in anti:
-                add(w.term, -w.weight, self._pods_matching(table, (w.term,), all_terms=False))
-        hard = self.hard_pod_affinity_weight
-        for (term, signed_weight), per_row in affinity_census.items():
+                add(w.term, -w.weight, ("one", w.term), self._pods_matching(table, (w.term,), all_terms=False))
+        for census_key, per_row in affinity_census.items():
             # None: an existing pod's required affinity term, weighted by hardPodAffinityWeight (when > 0).
+            term, signed_weight = census_key
             weight = hard if signed_weight is None else signed_weight
             if (signed_weight is not None or hard > 0) and term.matches(pod, ns_labels):
-                add(term, weight, per_row)
+                add(term, weight, ("score", census_key), per_row)
         s = PreScoreState(by_key=by_key)
         if s.empty():
             return Status.skip()
@@ -388,20 +410,34 @@ def _required_anti_affinity_terms(ni: NodeInfo) -> Mapping[AffinityTerm, int]:
 
 
 def _scoring_terms(ni: NodeInfo) -> Mapping[tuple[AffinityTerm, int | None], int]:
-    """The node's pods' terms that score the incoming pod, with multiplicities: ``(term, None)`` for a
-    required affinity term (weighted by hardPodAffinityWeight), ``(term, ±weight)`` for preferred ones."""
+    """The node's pods' terms that score the incoming pod, with multiplicities (:attr:`PodTerms.scoring`)."""
     if not ni.pods_with_affinity:
         return _NONE
-    found: Counter[tuple[AffinityTerm, int | None]] = Counter()
-    for p in ni.pods_with_affinity:
-        et = pod_terms(p)
-        for t in et.required_affinity:
-            found[(t, None)] += 1
-        for w in et.preferred_affinity:
-            found[(w.term, w.weight)] += 1
-        for w in et.preferred_anti_affinity:
-            found[(w.term, -w.weight)] += 1
-    return found
+    return Counter(key for p in ni.pods_with_affinity for key in pod_terms(p).scoring)
+
+
+def _none_on_any_node(lister: Any, table: NodeTable, which: str) -> bool:
+    """True when the snapshot's list ``which`` (of nodes with pods with affinity, or with required anti-affinity)
+    is empty; only trusted for the snapshot's own table, whose lists the cache keeps with its rows."""
+    if table is not getattr(lister, "node_table", None):
+        return False
+    have = getattr(lister, which, None)
+    return have is not None and not have()
+
+
+def _any_may_match(
+    census: Mapping[Any, IntArray], pod: PodInfo, *, scores: Callable[[Any], bool] | None = None
+) -> bool:
+    """Whether some census key (an :class:`AffinityTerm`, or ``(term, weight)``) held by a pod still on a node
+    may match ``pod`` (see :meth:`AffinityTerm.may_match_without_labels`); ``scores(key)`` False leaves a key
+    out (a required affinity term when hardPodAffinityWeight is 0)."""
+    for key, per_row in census.items():
+        if scores is not None and not scores(key):
+            continue
+        term: AffinityTerm = key if isinstance(key, AffinityTerm) else key[0]
+        if term.may_match_without_labels(pod) and per_row.any():
+            return True
+    return False
 
 
 def _node_labels(obj: Any) -> Mapping[str, str]:

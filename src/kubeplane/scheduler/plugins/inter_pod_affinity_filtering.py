@@ -60,12 +60,34 @@ Counts = dict[TopologyPair, int]
 
 @dataclass(frozen=True, slots=True)
 class AffinityTerm:
-    """A compiled ``PodAffinityTerm`` (upstream ``framework.AffinityTerm``)."""
+    """A compiled ``PodAffinityTerm`` (upstream ``framework.AffinityTerm``).
+
+    Hashable by value, the hash computed once: terms key the censuses of existing pods' terms, which hash every
+    term of every pod on each node that changed since the previous cycle (the generated ``__hash__`` would
+    rehash the namespaces and both selectors each time)."""
 
     namespaces: frozenset[str]
     selector: labels.Selector
     topology_key: str
     namespace_selector: labels.Selector
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "_hash", hash((self.namespaces, self.selector, self.topology_key, self.namespace_selector))
+        )
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def may_match_without_labels(self, pod: PodInfo) -> bool:
+        """:meth:`matches` when the answer does not depend on the labels of ``pod``'s namespace; True (maybe) when
+        it does (the pod is outside the named namespaces and the namespaceSelector has requirements). So False
+        means "matches for no namespace labels": a cycle may conclude that without listing namespaces."""
+        sel = self.namespace_selector
+        if pod.namespace not in self.namespaces and sel.selectable and sel.requirements:
+            return True  # the namespace's labels decide: the caller must look them up
+        return self.matches(pod, None)
 
     def matches(self, pod: PodInfo, ns_labels: Mapping[str, str] | None) -> bool:
         """True when ``pod`` is in the term's namespaces (by name, or its namespace's ``ns_labels`` match the
@@ -90,6 +112,15 @@ class PodTerms:
     preferred_affinity: tuple[WeightedAffinityTerm, ...] = ()
     preferred_anti_affinity: tuple[WeightedAffinityTerm, ...] = ()
     errors: tuple[str, ...] = ()
+    scoring: tuple[tuple[AffinityTerm, int | None], ...] = field(init=False, repr=False, compare=False)
+    """The terms that score an incoming pod, as InterPodAffinity's census keys: ``(term, None)`` for a required
+    affinity term (weighted by hardPodAffinityWeight), ``(term, ±weight)`` for the preferred ones."""
+
+    def __post_init__(self) -> None:
+        scoring: list[tuple[AffinityTerm, int | None]] = [(t, None) for t in self.required_affinity]
+        scoring += [(w.term, w.weight) for w in self.preferred_affinity]
+        scoring += [(w.term, -w.weight) for w in self.preferred_anti_affinity]
+        object.__setattr__(self, "scoring", tuple(scoring))
 
     def error_message(self) -> str:
         """Upstream's aggregate error text: the single error, or ``[e1, e2]``."""
@@ -203,39 +234,110 @@ def update_anti_affinity(
 # --- cycle state ------------------------------------------------------------------------------------------
 
 
-@dataclass
-class PreFilterState:
-    """PreFilter's counts per topology pair (the truth, updated by AddPod/RemovePod).
+_COUNTS = ("existing_anti_affinity_counts", "affinity_counts", "anti_affinity_counts")
 
-    ``dense`` caches, per (counts name, topology key), the counts of that key as an array over one table's
-    domain ids (keyed by the Domains object) for filter_vector; PreFilter seeds it and ``update_with_pod``
-    clears it, so it never disagrees with the dicts.
+
+class PreFilterState:
+    """PreFilter's counts per topology pair (upstream's ``preFilterState``; updated by AddPod/RemovePod).
+
+    Two forms of the same counts: ``dense``, per (counts name, topology key), the counts of that key as an array
+    over one table's domain ids (keyed by the Domains object), and the dicts ``existing_anti_affinity_counts``,
+    ``affinity_counts``, ``anti_affinity_counts`` (positive entries only, as the reference's +1 updates make).
+    PreFilter fills ``dense`` alone (summing per domain with numpy); the dicts are built from it only when
+    something reads them (the per-node Filter, AddPod/RemovePod, tests): with a hostname topology key they hold
+    an entry per node, thousands of Python insertions a cycle that the vector Filter never needs. Once built,
+    the dicts are the truth: ``update_with_pod`` updates them and clears ``dense``, which ``dense_counts``
+    rebuilds from them, so the two never disagree.
     """
 
-    pod: PodInfo
-    affinity_terms: tuple[AffinityTerm, ...]
-    anti_affinity_terms: tuple[AffinityTerm, ...]
-    namespace_labels: Mapping[str, str]
-    existing_anti_affinity_counts: Counts = field(default_factory=dict)
-    affinity_counts: Counts = field(default_factory=dict)
-    anti_affinity_counts: Counts = field(default_factory=dict)
-    dense: dict[tuple[str, str], tuple[Domains, IntArray]] = field(default_factory=dict, repr=False, compare=False)
+    __slots__ = ("_dicts", "affinity_terms", "anti_affinity_terms", "dense", "namespace_labels", "pod")
+
+    def __init__(
+        self,
+        pod: PodInfo,
+        affinity_terms: tuple[AffinityTerm, ...],
+        anti_affinity_terms: tuple[AffinityTerm, ...],
+        namespace_labels: Mapping[str, str],
+        existing_anti_affinity_counts: Counts | None = None,
+        affinity_counts: Counts | None = None,
+        anti_affinity_counts: Counts | None = None,
+    ) -> None:
+        self.pod = pod
+        self.affinity_terms = affinity_terms
+        self.anti_affinity_terms = anti_affinity_terms
+        self.namespace_labels = namespace_labels
+        self.dense: dict[tuple[str, str], tuple[Domains, IntArray]] = {}
+        self._dicts: dict[str, Counts] | None = {
+            "existing_anti_affinity_counts": existing_anti_affinity_counts or {},
+            "affinity_counts": affinity_counts or {},
+            "anti_affinity_counts": anti_affinity_counts or {},
+        }
+
+    # --- the dict form (built on demand) --------------------------------------------------------------------
+
+    def counts(self, which: str) -> Counts:
+        """The counts named ``which`` as a dict of topology pair to count (built from ``dense`` if needed)."""
+        dicts = self._dicts
+        if dicts is None:
+            dicts = self._dicts = {name: {} for name in _COUNTS}
+            for (name, key), (domains, sums) in self.dense.items():
+                target = dicts[name]
+                values = domains.values
+                nz = np.flatnonzero(sums)
+                for d, c in zip(nz.tolist(), sums[nz].tolist(), strict=True):
+                    pair = (key, values[d])
+                    target[pair] = target.get(pair, 0) + c
+        return dicts[which]
+
+    @property
+    def existing_anti_affinity_counts(self) -> Counts:
+        return self.counts("existing_anti_affinity_counts")
+
+    @property
+    def affinity_counts(self) -> Counts:
+        return self.counts("affinity_counts")
+
+    @property
+    def anti_affinity_counts(self) -> Counts:
+        return self.counts("anti_affinity_counts")
+
+    def has_counts(self, which: str) -> bool:
+        """Whether the counts named ``which`` have any (positive) entry, without building the dicts."""
+        if self._dicts is not None:
+            return bool(self._dicts[which])
+        return any(name == which and sums.any() for (name, _key), (_d, sums) in self.dense.items())
+
+    def count_keys(self, which: str) -> list[str]:
+        """The topology keys with an entry in the counts named ``which``, in first-seen order."""
+        if self._dicts is not None:
+            return list(dict.fromkeys(k for k, _ in self._dicts[which]))
+        return [key for (name, key), (_d, sums) in self.dense.items() if name == which and sums.any()]
+
+    # --- the dense form -------------------------------------------------------------------------------------
 
     def add_domain_sums(self, which: str, domains: Domains, key: str, per_row: IntArray, include: BoolArray) -> None:
         """Add ``per_row`` summed per domain of ``key`` (over included rows carrying it) to the counts named
-        ``which``, creating only positive entries, as the reference's +1 updates do."""
-        counts: Counts = getattr(self, which)
-        sums = domain_sums(domains, per_row, include)
+        ``which``: to ``dense`` alone while the dicts are not built (PreFilter's case)."""
+        self.add_sums(which, key, domains, domain_sums(domains, per_row, include))
+
+    def add_sums(self, which: str, key: str, domains: Domains, sums: IntArray) -> None:
+        """Add ``sums`` (counts per domain id of ``domains``, topology ``key``; owned by the state from now on)
+        to the counts named ``which``, as :meth:`add_domain_sums`."""
+        dicts = self._dicts
+        if dicts is not None and any(dicts.values()):  # the dicts are the truth already: add to them too
+            target, values = dicts[which], domains.values
+            nz = np.flatnonzero(sums)
+            for d, c in zip(nz.tolist(), sums[nz].tolist(), strict=True):
+                pair = (key, values[d])
+                target[pair] = target.get(pair, 0) + c
+            self.dense.clear()
+            return
+        self._dicts = None
         cached = self.dense.get((which, key))
-        if cached is None:
+        if cached is None or cached[0] is not domains:
             self.dense[(which, key)] = (domains, sums)
         else:
             cached[1][:] += sums
-        values = domains.values
-        nz = np.flatnonzero(sums)
-        for d, c in zip(nz.tolist(), sums[nz].tolist(), strict=True):
-            pair = (key, values[d])
-            counts[pair] = counts.get(pair, 0) + c
 
     def dense_counts(self, which: str, key: str, domains: Domains) -> IntArray:
         """The counts named ``which`` of topology ``key`` per domain id of ``domains`` (0 where absent)."""
@@ -244,8 +346,7 @@ class PreFilterState:
             return cached[1]
         out: IntArray = np.zeros(len(domains.values), np.int64)
         id_of = domains.id_of
-        counts: Counts = getattr(self, which)
-        for (k, value), c in counts.items():
+        for (k, value), c in self.counts(which).items():
             if k == key:
                 d = id_of.get(value)
                 if d is not None:
@@ -254,21 +355,20 @@ class PreFilterState:
         return out
 
     def clone(self) -> PreFilterState:
-        return PreFilterState(
-            self.pod,
-            self.affinity_terms,
-            self.anti_affinity_terms,
-            self.namespace_labels,
-            dict(self.existing_anti_affinity_counts),
-            dict(self.affinity_counts),
-            dict(self.anti_affinity_counts),
-        )
+        out = PreFilterState(self.pod, self.affinity_terms, self.anti_affinity_terms, self.namespace_labels)
+        if self._dicts is None:
+            out._dicts = None
+            out.dense = {k: (d, sums.copy()) for k, (d, sums) in self.dense.items()}
+        else:
+            out._dicts = {name: dict(c) for name, c in self._dicts.items()}
+        return out
 
     def update_with_pod(self, other: PodInfo, node_labels: Mapping[str, str], multiplier: int) -> None:
         """Upstream ``updateWithPod``: account for ``other`` added (+1) to or removed (-1) from a node."""
+        existing = self.existing_anti_affinity_counts  # the dicts become the truth
         self.dense.clear()
         update_anti_affinity(
-            self.existing_anti_affinity_counts,
+            existing,
             pod_terms(other).required_anti_affinity,
             self.pod,
             self.namespace_labels,
@@ -304,13 +404,13 @@ def check_rows(s: PreFilterState, table: NodeTable, rows: IntArray) -> BoolArray
             has = ids >= 0
             ok &= has
             exist &= at_rows(s.dense_counts("affinity_counts", t.topology_key, d), ids) > 0
-        if not exist.all() and not (not s.affinity_counts and matches_all(s.affinity_terms, s.pod)):
+        if not exist.all() and not (not s.has_counts("affinity_counts") and matches_all(s.affinity_terms, s.pod)):
             ok &= exist
     for which, terms_keys in (
-        ("anti_affinity_counts", {t.topology_key: None for t in s.anti_affinity_terms}),
-        ("existing_anti_affinity_counts", {k: None for k, _ in s.existing_anti_affinity_counts}),
+        ("anti_affinity_counts", list(dict.fromkeys(t.topology_key for t in s.anti_affinity_terms))),
+        ("existing_anti_affinity_counts", s.count_keys("existing_anti_affinity_counts")),
     ):
-        if not getattr(s, which):
+        if not s.has_counts(which):
             continue
         for key in terms_keys:
             d = table.domains(key)

@@ -39,7 +39,10 @@ class DomainScores:
 
     def add(self, per_row: IntArray, include: BoolArray, weight: int) -> None:
         """Count ``weight`` per matching pod of ``per_row`` (pods per row) on the included rows."""
-        counts = domain_sums(self.domains, per_row, include)
+        self.add_counts(domain_sums(self.domains, per_row, include), weight)
+
+    def add_counts(self, counts: IntArray, weight: int) -> None:
+        """Count ``weight`` per matching pod of ``counts`` (matching pods per domain id)."""
         self.sums += counts * weight
         self.touched |= counts > 0
 

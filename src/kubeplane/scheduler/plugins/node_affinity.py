@@ -14,7 +14,10 @@
 
 Vectorised paths: requirements ``In``/``NotIn``/``Exists``/``DoesNotExist`` (and the ``=`` of nodeSelector) are
 evaluated on ``NodeTable.label(key)`` columns, ``matchFields`` on node names; a term with ``Gt``/``Lt`` is
-evaluated per node with the reference matcher, so results agree with Filter/Score exactly.
+evaluated per node with the reference matcher, so results agree with Filter/Score exactly. The required affinity
+is compiled once per distinct spec (:mod:`.node_affinity_memo`), and its Filter verdicts are kept per spec as a
+whole-table column across cycles (:class:`~kubeplane.scheduler.backend.row_memo.RowMemo`: a function of the
+node alone, refreshed on the rows refilled since with the per-node Filter).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from kubeplane.api.nodeaffinity import (
     new_preferred_scheduling_terms,
 )
 from kubeplane.api.views import labels_of, name_of
+from kubeplane.scheduler.backend.row_memo import RowMemo
 from kubeplane.scheduler.framework.interface import (
     MAX_NODE_SCORE,
     ActionType,
@@ -52,6 +56,7 @@ from kubeplane.scheduler.framework.interface import (
 )
 from kubeplane.scheduler.framework.types import NodeInfo
 from kubeplane.scheduler.plugins.helper import default_normalize_score, default_normalize_vector
+from kubeplane.scheduler.plugins.node_affinity_memo import required_node_affinity
 
 if TYPE_CHECKING:
     from kubeplane.scheduler.backend.node_table import BoolArray, IntArray, NodeTable
@@ -279,6 +284,7 @@ def _weights(terms: tuple[tuple[int, _VecTerm], ...], table: NodeTable, rows: In
 class _PreFilterState:
     required: RequiredNodeAffinity
     vector: _VecRequired | None = None  # compiled on first use by filter_vector
+    key: str | None = None  # node_affinity_memo's key of ``required``: keys the Filter column (None: no column)
 
     def clone(self) -> _PreFilterState:
         return self  # not affected by pod additions or removals, as upstream
@@ -287,6 +293,20 @@ class _PreFilterState:
         if self.vector is None:
             self.vector = _VecRequired.of(self.required)
         return self.vector
+
+
+_VEC_REQUIRED: dict[int, _VecRequired] = {}
+"""Column forms of the shared compiled affinities (by ``id``; each entry keeps its RequiredNodeAffinity alive, so
+an id is never reused while its entry exists), bounded like node_affinity_memo's table."""
+
+
+def _shared_vec(required: RequiredNodeAffinity) -> _VecRequired:
+    vec = _VEC_REQUIRED.get(id(required))
+    if vec is None or vec.required is not required:
+        if len(_VEC_REQUIRED) >= 64:
+            del _VEC_REQUIRED[next(iter(_VEC_REQUIRED))]
+        vec = _VEC_REQUIRED[id(required)] = _VecRequired.of(required)
+    return vec
 
 
 @dataclass(slots=True)
@@ -321,6 +341,7 @@ class NodeAffinity:
         self._added_preferred = added_preferred
         self._added_vec = None if added_node_selector is None else tuple(map(_VecTerm.of, added_node_selector.terms))
         self._added_pref_vec = _weighted_terms(added_preferred)
+        self._filter_columns = RowMemo()
 
     def name(self) -> str:
         return NAME
@@ -360,7 +381,8 @@ class NodeAffinity:
         required = _node_affinity(pod).get("requiredDuringSchedulingIgnoredDuringExecution")
         if required is None and self._added_node_selector is None and pod.spec.get("nodeSelector") is None:
             return None, Status.skip()
-        state.write(PRE_FILTER_STATE_KEY, _PreFilterState(pod.required_node_affinity))
+        key, compiled = required_node_affinity(pod.pod, pod.spec, required)
+        state.write(PRE_FILTER_STATE_KEY, _PreFilterState(compiled, _shared_vec(compiled), key))
         names = pre_filter_node_names(required)
         if names is None:
             return None, None
@@ -377,20 +399,39 @@ class NodeAffinity:
         return s if isinstance(s, _PreFilterState) else _PreFilterState(pod.required_node_affinity)
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        return self._filter_node(self._required(state, pod), node)
+
+    def _filter_node(self, s: _PreFilterState, node: NodeInfo) -> Status | None:
         node_labels, node_name = node.labels, node.name
         added = self._added_node_selector
         if added is not None and not added.matches_parts(node_labels, node_name):
             return _ENFORCED_MISMATCH
-        matched, _ = self._required(state, pod).required.match_parts(node_labels, node_name)
+        matched, _ = s.required.match_parts(node_labels, node_name)
         return None if matched else _POD_MISMATCH
 
     def filter_vector(self, state: CycleState, pod: PodInfo, table: NodeTable, rows: IntArray) -> BoolArray:
+        s = self._required(state, pod)
+        if s.key is None:
+            return self._mask(s, table, rows)
+        # A function of the node's labels and name for this key: kept as a column across cycles (RowMemo), the
+        # rows refilled since brought up to date with the per-node Filter.
+        infos = table.node_infos
+        mask: BoolArray = self._filter_columns.get(
+            table,
+            s.key,
+            lambda at: self._mask(s, table, at),
+            rows,
+            one=lambda r: self._filter_node(s, infos[r]) is None,
+        )
+        return mask
+
+    def _mask(self, s: _PreFilterState, table: NodeTable, rows: IntArray) -> BoolArray:
         if self._added_vec is not None:
             mask = _selector_mask(self._added_vec, table, rows)
             if mask.any():
-                mask &= self._required(state, pod).vec().mask(table, rows)
+                mask &= s.vec().mask(table, rows)
             return mask
-        return self._required(state, pod).vec().mask(table, rows)
+        return s.vec().mask(table, rows)
 
     # --- PreScore / Score / NormalizeScore ------------------------------------------------------------------
 
