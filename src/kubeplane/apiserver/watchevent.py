@@ -10,6 +10,13 @@ alive itself.
 
 Invariant: decoding is a pure function of the stored bytes and the revision given as ``resourceVersion``
 (``load``): an object decoded twice is equal, key order included, so when one is decoded is unobservable.
+
+Equal parts are shared (:class:`SharedParts`): a decoded object's managed-fields sets (``fieldsV1``, most of
+a Pod's or a Node's decoded size: a nested dict per field) and the members of its ``spec`` and ``status`` are
+replaced by an equal object decoded before, when one with the same encoding exists, so the versions of an
+object and objects made from one template (a Deployment's pods, a node pool's Nodes, one recorder's Events)
+hold one copy of what they have in common. Equal by encoding means equal with key order, so sharing is
+unobservable too, as long as nobody mutates a decoded object (the rule for every object the cache hands out).
 """
 
 from __future__ import annotations
@@ -54,10 +61,82 @@ def decode(kv: KeyValue) -> Obj:
 
 def load(kv: KeyValue, revision: int) -> Decoded:
     """``kv``'s object as a :class:`Decoded` with ``resourceVersion`` ``revision`` (last in its metadata, as
-    :func:`decode` puts it): the mod revision, or a delete's revision for the last state of a DELETED event."""
+    :func:`decode` puts it): the mod revision, or a delete's revision for the last state of a DELETED event.
+    Its parts are shared with equal ones decoded before (:data:`SHARED`)."""
     obj = Decoded(orjson.loads(kv.value))
     obj["metadata"]["resourceVersion"] = str(revision)
+    SHARED.share(obj)
     return obj
+
+
+_EMPTY: Obj = {}
+"""The one empty dict every shared managed-fields set uses for its leaves (``{"f:name": {}}``); never mutated."""
+_CONTAINERS = (dict, list)
+
+
+class SharedParts:
+    """Decoded parts by their encoding, so equal parts of decoded objects are one object (see the module
+    docstring). Bounded: past ``limit`` entries the table starts again (what was shared stays shared; parts
+    decoded later are shared among themselves), so parts seen once cost their key for a while, never for ever.
+
+    Invariant: an entry's key is ``orjson.dumps`` of its value, which nobody mutates, so a part replaced by an
+    entry is equal to it with key order included."""
+
+    __slots__ = ("_fields", "_members", "limit")
+
+    def __init__(self, limit: int = 16_384) -> None:
+        self.limit = limit
+        self._fields: dict[bytes, Obj] = {}
+        self._members: dict[bytes, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self._fields) + len(self._members)
+
+    def share(self, obj: Obj) -> None:
+        """Replace, in place, ``obj``'s managed-fields sets and the members of its spec and status with the
+        equal parts decoded before (``obj`` is freshly decoded: nobody else holds it yet)."""
+        entries = obj["metadata"].get("managedFields")
+        if entries:
+            for entry in entries:
+                fields = entry.get("fieldsV1")
+                if fields:
+                    entry["fieldsV1"] = self._fieldset(fields)
+        members = self._members
+        for part in ("spec", "status"):
+            sub = obj.get(part)
+            if type(sub) is not dict:
+                continue
+            for name, value in sub.items():
+                if value and type(value) in _CONTAINERS:
+                    key = orjson.dumps(value)
+                    found = members.get(key)
+                    if found is None:
+                        if len(members) >= self.limit:
+                            members.clear()
+                        members[tight(key)] = value
+                    elif found is not value:
+                        sub[name] = found  # a value for an existing key: the dict's size is unchanged
+
+    def _fieldset(self, node: Obj) -> Obj:
+        """The shared equal of a managed-fields set (or one of its nested sets), its own members shared first
+        when it is new: two sets differing in one field (a pod's IP) share the rest."""
+        table = self._fields
+        key = orjson.dumps(node)
+        found = table.get(key)
+        if found is not None:
+            return found
+        for name, child in node.items():
+            if type(child) is dict:
+                node[name] = self._fieldset(child) if child else _EMPTY
+        if len(table) >= self.limit:
+            table.clear()
+        table[tight(key)] = node
+        return node
+
+
+SHARED = SharedParts()
+"""The process's table: every watch cache shares through it (objects of one resource share parts with each
+other only in practice, as their encodings differ across resources)."""
 
 
 def encode(obj: Obj) -> bytes:
