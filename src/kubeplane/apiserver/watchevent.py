@@ -72,22 +72,26 @@ def load(kv: KeyValue, revision: int) -> Decoded:
 _EMPTY: Obj = {}
 """The one empty dict every shared managed-fields set uses for its leaves (``{"f:name": {}}``); never mutated."""
 _CONTAINERS = (dict, list)
+_digest: Callable[[bytes], int] = hash
+"""How :class:`SharedParts` keys an encoding (a module attribute so tests can make every key collide)."""
 
 
 class SharedParts:
     """Decoded parts by their encoding, so equal parts of decoded objects are one object (see the module
-    docstring). Bounded: past ``limit`` entries the table starts again (what was shared stays shared; parts
-    decoded later are shared among themselves), so parts seen once cost their key for a while, never for ever.
+    docstring). An entry is keyed by the hash of its encoding only (the encodings themselves would cost as much
+    as the parts they share) and a hit is checked by encoding the entry again, so a collision shares nothing.
+    Bounded: past ``limit`` entries a table starts again (what was shared stays shared; parts decoded later are
+    shared among themselves).
 
-    Invariant: an entry's key is ``orjson.dumps`` of its value, which nobody mutates, so a part replaced by an
-    entry is equal to it with key order included."""
+    Invariant: a part is replaced only by an entry whose encoding equals the part's, so by an equal part with
+    key order included; nobody mutates an entry (it is part of objects the cache hands out)."""
 
     __slots__ = ("_fields", "_members", "limit")
 
     def __init__(self, limit: int = 16_384) -> None:
         self.limit = limit
-        self._fields: dict[bytes, Obj] = {}
-        self._members: dict[bytes, Any] = {}
+        self._fields: dict[int, Obj] = {}
+        self._members: dict[int, Any] = {}
 
     def __len__(self) -> int:
         return len(self._fields) + len(self._members)
@@ -109,28 +113,30 @@ class SharedParts:
             for name, value in sub.items():
                 if value and type(value) in _CONTAINERS:
                     key = orjson.dumps(value)
-                    found = members.get(key)
-                    if found is None:
-                        if len(members) >= self.limit:
-                            members.clear()
-                        members[tight(key)] = value
-                    elif found is not value:
+                    digest = _digest(key)
+                    found = members.get(digest)
+                    if found is not None and found is not value and orjson.dumps(found) == key:
                         sub[name] = found  # a value for an existing key: the dict's size is unchanged
+                    elif found is None or found is not value:
+                        if found is None and len(members) >= self.limit:
+                            members.clear()
+                        members[digest] = value
 
     def _fieldset(self, node: Obj) -> Obj:
         """The shared equal of a managed-fields set (or one of its nested sets), its own members shared first
         when it is new: two sets differing in one field (a pod's IP) share the rest."""
         table = self._fields
         key = orjson.dumps(node)
-        found = table.get(key)
-        if found is not None:
+        digest = _digest(key)
+        found = table.get(digest)
+        if found is not None and orjson.dumps(found) == key:
             return found
         for name, child in node.items():
             if type(child) is dict:
                 node[name] = self._fieldset(child) if child else _EMPTY
-        if len(table) >= self.limit:
+        if found is None and len(table) >= self.limit:
             table.clear()
-        table[tight(key)] = node
+        table[digest] = node
         return node
 
 
