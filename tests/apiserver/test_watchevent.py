@@ -100,7 +100,7 @@ def _pod(name: str, ip: str, *, ready: str = "True") -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "managedFields": [labels, status]},
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": "web"}, "managedFields": [labels, status]},
         "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}], "nodeName": "n1"},
         "status": {"conditions": [{"type": "Ready", "status": ready}], "podIP": ip, "podIPs": [{"ip": ip}]},
     }
@@ -122,7 +122,11 @@ def test_pods_of_one_template_share_their_managed_fields_and_spec() -> None:
     assert fields[0][1] is not fields[1][1]  # another IP: another set ...
     conditions = [f[1]["f:status"]["f:conditions"] for f in fields]
     assert conditions[0] is conditions[1]  # ... sharing its members
-    assert a["spec"]["containers"] is b["spec"]["containers"] is a2["spec"]["containers"]
+    assert a["spec"] is b["spec"] is a2["spec"]
+    assert a["metadata"]["labels"] is b["metadata"]["labels"]
+    other = load(_stored({**_pod("c", "10.0.0.3"), "spec": {**_pod("c", "10.0.0.3")["spec"], "nodeName": "n2"}}, 8), 8)
+    assert other["spec"] is not a["spec"]  # another node: another spec, sharing its containers
+    assert other["spec"]["containers"] is a["spec"]["containers"]
     assert a["status"]["podIPs"] is a2["status"]["podIPs"]
     assert a["status"]["conditions"] is not a2["status"]["conditions"]
     assert a2["status"]["conditions"] == [{"type": "Ready", "status": "False"}]
@@ -160,7 +164,11 @@ OBJECT = st.fixed_dictionaries(
     {
         "metadata": st.fixed_dictionaries(
             {"name": st.sampled_from(["p", "q"])},
-            optional={"managedFields": st.lists(st.fixed_dictionaries({"manager": st.just("m"), "fieldsV1": FIELDS}))},
+            optional={
+                "labels": SMALL,
+                "ownerReferences": st.lists(SMALL, max_size=2),
+                "managedFields": st.lists(st.fixed_dictionaries({"manager": st.just("m"), "fieldsV1": FIELDS})),
+            },
         ),
         "spec": st.dictionaries(st.sampled_from(["a", "b", "c"]), MEMBER, max_size=3),
         "status": st.dictionaries(st.sampled_from(["a", "b", "c"]), MEMBER, max_size=3),

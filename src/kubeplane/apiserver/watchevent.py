@@ -22,7 +22,7 @@ unobservable too, as long as nobody mutates a decoded object (the rule for every
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -72,6 +72,7 @@ def load(kv: KeyValue, revision: int) -> Decoded:
 _EMPTY: Obj = {}
 """The one empty dict every shared managed-fields set uses for its leaves (``{"f:name": {}}``); never mutated."""
 _CONTAINERS = (dict, list)
+_META_MEMBERS = ("labels", "annotations", "ownerReferences", "finalizers")
 _digest: Callable[[bytes], int] = hash
 """How :class:`SharedParts` keys an encoding (a module attribute so tests can make every key collide)."""
 
@@ -97,30 +98,48 @@ class SharedParts:
         return len(self._fields) + len(self._members)
 
     def share(self, obj: Obj) -> None:
-        """Replace, in place, ``obj``'s managed-fields sets and the members of its spec and status with the
-        equal parts decoded before (``obj`` is freshly decoded: nobody else holds it yet)."""
-        entries = obj["metadata"].get("managedFields")
+        """Replace, in place, ``obj``'s managed-fields sets, its labels, annotations and owner references, its
+        spec (or, when no equal spec was decoded before, the spec's members) and the members of its status with
+        the equal parts decoded before (``obj`` is freshly decoded: nobody else holds it yet)."""
+        meta = obj["metadata"]
+        entries = meta.get("managedFields")
         if entries:
             for entry in entries:
                 fields = entry.get("fieldsV1")
                 if fields:
                     entry["fieldsV1"] = self._fieldset(fields)
+        self._members_of(meta, _META_MEMBERS)
+        spec = obj.get("spec")
+        if type(spec) is dict and spec:
+            shared = self._member(spec)
+            if shared is spec:  # new: its members may still be shared (a pod's containers, once bound)
+                self._members_of(spec, spec)
+            else:
+                obj["spec"] = shared
+        status = obj.get("status")
+        if type(status) is dict:
+            self._members_of(status, status)
+
+    def _members_of(self, parent: Obj, names: Iterable[str]) -> None:
+        for name in names:
+            value = parent.get(name)
+            if value and type(value) in _CONTAINERS:
+                shared = self._member(value)
+                if shared is not value:
+                    parent[name] = shared  # a value for an existing key: the dict's size is unchanged
+
+    def _member(self, value: Any) -> Any:
+        """The entry equal to ``value`` (a non-empty dict or list), or ``value`` itself, now an entry."""
         members = self._members
-        for part in ("spec", "status"):
-            sub = obj.get(part)
-            if type(sub) is not dict:
-                continue
-            for name, value in sub.items():
-                if value and type(value) in _CONTAINERS:
-                    key = orjson.dumps(value)
-                    digest = _digest(key)
-                    found = members.get(digest)
-                    if found is not None and found is not value and orjson.dumps(found) == key:
-                        sub[name] = found  # a value for an existing key: the dict's size is unchanged
-                    elif found is None or found is not value:
-                        if found is None and len(members) >= self.limit:
-                            members.clear()
-                        members[digest] = value
+        key = orjson.dumps(value)
+        digest = _digest(key)
+        found = members.get(digest)
+        if found is not None and (found is value or orjson.dumps(found) == key):
+            return found
+        if found is None and len(members) >= self.limit:
+            members.clear()
+        members[digest] = value
+        return value
 
     def _fieldset(self, node: Obj) -> Obj:
         """The shared equal of a managed-fields set (or one of its nested sets), its own members shared first
