@@ -50,7 +50,12 @@ def test_counts_and_scaling_records_from_digests_equal_those_from_events(digest:
 
 
 def test_a_digest_keeps_what_its_informer_needs_and_drops_the_rest() -> None:
+    """The message and the involved object only for the reasons the observer reads them of."""
     digest = event_digest(EVENTS[0])
-    assert digest["metadata"] == {"name": "p.1", "namespace": "default", "resourceVersion": "12"}
-    assert digest["involvedObject"] == {"kind": "Pod", "namespace": "default", "name": "p"}
-    assert set(digest) == {"metadata", "reason", "message", "involvedObject"}
+    assert digest == {
+        "metadata": {"name": "p.1", "namespace": "default", "resourceVersion": "12"},
+        "reason": "Scheduled",
+    }
+    eviction = event_digest(EVENTS[1])
+    assert eviction["involvedObject"] == {"kind": "Pod", "namespace": "default", "name": "p"}
+    assert set(eviction) == {"metadata", "reason", "message", "involvedObject"}
