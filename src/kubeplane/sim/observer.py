@@ -63,7 +63,7 @@ def event_digest(event: Obj) -> dict[str, Any]:
     """What the observer reads of an Event (:meth:`Observer.event`, :meth:`ScalingEvent.of`) and what its
     informer needs to cache it (name, namespace, resourceVersion): the transform of the runner's Event informer.
     Events are never deleted within the hour (``--event-ttl``), so that informer's cache of full Events would be
-    the largest thing the run keeps; a digest is a twentieth of one. The message and the involved object are
+    the largest thing the run keeps; a digest is a tenth of one. The message and the involved object are
     read only for the reasons the observer looks into (:data:`_READ_IN_FULL`), so only those digests keep them."""
     meta = event["metadata"]
     reason = event.get("reason")
