@@ -270,7 +270,8 @@ async def test_transform_shapes_what_the_cache_keeps_and_handlers_get(client: Fl
     assert all(set(new) == {"metadata", "v"} for *_, new in rec.events)
     cached = inf.indexer.get("default/a")
     assert cached == keep_meta(await client.get(res, "a", namespace=NS))
-    assert cached is not None and cached["v"] == "1"
+    assert cached is not None
+    assert cached["v"] == "1"
     assert inf.indexer.get("default/b") is None
     rec.assert_ordered()
     await inf.stop()
