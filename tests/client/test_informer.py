@@ -243,6 +243,40 @@ async def test_initial_list_then_live_events_reach_cache_and_handlers_in_order(c
     await inf.stop()
 
 
+async def test_transform_shapes_what_the_cache_keeps_and_handlers_get(client: FlakyClient) -> None:
+    """sharedIndexInformer.SetTransform: every listed and watched object is transformed before the indexer
+    stores it and before handlers see it (adds, updates and deletes alike); ordering by resourceVersion holds."""
+    res = client.resource("configmaps")
+    created = await client.create(res, cm("a"), namespace=NS)
+
+    def keep_meta(obj: Obj) -> Obj:
+        meta = obj["metadata"]
+        return {"metadata": {k: meta[k] for k in ("name", "namespace", "resourceVersion")}, "v": obj["data"]["v"]}
+
+    inf = informer(client, transform=keep_meta)
+    rec = Recorder()
+    rec.register(inf)
+    inf.start()
+    assert await inf.wait_for_sync()
+    await client.patch(res, "a", {"data": {"v": "1"}}, namespace=NS)
+    await client.create(res, cm("b"), namespace=NS)
+    await client.delete(res, "b", namespace=NS)
+    await eventually(lambda: len(rec.events) == 4)
+    assert [(k, key) for k, key, *_ in rec.events] == [
+        ("add", "default/a"), ("update", "default/a"), ("add", "default/b"), ("delete", "default/b"),
+    ]  # fmt: skip
+    assert rec.events[0][4] == keep_meta(created)
+    assert rec.events[1][3] is rec.events[0][4]  # the old object is the transformed one the cache kept
+    assert all(set(new) == {"metadata", "v"} for *_, new in rec.events)
+    cached = inf.indexer.get("default/a")
+    assert cached == keep_meta(await client.get(res, "a", namespace=NS))
+    assert cached is not None
+    assert cached["v"] == "1"
+    assert inf.indexer.get("default/b") is None
+    rec.assert_ordered()
+    await inf.stop()
+
+
 async def test_has_synced_waits_for_handlers_registered_at_start(client: FlakyClient) -> None:
     """HasSynced: true only after the initial list is in the cache AND the start-time handlers returned from
     its notifications (upstream's per-registration HasSynced); async handlers are awaited one at a time."""

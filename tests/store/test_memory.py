@@ -24,3 +24,23 @@ async def test_the_current_value_and_the_history_share_one_key_value() -> None:
         watch.close()
     finally:
         await store.close()
+
+
+async def test_every_version_of_a_key_shares_its_key_string() -> None:
+    """A key's versions in the history (updates, a batch's updates, the delete's tombstone) hold the key as its
+    first version does, not the caller's equal string: a renewed Lease's history costs its values only."""
+    store = MemoryStore()
+    try:
+        first = await store.create("/registry/leases/n1", b"1")
+        again = "".join(["/registry/leases/", "n1"])  # equal, another object
+        assert again is not first.key
+        second = await store.update(again, b"2")
+        (third,) = await store.update_many([(again, b"3", None)])
+        deleted = await store.delete(again)
+        tombstone = store._log[-1].kv
+        assert second.key is first.key
+        assert third.key is first.key
+        assert tombstone.key is first.key
+        assert deleted.prev_kv is third
+    finally:
+        await store.close()

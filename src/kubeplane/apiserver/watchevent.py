@@ -10,12 +10,19 @@ alive itself.
 
 Invariant: decoding is a pure function of the stored bytes and the revision given as ``resourceVersion``
 (``load``): an object decoded twice is equal, key order included, so when one is decoded is unobservable.
+
+Equal parts are shared (:class:`SharedParts`): a decoded object's managed-fields sets (``fieldsV1``, most of
+a Pod's or a Node's decoded size: a nested dict per field) and the members of its ``spec`` and ``status`` are
+replaced by an equal object decoded before, when one with the same encoding exists, so the versions of an
+object and objects made from one template (a Deployment's pods, a node pool's Nodes, one recorder's Events)
+hold one copy of what they have in common. Equal by encoding means equal with key order, so sharing is
+unobservable too, as long as nobody mutates a decoded object (the rule for every object the cache hands out).
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -54,10 +61,107 @@ def decode(kv: KeyValue) -> Obj:
 
 def load(kv: KeyValue, revision: int) -> Decoded:
     """``kv``'s object as a :class:`Decoded` with ``resourceVersion`` ``revision`` (last in its metadata, as
-    :func:`decode` puts it): the mod revision, or a delete's revision for the last state of a DELETED event."""
+    :func:`decode` puts it): the mod revision, or a delete's revision for the last state of a DELETED event.
+    Its parts are shared with equal ones decoded before (:data:`SHARED`)."""
     obj = Decoded(orjson.loads(kv.value))
     obj["metadata"]["resourceVersion"] = str(revision)
+    SHARED.share(obj)
     return obj
+
+
+_EMPTY: Obj = {}
+"""The one empty dict every shared managed-fields set uses for its leaves (``{"f:name": {}}``); never mutated."""
+_CONTAINERS = (dict, list)
+_META_MEMBERS = ("labels", "annotations", "ownerReferences", "finalizers")
+_digest: Callable[[bytes], int] = hash
+"""How :class:`SharedParts` keys an encoding (a module attribute so tests can make every key collide)."""
+
+
+class SharedParts:
+    """Decoded parts by their encoding, so equal parts of decoded objects are one object (see the module
+    docstring). An entry is keyed by the hash of its encoding only (the encodings themselves would cost as much
+    as the parts they share) and a hit is checked by encoding the entry again, so a collision shares nothing.
+    Bounded: past ``limit`` entries a table starts again (what was shared stays shared; parts decoded later are
+    shared among themselves).
+
+    Invariant: a part is replaced only by an entry whose encoding equals the part's, so by an equal part with
+    key order included; nobody mutates an entry (it is part of objects the cache hands out)."""
+
+    __slots__ = ("_fields", "_members", "limit")
+
+    def __init__(self, limit: int = 16_384) -> None:
+        self.limit = limit
+        self._fields: dict[int, Obj] = {}
+        self._members: dict[int, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self._fields) + len(self._members)
+
+    def share(self, obj: Obj) -> None:
+        """Replace, in place, ``obj``'s managed-fields sets, its labels, annotations and owner references, its
+        spec (or, when no equal spec was decoded before, the spec's members) and the members of its status with
+        the equal parts decoded before (``obj`` is freshly decoded: nobody else holds it yet)."""
+        meta = obj["metadata"]
+        entries = meta.get("managedFields")
+        if entries:
+            for entry in entries:
+                fields = entry.get("fieldsV1")
+                if fields:
+                    entry["fieldsV1"] = self._fieldset(fields)
+        self._members_of(meta, _META_MEMBERS)
+        spec = obj.get("spec")
+        if type(spec) is dict and spec:
+            shared = self._member(spec)
+            if shared is spec:  # new: its members may still be shared (a pod's containers, once bound)
+                self._members_of(spec, spec)
+            else:
+                obj["spec"] = shared
+        status = obj.get("status")
+        if type(status) is dict:
+            self._members_of(status, status)
+
+    def _members_of(self, parent: Obj, names: Iterable[str]) -> None:
+        for name in names:
+            value = parent.get(name)
+            if value and type(value) in _CONTAINERS:
+                shared = self._member(value)
+                if shared is not value:
+                    parent[name] = shared  # a value for an existing key: the dict's size is unchanged
+
+    def _member(self, value: Any) -> Any:
+        """The entry equal to ``value`` (a non-empty dict or list), or ``value`` itself, now an entry."""
+        members = self._members
+        key = orjson.dumps(value)
+        digest = _digest(key)
+        found = members.get(digest)
+        if found is not None and (found is value or orjson.dumps(found) == key):
+            return found
+        if found is None and len(members) >= self.limit:
+            members.clear()
+        members[digest] = value
+        return value
+
+    def _fieldset(self, node: Obj) -> Obj:
+        """The shared equal of a managed-fields set (or one of its nested sets), its own members shared first
+        when it is new: two sets differing in one field (a pod's IP) share the rest."""
+        table = self._fields
+        key = orjson.dumps(node)
+        digest = _digest(key)
+        found = table.get(digest)
+        if found is not None and orjson.dumps(found) == key:
+            return found
+        for name, child in node.items():
+            if type(child) is dict:
+                node[name] = self._fieldset(child) if child else _EMPTY
+        if found is None and len(table) >= self.limit:
+            table.clear()
+        table[digest] = node
+        return node
+
+
+SHARED = SharedParts()
+"""The process's table: every watch cache shares through it (objects of one resource share parts with each
+other only in practice, as their encodings differ across resources)."""
 
 
 def encode(obj: Obj) -> bytes:

@@ -181,8 +181,13 @@ class SharedInformer:
         field_selector: str = "",
         indexers: Mapping[str, IndexFunc] | None = None,
         watch_list: bool = True,
+        transform: Callable[[Obj], Obj] | None = None,
     ) -> None:
+        """``transform`` (client-go's ``SetTransform``): applied to every object the informer receives before
+        it is cached or handed to a handler, so the cache keeps only what the caller needs; it must keep
+        ``metadata``'s name, namespace and resourceVersion and return a new object (the received one is shared)."""
         self.resource = client.resource(resource) if isinstance(resource, str) else resource
+        self._transform = transform
         self.namespace, self.label_selector, self.field_selector = namespace, label_selector, field_selector
         self._clock = clock
         self.indexer = Indexer(indexers={**default_indexers(self.resource), **(indexers or {})})
@@ -333,6 +338,8 @@ class SharedInformer:
         keys the list lacks, with their last cached state (upstream DeltaFIFO.Replace + HandleDeltas)."""
         indexer = self.indexer
         listed: set[str] = set()
+        if self._transform is not None:
+            items = [self._transform(obj) for obj in items]
         for obj in items:
             key = indexer.key_func(obj)
             listed.add(key)
@@ -356,6 +363,8 @@ class SharedInformer:
             self._check_synced()
 
     def apply(self, event_type: str, obj: Obj) -> None:
+        if self._transform is not None:
+            obj = self._transform(obj)
         indexer = self.indexer
         key = indexer.key_func(obj)
         old = indexer.get(key)

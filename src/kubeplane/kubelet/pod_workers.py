@@ -165,6 +165,7 @@ class PodWorkers:
         rt.phase = "Running"
         self._status.mark_dirty(rt)
         every = container_logs.log_every(pod)
+        del pod  # not held for the run's length: the version the pod started with (the runtime has the latest)
         if every is None:
             await self._run(sim, rt, containers)
             return
@@ -242,7 +243,9 @@ class PodWorkers:
     ) -> None:
         """Each run ends as :func:`~kubeplane.kubelet.sim_exits.plan_run` says; by restartPolicy the pod then ends
         Succeeded/Failed or its containers restart with upstream's back-off."""
-        pod = rt.pod
+        # the pod as it was when the run began, kept for the run's length (minutes): what the run reads of it
+        # (spec, annotations, the metadata its BackOff events refer to), not that version's status
+        pod = {key: value for key, value in rt.pod.items() if key != "status"}
         policy = spec_of(pod).get("restartPolicy") or "Always"
         batch_run_time = sim.spec.batch_run_time
         if batch_run_time is None:

@@ -59,6 +59,29 @@ class PodRecord:
         return self.end or outcomes.classify(None, phase=self.phase)
 
 
+def event_digest(event: Obj) -> dict[str, Any]:
+    """What the observer reads of an Event (:meth:`Observer.event`, :meth:`ScalingEvent.of`) and what its
+    informer needs to cache it (name, namespace, resourceVersion): the transform of the runner's Event informer.
+    Events are never deleted within the hour (``--event-ttl``), so that informer's cache of full Events would be
+    the largest thing the run keeps; a digest is a tenth of one. The message and the involved object are
+    read only for the reasons the observer looks into (:data:`_READ_IN_FULL`), so only those digests keep them."""
+    meta = event["metadata"]
+    reason = event.get("reason")
+    digest: dict[str, Any] = {
+        "metadata": {k: meta[k] for k in ("name", "namespace", "resourceVersion") if k in meta},
+        "reason": reason,
+    }
+    if reason in _READ_IN_FULL:
+        digest["message"] = event.get("message")
+        involved = event.get("involvedObject")
+        if involved is not None:
+            digest["involvedObject"] = {k: involved[k] for k in ("kind", "namespace", "name") if k in involved}
+    return digest
+
+
+_READ_IN_FULL = SCALING_REASONS | {"TaintManagerEviction"}
+
+
 def ready(node: Obj) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status_of(node).get("conditions") or [])
 

@@ -61,7 +61,7 @@ from .clock import RealTimeClock, VirtualClock
 from .descheduling import SimDescheduler
 from .gpu import GPU_COLUMNS, DraDeclared, GpuMetrics, declared_pod_types
 from .memory import MemoryProbe
-from .observer import Observer, ready
+from .observer import Observer, event_digest, ready
 from .scaling import scaling_rows
 from .scenario import Action, Arrival, Deletion, Generator, Scenario, ScenarioError
 from .storage import storage_declared, storage_row, storage_summary
@@ -197,7 +197,7 @@ class _Run:
         informers = [
             SharedInformer(client, "pods", clock=clock, rng=self.rngs["informers"]),
             SharedInformer(client, "nodes", clock=clock, rng=self.rngs["informers"]),
-            SharedInformer(client, "events", clock=clock, rng=self.rngs["informers"]),
+            SharedInformer(client, "events", clock=clock, rng=self.rngs["informers"], transform=event_digest),
             SharedInformer(client, "jobs", clock=clock, rng=self.rngs["informers"]),
         ]
         obs = self.observer

@@ -125,7 +125,8 @@ class BaseStore(abc.ABC):
         self._check_writable()
         current = self._compare(key, expected_mod_revision)
         revision = self._next_revision
-        kv = KeyValue(key, value, current.create_revision, revision, current.version + 1)
+        # the key's string as its first version has it: every version in the history shares one string
+        kv = KeyValue(current.key, value, current.create_revision, revision, current.version + 1)
         await self._commit(Event(EventType.PUT, kv, current))
         return kv
 
@@ -146,7 +147,7 @@ class BaseStore(abc.ABC):
                 if current is None or (expected is not None and current.mod_revision != expected):
                     break
                 revision = self._next_revision
-                kv = KeyValue(key, value, current.create_revision, revision, current.version + 1)
+                kv = KeyValue(current.key, value, current.create_revision, revision, current.version + 1)
                 event = Event(EventType.PUT, kv, current)
                 future = self._persist(event)
                 self._next_revision += 1
@@ -168,7 +169,7 @@ class BaseStore(abc.ABC):
         self._check_writable()
         current = self._compare(key, expected_mod_revision)
         revision = self._next_revision
-        tombstone = KeyValue(key, b"", 0, revision, 0)
+        tombstone = KeyValue(current.key, b"", 0, revision, 0)
         await self._commit(Event(EventType.DELETE, tombstone, current))
         return Deleted(revision, current)
 
