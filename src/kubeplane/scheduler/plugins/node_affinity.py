@@ -284,7 +284,7 @@ def _weights(terms: tuple[tuple[int, _VecTerm], ...], table: NodeTable, rows: In
 class _PreFilterState:
     required: RequiredNodeAffinity
     vector: _VecRequired | None = None  # compiled on first use by filter_vector
-    key: str | None = None  # node_affinity_memo's key of ``required``: keys the Filter column (None: no column)
+    key: bytes | None = None  # node_affinity_memo's key of ``required``: keys the Filter column (None: no column)
 
     def clone(self) -> _PreFilterState:
         return self  # not affected by pod additions or removals, as upstream

@@ -7,13 +7,14 @@ compiled them again (selectors, requirements: ~100 µs a pod in SchedulingNodeAf
 
 Invariants:
 
-* The key is the canonical JSON text of ``[nodeSelector, required]`` (object keys sorted; list order kept, which
-  is significant: terms are ORed in order and errors are reported in order). Equal keys ⇒ equal inputs ⇒ equal
-  compiled values. A spec that is not JSON-encodable gets no key and is compiled per pod as before.
+* The key is the canonical JSON (:func:`~.shape_memo.json_key`) of ``[nodeSelector, required]`` (object keys
+  sorted; list order kept, which is significant: terms are ORed in order and errors are reported in order).
+  Equal keys ⇒ equal inputs ⇒ equal compiled values. A spec that is not JSON-encodable gets no key and is
+  compiled per pod as before.
 * The key also identifies the Filter verdict of a node for NodeAffinity's per-row column
   (:class:`~kubeplane.scheduler.backend.row_memo.RowMemo`): the verdict depends only on the node's labels and
   name, the compiled affinity and the plugin's own ``addedAffinity``.
-* At most :data:`_MAX_KEYS` specs are kept (least recently used dropped).
+* At most :data:`_MAX_KEYS` specs are kept (a :class:`~.shape_memo.ShapeMemo`: it forgets all at once when full).
 """
 
 from __future__ import annotations
@@ -21,31 +22,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
 from kubeplane.api.nodeaffinity import RequiredNodeAffinity, get_required_node_affinity
+from kubeplane.scheduler.plugins.shape_memo import ShapeMemo, json_key
 
 __all__ = ["required_node_affinity"]
 
 _MAX_KEYS = 64
 """Distinct (nodeSelector, required affinity) specs kept: the shapes in use at once."""
 
-_COMPILED: dict[str, RequiredNodeAffinity] = {}
+_COMPILED: ShapeMemo[RequiredNodeAffinity] = ShapeMemo(_MAX_KEYS)
 
 
 def required_node_affinity(
     pod: Mapping[str, Any], spec: Mapping[str, Any], required: Any
-) -> tuple[str | None, RequiredNodeAffinity]:
+) -> tuple[bytes | None, RequiredNodeAffinity]:
     """``(key, compiled)`` for a pod dict whose ``spec`` has nodeSelector and required node affinity ``required``
     (None when absent); ``key`` is None when the spec has no canonical form (then compiled afresh)."""
-    try:
-        key = orjson.dumps([spec.get("nodeSelector"), required], option=orjson.OPT_SORT_KEYS).decode()
-    except (TypeError, orjson.JSONEncodeError):
+    key = json_key([spec.get("nodeSelector"), required])
+    if key is None:
         return None, get_required_node_affinity(pod)
-    compiled = _COMPILED.pop(key, None)
-    if compiled is None:
-        compiled = get_required_node_affinity(pod)
-        if len(_COMPILED) >= _MAX_KEYS:
-            del _COMPILED[next(iter(_COMPILED))]
-    _COMPILED[key] = compiled
-    return key, compiled
+    return key, _COMPILED.get(key, lambda: get_required_node_affinity(pod))
