@@ -43,6 +43,7 @@ from kubeplane.scheduler.framework.interface import MAX_NODE_SCORE, CycleState, 
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo, is_scalar_resource_name
 from kubeplane.scheduler.plugins.helper import go_div, go_div_vector
 from kubeplane.scheduler.plugins.resource_allocation_dra import DraScoreState, dra_score_state
+from kubeplane.scheduler.plugins.shape_memo import ShapeMemo
 
 __all__ = [
     "DEFAULT_RESOURCES",
@@ -643,28 +644,22 @@ class AllocationScorePlugin:
     _row_memo: RowMemo | None = None
     """Scores of pod shapes in steady use (:mod:`.backend.row_memo`), made on first use."""
 
-    _states: dict[tuple[int, ...], ScoreState] | None = None
+    _states: ShapeMemo[ScoreState] | None = None
     """ScoreStates without DRA state by the pod's requests (:meth:`_score_state`), made on first use."""
 
     def _score_state(self, pod: PodInfo) -> ScoreState:
         """The PreScore state. Without a DeviceClass-backed scalar it is a function of the pod's requests alone
         (the terms follow from the requests and this plugin's fixed configuration; ScoreState is immutable), so
         pods with the same requests share one: built once per shape, not per pod. Device counts are cluster
-        state: a state with them is built every time."""
+        state: a state with them is built every time (on the shape's terms)."""
         requests = self.scorer.pod_requests(pod)
         states = self._states
         if states is None:
-            states = self._states = {}
-        s = states.get(requests)
-        if s is not None:
-            return s
-        terms = self.scorer.terms(requests)
-        if self.dra_extended_resource and any(t.kind == _SCALAR for t in terms):
+            states = self._states = ShapeMemo(_MAX_STATES)
+        s = states.get(requests, lambda: ScoreState(requests, self.scorer.terms(requests)))
+        if self.dra_extended_resource and any(t.kind == _SCALAR for t in s.terms):
             dra = dra_score_state(self.handle, [spec.name for spec in self.scorer.resources])
-            return ScoreState(requests, terms, dra)
-        if len(states) >= _MAX_STATES:
-            states.clear()
-        s = states[requests] = ScoreState(requests, terms)
+            return ScoreState(requests, s.terms, dra)
         return s
 
     def _state(self, state: CycleState, pod: PodInfo) -> ScoreState:
