@@ -22,8 +22,8 @@ unobservable too, as long as nobody mutates a decoded object (the rule for every
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, cast
 
 import orjson
 
@@ -130,33 +130,42 @@ class SharedParts:
 
     def _member(self, value: Any) -> Any:
         """The entry equal to ``value`` (a non-empty dict or list), or ``value`` itself, now an entry."""
-        members = self._members
-        key = orjson.dumps(value)
-        digest = _digest(key)
-        found = members.get(digest)
-        if found is not None and (found is value or orjson.dumps(found) == key):
+        found, digest = _lookup(self._members, value)
+        if found is not None:
             return found
-        if found is None and len(members) >= self.limit:
-            members.clear()
-        members[digest] = value
+        _keep(self._members, digest, value, self.limit)
         return value
 
     def _fieldset(self, node: Obj) -> Obj:
         """The shared equal of a managed-fields set (or one of its nested sets), its own members shared first
         when it is new: two sets differing in one field (a pod's IP) share the rest."""
-        table = self._fields
-        key = orjson.dumps(node)
-        digest = _digest(key)
-        found = table.get(digest)
-        if found is not None and orjson.dumps(found) == key:
-            return found
+        found, digest = _lookup(self._fields, node)
+        if found is not None:
+            return cast(Obj, found)
         for name, child in node.items():
             if type(child) is dict:
                 node[name] = self._fieldset(child) if child else _EMPTY
-        if found is None and len(table) >= self.limit:
-            table.clear()
-        table[digest] = node
+        _keep(self._fields, digest, node, self.limit)
         return node
+
+
+def _lookup(table: Mapping[int, Any], value: Any) -> tuple[Any, int]:
+    """``(entry, digest)``: the entry of ``table`` equal to ``value`` (checked by encoding it: a digest collision
+    finds nothing) or None, and ``value``'s digest, the key it would be kept under."""
+    key = orjson.dumps(value)
+    digest = _digest(key)
+    found = table.get(digest)
+    if found is not None and (found is value or orjson.dumps(found) == key):
+        return found, digest
+    return None, digest
+
+
+def _keep(table: dict[int, Any], digest: int, value: Any, limit: int) -> None:
+    """Keep ``value`` under ``digest``; a table holding ``limit`` entries starts again first (a colliding digest
+    replaces its entry without that)."""
+    if digest not in table and len(table) >= limit:
+        table.clear()
+    table[digest] = value
 
 
 SHARED = SharedParts()
