@@ -56,7 +56,8 @@ from kubeplane.scheduler.framework.interface import (
 )
 from kubeplane.scheduler.framework.types import NodeInfo
 from kubeplane.scheduler.plugins.helper import default_normalize_score, default_normalize_vector
-from kubeplane.scheduler.plugins.node_affinity_memo import required_node_affinity
+from kubeplane.scheduler.plugins.node_affinity_memo import MAX_SPECS, required_node_affinity
+from kubeplane.scheduler.plugins.shape_memo import ShapeMemo
 
 if TYPE_CHECKING:
     from kubeplane.scheduler.backend.node_table import BoolArray, IntArray, NodeTable
@@ -295,18 +296,14 @@ class _PreFilterState:
         return self.vector
 
 
-_VEC_REQUIRED: dict[int, _VecRequired] = {}
-"""Column forms of the shared compiled affinities (by ``id``; each entry keeps its RequiredNodeAffinity alive, so
-an id is never reused while its entry exists), bounded like node_affinity_memo's table."""
+_VEC_REQUIRED: ShapeMemo[_VecRequired] = ShapeMemo(MAX_SPECS)
+"""Column forms of the shared compiled affinities, by ``id``: an entry keeps its RequiredNodeAffinity alive
+(``_VecRequired.required``), so while it is held its id names that object and no other; bounded like
+node_affinity_memo's table of compiled specs."""
 
 
 def _shared_vec(required: RequiredNodeAffinity) -> _VecRequired:
-    vec = _VEC_REQUIRED.get(id(required))
-    if vec is None or vec.required is not required:
-        if len(_VEC_REQUIRED) >= 64:
-            del _VEC_REQUIRED[next(iter(_VEC_REQUIRED))]
-        vec = _VEC_REQUIRED[id(required)] = _VecRequired.of(required)
-    return vec
+    return _VEC_REQUIRED.get(id(required), lambda: _VecRequired.of(required))
 
 
 @dataclass(slots=True)

@@ -14,7 +14,7 @@ Invariants:
 * The key also identifies the Filter verdict of a node for NodeAffinity's per-row column
   (:class:`~kubeplane.scheduler.backend.row_memo.RowMemo`): the verdict depends only on the node's labels and
   name, the compiled affinity and the plugin's own ``addedAffinity``.
-* At most :data:`_MAX_KEYS` specs are kept (a :class:`~.shape_memo.ShapeMemo`: it forgets all at once when full).
+* At most :data:`MAX_SPECS` specs are kept (a :class:`~.shape_memo.ShapeMemo`: it forgets all at once when full).
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from typing import Any
 from kubeplane.api.nodeaffinity import RequiredNodeAffinity, get_required_node_affinity
 from kubeplane.scheduler.plugins.shape_memo import ShapeMemo, json_key
 
-__all__ = ["required_node_affinity"]
+__all__ = ["MAX_SPECS", "required_node_affinity"]
 
-_MAX_KEYS = 64
+MAX_SPECS = 64
 """Distinct (nodeSelector, required affinity) specs kept: the shapes in use at once."""
 
-_COMPILED: ShapeMemo[RequiredNodeAffinity] = ShapeMemo(_MAX_KEYS)
+_COMPILED: ShapeMemo[RequiredNodeAffinity] = ShapeMemo(MAX_SPECS)
 
 
 def required_node_affinity(
