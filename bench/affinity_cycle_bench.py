@@ -19,23 +19,10 @@ Run: ``PYTHONPATH=src .venv/bin/python bench/affinity_cycle_bench.py [--workload
 from __future__ import annotations
 
 import argparse
-import gc
-import hashlib
-import json
-import random
-import time
 from typing import Any
 
-from kubeplane.client.clock import FakeClock
-from kubeplane.scheduler.backend.cache import Cache
-from kubeplane.scheduler.backend.snapshot import Snapshot
-from kubeplane.scheduler.config import default_config
-from kubeplane.scheduler.framework.handle import Handle
-from kubeplane.scheduler.framework.interface import CycleState
+from cycle_loop import print_figures, run_cycles
 from kubeplane.scheduler.framework.types import PodInfo
-from kubeplane.scheduler.plugins.registry import new_in_tree_registry
-from kubeplane.scheduler.profile import build_profiles
-from kubeplane.scheduler.schedule_one import SchedulingCycle
 
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
@@ -108,43 +95,11 @@ def _pod(i: int, template: str, namespace: str) -> PodInfo:
 
 def run(workload: str, nodes: int, init: int, pods: int) -> dict[str, Any]:
     groups, measured, zoned = WORKLOADS[workload]
-    cache = Cache(FakeClock())
-    for i in range(nodes):
-        cache.add_node(_node(i, zone=zoned))
-    snapshot = Snapshot()
-    cache.update_snapshot(snapshot)
-    fwk = build_profiles(default_config(), Handle(snapshot_lister=snapshot), new_in_tree_registry())[
-        "default-scheduler"
-    ]
-    cycle = SchedulingCycle(rng=random.Random(1))
     stream = [_pod(i, t, ns) for t, ns in groups for i in range(init)]
     stream += [_pod(i, *measured) for i in range(pods)]
-    gc.collect()
-    gc.freeze()  # the cluster built above is not garbage: keep full collections off it, as the CLI does
-    hosts: list[str] = []
-    cycle_cpu = total_cpu = 0.0
     first_measured = len(stream) - pods
-    for i, pod in enumerate(stream):
-        if i == first_measured:
-            gc.collect()
-            gc.freeze()  # the init pods' state too: what is measured is the cycles, not one collection of it
-        t0 = time.process_time()
-        cache.update_snapshot(snapshot)
-        t1 = time.process_time()
-        result = cycle.schedule(fwk, CycleState(), pod, snapshot.list(), snapshot.node_table)
-        t2 = time.process_time()
-        cache.assume_pod(pod, result.suggested_host)
-        hosts.append(result.suggested_host)
-        if i >= first_measured:
-            cycle_cpu += t2 - t1
-            total_cpu += t2 - t0
-    gc.unfreeze()
-    measured_count = max(pods, 1)
-    return {
-        "cycle_cpu": cycle_cpu / measured_count * 1e6,
-        "cycle_with_snapshot_cpu": total_cpu / measured_count * 1e6,
-        "hosts_digest": hashlib.sha256(" ".join(hosts).encode()).hexdigest()[:12],
-    }
+    fleet = (_node(i, zone=zoned) for i in range(nodes))
+    return run_cycles(fleet, stream, measure_from=first_measured, freeze_at=first_measured)
 
 
 def main() -> None:
@@ -160,10 +115,7 @@ def main() -> None:
         figures = run(workload, nodes, init, pods)
         common = {"bench": "affinity_cycle", "workload": workload, "nodes": nodes, "init": init, "pods": pods}
         common["quick"] = args.quick
-        for metric in ("cycle_cpu", "cycle_with_snapshot_cpu"):
-            print(json.dumps({**common, "metric": metric, "value": round(figures[metric], 1), "unit": "us"}))
-        digest = int(figures["hosts_digest"], 16)
-        print(json.dumps({**common, "metric": "hosts_digest", "value": digest, "unit": "digest"}))
+        print_figures(figures, common)
 
 
 if __name__ == "__main__":

@@ -16,23 +16,10 @@ Run: ``PYTHONPATH=src .venv/bin/python bench/sched_cycle_bench.py [--nodes 5000]
 from __future__ import annotations
 
 import argparse
-import gc
-import hashlib
-import json
-import random
-import time
 from typing import Any
 
-from kubeplane.client.clock import FakeClock
-from kubeplane.scheduler.backend.cache import Cache
-from kubeplane.scheduler.backend.snapshot import Snapshot
-from kubeplane.scheduler.config import default_config
-from kubeplane.scheduler.framework.handle import Handle
-from kubeplane.scheduler.framework.interface import CycleState
+from cycle_loop import print_figures, run_cycles
 from kubeplane.scheduler.framework.types import PodInfo
-from kubeplane.scheduler.plugins.registry import new_in_tree_registry
-from kubeplane.scheduler.profile import build_profiles
-from kubeplane.scheduler.schedule_one import SchedulingCycle
 
 WORKLOADS = ("basic", "spread", "preferred-spread")
 ZONE = "topology.kubernetes.io/zone"
@@ -61,38 +48,8 @@ def _pod(i: int, workload: str) -> PodInfo:
 
 
 def run(workload: str, nodes: int, pods: int, warmup: int) -> dict[str, Any]:
-    cache = Cache(FakeClock())
-    for i in range(nodes):
-        cache.add_node(_node(i))
-    snapshot = Snapshot()
-    cache.update_snapshot(snapshot)
-    fwk = build_profiles(default_config(), Handle(snapshot_lister=snapshot), new_in_tree_registry())[
-        "default-scheduler"
-    ]
-    cycle = SchedulingCycle(rng=random.Random(1))
     stream = [_pod(i, workload) for i in range(pods)]
-    gc.collect()
-    gc.freeze()  # the cluster built above is not garbage: keep full collections off it, as the CLI does
-    hosts: list[str] = []
-    cycle_cpu = total_cpu = 0.0
-    for i, pod in enumerate(stream):
-        t0 = time.process_time()
-        cache.update_snapshot(snapshot)
-        t1 = time.process_time()
-        result = cycle.schedule(fwk, CycleState(), pod, snapshot.list(), snapshot.node_table)
-        t2 = time.process_time()
-        cache.assume_pod(pod, result.suggested_host)
-        hosts.append(result.suggested_host)
-        if i >= warmup:
-            cycle_cpu += t2 - t1
-            total_cpu += t2 - t0
-    gc.unfreeze()
-    measured = max(pods - warmup, 1)
-    return {
-        "cycle_cpu": cycle_cpu / measured * 1e6,
-        "cycle_with_snapshot_cpu": total_cpu / measured * 1e6,
-        "hosts_digest": hashlib.sha256(" ".join(hosts).encode()).hexdigest()[:12],
-    }
+    return run_cycles((_node(i) for i in range(nodes)), stream, measure_from=warmup)
 
 
 def main() -> None:
@@ -107,10 +64,7 @@ def main() -> None:
     for workload in args.workload or WORKLOADS:
         figures = run(workload, nodes, pods, warmup)
         common = {"bench": "sched_cycle", "workload": workload, "nodes": nodes, "pods": pods, "quick": args.quick}
-        for metric in ("cycle_cpu", "cycle_with_snapshot_cpu"):
-            print(json.dumps({**common, "metric": metric, "value": round(figures[metric], 1), "unit": "us"}))
-        digest = int(figures["hosts_digest"], 16)
-        print(json.dumps({**common, "metric": "hosts_digest", "value": digest, "unit": "digest"}))
+        print_figures(figures, common)
 
 
 if __name__ == "__main__":
