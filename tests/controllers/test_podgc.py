@@ -144,6 +144,7 @@ async def test_orphan_is_marked_failed_with_disruption_target(make_env: Any) -> 
     pod = await env.client.get(env.pods, "orphan", namespace="default")
     target = next(c for c in pod["status"]["conditions"] if c["type"] == "DisruptionTarget")
     assert (target["reason"], target["message"]) == ("DeletionByPodGC", "PodGC: node no longer exists")
+    assert target["observedGeneration"] == 1  # PodObservedGenerationTracking: written before the deletion
 
 
 async def test_node_reappearing_during_quarantine_saves_pods(make_env: Any) -> None:

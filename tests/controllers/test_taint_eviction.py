@@ -141,6 +141,7 @@ async def test_manual_no_execute_taint(env: Env) -> None:
     target = next(c for c in pod["status"]["conditions"] if c["type"] == "DisruptionTarget")
     assert target["reason"] == "DeletionByTaintManager"
     assert target["message"] == "Taint manager: deleting due to NoExecute taint"
+    assert target["observedGeneration"] == 1  # the generation before the deletion bumped it (GA tracking)
     assert "Marking for deletion Pod default/plain" in await env.messages()
 
     await env.clock.advance(3599)

@@ -3,7 +3,8 @@
 Upstream behaviour pinned: registration (``kubelet_node_status.go``), Lease renewal every 10 s
 (``nodelease``), pod status and conditions (``generateAPIPodStatus``), the container start events and their
 order, admission rejection (``predicate.go``), run-to-completion and restart back-off, graceful termination
-(``killPod`` then the status manager's final delete), the eviction manager's ranking (``rankMemoryPressure``)
+(``killPod`` then the status manager's final delete), observedGeneration on status and conditions
+(PodObservedGenerationTracking, ``CalculatePodStatusObservedGeneration``), the eviction manager's ranking (``rankMemoryPressure``)
 and mirror pods (``mirror_client.go``).
 """
 
@@ -203,6 +204,29 @@ async def test_graceful_termination_waits_for_the_grace_period(env: Env) -> None
     await asyncio.sleep(0.01)
     assert await env.phase("slow") != "<gone>"
     await env.until(lambda: _is(env.phase("slow"), "<gone>"), "slow deleted", step=1.0, tries=20)
+
+
+async def test_status_and_conditions_carry_the_observed_generation(env: Env) -> None:
+    # PodObservedGenerationTracking (GA since v1.35): the kubelet stamps status.observedGeneration and each
+    # condition it reports (PodScheduled included) with the pod's generation; graceful deletion bumps the
+    # generation and the kubelet's next status follows it
+    await env.create_pod("gen", annotations={"sim.kubeplane.io/shutdown-duration": "1h"})
+    await env.until(lambda: _is(env.phase("gen"), "Running"), "Running", step=0.5)
+    status = (await env.pod("gen"))["status"]
+    assert status["observedGeneration"] == 1
+    assert {c["type"]: c.get("observedGeneration") for c in status["conditions"]} == {
+        "PodScheduled": 1, "PodReadyToStartContainers": 1, "Initialized": 1, "ContainersReady": 1, "Ready": 1,
+    }  # fmt: skip
+    await env.client.delete(env.pods, "gen", namespace="default")
+    assert (await env.pod("gen"))["metadata"]["generation"] == 2
+
+    async def observed_two() -> bool:
+        status = (await env.pod("gen"))["status"]
+        return bool(status.get("observedGeneration") == 2)
+
+    await env.until(observed_two, "the terminating pod's status at generation 2", step=0.5, tries=20)
+    conditions = (await env.pod("gen"))["status"]["conditions"]
+    assert {c["type"]: c.get("observedGeneration") for c in conditions}["Ready"] == 2
 
 
 async def test_eviction_order_under_memory_pressure(env: Env) -> None:

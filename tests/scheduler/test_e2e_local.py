@@ -191,6 +191,7 @@ async def test_too_big_stays_pending_with_upstreams_message_then_fits_on_a_new_n
     )
     got = (await cluster.get_pod("big"))["status"]["conditions"]
     assert [(c["type"], c["status"], c["reason"]) for c in got] == [("PodScheduled", "False", "Unschedulable")]
+    assert got[0]["observedGeneration"] == 1  # PodObservedGenerationTracking: the pod's generation (GA, v1.35)
 
     async def failed_event() -> list[Obj]:
         return [e for e in await cluster.events_for("big") if e["reason"] == "FailedScheduling"]

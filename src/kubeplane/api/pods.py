@@ -47,10 +47,12 @@ __all__ = [
     "is_pod_level_requests_set",
     "is_pod_level_resources_set",
     "is_restartable_init_container",
+    "observed_generation",
     "pod_limits",
     "pod_nonzero_requests",
     "pod_qos_class",
     "pod_requests",
+    "with_observed_generation",
 ]
 
 CPU = "cpu"
@@ -82,6 +84,29 @@ class QOSClass(enum.StrEnum):
     GUARANTEED = "Guaranteed"
     BURSTABLE = "Burstable"
     BEST_EFFORT = "BestEffort"
+
+
+# --- observedGeneration (PodObservedGenerationTracking, GA since v1.35 and locked on) --------------------
+
+
+def observed_generation(pod: Pod) -> int:
+    """What a writer of the pod's status or of one of its conditions records as ``observedGeneration``:
+    upstream ``CalculatePodStatusObservedGeneration`` / ``CalculatePodConditionObservedGeneration`` with the
+    gate locked on, i.e. the pod's ``metadata.generation`` (0 when the pod has none: the field is then
+    omitted, as Go's omitempty does)."""
+    generation = (pod.get("metadata") or {}).get("generation")
+    return generation if type(generation) is int and generation > 0 else 0
+
+
+def with_observed_generation(condition: Mapping[str, Any], pod: Pod) -> dict[str, Any]:
+    """``condition`` with ``observedGeneration`` = :func:`observed_generation` of ``pod`` after ``type`` (the
+    field order of ``v1.PodCondition``), or a plain copy when the pod has no generation."""
+    generation = observed_generation(pod)
+    if not generation:
+        return dict(condition)
+    out: dict[str, Any] = {"type": condition.get("type"), "observedGeneration": generation}
+    out.update(condition)
+    return out
 
 
 # --- JSON access -------------------------------------------------------------------------------------

@@ -178,6 +178,11 @@ def _mark_deleting(registry: Registry, obj: Obj, *, grace: int, finalizers: list
     updated = dict(obj)
     new_meta = dict(meta)
     now = registry.now()
+    generation = meta.get("generation")
+    if not meta.get("deletionTimestamp") and type(generation) is int and generation > 0:
+        # upstream BeforeDelete (graceful) and markAsDeleting (finalizers): the first deletion mark bumps a set
+        # generation, since the object's controllers must stop acting on it
+        new_meta["generation"] = generation + 1
     if not meta.get("deletionTimestamp") or (current_grace is not None and grace < int(current_grace)):
         # A grace period past year 9999 cannot be written as a metav1.Time: the deadline saturates there.
         new_meta["deletionTimestamp"] = apimeta.format_time(min(now + grace, _LATEST_TIME))

@@ -19,7 +19,7 @@ from kubeplane.api import pods as podutil
 from kubeplane.api.resources import ResourceInfo
 from kubeplane.api.shapes import ShapeMemo, shape_key
 from kubeplane.api.validation.field import ErrorList
-from kubeplane.api.views import is_pod_terminal, spec_of
+from kubeplane.api.views import is_pod_terminal, spec_of, status_of
 
 if TYPE_CHECKING:
     from .registry import Registry
@@ -200,6 +200,12 @@ class PodStrategy(Strategy):
         super().prepare_for_status_update(new, old)
         if owners is not None:  # old kubelets corrupt owner references through status: upstream keeps them
             new["metadata"]["ownerReferences"] = owners
+        qos = status_of(old).get("qosClass")
+        status = new.get("status")
+        if qos and isinstance(status, dict) and not status.get("qosClass"):
+            # immutable, set at create: upstream backfills it for old kubelets that dropped it on a rejected pod
+            new["status"] = {**status, "qosClass": qos}
+        _preserve_observed_generation(new, old)
 
     def grace_period(self, obj: Obj, requested: int | None) -> int:
         """Upstream podStrategy.CheckGracefulDelete: unbound or terminal pods go at once."""
@@ -210,6 +216,40 @@ class PodStrategy(Strategy):
             return max(requested, 0)
         grace = spec.get("terminationGracePeriodSeconds")
         return int(grace) if isinstance(grace, int) and grace >= 0 else 30
+
+
+def _preserve_observed_generation(new: Obj, old: Obj) -> None:
+    """Upstream ``preserveOldObservedGeneration``: a status write that leaves ``observedGeneration`` unset (or
+    0) keeps the stored value, in ``status`` and per condition; old values are taken per condition type in order
+    (validation allows several conditions of one type). ``new`` is the request's own object: changed in place,
+    and only where a value is carried over (its lists are copied before a condition is changed)."""
+    old_status = old.get("status")
+    status = new.get("status")
+    if not isinstance(old_status, dict) or not isinstance(status, dict):
+        return
+    kept = old_status.get("observedGeneration")
+    if kept and not status.get("observedGeneration"):
+        new["status"] = status = {**status, "observedGeneration": kept}
+    old_conditions = old_status.get("conditions")
+    conditions = status.get("conditions")
+    if not old_conditions or not isinstance(conditions, list) or not isinstance(old_conditions, list):
+        return
+    by_type: dict[Any, list[Any]] = {}
+    for condition in old_conditions:
+        if isinstance(condition, dict):
+            by_type.setdefault(condition.get("type"), []).append(condition.get("observedGeneration"))
+    carried: list[Any] | None = None
+    for i, condition in enumerate(conditions):
+        if not isinstance(condition, dict):
+            continue
+        olds = by_type.get(condition.get("type"))
+        generation = olds.pop(0) if olds else None
+        if generation and not condition.get("observedGeneration"):
+            if carried is None:
+                carried = list(conditions)
+            carried[i] = {**condition, "observedGeneration": generation}
+    if carried is not None:
+        new["status"] = {**status, "conditions": carried}
 
 
 class NamespaceStrategy(Strategy):

@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubeplane.api.meta import parse_time
+from kubeplane.api.pods import with_observed_generation
 from kubeplane.api.views import (
     NodeView,
     PodView,
@@ -186,7 +187,7 @@ class PodGCController(Controller):
         if not is_pod_terminal(pod):
             status: Obj = {"phase": "Failed"}
             if condition is not None:
-                patch = pod_condition_patch(pod, condition, self.clock.now())
+                patch = pod_condition_patch(pod, with_observed_generation(condition, pod), self.clock.now())
                 if patch is not None:
                     status["conditions"] = [patch]
             await self.client.patch(

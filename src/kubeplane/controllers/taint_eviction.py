@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kubeplane.api.pods import with_observed_generation
 from kubeplane.api.taints import EFFECT_NO_EXECUTE, toleration_tolerates_taint
 from kubeplane.api.views import spec_of
 from kubeplane.client.cache import NODE_NAME_INDEX
@@ -262,12 +263,15 @@ class TaintEvictionController(Controller):
         pod = await self.client.get(self.pods_res, name, namespace=namespace)
         condition = pod_condition_patch(
             pod,
-            {
-                "type": DISRUPTION_TARGET,
-                "status": "True",
-                "reason": "DeletionByTaintManager",
-                "message": "Taint manager: deleting due to NoExecute taint",
-            },
+            with_observed_generation(
+                {
+                    "type": DISRUPTION_TARGET,
+                    "status": "True",
+                    "reason": "DeletionByTaintManager",
+                    "message": "Taint manager: deleting due to NoExecute taint",
+                },
+                pod,
+            ),
             self.clock.now(),
         )
         if condition is not None:

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from kubeplane.api.meta import format_time
+from kubeplane.api.pods import with_observed_generation
 from kubeplane.api.views import is_pod_terminal, uid_of
 from kubeplane.client.clock import Clock
 
@@ -125,14 +126,17 @@ class EvictionManager:
                 c.terminate(137, now)
         rt.phase, rt.reason, rt.message = "Failed", "Evicted", message
         rt.extra_conditions = [
-            {
-                "type": "DisruptionTarget",
-                "status": "True",
-                "lastProbeTime": None,
-                "lastTransitionTime": format_time(now),
-                "reason": "TerminationByKubelet",
-                "message": message,
-            }
+            with_observed_generation(
+                {
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": format_time(now),
+                    "reason": "TerminationByKubelet",
+                    "message": message,
+                },
+                rt.pod,
+            )
         ]
         self._events.pod(sim, rt.pod, "Warning", "Evicted", message)
         sim.release(rt)

@@ -81,6 +81,7 @@ import logging
 import random
 from collections.abc import Callable, Iterable, Sequence
 
+from kubeplane.api.pods import observed_generation
 from kubeplane.api.views import TERMINAL_PHASES, PodView, name_of, uid_of
 from kubeplane.client.clock import Clock, HorizonClock, SystemClock
 from kubeplane.client.informer import SharedInformer, SharedInformerFactory
@@ -472,6 +473,12 @@ class Fleet:
             rt.pod = pod
             if deleting and not rt.terminating:
                 self.workers.begin_termination(sim, rt)
+            reported = view.status.get("observedGeneration")
+            if reported and reported != observed_generation(pod):
+                # upstream's kubelet syncs every pod update and SetPodStatus stamps the new generation, so a spec
+                # change or a deletion mark (both bump it) is followed by a status write even when nothing else
+                # changed (a pod in its grace period)
+                self.status.mark_dirty(rt)
             return
         phase = view.phase
         if phase in TERMINAL_PHASES:

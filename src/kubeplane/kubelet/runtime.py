@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubeplane.api.meta import format_time
-from kubeplane.api.pods import is_restartable_init_container
+from kubeplane.api.pods import is_restartable_init_container, observed_generation, with_observed_generation
 from kubeplane.api.views import TERMINAL_PHASES, PodView
 
 from .container_logs import ContainerLog, exited_line, started_line
@@ -265,12 +265,21 @@ class PodRuntime:
 
     def status_patch(self, now: float) -> Obj:
         """The kubelet-owned part of ``status`` as a strategic merge patch (module docstring)."""
-        status: Obj = {"phase": self.phase}
+        generation = observed_generation(self.pod)
+        status: Obj = {"observedGeneration": generation} if generation else {}
+        status["phase"] = self.phase
         conditions = self.conditions(now)
-        existing = {c.get("type") for c in PodView(self.pod).conditions}
-        if "PodScheduled" not in existing:
+        existing = {c.get("type"): c for c in PodView(self.pod).conditions}
+        scheduled = existing.get("PodScheduled")
+        if scheduled is None:
             stamp = self.transitions.setdefault("PodScheduled", ("True", self.start_time))[1]
             conditions.insert(0, _condition("PodScheduled", True, stamp))
+        elif generation and scheduled.get("observedGeneration") != generation:
+            # upstream's kubelet reports PodScheduled too, so its observedGeneration follows the pod's; the
+            # condition merges by type, so the rest of it (the binding's) stays
+            conditions.insert(0, {"type": "PodScheduled", "observedGeneration": generation})
+        if generation:
+            conditions = [with_observed_generation(c, self.pod) for c in conditions]
         status["conditions"] = conditions + self.extra_conditions
         status["hostIP"] = self.host_ip
         status["hostIPs"] = [{"ip": self.host_ip}]
@@ -289,7 +298,9 @@ class PodRuntime:
 
     def rejected_patch(self) -> Obj:
         """What the kubelet writes for a pod it rejects (upstream ``rejectPod``): phase, reason, message."""
-        status: Obj = {"phase": self.phase}
+        generation = observed_generation(self.pod)  # upstream SetPodStatus stamps every status it is given
+        status: Obj = {"observedGeneration": generation} if generation else {}
+        status["phase"] = self.phase
         if self.reason:
             status["reason"] = self.reason
         if self.message:

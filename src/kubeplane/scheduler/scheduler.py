@@ -23,6 +23,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from kubeplane.api.meta import format_time
+from kubeplane.api.pods import with_observed_generation
 from kubeplane.api.views import PodView, is_pod_terminal, meta_of, spec_of, status_of
 from kubeplane.client.clock import Clock, SystemClock
 from kubeplane.client.errors import ClientError
@@ -643,14 +644,17 @@ class Scheduler:
             same = c.get("status") == "False" and c.get("reason") == reason and c.get("message") == message
             if c.get("type") == "PodScheduled" and same and not nominate:
                 return
-        condition = {
-            "type": "PodScheduled",
-            "status": "False",
-            "reason": reason,
-            "message": message,
-            "lastProbeTime": None,
-            "lastTransitionTime": format_time(self.clock.now()),
-        }
+        condition = with_observed_generation(
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": reason,
+                "message": message,
+                "lastProbeTime": None,
+                "lastTransitionTime": format_time(self.clock.now()),
+            },
+            pod.pod,
+        )
         patch: dict[str, Any] = {"conditions": [condition]}
         if nominate:
             patch["nominatedNodeName"] = nominated_node or None

@@ -412,7 +412,9 @@ async def test_execution_clears_lower_nominations_marks_and_deletes_victims_and_
     higher = PodInfo({**pod("higher", priority=50), "status": {"nominatedNodeName": "node1"}})
     plugin.handle.nominator = _Nominated([lower, higher])
     preemptor = PodInfo(pod("p", priority=10))
-    victims = [PodInfo(pod("v1", priority=1, node_name="node1")), PodInfo(pod("v2", priority=1, node_name="node1"))]
+    v2 = pod("v2", priority=1, node_name="node1")
+    v2["metadata"]["generation"] = 3  # PodObservedGenerationTracking: the condition records the victim's generation
+    victims = [PodInfo(pod("v1", priority=1, node_name="node1")), PodInfo(v2)]
     plugin.prepare_candidate(Candidate("node1", victims, 0), preemptor)
     assert plugin.pre_enqueue(preemptor) == Status.unresolvable(
         "waiting for the preemption for this pod to be finished"
@@ -430,7 +432,11 @@ async def test_execution_clears_lower_nominations_marks_and_deletes_victims_and_
         ("patch", "lower", ({"status": {"nominatedNodeName": None}}, PatchType.MERGE, "status")),
         ("patch", "v1", ({"status": {"conditions": [condition]}}, PatchType.STRATEGIC, "status")),
         ("delete", "v1", "default"),
-        ("patch", "v2", ({"status": {"conditions": [condition]}}, PatchType.STRATEGIC, "status")),
+        (
+            "patch",
+            "v2",
+            ({"status": {"conditions": [{**condition, "observedGeneration": 3}]}}, PatchType.STRATEGIC, "status"),
+        ),
         ("delete", "v2", "default"),
     ]
 

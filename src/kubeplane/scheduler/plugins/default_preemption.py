@@ -46,6 +46,7 @@ import numpy as np
 
 from kubeplane.api.labels import SelectorError, label_selector_as_selector
 from kubeplane.api.meta import format_time, parse_time
+from kubeplane.api.pods import with_observed_generation
 from kubeplane.api.views import is_being_deleted, namespace_of, spec_of, status_of
 from kubeplane.client.errors import ClientError, NotFoundError
 from kubeplane.client.interface import PatchType
@@ -601,13 +602,16 @@ class DefaultPreemption:
             waiting.reject(NAME, "preempted")
         else:
             pods = client.resource("pods")
-            condition = {
-                "type": "DisruptionTarget",
-                "status": "True",
-                "reason": "PreemptionByScheduler",
-                "message": f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod",
-                "lastTransitionTime": format_time(self.handle.clock.now()),
-            }
+            condition = with_observed_generation(
+                {
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "reason": "PreemptionByScheduler",
+                    "message": f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod",
+                    "lastTransitionTime": format_time(self.handle.clock.now()),
+                },
+                victim.pod,
+            )
             try:
                 if not _has_condition(victim, condition):
                     await client.patch(
