@@ -16,7 +16,7 @@ one-second ordering window when the feature is on (``alignToWindow``), and cache
 attempt, the only moments attempts or timestamp change. A pod never attempted has no expiry (``-inf``, never
 cached): it is never backing off. A pod is backing off while its expiry is not before the current window's start
 (``isPodBackingoff``: ``!expiry.Before(alignToWindow(now))``), so a whole window completes at once - which is why
-the queue flushes backoffQ on whole seconds (:meth:`BackoffQueue.seconds_to_next_window`).
+the queue flushes backoffQ on whole seconds (:meth:`BackoffQueue.next_window_start`).
 
 Times are ``clock.monotonic()`` seconds; windows are whole seconds of it (upstream truncates wall time: the
 simulation's and tests' clocks start on a whole second, so both agree there).
@@ -120,10 +120,11 @@ class BackoffQueue:
         backoff ends inside the current window still waits for the window's end."""
         return not self.backoff_time(qpi) < self.align_to_window(self._clock.monotonic())
 
-    def seconds_to_next_window(self) -> float:
-        """How long until the next window starts (upstream ``waitUntilAlignedWithOrderingWindow``'s first wait)."""
-        now = self._clock.monotonic()
-        return self.align_to_window(now + BACKOFF_Q_ORDERING_WINDOW) - now
+    def next_window_start(self) -> float:
+        """When the next window starts: upstream ``waitUntilAlignedWithOrderingWindow`` waits until then (one
+        period from now with the feature off), then ticks every period. A deadline, not a duration, so that a
+        virtual clock lands exactly on the whole second."""
+        return self.align_to_window(self._clock.monotonic() + BACKOFF_Q_ORDERING_WINDOW)
 
     def _less_with_priority(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         """podBackoffQ's order with the feature on (upstream ``lessBackoffCompletedWithPriority``)."""

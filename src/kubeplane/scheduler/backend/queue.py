@@ -506,7 +506,7 @@ class SchedulingQueue:
     async def _run_backoff_flush(self) -> None:
         """Upstream ``waitUntilAlignedWithOrderingWindow``: wait for the next window's start, then flush at every
         window start (a ticker: deadlines on whole periods, not drifting with late wake-ups)."""
-        deadline = self._clock.monotonic() + self._backoff.seconds_to_next_window()
+        deadline = self._backoff.next_window_start()
         while await self._sleep_until(deadline):
             self.flush_backoff_q_completed()
             deadline += _BACKOFF_FLUSH_PERIOD
