@@ -3,9 +3,10 @@
 A pending pod is in exactly one of three places, keyed by ``namespace/name``:
 
 * **activeQ** - a heap ordered by the QueueSort ``less``; :meth:`SchedulingQueue.pop` takes its head.
-* **backoffQ** - a heap ordered by backoff expiry, ``timestamp + backoff(attempts)`` with
-  ``backoff = initial * 2**(attempts - 1)`` capped at ``max`` (0 before the first attempt). Flushed to activeQ
-  once expired (every second by :meth:`SchedulingQueue.run`).
+* **backoffQ** - :mod:`.backoff_queue`: podBackoffQ (rejected pods) and podErrorBackoffQ (errors), ordered by
+  backoff expiry, ``timestamp + backoff(attempts)`` with ``backoff = initial * 2**(attempts - 1)`` capped at
+  ``max`` (0 before the first attempt), truncated to one-second windows; within a window podBackoffQ orders as
+  activeQ. Flushed to activeQ at every whole second of the clock, once the window holding a pod's expiry is over.
 * **unschedulablePods** - a map of pods that a plugin rejected, waiting for a cluster event that one of those
   plugins registered, and of *gated* pods (PreEnqueue said no). Pods that stay longer than
   ``pod_max_in_unschedulable_pods_duration`` go back (every 30 s).
@@ -14,25 +15,30 @@ Transitions (``event`` names as upstream)::
 
     add/update(new pod) --PreEnqueue ok--> activeQ          --PreEnqueue rejects--> unschedulable (gated)
     activeQ --pop--> in flight (attempts += 1, scheduling_cycle += 1, rejecting plugins cleared) --done--> gone
+    podBackoffQ --pop while activeQ is empty--> in flight (the same bookkeeping; ``PopFromBackoffQ``)
     in flight --add_unschedulable_if_not_present-->
-        no rejecting plugin (an error)                     --> backoffQ
+        no rejecting plugin (an error)                     --> backoffQ (podErrorBackoffQ)
         move request since the pod's cycle started         --> backoffQ (activeQ when a Pending plugin rejected it)
         otherwise                                          --> unschedulable
     unschedulable --event registered by a rejecting plugin (queue_events.match_cluster_events), hint QUEUE-->
         backoffQ while backing off, else activeQ (activeQ at once when the QUEUE came from a Pending plugin)
     unschedulable --update that may make it schedulable--> backoffQ / activeQ
-    backoffQ --backoff expired--> activeQ
+    backoffQ --backoff window over--> activeQ
 
-Every move into activeQ runs ``pre_enqueue``; a pod it rejects is (or stays) gated in unschedulablePods with
-``gating_plugin`` set and only events the gating plugin registered can move it. A plugin absent from
-``events_for_plugins`` registered nothing: pods it rejected move only on wildcard events and timeouts (register
-``ClusterEvent("*", ActionType.all())`` for plugins without EnqueueExtensions, as upstream's framework does).
+Every move into activeQ runs ``pre_enqueue``, except a move straight from backoffQ; every move into backoffQ runs
+it first (a pod it rejects is gated in unschedulablePods instead), so a pod popped from backoffQ passed it. A pod
+PreEnqueue rejects is (or stays) gated in unschedulablePods with ``gating_plugin`` set and only events the gating
+plugin registered can move it. A plugin absent from ``events_for_plugins`` registered nothing: pods it rejected
+move only on wildcard events and timeouts (register ``ClusterEvent("*", ActionType.all())`` for plugins without
+EnqueueExtensions, as upstream's framework does).
 
-This is upstream's queue with ``SchedulerQueueingHints`` evaluated for unschedulable pods but *without* in-flight
-event tracking: a pod that fails while a move request happened during its cycle goes to backoffQ (upstream's
-``moveRequestCycle`` path; :meth:`SchedulingQueue.done` only maintains :meth:`SchedulingQueue.in_flight_pods`);
-and without ``SchedulerPopFromBackoffQ`` (pop only takes activeQ, backoff expiry is not aligned to one-second
-windows). All times come from ``clock.monotonic()``.
+This is upstream v1.37's queue with ``SchedulerQueueingHints`` evaluated for unschedulable pods and
+``SchedulerPopFromBackoffQ`` (KEP-5142, on by default; ``pop_from_backoff_q=False`` gives the queue before it:
+activeQ only, unaligned expiry, PreEnqueue when leaving backoffQ), but *without* in-flight event tracking: a pod
+that fails while a move request happened during its cycle goes to backoffQ (upstream's ``moveRequestCycle``
+path; :meth:`SchedulingQueue.done` only maintains :meth:`SchedulingQueue.in_flight_pods`). A waiting
+:meth:`SchedulingQueue.pop` is woken when a pod enters activeQ, or podBackoffQ with the feature on (upstream
+broadcasts then). All times come from ``clock.monotonic()``.
 
 Everything runs on one event loop and no method but :meth:`SchedulingQueue.pop` and :meth:`run` awaits, so no
 locks are needed. activeQ/backoffQ operations are O(log n); event moves are O(unschedulable pods).
