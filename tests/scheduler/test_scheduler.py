@@ -13,7 +13,9 @@ import pytest
 
 from kubeplane.client.interface import Obj
 from kubeplane.client.local import LocalClient
+from kubeplane.scheduler.backend.queue_events import EVENT_UNSCHEDULABLE_TIMEOUT
 from kubeplane.scheduler.config import ConfigError, parse_config
+from kubeplane.scheduler.config.features import parse_feature_gates
 from kubeplane.scheduler.framework.handle import Handle
 from kubeplane.scheduler.framework.interface import Code, CycleState, Status
 from kubeplane.scheduler.framework.types import PodInfo
@@ -301,3 +303,21 @@ async def test_terminal_pods_are_ignored_and_never_break_the_cache(stopper: list
     assert scheduler.cache.pod_count() == 0
     await client.create(pods, pod("next"), namespace="default")
     assert await _node_of(client, "next") != ""
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["SchedulerPopFromBackoffQ", "SchedulerPopFromBackoffQ=false"])
+async def test_the_pop_from_backoff_q_gate_reaches_the_queue(enabled: bool) -> None:
+    """``--feature-gates SchedulerPopFromBackoffQ`` (beta, on in v1.37): off, an empty activeQ does not pop
+    backoffQ (upstream passes no backoffQPopper to activeQ)."""
+    client = await LocalClient.in_memory()
+    gates = parse_feature_gates({"SchedulerPopFromBackoffQ": enabled})
+    scheduler = Scheduler(client, config=parse_config(HEADER, feature_gates=gates))
+    queue = scheduler.queue
+    queue.add(PodInfo(pod("p")))
+    qpi = queue.pop_nowait()
+    assert qpi is not None
+    qpi.unschedulable_plugins.add("NodeResourcesFit")
+    queue.add_unschedulable_if_not_present(qpi, queue.scheduling_cycle())
+    queue.move_all_to_active_or_backoff_queue(EVENT_UNSCHEDULABLE_TIMEOUT)
+    assert queue.where(qpi.key) == "Backoff"
+    assert (queue.pop_nowait() is qpi) is enabled
