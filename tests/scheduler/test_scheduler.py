@@ -13,7 +13,9 @@ import pytest
 
 from kubeplane.client.interface import Obj
 from kubeplane.client.local import LocalClient
+from kubeplane.scheduler.backend.queue_events import EVENT_UNSCHEDULABLE_TIMEOUT
 from kubeplane.scheduler.config import ConfigError, parse_config
+from kubeplane.scheduler.config.features import parse_feature_gates
 from kubeplane.scheduler.framework.handle import Handle
 from kubeplane.scheduler.framework.interface import Code, CycleState, Status
 from kubeplane.scheduler.framework.types import PodInfo
@@ -171,7 +173,16 @@ async def test_permit_timeout_rejects_and_requeues(stopper: list[Any]) -> None:
             break
         await asyncio.sleep(0.01)
     assert message == "0/1 nodes are available: 1 rejected due to timeout after waiting 50ms at plugin WaitingPermit."
-    assert scheduler.cache.pod_count() == 0  # the assumed pod was forgotten
+    # The assumed pod was forgotten: an assumed pod is skipped without a cycle, so a second attempt (which an empty
+    # activeQ pops from backoffQ at once, SchedulerPopFromBackoffQ) shows it. The cache may hold the pod again by
+    # then (assumed by that attempt), so its count pins nothing.
+    registry = scheduler.metrics.registry
+    labels = {"result": "unschedulable", "profile": "default-scheduler"}
+    for _ in range(500):
+        if (registry.get_sample_value("scheduler_schedule_attempts_total", labels) or 0.0) >= 2:
+            break
+        await asyncio.sleep(0.01)
+    assert (registry.get_sample_value("scheduler_schedule_attempts_total", labels) or 0.0) >= 2
 
 
 async def test_bind_failure_forgets_and_retries(stopper: list[Any]) -> None:
@@ -292,3 +303,21 @@ async def test_terminal_pods_are_ignored_and_never_break_the_cache(stopper: list
     assert scheduler.cache.pod_count() == 0
     await client.create(pods, pod("next"), namespace="default")
     assert await _node_of(client, "next") != ""
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["SchedulerPopFromBackoffQ", "SchedulerPopFromBackoffQ=false"])
+async def test_the_pop_from_backoff_q_gate_reaches_the_queue(enabled: bool) -> None:
+    """``--feature-gates SchedulerPopFromBackoffQ`` (beta, on in v1.37): off, an empty activeQ does not pop
+    backoffQ (upstream passes no backoffQPopper to activeQ)."""
+    client = await LocalClient.in_memory()
+    gates = parse_feature_gates({"SchedulerPopFromBackoffQ": enabled})
+    scheduler = Scheduler(client, config=parse_config(HEADER, feature_gates=gates))
+    queue = scheduler.queue
+    queue.add(PodInfo(pod("p")))
+    qpi = queue.pop_nowait()
+    assert qpi is not None
+    qpi.unschedulable_plugins.add("NodeResourcesFit")
+    queue.add_unschedulable_if_not_present(qpi, queue.scheduling_cycle())
+    queue.move_all_to_active_or_backoff_queue(EVENT_UNSCHEDULABLE_TIMEOUT)
+    assert queue.where(qpi.key) == "Backoff"
+    assert (queue.pop_nowait() is qpi) is enabled

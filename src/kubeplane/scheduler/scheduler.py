@@ -36,7 +36,11 @@ from kubeplane.scheduler.backend.queue import SchedulingQueue
 from kubeplane.scheduler.backend.snapshot import Snapshot
 from kubeplane.scheduler.batch import OpportunisticBatch
 from kubeplane.scheduler.config import KubeSchedulerConfiguration, default_config
-from kubeplane.scheduler.config.features import NOMINATED_NODE_NAME_FOR_EXPECTATION, OPPORTUNISTIC_BATCHING
+from kubeplane.scheduler.config.features import (
+    NOMINATED_NODE_NAME_FOR_EXPECTATION,
+    OPPORTUNISTIC_BATCHING,
+    SCHEDULER_POP_FROM_BACKOFF_Q,
+)
 from kubeplane.scheduler.framework.handle import Handle
 from kubeplane.scheduler.framework.interface import (
     ActionType,
@@ -226,6 +230,7 @@ class Scheduler:
             pre_enqueue=self._pre_enqueue,
             events_for_plugins=events,
             sort_key=first.queue_sort_key,
+            pop_from_backoff_q=self.config.feature_gates.enabled(SCHEDULER_POP_FROM_BACKOFF_Q),
         )
         self.metrics = SchedulerMetrics.for_registry(metrics_registry)
         self.metrics.add_pending_pods_source(self.queue.pending_pod_counts)

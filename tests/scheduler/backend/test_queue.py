@@ -204,7 +204,8 @@ def test_backoff_duration(attempts: int, want: float) -> None:
 
 
 async def test_backoff_flow() -> None:
-    """TestBackOffFlow: each failed attempt backs off 1s, 2s, 4s, 8s, then 10s; an early flush keeps the pod."""
+    """TestBackOffFlow: each failed attempt backs off 1s, 2s, 4s, 8s, then 10s; an early flush keeps the pod, and
+    (SchedulerPopFromBackoffQ) so does one inside the one-second window where the backoff ends."""
     clock = FakeClock()
     q = new_queue(clock)
     q.add(make_pod("test-pod"))
@@ -216,10 +217,13 @@ async def test_backoff_flow() -> None:
         q.move_all_to_active_or_backoff_queue(EVENT_UNSCHEDULABLE_TIMEOUT)
         assert q.where("ns/test-pod") == BACKOFF_Q
         assert q.backoff_expiry(qpi) - start == want
-        await clock.advance(0.001)
+        await clock.advance(0.5)
         q.flush_backoff_q_completed()
         assert q.where("ns/test-pod") == BACKOFF_Q
-        await clock.advance(want)
+        await clock.advance(want)  # expiry reached, but inside the current window: still backing off
+        q.flush_backoff_q_completed()
+        assert q.where("ns/test-pod") == BACKOFF_Q
+        await clock.advance(0.5)  # the window of the expiry is over
         q.flush_backoff_q_completed()
         assert q.where("ns/test-pod") == ACTIVE_Q
 
@@ -233,8 +237,8 @@ async def test_backoff_q_is_ordered_by_expiry() -> None:
     b.attempts = 3  # backs off 4s
     fail(q, b)  # errors go to backoff
     fail(q, a)  # 1s
-    assert [p.name for p in q.pods_in_backoff_q()] == ["a", "b"]
-    await clock.advance(1)
+    assert {p.name for p in q.pods_in_backoff_q()} == {"a", "b"}
+    await clock.advance(2)  # a's window [1, 2) is over, b's [4, 5) is not
     q.flush_backoff_q_completed()
     assert (q.where("ns/a"), q.where("ns/b")) == (ACTIVE_Q, BACKOFF_Q)
     assert a.consecutive_errors == 1
@@ -361,7 +365,7 @@ def test_move_all_respects_registered_events(event: ClusterEvent, moved: set[str
 async def test_moved_pods_skip_backoff_once_expired() -> None:
     clock = FakeClock()
     q = unschedulable_queue(clock, {"fit": ("Fit",)})
-    await clock.advance(1.5)
+    await clock.advance(2)  # failed at 0: backoff ends at 1, its window at 2
     q.move_all_to_active_or_backoff_queue(NODE_ADD)
     assert q.where("ns/fit") == ACTIVE_Q
 
@@ -422,7 +426,7 @@ async def test_flush_unschedulable_pods_left_over() -> None:
 
 
 async def test_run_flushes_on_the_clock() -> None:
-    """Run: backoffQ every second, unschedulablePods every 30 s (so a pod waits at most 5 min + 30 s)."""
+    """Run: backoffQ at every whole second, unschedulablePods every 30 s (so a pod waits at most 5 min + 30 s)."""
     clock = FakeClock()
     q = new_queue(clock)
     q.add(make_pod("err"))
@@ -432,6 +436,8 @@ async def test_run_flushes_on_the_clock() -> None:
     runner = asyncio.create_task(q.run())
     for _ in range(3):
         await asyncio.sleep(0)
+    await clock.advance(1)  # the backoff ends at 1, in the window [1, 2): flushed at 2
+    assert q.where("ns/err") == BACKOFF_Q
     await clock.advance(1)
     assert q.where("ns/err") == ACTIVE_Q
     pop(q)

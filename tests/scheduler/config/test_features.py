@@ -41,6 +41,7 @@ def test_v1_37_defaults() -> None:
         "NodeDeclaredFeatures": True,
         "NominatedNodeNameForExpectation": True,
         "OpportunisticBatching": True,
+        "SchedulerPopFromBackoffQ": True,
         "StorageCapacityScoring": True,
         "TopologyAwareWorkloadScheduling": False,
     }

@@ -3,9 +3,10 @@
 A pending pod is in exactly one of three places, keyed by ``namespace/name``:
 
 * **activeQ** - a heap ordered by the QueueSort ``less``; :meth:`SchedulingQueue.pop` takes its head.
-* **backoffQ** - a heap ordered by backoff expiry, ``timestamp + backoff(attempts)`` with
-  ``backoff = initial * 2**(attempts - 1)`` capped at ``max`` (0 before the first attempt). Flushed to activeQ
-  once expired (every second by :meth:`SchedulingQueue.run`).
+* **backoffQ** - :mod:`.backoff_queue`: podBackoffQ (rejected pods) and podErrorBackoffQ (errors), ordered by
+  backoff expiry, ``timestamp + backoff(attempts)`` with ``backoff = initial * 2**(attempts - 1)`` capped at
+  ``max`` (0 before the first attempt), truncated to one-second windows; within a window podBackoffQ orders as
+  activeQ. Flushed to activeQ at every whole second of the clock, once the window holding a pod's expiry is over.
 * **unschedulablePods** - a map of pods that a plugin rejected, waiting for a cluster event that one of those
   plugins registered, and of *gated* pods (PreEnqueue said no). Pods that stay longer than
   ``pod_max_in_unschedulable_pods_duration`` go back (every 30 s).
@@ -14,25 +15,30 @@ Transitions (``event`` names as upstream)::
 
     add/update(new pod) --PreEnqueue ok--> activeQ          --PreEnqueue rejects--> unschedulable (gated)
     activeQ --pop--> in flight (attempts += 1, scheduling_cycle += 1, rejecting plugins cleared) --done--> gone
+    podBackoffQ --pop while activeQ is empty--> in flight (the same bookkeeping; ``PopFromBackoffQ``)
     in flight --add_unschedulable_if_not_present-->
-        no rejecting plugin (an error)                     --> backoffQ
+        no rejecting plugin (an error)                     --> backoffQ (podErrorBackoffQ)
         move request since the pod's cycle started         --> backoffQ (activeQ when a Pending plugin rejected it)
         otherwise                                          --> unschedulable
     unschedulable --event registered by a rejecting plugin (queue_events.match_cluster_events), hint QUEUE-->
         backoffQ while backing off, else activeQ (activeQ at once when the QUEUE came from a Pending plugin)
     unschedulable --update that may make it schedulable--> backoffQ / activeQ
-    backoffQ --backoff expired--> activeQ
+    backoffQ --backoff window over--> activeQ
 
-Every move into activeQ runs ``pre_enqueue``; a pod it rejects is (or stays) gated in unschedulablePods with
-``gating_plugin`` set and only events the gating plugin registered can move it. A plugin absent from
-``events_for_plugins`` registered nothing: pods it rejected move only on wildcard events and timeouts (register
-``ClusterEvent("*", ActionType.all())`` for plugins without EnqueueExtensions, as upstream's framework does).
+Every move into activeQ runs ``pre_enqueue``, except a move straight from backoffQ; every move into backoffQ runs
+it first (a pod it rejects is gated in unschedulablePods instead), so a pod popped from backoffQ passed it. A pod
+PreEnqueue rejects is (or stays) gated in unschedulablePods with ``gating_plugin`` set and only events the gating
+plugin registered can move it. A plugin absent from ``events_for_plugins`` registered nothing: pods it rejected
+move only on wildcard events and timeouts (register ``ClusterEvent("*", ActionType.all())`` for plugins without
+EnqueueExtensions, as upstream's framework does).
 
-This is upstream's queue with ``SchedulerQueueingHints`` evaluated for unschedulable pods but *without* in-flight
-event tracking: a pod that fails while a move request happened during its cycle goes to backoffQ (upstream's
-``moveRequestCycle`` path; :meth:`SchedulingQueue.done` only maintains :meth:`SchedulingQueue.in_flight_pods`);
-and without ``SchedulerPopFromBackoffQ`` (pop only takes activeQ, backoff expiry is not aligned to one-second
-windows). All times come from ``clock.monotonic()``.
+This is upstream v1.37's queue with ``SchedulerQueueingHints`` evaluated for unschedulable pods and
+``SchedulerPopFromBackoffQ`` (KEP-5142, on by default; ``pop_from_backoff_q=False`` gives the queue before it:
+activeQ only, unaligned expiry, PreEnqueue when leaving backoffQ), but *without* in-flight event tracking: a pod
+that fails while a move request happened during its cycle goes to backoffQ (upstream's ``moveRequestCycle``
+path; :meth:`SchedulingQueue.done` only maintains :meth:`SchedulingQueue.in_flight_pods`). A waiting
+:meth:`SchedulingQueue.pop` is woken when a pod enters activeQ, or podBackoffQ with the feature on (upstream
+broadcasts then). All times come from ``clock.monotonic()``.
 
 Everything runs on one event loop and no method but :meth:`SchedulingQueue.pop` and :meth:`run` awaits, so no
 locks are needed. activeQ/backoffQ operations are O(log n); event moves are O(unschedulable pods).
@@ -45,7 +51,8 @@ import enum
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from kubeplane.client.clock import Clock
+from kubeplane.client.clock import Clock, sleep_until
+from kubeplane.scheduler.backend.backoff_queue import BACKOFF_Q_ORDERING_WINDOW, BackoffQueue
 from kubeplane.scheduler.backend.heap import KeyedHeap, SortKeyHeap
 from kubeplane.scheduler.backend.node_table import NodeTable
 from kubeplane.scheduler.backend.nominated_columns import NominatedColumns, NominatedColumnsCache
@@ -73,17 +80,19 @@ from kubeplane.scheduler.framework.interface import (
 )
 from kubeplane.scheduler.framework.types import PodInfo, QueuedPodInfo
 
-__all__ = ["ACTIVE_Q", "BACKOFF_Q", "UNSCHEDULABLE_Q", "SchedulingQueue"]
+__all__ = ["ACTIVE_Q", "BACKOFF_Q", "POP_FROM_BACKOFF_Q", "UNSCHEDULABLE_Q", "SchedulingQueue"]
 
 ACTIVE_Q = "Active"
 BACKOFF_Q = "Backoff"
 UNSCHEDULABLE_Q = "Unschedulable"
+POP_FROM_BACKOFF_Q = "PopFromBackoffQ"
+"""Upstream ``framework.PopFromBackoffQ``: the event label of a pod an empty activeQ took from backoffQ."""
 
 _PRE_ENQUEUE = "PreEnqueue"
 _POD_TOPOLOGY_SPREAD = "PodTopologySpread"
 _SCALE_DOWN = ClusterEvent(POD, ActionType.UPDATE_POD_SCALE_DOWN)
-_BACKOFF_FLUSH_PERIOD = 1.0
 _UNSCHEDULABLE_FLUSH_PERIOD = 30.0
+_BACKOFF_FLUSH_PERIOD = BACKOFF_Q_ORDERING_WINDOW
 
 
 class _Strategy(enum.IntEnum):
@@ -110,12 +119,13 @@ class SchedulingQueue:
         pre_enqueue: Callable[[PodInfo], Status | None] | None = None,
         events_for_plugins: Mapping[str, Sequence[ClusterEventWithHint]] | None = None,
         sort_key: Callable[[QueuedPodInfo], Any] | None = None,
+        pop_from_backoff_q: bool = True,
     ) -> None:
         """``sort_key``, when the QueueSort plugin has one (``less(a, b)`` exactly when ``sort_key(a) <
-        sort_key(b)``), orders activeQ by keys compared in C (:class:`SortKeyHeap`) instead of ``less`` calls."""
+        sort_key(b)``), orders activeQ by keys compared in C (:class:`SortKeyHeap`) instead of ``less`` calls.
+        ``pop_from_backoff_q`` is the ``SchedulerPopFromBackoffQ`` feature gate (v1.37: on)."""
         self._clock = clock
-        self._initial_backoff = pod_initial_backoff
-        self._max_backoff = pod_max_backoff
+        self._pop_from_backoff_q = pop_from_backoff_q
         self._max_unschedulable = pod_max_in_unschedulable_pods_duration
         self._pre_enqueue = pre_enqueue
         self._plugin_events: dict[str, tuple[ClusterEventWithHint, ...]] = {
@@ -127,12 +137,20 @@ class SchedulingQueue:
         self._active: KeyedHeap[QueuedPodInfo] | SortKeyHeap[QueuedPodInfo] = (
             KeyedHeap(_qkey, less) if sort_key is None else SortKeyHeap(_qkey, sort_key)
         )
-        self._backoff: KeyedHeap[QueuedPodInfo] = KeyedHeap(_qkey, self._backoff_less)
+        self._backoff = BackoffQueue(
+            clock,
+            initial_backoff=pod_initial_backoff,
+            max_backoff=pod_max_backoff,
+            active_less=less,
+            active_sort_key=sort_key,
+            pop_from_backoff_q=pop_from_backoff_q,
+        )
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._in_flight: dict[str, PodInfo] = {}  # uid -> pod popped and not yet done
         self.nominator = Nominator()
         self._nominated_columns = NominatedColumnsCache(self.nominator, self.nominated_pods_for_node)
         self._scheduling_cycle = 0
+        self.popped_from_backoff = 0
         self._move_request_cycle = -1
         self._closed = False
         self._wakeup = asyncio.Event()
@@ -142,23 +160,14 @@ class SchedulingQueue:
 
     def backoff_duration(self, attempts: int) -> float:
         """``initial * 2**(attempts - 1)`` capped at ``max``; 0 for a pod never attempted."""
-        if attempts <= 0 or self._initial_backoff <= 0:
-            return 0.0
-        duration = self._initial_backoff
-        for _ in range(1, attempts):
-            if duration > self._max_backoff - duration:
-                return self._max_backoff
-            duration += duration
-        return duration
+        return self._backoff.backoff_duration(attempts)
 
     def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
-        return qpi.timestamp + self.backoff_duration(qpi.attempts)
+        """When the pod's backoff ends, aligned to its one-second window (:mod:`.backoff_queue`)."""
+        return self._backoff.backoff_time(qpi)
 
     def is_backing_off(self, qpi: QueuedPodInfo) -> bool:
-        return self.backoff_expiry(qpi) > self._clock.monotonic()
-
-    def _backoff_less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
-        return self.backoff_expiry(a) < self.backoff_expiry(b)
+        return self._backoff.is_backing_off(qpi)
 
     # --- adding and moving -----------------------------------------------------------------------------------
 
@@ -177,9 +186,13 @@ class SchedulingQueue:
     def _in_queue(self, key: str) -> bool:
         return key in self._active or key in self._backoff or key in self._unschedulable
 
-    def _move_to_active(self, qpi: QueuedPodInfo, event: str) -> bool:
-        """PreEnqueue, then activeQ (True), or gated into unschedulablePods unless already queued (False)."""
-        self._run_pre_enqueue(qpi)
+    def _move_to_active(self, qpi: QueuedPodInfo, event: str, *, from_backoff: bool = False) -> bool:
+        """PreEnqueue, then activeQ (True), or gated into unschedulablePods unless already queued (False).
+
+        A pod coming straight from backoffQ skips PreEnqueue when the feature is on: it ran when the pod entered
+        backoffQ (upstream ``moveToActiveQ``'s ``movesFromBackoffQ``)."""
+        if not (from_backoff and self._pop_from_backoff_q):
+            self._run_pre_enqueue(qpi)
         key = qpi.key
         if qpi.gated:
             if not self._in_queue(key):
@@ -194,18 +207,32 @@ class SchedulingQueue:
             self.nominator.add(qpi.pod_info)
         return True
 
-    def _move_to_backoff(self, qpi: QueuedPodInfo) -> None:
-        self._unschedulable.pop(qpi.key, None)
-        self._backoff.push(qpi)
+    def _move_to_backoff(self, qpi: QueuedPodInfo) -> bool:
+        """backoffQ (True); with the feature on PreEnqueue runs first and a pod it rejects is (or stays) gated in
+        unschedulablePods instead (False), so that popping backoffQ need not run it (upstream ``moveToBackoffQ``)."""
+        key = qpi.key
+        if self._pop_from_backoff_q:
+            self._run_pre_enqueue(qpi)
+            if qpi.gated:
+                self._unschedulable.setdefault(key, qpi)
+                return False
+        self._unschedulable.pop(key, None)
+        self._backoff.add(qpi)
+        return True
 
     def _requeue(self, qpi: QueuedPodInfo, strategy: _Strategy, event: str) -> str:
+        """Upstream ``requeuePodWithQueueingStrategy``: the queue the pod went to."""
         if strategy == _Strategy.SKIP:
             self._unschedulable[qpi.key] = qpi
             return UNSCHEDULABLE_Q
         if strategy == _Strategy.AFTER_BACKOFF and self.is_backing_off(qpi):
-            self._move_to_backoff(qpi)
-            return BACKOFF_Q
+            return BACKOFF_Q if self._move_to_backoff(qpi) else UNSCHEDULABLE_Q
         return ACTIVE_Q if self._move_to_active(qpi, event) else UNSCHEDULABLE_Q
+
+    def _wakes_pop(self, queue: str) -> bool:
+        """Whether a pod that went to ``queue`` must wake a waiting :meth:`pop`: activeQ, and backoffQ when an
+        empty activeQ pops it (upstream broadcasts then)."""
+        return queue == ACTIVE_Q or (queue == BACKOFF_Q and self._pop_from_backoff_q)
 
     def _new_queued(self, pod_info: PodInfo) -> QueuedPodInfo:
         return QueuedPodInfo(pod_info, timestamp=self._clock.monotonic())
@@ -223,12 +250,16 @@ class SchedulingQueue:
         are ignored, except that a pod not queued at all counts as a move request for the current cycle."""
         activated = False
         for pod_info in pod_infos:
-            qpi = self._unschedulable.get(pod_info.key) or self._backoff.delete(pod_info.key)
+            qpi = self._unschedulable.get(pod_info.key)
+            from_backoff = False
+            if qpi is None:
+                qpi = self._backoff.delete(pod_info.key)
+                from_backoff = qpi is not None
             if qpi is None:
                 self._move_request_cycle = self._scheduling_cycle
                 continue
             self._unschedulable.pop(pod_info.key, None)
-            activated |= self._move_to_active(qpi, event_label(EVENT_FORCE_ACTIVATE))
+            activated |= self._move_to_active(qpi, event_label(EVENT_FORCE_ACTIVATE), from_backoff=from_backoff)
         if activated:
             self._broadcast()
 
@@ -238,13 +269,18 @@ class SchedulingQueue:
         added."""
         key = new.key
         if old is not None:
-            for heap in (self._active, self._backoff):
-                qpi = heap.get(key)
-                if qpi is not None:
-                    qpi.pod_info = new
-                    heap.push(qpi)
-                    self.nominator.update(old, new)
-                    return
+            qpi = self._active.get(key)
+            if qpi is not None:
+                qpi.pod_info = new
+                self._active.push(qpi)
+                self.nominator.update(old, new)
+                return
+            qpi = self._backoff.get(key)
+            if qpi is not None:
+                qpi.pod_info = new
+                self._backoff.update(qpi)
+                self.nominator.update(old, new)
+                return
         qpi = self._unschedulable.get(key)
         if qpi is not None:
             previous = qpi.pod_info
@@ -252,7 +288,8 @@ class SchedulingQueue:
             self.nominator.update(old if old is not None else previous, new)
             if old is None or is_pod_updated(old.pod, new.pod):
                 if self.is_backing_off(qpi):
-                    self._move_to_backoff(qpi)
+                    if self._move_to_backoff(qpi) and self._pop_from_backoff_q:
+                        self._broadcast()
                 elif self._move_to_active(qpi, "UnscheduledPodUpdate"):
                     self._broadcast()
             return
@@ -283,23 +320,34 @@ class SchedulingQueue:
         rejected = bool(qpi.unschedulable_plugins or qpi.pending_plugins)
         qpi.consecutive_errors = 0 if rejected else qpi.consecutive_errors + 1
         qpi.timestamp = self._clock.monotonic()
+        qpi.backoff_expiration = None  # attempts and timestamp changed since it was computed
         if rejected and self._move_request_cycle < scheduling_cycle:
             self._unschedulable[key] = qpi
-        elif qpi.pending_plugins:
-            if self._move_to_active(qpi, "ScheduleAttemptFailure"):
-                self._broadcast()
-        else:
-            self._move_to_backoff(qpi)
+            return
+        strategy = _Strategy.IMMEDIATELY if qpi.pending_plugins else _Strategy.AFTER_BACKOFF
+        if self._wakes_pop(self._requeue(qpi, strategy, "ScheduleAttemptFailure")):
+            self._broadcast()
 
     # --- popping -------------------------------------------------------------------------------------------
 
+    def _can_pop(self) -> bool:
+        return bool(self._active) or (self._pop_from_backoff_q and self._backoff.len_backoff() > 0)
+
     def pop_nowait(self) -> QueuedPodInfo | None:
-        """The head of activeQ, or None when empty: attempts += 1, scheduling cycle += 1, rejecting plugins
-        cleared (the caller records the next attempt's)."""
-        if not self._active:
+        """The head of activeQ; when activeQ is empty, podBackoffQ's head even if still backing off (upstream
+        ``popBackoff``; never an error-backoff pod); None when neither has one. Either way: attempts += 1,
+        scheduling cycle += 1, rejecting plugins and the cached backoff expiry cleared (the caller records the
+        next attempt's rejectors). :attr:`popped_from_backoff` counts the pods taken from backoffQ (upstream's
+        ``scheduler_queue_incoming_pods_total{queue="active", event="PopFromBackoffQ"}``)."""
+        if self._active:
+            qpi = self._active.pop()
+        elif self._pop_from_backoff_q and (head := self._backoff.pop_backoff()) is not None:
+            qpi = head
+            self.popped_from_backoff += 1
+        else:
             return None
-        qpi = self._active.pop()
         qpi.attempts += 1
+        qpi.backoff_expiration = None
         self._scheduling_cycle += 1
         qpi.unschedulable_plugins.clear()
         qpi.pending_plugins.clear()
@@ -309,11 +357,11 @@ class SchedulingQueue:
         return qpi
 
     async def pop(self) -> QueuedPodInfo | None:
-        """Wait for a pod in activeQ and pop it; None once the queue is closed and activeQ is empty."""
+        """Wait until :meth:`pop_nowait` has a pod (activeQ, or podBackoffQ with the feature on) and pop it; None
+        once the queue is closed and there is none."""
         while True:
-            qpi = self.pop_nowait()
-            if qpi is not None:
-                return qpi
+            if self._can_pop():
+                return self.pop_nowait()
             if self._closed:
                 return None
             self._wakeup.clear()
@@ -385,7 +433,7 @@ class SchedulingQueue:
             if strategy == _Strategy.SKIP:
                 continue
             self._unschedulable.pop(qpi.key, None)
-            activated |= self._requeue(qpi, strategy, label) == ACTIVE_Q
+            activated |= self._wakes_pop(self._requeue(qpi, strategy, label))
         self._move_request_cycle = self._scheduling_cycle
         if activated:
             self._broadcast()
@@ -435,14 +483,11 @@ class SchedulingQueue:
     # --- periodic flushes ------------------------------------------------------------------------------------
 
     def flush_backoff_q_completed(self) -> None:
-        """Move every pod whose backoff expired from backoffQ to activeQ."""
+        """Move every pod whose backoff is over from backoffQ to activeQ (upstream ``flushBackoffQCompleted``):
+        podBackoffQ's in order, then the error queue's; PreEnqueue is not run again with the feature on."""
         activated = False
-        while self._backoff:
-            head = self._backoff.peek()
-            if head is None or self.is_backing_off(head):
-                break
-            self._backoff.pop()
-            activated |= self._move_to_active(head, "BackoffComplete")
+        for qpi in self._backoff.pop_all_backoff_completed():
+            activated |= self._move_to_active(qpi, "BackoffComplete", from_backoff=True)
         if activated:
             self._broadcast()
 
@@ -453,23 +498,46 @@ class SchedulingQueue:
         if stale:
             self._move_pods(stale, EVENT_UNSCHEDULABLE_TIMEOUT, None, None)
 
-    async def run(self) -> None:
-        """Flush backoffQ every second and unschedulablePods every 30 s of the clock until :meth:`close`."""
-        next_unschedulable_flush = self._clock.monotonic()
-        while not self._closed:
-            if self._clock.monotonic() >= next_unschedulable_flush:
-                self.flush_unschedulable_pods_left_over()
-                next_unschedulable_flush += _UNSCHEDULABLE_FLUSH_PERIOD
-            sleeper = asyncio.ensure_future(self._clock.sleep(_BACKOFF_FLUSH_PERIOD))
-            stopper = asyncio.ensure_future(self._stopped.wait())
-            try:
-                await asyncio.wait((sleeper, stopper), return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for task in (sleeper, stopper):
-                    task.cancel()
-            if self.closed:
-                return
+    async def _sleep_until(self, deadline: float) -> bool:
+        """Sleep on the clock until ``deadline``; False when :meth:`close` came first."""
+        sleeper = asyncio.ensure_future(sleep_until(self._clock, deadline))
+        stopper = asyncio.ensure_future(self._stopped.wait())
+        try:
+            await asyncio.wait((sleeper, stopper), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (sleeper, stopper):
+                task.cancel()
+        return not self._closed
+
+    async def _run_backoff_flush(self) -> None:
+        """Upstream ``waitUntilAlignedWithOrderingWindow``: wait for the next window's start, then flush at every
+        window start (a ticker: deadlines on whole periods, not drifting with late wake-ups)."""
+        deadline = self._backoff.next_window_start()
+        while await self._sleep_until(deadline):
             self.flush_backoff_q_completed()
+            deadline += _BACKOFF_FLUSH_PERIOD
+
+    async def _run_unschedulable_flush(self) -> None:
+        """Upstream ``wait.Until(flushUnschedulablePodsLeftover, 30s)``: at once, then every 30 s."""
+        deadline = self._clock.monotonic()
+        while not self._closed:
+            self.flush_unschedulable_pods_left_over()
+            deadline += _UNSCHEDULABLE_FLUSH_PERIOD
+            if not await self._sleep_until(deadline):
+                return
+
+    async def run(self) -> None:
+        """Flush backoffQ at every whole second and unschedulablePods every 30 s of the clock until :meth:`close`
+        (upstream ``Run``)."""
+        tasks = [
+            asyncio.ensure_future(self._run_unschedulable_flush()),
+            asyncio.ensure_future(self._run_backoff_flush()),
+        ]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
 
     def close(self) -> None:
         """Wake every waiting :meth:`pop` (they return None once activeQ is empty) and stop :meth:`run`."""

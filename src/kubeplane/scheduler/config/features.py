@@ -52,6 +52,7 @@ __all__ = [
     "NODE_DECLARED_FEATURES",
     "NOMINATED_NODE_NAME_FOR_EXPECTATION",
     "OPPORTUNISTIC_BATCHING",
+    "SCHEDULER_POP_FROM_BACKOFF_Q",
     "STORAGE_CAPACITY_SCORING",
     "TOPOLOGY_AWARE_WORKLOAD_SCHEDULING",
     "FeatureGateError",
@@ -76,6 +77,9 @@ makes the pod wait (KEP-5278): alpha in v1.34, beta and on since v1.35 (kubernet
 OPPORTUNISTIC_BATCHING: Final = "OpportunisticBatching"
 """Consecutive pods with the same scheduling signature reuse the previous cycle's scored nodes (KEP-5598): beta and
 on since v1.35, unchanged in the v1.37 scheduler gate table (``defaultVersionedKubernetesFeatureGates``)."""
+SCHEDULER_POP_FROM_BACKOFF_Q: Final = "SchedulerPopFromBackoffQ"
+"""An empty activeQ pops the backoffQ head; backoff expiry aligned to one-second windows (KEP-5142): beta and on
+since v1.33 (``scheduler/backend/backoff_queue.py``)."""
 TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: Final = "TopologyAwareWorkloadScheduling"
 STORAGE_CAPACITY_SCORING: Final = "StorageCapacityScoring"
 """VolumeBinding scores nodes by the free capacity of CSIStorageCapacity objects (KEP-4049; beta, on in v1.37)."""
@@ -104,6 +108,7 @@ KNOWN_GATES: Final[Mapping[str, FeatureSpec]] = MappingProxyType(
         NODE_DECLARED_FEATURES: FeatureSpec(True, "GA", lock_to_default=True),
         NOMINATED_NODE_NAME_FOR_EXPECTATION: FeatureSpec(True, "BETA"),
         OPPORTUNISTIC_BATCHING: FeatureSpec(True, "BETA"),
+        SCHEDULER_POP_FROM_BACKOFF_Q: FeatureSpec(True, "BETA"),
         STORAGE_CAPACITY_SCORING: FeatureSpec(True, "BETA"),
         TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: FeatureSpec(False, "ALPHA"),
     }

@@ -384,6 +384,9 @@ class QueuedPodInfo:
     gated: bool = False
     gating_plugin: str = ""
     consecutive_errors: int = 0
+    backoff_expiration: float | None = None
+    """The backoff queue's cached expiry (upstream ``BackoffExpiration``): set when first computed, cleared when the
+    pod is popped or put back after an attempt (attempts and timestamp are then about to change)."""
 
     @property
     def pod(self) -> Mapping[str, Any]:
