@@ -181,9 +181,10 @@ def test_planned_cycles_equal_unplanned_ones(run: Any) -> None:
     assert _run(nodes, pods, planned=True) == _run(nodes, pods, planned=False)
 
 
-def test_the_second_pod_of_a_shape_replays_the_first_ones_outcomes() -> None:
+def test_the_third_pod_of_a_shape_replays_the_seconds_outcomes() -> None:
     """NodeResourcesFit, NodePorts and TaintToleration opt in; InterPodAffinity and PodTopologySpread read the
-    cluster and never do; the second pod (other name, labels, uid) replays the same state values."""
+    cluster and never do; the first pod of a shape leaves its key, the second records, the third (other name,
+    labels, uid) replays the same state values."""
     nodes = [
         {"metadata": {"name": "n0", "labels": {"zone": "a"}}, "status": {"allocatable": {"cpu": "2", "pods": "9"}}}
     ]
@@ -193,15 +194,15 @@ def test_the_second_pod_of_a_shape_replays_the_first_ones_outcomes() -> None:
     fwk = build_profiles(default_config(), Handle(snapshot_lister=snapshot), new_in_tree_registry())[
         "default-scheduler"
     ]
-    first, second = PodInfo(_pod(0, 0, 3, "x")), PodInfo(_pod(1, 0, 3, "x"))
-    assert shape_key(first) == shape_key(second)
+    pods = [PodInfo(_pod(k, 0, 3, "x")) for k in range(3)]
+    assert shape_key(pods[0]) == shape_key(pods[2])
     states = []
-    for pod in (first, second):
+    for pod in pods:
         state = CycleState()
         assert fwk.run_pre_filter_plugins(state, pod, snapshot.list())[1] is None
         assert fwk.run_pre_score_plugins(state, pod, snapshot.list()) is None
         states.append(state)
-    plan = fwk.shape_plans.plan(first) if fwk.shape_plans is not None else None
+    plan = fwk.shape_plans.plan(pods[0]) if fwk.shape_plans is not None else None
     assert plan is not None
     names = [p.name() for p in fwk.pre_filter_plugins]
     slots = dict(zip(names, plan.pre_filter, strict=True))
@@ -210,7 +211,8 @@ def test_the_second_pod_of_a_shape_replays_the_first_ones_outcomes() -> None:
     assert slots["InterPodAffinity"] == LIVE
     assert slots["PodTopologySpread"] == LIVE
     for key in ("PreFilterNodeResourcesFit", "PreFilterNodePorts", "PreScoreTaintToleration"):
-        assert states[1].read(key) is states[0].read(key)
+        assert states[2].read(key) is states[1].read(key)  # the second pod recorded, the third replayed
+        assert states[1].read(key) is not states[0].read(key)  # the first ran live, recording nothing
 
 
 def test_a_plan_records_no_mutable_value_no_deletion_and_no_error() -> None:
@@ -233,8 +235,9 @@ def test_a_plan_records_no_mutable_value_no_deletion_and_no_error() -> None:
 def test_plans_are_bounded_and_forgotten_at_once() -> None:
     plans = ShapePlans(1, 1, limit=2)
     for k in range(3):
-        assert plans.plan(PodInfo(_pod(k, 0, k, "x"))) is not None
+        assert plans.plan(PodInfo(_pod(k, 0, k, "x"))) is None  # first of its shape
     assert len(plans) == 1
+    assert plans.plan(PodInfo(_pod(9, 0, 2, "x"))) is not None
 
 
 @pytest.mark.parametrize("namespace", ["x", "y"], ids=["namespace-x", "namespace-y"])

@@ -24,6 +24,9 @@ Invariants:
 * **Results identical.** The framework applies a replayed outcome exactly as a live one (SKIP sets, status
   wrapping, result merging, rejection order), so statuses, messages, plugin order and per-extension-point metrics
   are unchanged. Cycles that sample per-plugin durations or record for explain run every plugin live.
+* **Second pod records.** A shape's first pod runs every plugin live and only leaves its key; the second
+  records, the third and later replay (unique pods, such as a StatefulSet's with their hostnames in the spec,
+  never pay for recording).
 * **Bounded.** At most ``limit`` shapes; when full the plans are forgotten at once (a workload's shapes come back
   on their next pod). Plans never go stale: their inputs are the key and fixed configuration.
 """
@@ -82,23 +85,27 @@ class ShapePlans:
     def __init__(self, pre_filters: int, pre_scores: int, limit: int = 256) -> None:
         self._sizes = (pre_filters, pre_scores)
         self._limit = limit
-        self._plans: dict[bytes, ShapePlan] = {}
+        self._plans: dict[bytes, ShapePlan | None] = {}
 
     def __len__(self) -> int:
         return len(self._plans)
 
     def plan(self, pod: PodInfo) -> ShapePlan | None:
-        """The plan of ``pod``'s shape (a fresh one on its first pod); None when the pod has no shape."""
+        """The plan of ``pod``'s shape; None when the pod has no shape, or is the first of its shape (a shape
+        seen once is only remembered: a workload of unique pods pays a key per pod, not a recording)."""
         key = shape_key(pod)
         if key is None:
             return None
         plans = self._plans
-        found = plans.get(key)
-        if found is None:
+        found = plans.get(key, _ABSENT)
+        if found is _ABSENT:
             if len(plans) >= self._limit:
                 plans.clear()
+            plans[key] = None
+            return None
+        if found is None:
             found = plans[key] = ShapePlan(*self._sizes)
-        return found
+        return found  # type: ignore[return-value]
 
 
 def _immutable(value: Any) -> bool:
