@@ -275,7 +275,7 @@ class Framework:
         for i, plugin in enumerate(self.pre_filter_plugins):
             name = plugin.name()
             slot = slots[i] if slots is not None else LIVE
-            if type(slot) is Outcome:  # replayed: what this shape's first pod got and wrote
+            if type(slot) is Outcome:  # replayed: what this shape's recording pod got and wrote
                 r, status = slot.result, slot.status
                 for key, value in slot.writes:
                     state.write(key, value)
@@ -454,7 +454,7 @@ class Framework:
         slots = plan.pre_score if plan is not None else None
         for i, plugin in enumerate(self.pre_score_plugins):
             slot = slots[i] if slots is not None else LIVE
-            if type(slot) is Outcome:  # replayed: what this shape's first pod got and wrote
+            if type(slot) is Outcome:  # replayed: what this shape's recording pod got and wrote
                 status = slot.status
                 for key, value in slot.writes:
                     state.write(key, value)

@@ -3,8 +3,8 @@
 Why: a scheduling cycle runs about twenty PreFilter and PreScore plugins, each 1-8 µs, and for most of them the
 outcome is a function of the pod alone: NodeResourcesFit's requests, NodePorts' host ports, NodeAffinity's
 compiled terms, TaintToleration's tolerations, the volume plugins' SKIP for a pod without claims. Pods of one
-workload share one shape (upstream v1.35+ signs pods and batches them on the same idea: ``SignPod``), so the second
-pod of a shape replays what the first one's plugins returned and wrote instead of running them.
+workload share one shape (upstream v1.35+ signs pods and batches them on the same idea: ``SignPod``), so later pods
+of a shape replay what an earlier one's plugins returned and wrote instead of running them.
 
 Invariants:
 
