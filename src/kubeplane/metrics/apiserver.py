@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from ._per_registry import PerRegistry
+from .histogram import FastHistogram
 
 __all__ = ["REQUEST_DURATION_BUCKETS", "APIServerMetrics", "clean_scope", "reported_verb"]
 
@@ -61,7 +62,7 @@ class APIServerMetrics:
             ["verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component", "code"],
             registry=registry,
         )
-        self.request_duration = Histogram(
+        self.request_duration = FastHistogram(
             "apiserver_request_duration_seconds",
             "Response latency distribution in seconds for each verb, dry run value, group, version, resource, "
             "subresource, scope and component.",

@@ -1,8 +1,9 @@
 """kube-scheduler's metrics (upstream ``pkg/scheduler/metrics/metrics.go``): names, help, buckets, labels.
 
 One :class:`SchedulerMetrics` per registry (:meth:`SchedulerMetrics.for_registry`); schedulers sharing a registry
-share it, and ``scheduler_pending_pods`` then sums their queues. Label children are resolved once and cached, so
-an observation in the scheduling cycle costs one dict lookup plus prometheus-client's own work.
+share it, and ``scheduler_pending_pods`` then sums their queues. Label children are resolved once and cached, and
+the histograms are :class:`~kubeplane.metrics.histogram.FastHistogram` (prometheus-client's exposition, a
+bisection per observation), so an observation in the scheduling cycle costs one dict lookup and a few additions.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ._per_registry import PerRegistry
+from .histogram import FastHistogram
 
 __all__ = [
     "BINDING_CONDITIONS_BUCKETS",
@@ -100,14 +102,14 @@ class SchedulerMetrics:
             ["result", "profile"],
             registry=registry,
         )
-        self.scheduling_attempt_duration = Histogram(
+        self.scheduling_attempt_duration = FastHistogram(
             "scheduler_scheduling_attempt_duration_seconds",
             "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
             ["result", "profile"],
             buckets=SCHEDULING_BUCKETS,
             registry=registry,
         )
-        self.preemption_victims = Histogram(
+        self.preemption_victims = FastHistogram(
             "scheduler_preemption_victims",
             "Number of selected preemption victims",
             buckets=VICTIMS_BUCKETS,
@@ -118,14 +120,14 @@ class SchedulerMetrics:
             "Total preemption attempts in the cluster till now",
             registry=registry,
         )
-        self.framework_extension_point_duration = Histogram(
+        self.framework_extension_point_duration = FastHistogram(
             "scheduler_framework_extension_point_duration_seconds",
             "Latency for running all plugins of a specific extension point.",
             ["extension_point", "status", "profile"],
             buckets=EXTENSION_POINT_BUCKETS,
             registry=registry,
         )
-        self.plugin_execution_duration = Histogram(
+        self.plugin_execution_duration = FastHistogram(
             "scheduler_plugin_execution_duration_seconds",
             "Duration for running a plugin at a specific extension point.",
             ["plugin", "extension_point", "status"],
@@ -140,7 +142,7 @@ class SchedulerMetrics:
             ["profile", "driver", "status"],
             registry=registry,
         )
-        self.dra_bindingconditions_wait_duration = Histogram(
+        self.dra_bindingconditions_wait_duration = FastHistogram(
             "scheduler_dra_bindingconditions_wait_duration_seconds",
             "Time in seconds spent waiting for BindingConditions to be satisfied during PreBind.",
             ["profile", "driver", "status"],

@@ -26,7 +26,8 @@ from kubeplane.scheduler.framework.interface import (
     Status,
 )
 from kubeplane.scheduler.framework.registry import Registry, extension_points_of
-from kubeplane.scheduler.framework.runtime import Framework, _settle
+from kubeplane.scheduler.framework.runtime import Framework
+from kubeplane.scheduler.framework.score_settle import settle as _settle
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo
 from kubeplane.scheduler.profile import build_profiles
 

@@ -200,6 +200,7 @@ class CycleState:
         "_data",
         "record_metrics",
         "recorder",
+        "shape_plan",
         "skip_filter_plugins",
         "skip_pre_bind_plugins",
         "skip_score_plugins",
@@ -214,6 +215,9 @@ class CycleState:
         self.recorder: CycleRecorder | None = None
         """Set for a recorded cycle (explain, what-if): the framework writes each PreFilter and PreScore
         plugin's status into it. Clones (preemption's what-ifs) do not record."""
+        self.shape_plan: Any = None
+        """The framework's per-shape plan of this cycle's pod (:mod:`.shape_plan`), set at PreFilter and read at
+        PreScore; None when the cycle runs every plugin live. Clones do not carry it."""
 
     def read(self, key: str) -> Any:
         """The value under ``key``; raises ``KeyError`` (upstream ``ErrNotFound``) when absent."""
@@ -227,6 +231,10 @@ class CycleState:
 
     def delete(self, key: str) -> None:
         self._data.pop(key, None)
+
+    def entries(self) -> Mapping[str, Any]:
+        """The entries, read-only (the framework's per-shape plans diff them around a plugin call)."""
+        return self._data
 
     def clone(self) -> CycleState:
         other = CycleState()

@@ -57,6 +57,8 @@ from kubeplane.scheduler.framework.interface import (
     VectorScorePlugin,
 )
 from kubeplane.scheduler.framework.registry import Registry
+from kubeplane.scheduler.framework.score_settle import settle as _settle
+from kubeplane.scheduler.framework.shape_plan import LIVE, Outcome, ShapePlan, ShapePlans, record
 from kubeplane.scheduler.framework.types import NodeInfo, PodInfo, QueuedPodInfo
 
 __all__ = ["Framework", "NodePluginScores", "WaitingPod"]
@@ -167,6 +169,18 @@ class Framework:
             for p in self.score_plugins
         ]
         """Per Score plugin, in order: name, plugin, weight, vector path (the per-cycle loop's lookups, once)."""
+        self._plans_pre_filter: list[Callable[[PodInfo], bool] | None] = [
+            getattr(p, "plans_pre_filter", None) for p in self.pre_filter_plugins
+        ]
+        self._plans_pre_score: list[Callable[[PodInfo], bool] | None] = [
+            getattr(p, "plans_pre_score", None) for p in self.pre_score_plugins
+        ]
+        planned = any(self._plans_pre_filter) or any(self._plans_pre_score)
+        self.shape_plans: ShapePlans | None = (
+            ShapePlans(len(self.pre_filter_plugins), len(self.pre_score_plugins)) if planned else None
+        )
+        """Per-shape PreFilter/PreScore outcomes of the plugins that opt in (:mod:`.shape_plan`); None disables
+        them (no plugin opts in, or a test compares with the unplanned path)."""
 
     # --- metrics -------------------------------------------------------------------------------------
 
@@ -239,23 +253,44 @@ class Framework:
         self._point_done("PreFilter", out[1], start)
         return out
 
+    def _plan(self, state: CycleState, pod: PodInfo, sampled: bool) -> ShapePlan | None:
+        """This cycle's per-shape plan, kept on ``state`` for PreScore; None for a cycle that runs every plugin live
+        (sampled for per-plugin metrics, recorded for explain, no plans, a pod without a shape)."""
+        plans = self.shape_plans
+        if plans is None or sampled or state.recorder is not None:
+            return None
+        plan = state.shape_plan = plans.plan(pod)
+        return plan
+
     def _run_pre_filter_plugins(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
         sampled = self._sampled(state)
+        plan = self._plan(state, pod, sampled)
+        slots = plan.pre_filter if plan is not None else None
         result: PreFilterResult | None = None
         plugins_with_nodes: list[str] = []
         returned: Status | None = None
         rejected: set[str] = set()
-        for plugin in self.pre_filter_plugins:
+        for i, plugin in enumerate(self.pre_filter_plugins):
             name = plugin.name()
-            t0 = _perf() if sampled else 0.0
-            try:
-                r, status = plugin.pre_filter(state, pod, nodes)
-            except Exception as exc:  # a plugin bug must not kill the scheduler
-                return None, _wrap("PreFilter", name, Status.from_error(exc)), rejected
-            if t0:
-                self._plugin_done(name, "PreFilter", status, t0)
+            slot = slots[i] if slots is not None else LIVE
+            if type(slot) is Outcome:  # replayed: what this shape's recording pod got and wrote
+                r, status = slot.result, slot.status
+                for key, value in slot.writes:
+                    state.write(key, value)
+            else:
+                t0 = _perf() if sampled else 0.0
+                try:
+                    opts = slot is None and (fn := self._plans_pre_filter[i]) is not None and fn(pod)
+                    before = dict(state.entries()) if opts else None
+                    r, status = plugin.pre_filter(state, pod, nodes)
+                except Exception as exc:  # a plugin bug must not kill the scheduler
+                    return None, _wrap("PreFilter", name, Status.from_error(exc)), rejected
+                if slots is not None and slot is None:
+                    slots[i] = record(before, state, r, status) if before is not None else LIVE
+                if t0:
+                    self._plugin_done(name, "PreFilter", status, t0)
             if state.recorder is not None:
                 state.recorder.pre_filter[name] = status
             if status is not None and status.code == Code.SKIP:
@@ -415,11 +450,23 @@ class Framework:
 
     def _run_pre_score_plugins(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
         sampled = self._sampled(state)
-        for plugin in self.pre_score_plugins:
-            t0 = _perf() if sampled else 0.0
-            status = plugin.pre_score(state, pod, nodes)
-            if t0:
-                self._plugin_done(plugin.name(), "PreScore", status, t0)
+        plan: ShapePlan | None = state.shape_plan if not sampled and state.recorder is None else None
+        slots = plan.pre_score if plan is not None else None
+        for i, plugin in enumerate(self.pre_score_plugins):
+            slot = slots[i] if slots is not None else LIVE
+            if type(slot) is Outcome:  # replayed: what this shape's recording pod got and wrote
+                status = slot.status
+                for key, value in slot.writes:
+                    state.write(key, value)
+            else:
+                t0 = _perf() if sampled else 0.0
+                opts = slot is None and (fn := self._plans_pre_score[i]) is not None and fn(pod)
+                before = dict(state.entries()) if opts else None
+                status = plugin.pre_score(state, pod, nodes)
+                if slots is not None and slot is None:
+                    slots[i] = record(before, state, None, status) if before is not None else LIVE
+                if t0:
+                    self._plugin_done(plugin.name(), "PreScore", status, t0)
             if state.recorder is not None:
                 state.recorder.pre_score[plugin.name()] = status
             if status is None or status.code == Code.SUCCESS:
@@ -723,33 +770,3 @@ class Framework:
         for plugin in self.post_bind_plugins:
             plugin.post_bind(state, pod, node_name)
         self._point_done("PostBind", None, start)
-
-
-def _settle(total: IntArray, pending: list[tuple[str, IntArray, int]]) -> Status | None:
-    """Add the ``(plugin, normalised scores, weight)`` of ``pending`` to ``total`` (in place) and empty it; the
-    error of the first plugin with a score outside [MIN_NODE_SCORE, MAX_NODE_SCORE] instead (``total`` is then
-    meaningless: the cycle fails)."""
-    if not pending:
-        return None
-    if len(pending) == 1:
-        stack = pending[0][1][np.newaxis, :]
-    else:  # one concatenation (np.stack's Python-level checks cost twice as much for a handful of arrays)
-        stack = np.concatenate([raw for _name, raw, _weight in pending]).reshape(len(pending), -1)
-    # One reduction checks both bounds: with MIN_NODE_SCORE 0, a score is in range exactly when, read as unsigned
-    # (a negative int64 is then above 2**63), it is at most MAX_NODE_SCORE.
-    if stack.view(np.uint64).max() > MAX_NODE_SCORE:  # rare: the error's plugin and value, in upstream's order
-        high, low = stack.max(axis=1), stack.min(axis=1)
-        i = int(np.flatnonzero((high > MAX_NODE_SCORE) | (low < MIN_NODE_SCORE))[0])  # the first in plugin order
-        value = int(high[i]) if high[i] > MAX_NODE_SCORE else int(low[i])
-        name = pending[i][0]
-        pending.clear()
-        return Status.from_error(
-            f"plugin {name!r} returns an invalid score {value}, it should in the range of "
-            f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
-        )
-    if len(pending) == 1:
-        total += pending[0][1] * pending[0][2]
-    else:
-        total += np.array([weight for _name, _raw, weight in pending], np.int64) @ stack
-    pending.clear()
-    return None

@@ -372,6 +372,15 @@ class NodeAffinity:
 
     # --- PreFilter / Filter ---------------------------------------------------------------------------------
 
+    def plans_pre_filter(self, pod: PodInfo) -> bool:
+        """Per-shape plans (framework/shape_plan.py): the pod's nodeSelector and required affinity and this
+        plugin's added affinity decide (the state's column form is derived from them, the same for every pod)."""
+        return True
+
+    def plans_pre_score(self, pod: PodInfo) -> bool:
+        """Per-shape plans: the pod's preferred terms and the added preferred terms decide."""
+        return True
+
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:

@@ -86,6 +86,11 @@ class NodeDeclaredFeatures:
     def name(self) -> str:
         return NAME
 
+    def plans_pre_filter(self, pod: PodInfo) -> bool:
+        """Per-shape plans (framework/shape_plan.py): the pod's spec and status conditions and this plugin's
+        configuration decide."""
+        return True
+
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:

@@ -51,6 +51,10 @@ class NodeName:
         # No hint: an added node is retried with backoff, as upstream.
         return (ClusterEventWithHint(ClusterEvent("Node", ActionType.ADD)),)
 
+    def plans_pre_filter(self, pod: PodInfo) -> bool:
+        """Per-shape plans (framework/shape_plan.py): the pod's spec.nodeName alone decides."""
+        return True
+
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:

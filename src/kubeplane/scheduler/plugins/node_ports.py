@@ -96,6 +96,10 @@ class NodePorts:
             in_use.add(port)
         return QueueingHint.QUEUE_SKIP if fits_ports(pod.host_ports, in_use) else QueueingHint.QUEUE
 
+    def plans_pre_filter(self, pod: PodInfo) -> bool:
+        """Per-shape plans (framework/shape_plan.py): the pod's host ports alone decide."""
+        return True
+
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:

@@ -382,6 +382,13 @@ class NodeResourcesFit(AllocationScorePlugin):
 
     # -- PreFilter / Filter -----------------------------------------------------------------------------
 
+    def plans_pre_filter(self, pod: PodInfo) -> bool:
+        """Per-shape plans (framework/shape_plan.py): the state is a function of the pod's requests and this
+        plugin's configuration, unless a requested extended resource may be DeviceClass-backed (cluster state)."""
+        if self.handle is None or not self.dra_extended_resource:
+            return True
+        return not any(q > 0 and is_dra_extended_resource_name(n) for n, q in pod.requests.scalar.items())
+
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:

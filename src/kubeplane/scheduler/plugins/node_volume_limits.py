@@ -208,6 +208,10 @@ class NodeVolumeLimits:
 
     # --- PreFilter / Filter ---------------------------------------------------------------------------------
 
+    def plans_pre_filter(self, pod: PodInfo) -> bool:
+        """Per-shape plans (framework/shape_plan.py): a pod without counted volumes skips, whatever the cluster."""
+        return not any(_counted(v) for v in pod.spec.get("volumes") or ())
+
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:

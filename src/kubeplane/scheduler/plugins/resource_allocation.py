@@ -662,6 +662,11 @@ class AllocationScorePlugin:
             return ScoreState(requests, s.terms, dra)
         return s
 
+    def plans_pre_score(self, pod: PodInfo) -> bool:
+        """Per-shape plans (framework/shape_plan.py): the PreScore state (or the best-effort SKIP) is a function of
+        the pod's requests, unless it carries device counts (cluster state)."""
+        return self._score_state(pod).dra is None
+
     def _state(self, state: CycleState, pod: PodInfo) -> ScoreState:
         s = state.get(self.score_state_key)
         return s if isinstance(s, ScoreState) else self._score_state(pod)

@@ -156,6 +156,10 @@ class TaintToleration:
 
     # --- PreScore / Score / NormalizeScore ------------------------------------------------------------------
 
+    def plans_pre_score(self, pod: PodInfo) -> bool:
+        """Per-shape plans (framework/shape_plan.py): the pod's tolerations alone decide."""
+        return True
+
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
         # Upstream keeps the tolerations with effect PreferNoSchedule or empty; the others never match a
         # PreferNoSchedule taint, so the pod's compiled tolerations (built once per pod version) count the same.

@@ -171,6 +171,11 @@ class VolumeRestrictions:
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
 
+    def plans_pre_filter(self, pod: PodInfo) -> bool:
+        """Per-shape plans (framework/shape_plan.py): without claim volumes no PVC is read, so the pod's volumes
+        alone decide (SKIP, or a state with no ReadWriteOncePod claim)."""
+        return next(claim_volumes(pod.pod), None) is None
+
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:

@@ -188,6 +188,10 @@ class VolumeZone:
             return (), Status.unresolvable(str(e))
         return tuple(out), None
 
+    def plans_pre_filter(self, pod: PodInfo) -> bool:
+        """Per-shape plans (framework/shape_plan.py): without claim volumes it skips without reading the cluster."""
+        return next(claim_volumes(pod.pod), None) is None
+
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
