@@ -20,8 +20,9 @@ Semantics (as upstream)
 
 Invariants
     Inputs are never mutated and the result shares no container with them (except an original the caller
-    hands over with ``consume=True``). For documents without ``null`` members, duplicate merge keys or
-    ``$``-prefixed keys, ``strategic_merge_patch(a, create_two_way_merge_patch(a, b, kind=k), kind=k) == b``.
+    hands over with ``consume=True``, or shares with ``share=True``). For documents without ``null`` members,
+    duplicate merge keys or ``$``-prefixed keys,
+    ``strategic_merge_patch(a, create_two_way_merge_patch(a, b, kind=k), kind=k) == b``.
 
 Errors (:class:`~kubeplane.api.patch.PatchError`)
     400, as kube-apiserver's ``interpretStrategicMergePatchError``, for a body that is not an object and for
@@ -73,7 +74,12 @@ from kubeplane.api.strategicpatch_meta import (
     validate_order,
 )
 
-__all__ = ["create_three_way_merge_patch", "create_two_way_merge_patch", "strategic_merge_patch"]
+__all__ = [
+    "create_three_way_merge_patch",
+    "create_two_way_merge_patch",
+    "reachable_copy",
+    "strategic_merge_patch",
+]
 
 _BAD_PRIMITIVE_LIST: Final = "invalid patch format of primitive list"
 _BAD_RETAIN_KEYS: Final = "invalid patch format of retainKeys"
@@ -107,6 +113,7 @@ def strategic_merge_patch(
     kind: tuple[str, str],
     schema: Schema = BUILTIN_SCHEMA,
     consume: bool = False,
+    share: bool = False,
 ) -> dict[str, Any]:
     """Apply a strategic merge patch as kube-apiserver does (``StrategicMergeMapPatch``: parallel lists are
     merged, unmatched ``null`` members dropped). ``kind`` is (API group, kind), e.g. ``("apps", "Deployment")``;
@@ -114,11 +121,39 @@ def strategic_merge_patch(
 
     ``consume``: ``original`` is the caller's private copy, which the merge may change and the result may share
     (the API server's update path copies the stored object for the patch anyway: no second copy of the whole
-    object). The patch is always copied (a retried update applies it again)."""
-    source = _object(original, "original") if consume else copy(_object(original, "original"))
+    object). ``share`` (copy-on-write): ``original`` is not changed, and the result shares with it every
+    container the patch cannot reach (:func:`reachable_copy`), so a status patch copies the status it merges
+    into, not the pod's spec and metadata; whoever holds the result must then not change those shared parts.
+    The patch is always copied (a retried update applies it again)."""
+    if share:
+        source = reachable_copy(_object(original, "original"), _object(patch, "patch"))
+    else:
+        source = _object(original, "original") if consume else copy(_object(original, "original"))
     changes = copy(_object(patch, "patch"))
     root = schema.root(kind)
     return _guard(lambda: _merge_map(source, changes, root, schema=schema, server=True))
+
+
+def reachable_copy(original: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """``original`` with every container the merge of ``patch`` may change copied, the rest shared by identity.
+
+    The merge changes only the maps it is handed and what it reaches through them by the patch's keys: a map
+    named by a patch key that is a map too is merged key by key (so it is copied shallowly, recursively); any
+    other container a patch key names -- a list (merged elements are changed in place), a map the patch
+    replaces or the list a ``$setElementOrder/<list>`` or ``$deleteFromPrimitiveList/<list>`` directive names --
+    is copied whole. ``$retainKeys`` and ``$patch`` change only the map they are in (a copy). So the merge over
+    this copy leaves ``original`` as it was, and the result is equal to the merge over a deep copy."""
+    out = dict(original)
+    if DIRECTIVE in patch:  # replace/delete: the map is rebuilt from the patch
+        return out
+    for name, value in patch.items():
+        key = name.partition("/")[2] if name.startswith((DELETE_PREFIX, ORDER_PREFIX)) else name
+        old = original.get(key)
+        if isinstance(old, dict):
+            out[key] = reachable_copy(old, value) if isinstance(value, dict) else copy(old)
+        elif isinstance(old, list):
+            out[key] = copy(old)
+    return out
 
 
 def create_two_way_merge_patch(
