@@ -87,7 +87,9 @@ def patches(draw: st.DrawFn) -> dict[str, Any]:
     patch: dict[str, Any] = {}
     if draw(st.booleans()) or not status:
         patch["status"] = status
-    meta = draw(st.fixed_dictionaries({}, optional={"labels": st.one_of(st.none(), LABELS), "uid": st.just("u")}))
+    meta: dict[str, Any] = draw(
+        st.fixed_dictionaries({}, optional={"labels": st.one_of(st.none(), LABELS), "uid": st.just("u")})
+    )
     if draw(st.booleans()):
         meta["$deleteFromPrimitiveList/finalizers"] = draw(FINALIZERS)
     if meta:
@@ -119,7 +121,7 @@ def test_shared_merge_is_the_copied_merge(original: dict[str, Any], patch: dict[
 def test_untouched_containers_are_shared_by_identity() -> None:
     """A kubelet-shaped status patch copies the status it merges into; the spec and the metadata's untouched maps
     are the original's very objects (what typed.compare's and validation's identity checks find)."""
-    original = {
+    original: dict[str, Any] = {
         "metadata": {"name": "p", "labels": {"app": "a"}, "managedFields": [{"manager": "m"}]},
         "spec": {"containers": [{"name": "a", "image": "i"}]},
         "status": {"phase": "Pending", "conditions": [{"type": "Ready", "status": "False"}], "hostIPs": [{"ip": "h"}]},
@@ -174,7 +176,7 @@ def test_a_copy_missing_a_reached_list_is_caught(patch: dict[str, Any], monkeypa
 
 
 def test_reachable_copy_copies_only_what_the_patch_names() -> None:
-    original = {"a": {"b": {"c": 1}, "d": [1]}, "e": [2], "f": {"g": 3}}
+    original: dict[str, Any] = {"a": {"b": {"c": 1}, "d": [1]}, "e": [2], "f": {"g": 3}}
     out = reachable_copy(original, {"a": {"b": {"c": 2}}, "$setElementOrder/e": []})
     assert out is not original
     assert out["a"] is not original["a"]

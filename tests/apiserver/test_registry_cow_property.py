@@ -123,7 +123,12 @@ def test_a_status_write_shares_the_spec_and_stores_the_change(monkeypatch: pytes
 
     copies: list[object] = []
     real = registry_module.deep_copy
-    monkeypatch.setattr(registry_module, "deep_copy", lambda obj: copies.append(obj) or real(obj))
+
+    def counted(obj: dict[str, Any]) -> dict[str, Any]:
+        copies.append(obj)
+        return real(obj)
+
+    monkeypatch.setattr(registry_module, "deep_copy", counted)
     patch = {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
     answers = asyncio.run(_run(_pod(["a"], {}, {}, "n1"), [patch], cow=True))
     assert copies == []

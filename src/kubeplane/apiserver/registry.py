@@ -450,8 +450,9 @@ class Registry:
             new = transform(old)
             if new is old:
                 new = dict(old)
-            if new.get("metadata") is old["metadata"]:
-                new["metadata"] = dict(old["metadata"])
+            old_meta: Obj = old["metadata"]
+            if new.get("metadata") is old_meta:
+                new["metadata"] = dict(old_meta)
         else:
             new = transform(deep_copy(old))
             if not private_result:
