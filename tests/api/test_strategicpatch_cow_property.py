@@ -161,7 +161,7 @@ def test_a_copy_missing_a_reached_list_is_caught(patch: dict[str, Any], monkeypa
     strategic_merge_patch(original, patch, kind=("", "Pod"), share=True)
     assert orjson.dumps(original) == before
 
-    def shallow(doc: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    def shallow(doc: dict[str, Any], changes: dict[str, Any], t: str | None = None, **_: Any) -> dict[str, Any]:
         out = dict(doc)
         for key, value in changes.items():
             if isinstance(doc.get(key), dict) and isinstance(value, dict):
@@ -173,6 +173,20 @@ def test_a_copy_missing_a_reached_list_is_caught(patch: dict[str, Any], monkeypa
         patch = {"status": {**patch["status"], "conditions": [{"type": "X", "status": "False"}]}}
     strategic_merge_patch(original, patch, kind=("", "Pod"), share=True)
     assert orjson.dumps(original) != before
+
+
+def test_reachable_copy_shares_an_atomic_list_the_merge_replaces() -> None:
+    """patch.go mergeSliceHandler: a list without the merge strategy takes the patch's value unread (a pod's
+    containerStatuses), so it is shared; a merged list (conditions, by type) is copied."""
+    original: dict[str, Any] = {
+        "status": {"containerStatuses": [{"name": "a", "ready": False}], "conditions": [{"type": "Ready"}]}
+    }
+    patch = {"status": {"containerStatuses": [{"name": "a", "ready": True}], "conditions": [{"type": "Ready"}]}}
+    out = reachable_copy(original, patch, "Pod", schema=strategicpatch.BUILTIN_SCHEMA)
+    assert out["status"]["containerStatuses"] is original["status"]["containerStatuses"]
+    assert out["status"]["conditions"] is not original["status"]["conditions"]
+    unknown = reachable_copy(original, patch)  # no schema: every list copied
+    assert unknown["status"]["containerStatuses"] is not original["status"]["containerStatuses"]
 
 
 def test_reachable_copy_copies_only_what_the_patch_names() -> None:

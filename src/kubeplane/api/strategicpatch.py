@@ -125,35 +125,53 @@ def strategic_merge_patch(
     container the patch cannot reach (:func:`reachable_copy`), so a status patch copies the status it merges
     into, not the pod's spec and metadata; whoever holds the result must then not change those shared parts.
     The patch is always copied (a retried update applies it again)."""
+    root = schema.root(kind)
     if share:
-        source = reachable_copy(_object(original, "original"), _object(patch, "patch"))
+        source = reachable_copy(_object(original, "original"), _object(patch, "patch"), root, schema=schema)
     else:
         source = _object(original, "original") if consume else copy(_object(original, "original"))
     changes = copy(_object(patch, "patch"))
-    root = schema.root(kind)
     return _guard(lambda: _merge_map(source, changes, root, schema=schema, server=True))
 
 
-def reachable_copy(original: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+def reachable_copy(
+    original: dict[str, Any], patch: dict[str, Any], t: str | None = None, *, schema: Schema | None = None
+) -> dict[str, Any]:
     """``original`` with every container the merge of ``patch`` may change copied, the rest shared by identity.
 
     The merge changes only the maps it is handed and what it reaches through them by the patch's keys: a map
     named by a patch key that is a map too is merged key by key (so it is copied shallowly, recursively); any
     other container a patch key names -- a list (merged elements are changed in place), a map the patch
     replaces or the list a ``$setElementOrder/<list>`` or ``$deleteFromPrimitiveList/<list>`` directive names --
-    is copied whole. ``$retainKeys`` and ``$patch`` change only the map they are in (a copy). So the merge over
-    this copy leaves ``original`` as it was, and the result is equal to the merge over a deep copy."""
+    is copied whole, except, given the ``schema`` (and ``t``, the type of ``original``), a list without the
+    ``merge`` strategy that a plain key names: the merge puts the patch's value in its place without reading
+    it. ``$retainKeys`` and ``$patch`` change only the map they are in (a copy). So the merge over this copy
+    leaves ``original`` as it was, and the result is equal to the merge over a deep copy."""
     out = dict(original)
     if DIRECTIVE in patch:  # replace/delete: the map is rebuilt from the patch
         return out
     for name, value in patch.items():
-        key = name.partition("/")[2] if name.startswith((DELETE_PREFIX, ORDER_PREFIX)) else name
+        directive = name.startswith((DELETE_PREFIX, ORDER_PREFIX))
+        key = name.partition("/")[2] if directive else name
         old = original.get(key)
         if isinstance(old, dict):
-            out[key] = reachable_copy(old, value) if isinstance(value, dict) else copy(old)
-        elif isinstance(old, list):
+            if isinstance(value, dict):
+                found = schema.field(t, key).type if schema is not None else None
+                out[key] = reachable_copy(old, value, found, schema=schema)
+            else:
+                out[key] = copy(old)
+        elif isinstance(old, list) and (directive or schema is None or _merges(schema.field(t, key))):
             out[key] = copy(old)
     return out
+
+
+def _merges(found: Field) -> bool:
+    """Whether the merge may read (and change) the original list of a field: a ``merge`` strategy, or a tag
+    that does not parse (the merge then fails; copying costs nothing then)."""
+    try:
+        return split_strategy(found)[1] == "merge"
+    except PatchError:
+        return True
 
 
 def create_two_way_merge_patch(
