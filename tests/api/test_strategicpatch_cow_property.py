@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from kubeplane.api import strategicpatch
 from kubeplane.api.patch import PatchError
 from kubeplane.api.strategicpatch import reachable_copy, strategic_merge_patch
+from kubeplane.api.strategicpatch_meta import BUILTIN_SCHEMA
 
 TYPES = st.sampled_from(["Ready", "Initialized", "ContainersReady", "PodScheduled", "X"])
 SCALARS = st.one_of(st.none(), st.sampled_from(["True", "False", "", 0, 1, True]))
@@ -182,7 +183,7 @@ def test_reachable_copy_shares_an_atomic_list_the_merge_replaces() -> None:
         "status": {"containerStatuses": [{"name": "a", "ready": False}], "conditions": [{"type": "Ready"}]}
     }
     patch = {"status": {"containerStatuses": [{"name": "a", "ready": True}], "conditions": [{"type": "Ready"}]}}
-    out = reachable_copy(original, patch, "Pod", schema=strategicpatch.BUILTIN_SCHEMA)
+    out = reachable_copy(original, patch, "Pod", schema=BUILTIN_SCHEMA)
     assert out["status"]["containerStatuses"] is original["status"]["containerStatuses"]
     assert out["status"]["conditions"] is not original["status"]["conditions"]
     unknown = reachable_copy(original, patch)  # no schema: every list copied
