@@ -373,6 +373,8 @@ def _merge_map(
 
 
 def _merge_object(original: dict[str, Any], patch: dict[str, Any], t: str | None, opts: _Merge) -> dict[str, Any]:
+    if opts.server and _merge_flat(original, patch):
+        return original
     if DIRECTIVE in patch:
         return _map_directive(patch[DIRECTIVE], patch)
     _apply_retain_keys(original, patch, opts)
@@ -403,6 +405,27 @@ def _merge_object(original: dict[str, Any], patch: dict[str, Any], t: str | None
         else:
             original[key] = value
     return original
+
+
+def _merge_flat(original: dict[str, Any], patch: dict[str, Any]) -> bool:
+    """Apply a patch of scalars and ``null`` s (no container, no ``$`` key: a condition, a container port) the
+    way the general loop below does when applying, and say so; False, nothing done, for any other patch.
+
+    Exact: with no directive the general loop only visits the patch's keys in order; a ``null`` removes the key,
+    and a scalar is set whatever the original holds -- merged over a scalar, or put in place of a missing key or
+    a value of another type by ``_set_new``, which keeps a scalar as it is."""
+    for name, value in patch.items():
+        if isinstance(value, _CONTAINERS) or name[:1] == "$":
+            return False
+    for name, value in patch.items():
+        if value is None:
+            original.pop(name, None)
+        else:
+            original[name] = value
+    return True
+
+
+_CONTAINERS: Final = (dict, list)
 
 
 def _map_directive(directive: Any, patch: dict[str, Any]) -> dict[str, Any]:
