@@ -128,3 +128,45 @@ def test_consume_gives_the_same_document() -> None:
     private = orjson.loads(kept)
     assert strategic_merge_patch(private, patch, kind=("", "Pod"), consume=True) == plain
     assert plain["status"]["conditions"] == [{"type": "Ready", "status": "True"}]
+
+
+FLAT_VALUES = st.one_of(st.none(), st.sampled_from(["True", "", 0, 1, 1.5, True, False]))
+ORIGINAL_VALUES = st.one_of(
+    FLAT_VALUES, st.just({"a": 1}), st.just([1, 2]), st.just({"$patch": "delete"}), st.just([{"k": None}])
+)
+NAMES = st.sampled_from(["type", "status", "reason", "message", "lastTransitionTime", "x"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.dictionaries(NAMES, ORIGINAL_VALUES, max_size=5),
+    st.dictionaries(NAMES, FLAT_VALUES, max_size=5),
+    st.sampled_from([("", "Pod"), ("apps", "Deployment"), ("example.com", "Unknown")]),
+)
+def test_flat_merge_is_the_general_merge(original: dict[str, Any], flat: dict[str, Any], kind: tuple[str, str]) -> None:
+    """patch.go mergeMap over a map of scalars and nulls (a condition, a port): the shortcut
+    (``strategicpatch._merge_flat``) gives the general loop's document, key order included, whatever the
+    original holds under those keys (scalars, maps, lists), nested or at the top."""
+    for doc, patch in ((original, flat), ({"status": original}, {"status": flat})):
+        fast = _outcome(doc, patch)
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(strategicpatch, "_merge_flat", lambda original, patch: False)
+            general = _outcome(doc, patch)
+        assert orjson.dumps(fast) == orjson.dumps(general)
+
+
+def test_flat_merge_engages_on_a_kubelets_condition(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shortcut is taken for the conditions of a status patch (scalars and nulls), not for maps holding
+    containers or ``$`` keys."""
+    taken: list[bool] = []
+    real = strategicpatch._merge_flat
+
+    def spy(original: dict[str, Any], patch: dict[str, Any]) -> bool:
+        taken.append(real(original, patch))
+        return taken[-1]
+
+    monkeypatch.setattr(strategicpatch, "_merge_flat", spy)
+    original = {"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "X"}]}}
+    patch = {"status": {"conditions": [{"type": "Ready", "status": "True", "reason": None}]}}
+    assert _outcome(original, patch) == ("ok", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+    assert taken == [False, False, True]  # the document, status (a list inside), the condition

@@ -20,8 +20,9 @@ Semantics (as upstream)
 
 Invariants
     Inputs are never mutated and the result shares no container with them (except an original the caller
-    hands over with ``consume=True``). For documents without ``null`` members, duplicate merge keys or
-    ``$``-prefixed keys, ``strategic_merge_patch(a, create_two_way_merge_patch(a, b, kind=k), kind=k) == b``.
+    hands over with ``consume=True``, or shares with ``share=True``). For documents without ``null`` members,
+    duplicate merge keys or ``$``-prefixed keys,
+    ``strategic_merge_patch(a, create_two_way_merge_patch(a, b, kind=k), kind=k) == b``.
 
 Errors (:class:`~kubeplane.api.patch.PatchError`)
     400, as kube-apiserver's ``interpretStrategicMergePatchError``, for a body that is not an object and for
@@ -73,7 +74,12 @@ from kubeplane.api.strategicpatch_meta import (
     validate_order,
 )
 
-__all__ = ["create_three_way_merge_patch", "create_two_way_merge_patch", "strategic_merge_patch"]
+__all__ = [
+    "create_three_way_merge_patch",
+    "create_two_way_merge_patch",
+    "reachable_copy",
+    "strategic_merge_patch",
+]
 
 _BAD_PRIMITIVE_LIST: Final = "invalid patch format of primitive list"
 _BAD_RETAIN_KEYS: Final = "invalid patch format of retainKeys"
@@ -107,6 +113,7 @@ def strategic_merge_patch(
     kind: tuple[str, str],
     schema: Schema = BUILTIN_SCHEMA,
     consume: bool = False,
+    share: bool = False,
 ) -> dict[str, Any]:
     """Apply a strategic merge patch as kube-apiserver does (``StrategicMergeMapPatch``: parallel lists are
     merged, unmatched ``null`` members dropped). ``kind`` is (API group, kind), e.g. ``("apps", "Deployment")``;
@@ -114,11 +121,57 @@ def strategic_merge_patch(
 
     ``consume``: ``original`` is the caller's private copy, which the merge may change and the result may share
     (the API server's update path copies the stored object for the patch anyway: no second copy of the whole
-    object). The patch is always copied (a retried update applies it again)."""
-    source = _object(original, "original") if consume else copy(_object(original, "original"))
-    changes = copy(_object(patch, "patch"))
+    object). ``share`` (copy-on-write): ``original`` is not changed, and the result shares with it every
+    container the patch cannot reach (:func:`reachable_copy`), so a status patch copies the status it merges
+    into, not the pod's spec and metadata; whoever holds the result must then not change those shared parts.
+    The patch is always copied (a retried update applies it again)."""
     root = schema.root(kind)
+    if share:
+        source = reachable_copy(_object(original, "original"), _object(patch, "patch"), root, schema=schema)
+    else:
+        source = _object(original, "original") if consume else copy(_object(original, "original"))
+    changes = copy(_object(patch, "patch"))
     return _guard(lambda: _merge_map(source, changes, root, schema=schema, server=True))
+
+
+def reachable_copy(
+    original: dict[str, Any], patch: dict[str, Any], t: str | None = None, *, schema: Schema | None = None
+) -> dict[str, Any]:
+    """``original`` with every container the merge of ``patch`` may change copied, the rest shared by identity.
+
+    The merge changes only the maps it is handed and what it reaches through them by the patch's keys: a map
+    named by a patch key that is a map too is merged key by key (so it is copied shallowly, recursively); any
+    other container a patch key names -- a list (merged elements are changed in place), a map the patch
+    replaces or the list a ``$setElementOrder/<list>`` or ``$deleteFromPrimitiveList/<list>`` directive names --
+    is copied whole, except, given the ``schema`` (and ``t``, the type of ``original``), a list without the
+    ``merge`` strategy that a plain key names: the merge puts the patch's value in its place without reading
+    it. ``$retainKeys`` and ``$patch`` change only the map they are in (a copy). So the merge over this copy
+    leaves ``original`` as it was, and the result is equal to the merge over a deep copy."""
+    out = dict(original)
+    if DIRECTIVE in patch:  # replace/delete: the map is rebuilt from the patch
+        return out
+    for name, value in patch.items():
+        directive = name.startswith((DELETE_PREFIX, ORDER_PREFIX))
+        key = name.partition("/")[2] if directive else name
+        old = original.get(key)
+        if isinstance(old, dict):
+            if isinstance(value, dict):
+                found = schema.field(t, key).type if schema is not None else None
+                out[key] = reachable_copy(old, value, found, schema=schema)
+            else:
+                out[key] = copy(old)
+        elif isinstance(old, list) and (directive or schema is None or _merges(schema.field(t, key))):
+            out[key] = copy(old)
+    return out
+
+
+def _merges(found: Field) -> bool:
+    """Whether the merge may read (and change) the original list of a field: a ``merge`` strategy, or a tag
+    that does not parse (the merge then fails; copying costs nothing then)."""
+    try:
+        return split_strategy(found)[1] == "merge"
+    except PatchError:
+        return True
 
 
 def create_two_way_merge_patch(
@@ -320,6 +373,8 @@ def _merge_map(
 
 
 def _merge_object(original: dict[str, Any], patch: dict[str, Any], t: str | None, opts: _Merge) -> dict[str, Any]:
+    if opts.server and _merge_flat(original, patch):
+        return original
     if DIRECTIVE in patch:
         return _map_directive(patch[DIRECTIVE], patch)
     _apply_retain_keys(original, patch, opts)
@@ -350,6 +405,27 @@ def _merge_object(original: dict[str, Any], patch: dict[str, Any], t: str | None
         else:
             original[key] = value
     return original
+
+
+def _merge_flat(original: dict[str, Any], patch: dict[str, Any]) -> bool:
+    """Apply a patch of scalars and ``null`` s (no container, no ``$`` key: a condition, a container port) the
+    way the general loop below does when applying, and say so; False, nothing done, for any other patch.
+
+    Exact: with no directive the general loop only visits the patch's keys in order; a ``null`` removes the key,
+    and a scalar is set whatever the original holds -- merged over a scalar, or put in place of a missing key or
+    a value of another type by ``_set_new``, which keeps a scalar as it is."""
+    for name, value in patch.items():
+        if isinstance(value, _CONTAINERS) or name[:1] == "$":
+            return False
+    for name, value in patch.items():
+        if value is None:
+            original.pop(name, None)
+        else:
+            original[name] = value
+    return True
+
+
+_CONTAINERS: Final = (dict, list)
 
 
 def _map_directive(directive: Any, patch: dict[str, Any]) -> dict[str, Any]:

@@ -338,6 +338,7 @@ class Registry:
         manager: str | None = None,
         track_subresource: str = "",
         private_result: bool = False,
+        copy_on_write: bool = False,
     ) -> Obj:
         """Read, transform, prepare, validate and compare-and-put; retry races unless the client pinned a
         resourceVersion (upstream's GuaranteedUpdate). ``transform`` sees and returns ``info``'s own form.
@@ -345,7 +346,12 @@ class Registry:
         subresource that entry names (status, scale). ``private_result``: every container of what ``transform``
         returns is either from the private copy it was handed or made by it for this attempt (a strategic merge
         patch copies its patch), so the result needs no copy of its own before it is prepared in place; without
-        it the result is copied, since it may share containers with a body a retry hands out again."""
+        it the result is copied, since it may share containers with a body a retry hands out again.
+
+        ``copy_on_write`` (status writes of built-in kinds only; see :meth:`_updated`): ``transform`` is handed
+        the object decoded from the store itself, changes none of it, and returns an object whose containers are
+        either its own or the old object's ones it did not change (shared by identity), so nothing is copied
+        whole and the comparisons after it find the untouched parts by identity."""
         if conversion.converts(info):
             storage = self.storage_resource(info)
 
@@ -386,6 +392,7 @@ class Registry:
                 manager,
                 track_subresource,
                 private_result and not custom,
+                copy_on_write and not custom and subresource == "status",
             )
             new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
             await admission.admit_update(self, info, new, old, subresource)
@@ -427,12 +434,29 @@ class Registry:
         manager: str | None = None,
         track_subresource: str = "",
         private_result: bool = False,
+        copy_on_write: bool = False,
     ) -> Obj:
         """The update's new object: transformed, prepared, defaulted and validated (pure computation on copies, so
-        a heavy request runs it off the event loop). ``private_result``: see :meth:`guaranteed_update`."""
-        new = transform(deep_copy(old))
-        if not private_result:
-            new = deep_copy(new)
+        a heavy request runs it off the event loop). ``private_result``: see :meth:`guaranteed_update`.
+
+        ``copy_on_write`` (a status write): ``old`` is this attempt's own decode of the stored object, so it is
+        not copied; the transform's result shares with it what the patch did not reach. Nothing below changes a
+        shared container: ``metadata`` is made this object's own before the system fields are kept (and the
+        status strategy then builds a new one from ``old``'s), the status strategy shares ``old``'s spec already
+        on the generic path too, and defaulting writes into a shared container only values equal to what is
+        there (every stored object was defaulted when written, and defaulting is idempotent), as the generic
+        path relies on for the spec. So the result equals the generic path's, and ``old`` stays as stored."""
+        if copy_on_write:
+            new = transform(old)
+            if new is old:
+                new = dict(old)
+            old_meta: Obj = old["metadata"]
+            if new.get("metadata") is old_meta:
+                new["metadata"] = dict(old_meta)
+        else:
+            new = transform(deep_copy(old))
+            if not private_result:
+                new = deep_copy(new)
         self._keep_system_metadata(new, old)
         if subresource == "status":
             sent = new["metadata"].get("managedFields")

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubeplane.api.shapes import ShapeMemo
 from kubeplane.api.smd import fieldsv1
 from kubeplane.api.smd.fieldpath import FieldsError, Path, PathElement, Set
 
@@ -98,3 +99,50 @@ def test_walk_normalises_as_the_decode_does(doc: dict[str, Any]) -> None:
 )
 def test_irregular_documents_are_left_to_the_set_path(doc: dict[str, Any]) -> None:
     assert fieldsv1.subtract_and_add(doc, Set(), Set()) is fieldsv1.IRREGULAR
+
+
+class _Never(ShapeMemo[bool]):
+    """A memo that never hits: every untouched node walked (the reference for the copy-on-write one)."""
+
+    def get(self, key: bytes | None) -> bool | None:
+        return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(PATHS, PATHS, PATHS, st.integers(0, 2**32 - 1), st.booleans())
+def test_untouched_nodes_kept_by_identity_are_the_walked_ones(
+    owned: list[Path], lost_paths: list[Path], mine_paths: list[Path], seed: int, shuffle: bool
+) -> None:
+    """The nodes the walk keeps as they are (a known canonical encoding, nothing below lost or gained) give the
+    document walking them gives, byte for byte, for canonical and reordered documents alike; the input is left
+    as it was."""
+    doc = _set(owned).to_fields_v1()
+    if shuffle:
+        doc = _shuffled(doc, random.Random(seed))
+    lost, mine = _set(lost_paths), _set(mine_paths)
+    before = orjson.dumps(doc)
+    warm = fieldsv1.subtract_and_add(doc, lost, mine)
+    again = fieldsv1.subtract_and_add(doc, lost, mine)  # now with what the first call learnt
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(fieldsv1, "CANONICAL", _Never())
+        walked = fieldsv1.subtract_and_add(doc, lost, mine)
+    assert orjson.dumps(doc) == before
+    assert orjson.dumps(warm) == orjson.dumps(walked)
+    assert orjson.dumps(again) == orjson.dumps(walked)
+
+
+def test_a_kubelets_untouched_conditions_are_shared_not_walked() -> None:
+    """A status write that changes the Ready condition keeps the kubelet's other conditions' nodes as they are
+    (the same objects), and writes the changed one afresh."""
+    ready, init = ("k", (("type", "Ready"),)), ("k", (("type", "Initialized"),))
+    status, conditions = ("f", "status"), ("f", "conditions")
+    fields = [("f", "status"), ("f", "type"), ("f", "lastTransitionTime")]
+    doc = Set.of(*[(status, conditions, c, f) for c in (ready, init) for f in fields]).to_fields_v1()
+    lost = Set.of((status, conditions, ready, ("f", "status")))
+    fieldsv1.subtract_and_add(doc, lost, lost)  # learns the untouched condition's encoding
+    out = fieldsv1.subtract_and_add(doc, lost, lost)
+    assert out is not None
+    init_key, ready_key = 'k:{"type":"Initialized"}', 'k:{"type":"Ready"}'
+    assert out["f:status"]["f:conditions"][init_key] is doc["f:status"]["f:conditions"][init_key]
+    assert out["f:status"]["f:conditions"][ready_key] is not doc["f:status"]["f:conditions"][ready_key]
+    assert orjson.dumps(out) == orjson.dumps(_by_sets(doc, lost, lost))

@@ -146,3 +146,39 @@ def test_compare_is_the_plain_walk(lhs: dict[str, Any], rhs: dict[str, Any], sha
     fast, plain = typed.compare(lhs, rhs, POD), _reference(lhs, rhs)
     for name in ("added", "modified", "removed"):
         assert _paths(getattr(fast, name)) == _paths(getattr(plain, name)), name
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(["Ready", "PodScheduled", "Initialized", "ContainersReady"]), unique=True),
+    st.data(),
+)
+def test_paired_lists_are_the_plain_walk(types: list[str], data: st.DataObject) -> None:
+    """The shape ``typed._paired`` takes (a kubelet's conditions before and after its write: same types, same
+    order, some changed) and its near misses (reordered, one added, one dropped, a duplicate): the plain walk's
+    sets either way."""
+    lhs = [{"type": t, "status": data.draw(st.sampled_from(["True", "False"]))} for t in types]
+    rhs = [dict(c, status=data.draw(st.sampled_from(["True", "False"]))) for c in lhs]
+    edit = data.draw(st.sampled_from(["none", "reverse", "append", "drop", "duplicate"]))
+    if edit == "reverse":
+        rhs.reverse()
+    elif edit == "append":
+        rhs.append({"type": "example.com/New", "status": "True"})
+    elif edit == "drop" and rhs:
+        rhs.pop(0)
+    elif edit == "duplicate" and rhs:
+        rhs.append(dict(rhs[0], status="Unknown"))
+    left, right = {"status": {"conditions": lhs}}, {"status": {"conditions": rhs}}
+    got, want = typed.compare(left, right, POD), _reference(left, right)
+    for name in ("added", "modified", "removed"):
+        assert _paths(getattr(got, name)) == _paths(getattr(want, name)), name
+
+
+def test_paired_engages_on_same_order_unique_keys() -> None:
+    status = typed._field(POD, "status")[0]
+    conditions = typed._field(status, "conditions")[0]
+    same = [{"type": "Ready"}, {"type": "Initialized"}]
+    assert typed._paired(same, [dict(c, status="True") for c in same], conditions)
+    assert not typed._paired(same, list(reversed(same)), conditions)
+    assert not typed._paired(same + same[:1], same + same[:1], conditions)  # a duplicate key
+    assert not typed._paired([{"type": 1}], [{"type": 1}], conditions)  # not a string

@@ -133,6 +133,11 @@ def _compare_children(lhs: Any, rhs: Any, atom: Atom, out: Comparison) -> None:
                 _compare_entry(MISSING, other, _field(atom, key)[0], ("f", key), out)
         return
     elem = atom.elem or DEDUCED
+    if lhs is not MISSING and rhs is not MISSING and _paired(lhs, rhs, atom):
+        for value, other in zip(lhs, rhs, strict=True):
+            if value is not other and value != other:
+                _compare_entry(value, other, elem, item_element(other, atom), out)
+        return
     left_items = _NOTHING if lhs is MISSING else {item_element(i, atom): i for i in reversed(lhs)}
     right_items = _NOTHING if rhs is MISSING else {item_element(i, atom): i for i in reversed(rhs)}
     for pe, value in left_items.items():
@@ -143,6 +148,26 @@ def _compare_children(lhs: Any, rhs: Any, atom: Atom, out: Comparison) -> None:
     for pe, other in right_items.items():
         if pe not in left_items:
             _compare_entry(MISSING, other, elem, pe, out)
+
+
+def _paired(lhs: list[Any], rhs: list[Any], atom: Atom) -> bool:
+    """Whether two sides of an associative list with one key field hold the same items in the same order, each
+    keyed by a string once (a pod's conditions, IPs and containers before and after a write): then the items
+    at one position are the ones the general walk pairs by path element, and only the unequal pairs need their
+    element built."""
+    keys = atom.keys
+    if len(keys) != 1 or len(lhs) != len(rhs):
+        return False
+    key = keys[0]
+    seen: set[str] = set()
+    for left, right in zip(lhs, rhs, strict=True):
+        if type(left) is not dict or type(right) is not dict:
+            return False
+        name = left.get(key)
+        if type(name) is not str or right.get(key) != name or name in seen:
+            return False
+        seen.add(name)
+    return True
 
 
 _NOTHING: dict[Any, Any] = {}
