@@ -43,7 +43,7 @@ from kubeplane.apiserver.housekeeping import housekeeping
 from kubeplane.autoscaler.provider import NodeGroupError
 from kubeplane.client.errors import AlreadyExistsError, ClientError, NotFoundError
 from kubeplane.client.informer import SharedInformer
-from kubeplane.client.interface import Obj, PatchType
+from kubeplane.client.interface import PatchType
 from kubeplane.client.local import LocalClient
 from kubeplane.controllers.manager import ControllerManager
 from kubeplane.gpu.frag import PodType
@@ -117,6 +117,10 @@ def scheduler_configuration(config: Mapping[str, Any] | None) -> KubeSchedulerCo
         raise ScenarioError("scheduler configuration: " + "; ".join(exc.errors)) from None
 
 
+_Reading = tuple[Mapping[str, Any], bool, dict[str, int]]
+"""What a sample reads of a Node object: the object, whether it is Ready, its allocatable amounts when Ready."""
+
+
 def _amount(name: str, value: Any) -> int:
     quantity = parse_quantity(str(value))
     return quantity.milli_value() if name == "cpu" else quantity.value()
@@ -148,7 +152,7 @@ class _Run:
         if self.observer.gpu is not None:
             self.observer.gpu.declared = self.dra
         self.timeseries: list[dict[str, Any]] = []
-        self._readings: dict[str, tuple[Obj, bool, dict[str, int]]] = {}  # node -> what the last sample read of it
+        self._readings: dict[str, _Reading] = {}  # node -> what the last sample read of it
         self.actions: list[dict[str, Any]] = []
         self.metrics: list[Any] = []  # one CollectorRegistry per scheduler incarnation (counters add up)
         self._scheduler_task: asyncio.Future[None] | None = None
@@ -493,7 +497,7 @@ class _Run:
                         total += sample.value
         return total
 
-    def _reading(self, name: str, node: Obj) -> tuple[Obj, bool, dict[str, int]]:
+    def _reading(self, name: str, node: Mapping[str, Any]) -> _Reading:
         """``(node, Ready, its allocatable amounts when Ready)``, read once per Node object (the observer keeps the
         informer's objects, never changed in place: a sample of a thousand idle nodes parses no quantity again)."""
         seen = self._readings.get(name)
