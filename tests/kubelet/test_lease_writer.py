@@ -26,8 +26,9 @@ from kubeplane.client.errors import ClientError
 from kubeplane.client.local import LocalClient
 from kubeplane.kubelet.config import parse_node_config
 from kubeplane.kubelet.fleet import Fleet, FleetOptions
-from kubeplane.kubelet.lease_writer import Stamps, renewable
-from kubeplane.kubelet.node import NODE_LEASE_NAMESPACE
+from kubeplane.kubelet.lease_writer import LeaseWriter, Stamps, renew_built, renew_many, renewable
+from kubeplane.kubelet.node import NODE_LEASE_NAMESPACE, node_lease
+from kubeplane.store.watch import StoreWatch
 
 Obj = dict[str, Any]
 NODES = [{"count": 3, "namePattern": "n{index}", "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"}}]
@@ -239,3 +240,81 @@ async def test_renewal_bytes_from_the_template_are_the_encoding() -> None:
         await fleet.stop()
         await client.close()
     assert spliced >= 3 * 5  # every renewal after a node's first cheap one
+
+
+async def _renewals(
+    columns: bool, *, edit: bool
+) -> tuple[list[list[bytes]], list[tuple[str, bytes, int]], list[bytes]]:
+    """Four Leases renewed in batches for three rounds, as columns (:func:`renew_built`) or one object at a time
+    (:meth:`LeaseWriter.prepare` then :func:`renew_many`, the path before columns): each batch's answers (encoded,
+    key order kept), every store write (key, bytes, revision) and every watch event (type and object, encoded).
+    Round two repeats a moment (nothing to write); ``edit``: someone labels the third Lease before round three
+    (its renewal is refused and those after it are not written)."""
+    clock = FakeClock()
+    client = await LocalClient.in_memory(now=clock.now, rng=random.Random(7), clock=clock)
+    leases = client.resource("leases")
+    store = client.registry.store
+    try:
+        stamps = Stamps()
+        kept: list[Obj] = []
+        writers: list[LeaseWriter] = []
+        for i in range(4):
+            created = await client.create(leases, node_lease(f"n{i}", "", clock.now()), namespace=NODE_LEASE_NAMESPACE)
+            writer = LeaseWriter(client, stamps=stamps)
+            renewed = await writer.renew(created, clock.now() + 0.1)  # the first cheap one builds the template
+            assert renewed is not None
+            writers.append(writer)
+            kept.append(renewed)
+        changes = store.watch("/registry/leases/", start_revision=store.revision + 1)
+        assert isinstance(changes, StoreWatch)
+        watch = await client.watch(leases, namespace=NODE_LEASE_NAMESPACE, allow_bookmarks=False,
+                                   resource_version=str(store.revision))  # fmt: skip
+        answers: list[list[bytes]] = []
+        moments: list[float] = []
+        for round_ in range(3):
+            if round_ != 1:  # round one renews at the moments of round zero again: nothing changes
+                await clock.advance(10.0)
+                moments = [clock.now() + 0.25 * i + 1 / 3 for i in range(4)]
+            if round_ == 2 and edit:
+                lease = await client.get(leases, "n2", namespace=NODE_LEASE_NAMESPACE)
+                lease["metadata"]["labels"] = {"edited": "yes"}
+                await client.update(leases, lease, namespace=NODE_LEASE_NAMESPACE)
+            batch = list(zip(writers, kept, moments, strict=True))
+            if columns:
+                done = await renew_built(batch)
+                assert done is not None
+            else:
+                prepared = [(w, w.prepare(lease, now, stamped_at=now)) for w, lease, now in batch]
+                writes = [(w, new) for (w, new), (_, lease, _) in zip(prepared, batch, strict=True) if new is not lease]
+                stored = iter(await renew_many(writes))  # type: ignore[arg-type]
+                done = []
+                for (_, new), (_, lease, _) in zip(prepared, batch, strict=True):
+                    step = new if new is lease else next(stored, None)
+                    if step is None:
+                        break
+                    done.append(step)
+            answers.append([orjson.dumps(obj) for obj in done])
+            kept[: len(done)] = done
+        await asyncio.sleep(0)
+        events = [orjson.dumps(event) for event in watch.take_ready()]
+        await watch.close()
+        writes_seen = [(e.kv.key, e.kv.value, e.kv.mod_revision) for e in changes.take_buffered()]
+        return answers, writes_seen, events
+    finally:
+        await client.close()
+
+
+@pytest.mark.parametrize("edit", [False, True], ids=["every-lease-renewed", "a-lease-changed-by-someone-else"])
+async def test_renewals_as_columns_store_and_deliver_what_renewing_each_lease_does(edit: bool) -> None:
+    """The batch as columns (each Lease's bytes from its template, its object built once with its revision) gives
+    the same answers, the same store writes at the same revisions and the same watch events as preparing each
+    renewal and writing the batch (upstream: one Update per Lease, one MODIFIED event each; an Update of a Lease
+    changed since is a conflict and writes nothing)."""
+    columns = await _renewals(True, edit=edit)
+    objects = await _renewals(False, edit=edit)
+    assert columns == objects
+    answers, writes, events = columns
+    assert [len(a) for a in answers] == ([4, 4, 2] if edit else [4, 4, 4])
+    assert answers[1] == answers[0]  # a repeated moment writes nothing
+    assert len(writes) == (4 + 1 + 2 if edit else 8)
+    assert len(events) == len(writes)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import orjson
@@ -363,6 +363,31 @@ class LocalClient:
             stored = Decoded(obj, metadata={**meta, "resourceVersion": str(kv.mod_revision)})
             if cache is not None and next(reversed(meta)) == "resourceVersion":
                 cache.expect(key, kv.mod_revision, stored)  # as decoding puts it (last): the cache need not decode
+            out.append(stored)
+        return out
+
+    async def put_built_many(
+        self,
+        resource: ResourceInfo,
+        updates: Sequence[tuple[str, bytes, int]],
+        build: Callable[[int, str], Obj],
+    ) -> builtins.list[Obj]:
+        """:meth:`put_prepared_many` for a writer that has each object's storage key, stored bytes (without
+        ``resourceVersion``) and expected mod revision, ``updates``, before it has the object: ``build(k,
+        resource_version)`` then makes the ``k``-th stored object once, with its new ``resourceVersion`` (last in
+        its metadata, as decoding puts it), instead of the object and a copy with the new revision. Same store
+        batch, same watch events, same stopping before the first refused; the objects are shared read-only (the
+        watch cache hands the same ones to watchers). The fleet's Lease renewals written ahead
+        (:func:`kubeplane.kubelet.lease_writer.renew_built`)."""
+        if self.user is not None or conversion.converts(resource):
+            raise ClientError("put_built_many is for the trusted in-process caller on resources stored as served")
+        kvs = await self.registry.store.update_many(updates)
+        cache = self.registry.cache(resource) if kvs else None
+        out: builtins.list[Obj] = []
+        for k, kv in enumerate(kvs):
+            stored = Decoded(build(k, str(kv.mod_revision)))
+            if cache is not None:
+                cache.expect(kv.key, kv.mod_revision, stored)
             out.append(stored)
         return out
 

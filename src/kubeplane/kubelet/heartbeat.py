@@ -90,6 +90,8 @@ class Heartbeat:
                 horizon = min(horizon, clock.monotonic() + self.period)  # at most one round ahead
                 continue
             quiet = self._quiet(i, t)
+            if quiet and t == now < horizon and await self._ahead(heap, horizon):
+                continue  # due now and quiet: written with the quiet ticks after it, as one batch
             await self._tick(i, t)
             heapq.heapreplace(heap, self._advance(i, t))
             if not quiet:
@@ -116,10 +118,8 @@ class Heartbeat:
         sim = self.sims[i]
         if sim.stopped_by:  # not running
             return True
-        return (
-            self._node_status.renews_ahead(sim)
-            and (not self._eviction_due(i, t) or self._eviction.quiet(sim, t))
-            and self._node_status.report_quiet(sim, t)
+        return self._node_status.renews_quietly(sim, t) and (
+            not self._eviction_due(i, t) or self._eviction.quiet(sim, t)
         )
 
     async def _ahead(self, heap: list[tuple[float, int]], horizon: float) -> int:

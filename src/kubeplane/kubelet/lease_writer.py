@@ -231,3 +231,67 @@ async def renew_many(renewals: Sequence[tuple[LeaseWriter, Obj]]) -> list[Obj]:
     for (writer, _), lease in zip(batch, stored, strict=False):
         writer.stored(lease)
     return stored
+
+
+async def renew_built(renewals: Sequence[tuple[LeaseWriter, Obj, float]]) -> list[Obj] | None:
+    """Renewals written ahead as columns: each ``(writer, lease, now)`` renewed at epoch ``now`` and stamped at
+    ``now`` (:meth:`LeaseWriter.renew` with ``stamped_at=now``), in order, as one store batch, each Lease built
+    once (:meth:`LocalClient.put_built_many`): its stored bytes from its writer's template, its object with its
+    new ``resourceVersion`` after the store wrote it. The stored bytes, revisions, objects and watch events are
+    exactly those of :meth:`LeaseWriter.prepare` and :func:`renew_many` (pinned by tests/kubelet/test_lease_writer.py).
+
+    Answers the Leases after the leading renewals done (a Lease the full update would find unchanged is its own
+    answer, nothing written), stopping before the first refused (its Lease changed meanwhile); None, nothing
+    written, when one of them is not the Lease its writer last stored with a template (``resourceVersion`` last
+    in its metadata) or the writers are not all one registry's: the caller then takes :func:`renew_many`."""
+    if not renewals:
+        return []
+    client = renewals[0][0].client
+    registry = client.registry
+    updates: list[tuple[str, bytes, int]] = []
+    written: list[tuple[Obj, str, str]] = []  # per update: the Lease renewed, its new time and renewTime
+    writes: list[bool] = []  # per renewal: whether it writes (False: the full update would find it unchanged)
+    for writer, lease, now in renewals:
+        template = writer._template
+        meta = lease["metadata"]
+        if (
+            template is None
+            or lease is not writer._template_for
+            or lease is not writer._last
+            or writer.client.registry is not registry
+            or next(reversed(meta)) != "resourceVersion"
+        ):
+            return None
+        stamp, renew = writer._stamps.pair(now, now)
+        if lease["spec"].get("renewTime") == renew and meta["managedFields"][0].get("time") == stamp:
+            writes.append(False)
+            continue
+        head, middle, tail, stamp_first = template
+        first, second = (stamp, renew) if stamp_first else (renew, stamp)
+        body = b"".join((head, first.encode(), middle, second.encode(), tail))
+        updates.append((writer.key(lease), body, int(meta["resourceVersion"])))
+        written.append((lease, stamp, renew))
+        writes.append(True)
+
+    def build(k: int, resource_version: str) -> Obj:
+        lease, stamp, renew = written[k]
+        meta = lease["metadata"]
+        entry = {**meta["managedFields"][0], "time": stamp}
+        metadata = {**meta, "managedFields": [entry], "resourceVersion": resource_version}
+        return {**lease, "metadata": metadata, "spec": {**lease["spec"], "renewTime": renew}}
+
+    stored = await client.put_built_many(renewals[0][0].resource, updates, build) if updates else []
+    out: list[Obj] = []
+    taken = 0  # of ``stored``
+    for (writer, lease, _), write in zip(renewals, writes, strict=True):
+        if not write:
+            out.append(lease)
+            continue
+        if taken == len(stored):
+            break  # refused: it and those after it are untouched
+        new = stored[taken]
+        taken += 1
+        writer._last = writer._template_for = new  # the template holds for it: only the two stamps changed
+        writer._body = None
+        out.append(new)
+    return out

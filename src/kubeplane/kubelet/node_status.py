@@ -34,7 +34,7 @@ from kubeplane.client.clock import Clock, HorizonClock
 from kubeplane.client.errors import AlreadyExistsError, ConflictError, NotFoundError
 from kubeplane.client.interface import Client, PatchType
 
-from .lease_writer import LeaseWriter, Stamps, renew_many, trusted_local
+from .lease_writer import LeaseWriter, Stamps, renew_built, renew_many, trusted_local
 from .node import (
     CONDITION_ORDER,
     KUBELET_PORT,
@@ -181,6 +181,28 @@ class NodeStatus:
         lease, writer = sim.lease, self._lease_writer(sim.name)
         return lease is not None and self._horizon_clock is not None and writer is not None and writer.can_renew(lease)
 
+    def renews_quietly(self, sim: SimNode, now: float) -> bool:
+        """``renews_ahead(sim) and report_quiet(sim, now)`` in one step, read off the node's state (the heartbeat
+        asks it for every tick; :meth:`_fingerprint` equality as the reported images' names all present and as
+        many, no sorting)."""
+        lease = sim.lease
+        if lease is None or self._horizon_clock is None:
+            return False
+        name = sim.spec.name
+        writer = self._lease_writers.get(name) if name in self._lease_writers else self._lease_writer(name)
+        if writer is None or not writer.can_renew(lease):
+            return False
+        if now - sim.last_report >= self._options.status_report_frequency:
+            return False
+        node = sim.node
+        if node is None or (self._ready_node.get(name) is not node and not self._ready(sim)):
+            return False
+        reported = sim.reported
+        if not reported or reported[0] != sim.memory_pressure:
+            return False
+        names, images = reported[1], sim.images
+        return len(names) == len(images) and all(image in images for image in names)
+
     async def renew_leases_ahead(self, ticks: Sequence[tuple[SimNode, float]]) -> int:
         """Renew each ``(sim, at)``'s Lease in order (distinct nodes) as :meth:`renew_lease` would at monotonic
         ``at`` (not yet reached: the caller knows nothing else runs before,
@@ -191,6 +213,20 @@ class NodeStatus:
         clock = self._horizon_clock
         if clock is None:
             return 0
+        columns: list[tuple[LeaseWriter, Obj, float]] = []
+        writers = self._lease_writers
+        for sim, at in ticks:
+            name = sim.spec.name
+            lease, writer = sim.lease, writers.get(name) if name in writers else self._lease_writer(name)
+            if lease is None or writer is None:
+                break
+            columns.append((writer, lease, clock.now_at(at)))
+        else:  # every one renewable: the batch as columns, each Lease built once (nothing written if it declines)
+            renewed = await renew_built(columns)
+            if renewed is not None:
+                for (sim, _), lease in zip(ticks, renewed, strict=False):
+                    sim.lease = lease
+                return len(renewed)
         prepared: list[tuple[LeaseWriter, Obj]] = []
         places: list[int] = []  # the tick of each prepared write
         done = len(ticks)

@@ -117,6 +117,10 @@ def scheduler_configuration(config: Mapping[str, Any] | None) -> KubeSchedulerCo
         raise ScenarioError("scheduler configuration: " + "; ".join(exc.errors)) from None
 
 
+_Reading = tuple[Mapping[str, Any], bool, dict[str, int]]
+"""What a sample reads of a Node object: the object, whether it is Ready, its allocatable amounts when Ready."""
+
+
 def _amount(name: str, value: Any) -> int:
     quantity = parse_quantity(str(value))
     return quantity.milli_value() if name == "cpu" else quantity.value()
@@ -148,6 +152,7 @@ class _Run:
         if self.observer.gpu is not None:
             self.observer.gpu.declared = self.dra
         self.timeseries: list[dict[str, Any]] = []
+        self._readings: dict[str, _Reading] = {}  # node -> what the last sample read of it
         self.actions: list[dict[str, Any]] = []
         self.metrics: list[Any] = []  # one CollectorRegistry per scheduler incarnation (counters add up)
         self._scheduler_task: asyncio.Future[None] | None = None
@@ -492,6 +497,23 @@ class _Run:
                         total += sample.value
         return total
 
+    def _reading(self, name: str, node: Mapping[str, Any]) -> _Reading:
+        """``(node, Ready, its allocatable amounts when Ready)``, read once per Node object (the observer keeps the
+        informer's objects, never changed in place: a sample of a thousand idle nodes parses no quantity again)."""
+        seen = self._readings.get(name)
+        if seen is not None and seen[0] is node:
+            return seen
+        is_ready = ready(node)
+        amounts = (
+            {
+                resource: _amount(resource, value)
+                for resource, value in (status_of(node).get("allocatable") or {}).items()
+            }
+            if is_ready
+            else {}
+        )
+        return node, is_ready, amounts
+
     def _sample(self) -> None:
         gc.collect(1)  # the young generations only (see _young_gc_only)
         obs = self.observer
@@ -500,7 +522,9 @@ class _Run:
             self.timeseries.pop()
         phases = {"Pending": 0, "Running": 0, "Succeeded": 0, "Failed": 0}
         requested: dict[str, int] = {}
-        ready_nodes = {name for name, node in obs.nodes.items() if ready(node)}
+        readings = {name: self._reading(name, node) for name, node in obs.nodes.items()}
+        self._readings = readings
+        ready_nodes = {name for name, reading in readings.items() if reading[1]}
         for record in obs.pods.values():
             if record.phase in phases:
                 phases[record.phase] += 1
@@ -509,8 +533,8 @@ class _Run:
                     requested[resource] = requested.get(resource, 0) + amount
         allocatable: dict[str, int] = {}
         for name in ready_nodes:
-            for resource, value in (status_of(obs.nodes[name]).get("allocatable") or {}).items():
-                allocatable[resource] = allocatable.get(resource, 0) + _amount(resource, value)
+            for resource, amount in readings[name][2].items():
+                allocatable[resource] = allocatable.get(resource, 0) + amount
         row: dict[str, Any] = {
             "t": t,
             "pods_pending": phases["Pending"],
