@@ -4,8 +4,8 @@ Upstream behaviour pinned: registration (``kubelet_node_status.go``), Lease rene
 (``nodelease``), pod status and conditions (``generateAPIPodStatus``), the container start events and their
 order, admission rejection (``predicate.go``), run-to-completion and restart back-off, graceful termination
 (``killPod`` then the status manager's final delete), observedGeneration on status and conditions
-(PodObservedGenerationTracking, ``CalculatePodStatusObservedGeneration``), the eviction manager's ranking (``rankMemoryPressure``)
-and mirror pods (``mirror_client.go``).
+(PodObservedGenerationTracking, ``CalculatePodStatusObservedGeneration``), the eviction manager's ranking
+(``rankMemoryPressure``) and mirror pods (``mirror_client.go``).
 """
 
 from __future__ import annotations
