@@ -60,6 +60,51 @@ async def test_connection_refused_is_a_client_error() -> None:
         await client.close()
 
 
+@pytest.mark.parametrize(
+    ("method", "requests"),
+    [
+        pytest.param("GET", 3, id="a read is retried (client-go retries reads on a broken connection)"),
+        pytest.param("POST", 1, id="a write is not retried (it may have been acted on)"),
+    ],
+)
+async def test_a_response_cut_inside_its_body_is_a_broken_connection(method: str, requests: int) -> None:
+    """A server that dies after a response's head (Content-Length 100, one byte of body, then closed) gives a
+    ClientError, never the HTTP library's own payload error (a killed API server did this to a create in the HA
+    chaos test); reads are retried as after any broken connection, writes are not."""
+    from kubeplane.client.clock import FakeClock
+    from kubeplane.client.kubeconfig import ClientConfig
+
+    seen: list[bytes] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(await reader.readuntil(b"\r\n\r\n"))
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    clock = FakeClock()
+    client = HTTPClient(ClientConfig(server=f"http://127.0.0.1:{port}", qps=0), clock=clock)
+    cms = client.resource("configmaps")
+    try:
+        if method == "GET":
+            call = client.get(cms, "c", namespace="default")
+        else:
+            call = client.create(cms, {"metadata": {"name": "c"}}, namespace="default")
+        task = asyncio.ensure_future(call)
+        while not task.done():  # the retries' back-off sleeps are on the fake clock
+            await asyncio.sleep(0.01)
+            await clock.advance(0.5)
+        with pytest.raises(ClientError, match=r"127\.0\.0\.1"):
+            await task
+        assert len(seen) == requests
+    finally:
+        await client.close()
+        server.close()
+        await server.wait_closed()
+
+
 async def test_a_broken_watch_stream_is_an_error_not_a_clean_end(tmp_path: Path) -> None:
     """A watch whose server dies mid-stream raises ClientError, so informers back off before re-watching."""
     import os

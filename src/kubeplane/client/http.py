@@ -239,7 +239,9 @@ class HTTPClient:
                     await self.clock.sleep(0.2 * attempts)
                     continue
                 raise ClientError(f"{method} {url}: {exc}") from None
-            except (TimeoutError, aiohttp.ClientConnectionError) as exc:
+            except (TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
+                # a payload error: the connection ended inside the response's body (the server died mid-answer), so
+                # the request reached it: a broken connection like the others, a write never retried
                 if method == "GET" and attempts < READ_RETRIES + len(self._servers) - 1:
                     self._fail_over(server)
                     await self.clock.sleep(0.2 * attempts)
